@@ -1,18 +1,34 @@
-//! Sizes that matter for correctness. Under `--cfg kith_tiny` they shrink so that
-//! boundary bugs show up in small tests.
+//! Sizes that matter for correctness, in one place. Under `--cfg kith_tiny` they
+//! shrink so that boundary bugs (vector, page, node-group and morsel edges) show up
+//! in small tests.
 
-/// Values per vector.
+/// Values per vector exchanged between operators.
 #[cfg(not(kith_tiny))]
 pub const VECTOR_CAPACITY: usize = 2048;
 #[cfg(kith_tiny)]
 pub const VECTOR_CAPACITY: usize = 4;
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// Bytes per page of the database file.
+pub const PAGE_SIZE: usize = 4096;
 
-    #[test]
-    fn vector_capacity_is_power_of_two() {
-        assert!(VECTOR_CAPACITY.is_power_of_two());
-    }
-}
+/// Rows per node group (the unit of columnar storage and of CSR regions).
+#[cfg(not(kith_tiny))]
+pub const NODE_GROUP_SIZE: u64 = 1 << 17;
+#[cfg(kith_tiny)]
+pub const NODE_GROUP_SIZE: u64 = 64;
+
+/// Rows per scan morsel (a multiple of `VECTOR_CAPACITY`).
+#[cfg(not(kith_tiny))]
+pub const MORSEL_SIZE: u64 = 2048;
+#[cfg(kith_tiny)]
+pub const MORSEL_SIZE: u64 = 4;
+
+/// Bytes per morsel of an input file during a parallel COPY.
+#[cfg(not(kith_tiny))]
+pub const COPY_MORSEL_BYTES: usize = 4 << 20;
+#[cfg(kith_tiny)]
+pub const COPY_MORSEL_BYTES: usize = 64;
+
+const _: () = assert!(VECTOR_CAPACITY.is_power_of_two());
+const _: () = assert!(NODE_GROUP_SIZE % MORSEL_SIZE == 0);
+const _: () = assert!(MORSEL_SIZE as usize % VECTOR_CAPACITY == 0 || VECTOR_CAPACITY as u64 % MORSEL_SIZE == 0);

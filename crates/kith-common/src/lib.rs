@@ -1,6 +1,19 @@
 //! Shared vocabulary of every KithDB layer: logical types, values, the columnar
-//! vector format, errors with source spans and the size constants.
+//! vector format, identifiers, errors with source spans and the size constants.
 //!
 //! This crate does no I/O and depends on nothing else in the workspace.
 
 pub mod constants;
+pub mod error;
+pub mod ids;
+pub mod temporal;
+pub mod types;
+pub mod value;
+pub mod vector;
+
+pub use error::{Error, ErrorKind, Result, Span};
+pub use ids::{InternalId, TableId};
+pub use temporal::{Date, Interval, Timestamp};
+pub use types::{LogicalType, PhysicalType};
+pub use value::{NodeValue, PathValue, RelValue, Value};
+pub use vector::{Chunk, NullMask, StringData, ValueVector, VectorData};

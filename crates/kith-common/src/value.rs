@@ -1,0 +1,349 @@
+//! One value of any logical type: what the API returns and what constants and
+//! parameters are made of. Hot paths use vectors (see `vector.rs`), not `Value`s.
+
+use std::cmp::Ordering;
+use std::fmt;
+
+use crate::ids::InternalId;
+use crate::temporal::{Date, Interval, Timestamp};
+use crate::types::LogicalType;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Null,
+    Bool(bool),
+    Int8(i8),
+    Int16(i16),
+    Int32(i32),
+    Int64(i64),
+    UInt8(u8),
+    UInt16(u16),
+    UInt32(u32),
+    UInt64(u64),
+    Float(f32),
+    Double(f64),
+    String(String),
+    Date(Date),
+    Timestamp(Timestamp),
+    Interval(Interval),
+    InternalId(InternalId),
+    List(Vec<Value>),
+    /// Named fields in declaration order.
+    Struct(Vec<(String, Value)>),
+    Map(Vec<(Value, Value)>),
+    Node(Box<NodeValue>),
+    Rel(Box<RelValue>),
+    Path(Box<PathValue>),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct NodeValue {
+    pub id: InternalId,
+    pub label: String,
+    pub properties: Vec<(String, Value)>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RelValue {
+    pub id: InternalId,
+    pub label: String,
+    pub src: InternalId,
+    pub dst: InternalId,
+    pub properties: Vec<(String, Value)>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PathValue {
+    pub nodes: Vec<NodeValue>,
+    pub rels: Vec<RelValue>,
+}
+
+impl Value {
+    pub fn is_null(&self) -> bool {
+        matches!(self, Value::Null)
+    }
+
+    /// The logical type of this value (`Any` for NULL; element type of an empty
+    /// list is `Any`).
+    pub fn logical_type(&self) -> LogicalType {
+        match self {
+            Value::Null => LogicalType::Any,
+            Value::Bool(_) => LogicalType::Bool,
+            Value::Int8(_) => LogicalType::Int8,
+            Value::Int16(_) => LogicalType::Int16,
+            Value::Int32(_) => LogicalType::Int32,
+            Value::Int64(_) => LogicalType::Int64,
+            Value::UInt8(_) => LogicalType::UInt8,
+            Value::UInt16(_) => LogicalType::UInt16,
+            Value::UInt32(_) => LogicalType::UInt32,
+            Value::UInt64(_) => LogicalType::UInt64,
+            Value::Float(_) => LogicalType::Float,
+            Value::Double(_) => LogicalType::Double,
+            Value::String(_) => LogicalType::String,
+            Value::Date(_) => LogicalType::Date,
+            Value::Timestamp(_) => LogicalType::Timestamp,
+            Value::Interval(_) => LogicalType::Interval,
+            Value::InternalId(_) => LogicalType::InternalId,
+            Value::List(items) => LogicalType::List(Box::new(
+                items
+                    .iter()
+                    .map(Value::logical_type)
+                    .find(|t| *t != LogicalType::Any)
+                    .unwrap_or(LogicalType::Any),
+            )),
+            Value::Struct(fields) => LogicalType::Struct(
+                fields
+                    .iter()
+                    .map(|(n, v)| (n.clone(), v.logical_type()))
+                    .collect(),
+            ),
+            Value::Map(entries) => {
+                let (k, v) = entries
+                    .first()
+                    .map(|(k, v)| (k.logical_type(), v.logical_type()))
+                    .unwrap_or((LogicalType::Any, LogicalType::Any));
+                LogicalType::Map(Box::new(k), Box::new(v))
+            }
+            Value::Node(_) => LogicalType::Node,
+            Value::Rel(_) => LogicalType::Rel,
+            Value::Path(_) => LogicalType::Path,
+        }
+    }
+
+    /// The value as i64 if it is an integer that fits.
+    pub fn as_i64(&self) -> Option<i64> {
+        Some(match *self {
+            Value::Int8(v) => v as i64,
+            Value::Int16(v) => v as i64,
+            Value::Int32(v) => v as i64,
+            Value::Int64(v) => v,
+            Value::UInt8(v) => v as i64,
+            Value::UInt16(v) => v as i64,
+            Value::UInt32(v) => v as i64,
+            Value::UInt64(v) => i64::try_from(v).ok()?,
+            _ => return None,
+        })
+    }
+
+    /// The value as f64 if it is numeric.
+    pub fn as_f64(&self) -> Option<f64> {
+        Some(match *self {
+            Value::Float(v) => v as f64,
+            Value::Double(v) => v,
+            Value::UInt64(v) => v as f64,
+            _ => self.as_i64()? as f64,
+        })
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::String(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn as_bool(&self) -> Option<bool> {
+        match self {
+            Value::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+
+    /// A total order for sorting: NULLs last; numbers compare by value across
+    /// widths; values of different kinds order by kind.
+    pub fn total_cmp(&self, other: &Value) -> Ordering {
+        use Value::*;
+        match (self, other) {
+            (Null, Null) => Ordering::Equal,
+            (Null, _) => Ordering::Greater,
+            (_, Null) => Ordering::Less,
+            (Bool(a), Bool(b)) => a.cmp(b),
+            (String(a), String(b)) => a.cmp(b),
+            (Date(a), Date(b)) => a.cmp(b),
+            (Timestamp(a), Timestamp(b)) => a.cmp(b),
+            (Interval(a), Interval(b)) => a.sort_key().cmp(&b.sort_key()),
+            (InternalId(a), InternalId(b)) => a.cmp(b),
+            (List(a), List(b)) => {
+                for (x, y) in a.iter().zip(b) {
+                    let o = x.total_cmp(y);
+                    if o != Ordering::Equal {
+                        return o;
+                    }
+                }
+                a.len().cmp(&b.len())
+            }
+            (Node(a), Node(b)) => a.id.cmp(&b.id),
+            (Rel(a), Rel(b)) => a.id.cmp(&b.id),
+            _ => {
+                if let (Some(a), Some(b)) = (self.as_i64(), other.as_i64()) {
+                    return a.cmp(&b);
+                }
+                if let (Some(a), Some(b)) = (self.as_f64(), other.as_f64()) {
+                    return a.total_cmp(&b);
+                }
+                self.kind_rank().cmp(&other.kind_rank())
+            }
+        }
+    }
+
+    fn kind_rank(&self) -> u8 {
+        match self {
+            Value::Map(_) | Value::Struct(_) => 0,
+            Value::Node(_) => 1,
+            Value::Rel(_) => 2,
+            Value::List(_) => 3,
+            Value::Path(_) => 4,
+            Value::String(_) => 5,
+            Value::Bool(_) => 6,
+            Value::Int8(_)
+            | Value::Int16(_)
+            | Value::Int32(_)
+            | Value::Int64(_)
+            | Value::UInt8(_)
+            | Value::UInt16(_)
+            | Value::UInt32(_)
+            | Value::UInt64(_)
+            | Value::Float(_)
+            | Value::Double(_) => 7,
+            Value::Date(_) => 8,
+            Value::Timestamp(_) => 9,
+            Value::Interval(_) => 10,
+            Value::InternalId(_) => 11,
+            Value::Null => 12,
+        }
+    }
+}
+
+fn write_props(f: &mut fmt::Formatter<'_>, props: &[(String, Value)]) -> fmt::Result {
+    write!(f, "{{")?;
+    let mut first = true;
+    for (k, v) in props {
+        if v.is_null() {
+            continue;
+        }
+        if !first {
+            write!(f, ", ")?;
+        }
+        first = false;
+        write!(f, "{k}: ")?;
+        v.fmt_nested(f)?;
+    }
+    write!(f, "}}")
+}
+
+impl Value {
+    /// Strings inside lists/structs are quoted; at top level they are not.
+    fn fmt_nested(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::String(s) => write!(f, "'{s}'"),
+            other => write!(f, "{other}"),
+        }
+    }
+}
+
+/// Formats a double like Cypher shells do: integral values keep one decimal.
+pub fn format_double(v: f64) -> String {
+    if v.is_finite() && v == v.trunc() && v.abs() < 1e15 {
+        format!("{v:.1}")
+    } else {
+        format!("{v}")
+    }
+}
+
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Null => Ok(()),
+            Value::Bool(v) => write!(f, "{}", if *v { "True" } else { "False" }),
+            Value::Int8(v) => write!(f, "{v}"),
+            Value::Int16(v) => write!(f, "{v}"),
+            Value::Int32(v) => write!(f, "{v}"),
+            Value::Int64(v) => write!(f, "{v}"),
+            Value::UInt8(v) => write!(f, "{v}"),
+            Value::UInt16(v) => write!(f, "{v}"),
+            Value::UInt32(v) => write!(f, "{v}"),
+            Value::UInt64(v) => write!(f, "{v}"),
+            Value::Float(v) => write!(f, "{}", format_double(*v as f64)),
+            Value::Double(v) => write!(f, "{}", format_double(*v)),
+            Value::String(v) => write!(f, "{v}"),
+            Value::Date(v) => write!(f, "{v}"),
+            Value::Timestamp(v) => write!(f, "{v}"),
+            Value::Interval(v) => write!(f, "{v}"),
+            Value::InternalId(v) => write!(f, "{v}"),
+            Value::List(items) => {
+                write!(f, "[")?;
+                for (i, v) in items.iter().enumerate() {
+                    if i > 0 {
+                        write!(f, ",")?;
+                    }
+                    v.fmt_nested(f)?;
+                }
+                write!(f, "]")
+            }
+            Value::Struct(fields) => {
+                write!(f, "{{")?;
+                for (i, (k, v)) in fields.iter().enumerate() {
+                    if i > 0 {
+                        write!(f, ", ")?;
+                    }
+                    write!(f, "{k}: ")?;
+                    v.fmt_nested(f)?;
+                }
+                write!(f, "}}")
+            }
+            Value::Map(entries) => {
+                write!(f, "{{")?;
+                for (i, (k, v)) in entries.iter().enumerate() {
+                    if i > 0 {
+                        write!(f, ", ")?;
+                    }
+                    k.fmt_nested(f)?;
+                    write!(f, "=")?;
+                    v.fmt_nested(f)?;
+                }
+                write!(f, "}}")
+            }
+            Value::Node(n) => {
+                write!(f, "({}:{} ", n.id, n.label)?;
+                write_props(f, &n.properties)?;
+                write!(f, ")")
+            }
+            Value::Rel(r) => {
+                write!(f, "({})-[{}:{} ", r.src, r.id, r.label)?;
+                write_props(f, &r.properties)?;
+                write!(f, "]->({})", r.dst)
+            }
+            Value::Path(p) => {
+                for (i, n) in p.nodes.iter().enumerate() {
+                    if i > 0 {
+                        if let Some(r) = p.rels.get(i - 1) {
+                            write!(f, "-[{}:{}]-", r.id, r.label)?;
+                        }
+                    }
+                    write!(f, "({}:{})", n.id, n.label)?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nulls_sort_last_and_numbers_compare_across_widths() {
+        assert_eq!(Value::Null.total_cmp(&Value::Int64(1)), Ordering::Greater);
+        assert_eq!(Value::Int32(3).total_cmp(&Value::Int64(3)), Ordering::Equal);
+        assert_eq!(Value::Int32(3).total_cmp(&Value::Double(3.5)), Ordering::Less);
+    }
+
+    #[test]
+    fn display_formats() {
+        assert_eq!(Value::Double(2.0).to_string(), "2.0");
+        assert_eq!(Value::Double(2.5).to_string(), "2.5");
+        let l = Value::List(vec![Value::Int64(1), Value::String("a".into())]);
+        assert_eq!(l.to_string(), "[1,'a']");
+    }
+}

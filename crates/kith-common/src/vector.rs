@@ -1,0 +1,488 @@
+//! The columnar vector: typed values of one column plus a null mask.
+//!
+//! Operators exchange vectors of up to [`crate::constants::VECTOR_CAPACITY`]
+//! values; loaders may build longer ones. Fixed-width values live in flat typed
+//! arrays so hot loops run over plain slices; strings live in one byte heap per
+//! vector (no allocation per value); nested and graph values fall back to one
+//! [`Value`] per slot.
+
+use crate::ids::InternalId;
+use crate::temporal::{Date, Interval, Timestamp};
+use crate::types::{LogicalType, PhysicalType};
+use crate::value::Value;
+
+/// One bit per position; a set bit means NULL.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NullMask {
+    bits: Vec<u64>,
+    /// False when no bit is set, so null checks can be skipped wholesale.
+    may_have_nulls: bool,
+}
+
+impl NullMask {
+    pub fn with_len(len: usize) -> NullMask {
+        NullMask {
+            bits: vec![0; len.div_ceil(64)],
+            may_have_nulls: false,
+        }
+    }
+
+    pub fn resize(&mut self, len: usize) {
+        self.bits.resize(len.div_ceil(64), 0);
+    }
+
+    #[inline]
+    pub fn is_null(&self, pos: usize) -> bool {
+        self.may_have_nulls && self.bits.get(pos / 64).is_some_and(|w| w >> (pos % 64) & 1 == 1)
+    }
+
+    #[inline]
+    pub fn set(&mut self, pos: usize, null: bool) {
+        let word = pos / 64;
+        if word >= self.bits.len() {
+            if !null {
+                return;
+            }
+            self.bits.resize(word + 1, 0);
+        }
+        if null {
+            self.bits[word] |= 1 << (pos % 64);
+            self.may_have_nulls = true;
+        } else {
+            self.bits[word] &= !(1 << (pos % 64));
+        }
+    }
+
+    pub fn may_have_nulls(&self) -> bool {
+        self.may_have_nulls
+    }
+
+    /// Clears every bit.
+    pub fn clear(&mut self) {
+        if self.may_have_nulls {
+            self.bits.iter_mut().for_each(|w| *w = 0);
+            self.may_have_nulls = false;
+        }
+    }
+
+    pub fn words(&self) -> &[u64] {
+        &self.bits
+    }
+
+    pub fn from_words(bits: Vec<u64>) -> NullMask {
+        let may_have_nulls = bits.iter().any(|w| *w != 0);
+        NullMask {
+            bits,
+            may_have_nulls,
+        }
+    }
+}
+
+/// Strings of a vector: `(start, len)` per slot into one byte heap.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StringData {
+    slots: Vec<(u32, u32)>,
+    heap: Vec<u8>,
+}
+
+impl StringData {
+    #[inline]
+    pub fn get(&self, pos: usize) -> &str {
+        let (start, len) = self.slots[pos];
+        let bytes = &self.heap[start as usize..start as usize + len as usize];
+        // SAFETY: the heap is only ever appended to from `&str` values in `set` and
+        // `push`, and every slot covers exactly the bytes of one such append, so each
+        // slot is valid UTF-8. Tested by `string_data_round_trip`.
+        unsafe { std::str::from_utf8_unchecked(bytes) }
+    }
+
+    #[inline]
+    pub fn set(&mut self, pos: usize, s: &str) {
+        let start = self.heap.len() as u32;
+        self.heap.extend_from_slice(s.as_bytes());
+        self.slots[pos] = (start, s.len() as u32);
+    }
+
+    pub fn push(&mut self, s: &str) {
+        let start = self.heap.len() as u32;
+        self.heap.extend_from_slice(s.as_bytes());
+        self.slots.push((start, s.len() as u32));
+    }
+
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    pub fn resize(&mut self, len: usize) {
+        self.slots.resize(len, (0, 0));
+    }
+
+    /// Drops all strings but keeps the allocations.
+    pub fn clear(&mut self) {
+        self.slots.clear();
+        self.heap.clear();
+    }
+
+    pub fn heap_bytes(&self) -> usize {
+        self.heap.len()
+    }
+}
+
+/// Typed storage of a vector.
+#[derive(Debug, Clone, PartialEq)]
+pub enum VectorData {
+    Bool(Vec<bool>),
+    I8(Vec<i8>),
+    I16(Vec<i16>),
+    I32(Vec<i32>),
+    I64(Vec<i64>),
+    U8(Vec<u8>),
+    U16(Vec<u16>),
+    U32(Vec<u32>),
+    U64(Vec<u64>),
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+    Str(StringData),
+    Interval(Vec<Interval>),
+    Id(Vec<InternalId>),
+    Value(Vec<Value>),
+}
+
+macro_rules! for_each_data {
+    ($data:expr, $v:ident => $body:expr) => {
+        match $data {
+            VectorData::Bool($v) => $body,
+            VectorData::I8($v) => $body,
+            VectorData::I16($v) => $body,
+            VectorData::I32($v) => $body,
+            VectorData::I64($v) => $body,
+            VectorData::U8($v) => $body,
+            VectorData::U16($v) => $body,
+            VectorData::U32($v) => $body,
+            VectorData::U64($v) => $body,
+            VectorData::F32($v) => $body,
+            VectorData::F64($v) => $body,
+            VectorData::Interval($v) => $body,
+            VectorData::Id($v) => $body,
+            VectorData::Value($v) => $body,
+            VectorData::Str($v) => $body,
+        }
+    };
+}
+
+impl VectorData {
+    pub fn new(physical: PhysicalType, len: usize) -> VectorData {
+        match physical {
+            PhysicalType::Bool => VectorData::Bool(vec![false; len]),
+            PhysicalType::I8 => VectorData::I8(vec![0; len]),
+            PhysicalType::I16 => VectorData::I16(vec![0; len]),
+            PhysicalType::I32 => VectorData::I32(vec![0; len]),
+            PhysicalType::I64 => VectorData::I64(vec![0; len]),
+            PhysicalType::U8 => VectorData::U8(vec![0; len]),
+            PhysicalType::U16 => VectorData::U16(vec![0; len]),
+            PhysicalType::U32 => VectorData::U32(vec![0; len]),
+            PhysicalType::U64 => VectorData::U64(vec![0; len]),
+            PhysicalType::F32 => VectorData::F32(vec![0.0; len]),
+            PhysicalType::F64 => VectorData::F64(vec![0.0; len]),
+            PhysicalType::String => {
+                let mut s = StringData::default();
+                s.resize(len);
+                VectorData::Str(s)
+            }
+            PhysicalType::Interval => VectorData::Interval(vec![Interval::default(); len]),
+            PhysicalType::InternalId => VectorData::Id(vec![InternalId::default(); len]),
+            PhysicalType::Value => VectorData::Value(vec![Value::Null; len]),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        for_each_data!(self, v => v.len())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn resize(&mut self, len: usize) {
+        match self {
+            VectorData::Bool(v) => v.resize(len, false),
+            VectorData::I8(v) => v.resize(len, 0),
+            VectorData::I16(v) => v.resize(len, 0),
+            VectorData::I32(v) => v.resize(len, 0),
+            VectorData::I64(v) => v.resize(len, 0),
+            VectorData::U8(v) => v.resize(len, 0),
+            VectorData::U16(v) => v.resize(len, 0),
+            VectorData::U32(v) => v.resize(len, 0),
+            VectorData::U64(v) => v.resize(len, 0),
+            VectorData::F32(v) => v.resize(len, 0.0),
+            VectorData::F64(v) => v.resize(len, 0.0),
+            VectorData::Str(v) => v.resize(len),
+            VectorData::Interval(v) => v.resize(len, Interval::default()),
+            VectorData::Id(v) => v.resize(len, InternalId::default()),
+            VectorData::Value(v) => v.resize(len, Value::Null),
+        }
+    }
+}
+
+/// A column of values of one logical type.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValueVector {
+    pub ty: LogicalType,
+    pub data: VectorData,
+    pub nulls: NullMask,
+}
+
+impl ValueVector {
+    /// A vector of `len` slots, all zero/empty and not null.
+    pub fn new(ty: LogicalType, len: usize) -> ValueVector {
+        ValueVector {
+            data: VectorData::new(ty.physical(), len),
+            nulls: NullMask::with_len(len),
+            ty,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.data.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn resize(&mut self, len: usize) {
+        self.data.resize(len);
+        self.nulls.resize(len);
+    }
+
+    #[inline]
+    pub fn is_null(&self, pos: usize) -> bool {
+        self.nulls.is_null(pos)
+    }
+
+    #[inline]
+    pub fn set_null(&mut self, pos: usize, null: bool) {
+        self.nulls.set(pos, null);
+    }
+
+    /// The value at `pos` as a [`Value`] (slow path, for results and constants).
+    pub fn get_value(&self, pos: usize) -> Value {
+        if self.is_null(pos) {
+            return Value::Null;
+        }
+        match (&self.data, &self.ty) {
+            (VectorData::Bool(v), _) => Value::Bool(v[pos]),
+            (VectorData::I8(v), _) => Value::Int8(v[pos]),
+            (VectorData::I16(v), _) => Value::Int16(v[pos]),
+            (VectorData::I32(v), LogicalType::Date) => Value::Date(Date(v[pos])),
+            (VectorData::I32(v), _) => Value::Int32(v[pos]),
+            (VectorData::I64(v), LogicalType::Timestamp) => Value::Timestamp(Timestamp(v[pos])),
+            (VectorData::I64(v), _) => Value::Int64(v[pos]),
+            (VectorData::U8(v), _) => Value::UInt8(v[pos]),
+            (VectorData::U16(v), _) => Value::UInt16(v[pos]),
+            (VectorData::U32(v), _) => Value::UInt32(v[pos]),
+            (VectorData::U64(v), _) => Value::UInt64(v[pos]),
+            (VectorData::F32(v), _) => Value::Float(v[pos]),
+            (VectorData::F64(v), _) => Value::Double(v[pos]),
+            (VectorData::Str(v), _) => Value::String(v.get(pos).to_string()),
+            (VectorData::Interval(v), _) => Value::Interval(v[pos]),
+            (VectorData::Id(v), _) => Value::InternalId(v[pos]),
+            (VectorData::Value(v), _) => v[pos].clone(),
+        }
+    }
+
+    /// Stores `value` at `pos`. The value must already have this vector's type
+    /// (the binder inserts casts); a mismatch is a bug and stores NULL in release
+    /// builds after a debug assertion.
+    pub fn set_value(&mut self, pos: usize, value: &Value) {
+        let ok = match (&mut self.data, value) {
+            (_, Value::Null) => {
+                self.nulls.set(pos, true);
+                return;
+            }
+            (VectorData::Bool(v), Value::Bool(x)) => {
+                v[pos] = *x;
+                true
+            }
+            (VectorData::I8(v), Value::Int8(x)) => {
+                v[pos] = *x;
+                true
+            }
+            (VectorData::I16(v), Value::Int16(x)) => {
+                v[pos] = *x;
+                true
+            }
+            (VectorData::I32(v), Value::Int32(x)) => {
+                v[pos] = *x;
+                true
+            }
+            (VectorData::I32(v), Value::Date(x)) => {
+                v[pos] = x.0;
+                true
+            }
+            (VectorData::I64(v), Value::Int64(x)) => {
+                v[pos] = *x;
+                true
+            }
+            (VectorData::I64(v), Value::Timestamp(x)) => {
+                v[pos] = x.0;
+                true
+            }
+            (VectorData::U8(v), Value::UInt8(x)) => {
+                v[pos] = *x;
+                true
+            }
+            (VectorData::U16(v), Value::UInt16(x)) => {
+                v[pos] = *x;
+                true
+            }
+            (VectorData::U32(v), Value::UInt32(x)) => {
+                v[pos] = *x;
+                true
+            }
+            (VectorData::U64(v), Value::UInt64(x)) => {
+                v[pos] = *x;
+                true
+            }
+            (VectorData::F32(v), Value::Float(x)) => {
+                v[pos] = *x;
+                true
+            }
+            (VectorData::F64(v), Value::Double(x)) => {
+                v[pos] = *x;
+                true
+            }
+            (VectorData::Str(v), Value::String(x)) => {
+                v.set(pos, x);
+                true
+            }
+            (VectorData::Interval(v), Value::Interval(x)) => {
+                v[pos] = *x;
+                true
+            }
+            (VectorData::Id(v), Value::InternalId(x)) => {
+                v[pos] = *x;
+                true
+            }
+            (VectorData::Value(v), x) => {
+                v[pos] = x.clone();
+                true
+            }
+            _ => false,
+        };
+        debug_assert!(ok, "value {value:?} stored into a {} vector", self.ty);
+        self.nulls.set(pos, !ok);
+    }
+
+    /// Appends one value (grows the vector by one slot).
+    pub fn push_value(&mut self, value: &Value) {
+        let pos = self.len();
+        self.resize(pos + 1);
+        self.set_value(pos, value);
+    }
+
+    /// Copies slot `src_pos` of `src` (same type) into slot `dst_pos`.
+    pub fn copy_from(&mut self, dst_pos: usize, src: &ValueVector, src_pos: usize) {
+        if src.is_null(src_pos) {
+            self.nulls.set(dst_pos, true);
+            return;
+        }
+        self.nulls.set(dst_pos, false);
+        match (&mut self.data, &src.data) {
+            (VectorData::Bool(d), VectorData::Bool(s)) => d[dst_pos] = s[src_pos],
+            (VectorData::I8(d), VectorData::I8(s)) => d[dst_pos] = s[src_pos],
+            (VectorData::I16(d), VectorData::I16(s)) => d[dst_pos] = s[src_pos],
+            (VectorData::I32(d), VectorData::I32(s)) => d[dst_pos] = s[src_pos],
+            (VectorData::I64(d), VectorData::I64(s)) => d[dst_pos] = s[src_pos],
+            (VectorData::U8(d), VectorData::U8(s)) => d[dst_pos] = s[src_pos],
+            (VectorData::U16(d), VectorData::U16(s)) => d[dst_pos] = s[src_pos],
+            (VectorData::U32(d), VectorData::U32(s)) => d[dst_pos] = s[src_pos],
+            (VectorData::U64(d), VectorData::U64(s)) => d[dst_pos] = s[src_pos],
+            (VectorData::F32(d), VectorData::F32(s)) => d[dst_pos] = s[src_pos],
+            (VectorData::F64(d), VectorData::F64(s)) => d[dst_pos] = s[src_pos],
+            (VectorData::Str(d), VectorData::Str(s)) => d.set(dst_pos, s.get(src_pos)),
+            (VectorData::Interval(d), VectorData::Interval(s)) => d[dst_pos] = s[src_pos],
+            (VectorData::Id(d), VectorData::Id(s)) => d[dst_pos] = s[src_pos],
+            (VectorData::Value(d), VectorData::Value(s)) => d[dst_pos] = s[src_pos].clone(),
+            (_, _) => {
+                let v = src.get_value(src_pos);
+                self.set_value(dst_pos, &v);
+            }
+        }
+    }
+
+    /// Resets to `len` empty, non-null slots, keeping allocations.
+    pub fn reset(&mut self, len: usize) {
+        if let VectorData::Str(s) = &mut self.data {
+            s.clear();
+        }
+        self.nulls.clear();
+        self.resize(len);
+    }
+}
+
+/// A batch of equally long columns, as produced by readers and returned to the
+/// API. (The executor's factorized intermediate results live in `kith-exec`.)
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Chunk {
+    pub columns: Vec<ValueVector>,
+    pub num_rows: usize,
+}
+
+impl Chunk {
+    pub fn new(types: &[LogicalType], num_rows: usize) -> Chunk {
+        Chunk {
+            columns: types.iter().map(|t| ValueVector::new(t.clone(), num_rows)).collect(),
+            num_rows,
+        }
+    }
+
+    pub fn row(&self, pos: usize) -> Vec<Value> {
+        self.columns.iter().map(|c| c.get_value(pos)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn string_data_round_trip() {
+        let mut v = ValueVector::new(LogicalType::String, 3);
+        v.set_value(0, &Value::String("héllo".into()));
+        v.set_value(2, &Value::String(String::new()));
+        v.set_value(1, &Value::Null);
+        assert_eq!(v.get_value(0), Value::String("héllo".into()));
+        assert_eq!(v.get_value(1), Value::Null);
+        assert_eq!(v.get_value(2), Value::String(String::new()));
+        let mut w = ValueVector::new(LogicalType::String, 1);
+        w.copy_from(0, &v, 0);
+        assert_eq!(w.get_value(0), Value::String("héllo".into()));
+    }
+
+    #[test]
+    fn null_mask_tracks_bits() {
+        let mut m = NullMask::with_len(130);
+        assert!(!m.is_null(129));
+        m.set(129, true);
+        assert!(m.is_null(129) && !m.is_null(128));
+        m.set(129, false);
+        assert!(!m.is_null(129));
+        m.set(500, true);
+        assert!(m.is_null(500));
+        m.clear();
+        assert!(!m.is_null(500));
+    }
+
+    #[test]
+    fn temporal_values_use_integer_storage() {
+        let mut v = ValueVector::new(LogicalType::Date, 1);
+        v.set_value(0, &Value::Date(Date(5)));
+        assert!(matches!(v.data, VectorData::I32(ref d) if d[0] == 5));
+        assert_eq!(v.get_value(0), Value::Date(Date(5)));
+    }
+}
