@@ -1,0 +1,65 @@
+//! KithDB's embedded facade: [`Database`], [`Connection`] and [`QueryResult`].
+//!
+//! This crate wires the layers together (parser → planner → executor on the
+//! database's scheduler, over storage) and owns nothing the layers below own.
+//! It is the API boundary: a panic inside the engine becomes an internal error here.
+
+mod database;
+mod result;
+
+pub use database::{Config, Connection, Database, Progress};
+pub use kith_common::{Error, ErrorKind, LogicalType, Result, Value};
+pub use result::QueryResult;
+
+/// The statements of a script (split at `;` outside strings, backticks and
+/// comments), so callers can run and report them one at a time.
+pub fn split_statements(text: &str) -> Vec<&str> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut pos = 0;
+    while pos < bytes.len() {
+        match bytes[pos] {
+            q @ (b'\'' | b'"' | b'`') => {
+                pos += 1;
+                while pos < bytes.len() && bytes[pos] != q {
+                    if bytes[pos] == b'\\' && q != b'`' {
+                        pos += 1;
+                    }
+                    pos += 1;
+                }
+            }
+            b'/' if bytes.get(pos + 1) == Some(&b'/') => {
+                while pos < bytes.len() && bytes[pos] != b'\n' {
+                    pos += 1;
+                }
+            }
+            b'/' if bytes.get(pos + 1) == Some(&b'*') => {
+                pos += 2;
+                while pos + 1 < bytes.len() && !(bytes[pos] == b'*' && bytes[pos + 1] == b'/') {
+                    pos += 1;
+                }
+                pos += 1;
+            }
+            b';' => {
+                out.push(&text[start..pos]);
+                start = pos + 1;
+            }
+            _ => {}
+        }
+        pos += 1;
+    }
+    out.push(&text[start.min(text.len())..]);
+    out.retain(|s| !s.trim().is_empty());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn split_respects_quotes_and_comments() {
+        let parts = super::split_statements("RETURN ';'; // a;b\nRETURN 2 /* ; */;\n");
+        assert_eq!(parts.len(), 2, "{parts:?}");
+        assert_eq!(parts[0], "RETURN ';'");
+    }
+}
