@@ -193,10 +193,12 @@ impl Error {
         if let (Some(span), None) = (self.span, &self.context) {
             let (line, col) = span.line_col(text);
             let line_text = text.lines().nth(line - 1).unwrap_or("");
-            let width = span
-                .end
-                .saturating_sub(span.start)
-                .clamp(1, (line_text.chars().count() + 1).saturating_sub(col - 1).max(1) as u32);
+            let width = span.end.saturating_sub(span.start).clamp(
+                1,
+                (line_text.chars().count() + 1)
+                    .saturating_sub(col - 1)
+                    .max(1) as u32,
+            );
             let caret = format!("{}{}", " ".repeat(col - 1), "^".repeat(width as usize));
             self.context = Some(format!(
                 "at line {line}, column {col}:\n  {line_text}\n  {caret}"

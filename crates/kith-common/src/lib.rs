@@ -3,6 +3,7 @@
 //!
 //! This crate does no I/O and depends on nothing else in the workspace.
 
+pub mod codec;
 pub mod constants;
 pub mod error;
 pub mod ids;

@@ -72,7 +72,9 @@ impl Date {
         if !(1..=12).contains(&month) || day == 0 || day > days_in_month(year, month) {
             return None;
         }
-        i32::try_from(days_from_civil(year, month, day)).ok().map(Date)
+        i32::try_from(days_from_civil(year, month, day))
+            .ok()
+            .map(Date)
     }
 
     /// `YYYY-MM-DD` (a leading `-` for years BC is allowed).
@@ -139,7 +141,8 @@ impl Timestamp {
             let (sec, frac) = match fields.next() {
                 Some(sf) => match sf.split_once('.') {
                     Some((s, fr)) => {
-                        if fr.is_empty() || fr.len() > 9 || !fr.bytes().all(|b| b.is_ascii_digit()) {
+                        if fr.is_empty() || fr.len() > 9 || !fr.bytes().all(|b| b.is_ascii_digit())
+                        {
                             return None;
                         }
                         let digits = &fr[..fr.len().min(6)];
@@ -166,7 +169,13 @@ impl fmt::Display for Timestamp {
         let date = Date(days as i32);
         let secs = rem / MICROS_PER_SEC;
         let frac = rem % MICROS_PER_SEC;
-        write!(f, "{date} {:02}:{:02}:{:02}", secs / 3600, secs / 60 % 60, secs % 60)?;
+        write!(
+            f,
+            "{date} {:02}:{:02}:{:02}",
+            secs / 3600,
+            secs / 60 % 60,
+            secs % 60
+        )?;
         if frac != 0 {
             let s = format!("{frac:06}");
             write!(f, ".{}", s.trim_end_matches('0'))?;
@@ -249,7 +258,8 @@ impl Interval {
 
     /// A total order used for sorting and comparison (months as 30 days).
     pub fn sort_key(&self) -> i128 {
-        (self.months as i128 * 30 + self.days as i128) * MICROS_PER_DAY as i128 + self.micros as i128
+        (self.months as i128 * 30 + self.days as i128) * MICROS_PER_DAY as i128
+            + self.micros as i128
     }
 }
 
@@ -259,13 +269,23 @@ impl fmt::Display for Interval {
         let years = self.months / 12;
         let months = self.months % 12;
         if years != 0 {
-            parts.push(format!("{years} year{}", if years.abs() == 1 { "" } else { "s" }));
+            parts.push(format!(
+                "{years} year{}",
+                if years.abs() == 1 { "" } else { "s" }
+            ));
         }
         if months != 0 {
-            parts.push(format!("{months} month{}", if months.abs() == 1 { "" } else { "s" }));
+            parts.push(format!(
+                "{months} month{}",
+                if months.abs() == 1 { "" } else { "s" }
+            ));
         }
         if self.days != 0 {
-            parts.push(format!("{} day{}", self.days, if self.days.abs() == 1 { "" } else { "s" }));
+            parts.push(format!(
+                "{} day{}",
+                self.days,
+                if self.days.abs() == 1 { "" } else { "s" }
+            ));
         }
         if self.micros != 0 || parts.is_empty() {
             let neg = self.micros < 0;
@@ -294,7 +314,13 @@ mod tests {
 
     #[test]
     fn date_round_trip() {
-        for text in ["1970-01-01", "2000-02-29", "1899-12-31", "2024-12-31", "0001-01-01"] {
+        for text in [
+            "1970-01-01",
+            "2000-02-29",
+            "1899-12-31",
+            "2024-12-31",
+            "0001-01-01",
+        ] {
             let d = Date::parse(text).unwrap();
             assert_eq!(d.to_string(), text);
         }
@@ -317,8 +343,14 @@ mod tests {
     fn timestamp_parse_and_format() {
         let t = Timestamp::parse("2011-08-20 11:25:30.5").unwrap();
         assert_eq!(t.to_string(), "2011-08-20 11:25:30.5");
-        assert_eq!(Timestamp::parse("1970-01-01T00:00:01Z"), Some(Timestamp(1_000_000)));
-        assert_eq!(Timestamp::parse("1970-01-01T01:00:00+01:00"), Some(Timestamp(0)));
+        assert_eq!(
+            Timestamp::parse("1970-01-01T00:00:01Z"),
+            Some(Timestamp(1_000_000))
+        );
+        assert_eq!(
+            Timestamp::parse("1970-01-01T01:00:00+01:00"),
+            Some(Timestamp(0))
+        );
         assert_eq!(Timestamp::parse("1970-01-01"), Some(Timestamp(0)));
         assert_eq!(Timestamp::parse("1970-01-01 25:00:00"), None);
     }
@@ -326,7 +358,14 @@ mod tests {
     #[test]
     fn interval_parse_and_format() {
         let i = Interval::parse("1 year 2 days 03:00:00").unwrap();
-        assert_eq!(i, Interval { months: 12, days: 2, micros: 3 * 3600 * MICROS_PER_SEC });
+        assert_eq!(
+            i,
+            Interval {
+                months: 12,
+                days: 2,
+                micros: 3 * 3600 * MICROS_PER_SEC
+            }
+        );
         assert_eq!(i.to_string(), "1 year 2 days 03:00:00");
         assert_eq!(Interval::parse("P1Y2M3DT4H").unwrap().months, 14);
         assert_eq!(Interval::parse("nonsense"), None);

@@ -233,7 +233,12 @@ mod tests {
         for tag in 0..=22u8 {
             if let Some(t) = LogicalType::from_simple_tag(tag) {
                 assert_eq!(t.tag(), tag);
-                assert_eq!(LogicalType::from_name(&t.to_string()).unwrap_or(LogicalType::Any).tag(), if tag == 0 { 0 } else { tag });
+                assert_eq!(
+                    LogicalType::from_name(&t.to_string())
+                        .unwrap_or(LogicalType::Any)
+                        .tag(),
+                    if tag == 0 { 0 } else { tag }
+                );
             }
         }
     }

@@ -336,7 +336,10 @@ mod tests {
     fn nulls_sort_last_and_numbers_compare_across_widths() {
         assert_eq!(Value::Null.total_cmp(&Value::Int64(1)), Ordering::Greater);
         assert_eq!(Value::Int32(3).total_cmp(&Value::Int64(3)), Ordering::Equal);
-        assert_eq!(Value::Int32(3).total_cmp(&Value::Double(3.5)), Ordering::Less);
+        assert_eq!(
+            Value::Int32(3).total_cmp(&Value::Double(3.5)),
+            Ordering::Less
+        );
     }
 
     #[test]

@@ -33,7 +33,11 @@ impl NullMask {
 
     #[inline]
     pub fn is_null(&self, pos: usize) -> bool {
-        self.may_have_nulls && self.bits.get(pos / 64).is_some_and(|w| w >> (pos % 64) & 1 == 1)
+        self.may_have_nulls
+            && self
+                .bits
+                .get(pos / 64)
+                .is_some_and(|w| w >> (pos % 64) & 1 == 1)
     }
 
     #[inline]
@@ -436,7 +440,10 @@ pub struct Chunk {
 impl Chunk {
     pub fn new(types: &[LogicalType], num_rows: usize) -> Chunk {
         Chunk {
-            columns: types.iter().map(|t| ValueVector::new(t.clone(), num_rows)).collect(),
+            columns: types
+                .iter()
+                .map(|t| ValueVector::new(t.clone(), num_rows))
+                .collect(),
             num_rows,
         }
     }

@@ -55,7 +55,9 @@ impl Connection {
     /// Runs one statement (a trailing `;` is allowed).
     pub fn query(&self, text: &str) -> Result<QueryResult> {
         let _ = &self.progress;
-        Err(Error::not_supported(format!("query execution is not built yet: {text}")))
+        Err(Error::not_supported(format!(
+            "query execution is not built yet: {text}"
+        )))
     }
 
     /// Receives progress updates of long statements (COPY) from this connection.
