@@ -419,6 +419,86 @@ impl ValueVector {
         }
     }
 
+    /// Appends all slots of `other` (same type).
+    pub fn append(&mut self, other: &ValueVector) {
+        let base = self.len();
+        match (&mut self.data, &other.data) {
+            (VectorData::Bool(d), VectorData::Bool(s)) => d.extend_from_slice(s),
+            (VectorData::I8(d), VectorData::I8(s)) => d.extend_from_slice(s),
+            (VectorData::I16(d), VectorData::I16(s)) => d.extend_from_slice(s),
+            (VectorData::I32(d), VectorData::I32(s)) => d.extend_from_slice(s),
+            (VectorData::I64(d), VectorData::I64(s)) => d.extend_from_slice(s),
+            (VectorData::U8(d), VectorData::U8(s)) => d.extend_from_slice(s),
+            (VectorData::U16(d), VectorData::U16(s)) => d.extend_from_slice(s),
+            (VectorData::U32(d), VectorData::U32(s)) => d.extend_from_slice(s),
+            (VectorData::U64(d), VectorData::U64(s)) => d.extend_from_slice(s),
+            (VectorData::F32(d), VectorData::F32(s)) => d.extend_from_slice(s),
+            (VectorData::F64(d), VectorData::F64(s)) => d.extend_from_slice(s),
+            (VectorData::Interval(d), VectorData::Interval(s)) => d.extend_from_slice(s),
+            (VectorData::Id(d), VectorData::Id(s)) => d.extend_from_slice(s),
+            (VectorData::Value(d), VectorData::Value(s)) => d.extend_from_slice(s),
+            (VectorData::Str(d), VectorData::Str(s)) => {
+                for pos in 0..s.len() {
+                    d.push(s.get(pos));
+                }
+            }
+            _ => {
+                for pos in 0..other.len() {
+                    self.push_value(&other.get_value(pos));
+                }
+                return;
+            }
+        }
+        self.nulls.resize(base + other.len());
+        if other.nulls.may_have_nulls() {
+            for pos in 0..other.len() {
+                if other.is_null(pos) {
+                    self.nulls.set(base + pos, true);
+                }
+            }
+        }
+    }
+
+    /// A new vector holding `self[indices[0]], self[indices[1]], ...`.
+    pub fn gather(&self, indices: &[u64]) -> ValueVector {
+        let data = match &self.data {
+            VectorData::Bool(s) => VectorData::Bool(indices.iter().map(|&i| s[i as usize]).collect()),
+            VectorData::I8(s) => VectorData::I8(indices.iter().map(|&i| s[i as usize]).collect()),
+            VectorData::I16(s) => VectorData::I16(indices.iter().map(|&i| s[i as usize]).collect()),
+            VectorData::I32(s) => VectorData::I32(indices.iter().map(|&i| s[i as usize]).collect()),
+            VectorData::I64(s) => VectorData::I64(indices.iter().map(|&i| s[i as usize]).collect()),
+            VectorData::U8(s) => VectorData::U8(indices.iter().map(|&i| s[i as usize]).collect()),
+            VectorData::U16(s) => VectorData::U16(indices.iter().map(|&i| s[i as usize]).collect()),
+            VectorData::U32(s) => VectorData::U32(indices.iter().map(|&i| s[i as usize]).collect()),
+            VectorData::U64(s) => VectorData::U64(indices.iter().map(|&i| s[i as usize]).collect()),
+            VectorData::F32(s) => VectorData::F32(indices.iter().map(|&i| s[i as usize]).collect()),
+            VectorData::F64(s) => VectorData::F64(indices.iter().map(|&i| s[i as usize]).collect()),
+            VectorData::Interval(s) => VectorData::Interval(indices.iter().map(|&i| s[i as usize]).collect()),
+            VectorData::Id(s) => VectorData::Id(indices.iter().map(|&i| s[i as usize]).collect()),
+            VectorData::Value(s) => VectorData::Value(indices.iter().map(|&i| s[i as usize].clone()).collect()),
+            VectorData::Str(s) => {
+                let mut out = StringData::default();
+                for &i in indices {
+                    out.push(s.get(i as usize));
+                }
+                VectorData::Str(out)
+            }
+        };
+        let mut nulls = NullMask::with_len(indices.len());
+        if self.nulls.may_have_nulls() {
+            for (pos, &i) in indices.iter().enumerate() {
+                if self.is_null(i as usize) {
+                    nulls.set(pos, true);
+                }
+            }
+        }
+        ValueVector {
+            ty: self.ty.clone(),
+            data,
+            nulls,
+        }
+    }
+
     /// Resets to `len` empty, non-null slots, keeping allocations.
     pub fn reset(&mut self, len: usize) {
         if let VectorData::Str(s) = &mut self.data {
@@ -469,6 +549,25 @@ mod tests {
         let mut w = ValueVector::new(LogicalType::String, 1);
         w.copy_from(0, &v, 0);
         assert_eq!(w.get_value(0), Value::String("héllo".into()));
+    }
+
+    #[test]
+    fn append_and_gather() {
+        let mut a = ValueVector::new(LogicalType::String, 0);
+        a.push_value(&Value::String("x".into()));
+        a.push_value(&Value::Null);
+        let mut b = a.clone();
+        b.append(&a);
+        assert_eq!(b.len(), 4);
+        assert_eq!(b.get_value(2), Value::String("x".into()));
+        assert!(b.is_null(3));
+        let g = b.gather(&[3, 0]);
+        assert!(g.is_null(0));
+        assert_eq!(g.get_value(1), Value::String("x".into()));
+        let mut i = ValueVector::new(LogicalType::Int64, 2);
+        i.set_value(1, &Value::Int64(7));
+        i.append(&i.clone());
+        assert_eq!(i.gather(&[3]).get_value(0), Value::Int64(7));
     }
 
     #[test]

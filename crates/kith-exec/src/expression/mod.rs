@@ -1,0 +1,1 @@
+//! Vectorized expression evaluation (being written).

@@ -1,0 +1,130 @@
+//! Factorized intermediate results.
+//!
+//! A [`ResultSet`] is a list of [`DataChunk`]s. Each chunk holds vectors that
+//! share one [`ChunkState`]: either *unflat* (all its selected positions are
+//! tuples) or *flat* (it stands for one current tuple). The tuples a result set
+//! represents are the Cartesian product of its chunks' tuples. The planner keeps
+//! at most one chunk unflat at a time; extends flatten their input chunk and
+//! write neighbours into a fresh unflat chunk, so a k-hop count never
+//! materialises k-hop flat tuples.
+
+use kith_common::ValueVector;
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ChunkState {
+    /// Physical positions filled in the chunk's vectors.
+    pub len: usize,
+    /// Selected positions, ascending; `None` means all of `0..len`.
+    pub sel: Option<Vec<u32>>,
+    /// When `Some(i)`, the chunk is flat and stands for the tuple at selected
+    /// index `i` only.
+    pub flat: Option<usize>,
+}
+
+impl ChunkState {
+    /// Number of selected positions (ignores flatness).
+    #[inline]
+    pub fn selected_len(&self) -> usize {
+        match &self.sel {
+            Some(s) => s.len(),
+            None => self.len,
+        }
+    }
+
+    /// Physical position of selected index `i`.
+    #[inline]
+    pub fn position(&self, i: usize) -> usize {
+        match &self.sel {
+            Some(s) => s[i] as usize,
+            None => i,
+        }
+    }
+
+    #[inline]
+    pub fn is_flat(&self) -> bool {
+        self.flat.is_some()
+    }
+
+    /// Number of tuples this chunk contributes: 1 when flat.
+    #[inline]
+    pub fn num_tuples(&self) -> usize {
+        if self.is_flat() {
+            1
+        } else {
+            self.selected_len()
+        }
+    }
+
+    /// The physical position of the current tuple of a flat chunk.
+    #[inline]
+    pub fn flat_position(&self) -> Option<usize> {
+        self.flat.map(|i| self.position(i))
+    }
+
+    /// Calls `f` with each position that is part of the represented tuples:
+    /// the current one when flat, every selected one otherwise.
+    #[inline]
+    pub fn for_each_position(&self, mut f: impl FnMut(usize)) {
+        if let Some(p) = self.flat_position() {
+            f(p);
+            return;
+        }
+        match &self.sel {
+            Some(s) => s.iter().for_each(|&p| f(p as usize)),
+            None => (0..self.len).for_each(f),
+        }
+    }
+
+    /// Resets to `len` positions, all selected, unflat.
+    pub fn reset(&mut self, len: usize) {
+        self.len = len;
+        self.sel = None;
+        self.flat = None;
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DataChunk {
+    pub vectors: Vec<ValueVector>,
+    pub state: ChunkState,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ResultSet {
+    pub chunks: Vec<DataChunk>,
+    /// Each represented tuple stands for this many identical tuples (set when a
+    /// projection drops an unflat chunk whose size must still count).
+    pub multiplicity: u64,
+}
+
+impl ResultSet {
+    pub fn vector(&self, chunk: usize, vector: usize) -> &ValueVector {
+        &self.chunks[chunk].vectors[vector]
+    }
+
+    /// Number of tuples represented (product of chunk tuple counts).
+    pub fn num_tuples(&self) -> u64 {
+        self.chunks
+            .iter()
+            .map(|c| c.state.num_tuples() as u64)
+            .product::<u64>()
+            * self.multiplicity.max(1)
+    }
+
+    /// The index of the unflat chunk, if any (the planner keeps at most one).
+    pub fn unflat_chunk(&self) -> Option<usize> {
+        self.chunks.iter().position(|c| !c.state.is_flat())
+    }
+}
+
+/// Where each slot lives in a pipeline's result set: `(chunk, vector)`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SlotLayout {
+    pub positions: std::collections::HashMap<kith_planner::expr::SlotId, (usize, usize)>,
+}
+
+impl SlotLayout {
+    pub fn get(&self, slot: kith_planner::expr::SlotId) -> Option<(usize, usize)> {
+        self.positions.get(&slot).copied()
+    }
+}

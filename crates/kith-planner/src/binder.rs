@@ -1,0 +1,692 @@
+//! The binder: resolves names against a catalog snapshot, types expressions and
+//! produces a [`BoundStatement`]. Every error names what is wrong and carries the
+//! span of the offending text.
+
+use kith_catalog::{Catalog, Multiplicity, TableEntry};
+use kith_common::{Error, ErrorKind, LogicalType, Result, Span, TableId, Value};
+use kith_parser::ast::{self, BinaryOp, Clause, Direction, ExprKind, Literal, Statement, UnaryOp};
+
+use crate::bound::*;
+use crate::expr::{BoundExpr, BoundExprKind, SlotId};
+use crate::functions;
+
+pub struct Binder<'a> {
+    catalog: &'a Catalog,
+    graph: QueryGraph,
+    next_slot: u32,
+    /// Aggregates found while binding a projection; `None` when not allowed.
+    aggregates: Option<Vec<BoundAggregate>>,
+}
+
+fn not_supported(span: Span, what: &str) -> Error {
+    Error::at(ErrorKind::NotSupported, span, format!("{what} is not supported yet"))
+}
+
+fn literal_value(e: &ast::Expr) -> Result<Value> {
+    match &e.kind {
+        ExprKind::Literal(l) => Ok(match l {
+            Literal::Null => Value::Null,
+            Literal::Bool(b) => Value::Bool(*b),
+            Literal::Integer(i) => Value::Int64(*i),
+            Literal::Float(f) => Value::Double(*f),
+            Literal::String(s) => Value::String(s.clone()),
+        }),
+        ExprKind::Unary(UnaryOp::Neg, inner) => match literal_value(inner)? {
+            Value::Int64(i) => Ok(Value::Int64(-i)),
+            Value::Double(f) => Ok(Value::Double(-f)),
+            _ => Err(Error::at(ErrorKind::Semantic, e.span, "expected a literal value")),
+        },
+        ExprKind::List(items) => Ok(Value::List(items.iter().map(literal_value).collect::<Result<_>>()?)),
+        _ => Err(Error::at(ErrorKind::Semantic, e.span, "expected a literal value")),
+    }
+}
+
+/// The logical type of a DDL type name.
+pub fn bind_type(t: &ast::TypeName) -> Result<LogicalType> {
+    match t {
+        ast::TypeName::Named(name, span) => LogicalType::from_name(name)
+            .filter(|t| !matches!(t, LogicalType::Node | LogicalType::Rel | LogicalType::Path | LogicalType::InternalId))
+            .ok_or_else(|| Error::at(ErrorKind::Semantic, *span, format!("unknown type '{name}'"))),
+        ast::TypeName::List(_) | ast::TypeName::Array(..) | ast::TypeName::Struct(_) | ast::TypeName::Map(..) => {
+            Err(Error::not_supported("LIST, ARRAY, STRUCT and MAP columns are not supported yet"))
+        }
+    }
+}
+
+fn bind_columns(cols: &[ast::ColumnDef]) -> Result<Vec<(String, LogicalType)>> {
+    cols.iter()
+        .map(|c| {
+            if let Some(d) = &c.default {
+                return Err(not_supported(d.span, "DEFAULT"));
+            }
+            Ok((c.name.name.clone(), bind_type(&c.ty).map_err(|e| e.or_span(c.name.span))?))
+        })
+        .collect()
+}
+
+impl<'a> Binder<'a> {
+    pub fn new(catalog: &'a Catalog) -> Binder<'a> {
+        Binder {
+            catalog,
+            graph: QueryGraph::default(),
+            next_slot: 0,
+            aggregates: None,
+        }
+    }
+
+    fn new_slot(&mut self) -> SlotId {
+        let s = SlotId(self.next_slot);
+        self.next_slot += 1;
+        s
+    }
+
+    pub fn bind(mut self, stmt: &Statement) -> Result<BoundStatement> {
+        match stmt {
+            Statement::CreateNodeTable(t) => {
+                let pk = t.primary_key.as_ref().ok_or_else(|| {
+                    Error::at(ErrorKind::Semantic, t.name.span, format!("node table '{}' needs a PRIMARY KEY", t.name.name))
+                })?;
+                Ok(BoundStatement::CreateNodeTable {
+                    name: t.name.name.clone(),
+                    columns: bind_columns(&t.columns)?,
+                    primary_key: pk.name.clone(),
+                    if_not_exists: t.if_not_exists,
+                })
+            }
+            Statement::CreateRelTable(t) => {
+                if t.connections.len() != 1 {
+                    return Err(not_supported(t.span, "a rel table with several FROM/TO pairs"));
+                }
+                let (src, dst) = &t.connections[0];
+                let multiplicity = match &t.multiplicity {
+                    None => Multiplicity::MANY_MANY,
+                    Some(m) => Multiplicity::parse(&m.name).ok_or_else(|| {
+                        Error::at(ErrorKind::Semantic, m.span, format!("unknown multiplicity '{}': expected MANY_MANY, MANY_ONE, ONE_MANY or ONE_ONE", m.name))
+                    })?,
+                };
+                Ok(BoundStatement::CreateRelTable {
+                    name: t.name.name.clone(),
+                    src: src.name.clone(),
+                    dst: dst.name.clone(),
+                    columns: bind_columns(&t.columns)?,
+                    multiplicity,
+                    if_not_exists: t.if_not_exists,
+                })
+            }
+            Statement::DropTable { name, if_exists } => Ok(BoundStatement::DropTable {
+                name: name.name.clone(),
+                if_exists: *if_exists,
+            }),
+            Statement::Copy(c) => self.bind_copy(c),
+            Statement::SetOption { name, value } => Ok(BoundStatement::SetOption {
+                name: name.name.to_ascii_lowercase(),
+                value: literal_value(value)?,
+            }),
+            Statement::Explain { profile, inner } => Ok(BoundStatement::Explain {
+                profile: *profile,
+                inner: Box::new(Binder::new(self.catalog).bind(inner)?),
+            }),
+            Statement::Query(q) => self.bind_query(q),
+            Statement::AlterTable { table, .. } => Err(not_supported(table.span, "ALTER TABLE")),
+            Statement::Begin { .. } | Statement::Commit | Statement::Rollback => {
+                Err(Error::not_supported("explicit transactions are not supported yet"))
+            }
+            Statement::Checkpoint => Err(Error::not_supported("CHECKPOINT is not supported yet")),
+        }
+    }
+
+    fn bind_copy(&mut self, c: &ast::Copy) -> Result<BoundStatement> {
+        let ast::CopyDirection::From { table, columns, source } = &c.direction else {
+            return Err(not_supported(c.span, "COPY TO"));
+        };
+        if !columns.is_empty() {
+            return Err(not_supported(c.span, "COPY with a column list"));
+        }
+        let entry = self.table(table)?;
+        let files = match source {
+            ast::CopySource::Files(f) => f.clone(),
+            ast::CopySource::Variable(v) => return Err(not_supported(v.span, "COPY from a variable")),
+            ast::CopySource::Query(_) => return Err(not_supported(c.span, "COPY from a subquery")),
+        };
+        let options = c
+            .options
+            .iter()
+            .map(|(k, v)| Ok((k.name.to_ascii_uppercase(), literal_value(v)?)))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(BoundStatement::CopyFrom(BoundCopy {
+            table: entry.id,
+            files,
+            options,
+            span: c.span,
+        }))
+    }
+
+    fn table(&self, name: &ast::Ident) -> Result<&'a TableEntry> {
+        self.catalog.table_by_name(&name.name).ok_or_else(|| {
+            Error::at(ErrorKind::Semantic, name.span, format!("table '{}' does not exist", name.name))
+        })
+    }
+
+    fn bind_query(&mut self, q: &ast::Query) -> Result<BoundStatement> {
+        if q.parts.len() != 1 {
+            return Err(not_supported(q.span, "UNION"));
+        }
+        let clauses = &q.parts[0].clauses;
+        // A standalone built-in call: `CALL show_tables() [RETURN *]`.
+        if let Some(Clause::Call { procedure, args, span, .. }) = clauses.first() {
+            if clauses.len() > 2 {
+                return Err(not_supported(*span, "CALL followed by further clauses"));
+            }
+            return self.bind_table_call(procedure, args);
+        }
+        let mut predicates = Vec::new();
+        let mut ret = None;
+        for (idx, clause) in clauses.iter().enumerate() {
+            match clause {
+                Clause::Match { optional, patterns, where_, span } => {
+                    if *optional {
+                        return Err(not_supported(*span, "OPTIONAL MATCH"));
+                    }
+                    if ret.is_some() {
+                        return Err(not_supported(*span, "MATCH after RETURN"));
+                    }
+                    for p in patterns {
+                        self.bind_pattern(p, &mut predicates)?;
+                    }
+                    if let Some(w) = where_ {
+                        let e = self.bind_expr(w)?;
+                        split_conjuncts(e, &mut predicates);
+                    }
+                }
+                Clause::Projection(p) if !p.is_with && idx + 1 == clauses.len() => ret = Some(p),
+                Clause::Projection(p) => return Err(not_supported(p.span, if p.is_with { "WITH" } else { "RETURN before the end of the query" })),
+                Clause::Unwind { span, .. } => return Err(not_supported(*span, "UNWIND")),
+                Clause::Create { span, .. } | Clause::Merge { span, .. } | Clause::Set { span, .. } | Clause::Remove { span, .. } | Clause::Delete { span, .. } => {
+                    return Err(not_supported(*span, "writing clauses (CREATE, MERGE, SET, REMOVE, DELETE)"))
+                }
+                Clause::Call { span, .. } => return Err(not_supported(*span, "CALL inside a query")),
+            }
+        }
+        let ret = ret.ok_or_else(|| Error::at(ErrorKind::Semantic, q.span, "a query must end with RETURN"))?;
+        for p in &predicates {
+            if p.ty != LogicalType::Bool && p.ty != LogicalType::Any {
+                return Err(Error::at(ErrorKind::Type, p.span, format!("WHERE expects a BOOL expression, got {}", p.ty)));
+            }
+        }
+        self.bind_return(ret, predicates)
+    }
+
+    fn bind_table_call(&mut self, procedure: &ast::Ident, args: &[ast::Expr]) -> Result<BoundStatement> {
+        let call = match procedure.name.to_ascii_lowercase().as_str() {
+            "show_tables" if args.is_empty() => TableCall::ShowTables,
+            "table_info" if args.len() == 1 => {
+                let name = literal_value(&args[0])?;
+                let name = name.as_str().ok_or_else(|| Error::at(ErrorKind::Semantic, args[0].span, "table_info expects a table name string"))?;
+                let t = self.catalog.table_by_name(name).ok_or_else(|| Error::at(ErrorKind::Semantic, args[0].span, format!("table '{name}' does not exist")))?;
+                TableCall::TableInfo(t.id)
+            }
+            "show_tables" | "table_info" => {
+                return Err(Error::at(ErrorKind::Semantic, procedure.span, format!("wrong number of arguments for {}()", procedure.name)))
+            }
+            _ => return Err(Error::at(ErrorKind::Semantic, procedure.span, format!("unknown procedure '{}'", procedure.name))),
+        };
+        Ok(BoundStatement::TableCall(call))
+    }
+
+    fn node_tables(&self, labels: &ast::LabelExpr, span: Span) -> Result<Vec<TableId>> {
+        let names: &[ast::Ident] = match labels {
+            ast::LabelExpr::None => return Ok(self.catalog.node_tables().map(|t| t.id).collect()),
+            ast::LabelExpr::All(l) if l.len() > 1 => return Err(not_supported(span, "several labels on one node")),
+            ast::LabelExpr::All(l) | ast::LabelExpr::Any(l) => l,
+        };
+        names
+            .iter()
+            .map(|n| {
+                let t = self.table(n)?;
+                if !t.is_node() {
+                    return Err(Error::at(ErrorKind::Semantic, n.span, format!("'{}' is a rel table, not a node table", n.name)));
+                }
+                Ok(t.id)
+            })
+            .collect()
+    }
+
+    fn bind_node(&mut self, n: &ast::NodePattern, predicates: &mut Vec<BoundExpr>) -> Result<usize> {
+        let tables = self.node_tables(&n.labels, n.span)?;
+        let idx = match &n.variable {
+            Some(v) if self.graph.nodes.iter().any(|q| q.name == v.name) => {
+                let idx = self.graph.nodes.iter().position(|q| q.name == v.name).unwrap_or(0);
+                if !matches!(n.labels, ast::LabelExpr::None) {
+                    let existing = &mut self.graph.nodes[idx];
+                    existing.tables.retain(|t| tables.contains(t));
+                }
+                idx
+            }
+            Some(v) if self.graph.rels.iter().any(|r| r.name == v.name) => {
+                return Err(Error::at(ErrorKind::Semantic, v.span, format!("'{}' is already a rel variable", v.name)));
+            }
+            _ => {
+                let name = match &n.variable {
+                    Some(v) => v.name.clone(),
+                    None => format!("_anon_node_{}", self.graph.nodes.len()),
+                };
+                let id_slot = self.new_slot();
+                self.graph.nodes.push(QueryNode {
+                    name,
+                    tables,
+                    id_slot,
+                    properties: Vec::new(),
+                });
+                self.graph.nodes.len() - 1
+            }
+        };
+        let var = self.graph.nodes[idx].name.clone();
+        self.bind_inline_props(&var, n.properties.as_ref(), n.span, predicates)?;
+        if let Some(w) = &n.where_ {
+            let e = self.bind_expr(w)?;
+            split_conjuncts(e, predicates);
+        }
+        Ok(idx)
+    }
+
+    fn bind_inline_props(&mut self, var: &str, props: Option<&ast::Expr>, span: Span, predicates: &mut Vec<BoundExpr>) -> Result<()> {
+        let Some(props) = props else { return Ok(()) };
+        let ExprKind::Map(entries) = &props.kind else {
+            return Err(Error::at(ErrorKind::Semantic, props.span, "expected a map of properties"));
+        };
+        for (key, value) in entries {
+            let target = ast::Expr {
+                kind: ExprKind::Property(
+                    Box::new(ast::Expr {
+                        kind: ExprKind::Variable(var.to_string()),
+                        span,
+                    }),
+                    key.clone(),
+                ),
+                span: key.span,
+            };
+            let eq = ast::Expr {
+                kind: ExprKind::Binary(BinaryOp::Eq, Box::new(target), Box::new(value.clone())),
+                span: key.span.to(value.span),
+            };
+            let e = self.bind_expr(&eq)?;
+            predicates.push(e);
+        }
+        Ok(())
+    }
+
+    fn bind_pattern(&mut self, p: &ast::PathPattern, predicates: &mut Vec<BoundExpr>) -> Result<()> {
+        if let Some(v) = &p.variable {
+            return Err(not_supported(v.span, "named paths"));
+        }
+        if p.shortest.is_some() {
+            return Err(not_supported(p.span, "shortest paths"));
+        }
+        let mut left = self.bind_node(&p.start, predicates)?;
+        for (rel, node) in &p.chain {
+            if rel.range.is_some() {
+                return Err(not_supported(rel.span, "variable-length relationships"));
+            }
+            let right = self.bind_node(node, predicates)?;
+            let tables: Vec<TableId> = if rel.types.is_empty() {
+                self.catalog.rel_tables().map(|t| t.id).collect()
+            } else {
+                rel.types
+                    .iter()
+                    .map(|n| {
+                        let t = self.table(n)?;
+                        if !t.is_rel() {
+                            return Err(Error::at(ErrorKind::Semantic, n.span, format!("'{}' is a node table, not a rel table", n.name)));
+                        }
+                        Ok(t.id)
+                    })
+                    .collect::<Result<_>>()?
+            };
+            let name = match &rel.variable {
+                Some(v) => {
+                    if self.graph.rels.iter().any(|r| r.name == v.name) || self.graph.nodes.iter().any(|n| n.name == v.name) {
+                        return Err(Error::at(ErrorKind::Semantic, v.span, format!("variable '{}' is already bound", v.name)));
+                    }
+                    v.name.clone()
+                }
+                None => format!("_anon_rel_{}", self.graph.rels.len()),
+            };
+            let id_slot = self.new_slot();
+            self.graph.rels.push(QueryRel {
+                name: name.clone(),
+                tables,
+                left,
+                right,
+                direction: rel.direction,
+                id_slot,
+                properties: Vec::new(),
+            });
+            self.bind_inline_props(&name, rel.properties.as_ref(), rel.span, predicates)?;
+            if let Some(w) = &rel.where_ {
+                let e = self.bind_expr(w)?;
+                split_conjuncts(e, predicates);
+            }
+            left = right;
+        }
+        Ok(())
+    }
+
+    fn bind_return(&mut self, ret: &ast::Projection, predicates: Vec<BoundExpr>) -> Result<BoundStatement> {
+        if ret.star {
+            return Err(not_supported(ret.span, "RETURN *"));
+        }
+        if !ret.order_by.is_empty() {
+            return Err(not_supported(ret.order_by[0].expr.span, "ORDER BY"));
+        }
+        self.aggregates = Some(Vec::new());
+        let mut outputs = Vec::new();
+        let mut has_agg = Vec::new();
+        for item in &ret.items {
+            let before = self.aggregates.as_ref().map_or(0, |a| a.len());
+            let e = self.bind_expr(&item.expr)?;
+            let after = self.aggregates.as_ref().map_or(0, |a| a.len());
+            has_agg.push(after > before);
+            let name = item.alias.as_ref().map(|a| a.name.clone()).unwrap_or_else(|| item.text.clone());
+            outputs.push((name, e));
+        }
+        let aggregates = self.aggregates.take().unwrap_or_default();
+        let mut group_keys = Vec::new();
+        if !aggregates.is_empty() {
+            // Non-aggregate items become grouping keys computed into slots.
+            for (idx, (_, e)) in outputs.iter_mut().enumerate() {
+                if !has_agg[idx] {
+                    let slot = self.new_slot();
+                    let ty = e.ty.clone();
+                    let span = e.span;
+                    let key = std::mem::replace(e, BoundExpr::slot(slot, ty, span));
+                    group_keys.push((key, slot));
+                }
+            }
+        }
+        let skip = ret.skip.as_ref().map(|e| self.bind_count(e, "SKIP")).transpose()?;
+        let limit = ret.limit.as_ref().map(|e| self.bind_count(e, "LIMIT")).transpose()?;
+        Ok(BoundStatement::Query(Box::new(BoundQuery {
+            graph: std::mem::take(&mut self.graph),
+            predicates,
+            group_keys,
+            aggregates,
+            outputs,
+            distinct: ret.distinct,
+            skip,
+            limit,
+            num_slots: self.next_slot,
+        })))
+    }
+
+    fn bind_count(&self, e: &ast::Expr, what: &str) -> Result<u64> {
+        match literal_value(e) {
+            Ok(Value::Int64(n)) if n >= 0 => Ok(n as u64),
+            _ => Err(Error::at(ErrorKind::Semantic, e.span, format!("{what} expects a non-negative integer literal"))),
+        }
+    }
+
+    /// Binds `var.key`, registering the property on the variable.
+    fn bind_property(&mut self, var: &str, key: &ast::Ident, span: Span) -> Result<BoundExpr> {
+        let catalog = self.catalog;
+        let lookup = |tables: &[TableId]| -> Result<LogicalType> {
+            let mut ty = None;
+            for t in tables {
+                if let Some(entry) = catalog.table(*t) {
+                    if let Some(p) = entry.property(&key.name) {
+                        match &ty {
+                            None => ty = Some(p.ty.clone()),
+                            Some(existing) if *existing != p.ty => {
+                                return Err(not_supported(key.span, "a property with different types in different tables"))
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+            }
+            ty.ok_or_else(|| {
+                let names: Vec<&str> = tables.iter().filter_map(|t| catalog.table(*t)).map(|t| t.name.as_str()).collect();
+                Error::at(ErrorKind::Semantic, key.span, format!("property '{}' does not exist in table '{}'", key.name, names.join("|")))
+            })
+        };
+        if let Some(idx) = self.graph.nodes.iter().position(|n| n.name == var) {
+            let ty = lookup(&self.graph.nodes[idx].tables)?;
+            let existing = self.graph.nodes[idx].properties.iter().find(|p| p.0 == key.name).map(|p| p.1);
+            let slot = match existing {
+                Some(s) => s,
+                None => {
+                    let s = self.new_slot();
+                    self.graph.nodes[idx].properties.push((key.name.clone(), s, ty.clone()));
+                    s
+                }
+            };
+            return Ok(BoundExpr::slot(slot, ty, span));
+        }
+        if let Some(idx) = self.graph.rels.iter().position(|r| r.name == var) {
+            let ty = lookup(&self.graph.rels[idx].tables)?;
+            let existing = self.graph.rels[idx].properties.iter().find(|p| p.0 == key.name).map(|p| p.1);
+            let slot = match existing {
+                Some(s) => s,
+                None => {
+                    let s = self.new_slot();
+                    self.graph.rels[idx].properties.push((key.name.clone(), s, ty.clone()));
+                    s
+                }
+            };
+            return Ok(BoundExpr::slot(slot, ty, span));
+        }
+        Err(Error::at(ErrorKind::Semantic, span, format!("variable '{var}' is not defined")))
+    }
+
+    pub fn bind_expr(&mut self, e: &ast::Expr) -> Result<BoundExpr> {
+        let span = e.span;
+        match &e.kind {
+            ExprKind::Literal(_) => Ok(BoundExpr::literal(literal_value(e)?, span)),
+            ExprKind::Parameter(name) => Ok(BoundExpr {
+                kind: BoundExprKind::Parameter(name.clone()),
+                ty: LogicalType::Any,
+                span,
+            }),
+            ExprKind::Variable(name) => {
+                if let Some(n) = self.graph.nodes.iter().find(|n| &n.name == name) {
+                    return Ok(BoundExpr::slot(n.id_slot, LogicalType::InternalId, span));
+                }
+                if let Some(r) = self.graph.rels.iter().find(|r| &r.name == name) {
+                    return Ok(BoundExpr::slot(r.id_slot, LogicalType::InternalId, span));
+                }
+                Err(Error::at(ErrorKind::Semantic, span, format!("variable '{name}' is not defined")))
+            }
+            ExprKind::Property(target, key) => match &target.kind {
+                ExprKind::Variable(var) => self.bind_property(var, key, span),
+                _ => Err(not_supported(span, "property access on an expression")),
+            },
+            ExprKind::Unary(op, inner) => {
+                let inner = self.bind_expr(inner)?;
+                let ty = match op {
+                    UnaryOp::Not | UnaryOp::IsNull | UnaryOp::IsNotNull => LogicalType::Bool,
+                    UnaryOp::Neg | UnaryOp::Plus => {
+                        if !inner.ty.is_numeric() && inner.ty != LogicalType::Any && inner.ty != LogicalType::Interval {
+                            return Err(Error::at(ErrorKind::Type, span, format!("cannot negate a value of type {}", inner.ty)));
+                        }
+                        if inner.ty.is_integer() {
+                            LogicalType::Int64
+                        } else {
+                            inner.ty.clone()
+                        }
+                    }
+                };
+                if *op == UnaryOp::Not && !matches!(inner.ty, LogicalType::Bool | LogicalType::Any) {
+                    return Err(Error::at(ErrorKind::Type, span, format!("NOT expects a BOOL, got {}", inner.ty)));
+                }
+                Ok(BoundExpr {
+                    kind: BoundExprKind::Unary(*op, Box::new(inner)),
+                    ty,
+                    span,
+                })
+            }
+            ExprKind::Binary(op, l, r) => {
+                let l = self.bind_expr(l)?;
+                let r = self.bind_expr(r)?;
+                let ty = binary_type(*op, &l.ty, &r.ty).map_err(|e| e.or_span(span))?;
+                Ok(BoundExpr {
+                    kind: BoundExprKind::Binary(*op, Box::new(l), Box::new(r)),
+                    ty,
+                    span,
+                })
+            }
+            ExprKind::Function { name, distinct, star, args } => {
+                let lname = name.name.to_ascii_lowercase();
+                if functions::is_aggregate(&lname) {
+                    if self.aggregates.is_none() {
+                        return Err(Error::at(ErrorKind::Semantic, span, format!("aggregate function {}() is not allowed here", name.name)));
+                    }
+                    let arg = match (star, args.as_slice()) {
+                        (true, []) if lname == "count" => None,
+                        (false, [a]) => {
+                            let saved = self.aggregates.take();
+                            let bound = self.bind_expr(a);
+                            self.aggregates = saved;
+                            Some(bound?)
+                        }
+                        _ => return Err(Error::at(ErrorKind::Semantic, span, format!("{}() takes exactly one argument", name.name))),
+                    };
+                    let ty = functions::aggregate_type(&lname, arg.as_ref().map(|a| &a.ty)).map_err(|e| e.or_span(span))?;
+                    let slot = self.new_slot();
+                    if let Some(aggs) = &mut self.aggregates {
+                        aggs.push(BoundAggregate {
+                            function: lname,
+                            distinct: *distinct,
+                            arg,
+                            slot,
+                            ty: ty.clone(),
+                        });
+                    }
+                    return Ok(BoundExpr::slot(slot, ty, span));
+                }
+                if *distinct || *star {
+                    return Err(Error::at(ErrorKind::Semantic, span, format!("DISTINCT and * are only allowed in aggregates, not in {}()", name.name)));
+                }
+                let args = args.iter().map(|a| self.bind_expr(a)).collect::<Result<Vec<_>>>()?;
+                let types: Vec<LogicalType> = args.iter().map(|a| a.ty.clone()).collect();
+                let ty = functions::scalar_type(&lname, &types).map_err(|e| e.or_span(name.span))?;
+                Ok(BoundExpr {
+                    kind: BoundExprKind::Function(lname, args),
+                    ty,
+                    span,
+                })
+            }
+            ExprKind::List(items) => {
+                let items = items.iter().map(|a| self.bind_expr(a)).collect::<Result<Vec<_>>>()?;
+                let elem = items.iter().map(|i| i.ty.clone()).find(|t| *t != LogicalType::Any).unwrap_or(LogicalType::Any);
+                Ok(BoundExpr {
+                    kind: BoundExprKind::List(items),
+                    ty: LogicalType::List(Box::new(elem)),
+                    span,
+                })
+            }
+            ExprKind::Case { operand, whens, else_ } => {
+                let operand = operand.as_ref().map(|o| self.bind_expr(o)).transpose()?.map(Box::new);
+                let mut bound_whens = Vec::new();
+                let mut ty = LogicalType::Any;
+                for (w, t) in whens {
+                    let w = self.bind_expr(w)?;
+                    let t = self.bind_expr(t)?;
+                    ty = unify(&ty, &t.ty).ok_or_else(|| Error::at(ErrorKind::Type, t.span, "CASE branches have incompatible types"))?;
+                    bound_whens.push((w, t));
+                }
+                let else_ = else_.as_ref().map(|e| self.bind_expr(e)).transpose()?;
+                if let Some(e) = &else_ {
+                    ty = unify(&ty, &e.ty).ok_or_else(|| Error::at(ErrorKind::Type, e.span, "CASE branches have incompatible types"))?;
+                }
+                Ok(BoundExpr {
+                    kind: BoundExprKind::Case {
+                        operand,
+                        whens: bound_whens,
+                        else_: else_.map(Box::new),
+                    },
+                    ty,
+                    span,
+                })
+            }
+            _ => Err(not_supported(span, "this expression")),
+        }
+    }
+}
+
+/// The common type of two branch types (numeric widening; ANY yields the other).
+fn unify(a: &LogicalType, b: &LogicalType) -> Option<LogicalType> {
+    if a == b || *b == LogicalType::Any {
+        return Some(a.clone());
+    }
+    if *a == LogicalType::Any {
+        return Some(b.clone());
+    }
+    if a.is_integer() && b.is_integer() {
+        return Some(LogicalType::Int64);
+    }
+    if a.is_numeric() && b.is_numeric() {
+        return Some(LogicalType::Double);
+    }
+    None
+}
+
+fn binary_type(op: BinaryOp, l: &LogicalType, r: &LogicalType) -> Result<LogicalType> {
+    use LogicalType as T;
+    let any = |t: &T| *t == T::Any;
+    Ok(match op {
+        BinaryOp::Or | BinaryOp::Xor | BinaryOp::And => {
+            for t in [l, r] {
+                if !matches!(t, T::Bool | T::Any) {
+                    return Err(Error::type_error(format!("{op:?} expects BOOL operands, got {t}")));
+                }
+            }
+            T::Bool
+        }
+        BinaryOp::Eq | BinaryOp::Ne | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge | BinaryOp::In => T::Bool,
+        BinaryOp::RegexMatch | BinaryOp::StartsWith | BinaryOp::EndsWith | BinaryOp::Contains => T::Bool,
+        BinaryOp::Add if (*l == T::String || any(l)) && (*r == T::String || any(r)) && (*l == T::String || *r == T::String) => T::String,
+        BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Mod | BinaryOp::Pow => {
+            match (l, r) {
+                _ if op == BinaryOp::Pow && (l.is_numeric() || any(l)) && (r.is_numeric() || any(r)) => T::Double,
+                (a, b) if (a.is_integer() || any(a)) && (b.is_integer() || any(b)) && !(any(a) && any(b)) => T::Int64,
+                (a, b) if (a.is_numeric() || any(a)) && (b.is_numeric() || any(b)) => {
+                    if any(a) && any(b) {
+                        T::Any
+                    } else {
+                        T::Double
+                    }
+                }
+                (T::Date, T::Interval) | (T::Interval, T::Date) if matches!(op, BinaryOp::Add | BinaryOp::Sub) => T::Date,
+                (T::Timestamp, T::Interval) | (T::Interval, T::Timestamp) if matches!(op, BinaryOp::Add | BinaryOp::Sub) => T::Timestamp,
+                (T::Interval, T::Interval) if matches!(op, BinaryOp::Add | BinaryOp::Sub) => T::Interval,
+                (T::Date, T::Date) if op == BinaryOp::Sub => T::Int64,
+                (T::Timestamp, T::Timestamp) if op == BinaryOp::Sub => T::Interval,
+                (T::List(a), T::List(_)) if op == BinaryOp::Add => T::List(a.clone()),
+                _ => return Err(Error::type_error(format!("cannot apply {op:?} to {l} and {r}"))),
+            }
+        }
+    })
+}
+
+fn split_conjuncts(e: BoundExpr, out: &mut Vec<BoundExpr>) {
+    match e.kind {
+        BoundExprKind::Binary(BinaryOp::And, l, r) => {
+            split_conjuncts(*l, out);
+            split_conjuncts(*r, out);
+        }
+        kind => out.push(BoundExpr { kind, ..e }),
+    }
+}
+
+/// Binds a parsed statement against `catalog`.
+pub fn bind(catalog: &Catalog, stmt: &Statement) -> Result<BoundStatement> {
+    Binder::new(catalog).bind(stmt)
+}
+
+#[allow(dead_code)]
+fn direction_name(d: Direction) -> &'static str {
+    match d {
+        Direction::Right => "->",
+        Direction::Left => "<-",
+        Direction::Both => "-",
+    }
+}

@@ -1,0 +1,6 @@
+//! From AST to executable plan: the binder resolves names against the catalog
+//! and types expressions; the planner builds a logical plan and chooses join
+//! order and extend directions; the result is a physical plan of pipelines the
+//! executor runs. Never executes anything.
+
+pub mod expr;

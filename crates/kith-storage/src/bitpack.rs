@@ -1,0 +1,81 @@
+//! Frame-of-reference bit packing for integer columns: every value is stored as
+//! `value - base` in `bits` bits, packed little-endian into 64-bit words.
+
+/// Number of bits needed to hold `v`.
+pub fn bits_needed(v: u64) -> u8 {
+    (64 - v.leading_zeros()) as u8
+}
+
+/// Bytes needed to pack `count` values of `bits` bits (whole words).
+pub fn packed_bytes(count: u64, bits: u8) -> u64 {
+    (count * bits as u64).div_ceil(64) * 8
+}
+
+/// Packs `deltas` (each `< 2^bits`) into words.
+pub fn pack(deltas: impl Iterator<Item = u64>, count: usize, bits: u8) -> Vec<u64> {
+    let mut words = vec![0u64; (count * bits as usize).div_ceil(64)];
+    if bits == 0 {
+        return words;
+    }
+    for (idx, d) in deltas.enumerate() {
+        debug_assert!(bits == 64 || d >> bits == 0, "delta {d} exceeds {bits} bits");
+        let bit = idx * bits as usize;
+        let (word, shift) = (bit / 64, bit % 64);
+        words[word] |= d << shift;
+        if shift + bits as usize > 64 {
+            words[word + 1] |= d >> (64 - shift);
+        }
+    }
+    words
+}
+
+/// Calls `out(i, delta)` for values `start..start+count`.
+#[inline]
+pub fn unpack_range(words: &[u64], bits: u8, start: u64, count: usize, mut out: impl FnMut(usize, u64)) {
+    if bits == 0 {
+        for idx in 0..count {
+            out(idx, 0);
+        }
+        return;
+    }
+    let mask = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
+    let bits = bits as u64;
+    let mut bit = start * bits;
+    for idx in 0..count {
+        let (word, shift) = ((bit / 64) as usize, bit % 64);
+        let mut v = words[word] >> shift;
+        if shift + bits > 64 {
+            v |= words[word + 1] << (64 - shift);
+        }
+        out(idx, v & mask);
+        bit += bits;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn pack_unpack_round_trip(values in proptest::collection::vec(any::<u64>(), 0..300), bits in 0u8..=64, start_frac in 0.0f64..1.0) {
+            let mask = if bits == 64 { u64::MAX } else if bits == 0 { 0 } else { (1u64 << bits) - 1 };
+            let values: Vec<u64> = values.into_iter().map(|v| v & mask).collect();
+            let words = pack(values.iter().copied(), values.len(), bits);
+            prop_assert_eq!(words.len() * 8, packed_bytes(values.len() as u64, bits) as usize);
+            let start = (values.len() as f64 * start_frac) as usize;
+            let mut got = vec![0; values.len() - start];
+            unpack_range(&words, bits, start as u64, got.len(), |i, v| got[i] = v);
+            prop_assert_eq!(&got[..], &values[start..]);
+        }
+    }
+
+    #[test]
+    fn bits_needed_edges() {
+        assert_eq!(bits_needed(0), 0);
+        assert_eq!(bits_needed(1), 1);
+        assert_eq!(bits_needed(255), 8);
+        assert_eq!(bits_needed(u64::MAX), 64);
+    }
+}

@@ -1,0 +1,583 @@
+//! Column chunks: the values of one property for one node group (or one CSR
+//! region), lightly compressed and stored in a run of pages.
+//!
+//! Encodings: `Constant` (no data pages), `Plain` fixed-width, `BitPacked`
+//! frame-of-reference for integer-like types, and `Strings` (bit-packed end
+//! offsets plus a byte heap). A chunk is immutable once written (shadow paging);
+//! readers pin the whole chunk once ([`PinnedColumn`]) and then decode ranges
+//! without further buffer-manager calls.
+
+use std::sync::Arc;
+
+use kith_common::codec::{Decoder, Encoder};
+use kith_common::constants::PAGE_SIZE;
+use kith_common::{Error, Interval, InternalId, LogicalType, PhysicalType, Result, ValueVector, VectorData};
+use kith_pager::{OwnedPin, PageIdx, Pager};
+
+use crate::bitpack;
+
+/// A run of consecutive pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PageRun {
+    pub first: u32,
+    pub count: u32,
+}
+
+impl PageRun {
+    pub const EMPTY: PageRun = PageRun { first: 0, count: 0 };
+
+    fn encode(&self, e: &mut Encoder) {
+        e.u32(self.first);
+        e.u32(self.count);
+    }
+
+    fn decode(d: &mut Decoder<'_>) -> Result<PageRun> {
+        Ok(PageRun {
+            first: d.u32()?,
+            count: d.u32()?,
+        })
+    }
+
+    /// Writes `bytes` to freshly allocated pages.
+    pub fn write(pager: &Pager, bytes: &[u8]) -> Result<PageRun> {
+        if bytes.is_empty() {
+            return Ok(PageRun::EMPTY);
+        }
+        let count = u32::try_from(bytes.len().div_ceil(PAGE_SIZE))
+            .map_err(|_| Error::internal("column chunk too large"))?;
+        let first = pager.allocate(count)?;
+        pager.write_pages(first, bytes)?;
+        Ok(PageRun {
+            first: first.0,
+            count,
+        })
+    }
+
+    pub fn pin(&self, pager: &Arc<Pager>) -> Result<Option<OwnedPin>> {
+        if self.count == 0 {
+            return Ok(None);
+        }
+        Ok(Some(pager.pin_owned(PageIdx(self.first), self.count)?))
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Encoding {
+    /// Every non-null value equals this one (bits of the fixed-width value, or
+    /// the string).
+    Constant(ConstValue),
+    /// Little-endian fixed-width values.
+    Plain,
+    /// Order-preserving u64 keys stored as `key - base` in `bits` bits.
+    BitPacked { base: u64, bits: u8 },
+    /// End offsets (bit-packed chunk of `num_values` u64s) into the byte heap in `data`.
+    Strings { ends: Box<ColumnChunk> },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ConstValue {
+    Bits(u64),
+    Str(String),
+    Interval(Interval),
+}
+
+/// One stored column chunk.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColumnChunk {
+    pub num_values: u64,
+    pub physical: PhysicalType,
+    pub encoding: Encoding,
+    pub data: PageRun,
+    /// Null bitmap (bit set = NULL); absent when no value is NULL.
+    pub nulls: Option<PageRun>,
+}
+
+const SIGN_FLIP: u64 = 1 << 63;
+
+fn physical_tag(p: PhysicalType) -> u8 {
+    match p {
+        PhysicalType::Bool => 0,
+        PhysicalType::I8 => 1,
+        PhysicalType::I16 => 2,
+        PhysicalType::I32 => 3,
+        PhysicalType::I64 => 4,
+        PhysicalType::U8 => 5,
+        PhysicalType::U16 => 6,
+        PhysicalType::U32 => 7,
+        PhysicalType::U64 => 8,
+        PhysicalType::F32 => 9,
+        PhysicalType::F64 => 10,
+        PhysicalType::String => 11,
+        PhysicalType::Interval => 12,
+        PhysicalType::InternalId => 13,
+        PhysicalType::Value => 14,
+    }
+}
+
+fn physical_from_tag(t: u8) -> Result<PhysicalType> {
+    Ok(match t {
+        0 => PhysicalType::Bool,
+        1 => PhysicalType::I8,
+        2 => PhysicalType::I16,
+        3 => PhysicalType::I32,
+        4 => PhysicalType::I64,
+        5 => PhysicalType::U8,
+        6 => PhysicalType::U16,
+        7 => PhysicalType::U32,
+        8 => PhysicalType::U64,
+        9 => PhysicalType::F32,
+        10 => PhysicalType::F64,
+        11 => PhysicalType::String,
+        12 => PhysicalType::Interval,
+        13 => PhysicalType::InternalId,
+        _ => return Err(Error::corruption(format!("unknown physical type tag {t}"))),
+    })
+}
+
+/// Order-preserving u64 key of an integer-like slot, or None for other types.
+fn int_keys(data: &VectorData) -> Option<Vec<u64>> {
+    Some(match data {
+        VectorData::Bool(v) => v.iter().map(|&x| x as u64).collect(),
+        VectorData::I8(v) => v.iter().map(|&x| (x as i64 as u64) ^ SIGN_FLIP).collect(),
+        VectorData::I16(v) => v.iter().map(|&x| (x as i64 as u64) ^ SIGN_FLIP).collect(),
+        VectorData::I32(v) => v.iter().map(|&x| (x as i64 as u64) ^ SIGN_FLIP).collect(),
+        VectorData::I64(v) => v.iter().map(|&x| (x as u64) ^ SIGN_FLIP).collect(),
+        VectorData::U8(v) => v.iter().map(|&x| x as u64).collect(),
+        VectorData::U16(v) => v.iter().map(|&x| x as u64).collect(),
+        VectorData::U32(v) => v.iter().map(|&x| x as u64).collect(),
+        VectorData::U64(v) => v.clone(),
+        VectorData::Id(v) => v.iter().map(|x| x.0).collect(),
+        _ => return None,
+    })
+}
+
+fn plain_bytes(data: &VectorData) -> Option<Vec<u8>> {
+    Some(match data {
+        VectorData::F32(v) => bytemuck::cast_slice(v).to_vec(),
+        VectorData::F64(v) => bytemuck::cast_slice(v).to_vec(),
+        VectorData::Interval(v) => {
+            let mut out = Vec::with_capacity(v.len() * 16);
+            for i in v {
+                out.extend_from_slice(&i.months.to_le_bytes());
+                out.extend_from_slice(&i.days.to_le_bytes());
+                out.extend_from_slice(&i.micros.to_le_bytes());
+            }
+            out
+        }
+        _ => return None,
+    })
+}
+
+fn words_to_bytes(words: &[u64]) -> &[u8] {
+    bytemuck::cast_slice(words)
+}
+
+impl ColumnChunk {
+    /// Encodes and writes `vector[start..start+count]` to fresh pages.
+    pub fn write(pager: &Pager, vector: &ValueVector, start: usize, count: usize) -> Result<ColumnChunk> {
+        let physical = vector.ty.physical();
+        if physical == PhysicalType::Value {
+            return Err(Error::not_supported(format!(
+                "storing {} columns is not supported yet",
+                vector.ty
+            )));
+        }
+        // Null bitmap for the range.
+        let mut null_words = vec![0u64; count.div_ceil(64)];
+        let mut any_null = false;
+        if vector.nulls.may_have_nulls() {
+            for idx in 0..count {
+                if vector.is_null(start + idx) {
+                    null_words[idx / 64] |= 1 << (idx % 64);
+                    any_null = true;
+                }
+            }
+        }
+        let nulls = if any_null {
+            Some(PageRun::write(pager, words_to_bytes(&null_words))?)
+        } else {
+            None
+        };
+        let is_null = |idx: usize| any_null && (null_words[idx / 64] >> (idx % 64)) & 1 == 1;
+        let (encoding, data) = match &vector.data {
+            VectorData::Str(strings) => {
+                let first_valid = (0..count).find(|&i| !is_null(i));
+                let constant = first_valid.is_some_and(|f| {
+                    let s0 = strings.get(start + f);
+                    (0..count).all(|i| is_null(i) || strings.get(start + i) == s0)
+                });
+                if let (true, Some(f)) = (constant, first_valid) {
+                    (Encoding::Constant(ConstValue::Str(strings.get(start + f).to_string())), PageRun::EMPTY)
+                } else {
+                    let mut heap = Vec::new();
+                    let mut ends = ValueVector::new(LogicalType::UInt64, count);
+                    if let VectorData::U64(e) = &mut ends.data {
+                        for (idx, end) in e.iter_mut().enumerate() {
+                            if !is_null(idx) {
+                                heap.extend_from_slice(strings.get(start + idx).as_bytes());
+                            }
+                            *end = heap.len() as u64;
+                        }
+                    }
+                    let ends = ColumnChunk::write(pager, &ends, 0, count)?;
+                    (Encoding::Strings { ends: Box::new(ends) }, PageRun::write(pager, &heap)?)
+                }
+            }
+            data => {
+                if let Some(keys) = int_keys(data) {
+                    let keys = &keys[start..start + count];
+                    let mut min = u64::MAX;
+                    let mut max = 0;
+                    for (idx, &k) in keys.iter().enumerate() {
+                        if !is_null(idx) {
+                            min = min.min(k);
+                            max = max.max(k);
+                        }
+                    }
+                    if min > max || min == max {
+                        // All NULL, or one distinct value.
+                        (Encoding::Constant(ConstValue::Bits(if min > max { 0 } else { min })), PageRun::EMPTY)
+                    } else {
+                        let bits = bitpack::bits_needed(max - min);
+                        let words = bitpack::pack(
+                            keys.iter().enumerate().map(|(idx, &k)| if is_null(idx) { 0 } else { k - min }),
+                            count,
+                            bits,
+                        );
+                        (Encoding::BitPacked { base: min, bits }, PageRun::write(pager, words_to_bytes(&words))?)
+                    }
+                } else if let Some(bytes) = plain_bytes(data) {
+                    let width = bytes.len() / vector.len().max(1);
+                    let slice = &bytes[start * width..(start + count) * width];
+                    let first_valid = (0..count).find(|&i| !is_null(i));
+                    let constant = first_valid.is_some_and(|f| {
+                        let v0 = &slice[f * width..(f + 1) * width];
+                        (0..count).all(|i| is_null(i) || &slice[i * width..(i + 1) * width] == v0)
+                    });
+                    match (constant, first_valid) {
+                        (true, Some(f)) if width <= 8 => {
+                            let mut b = [0u8; 8];
+                            b[..width].copy_from_slice(&slice[f * width..(f + 1) * width]);
+                            (Encoding::Constant(ConstValue::Bits(u64::from_le_bytes(b))), PageRun::EMPTY)
+                        }
+                        (_, None) => (Encoding::Constant(ConstValue::Bits(0)), PageRun::EMPTY),
+                        _ => (Encoding::Plain, PageRun::write(pager, slice)?),
+                    }
+                } else {
+                    return Err(Error::internal(format!("no encoding for {}", vector.ty)));
+                }
+            }
+        };
+        Ok(ColumnChunk {
+            num_values: count as u64,
+            physical,
+            encoding,
+            data,
+            nulls,
+        })
+    }
+
+    /// Every page this chunk occupies (for freeing and free-space accounting).
+    pub fn pages(&self, out: &mut Vec<PageRun>) {
+        if self.data.count > 0 {
+            out.push(self.data);
+        }
+        if let Some(n) = self.nulls {
+            out.push(n);
+        }
+        if let Encoding::Strings { ends } = &self.encoding {
+            ends.pages(out);
+        }
+    }
+
+    /// Pins the whole chunk for repeated decoding.
+    pub fn pin(&self, pager: &Arc<Pager>) -> Result<PinnedColumn> {
+        let ends = match &self.encoding {
+            Encoding::Strings { ends } => Some(Box::new(ends.pin(pager)?)),
+            _ => None,
+        };
+        Ok(PinnedColumn {
+            chunk: self.clone(),
+            data: self.data.pin(pager)?,
+            nulls: self.nulls.map(|n| n.pin(pager)).transpose()?.flatten(),
+            ends,
+        })
+    }
+
+    pub fn encode(&self, e: &mut Encoder) {
+        e.u64(self.num_values);
+        e.u8(physical_tag(self.physical));
+        self.data.encode(e);
+        match self.nulls {
+            Some(n) => {
+                e.u8(1);
+                n.encode(e);
+            }
+            None => e.u8(0),
+        }
+        match &self.encoding {
+            Encoding::Constant(c) => {
+                e.u8(0);
+                match c {
+                    ConstValue::Bits(b) => {
+                        e.u8(0);
+                        e.u64(*b);
+                    }
+                    ConstValue::Str(s) => {
+                        e.u8(1);
+                        e.str(s);
+                    }
+                    ConstValue::Interval(i) => {
+                        e.u8(2);
+                        e.u32(i.months as u32);
+                        e.u32(i.days as u32);
+                        e.i64(i.micros);
+                    }
+                }
+            }
+            Encoding::Plain => e.u8(1),
+            Encoding::BitPacked { base, bits } => {
+                e.u8(2);
+                e.u64(*base);
+                e.u8(*bits);
+            }
+            Encoding::Strings { ends } => {
+                e.u8(3);
+                ends.encode(e);
+            }
+        }
+    }
+
+    pub fn decode(d: &mut Decoder<'_>) -> Result<ColumnChunk> {
+        let num_values = d.u64()?;
+        let physical = physical_from_tag(d.u8()?)?;
+        let data = PageRun::decode(d)?;
+        let nulls = match d.u8()? {
+            0 => None,
+            _ => Some(PageRun::decode(d)?),
+        };
+        let encoding = match d.u8()? {
+            0 => Encoding::Constant(match d.u8()? {
+                0 => ConstValue::Bits(d.u64()?),
+                1 => ConstValue::Str(d.str()?),
+                _ => ConstValue::Interval(Interval {
+                    months: d.u32()? as i32,
+                    days: d.u32()? as i32,
+                    micros: d.i64()?,
+                }),
+            }),
+            1 => Encoding::Plain,
+            2 => Encoding::BitPacked {
+                base: d.u64()?,
+                bits: d.u8()?,
+            },
+            3 => Encoding::Strings {
+                ends: Box::new(ColumnChunk::decode(d)?),
+            },
+            t => return Err(Error::corruption(format!("unknown column encoding {t}"))),
+        };
+        Ok(ColumnChunk {
+            num_values,
+            physical,
+            encoding,
+            data,
+            nulls,
+        })
+    }
+}
+
+/// A column chunk whose pages are pinned: decoding makes no buffer-manager calls.
+pub struct PinnedColumn {
+    chunk: ColumnChunk,
+    data: Option<OwnedPin>,
+    nulls: Option<OwnedPin>,
+    ends: Option<Box<PinnedColumn>>,
+}
+
+fn as_words(pin: &Option<OwnedPin>) -> &[u64] {
+    match pin {
+        // Pages are page-aligned in the buffer pool, so the cast cannot fail on
+        // alignment; an empty slice results only for an empty run.
+        Some(p) => bytemuck::try_cast_slice(&p[..]).unwrap_or(&[]),
+        None => &[],
+    }
+}
+
+macro_rules! decode_keys {
+    ($out:expr, $base:expr, $bits:expr, $words:expr, $start:expr, $count:expr, $pos:expr, $conv:expr) => {{
+        let out = &mut $out[$pos..$pos + $count];
+        let base = $base;
+        bitpack::unpack_range($words, $bits, $start, $count, |idx, d| out[idx] = $conv(base.wrapping_add(d)));
+    }};
+}
+
+impl PinnedColumn {
+    pub fn num_values(&self) -> u64 {
+        self.chunk.num_values
+    }
+
+    #[inline]
+    pub fn is_null(&self, idx: u64) -> bool {
+        let words = as_words(&self.nulls);
+        !words.is_empty() && (words[(idx / 64) as usize] >> (idx % 64)) & 1 == 1
+    }
+
+    /// Decodes values `start..start+count` into `out[out_pos..]` (which must be
+    /// long enough), setting nulls.
+    pub fn read(&self, start: u64, count: usize, out: &mut ValueVector, out_pos: usize) -> Result<()> {
+        if start + count as u64 > self.chunk.num_values {
+            return Err(Error::internal(format!(
+                "read of rows {start}..{} beyond chunk of {}",
+                start + count as u64,
+                self.chunk.num_values
+            )));
+        }
+        if self.nulls.is_some() {
+            for idx in 0..count {
+                out.set_null(out_pos + idx, self.is_null(start + idx as u64));
+            }
+        } else if out.nulls.may_have_nulls() {
+            for idx in 0..count {
+                out.set_null(out_pos + idx, false);
+            }
+        }
+        match &self.chunk.encoding {
+            Encoding::Constant(c) => self.fill_constant(c, count, out, out_pos),
+            Encoding::BitPacked { base, bits } => {
+                let words = as_words(&self.data);
+                self.decode_bitpacked(*base, *bits, words, start, count, out, out_pos)
+            }
+            Encoding::Plain => {
+                let bytes: &[u8] = self.data.as_deref().unwrap_or(&[]);
+                match &mut out.data {
+                    VectorData::F64(o) => {
+                        let src: &[f64] = bytemuck::try_cast_slice(bytes).map_err(|_| Error::internal("misaligned f64 chunk"))?;
+                        o[out_pos..out_pos + count].copy_from_slice(&src[start as usize..start as usize + count]);
+                    }
+                    VectorData::F32(o) => {
+                        let src: &[f32] = bytemuck::try_cast_slice(bytes).map_err(|_| Error::internal("misaligned f32 chunk"))?;
+                        o[out_pos..out_pos + count].copy_from_slice(&src[start as usize..start as usize + count]);
+                    }
+                    VectorData::Interval(o) => {
+                        for idx in 0..count {
+                            let at = (start as usize + idx) * 16;
+                            let b = &bytes[at..at + 16];
+                            o[out_pos + idx] = Interval {
+                                months: i32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+                                days: i32::from_le_bytes([b[4], b[5], b[6], b[7]]),
+                                micros: i64::from_le_bytes([b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]]),
+                            };
+                        }
+                    }
+                    _ => return Err(Error::internal("plain chunk read into wrong vector type")),
+                }
+                Ok(())
+            }
+            Encoding::Strings { .. } => {
+                let ends = self.ends.as_ref().ok_or_else(|| Error::internal("string chunk without ends"))?;
+                let mut end_vec = ValueVector::new(LogicalType::UInt64, count + 1);
+                let (first_end_pos, read_from) = if start == 0 { (1, 0) } else { (0, start - 1) };
+                ends.read(read_from, count + 1 - first_end_pos, &mut end_vec, first_end_pos)?;
+                let VectorData::U64(e) = &end_vec.data else {
+                    return Err(Error::internal("string ends not u64"));
+                };
+                let heap: &[u8] = self.data.as_deref().unwrap_or(&[]);
+                let VectorData::Str(o) = &mut out.data else {
+                    return Err(Error::internal("string chunk read into wrong vector type"));
+                };
+                for idx in 0..count {
+                    let bytes = &heap[e[idx] as usize..e[idx + 1] as usize];
+                    let s = std::str::from_utf8(bytes).map_err(|_| Error::corruption("invalid UTF-8 in string column"))?;
+                    o.set(out_pos + idx, s);
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn fill_constant(&self, c: &ConstValue, count: usize, out: &mut ValueVector, pos: usize) -> Result<()> {
+        let range = pos..pos + count;
+        match (c, &mut out.data) {
+            (ConstValue::Str(s), VectorData::Str(o)) => {
+                for idx in range {
+                    o.set(idx, s);
+                }
+            }
+            (ConstValue::Interval(i), VectorData::Interval(o)) => o[range].fill(*i),
+            (ConstValue::Bits(b), data) => {
+                let b = *b;
+                match data {
+                    VectorData::Bool(o) => o[range].fill(b != 0),
+                    VectorData::I8(o) => o[range].fill((b ^ SIGN_FLIP) as i64 as i8),
+                    VectorData::I16(o) => o[range].fill((b ^ SIGN_FLIP) as i64 as i16),
+                    VectorData::I32(o) => o[range].fill((b ^ SIGN_FLIP) as i64 as i32),
+                    VectorData::I64(o) => o[range].fill((b ^ SIGN_FLIP) as i64),
+                    VectorData::U8(o) => o[range].fill(b as u8),
+                    VectorData::U16(o) => o[range].fill(b as u16),
+                    VectorData::U32(o) => o[range].fill(b as u32),
+                    VectorData::U64(o) => o[range].fill(b),
+                    VectorData::Id(o) => o[range].fill(InternalId(b)),
+                    VectorData::F32(o) => o[range].fill(f32::from_bits(b as u32)),
+                    VectorData::F64(o) => o[range].fill(f64::from_bits(b)),
+                    _ => return Err(Error::internal("constant chunk read into wrong vector type")),
+                }
+            }
+            _ => return Err(Error::internal("constant chunk read into wrong vector type")),
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn decode_bitpacked(
+        &self,
+        base: u64,
+        bits: u8,
+        words: &[u64],
+        start: u64,
+        count: usize,
+        out: &mut ValueVector,
+        pos: usize,
+    ) -> Result<()> {
+        let signed = |k: u64| (k ^ SIGN_FLIP) as i64;
+        match &mut out.data {
+            VectorData::Bool(o) => decode_keys!(o, base, bits, words, start, count, pos, |k: u64| k != 0),
+            VectorData::I8(o) => decode_keys!(o, base, bits, words, start, count, pos, |k| signed(k) as i8),
+            VectorData::I16(o) => decode_keys!(o, base, bits, words, start, count, pos, |k| signed(k) as i16),
+            VectorData::I32(o) => decode_keys!(o, base, bits, words, start, count, pos, |k| signed(k) as i32),
+            VectorData::I64(o) => decode_keys!(o, base, bits, words, start, count, pos, signed),
+            VectorData::U8(o) => decode_keys!(o, base, bits, words, start, count, pos, |k| k as u8),
+            VectorData::U16(o) => decode_keys!(o, base, bits, words, start, count, pos, |k| k as u16),
+            VectorData::U32(o) => decode_keys!(o, base, bits, words, start, count, pos, |k| k as u32),
+            VectorData::U64(o) => decode_keys!(o, base, bits, words, start, count, pos, |k| k),
+            VectorData::Id(o) => decode_keys!(o, base, bits, words, start, count, pos, InternalId),
+            _ => return Err(Error::internal("bit-packed chunk read into wrong vector type")),
+        }
+        Ok(())
+    }
+
+    /// Decodes unsigned values `start..start+count` into `out` (for CSR offsets
+    /// and neighbour lists stored as U64 columns).
+    #[inline]
+    pub fn read_u64s(&self, start: u64, count: usize, out: &mut [u64]) {
+        match &self.chunk.encoding {
+            Encoding::BitPacked { base, bits } => {
+                let words = as_words(&self.data);
+                let base = *base;
+                bitpack::unpack_range(words, *bits, start, count, |idx, d| out[idx] = base + d);
+            }
+            Encoding::Constant(ConstValue::Bits(b)) => out[..count].fill(*b),
+            _ => {
+                debug_assert!(false, "read_u64s on a non-integer chunk");
+                out[..count].fill(0);
+            }
+        }
+    }
+
+    /// One unsigned value (CSR offsets).
+    #[inline]
+    pub fn get_u64(&self, idx: u64) -> u64 {
+        let mut v = [0u64; 1];
+        self.read_u64s(idx, 1, &mut v);
+        v[0]
+    }
+}

@@ -1,0 +1,342 @@
+//! The storage manager of one database: versions, the single writer, commit,
+//! checkpoint and recovery.
+//!
+//! ```text
+//!  write txn ──writes new chunks to fresh pages──┐
+//!     │                                          ▼
+//!  commit:  pager.sync()  ──►  WAL: [COMMIT | metadata blob], fsync  ──►  publish Version
+//!                                                                           │
+//!  checkpoint (WAL large, or close):  blob → fresh pages, sync, header slot ◄┘, WAL reset
+//!  recovery (open):  header → version; replay WAL COMMIT records (last wins; a torn
+//!                    tail is dropped); free list = every page no version references
+//! ```
+//!
+//! Committed pages are never overwritten, so a crash at any point leaves either
+//! the previous or the new version intact, and readers never see a half-done
+//! commit. Pages a commit stops using are recycled once no reader holds a version
+//! that still references them.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use parking_lot::{Mutex, MutexGuard, RwLock};
+
+use kith_catalog::Catalog;
+use kith_common::codec::{Decoder, Encoder};
+use kith_common::{Error, ErrorKind, Result, TableId};
+use kith_pager::{PageIdx, Pager, PagerConfig, Wal};
+
+use crate::column::PageRun;
+use crate::version::{TableData, Version};
+
+/// WAL size above which a commit triggers a checkpoint.
+pub const CHECKPOINT_WAL_BYTES: u64 = 16 << 20;
+/// How long a second writer waits for the first before giving up.
+pub const WRITER_WAIT: Duration = Duration::from_secs(5);
+
+const WAL_COMMIT: u8 = 1;
+const HEADER_FORMAT: u32 = 1;
+
+#[derive(Debug, Clone)]
+pub struct StorageConfig {
+    pub memory_limit_bytes: u64,
+    pub read_only: bool,
+}
+
+impl Default for StorageConfig {
+    fn default() -> StorageConfig {
+        StorageConfig {
+            memory_limit_bytes: PagerConfig::default_memory_limit(),
+            read_only: false,
+        }
+    }
+}
+
+struct PendingFree {
+    /// The newest version that still referenced `pages`.
+    last_user: Weak<Version>,
+    pages: Vec<PageRun>,
+}
+
+pub struct Storage {
+    path: Option<PathBuf>,
+    pager: Arc<Pager>,
+    wal: Option<Wal>,
+    read_only: bool,
+    current: RwLock<Arc<Version>>,
+    writer: Mutex<()>,
+    pending: Mutex<Vec<PendingFree>>,
+    /// Metadata blob pages of the newest and the previous header slot; freed two
+    /// checkpoints later, when no header slot can point at them.
+    header_blobs: Mutex<(Option<PageRun>, Option<PageRun>)>,
+}
+
+fn wal_path(path: &Path) -> PathBuf {
+    let mut p = path.as_os_str().to_owned();
+    p.push(".wal");
+    PathBuf::from(p)
+}
+
+fn checksum(bytes: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(bytes)
+}
+
+impl Storage {
+    /// Opens the database at `path` (None: in memory), recovering from the WAL.
+    pub fn open(path: Option<&Path>, cfg: StorageConfig) -> Result<Arc<Storage>> {
+        let pager_cfg = PagerConfig {
+            memory_limit_bytes: cfg.memory_limit_bytes,
+            read_only: cfg.read_only,
+            ..PagerConfig::default()
+        };
+        let Some(path) = path else {
+            return Ok(Arc::new(Storage {
+                path: None,
+                pager: Arc::new(Pager::in_memory(pager_cfg)),
+                wal: None,
+                read_only: cfg.read_only,
+                current: RwLock::new(Arc::new(Version::default())),
+                writer: Mutex::new(()),
+                pending: Mutex::new(Vec::new()),
+                header_blobs: Mutex::new((None, None)),
+            }));
+        };
+        let pager = Arc::new(Pager::open(path, pager_cfg)?);
+        let wal = Wal::open(&wal_path(path))?;
+        let mut header_blob = None;
+        let mut version = match pager.read_header()? {
+            None => Version::default(),
+            Some(payload) => {
+                let mut d = Decoder::new(&payload);
+                let format = d.u32()?;
+                if format != HEADER_FORMAT {
+                    return Err(Error::corruption(format!("unsupported header format {format}")));
+                }
+                let run = PageRun {
+                    first: d.u32()?,
+                    count: d.u32()?,
+                };
+                let len = d.u64()? as usize;
+                let sum = d.u64()?;
+                let pin = run
+                    .pin(&pager)?
+                    .ok_or_else(|| Error::corruption("database header points at no metadata"))?;
+                let blob = pin
+                    .get(..len)
+                    .ok_or_else(|| Error::corruption("metadata length beyond its pages"))?;
+                if checksum(blob) != sum {
+                    return Err(Error::corruption("metadata checksum mismatch"));
+                }
+                header_blob = Some(run);
+                Version::decode(blob)?
+            }
+        };
+        let records = wal.read_records()?;
+        let replayed = !records.is_empty();
+        for rec in records {
+            if rec.first() == Some(&WAL_COMMIT) {
+                version = Version::decode(&rec[1..])?;
+            }
+        }
+        let storage = Storage {
+            path: Some(path.to_path_buf()),
+            pager,
+            wal: Some(wal),
+            read_only: cfg.read_only,
+            current: RwLock::new(Arc::new(version)),
+            writer: Mutex::new(()),
+            pending: Mutex::new(Vec::new()),
+            header_blobs: Mutex::new((header_blob, None)),
+        };
+        storage.rebuild_free_list();
+        if replayed && !cfg.read_only {
+            storage.checkpoint()?;
+        }
+        Ok(Arc::new(storage))
+    }
+
+    /// Every page not referenced by the current version or a header blob is free.
+    fn rebuild_free_list(&self) {
+        let version = self.snapshot();
+        let mut used = version.pages();
+        let blobs = *self.header_blobs.lock();
+        used.extend(blobs.0);
+        used.extend(blobs.1);
+        used.sort_by_key(|r| r.first);
+        let mut free = Vec::new();
+        let mut next = 2u32; // pages 0 and 1 hold the header slots
+        for run in used {
+            if run.first > next {
+                free.push((PageIdx(next), run.first - next));
+            }
+            next = next.max(run.first + run.count);
+        }
+        let end = self.pager.num_pages();
+        if end > next {
+            free.push((PageIdx(next), end - next));
+        }
+        self.pager.set_free_list(free);
+    }
+
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    pub fn pager(&self) -> &Arc<Pager> {
+        &self.pager
+    }
+
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// The newest committed version (a consistent snapshot).
+    pub fn snapshot(&self) -> Arc<Version> {
+        Arc::clone(&self.current.read())
+    }
+
+    /// Starts the (single) write transaction, waiting up to [`WRITER_WAIT`] for
+    /// a running one to finish.
+    pub fn begin_write(&self) -> Result<WriteTxn<'_>> {
+        if self.read_only {
+            return Err(Error::new(
+                ErrorKind::Transaction,
+                "the database is open read-only; writes are not allowed",
+            ));
+        }
+        let guard = self.writer.try_lock_for(WRITER_WAIT).ok_or_else(|| {
+            Error::new(
+                ErrorKind::Transaction,
+                format!(
+                    "another write transaction is still running after waiting {} s",
+                    WRITER_WAIT.as_secs()
+                ),
+            )
+        })?;
+        let base = self.snapshot();
+        Ok(WriteTxn {
+            storage: self,
+            _guard: guard,
+            catalog: (*base.catalog).clone(),
+            tables: base.tables.clone(),
+            base,
+        })
+    }
+
+    fn commit(&self, txn_catalog: Catalog, tables: std::collections::BTreeMap<TableId, Arc<TableData>>, base: &Arc<Version>) -> Result<()> {
+        let version = Version {
+            seq: base.seq + 1,
+            catalog: Arc::new(txn_catalog),
+            tables,
+        };
+        if let Some(wal) = &self.wal {
+            // Data pages first, then the commit record: a durable record never
+            // points at pages that did not reach the disk.
+            self.pager.sync()?;
+            let mut rec = Vec::with_capacity(1 + 1024);
+            rec.push(WAL_COMMIT);
+            rec.extend_from_slice(&version.encode());
+            wal.append(&rec)?;
+            wal.sync()?;
+        }
+        // Pages the old version used that the new one does not.
+        let mut new_pages = version.pages();
+        new_pages.sort_by_key(|r| r.first);
+        let mut freed: Vec<PageRun> = base
+            .pages()
+            .into_iter()
+            .filter(|r| new_pages.binary_search_by_key(&r.first, |n| n.first).is_err())
+            .collect();
+        freed.sort_by_key(|r| r.first);
+        let old = {
+            let mut cur = self.current.write();
+            std::mem::replace(&mut *cur, Arc::new(version))
+        };
+        if !freed.is_empty() {
+            self.pending.lock().push(PendingFree {
+                last_user: Arc::downgrade(&old),
+                pages: freed,
+            });
+        }
+        drop(old);
+        self.reclaim();
+        if self.wal.as_ref().is_some_and(|w| w.size_bytes() > CHECKPOINT_WAL_BYTES) {
+            self.checkpoint()?;
+        }
+        Ok(())
+    }
+
+    /// Returns pages to the pager once no live version can read them. Entries
+    /// are reclaimed in commit order, so an old reader keeps everything newer
+    /// versions freed after it too.
+    fn reclaim(&self) {
+        let mut pending = self.pending.lock();
+        let dead = pending
+            .iter()
+            .take_while(|p| p.last_user.strong_count() == 0)
+            .count();
+        for p in pending.drain(..dead) {
+            for run in p.pages {
+                self.pager.free(PageIdx(run.first), run.count);
+            }
+        }
+    }
+
+    /// Folds the WAL into the database file: writes the current metadata to
+    /// fresh pages, points the header at it and empties the WAL.
+    pub fn checkpoint(&self) -> Result<()> {
+        let Some(wal) = &self.wal else {
+            return Ok(());
+        };
+        if self.read_only {
+            return Ok(());
+        }
+        let _writer = self.writer.try_lock_for(WRITER_WAIT);
+        let version = self.snapshot();
+        let blob = version.encode();
+        let run = PageRun::write(&self.pager, &blob)?;
+        self.pager.sync()?;
+        let mut e = Encoder::new();
+        e.u32(HEADER_FORMAT);
+        e.u32(run.first);
+        e.u32(run.count);
+        e.u64(blob.len() as u64);
+        e.u64(checksum(&blob));
+        self.pager.write_header(&e.finish())?;
+        wal.reset()?;
+        let mut blobs = self.header_blobs.lock();
+        if let Some(old) = blobs.1.take() {
+            self.pager.free(PageIdx(old.first), old.count);
+        }
+        blobs.1 = blobs.0.take();
+        blobs.0 = Some(run);
+        Ok(())
+    }
+}
+
+/// The one write transaction: changes a private copy of the catalog and table
+/// metadata; new data goes to fresh pages. Dropping it without `commit` rolls
+/// back (its pages are unreferenced and are recovered as free space on reopen).
+pub struct WriteTxn<'a> {
+    storage: &'a Storage,
+    _guard: MutexGuard<'a, ()>,
+    base: Arc<Version>,
+    pub catalog: Catalog,
+    pub tables: std::collections::BTreeMap<TableId, Arc<TableData>>,
+}
+
+impl WriteTxn<'_> {
+    pub fn pager(&self) -> &Arc<Pager> {
+        &self.storage.pager
+    }
+
+    /// The version this transaction started from.
+    pub fn base(&self) -> &Arc<Version> {
+        &self.base
+    }
+
+    pub fn commit(self) -> Result<()> {
+        self.storage.commit(self.catalog, self.tables, &self.base)
+    }
+}
