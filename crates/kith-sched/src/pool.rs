@@ -1,0 +1,350 @@
+//! The worker pool: threads that join running tasks.
+
+use std::collections::VecDeque;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use parking_lot::{Condvar, Mutex};
+
+use kith_common::{Error, Result};
+
+use crate::cancel::CancelToken;
+
+/// Work that several workers run concurrently, each pulling morsels until
+/// none are left. Implementations keep per-worker state keyed by
+/// `ctx.worker_idx` or in locals and merge it at the end.
+pub trait Task: Send + Sync {
+    fn run_worker(&self, ctx: &WorkerContext) -> Result<()>;
+}
+
+/// What a worker knows about its place in a running task.
+pub struct WorkerContext {
+    /// 0 for the thread that called [`Scheduler::run`], then 1, 2, ...
+    pub worker_idx: usize,
+    /// Upper bound on the number of workers of this task.
+    pub num_workers: usize,
+    pub cancel: CancelToken,
+}
+
+struct JobState {
+    /// Pool workers that may still join.
+    open_slots: usize,
+    /// Pool workers currently running the task.
+    active: usize,
+    next_idx: usize,
+    error: Option<Error>,
+}
+
+struct Job {
+    task: Arc<dyn Task>,
+    num_workers: usize,
+    cancel: CancelToken,
+    state: Mutex<JobState>,
+    done: Condvar,
+}
+
+impl Job {
+    fn record(&self, result: Result<()>) {
+        if let Err(e) = result {
+            // Stop the other workers of this task; keep the first error.
+            self.cancel.cancel();
+            let mut st = self.state.lock();
+            if st.error.is_none() {
+                st.error = Some(e);
+            }
+        }
+    }
+
+    fn run_as(&self, worker_idx: usize) {
+        let ctx = WorkerContext {
+            worker_idx,
+            num_workers: self.num_workers,
+            cancel: self.cancel.clone(),
+        };
+        let result = catch_unwind(AssertUnwindSafe(|| self.task.run_worker(&ctx)))
+            .unwrap_or_else(|panic| Err(Error::internal(panic_message(&panic))));
+        self.record(result);
+    }
+}
+
+fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+    let what = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_string());
+    format!("a worker panicked: {what}")
+}
+
+struct Shared {
+    queue: Mutex<Queue>,
+    wake: Condvar,
+}
+
+struct Queue {
+    jobs: VecDeque<Arc<Job>>,
+    shutdown: bool,
+}
+
+/// The database's shared thread pool.
+pub struct Scheduler {
+    shared: Arc<Shared>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    num_threads: usize,
+}
+
+impl Scheduler {
+    /// A pool for `num_threads` concurrent workers per task (the caller counts
+    /// as one, so `num_threads - 1` threads are spawned).
+    pub fn new(num_threads: usize) -> Arc<Scheduler> {
+        let num_threads = num_threads.max(1);
+        let shared = Arc::new(Shared {
+            queue: Mutex::new(Queue {
+                jobs: VecDeque::new(),
+                shutdown: false,
+            }),
+            wake: Condvar::new(),
+        });
+        let threads = (1..num_threads)
+            .filter_map(|i| {
+                let shared = Arc::clone(&shared);
+                std::thread::Builder::new()
+                    .name(format!("kith-worker-{i}"))
+                    .spawn(move || worker_loop(&shared))
+                    .ok()
+            })
+            .collect();
+        Arc::new(Scheduler {
+            shared,
+            threads: Mutex::new(threads),
+            num_threads,
+        })
+    }
+
+    pub fn num_threads(&self) -> usize {
+        self.num_threads
+    }
+
+    /// Runs `task` on the calling thread plus up to `max_threads - 1` pool
+    /// workers and returns when all of them are done: the first error, or a
+    /// panic turned into an internal error.
+    pub fn run(&self, task: Arc<dyn Task>, max_threads: usize, cancel: &CancelToken) -> Result<()> {
+        let num_workers = max_threads.clamp(1, self.num_threads);
+        // A child token so that one task's failure stops its own workers
+        // without cancelling the caller's token.
+        let job = Arc::new(Job {
+            task,
+            num_workers,
+            cancel: cancel.child(),
+            state: Mutex::new(JobState {
+                open_slots: num_workers - 1,
+                active: 0,
+                next_idx: 1,
+                error: None,
+            }),
+            done: Condvar::new(),
+        });
+        if num_workers > 1 {
+            let mut q = self.shared.queue.lock();
+            q.jobs.push_back(Arc::clone(&job));
+            drop(q);
+            for _ in 1..num_workers {
+                self.shared.wake.notify_one();
+            }
+        }
+        job.run_as(0);
+        // Close the job to late joiners and wait for the ones that joined.
+        let mut st = job.state.lock();
+        st.open_slots = 0;
+        while st.active > 0 {
+            job.done.wait(&mut st);
+        }
+        let error = st.error.take();
+        drop(st);
+        if num_workers > 1 {
+            self.shared
+                .queue
+                .lock()
+                .jobs
+                .retain(|j| !Arc::ptr_eq(j, &job));
+        }
+        match error {
+            Some(e) => Err(e),
+            // A failure elsewhere cancels our child token too; report the
+            // caller's own interrupt or timeout if that is what happened.
+            None => cancel.check(),
+        }
+    }
+}
+
+fn worker_loop(shared: &Shared) {
+    loop {
+        let (job, idx) = {
+            let mut q = shared.queue.lock();
+            loop {
+                if q.shutdown {
+                    return;
+                }
+                let mut claimed = None;
+                while let Some(job) = q.jobs.front().cloned() {
+                    let mut st = job.state.lock();
+                    if st.open_slots == 0 {
+                        drop(st);
+                        q.jobs.pop_front();
+                        continue;
+                    }
+                    st.open_slots -= 1;
+                    st.active += 1;
+                    let idx = st.next_idx;
+                    st.next_idx += 1;
+                    let exhausted = st.open_slots == 0;
+                    drop(st);
+                    if exhausted {
+                        q.jobs.pop_front();
+                    }
+                    claimed = Some((job, idx));
+                    break;
+                }
+                match claimed {
+                    Some(c) => break c,
+                    None => shared.wake.wait(&mut q),
+                }
+            }
+        };
+        job.run_as(idx);
+        let mut st = job.state.lock();
+        st.active -= 1;
+        if st.active == 0 {
+            job.done.notify_all();
+        }
+    }
+}
+
+impl Drop for Scheduler {
+    fn drop(&mut self) {
+        self.shared.queue.lock().shutdown = true;
+        self.shared.wake.notify_all();
+        for t in self.threads.lock().drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::MorselDispenser;
+    use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+    struct Sum {
+        morsels: MorselDispenser,
+        total: AtomicU64,
+        workers_seen: Mutex<Vec<usize>>,
+    }
+    impl Task for Sum {
+        fn run_worker(&self, ctx: &WorkerContext) -> Result<()> {
+            self.workers_seen.lock().push(ctx.worker_idx);
+            while let Some(r) = self.morsels.next() {
+                ctx.cancel.check()?;
+                self.total.fetch_add(r.sum::<u64>(), Ordering::Relaxed);
+            }
+            Ok(())
+        }
+    }
+
+    fn sum_task(n: u64) -> Arc<Sum> {
+        Arc::new(Sum {
+            morsels: MorselDispenser::new(n, 7),
+            total: AtomicU64::new(0),
+            workers_seen: Mutex::new(Vec::new()),
+        })
+    }
+
+    #[test]
+    fn runs_all_morsels_with_several_workers() {
+        let s = Scheduler::new(4);
+        for threads in [1, 2, 4, 9] {
+            let t = sum_task(10_000);
+            s.run(t.clone(), threads, &CancelToken::new()).unwrap();
+            assert_eq!(t.total.load(Ordering::Relaxed), 10_000 * 9_999 / 2);
+            let seen = t.workers_seen.lock();
+            assert!(seen.contains(&0));
+            assert!(seen.iter().all(|&w| w < threads.min(4)));
+        }
+    }
+
+    #[test]
+    fn concurrent_callers_share_the_pool() {
+        let s = Scheduler::new(3);
+        std::thread::scope(|scope| {
+            for _ in 0..4 {
+                let s = &s;
+                scope.spawn(move || {
+                    for _ in 0..50 {
+                        let t = sum_task(1000);
+                        s.run(t.clone(), 3, &CancelToken::new()).unwrap();
+                        assert_eq!(t.total.load(Ordering::Relaxed), 499_500);
+                    }
+                });
+            }
+        });
+    }
+
+    struct Failing(AtomicUsize);
+    impl Task for Failing {
+        fn run_worker(&self, ctx: &WorkerContext) -> Result<()> {
+            if ctx.worker_idx == 0 {
+                return Err(Error::runtime("boom"));
+            }
+            // Other workers spin until the failure cancels them.
+            loop {
+                self.0.fetch_add(1, Ordering::Relaxed);
+                ctx.cancel.check()?;
+                std::thread::yield_now();
+            }
+        }
+    }
+
+    #[test]
+    fn first_error_wins_and_stops_others() {
+        let s = Scheduler::new(3);
+        let parent = CancelToken::new();
+        let err = s
+            .run(Arc::new(Failing(AtomicUsize::new(0))), 3, &parent)
+            .unwrap_err();
+        assert_eq!(err.message, "boom");
+        // The caller's own token is untouched.
+        assert!(parent.check().is_ok());
+    }
+
+    struct Panicking;
+    impl Task for Panicking {
+        fn run_worker(&self, _ctx: &WorkerContext) -> Result<()> {
+            panic!("bad state");
+        }
+    }
+
+    #[test]
+    fn panics_become_internal_errors() {
+        let s = Scheduler::new(2);
+        let err = s
+            .run(Arc::new(Panicking), 2, &CancelToken::new())
+            .unwrap_err();
+        assert!(err.message.contains("bad state"), "{}", err.message);
+        // The pool still works afterwards.
+        let t = sum_task(100);
+        s.run(t.clone(), 2, &CancelToken::new()).unwrap();
+        assert_eq!(t.total.load(Ordering::Relaxed), 4950);
+    }
+
+    #[test]
+    fn interrupt_reports_interrupted() {
+        let s = Scheduler::new(2);
+        let token = CancelToken::new();
+        token.cancel();
+        let t = sum_task(1_000_000);
+        let err = s.run(t, 2, &token).unwrap_err();
+        assert_eq!(err.kind, kith_common::ErrorKind::Interrupted);
+    }
+}
