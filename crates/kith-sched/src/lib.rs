@@ -9,6 +9,7 @@
 //! This crate knows nothing about queries or storage.
 
 mod cancel;
+mod map;
 mod morsel;
 mod pool;
 

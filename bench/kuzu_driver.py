@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Kùzu driver for kith-bench: JSON lines on stdin/stdout.
+
+kith-bench starts this once per (engine, thread count) configuration so that
+timings exclude Python start-up and peak memory is per configuration.
+
+Protocol (one JSON object per line):
+  -> (on start)                            <- {"ok":true,"engine":"kuzu","version":..,"rss_kb":..}
+  -> {"cmd":"open","path":P,"threads":T,"buffer_pool_bytes":B}   <- {"ok":true}
+  -> {"cmd":"exec","query":Q}              <- {"ok":true,"ms":F,"columns":[..],"rows":[[..],..]}
+  -> {"cmd":"stats"}                       <- {"ok":true,"peak_rss_kb":N,"rss_kb":N}
+  -> {"cmd":"close"}                       <- {"ok":true}
+  -> {"cmd":"quit"}                        (exits)
+Errors are answered as {"ok":false,"error":"..."}; the driver keeps going.
+`ms` covers execute() plus fetching every row; nothing else.
+"""
+
+import json
+import math
+import sys
+import time
+
+
+def out(obj):
+    sys.stdout.write(json.dumps(obj, allow_nan=False, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def proc_status_kb(field):
+    """A kB field of /proc/self/status (VmHWM = peak RSS, VmRSS = current)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    if field == "VmHWM":
+        import resource
+
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # kB on Linux
+    return None
+
+
+def to_json_value(v):
+    """Values as JSON: ints stay ints, doubles stay doubles (repr round-trips)."""
+    if v is None or isinstance(v, (bool, int, str)):
+        return v
+    if isinstance(v, float):
+        if math.isfinite(v):
+            return v
+        return str(v)
+    if isinstance(v, (list, tuple)):
+        return [to_json_value(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): to_json_value(x) for k, x in v.items()}
+    return str(v)
+
+
+def main():
+    try:
+        import kuzu
+    except ImportError as e:
+        out(
+            {
+                "ok": False,
+                "error": "the kuzu Python package is not installed ("
+                + str(e)
+                + "); install it with: pip install 'kuzu==0.11.*'",
+            }
+        )
+        return 2
+
+    out({"ok": True, "engine": "kuzu", "version": getattr(kuzu, "__version__", "?"), "rss_kb": proc_status_kb("VmRSS")})
+
+    db = None
+    conn = None
+    for line in sys.stdin:
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            req = json.loads(line)
+            cmd = req.get("cmd")
+            if cmd == "open":
+                threads = int(req.get("threads", 0))
+                kwargs = {"max_num_threads": threads}
+                if req.get("buffer_pool_bytes"):
+                    kwargs["buffer_pool_size"] = int(req["buffer_pool_bytes"])
+                db = kuzu.Database(req["path"], **kwargs)
+                conn = kuzu.Connection(db, num_threads=threads)
+                out({"ok": True})
+            elif cmd == "exec":
+                if conn is None:
+                    raise RuntimeError("no open database")
+                t0 = time.perf_counter()
+                res = conn.execute(req["query"])
+                if isinstance(res, list):  # several statements: keep the last
+                    res = res[-1]
+                rows = []
+                while res.has_next():
+                    rows.append(res.get_next())
+                ms = (time.perf_counter() - t0) * 1000.0
+                cols = res.get_column_names()
+                res.close()
+                out({"ok": True, "ms": ms, "columns": cols, "rows": to_json_value(rows)})
+            elif cmd == "stats":
+                out({"ok": True, "peak_rss_kb": proc_status_kb("VmHWM"), "rss_kb": proc_status_kb("VmRSS")})
+            elif cmd == "close":
+                if conn is not None:
+                    conn.close()
+                if db is not None:
+                    db.close()
+                conn = None
+                db = None
+                out({"ok": True})
+            elif cmd == "quit":
+                break
+            else:
+                out({"ok": False, "error": "unknown command: %r" % (cmd,)})
+        except Exception as e:  # report and keep serving
+            out({"ok": False, "error": "%s: %s" % (type(e).__name__, e)})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

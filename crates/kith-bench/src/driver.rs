@@ -1,0 +1,210 @@
+//! Engine drivers: a child process speaking JSON lines on stdin/stdout.
+//!
+//! Both engines run out of process, one process per (engine, threads)
+//! configuration, so peak RSS is per configuration and a crash in an engine
+//! costs one configuration, not the run. KithDB's driver is this binary
+//! re-executed with the hidden `__kith-worker` subcommand (see `worker.rs`);
+//! Kùzu's is `bench/kuzu_driver.py`. The protocol is documented there.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+use crate::json::{self, Json};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EngineKind {
+    Kith,
+    Kuzu,
+}
+
+impl EngineKind {
+    pub fn parse(s: &str) -> Option<EngineKind> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "kith" | "kithdb" => Some(EngineKind::Kith),
+            "kuzu" | "kùzu" => Some(EngineKind::Kuzu),
+            _ => None,
+        }
+    }
+    pub fn name(&self) -> &'static str {
+        match self {
+            EngineKind::Kith => "kith",
+            EngineKind::Kuzu => "kuzu",
+        }
+    }
+}
+
+/// How to start drivers.
+#[derive(Clone, Debug)]
+pub struct DriverSpawn {
+    pub python: String,
+    pub kuzu_script: PathBuf,
+}
+
+impl DriverSpawn {
+    /// `bench/kuzu_driver.py` next to the current directory's repository, or
+    /// the one in this crate's source tree.
+    pub fn default_kuzu_script() -> PathBuf {
+        let local = Path::new("bench/kuzu_driver.py");
+        if local.exists() {
+            return local.to_path_buf();
+        }
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/kuzu_driver.py")
+    }
+}
+
+pub struct Driver {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    /// The greeting: engine, version, rss_kb.
+    pub hello: Json,
+}
+
+/// A driver's answer to one exec.
+#[derive(Clone, Debug)]
+pub struct ExecReply {
+    pub ms: f64,
+    pub rows: Json,
+}
+
+impl Driver {
+    pub fn start(kind: &EngineKind, spawn: &DriverSpawn) -> Result<Driver, String> {
+        let mut cmd = match kind {
+            EngineKind::Kith => {
+                let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
+                let mut c = Command::new(exe);
+                c.arg("__kith-worker");
+                c
+            }
+            EngineKind::Kuzu => {
+                let mut c = Command::new(&spawn.python);
+                c.arg(&spawn.kuzu_script);
+                c
+            }
+        };
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start {} driver ({cmd:?}): {e}", kind.name()))?;
+        let stdin = child.stdin.take().ok_or("no stdin")?;
+        let stdout = BufReader::new(child.stdout.take().ok_or("no stdout")?);
+        let mut d = Driver {
+            child,
+            stdin,
+            stdout,
+            hello: Json::Null,
+        };
+        let hello = d.read_reply()?;
+        if hello.get("ok").and_then(Json::as_bool) != Some(true) {
+            let msg = hello
+                .get("error")
+                .and_then(Json::as_str)
+                .unwrap_or("driver refused to start")
+                .to_string();
+            d.kill();
+            return Err(msg);
+        }
+        d.hello = hello;
+        Ok(d)
+    }
+
+    fn read_reply(&mut self) -> Result<Json, String> {
+        let mut line = String::new();
+        loop {
+            line.clear();
+            let n = self
+                .stdout
+                .read_line(&mut line)
+                .map_err(|e| format!("driver read: {e}"))?;
+            if n == 0 {
+                let status = self.child.wait().map(|s| s.to_string()).unwrap_or_default();
+                return Err(format!("driver exited ({status})"));
+            }
+            let t = line.trim();
+            if t.starts_with('{') {
+                return json::parse(t);
+            }
+            // Anything else on stdout is engine chatter: pass it on.
+            if !t.is_empty() {
+                eprintln!("[driver] {t}");
+            }
+        }
+    }
+
+    /// Sends one request; `Err` for protocol failures and `{"ok":false}` replies.
+    pub fn call(&mut self, req: Json) -> Result<Json, String> {
+        writeln!(self.stdin, "{req}").map_err(|e| format!("driver write: {e}"))?;
+        self.stdin
+            .flush()
+            .map_err(|e| format!("driver write: {e}"))?;
+        let reply = self.read_reply()?;
+        if reply.get("ok").and_then(Json::as_bool) == Some(true) {
+            Ok(reply)
+        } else {
+            Err(reply
+                .get("error")
+                .and_then(Json::as_str)
+                .unwrap_or("unknown error")
+                .to_string())
+        }
+    }
+
+    pub fn open(
+        &mut self,
+        path: &Path,
+        threads: usize,
+        buffer_pool_bytes: Option<u64>,
+    ) -> Result<(), String> {
+        self.call(Json::Obj(vec![
+            ("cmd".into(), Json::str("open")),
+            ("path".into(), Json::str(path.to_string_lossy())),
+            ("threads".into(), Json::Int(threads as i64)),
+            ("buffer_pool_bytes".into(), Json::opt_u64(buffer_pool_bytes)),
+        ]))
+        .map(|_| ())
+    }
+
+    pub fn exec(&mut self, query: &str) -> Result<ExecReply, String> {
+        let r = self.call(Json::Obj(vec![
+            ("cmd".into(), Json::str("exec")),
+            ("query".into(), Json::str(query)),
+        ]))?;
+        Ok(ExecReply {
+            ms: r.get("ms").and_then(Json::as_f64).unwrap_or(f64::NAN),
+            rows: r.get("rows").cloned().unwrap_or(Json::Arr(vec![])),
+        })
+    }
+
+    /// Peak RSS of the driver process in kB.
+    pub fn peak_rss_kb(&mut self) -> Option<u64> {
+        let r = self
+            .call(Json::Obj(vec![("cmd".into(), Json::str("stats"))]))
+            .ok()?;
+        r.get("peak_rss_kb")
+            .and_then(Json::as_i64)
+            .map(|v| v as u64)
+    }
+
+    pub fn close(&mut self) -> Result<(), String> {
+        self.call(Json::Obj(vec![("cmd".into(), Json::str("close"))]))
+            .map(|_| ())
+    }
+
+    pub fn quit(mut self) {
+        let _ = writeln!(
+            self.stdin,
+            "{}",
+            Json::Obj(vec![("cmd".into(), Json::str("quit"))])
+        );
+        let _ = self.stdin.flush();
+        let _ = self.child.wait();
+    }
+
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,14 @@
+//! kith-bench: deterministic graph generators and a benchmark runner that
+//! drives KithDB (in-process, through the `kith` facade, in a child process)
+//! and Kùzu (through `bench/kuzu_driver.py`) with the same Cypher.
+
+pub mod driver;
+pub mod fastfmt;
+pub mod gen;
+pub mod json;
+pub mod report;
+pub mod rng;
+pub mod runner;
+pub mod suite;
+pub mod sys;
+pub mod worker;

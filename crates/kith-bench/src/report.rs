@@ -1,0 +1,501 @@
+//! Markdown and JSON renderings of a [`Report`].
+
+use std::fmt::Write as _;
+
+use crate::driver::EngineKind;
+use crate::json::Json;
+use crate::runner::{compare_rows, ConfigResult, Report, Summary};
+use crate::suite::Scans;
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+fn ms(v: Option<f64>) -> String {
+    v.map_or("–".into(), |x| {
+        if x >= 100.0 {
+            format!("{x:.0}")
+        } else {
+            format!("{x:.2}")
+        }
+    })
+}
+
+fn mib_kb(kb: Option<u64>) -> String {
+    kb.map_or("–".into(), |k| format!("{:.0}", k as f64 / 1024.0))
+}
+
+fn mib_bytes(b: Option<u64>) -> String {
+    b.map_or("–".into(), |x| format!("{:.1}", x as f64 / MIB))
+}
+
+fn short_err(e: &str) -> String {
+    let one_line = e.replace(['\n', '|'], " ");
+    if one_line.chars().count() > 90 {
+        format!("{}…", one_line.chars().take(90).collect::<String>())
+    } else {
+        one_line
+    }
+}
+
+/// One engine's cell for a query: `median (min–max)` or `error: ...`.
+fn cell(c: Option<&ConfigResult>, query: &str) -> (String, Option<Summary>) {
+    let Some(c) = c else {
+        return ("not run".into(), None);
+    };
+    if let Some(e) = &c.error {
+        return (format!("not run: {}", short_err(e)), None);
+    }
+    match c.query(query) {
+        None => ("–".into(), None),
+        Some(q) => match (&q.error, q.summary()) {
+            (Some(e), _) => (format!("error: {}", short_err(e)), None),
+            (None, Some(s)) => (
+                format!(
+                    "{} ({}–{})",
+                    ms(Some(s.median)),
+                    ms(Some(s.min)),
+                    ms(Some(s.max))
+                ),
+                Some(s),
+            ),
+            (None, None) => ("–".into(), None),
+        },
+    }
+}
+
+/// "yes", "**NO: ...**" or "n/a" for a query at a thread count.
+pub fn equality(report: &Report, query: &str, threads: usize) -> String {
+    let rows: Vec<(&EngineKind, &Json)> = report
+        .configs
+        .iter()
+        .filter(|c| c.threads == threads)
+        .filter_map(|c| {
+            c.query(query)
+                .and_then(|q| q.rows.as_ref())
+                .map(|r| (&c.engine, r))
+        })
+        .collect();
+    if rows.len() < 2 {
+        return "n/a".into();
+    }
+    for (e, r) in &rows[1..] {
+        if let Err(msg) = compare_rows(rows[0].1, r) {
+            return format!(
+                "**NO ({} vs {}): {}**",
+                rows[0].0.name(),
+                e.name(),
+                short_err(&msg)
+            );
+        }
+    }
+    "yes".into()
+}
+
+fn edges_per_core(edges: Option<u64>, s: Option<Summary>, threads: usize) -> Option<f64> {
+    let (e, s) = (edges?, s?);
+    (s.median > 0.0).then(|| e as f64 / (s.median / 1e3 * threads as f64))
+}
+
+pub fn markdown(r: &Report) -> String {
+    let mut o = String::new();
+    let m = &r.meta;
+    let _ = writeln!(o, "## Suite `{}`\n", r.suite.name);
+    let _ = writeln!(o, "{}\n", r.suite.description);
+    let _ = writeln!(o, "- date: {}", m.date);
+    let _ = writeln!(o, "- git revision: `{}`", m.git_rev);
+    let _ = writeln!(
+        o,
+        "- machine: {} cores{}, {} memory",
+        m.cores,
+        m.cpu.as_ref().map_or(String::new(), |c| format!(" ({c})")),
+        m.mem_bytes.map_or("?".into(), |b| format!(
+            "{:.1} GiB",
+            b as f64 / (MIB * 1024.0)
+        ))
+    );
+    let _ = writeln!(o, "- command: `{}`", m.command);
+    let _ = writeln!(o, "- data: {}", r.data.describe());
+    let versions: Vec<String> = r
+        .engines
+        .iter()
+        .map(|e| {
+            let v = r
+                .configs
+                .iter()
+                .find(|c| &c.engine == e)
+                .and_then(|c| c.version.clone())
+                .unwrap_or_else(|| "?".into());
+            format!("{} {v}", e.name())
+        })
+        .collect();
+    let _ = writeln!(o, "- engines: {}", versions.join(", "));
+    let _ = writeln!(
+        o,
+        "- method: fresh database per engine and thread count; {} warm-up + {} timed runs per query; times in ms as median (min–max), measured inside the driver process (execute + fetch all rows); buffer pool {}",
+        r.warmup,
+        r.runs,
+        r.buffer_pool_bytes.map_or("engine default".into(), |b| format!("{:.0} MiB for every engine", b as f64 / MIB))
+    );
+    for c in r.configs.iter().filter(|c| c.error.is_some()) {
+        let _ = writeln!(
+            o,
+            "- **{} ({} threads) did not run: {}**",
+            c.engine.name(),
+            c.threads,
+            short_err(c.error.as_deref().unwrap_or(""))
+        );
+    }
+    let kith = EngineKind::Kith;
+    let kuzu = EngineKind::Kuzu;
+    let _ = writeln!(o, "\n### Queries\n");
+    let _ = writeln!(
+        o,
+        "| query | threads | kith median ms | kuzu median ms | kuzu/kith ratio | results equal | kith Medges/s/core | kuzu Medges/s/core |"
+    );
+    let _ = writeln!(o, "|---|---:|---:|---:|---:|---|---:|---:|");
+    let mut mismatches = Vec::new();
+    for q in r.suite.queries {
+        for &t in &r.threads {
+            let (kc, ks) = cell(r.config(&kith, t), q.name);
+            let (zc, zs) = cell(r.config(&kuzu, t), q.name);
+            let ratio = match (ks, zs) {
+                (Some(k), Some(z)) if k.median > 0.0 => format!("{:.2}", z.median / k.median),
+                _ => "–".into(),
+            };
+            let eq = equality(r, q.name, t);
+            if eq.starts_with("**NO") {
+                mismatches.push(format!("{} at {t} threads: {eq}", q.name));
+            }
+            let (ke, ze) = if q.scans == Scans::AllEdges {
+                (
+                    edges_per_core(r.data.edges, ks, t),
+                    edges_per_core(r.data.edges, zs, t),
+                )
+            } else {
+                (None, None)
+            };
+            let f = |x: Option<f64>| x.map_or("–".into(), |v| format!("{:.1}", v / 1e6));
+            let _ = writeln!(
+                o,
+                "| {} | {t} | {kc} | {zc} | {ratio} | {eq} | {} | {} |",
+                q.name,
+                f(ke),
+                f(ze)
+            );
+        }
+    }
+    // Each engine must also agree with itself across thread counts.
+    for q in r.suite.queries {
+        for e in &r.engines {
+            let rows: Vec<(usize, &Json)> = r
+                .configs
+                .iter()
+                .filter(|c| &c.engine == e)
+                .filter_map(|c| {
+                    c.query(q.name)
+                        .and_then(|x| x.rows.as_ref())
+                        .map(|rows| (c.threads, rows))
+                })
+                .collect();
+            for (t, other) in rows.iter().skip(1) {
+                if let Err(msg) = compare_rows(rows[0].1, other) {
+                    mismatches.push(format!(
+                        "{} on {}: {} threads vs {} threads: {}",
+                        q.name,
+                        e.name(),
+                        rows[0].0,
+                        t,
+                        short_err(&msg)
+                    ));
+                }
+            }
+        }
+    }
+    let _ = writeln!(o, "\nQueries:\n");
+    for q in r.suite.queries {
+        let _ = writeln!(o, "- `{}`: `{}`", q.name, q.cypher);
+    }
+    let _ = writeln!(o, "\nResults (first engine that answered):\n");
+    for q in r.suite.queries {
+        let rows = r.configs.iter().find_map(|c| {
+            c.query(q.name)
+                .and_then(|x| x.rows.as_ref())
+                .map(|rows| (c, rows))
+        });
+        if let Some((c, rows)) = rows {
+            let _ = writeln!(
+                o,
+                "- `{}`: `{}` ({} {}t)",
+                q.name,
+                rows,
+                c.engine.name(),
+                c.threads
+            );
+        }
+    }
+    let _ = writeln!(o, "\n### Load, memory, size\n");
+    let mut head = String::from("| engine | threads |");
+    let mut sep = String::from("|---|---:|");
+    for l in r.suite.loads {
+        let _ = write!(head, " {} ms |", l.name);
+        sep.push_str("---:|");
+    }
+    head.push_str(" peak RSS MiB | start RSS MiB | DB size MiB |");
+    sep.push_str("---:|---:|---:|");
+    let _ = writeln!(o, "{head}\n{sep}");
+    for c in &r.configs {
+        let mut line = format!("| {} | {} |", c.engine.name(), c.threads);
+        for l in r.suite.loads {
+            let s = c.loads.iter().find(|x| x.name == l.name);
+            let v = match s {
+                None => "–".into(),
+                Some(s) => match &s.error {
+                    Some(e) => format!("error: {}", short_err(e)),
+                    None => ms(s.ms),
+                },
+            };
+            let _ = write!(line, " {v} |");
+        }
+        let _ = write!(
+            line,
+            " {} | {} | {} |",
+            mib_kb(c.peak_rss_kb),
+            mib_kb(c.start_rss_kb),
+            mib_bytes(c.db_bytes)
+        );
+        let _ = writeln!(o, "{line}");
+    }
+    let _ = writeln!(
+        o,
+        "\nPeak RSS is the driver process's VmHWM over load and queries (Kùzu's includes the Python interpreter: see start RSS). DB size is every file under the database directory after close. Medges/s/core = edges in the data set / (median time × threads)."
+    );
+    if !mismatches.is_empty() {
+        let _ = writeln!(
+            o,
+            "\n### ⚠ RESULT MISMATCHES — timings of these rows are not comparable\n"
+        );
+        for m in mismatches {
+            let _ = writeln!(o, "- {m}");
+        }
+    }
+    o
+}
+
+fn step_json(s: &crate::runner::StepResult) -> Json {
+    Json::Obj(vec![
+        ("name".into(), Json::str(s.name.as_str())),
+        ("ms".into(), Json::opt_f64(s.ms)),
+        ("error".into(), Json::opt_str(s.error.as_deref())),
+    ])
+}
+
+pub fn to_json(r: &Report) -> Json {
+    let m = &r.meta;
+    let configs = r
+        .configs
+        .iter()
+        .map(|c| {
+            let queries = c
+                .queries
+                .iter()
+                .map(|q| {
+                    let s = q.summary();
+                    Json::Obj(vec![
+                        ("name".into(), Json::str(q.name.as_str())),
+                        ("cypher".into(), Json::str(q.cypher.as_str())),
+                        (
+                            "times_ms".into(),
+                            Json::Arr(q.times_ms.iter().map(|&x| Json::Float(x)).collect()),
+                        ),
+                        ("median_ms".into(), Json::opt_f64(s.map(|s| s.median))),
+                        ("min_ms".into(), Json::opt_f64(s.map(|s| s.min))),
+                        ("max_ms".into(), Json::opt_f64(s.map(|s| s.max))),
+                        ("rows".into(), q.rows.clone().unwrap_or(Json::Null)),
+                        ("error".into(), Json::opt_str(q.error.as_deref())),
+                    ])
+                })
+                .collect();
+            Json::Obj(vec![
+                ("engine".into(), Json::str(c.engine.name())),
+                ("version".into(), Json::opt_str(c.version.as_deref())),
+                ("threads".into(), Json::Int(c.threads as i64)),
+                ("error".into(), Json::opt_str(c.error.as_deref())),
+                (
+                    "ddl".into(),
+                    Json::Arr(c.ddl.iter().map(step_json).collect()),
+                ),
+                (
+                    "loads".into(),
+                    Json::Arr(c.loads.iter().map(step_json).collect()),
+                ),
+                ("queries".into(), Json::Arr(queries)),
+                ("start_rss_kb".into(), Json::opt_u64(c.start_rss_kb)),
+                ("peak_rss_kb".into(), Json::opt_u64(c.peak_rss_kb)),
+                ("db_bytes".into(), Json::opt_u64(c.db_bytes)),
+            ])
+        })
+        .collect();
+    let equal = r
+        .suite
+        .queries
+        .iter()
+        .flat_map(|q| {
+            r.threads.iter().map(move |&t| {
+                Json::Obj(vec![
+                    ("query".into(), Json::str(q.name)),
+                    ("threads".into(), Json::Int(t as i64)),
+                    (
+                        "equal".into(),
+                        Json::str(equality(r, q.name, t).replace("**", "")),
+                    ),
+                ])
+            })
+        })
+        .collect();
+    Json::Obj(vec![
+        ("suite".into(), Json::str(r.suite.name)),
+        ("date".into(), Json::str(m.date.as_str())),
+        ("git_rev".into(), Json::str(m.git_rev.as_str())),
+        ("cores".into(), Json::Int(m.cores as i64)),
+        ("mem_bytes".into(), Json::opt_u64(m.mem_bytes)),
+        ("cpu".into(), Json::opt_str(m.cpu.as_deref())),
+        ("command".into(), Json::str(m.command.as_str())),
+        ("data_dir".into(), Json::str(r.data.dir.to_string_lossy())),
+        ("data".into(), r.data.meta.clone()),
+        ("nodes".into(), Json::opt_u64(r.data.nodes)),
+        ("edges".into(), Json::opt_u64(r.data.edges)),
+        ("warmup".into(), Json::Int(r.warmup as i64)),
+        ("runs".into(), Json::Int(r.runs as i64)),
+        (
+            "buffer_pool_bytes".into(),
+            Json::opt_u64(r.buffer_pool_bytes),
+        ),
+        ("configs".into(), Json::Arr(configs)),
+        ("results_equal".into(), Json::Arr(equal)),
+    ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::json;
+    use crate::runner::{DataInfo, QueryRun, RunMeta, StepResult};
+    use crate::suite;
+
+    fn config(
+        engine: EngineKind,
+        threads: usize,
+        rows: &str,
+        times: &[f64],
+        err: Option<&str>,
+    ) -> ConfigResult {
+        let s = suite::get("foundation").unwrap();
+        ConfigResult {
+            engine,
+            version: Some("x".into()),
+            threads,
+            error: None,
+            ddl: vec![],
+            loads: vec![StepResult {
+                name: "COPY Person".into(),
+                ms: Some(10.0),
+                error: None,
+            }],
+            queries: s
+                .queries
+                .iter()
+                .map(|q| QueryRun {
+                    name: q.name.into(),
+                    cypher: q.cypher.into(),
+                    times_ms: if err.is_some() {
+                        vec![]
+                    } else {
+                        times.to_vec()
+                    },
+                    rows: if err.is_some() {
+                        None
+                    } else {
+                        Some(json::parse(rows).unwrap())
+                    },
+                    error: err.map(String::from),
+                })
+                .collect(),
+            start_rss_kb: Some(1024),
+            peak_rss_kb: Some(4096),
+            db_bytes: Some(1 << 20),
+        }
+    }
+
+    fn report(configs: Vec<ConfigResult>) -> Report {
+        Report {
+            suite: suite::get("foundation").unwrap(),
+            meta: RunMeta {
+                date: "d".into(),
+                git_rev: "r".into(),
+                cores: 2,
+                mem_bytes: None,
+                cpu: None,
+                command: "kith-bench run".into(),
+            },
+            data: DataInfo {
+                dir: "/tmp/x".into(),
+                meta: Json::Null,
+                nodes: Some(10),
+                edges: Some(1_000_000),
+            },
+            runs: 3,
+            warmup: 1,
+            buffer_pool_bytes: None,
+            engines: vec![EngineKind::Kith, EngineKind::Kuzu],
+            threads: vec![1, 2],
+            configs,
+        }
+    }
+
+    #[test]
+    fn ratios_equality_and_mismatch_flags() {
+        let r = report(vec![
+            config(EngineKind::Kith, 1, "[[5, 1.5]]", &[10.0, 12.0, 11.0], None),
+            config(EngineKind::Kith, 2, "[[5, 1.5]]", &[6.0], None),
+            config(
+                EngineKind::Kuzu,
+                1,
+                "[[5, 1.5000000000001]]",
+                &[20.0, 25.0, 22.0],
+                None,
+            ),
+            config(EngineKind::Kuzu, 2, "[[6, 1.5]]", &[9.0], None),
+        ]);
+        let md = markdown(&r);
+        assert!(
+            md.contains(
+                "| one-hop-count | 1 | 11.00 (10.00–12.00) | 22.00 (20.00–25.00) | 2.00 | yes |"
+            ),
+            "{md}"
+        );
+        assert!(md.contains("**NO (kith vs kuzu)"), "{md}");
+        assert!(md.contains("RESULT MISMATCHES"), "{md}");
+        assert!(md.contains("on kuzu: 1 threads vs 2 threads"), "{md}");
+        assert!(!md.contains("on kith: 1 threads"), "{md}");
+        // 1e6 edges / (11 ms × 1 thread) = 90.9 Medges/s/core.
+        assert!(md.contains("| 90.9 |"), "{md}");
+        let j = to_json(&r);
+        assert_eq!(json::parse(&j.to_string()).unwrap(), j);
+    }
+
+    #[test]
+    fn engine_errors_are_cells_not_failures() {
+        let r = report(vec![
+            config(
+                EngineKind::Kith,
+                1,
+                "",
+                &[],
+                Some("Not supported: no executor"),
+            ),
+            config(EngineKind::Kuzu, 1, "[[5]]", &[2.0], None),
+        ]);
+        let md = markdown(&r);
+        assert!(md.contains("error: Not supported: no executor"), "{md}");
+        assert!(!md.contains("MISMATCHES"), "{md}");
+    }
+}

@@ -1,0 +1,465 @@
+//! Runs a suite on each engine and thread count: fresh database, DDL, timed
+//! bulk loads, then each query with warm-up and timed runs; records peak RSS
+//! and database size, and checks results for equality across engines.
+
+use std::path::{Path, PathBuf};
+
+use crate::driver::{Driver, DriverSpawn, EngineKind};
+use crate::json::{self, Json};
+use crate::suite::{self, Suite};
+use crate::sys;
+
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    pub suite: &'static Suite,
+    pub data_dir: PathBuf,
+    pub threads: Vec<usize>,
+    pub runs: usize,
+    pub warmup: usize,
+    pub engines: Vec<EngineKind>,
+    pub buffer_pool_bytes: Option<u64>,
+    pub tmp_dir: PathBuf,
+    pub spawn: DriverSpawn,
+}
+
+#[derive(Clone, Debug)]
+pub struct StepResult {
+    pub name: String,
+    pub ms: Option<f64>,
+    pub error: Option<String>,
+}
+
+#[derive(Clone, Debug)]
+pub struct QueryRun {
+    pub name: String,
+    pub cypher: String,
+    pub times_ms: Vec<f64>,
+    /// Rows of the first successful execution.
+    pub rows: Option<Json>,
+    pub error: Option<String>,
+}
+
+impl QueryRun {
+    pub fn summary(&self) -> Option<Summary> {
+        Summary::of(&self.times_ms)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Summary {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+impl Summary {
+    pub fn of(xs: &[f64]) -> Option<Summary> {
+        if xs.is_empty() {
+            return None;
+        }
+        let mut v = xs.to_vec();
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let median = if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        };
+        Some(Summary {
+            median,
+            min: v[0],
+            max: v[n - 1],
+        })
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct ConfigResult {
+    pub engine: EngineKind,
+    pub version: Option<String>,
+    pub threads: usize,
+    /// Set when the configuration could not run at all (driver missing, open failed).
+    pub error: Option<String>,
+    pub ddl: Vec<StepResult>,
+    pub loads: Vec<StepResult>,
+    pub queries: Vec<QueryRun>,
+    pub start_rss_kb: Option<u64>,
+    pub peak_rss_kb: Option<u64>,
+    pub db_bytes: Option<u64>,
+}
+
+impl ConfigResult {
+    pub fn query(&self, name: &str) -> Option<&QueryRun> {
+        self.queries.iter().find(|q| q.name == name)
+    }
+}
+
+/// Facts about the data set (from `meta.json`, else counted).
+#[derive(Clone, Debug)]
+pub struct DataInfo {
+    pub dir: PathBuf,
+    pub meta: Json,
+    pub nodes: Option<u64>,
+    pub edges: Option<u64>,
+}
+
+impl DataInfo {
+    pub fn load(dir: &Path) -> DataInfo {
+        let meta = std::fs::read_to_string(dir.join("meta.json"))
+            .ok()
+            .and_then(|t| json::parse(&t).ok())
+            .unwrap_or(Json::Null);
+        let count = |f: &str| -> Option<u64> {
+            let data = std::fs::read(dir.join(f)).ok()?;
+            Some(
+                data.iter()
+                    .filter(|&&b| b == b'\n')
+                    .count()
+                    .saturating_sub(1) as u64,
+            )
+        };
+        let nodes = meta
+            .get("nodes")
+            .and_then(Json::as_i64)
+            .map(|n| n as u64)
+            .or_else(|| count("persons.csv"));
+        let edges = meta
+            .get("edges")
+            .and_then(Json::as_i64)
+            .map(|n| n as u64)
+            .or_else(|| count("knows.csv"));
+        DataInfo {
+            dir: dir.to_path_buf(),
+            meta,
+            nodes,
+            edges,
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        let m = &self.meta;
+        let mut s = match m.get("generator").and_then(Json::as_str) {
+            Some("rmat") => format!(
+                "R-MAT scale {} edge factor {} (a={}, b={}, c={}, noise {}), seed {}",
+                m.get("scale").map_or("?".into(), |v| v.to_string()),
+                m.get("edge_factor").map_or("?".into(), |v| v.to_string()),
+                m.get("a").map_or("?".into(), |v| v.to_string()),
+                m.get("b").map_or("?".into(), |v| v.to_string()),
+                m.get("c").map_or("?".into(), |v| v.to_string()),
+                m.get("noise").map_or("?".into(), |v| v.to_string()),
+                m.get("seed").map_or("?".into(), |v| v.to_string()),
+            ),
+            Some("er") => format!(
+                "Erdős–Rényi, average out-degree {}, seed {}",
+                m.get("degree").map_or("?".into(), |v| v.to_string()),
+                m.get("seed").map_or("?".into(), |v| v.to_string()),
+            ),
+            _ => "CSV files".to_string(),
+        };
+        s.push_str(&format!(
+            ": {} nodes, {} edges (self loops and duplicates kept), `{}`",
+            self.nodes.map_or("?".into(), |n| n.to_string()),
+            self.edges.map_or("?".into(), |n| n.to_string()),
+            self.dir.display()
+        ));
+        s
+    }
+}
+
+/// Header facts recorded with every run.
+#[derive(Clone, Debug)]
+pub struct RunMeta {
+    pub date: String,
+    pub git_rev: String,
+    pub cores: usize,
+    pub mem_bytes: Option<u64>,
+    pub cpu: Option<String>,
+    pub command: String,
+}
+
+impl RunMeta {
+    pub fn collect() -> RunMeta {
+        RunMeta {
+            date: sys::utc_now(),
+            git_rev: sys::git_rev(),
+            cores: sys::cores(),
+            mem_bytes: sys::mem_total_bytes(),
+            cpu: sys::cpu_model(),
+            command: sys::command_line(),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Report {
+    pub suite: &'static Suite,
+    pub meta: RunMeta,
+    pub data: DataInfo,
+    pub runs: usize,
+    pub warmup: usize,
+    pub buffer_pool_bytes: Option<u64>,
+    pub engines: Vec<EngineKind>,
+    pub threads: Vec<usize>,
+    pub configs: Vec<ConfigResult>,
+}
+
+impl Report {
+    pub fn config(&self, engine: &EngineKind, threads: usize) -> Option<&ConfigResult> {
+        self.configs
+            .iter()
+            .find(|c| &c.engine == engine && c.threads == threads)
+    }
+}
+
+fn log(msg: &str) {
+    eprintln!("[kith-bench] {msg}");
+}
+
+fn run_config(opts: &RunOptions, engine: &EngineKind, threads: usize) -> ConfigResult {
+    let mut out = ConfigResult {
+        engine: engine.clone(),
+        version: None,
+        threads,
+        error: None,
+        ddl: vec![],
+        loads: vec![],
+        queries: vec![],
+        start_rss_kb: None,
+        peak_rss_kb: None,
+        db_bytes: None,
+    };
+    let mut driver = match Driver::start(engine, &opts.spawn) {
+        Ok(d) => d,
+        Err(e) => {
+            out.error = Some(e);
+            return out;
+        }
+    };
+    out.version = driver
+        .hello
+        .get("version")
+        .and_then(Json::as_str)
+        .map(String::from);
+    out.start_rss_kb = driver
+        .hello
+        .get("rss_kb")
+        .and_then(Json::as_i64)
+        .map(|v| v as u64);
+    let dir = opts.tmp_dir.join(format!(
+        "kith-bench-{}-{}-t{threads}",
+        std::process::id(),
+        engine.name()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        out.error = Some(format!("cannot create {}: {e}", dir.display()));
+        driver.quit();
+        return out;
+    }
+    let db_path = dir.join("db");
+    if let Err(e) = driver.open(&db_path, threads, opts.buffer_pool_bytes) {
+        out.error = Some(format!("open: {e}"));
+        driver.quit();
+        let _ = std::fs::remove_dir_all(&dir);
+        return out;
+    }
+    let data_dir = std::fs::canonicalize(&opts.data_dir).unwrap_or_else(|_| opts.data_dir.clone());
+    let data = data_dir.to_string_lossy().to_string();
+    for stmt in opts.suite.ddl {
+        let r = driver.exec(stmt);
+        if let Err(e) = &r {
+            log(&format!("{} t={threads}: DDL error: {e}", engine.name()));
+        }
+        out.ddl.push(StepResult {
+            name: stmt.to_string(),
+            ms: r.as_ref().ok().map(|x| x.ms),
+            error: r.err(),
+        });
+    }
+    for load in opts.suite.loads {
+        let q = suite::with_data_dir(load.cypher, &data);
+        log(&format!("{} t={threads}: {}", engine.name(), load.name));
+        let r = driver.exec(&q);
+        match &r {
+            Ok(x) => log(&format!(
+                "{} t={threads}: {} took {:.1} ms",
+                engine.name(),
+                load.name,
+                x.ms
+            )),
+            Err(e) => log(&format!(
+                "{} t={threads}: {} error: {e}",
+                engine.name(),
+                load.name
+            )),
+        }
+        out.loads.push(StepResult {
+            name: load.name.to_string(),
+            ms: r.as_ref().ok().map(|x| x.ms),
+            error: r.err(),
+        });
+    }
+    for q in opts.suite.queries {
+        let mut run = QueryRun {
+            name: q.name.to_string(),
+            cypher: q.cypher.to_string(),
+            times_ms: vec![],
+            rows: None,
+            error: None,
+        };
+        for i in 0..opts.warmup + opts.runs {
+            match driver.exec(q.cypher) {
+                Ok(r) => {
+                    if run.rows.is_none() {
+                        run.rows = Some(r.rows);
+                    }
+                    if i >= opts.warmup {
+                        run.times_ms.push(r.ms);
+                    }
+                }
+                Err(e) => {
+                    run.error = Some(e);
+                    break;
+                }
+            }
+        }
+        match (&run.error, run.summary()) {
+            (Some(e), _) => log(&format!(
+                "{} t={threads}: {}: error: {e}",
+                engine.name(),
+                q.name
+            )),
+            (None, Some(s)) => log(&format!(
+                "{} t={threads}: {}: median {:.2} ms (min {:.2}, max {:.2}) rows {}",
+                engine.name(),
+                q.name,
+                s.median,
+                s.min,
+                s.max,
+                run.rows.as_ref().map_or(String::new(), |r| r.to_string())
+            )),
+            _ => {}
+        }
+        out.queries.push(run);
+    }
+    out.peak_rss_kb = driver.peak_rss_kb();
+    if let Err(e) = driver.close() {
+        log(&format!("{} t={threads}: close: {e}", engine.name()));
+    }
+    driver.quit();
+    out.db_bytes = Some(sys::disk_usage(&dir));
+    let _ = std::fs::remove_dir_all(&dir);
+    out
+}
+
+/// Runs every configuration. An engine whose driver cannot start (Kùzu not
+/// installed, say) is reported once and skipped; the others still run.
+pub fn run(opts: &RunOptions) -> Report {
+    let mut configs = Vec::new();
+    for engine in &opts.engines {
+        for &t in &opts.threads {
+            log(&format!("== {} with {t} thread(s)", engine.name()));
+            let c = run_config(opts, engine, t);
+            let fatal = c.error.clone();
+            configs.push(c);
+            if let Some(e) = fatal {
+                log(&format!(
+                    "!! {} cannot run: {e}; skipping this engine",
+                    engine.name()
+                ));
+                break;
+            }
+        }
+    }
+    Report {
+        suite: opts.suite,
+        meta: RunMeta::collect(),
+        data: DataInfo::load(&opts.data_dir),
+        runs: opts.runs,
+        warmup: opts.warmup,
+        buffer_pool_bytes: opts.buffer_pool_bytes,
+        engines: opts.engines.clone(),
+        threads: opts.threads.clone(),
+        configs,
+    }
+}
+
+/// Relative tolerance for doubles when comparing results.
+pub const REL_TOL: f64 = 1e-9;
+
+fn num_equal(x: f64, y: f64) -> bool {
+    x == y || (x - y).abs() <= REL_TOL * x.abs().max(y.abs()) || (x.is_nan() && y.is_nan())
+}
+
+/// Equality of two result values: numbers compare by value (an integer
+/// equals a double of the same value), doubles with relative tolerance 1e-9.
+pub fn values_equal(a: &Json, b: &Json) -> bool {
+    match (a, b) {
+        (Json::Int(x), Json::Int(y)) => x == y,
+        (Json::Int(_) | Json::Float(_), Json::Int(_) | Json::Float(_)) => num_equal(
+            a.as_f64().unwrap_or(f64::NAN),
+            b.as_f64().unwrap_or(f64::NAN),
+        ),
+        (Json::Arr(x), Json::Arr(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| values_equal(p, q))
+        }
+        (Json::Obj(x), Json::Obj(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| b.get(k).is_some_and(|w| values_equal(v, w)))
+        }
+        _ => a == b,
+    }
+}
+
+/// Compares two row sets, ignoring row order (suites have no ORDER BY
+/// unless a query says so). `Err` describes the first difference.
+pub fn compare_rows(a: &Json, b: &Json) -> Result<(), String> {
+    let (Some(ra), Some(rb)) = (a.as_arr(), b.as_arr()) else {
+        return Err("rows are not lists".into());
+    };
+    if ra.len() != rb.len() {
+        return Err(format!("{} rows vs {} rows", ra.len(), rb.len()));
+    }
+    let key = |r: &Json| r.to_string();
+    let mut sa: Vec<&Json> = ra.iter().collect();
+    let mut sb: Vec<&Json> = rb.iter().collect();
+    if ra.len() > 1 {
+        sa.sort_by_key(|r| key(r));
+        sb.sort_by_key(|r| key(r));
+    }
+    for (x, y) in sa.iter().zip(&sb) {
+        if !values_equal(x, y) {
+            return Err(format!("{x} vs {y}"));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_median() {
+        let s = Summary::of(&[5.0, 1.0, 3.0]).unwrap();
+        assert_eq!((s.median, s.min, s.max), (3.0, 1.0, 5.0));
+        assert_eq!(Summary::of(&[1.0, 2.0, 4.0, 10.0]).unwrap().median, 3.0);
+        assert!(Summary::of(&[]).is_none());
+    }
+
+    #[test]
+    fn row_comparison() {
+        let a = json::parse("[[16777216, 4123456.123456789]]").unwrap();
+        let b = json::parse("[[16777216, 4123456.1234567895]]").unwrap();
+        let c = json::parse("[[16777215, 4123456.123456789]]").unwrap();
+        let d = json::parse("[[16777216.0, 4123457.0]]").unwrap();
+        assert!(compare_rows(&a, &b).is_ok());
+        assert!(compare_rows(&a, &c).is_err());
+        assert!(compare_rows(&a, &d).is_err());
+        let e = json::parse("[[1],[2]]").unwrap();
+        let f = json::parse("[[2],[1]]").unwrap();
+        assert!(compare_rows(&e, &f).is_ok());
+        assert!(compare_rows(&e, &a).is_err());
+    }
+}

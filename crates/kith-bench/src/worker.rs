@@ -1,0 +1,175 @@
+//! The KithDB driver: `kith-bench __kith-worker`, in-process `kith` facade
+//! behind the JSON-lines protocol of `bench/kuzu_driver.py`.
+
+use std::io::{BufRead, Write};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::Instant;
+
+use crate::json::{self, Json};
+use crate::sys::proc_status_kb;
+
+fn value_json(v: &kith::Value) -> Json {
+    use kith::Value as V;
+    match v {
+        V::Null => Json::Null,
+        V::Bool(b) => Json::Bool(*b),
+        V::Int8(x) => Json::Int(*x as i64),
+        V::Int16(x) => Json::Int(*x as i64),
+        V::Int32(x) => Json::Int(*x as i64),
+        V::Int64(x) => Json::Int(*x),
+        V::UInt8(x) => Json::Int(*x as i64),
+        V::UInt16(x) => Json::Int(*x as i64),
+        V::UInt32(x) => Json::Int(*x as i64),
+        V::UInt64(x) => i64::try_from(*x).map_or(Json::Float(*x as f64), Json::Int),
+        V::Float(x) => Json::Float(*x as f64),
+        V::Double(x) => Json::Float(*x),
+        V::String(s) => Json::str(s.as_str()),
+        V::List(items) => Json::Arr(items.iter().map(value_json).collect()),
+        other => Json::Str(other.to_string()),
+    }
+}
+
+fn ok(fields: Vec<(String, Json)>) -> Json {
+    let mut f = vec![("ok".to_string(), Json::Bool(true))];
+    f.extend(fields);
+    Json::Obj(f)
+}
+
+fn err(msg: impl Into<String>) -> Json {
+    Json::Obj(vec![
+        ("ok".into(), Json::Bool(false)),
+        ("error".into(), Json::Str(msg.into())),
+    ])
+}
+
+fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "panic".into())
+}
+
+struct State {
+    conn: Option<kith::Connection>,
+    db: Option<kith::Database>,
+}
+
+fn handle(state: &mut State, req: &Json) -> Json {
+    match req.get("cmd").and_then(Json::as_str) {
+        Some("open") => {
+            let Some(path) = req.get("path").and_then(Json::as_str) else {
+                return err("open: missing path");
+            };
+            let threads = req
+                .get("threads")
+                .and_then(Json::as_i64)
+                .unwrap_or(0)
+                .max(0) as usize;
+            let config = kith::Config {
+                buffer_pool_bytes: req
+                    .get("buffer_pool_bytes")
+                    .and_then(Json::as_i64)
+                    .map(|b| b as u64),
+                max_threads: (threads > 0).then_some(threads),
+                read_only: false,
+            };
+            match kith::Database::open(path, config) {
+                Ok(db) => {
+                    let conn = kith::Connection::new(&db);
+                    if threads > 0 {
+                        // The per-connection setting as well; an engine that
+                        // does not know it yet must not stop the run.
+                        if let Err(e) = conn.query(&format!("CALL threads={threads}")) {
+                            eprintln!("[kith] CALL threads={threads}: {e}");
+                        }
+                    }
+                    state.conn = Some(conn);
+                    state.db = Some(db);
+                    ok(vec![])
+                }
+                Err(e) => err(e.to_string()),
+            }
+        }
+        Some("exec") => {
+            let Some(conn) = state.conn.as_ref() else {
+                return err("no open database");
+            };
+            let Some(q) = req.get("query").and_then(Json::as_str) else {
+                return err("exec: missing query");
+            };
+            let t0 = Instant::now();
+            match conn.query(q) {
+                Ok(res) => {
+                    let rows: Vec<Json> = res
+                        .rows()
+                        .map(|r| Json::Arr(r.iter().map(value_json).collect()))
+                        .collect();
+                    let ms = t0.elapsed().as_secs_f64() * 1e3;
+                    let cols = res
+                        .column_names()
+                        .iter()
+                        .map(|c| Json::str(c.as_str()))
+                        .collect();
+                    ok(vec![
+                        ("ms".into(), Json::Float(ms)),
+                        ("columns".into(), Json::Arr(cols)),
+                        ("rows".into(), Json::Arr(rows)),
+                    ])
+                }
+                Err(e) => err(e.to_string()),
+            }
+        }
+        Some("stats") => ok(vec![
+            ("peak_rss_kb".into(), Json::opt_u64(proc_status_kb("VmHWM"))),
+            ("rss_kb".into(), Json::opt_u64(proc_status_kb("VmRSS"))),
+        ]),
+        Some("close") => {
+            state.conn = None;
+            state.db = None;
+            ok(vec![])
+        }
+        other => err(format!("unknown command: {other:?}")),
+    }
+}
+
+/// Serves requests until `quit` or end of input.
+pub fn serve() -> i32 {
+    let stdin = std::io::stdin();
+    let mut stdout = std::io::stdout().lock();
+    let hello = ok(vec![
+        ("engine".into(), Json::str("kith")),
+        ("version".into(), Json::str(env!("CARGO_PKG_VERSION"))),
+        ("rss_kb".into(), Json::opt_u64(proc_status_kb("VmRSS"))),
+    ]);
+    if writeln!(stdout, "{hello}")
+        .and_then(|_| stdout.flush())
+        .is_err()
+    {
+        return 1;
+    }
+    let mut state = State {
+        conn: None,
+        db: None,
+    };
+    for line in stdin.lock().lines() {
+        let Ok(line) = line else { break };
+        if line.trim().is_empty() {
+            continue;
+        }
+        let reply = match json::parse(&line) {
+            Ok(req) if req.get("cmd").and_then(Json::as_str) == Some("quit") => break,
+            Ok(req) => catch_unwind(AssertUnwindSafe(|| handle(&mut state, &req)))
+                .unwrap_or_else(|p| err(format!("engine panicked: {}", panic_message(p)))),
+            Err(e) => err(e),
+        };
+        if writeln!(stdout, "{reply}")
+            .and_then(|_| stdout.flush())
+            .is_err()
+        {
+            return 1;
+        }
+    }
+    drop(state.conn.take());
+    drop(state.db.take());
+    0
+}
