@@ -248,19 +248,13 @@ pub enum SetItem {
     /// `n += map`
     Merge { variable: Ident, value: Expr },
     /// `n:Label:Other`
-    Labels {
-        variable: Ident,
-        labels: Vec<Ident>,
-    },
+    Labels { variable: Ident, labels: Vec<Ident> },
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum RemoveItem {
     Property(Expr),
-    Labels {
-        variable: Ident,
-        labels: Vec<Ident>,
-    },
+    Labels { variable: Ident, labels: Vec<Ident> },
 }
 
 /// `p = (a)-[r]->(b)...` or `shortestPath((a)-[*]-(b))`.

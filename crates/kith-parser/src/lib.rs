@@ -6,3 +6,10 @@
 //! `kith-common` only; knows nothing of the catalog. Entry point: [`parse`].
 
 pub mod ast;
+pub mod lexer;
+mod parser;
+
+pub use parser::{parse, parse_one};
+
+#[cfg(test)]
+mod tests;
