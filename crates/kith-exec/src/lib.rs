@@ -5,3 +5,5 @@
 
 pub mod expression;
 pub mod result_set;
+pub mod function;
+pub mod aggregate_function;

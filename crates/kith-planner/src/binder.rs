@@ -641,7 +641,13 @@ fn binary_type(op: BinaryOp, l: &LogicalType, r: &LogicalType) -> Result<Logical
             }
             T::Bool
         }
-        BinaryOp::Eq | BinaryOp::Ne | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge | BinaryOp::In => T::Bool,
+        BinaryOp::Eq | BinaryOp::Ne | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge => {
+            if !comparable(l, r) {
+                return Err(Error::type_error(format!("cannot compare {l} and {r}")));
+            }
+            T::Bool
+        }
+        BinaryOp::In => T::Bool,
         BinaryOp::RegexMatch | BinaryOp::StartsWith | BinaryOp::EndsWith | BinaryOp::Contains => T::Bool,
         BinaryOp::Add if (*l == T::String || any(l)) && (*r == T::String || any(r)) && (*l == T::String || *r == T::String) => T::String,
         BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Mod | BinaryOp::Pow => {
@@ -665,6 +671,18 @@ fn binary_type(op: BinaryOp, l: &LogicalType, r: &LogicalType) -> Result<Logical
             }
         }
     })
+}
+
+/// Whether values of the two types can be compared (ANY defers to run time).
+fn comparable(a: &LogicalType, b: &LogicalType) -> bool {
+    use LogicalType as T;
+    match (a, b) {
+        (T::Any, _) | (_, T::Any) => true,
+        _ if a.is_numeric() && b.is_numeric() => true,
+        (T::Date | T::Timestamp, T::Date | T::Timestamp) => true,
+        (T::List(x), T::List(y)) => comparable(x, y),
+        _ => a == b,
+    }
 }
 
 fn split_conjuncts(e: BoundExpr, out: &mut Vec<BoundExpr>) {

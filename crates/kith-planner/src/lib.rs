@@ -3,4 +3,9 @@
 //! order and extend directions; the result is a physical plan of pipelines the
 //! executor runs. Never executes anything.
 
+pub mod binder;
 pub mod expr;
+pub mod bound;
+pub mod plan;
+pub mod planner;
+pub mod functions;

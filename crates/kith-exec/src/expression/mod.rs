@@ -1,1 +1,142 @@
-//! Vectorized expression evaluation (being written).
+//! Vectorized expression evaluation over factorized result sets.
+//!
+//! An [`Evaluator`] compiles a bound expression once into a tree of nodes that
+//! own reusable scratch vectors. Each call evaluates the tree over the current
+//! tuples of a [`ResultSet`]: a node whose inputs all live in flat chunks yields
+//! one value; a node that reads the (single) unflat chunk yields one value per
+//! selected position of that chunk. Arithmetic and comparisons over
+//! fixed-width numeric vectors and string predicates run typed loops
+//! (`typed.rs`); everything else goes through the value-at-a-time semantics in
+//! [`kernels`], which define the meaning of every operator.
+
+use std::collections::HashMap;
+
+use kith_common::{LogicalType, Result, Value, ValueVector};
+use kith_planner::expr::BoundExpr;
+
+use crate::result_set::{ResultSet, SlotLayout};
+
+pub mod cast;
+mod evaluator;
+pub mod kernels;
+mod typed;
+
+/// What an evaluation reads: the current tuples of `rs`, slot positions from
+/// `layout`, and the statement's parameters.
+pub struct EvalContext<'a> {
+    pub rs: &'a ResultSet,
+    pub layout: &'a SlotLayout,
+    pub params: &'a HashMap<String, Value>,
+}
+
+/// Shape of an evaluation result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Evaluated {
+    /// One value, at position 0 of the output.
+    Flat,
+    /// One value per selected position of unflat chunk `.0`, stored at those
+    /// physical positions.
+    Unflat(usize),
+}
+
+/// A compiled expression with scratch space reused across calls.
+pub struct Evaluator {
+    root: evaluator::Node,
+    /// Scratch used by `select` to hold the predicate's values.
+    pred_out: ValueVector,
+    sel_buf: Vec<u32>,
+}
+
+impl Evaluator {
+    pub fn new(expr: &BoundExpr) -> Result<Evaluator> {
+        let root = evaluator::Node::compile(expr)?;
+        Ok(Evaluator {
+            pred_out: ValueVector::new(root.ty.clone(), 0),
+            root,
+            sel_buf: Vec::new(),
+        })
+    }
+
+    pub fn result_type(&self) -> &LogicalType {
+        &self.root.ty
+    }
+
+    /// Evaluates over the current tuples of `ctx.rs`. If every slot the
+    /// expression reads lives in a flat chunk (or it reads none), returns
+    /// `Evaluated::Flat` and `out` holds one value at position 0. Otherwise the
+    /// expression depends on the unflat chunk `u` and returns
+    /// `Evaluated::Unflat(u)`: `out` has length `state.len` of that chunk and
+    /// holds values at the chunk's selected physical positions (others are
+    /// unspecified). `out` is re-typed to [`Evaluator::result_type`] if needed.
+    pub fn evaluate(&mut self, ctx: &EvalContext, out: &mut ValueVector) -> Result<Evaluated> {
+        self.root.evaluate_root(ctx, out)
+    }
+
+    /// Filter: keeps tuples where the predicate is TRUE (NULL and FALSE drop).
+    /// If the predicate reads the unflat chunk, narrows that chunk's
+    /// `state.sel` in place and returns true when at least one position
+    /// remains; if it reads only flat chunks, returns whether the flat tuple
+    /// passes (state untouched).
+    pub fn select(
+        &mut self,
+        rs: &mut ResultSet,
+        layout: &SlotLayout,
+        params: &HashMap<String, Value>,
+    ) -> Result<bool> {
+        let mut out = std::mem::replace(&mut self.pred_out, ValueVector::new(LogicalType::Bool, 0));
+        let res = {
+            let ctx = EvalContext { rs, layout, params };
+            self.root.evaluate_root(&ctx, &mut out)
+        };
+        let res = match res {
+            Ok(r) => r,
+            Err(e) => {
+                self.pred_out = out;
+                return Err(e);
+            }
+        };
+        let pass = |p: usize| -> Result<bool> {
+            if out.is_null(p) {
+                return Ok(false);
+            }
+            match &out.data {
+                kith_common::VectorData::Bool(b) => Ok(b[p]),
+                _ => Ok(kernels::truth(&out.get_value(p))?.unwrap_or(false)),
+            }
+        };
+        let result = match res {
+            Evaluated::Flat => pass(0),
+            Evaluated::Unflat(u) => {
+                let state = &mut rs.chunks[u].state;
+                let mut buf = std::mem::take(&mut self.sel_buf);
+                buf.clear();
+                let mut err = None;
+                match (&out.data, out.nulls.may_have_nulls()) {
+                    (kith_common::VectorData::Bool(b), false) => match &state.sel {
+                        Some(s) => buf.extend(s.iter().copied().filter(|&p| b[p as usize])),
+                        None => buf.extend((0..state.len as u32).filter(|&p| b[p as usize])),
+                    },
+                    _ => state.for_each_position(|p| match pass(p) {
+                        Ok(true) => buf.push(p as u32),
+                        Ok(false) => {}
+                        Err(e) => err = Some(e),
+                    }),
+                }
+                if let Some(e) = err {
+                    self.sel_buf = buf;
+                    self.pred_out = out;
+                    return Err(e);
+                }
+                let any = !buf.is_empty();
+                let old = state.sel.replace(buf);
+                self.sel_buf = old.unwrap_or_default();
+                Ok(any)
+            }
+        };
+        self.pred_out = out;
+        result
+    }
+}
+
+#[cfg(test)]
+mod tests;

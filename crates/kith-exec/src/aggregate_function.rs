@@ -1,0 +1,627 @@
+//! Aggregate function states: count(*), count, sum, min, max, avg, collect and
+//! stdev (sample standard deviation), each optionally DISTINCT.
+//!
+//! Input is factorized: `update` receives the physical positions of one vector
+//! plus a multiplicity (how many tuples each position stands for). COUNT, SUM
+//! and AVG multiply instead of looping; DISTINCT ignores multiplicity. Typed
+//! loops handle fixed-width vectors without boxing values per row. Each
+//! worker keeps its own states and `combine` merges them at the end.
+
+use std::cmp::Ordering;
+use std::collections::HashSet;
+use std::hash::{Hash, Hasher};
+
+use kith_common::{Error, LogicalType, Result, Value, ValueVector, VectorData};
+
+use crate::expression::cast::coerce;
+use crate::expression::kernels;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AggregateFunc {
+    CountStar,
+    Count,
+    Sum,
+    Min,
+    Max,
+    Avg,
+    Collect,
+    Stdev,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct AggregateSpec {
+    pub func: AggregateFunc,
+    pub distinct: bool,
+    pub input_type: Option<LogicalType>,
+    pub result_type: LogicalType,
+}
+
+impl AggregateSpec {
+    /// `lower_name` is one of the names `kith_planner::functions::is_aggregate`
+    /// accepts, or `count_star` for `count(*)`.
+    pub fn from_name(
+        lower_name: &str,
+        distinct: bool,
+        input_type: Option<LogicalType>,
+        result_type: LogicalType,
+    ) -> Result<AggregateSpec> {
+        let func = match lower_name {
+            "count_star" => AggregateFunc::CountStar,
+            "count" if input_type.is_none() => AggregateFunc::CountStar,
+            "count" => AggregateFunc::Count,
+            "sum" => AggregateFunc::Sum,
+            "min" => AggregateFunc::Min,
+            "max" => AggregateFunc::Max,
+            "avg" => AggregateFunc::Avg,
+            "collect" => AggregateFunc::Collect,
+            "stdev" | "stddev" | "stddev_samp" => AggregateFunc::Stdev,
+            _ => {
+                return Err(Error::semantic(format!(
+                    "unknown aggregate function '{lower_name}'"
+                )))
+            }
+        };
+        Ok(AggregateSpec {
+            func,
+            distinct: distinct && func != AggregateFunc::CountStar,
+            input_type,
+            result_type,
+        })
+    }
+
+    pub fn new_state(&self) -> AggregateState {
+        AggregateState {
+            func: self.func,
+            result_type: self.result_type.clone(),
+            acc: Acc::default(),
+            distinct: self.distinct.then(HashSet::new),
+        }
+    }
+}
+
+/// A value with Cypher grouping equality (1 = 1.0, NULLs equal) for DISTINCT.
+#[derive(Debug, Clone)]
+struct DistinctKey(Value);
+
+impl PartialEq for DistinctKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.total_cmp(&other.0) == Ordering::Equal
+    }
+}
+impl Eq for DistinctKey {}
+
+fn hash_value<H: Hasher>(v: &Value, h: &mut H) {
+    match v {
+        Value::Null => 0u8.hash(h),
+        Value::Bool(b) => b.hash(h),
+        Value::String(s) => s.hash(h),
+        Value::Float(_) | Value::Double(_) => {
+            let f = v.as_f64().unwrap_or(0.0);
+            if f.fract() == 0.0 && f.abs() < 9.0e15 {
+                (f as i64).hash(h)
+            } else {
+                f.to_bits().hash(h)
+            }
+        }
+        Value::List(items) => {
+            items.len().hash(h);
+            items.iter().for_each(|i| hash_value(i, h));
+        }
+        _ => match v.as_i64() {
+            Some(i) => i.hash(h),
+            None => v.to_string().hash(h),
+        },
+    }
+}
+
+impl Hash for DistinctKey {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        hash_value(&self.0, h)
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+struct Acc {
+    /// Non-NULL inputs seen (count, avg, stdev), times multiplicity.
+    count: u64,
+    /// Exact integer part of sum/avg.
+    isum: i128,
+    /// Floating part of sum/avg.
+    fsum: f64,
+    saw_float: bool,
+    /// Current min/max.
+    best: Option<Value>,
+    /// Collected values.
+    items: Vec<Value>,
+    /// Welford mean and sum of squared deviations (stdev).
+    mean: f64,
+    m2: f64,
+}
+
+/// The running state of one aggregate over one group.
+#[derive(Debug, Clone)]
+pub struct AggregateState {
+    func: AggregateFunc,
+    result_type: LogicalType,
+    acc: Acc,
+    distinct: Option<HashSet<DistinctKey>>,
+}
+
+macro_rules! int_like {
+    ($data:expr, $s:ident => $e:expr, $other:expr) => {
+        match $data {
+            VectorData::I8($s) => $e,
+            VectorData::I16($s) => $e,
+            VectorData::I32($s) => $e,
+            VectorData::I64($s) => $e,
+            VectorData::U8($s) => $e,
+            VectorData::U16($s) => $e,
+            VectorData::U32($s) => $e,
+            VectorData::U64($s) => $e,
+            _ => $other,
+        }
+    };
+}
+
+fn sum_overflow() -> Error {
+    Error::runtime("integer overflow in sum()")
+}
+
+impl AggregateState {
+    pub fn func(&self) -> AggregateFunc {
+        self.func
+    }
+
+    /// Adds the values at physical `positions` of `input` (`None` for
+    /// count(*)), each counted `multiplicity` times. NULLs are skipped
+    /// (count(*) counts positions).
+    pub fn update(
+        &mut self,
+        input: Option<&ValueVector>,
+        positions: &[u32],
+        multiplicity: u64,
+    ) -> Result<()> {
+        let Some(input) = input else {
+            if matches!(self.func, AggregateFunc::CountStar | AggregateFunc::Count) {
+                self.acc.count += positions.len() as u64 * multiplicity;
+            }
+            return Ok(());
+        };
+        if self.func == AggregateFunc::CountStar {
+            self.acc.count += positions.len() as u64 * multiplicity;
+            return Ok(());
+        }
+        if let Some(set) = &mut self.distinct {
+            for &p in positions {
+                let v = input.get_value(p as usize);
+                if !v.is_null() {
+                    set.insert(DistinctKey(v));
+                }
+            }
+            return Ok(());
+        }
+        let has_nulls = input.nulls.may_have_nulls();
+        let live = |p: &&u32| !has_nulls || !input.is_null(**p as usize);
+        let numeric_ty = input.ty.is_numeric();
+        match self.func {
+            AggregateFunc::Count => {
+                let n = if has_nulls {
+                    positions.iter().filter(live).count()
+                } else {
+                    positions.len()
+                };
+                self.acc.count += n as u64 * multiplicity;
+                Ok(())
+            }
+            AggregateFunc::Sum | AggregateFunc::Avg if numeric_ty => {
+                let done = int_like!(&input.data, s => {
+                    let mut local: i128 = 0;
+                    let mut n = 0u64;
+                    for p in positions.iter().filter(live) {
+                        local += s[*p as usize] as i128;
+                        n += 1;
+                    }
+                    self.add_int(local, n, multiplicity)?;
+                    true
+                }, false);
+                if done {
+                    return Ok(());
+                }
+                let (local, n) = match &input.data {
+                    VectorData::F64(s) => positions
+                        .iter()
+                        .filter(live)
+                        .fold((0.0, 0u64), |(a, n), p| (a + s[*p as usize], n + 1)),
+                    VectorData::F32(s) => positions
+                        .iter()
+                        .filter(live)
+                        .fold((0.0, 0u64), |(a, n), p| (a + s[*p as usize] as f64, n + 1)),
+                    _ => return self.update_generic(input, positions, multiplicity),
+                };
+                self.acc.saw_float = true;
+                self.acc.fsum += local * multiplicity as f64;
+                self.acc.count += n * multiplicity;
+                Ok(())
+            }
+            AggregateFunc::Min | AggregateFunc::Max => {
+                let want = if self.func == AggregateFunc::Min {
+                    Ordering::Less
+                } else {
+                    Ordering::Greater
+                };
+                let mut arg: Option<usize> = None;
+                macro_rules! scan {
+                    ($s:expr) => {{
+                        for p in positions.iter().filter(live) {
+                            let p = *p as usize;
+                            match arg {
+                                Some(a) if $s[p].partial_cmp(&$s[a]) != Some(want) => {}
+                                _ => arg = Some(p),
+                            }
+                        }
+                    }};
+                }
+                match &input.data {
+                    VectorData::I8(s) => scan!(s),
+                    VectorData::I16(s) => scan!(s),
+                    VectorData::I32(s) => scan!(s),
+                    VectorData::I64(s) => scan!(s),
+                    VectorData::U8(s) => scan!(s),
+                    VectorData::U16(s) => scan!(s),
+                    VectorData::U32(s) => scan!(s),
+                    VectorData::U64(s) => scan!(s),
+                    VectorData::F32(s) => scan!(s),
+                    VectorData::F64(s) => scan!(s),
+                    VectorData::Str(s) => {
+                        for p in positions.iter().filter(live) {
+                            let p = *p as usize;
+                            match arg {
+                                Some(a) if s.get(p).cmp(s.get(a)) != want => {}
+                                _ => arg = Some(p),
+                            }
+                        }
+                    }
+                    _ => return self.update_generic(input, positions, multiplicity),
+                }
+                if let Some(p) = arg {
+                    self.offer_best(input.get_value(p));
+                }
+                Ok(())
+            }
+            _ => self.update_generic(input, positions, multiplicity),
+        }
+    }
+
+    fn add_int(&mut self, local: i128, n: u64, multiplicity: u64) -> Result<()> {
+        let add = local
+            .checked_mul(multiplicity as i128)
+            .ok_or_else(sum_overflow)?;
+        self.acc.isum = self.acc.isum.checked_add(add).ok_or_else(sum_overflow)?;
+        self.acc.count += n * multiplicity;
+        if self.func == AggregateFunc::Sum
+            && !self.acc.saw_float
+            && i64::try_from(self.acc.isum).is_err()
+        {
+            return Err(sum_overflow());
+        }
+        Ok(())
+    }
+
+    fn offer_best(&mut self, v: Value) {
+        let want = if self.func == AggregateFunc::Min {
+            Ordering::Less
+        } else {
+            Ordering::Greater
+        };
+        let better = match &self.acc.best {
+            None => true,
+            Some(b) => kernels::compare(&v, b).unwrap_or_else(|| v.total_cmp(b)) == want,
+        };
+        if better {
+            self.acc.best = Some(v);
+        }
+    }
+
+    fn update_generic(
+        &mut self,
+        input: &ValueVector,
+        positions: &[u32],
+        multiplicity: u64,
+    ) -> Result<()> {
+        for &p in positions {
+            let v = input.get_value(p as usize);
+            self.add_value(v, multiplicity)?;
+        }
+        Ok(())
+    }
+
+    /// Adds one value `multiplicity` times (slow path).
+    fn add_value(&mut self, v: Value, multiplicity: u64) -> Result<()> {
+        if v.is_null() || multiplicity == 0 {
+            return Ok(());
+        }
+        match self.func {
+            AggregateFunc::CountStar | AggregateFunc::Count => self.acc.count += multiplicity,
+            AggregateFunc::Sum | AggregateFunc::Avg => {
+                if let Some(i) = v.as_i64() {
+                    self.add_int(i as i128, 1, multiplicity)?;
+                } else if let Some(f) = v.as_f64() {
+                    self.acc.saw_float = true;
+                    self.acc.fsum += f * multiplicity as f64;
+                    self.acc.count += multiplicity;
+                } else {
+                    return Err(Error::runtime(format!(
+                        "{}() expects numbers, got {}",
+                        if self.func == AggregateFunc::Sum {
+                            "sum"
+                        } else {
+                            "avg"
+                        },
+                        v.logical_type()
+                    )));
+                }
+            }
+            AggregateFunc::Min | AggregateFunc::Max => self.offer_best(v),
+            AggregateFunc::Collect => {
+                for _ in 1..multiplicity {
+                    self.acc.items.push(v.clone());
+                }
+                self.acc.items.push(v);
+            }
+            AggregateFunc::Stdev => {
+                let x = v.as_f64().ok_or_else(|| {
+                    Error::runtime(format!("stdev() expects numbers, got {}", v.logical_type()))
+                })?;
+                let w = multiplicity as f64;
+                let n = self.acc.count as f64 + w;
+                let delta = x - self.acc.mean;
+                self.acc.mean += delta * w / n;
+                self.acc.m2 += delta * w * (x - self.acc.mean);
+                self.acc.count += multiplicity;
+            }
+        }
+        Ok(())
+    }
+
+    /// count(*) fast path: `n` more tuples.
+    pub fn update_count(&mut self, n: u64) {
+        self.acc.count += n;
+    }
+
+    /// Merges another state of the same aggregate into this one.
+    pub fn combine(&mut self, other: AggregateState) -> Result<()> {
+        if let (Some(mine), Some(theirs)) = (&mut self.distinct, other.distinct) {
+            mine.extend(theirs);
+            return Ok(());
+        }
+        let o = other.acc;
+        match self.func {
+            AggregateFunc::Stdev => {
+                let (na, nb) = (self.acc.count as f64, o.count as f64);
+                if o.count > 0 {
+                    let n = na + nb;
+                    let delta = o.mean - self.acc.mean;
+                    self.acc.mean += delta * nb / n;
+                    self.acc.m2 += o.m2 + delta * delta * na * nb / n;
+                }
+                self.acc.count += o.count;
+            }
+            AggregateFunc::Min | AggregateFunc::Max => {
+                if let Some(b) = o.best {
+                    self.offer_best(b);
+                }
+            }
+            AggregateFunc::Collect => self.acc.items.extend(o.items),
+            _ => {
+                self.acc.count += o.count;
+                self.acc.saw_float |= o.saw_float;
+                self.acc.fsum += o.fsum;
+                self.acc.isum = self.acc.isum.checked_add(o.isum).ok_or_else(sum_overflow)?;
+                if self.func == AggregateFunc::Sum
+                    && !self.acc.saw_float
+                    && i64::try_from(self.acc.isum).is_err()
+                {
+                    return Err(sum_overflow());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The aggregate's value: count of nothing is 0, sum of nothing 0,
+    /// avg/min/max/stdev of nothing NULL, collect of nothing `[]`; stdev of
+    /// one value is 0.0.
+    pub fn finalize(&self) -> Value {
+        if let Some(set) = &self.distinct {
+            let mut plain = AggregateState {
+                func: self.func,
+                result_type: self.result_type.clone(),
+                acc: Acc::default(),
+                distinct: None,
+            };
+            let mut values: Vec<Value> = set.iter().map(|k| k.0.clone()).collect();
+            values.sort_by(|a, b| a.total_cmp(b));
+            for v in values {
+                if plain.add_value(v, 1).is_err() {
+                    return Value::Null;
+                }
+            }
+            return plain.finalize();
+        }
+        let a = &self.acc;
+        let v = match self.func {
+            AggregateFunc::CountStar | AggregateFunc::Count => Value::Int64(a.count as i64),
+            AggregateFunc::Sum => {
+                if a.saw_float || self.result_type == LogicalType::Double {
+                    Value::Double(a.isum as f64 + a.fsum)
+                } else {
+                    Value::Int64(a.isum as i64)
+                }
+            }
+            AggregateFunc::Avg => {
+                if a.count == 0 {
+                    Value::Null
+                } else {
+                    Value::Double((a.isum as f64 + a.fsum) / a.count as f64)
+                }
+            }
+            AggregateFunc::Min | AggregateFunc::Max => a.best.clone().unwrap_or(Value::Null),
+            AggregateFunc::Collect => Value::List(a.items.clone()),
+            AggregateFunc::Stdev => match a.count {
+                0 => Value::Null,
+                1 => Value::Double(0.0),
+                n => Value::Double((a.m2.max(0.0) / (n - 1) as f64).sqrt()),
+            },
+        };
+        coerce(v.clone(), &self.result_type).unwrap_or(v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ints(vals: &[Option<i64>], ty: LogicalType) -> ValueVector {
+        let mut v = ValueVector::new(ty.clone(), vals.len());
+        for (i, x) in vals.iter().enumerate() {
+            let val = match x {
+                Some(x) => crate::expression::cast::cast_value(&Value::Int64(*x), &ty).unwrap(),
+                None => Value::Null,
+            };
+            v.set_value(i, &val);
+        }
+        v
+    }
+
+    fn spec(
+        name: &str,
+        distinct: bool,
+        input: Option<LogicalType>,
+        result: LogicalType,
+    ) -> AggregateSpec {
+        AggregateSpec::from_name(name, distinct, input, result).unwrap()
+    }
+
+    #[test]
+    fn aggregates_with_multiplicity() {
+        let v = ints(&[Some(1), None, Some(3), Some(5)], LogicalType::Int32);
+        let all = [0u32, 1, 2, 3];
+        let run = |name: &str, distinct: bool, result: LogicalType| {
+            let mut s = spec(name, distinct, Some(LogicalType::Int32), result).new_state();
+            s.update(Some(&v), &all, 3).unwrap();
+            s.finalize()
+        };
+        assert_eq!(run("count", false, LogicalType::Int64), Value::Int64(9));
+        assert_eq!(run("sum", false, LogicalType::Int64), Value::Int64(27));
+        assert_eq!(run("avg", false, LogicalType::Double), Value::Double(3.0));
+        assert_eq!(run("min", false, LogicalType::Int32), Value::Int32(1));
+        assert_eq!(run("max", false, LogicalType::Int32), Value::Int32(5));
+        assert_eq!(run("sum", true, LogicalType::Int64), Value::Int64(9));
+        assert_eq!(run("count", true, LogicalType::Int64), Value::Int64(3));
+        let c = run(
+            "collect",
+            false,
+            LogicalType::List(Box::new(LogicalType::Int32)),
+        );
+        assert!(matches!(c, Value::List(ref l) if l.len() == 9));
+        let sd = run("stdev", false, LogicalType::Double).as_f64().unwrap();
+        // 1,1,1,3,3,3,5,5,5: mean 3, ss = 24, n-1 = 8
+        assert!((sd - 3f64.sqrt()).abs() < 1e-12, "{sd}");
+        let mut star = spec("count_star", false, None, LogicalType::Int64).new_state();
+        star.update(None, &all, 2).unwrap();
+        star.update_count(5);
+        assert_eq!(star.finalize(), Value::Int64(13));
+    }
+
+    #[test]
+    fn empty_aggregates() {
+        let t = LogicalType::Int64;
+        let fin = |name: &str, r: LogicalType| {
+            spec(name, false, Some(t.clone()), r).new_state().finalize()
+        };
+        assert_eq!(fin("count", LogicalType::Int64), Value::Int64(0));
+        assert_eq!(fin("sum", LogicalType::Int64), Value::Int64(0));
+        assert_eq!(fin("avg", LogicalType::Double), Value::Null);
+        assert_eq!(fin("min", LogicalType::Int64), Value::Null);
+        assert_eq!(
+            fin("collect", LogicalType::List(Box::new(t.clone()))),
+            Value::List(vec![])
+        );
+        assert_eq!(fin("stdev", LogicalType::Double), Value::Null);
+    }
+
+    #[test]
+    fn combine_and_distinct_merge() {
+        let v = ints(&[Some(2), Some(2), Some(7)], LogicalType::Int64);
+        for (name, distinct, expect) in [
+            ("sum", false, Value::Int64(11 * 2)),
+            ("sum", true, Value::Int64(9)),
+            ("max", false, Value::Int64(7)),
+            ("count", true, Value::Int64(2)),
+        ] {
+            let sp = spec(name, distinct, Some(LogicalType::Int64), LogicalType::Int64);
+            let mut a = sp.new_state();
+            let mut b = sp.new_state();
+            a.update(Some(&v), &[0, 1, 2], 1).unwrap();
+            b.update(Some(&v), &[0, 2], 1).unwrap();
+            b.update(Some(&v), &[1], 1).unwrap();
+            a.combine(b).unwrap();
+            assert_eq!(a.finalize(), expect, "{name} distinct={distinct}");
+        }
+        // stdev combine equals the one-pass result
+        let sp = spec(
+            "stdev",
+            false,
+            Some(LogicalType::Int64),
+            LogicalType::Double,
+        );
+        let w = ints(&[Some(1), Some(4), Some(9), Some(16)], LogicalType::Int64);
+        let mut one = sp.new_state();
+        one.update(Some(&w), &[0, 1, 2, 3], 1).unwrap();
+        let mut a = sp.new_state();
+        let mut b = sp.new_state();
+        a.update(Some(&w), &[0, 1], 1).unwrap();
+        b.update(Some(&w), &[2, 3], 1).unwrap();
+        a.combine(b).unwrap();
+        let (x, y) = (
+            one.finalize().as_f64().unwrap(),
+            a.finalize().as_f64().unwrap(),
+        );
+        assert!((x - y).abs() < 1e-9);
+    }
+
+    #[test]
+    fn sum_overflow_is_an_error() {
+        let v = ints(&[Some(i64::MAX), Some(1)], LogicalType::Int64);
+        let mut s = spec("sum", false, Some(LogicalType::Int64), LogicalType::Int64).new_state();
+        let e = s.update(Some(&v), &[0, 1], 1).unwrap_err();
+        assert!(e.message.contains("overflow"));
+        let mut s = spec("sum", false, Some(LogicalType::Int64), LogicalType::Int64).new_state();
+        assert!(s.update(Some(&v), &[0], 2).is_err());
+    }
+
+    #[test]
+    fn floats_strings_and_min_max() {
+        let mut f = ValueVector::new(LogicalType::Double, 3);
+        f.set_value(0, &Value::Double(1.5));
+        f.set_value(1, &Value::Double(-2.0));
+        f.set_null(2, true);
+        let mut s = spec("sum", false, Some(LogicalType::Double), LogicalType::Double).new_state();
+        s.update(Some(&f), &[0, 1, 2], 2).unwrap();
+        assert_eq!(s.finalize(), Value::Double(-1.0));
+        let mut m = spec("min", false, Some(LogicalType::Double), LogicalType::Double).new_state();
+        m.update(Some(&f), &[0, 1, 2], 1).unwrap();
+        assert_eq!(m.finalize(), Value::Double(-2.0));
+        let mut strs = ValueVector::new(LogicalType::String, 0);
+        for x in ["pear", "apple", "zoo"] {
+            strs.push_value(&Value::String(x.into()));
+        }
+        let mut mx = spec("max", false, Some(LogicalType::String), LogicalType::String).new_state();
+        mx.update(Some(&strs), &[0, 1], 1).unwrap();
+        let mut mx2 =
+            spec("max", false, Some(LogicalType::String), LogicalType::String).new_state();
+        mx2.update(Some(&strs), &[2], 1).unwrap();
+        mx.combine(mx2).unwrap();
+        assert_eq!(mx.finalize(), Value::String("zoo".into()));
+    }
+}

@@ -1,0 +1,484 @@
+//! The compiled expression tree and its vectorized evaluation.
+
+use kith_common::{Error, LogicalType, Result, Value, ValueVector};
+use kith_planner::expr::{BinaryOp, BoundExpr, BoundExprKind, SlotId, UnaryOp};
+use regex::Regex;
+
+use super::cast::{cast_value, coerce};
+use super::typed::{self, Scratch};
+use super::{kernels, EvalContext, Evaluated};
+use crate::function::{self, ScalarFunction};
+use crate::result_set::ChunkState;
+
+/// Where a node's values are after evaluation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Mode {
+    /// One value at this physical position of the node's vector.
+    Flat(usize),
+    /// Values at the selected positions of unflat chunk `.0`.
+    Unflat(usize),
+}
+
+pub(super) struct Node {
+    pub ty: LogicalType,
+    pub kind: Kind,
+    /// The node's result (unused by slots, which read the result set).
+    pub out: ValueVector,
+}
+
+pub(super) enum Kind {
+    Const(Value),
+    Param(String),
+    Slot {
+        id: SlotId,
+        loc: (usize, usize),
+    },
+    Unary(UnaryOp, Box<Node>),
+    Binary {
+        op: BinaryOp,
+        l: Box<Node>,
+        r: Box<Node>,
+        /// Compiled pattern of `=~` with a literal right side.
+        regex: Option<Regex>,
+        scratch: Scratch,
+    },
+    Function {
+        name: String,
+        f: ScalarFunction,
+        args: Vec<Node>,
+        buf: Vec<Value>,
+    },
+    Cast(Box<Node>),
+    /// Evaluated row at a time so untaken branches never run (no spurious
+    /// errors such as division by zero).
+    Case {
+        operand: Option<Box<Node>>,
+        whens: Vec<(Node, Node)>,
+        else_: Option<Box<Node>>,
+        slots: Vec<SlotId>,
+    },
+    List(Vec<Node>),
+}
+
+/// Iterates the selected positions of an unflat chunk state.
+macro_rules! each_pos {
+    ($state:expr, $p:ident => $body:block) => {
+        match &$state.sel {
+            Some(sel) => {
+                for &q in sel.iter() {
+                    let $p = q as usize;
+                    $body
+                }
+            }
+            None => {
+                for $p in 0..$state.len {
+                    $body
+                }
+            }
+        }
+    };
+}
+pub(super) use each_pos;
+
+impl Node {
+    pub fn compile(e: &BoundExpr) -> Result<Node> {
+        let kind = match &e.kind {
+            BoundExprKind::Literal(v) => Kind::Const(v.clone()),
+            BoundExprKind::Parameter(p) => Kind::Param(p.clone()),
+            BoundExprKind::Slot(s) => Kind::Slot {
+                id: *s,
+                loc: (0, 0),
+            },
+            BoundExprKind::Unary(op, x) => Kind::Unary(*op, Box::new(Node::compile(x)?)),
+            BoundExprKind::Binary(op, l, r) => {
+                let regex = match (&r.kind, op) {
+                    (BoundExprKind::Literal(Value::String(p)), BinaryOp::RegexMatch) => {
+                        Some(kernels::compile_regex(p).map_err(|err| err.or_span(r.span))?)
+                    }
+                    _ => None,
+                };
+                Kind::Binary {
+                    op: *op,
+                    l: Box::new(Node::compile(l)?),
+                    r: Box::new(Node::compile(r)?),
+                    regex,
+                    scratch: Scratch::default(),
+                }
+            }
+            BoundExprKind::Function(name, args) => {
+                let f = function::lookup(name).ok_or_else(|| {
+                    Error::semantic(format!("unknown function '{name}'")).or_span(e.span)
+                })?;
+                Kind::Function {
+                    name: name.clone(),
+                    f,
+                    args: args.iter().map(Node::compile).collect::<Result<_>>()?,
+                    buf: Vec::with_capacity(args.len()),
+                }
+            }
+            BoundExprKind::Cast(x) => Kind::Cast(Box::new(Node::compile(x)?)),
+            BoundExprKind::Case {
+                operand,
+                whens,
+                else_,
+            } => {
+                let mut slots = Vec::new();
+                e.slots(&mut slots);
+                slots.sort();
+                slots.dedup();
+                Kind::Case {
+                    operand: operand
+                        .as_deref()
+                        .map(Node::compile)
+                        .transpose()?
+                        .map(Box::new),
+                    whens: whens
+                        .iter()
+                        .map(|(w, t)| Ok((Node::compile(w)?, Node::compile(t)?)))
+                        .collect::<Result<_>>()?,
+                    else_: else_
+                        .as_deref()
+                        .map(Node::compile)
+                        .transpose()?
+                        .map(Box::new),
+                    slots,
+                }
+            }
+            BoundExprKind::List(items) => {
+                Kind::List(items.iter().map(Node::compile).collect::<Result<_>>()?)
+            }
+        };
+        let mut out = ValueVector::new(e.ty.clone(), 0);
+        if let Kind::Const(v) = &kind {
+            out.resize(1);
+            out.set_value(0, &coerce(v.clone(), &e.ty)?);
+        }
+        Ok(Node {
+            ty: e.ty.clone(),
+            kind,
+            out,
+        })
+    }
+
+    /// The vector holding this node's values after `eval`.
+    #[inline]
+    pub fn vector<'a>(&'a self, ctx: &'a EvalContext) -> &'a ValueVector {
+        match &self.kind {
+            Kind::Slot { loc, .. } => &ctx.rs.chunks[loc.0].vectors[loc.1],
+            _ => &self.out,
+        }
+    }
+
+    /// Evaluates the root into `out` (swapping scratch vectors, no copy).
+    pub fn evaluate_root(&mut self, ctx: &EvalContext, out: &mut ValueVector) -> Result<Evaluated> {
+        if out.ty != self.ty {
+            *out = ValueVector::new(self.ty.clone(), 0);
+        }
+        match &self.kind {
+            Kind::Slot { .. } | Kind::Const(_) | Kind::Param(_) => {
+                let mode = self.eval(ctx)?;
+                let src = self.vector(ctx);
+                Ok(match mode {
+                    Mode::Flat(p) => {
+                        out.reset(1);
+                        copy_value(out, 0, src, p)?;
+                        Evaluated::Flat
+                    }
+                    Mode::Unflat(u) => {
+                        let state = &ctx.rs.chunks[u].state;
+                        out.reset(state.len);
+                        if out.ty == src.ty {
+                            each_pos!(state, p => { out.copy_from(p, src, p); });
+                        } else {
+                            each_pos!(state, p => { copy_value(out, p, src, p)?; });
+                        }
+                        Evaluated::Unflat(u)
+                    }
+                })
+            }
+            _ => {
+                std::mem::swap(&mut self.out, out);
+                let r = self.eval(ctx);
+                std::mem::swap(&mut self.out, out);
+                Ok(match r? {
+                    Mode::Flat(p) => {
+                        debug_assert_eq!(p, 0);
+                        Evaluated::Flat
+                    }
+                    Mode::Unflat(u) => Evaluated::Unflat(u),
+                })
+            }
+        }
+    }
+
+    /// Evaluates the node (and its children) over the current tuples.
+    pub fn eval(&mut self, ctx: &EvalContext) -> Result<Mode> {
+        match &mut self.kind {
+            Kind::Const(_) => Ok(Mode::Flat(0)),
+            Kind::Param(name) => {
+                let v = ctx
+                    .params
+                    .get(name.as_str())
+                    .ok_or_else(|| Error::runtime(format!("missing parameter ${name}")))?;
+                self.out.reset(1);
+                let v = coerce(v.clone(), &self.ty)?;
+                self.out.set_value(0, &v);
+                Ok(Mode::Flat(0))
+            }
+            Kind::Slot { id, loc } => {
+                let (c, v) = ctx.layout.get(*id).ok_or_else(|| {
+                    Error::internal(format!("slot {} is not in the result set layout", id.0))
+                })?;
+                *loc = (c, v);
+                let state = &ctx.rs.chunks[c].state;
+                Ok(match state.flat_position() {
+                    Some(p) => Mode::Flat(p),
+                    None => Mode::Unflat(c),
+                })
+            }
+            Kind::Unary(op, x) => {
+                let mx = x.eval(ctx)?;
+                let src = x.vector(ctx);
+                let (op, ty) = (*op, &self.ty);
+                map_rows(&mut self.out, ctx, &[mx], |p| {
+                    let v = src.get_value(at(mx, p));
+                    coerce(kernels::unary(op, &v)?, ty)
+                })
+            }
+            Kind::Binary {
+                op,
+                l,
+                r,
+                regex,
+                scratch,
+            } => {
+                let ml = l.eval(ctx)?;
+                let mr = r.eval(ctx)?;
+                let (lv, rv) = (l.vector(ctx), r.vector(ctx));
+                let op = *op;
+                if let Some(mode) = unflat_of(&[ml, mr])? {
+                    let state = &ctx.rs.chunks[mode].state;
+                    if typed::binary(
+                        op,
+                        lv,
+                        ml,
+                        rv,
+                        mr,
+                        state,
+                        regex.as_ref(),
+                        scratch,
+                        &mut self.out,
+                    )? {
+                        return Ok(Mode::Unflat(mode));
+                    }
+                }
+                let (ty, regex) = (&self.ty, regex.as_ref());
+                map_rows(&mut self.out, ctx, &[ml, mr], |p| {
+                    let a = lv.get_value(at(ml, p));
+                    let b = rv.get_value(at(mr, p));
+                    coerce(kernels::binary(op, &a, &b, regex)?, ty)
+                })
+            }
+            Kind::Function { name, f, args, buf } => {
+                let mut modes = Vec::with_capacity(args.len());
+                for a in args.iter_mut() {
+                    modes.push(a.eval(ctx)?);
+                }
+                let vecs: Vec<&ValueVector> = args.iter().map(|a| a.vector(ctx)).collect();
+                let (ty, f, name) = (&self.ty, *f, name.as_str());
+                map_rows(&mut self.out, ctx, &modes, |p| {
+                    buf.clear();
+                    buf.extend(vecs.iter().zip(&modes).map(|(v, m)| v.get_value(at(*m, p))));
+                    if f.propagate_nulls && buf.iter().any(Value::is_null) {
+                        return Ok(Value::Null);
+                    }
+                    let v = (f.func)(buf).map_err(|e| {
+                        if e.message.contains(name) {
+                            e
+                        } else {
+                            Error::new(e.kind, format!("{name}(): {}", e.message))
+                        }
+                    })?;
+                    coerce(v, ty)
+                })
+            }
+            Kind::Cast(x) => {
+                let mx = x.eval(ctx)?;
+                let src = x.vector(ctx);
+                let ty = &self.ty;
+                map_rows(&mut self.out, ctx, &[mx], |p| {
+                    cast_value(&src.get_value(at(mx, p)), ty)
+                })
+            }
+            Kind::List(items) => {
+                let mut modes = Vec::with_capacity(items.len());
+                for a in items.iter_mut() {
+                    modes.push(a.eval(ctx)?);
+                }
+                let vecs: Vec<&ValueVector> = items.iter().map(|a| a.vector(ctx)).collect();
+                let ty = &self.ty;
+                map_rows(&mut self.out, ctx, &modes, |p| {
+                    let l = Value::List(
+                        vecs.iter()
+                            .zip(&modes)
+                            .map(|(v, m)| v.get_value(at(*m, p)))
+                            .collect(),
+                    );
+                    coerce(l, ty)
+                })
+            }
+            Kind::Case { slots, .. } => {
+                let mut unflat = None;
+                for s in slots.iter() {
+                    let (c, _) = ctx.layout.get(*s).ok_or_else(|| {
+                        Error::internal(format!("slot {} is not in the result set layout", s.0))
+                    })?;
+                    if !ctx.rs.chunks[c].state.is_flat() {
+                        unflat = Some(c);
+                    }
+                }
+                let modes = [unflat.map_or(Mode::Flat(0), Mode::Unflat)];
+                let ty = self.ty.clone();
+                let mut out =
+                    std::mem::replace(&mut self.out, ValueVector::new(LogicalType::Any, 0));
+                let this: &Node = self;
+                let r = map_rows(&mut out, ctx, &modes, |p| {
+                    coerce(this.eval_row(ctx, p)?, &ty)
+                });
+                self.out = out;
+                r
+            }
+        }
+    }
+
+    /// Value-at-a-time evaluation at physical position `p` of the unflat
+    /// chunk (flat slots read their current tuple).
+    fn eval_row(&self, ctx: &EvalContext, p: usize) -> Result<Value> {
+        Ok(match &self.kind {
+            Kind::Const(v) => v.clone(),
+            Kind::Param(name) => ctx
+                .params
+                .get(name.as_str())
+                .cloned()
+                .ok_or_else(|| Error::runtime(format!("missing parameter ${name}")))?,
+            Kind::Slot { id, .. } => {
+                let (c, v) = ctx.layout.get(*id).ok_or_else(|| {
+                    Error::internal(format!("slot {} is not in the result set layout", id.0))
+                })?;
+                let chunk = &ctx.rs.chunks[c];
+                chunk.vectors[v].get_value(chunk.state.flat_position().unwrap_or(p))
+            }
+            Kind::Unary(op, x) => kernels::unary(*op, &x.eval_row(ctx, p)?)?,
+            Kind::Binary {
+                op, l, r, regex, ..
+            } => {
+                let a = l.eval_row(ctx, p)?;
+                let b = r.eval_row(ctx, p)?;
+                kernels::binary(*op, &a, &b, regex.as_ref())?
+            }
+            Kind::Function { f, args, .. } => {
+                let vals = args
+                    .iter()
+                    .map(|a| a.eval_row(ctx, p))
+                    .collect::<Result<Vec<_>>>()?;
+                if f.propagate_nulls && vals.iter().any(Value::is_null) {
+                    Value::Null
+                } else {
+                    (f.func)(&vals)?
+                }
+            }
+            Kind::Cast(x) => cast_value(&x.eval_row(ctx, p)?, &self.ty)?,
+            Kind::List(items) => Value::List(
+                items
+                    .iter()
+                    .map(|a| a.eval_row(ctx, p))
+                    .collect::<Result<_>>()?,
+            ),
+            Kind::Case {
+                operand,
+                whens,
+                else_,
+                ..
+            } => {
+                let subject = operand.as_ref().map(|o| o.eval_row(ctx, p)).transpose()?;
+                for (w, t) in whens {
+                    let wv = w.eval_row(ctx, p)?;
+                    let hit = match &subject {
+                        Some(s) => kernels::equals(s, &wv) == Some(true),
+                        None => kernels::truth(&wv)? == Some(true),
+                    };
+                    if hit {
+                        return t.eval_row(ctx, p);
+                    }
+                }
+                match else_ {
+                    Some(e) => e.eval_row(ctx, p)?,
+                    None => Value::Null,
+                }
+            }
+        })
+    }
+}
+
+/// Physical position to read for tuple position `p` given a child's mode.
+#[inline]
+fn at(m: Mode, p: usize) -> usize {
+    match m {
+        Mode::Flat(fp) => fp,
+        Mode::Unflat(_) => p,
+    }
+}
+
+/// The unflat chunk the children depend on, if any.
+pub(super) fn unflat_of(modes: &[Mode]) -> Result<Option<usize>> {
+    let mut u = None;
+    for m in modes {
+        if let Mode::Unflat(c) = m {
+            match u {
+                Some(prev) if prev != *c => {
+                    return Err(Error::internal("expression reads two unflat chunks"));
+                }
+                _ => u = Some(*c),
+            }
+        }
+    }
+    Ok(u)
+}
+
+/// Computes `f(p)` for every tuple position: once (at 0) when all inputs are
+/// flat, else at each selected position of the unflat chunk.
+fn map_rows(
+    out: &mut ValueVector,
+    ctx: &EvalContext,
+    modes: &[Mode],
+    mut f: impl FnMut(usize) -> Result<Value>,
+) -> Result<Mode> {
+    match unflat_of(modes)? {
+        None => {
+            out.reset(1);
+            let v = f(0)?;
+            out.set_value(0, &v);
+            Ok(Mode::Flat(0))
+        }
+        Some(u) => {
+            let state: &ChunkState = &ctx.rs.chunks[u].state;
+            out.reset(state.len);
+            each_pos!(state, p => {
+                let v = f(p)?;
+                out.set_value(p, &v);
+            });
+            Ok(Mode::Unflat(u))
+        }
+    }
+}
+
+/// Copies one value, converting when the vector types differ.
+fn copy_value(dst: &mut ValueVector, dp: usize, src: &ValueVector, sp: usize) -> Result<()> {
+    if dst.ty == src.ty {
+        dst.copy_from(dp, src, sp);
+    } else {
+        let v = coerce(src.get_value(sp), &dst.ty)?;
+        dst.set_value(dp, &v);
+    }
+    Ok(())
+}

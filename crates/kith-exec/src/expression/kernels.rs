@@ -1,0 +1,585 @@
+//! Value-at-a-time semantics of the operators: Cypher comparison and equality,
+//! three-valued logic, checked arithmetic, temporal arithmetic, string
+//! predicates, `IN` and regular expressions. The typed fast paths in
+//! `typed.rs` must agree with these functions (a proptest checks it).
+
+use std::cmp::Ordering;
+
+use kith_common::temporal::{civil_from_days, days_from_civil, days_in_month, MICROS_PER_DAY};
+use kith_common::{Date, Error, Interval, Result, Timestamp, Value};
+use kith_planner::expr::{BinaryOp, UnaryOp};
+use regex::Regex;
+
+fn is_int(v: &Value) -> bool {
+    matches!(
+        v,
+        Value::Int8(_)
+            | Value::Int16(_)
+            | Value::Int32(_)
+            | Value::Int64(_)
+            | Value::UInt8(_)
+            | Value::UInt16(_)
+            | Value::UInt32(_)
+            | Value::UInt64(_)
+    )
+}
+
+fn is_num(v: &Value) -> bool {
+    is_int(v) || matches!(v, Value::Float(_) | Value::Double(_))
+}
+
+/// Orders two non-NULL values of comparable kinds; `None` when the kinds are
+/// not comparable (or a NaN is involved).
+pub fn compare(a: &Value, b: &Value) -> Option<Ordering> {
+    use Value::*;
+    match (a, b) {
+        (Bool(x), Bool(y)) => Some(x.cmp(y)),
+        (String(x), String(y)) => Some(x.as_bytes().cmp(y.as_bytes())),
+        (Date(x), Date(y)) => Some(x.cmp(y)),
+        (Timestamp(x), Timestamp(y)) => Some(x.cmp(y)),
+        (Date(x), Timestamp(y)) => Some((x.0 as i64 * MICROS_PER_DAY).cmp(&y.0)),
+        (Timestamp(x), Date(y)) => Some(x.0.cmp(&(y.0 as i64 * MICROS_PER_DAY))),
+        (Interval(x), Interval(y)) => Some(x.sort_key().cmp(&y.sort_key())),
+        (InternalId(x), InternalId(y)) => Some(x.cmp(y)),
+        (Node(x), Node(y)) => Some(x.id.cmp(&y.id)),
+        (Rel(x), Rel(y)) => Some(x.id.cmp(&y.id)),
+        (List(x), List(y)) => {
+            for (p, q) in x.iter().zip(y) {
+                if p.is_null() || q.is_null() {
+                    return None;
+                }
+                match compare(p, q)? {
+                    Ordering::Equal => {}
+                    o => return Some(o),
+                }
+            }
+            Some(x.len().cmp(&y.len()))
+        }
+        _ if is_num(a) && is_num(b) => {
+            if is_int(a) && is_int(b) {
+                if let (Some(x), Some(y)) = (a.as_i64(), b.as_i64()) {
+                    return Some(x.cmp(&y));
+                }
+                // A UInt64 beyond i64: compare as i128.
+                let w = |v: &Value| match v {
+                    UInt64(u) => *u as i128,
+                    _ => v.as_i64().unwrap_or(0) as i128,
+                };
+                return Some(w(a).cmp(&w(b)));
+            }
+            a.as_f64()?.partial_cmp(&b.as_f64()?)
+        }
+        _ => None,
+    }
+}
+
+/// Cypher equality: NULL if either side is NULL (or a list holds a NULL that
+/// decides the outcome); values of incomparable kinds are unequal.
+pub fn equals(a: &Value, b: &Value) -> Option<bool> {
+    match (a, b) {
+        (Value::Null, _) | (_, Value::Null) => None,
+        (Value::List(x), Value::List(y)) => {
+            if x.len() != y.len() {
+                return Some(false);
+            }
+            let mut unknown = false;
+            for (p, q) in x.iter().zip(y) {
+                match equals(p, q) {
+                    Some(false) => return Some(false),
+                    None => unknown = true,
+                    Some(true) => {}
+                }
+            }
+            if unknown {
+                None
+            } else {
+                Some(true)
+            }
+        }
+        _ => match compare(a, b) {
+            Some(o) => Some(o == Ordering::Equal),
+            None => Some(false),
+        },
+    }
+}
+
+pub fn and3(a: Option<bool>, b: Option<bool>) -> Option<bool> {
+    match (a, b) {
+        (Some(false), _) | (_, Some(false)) => Some(false),
+        (Some(true), Some(true)) => Some(true),
+        _ => None,
+    }
+}
+
+pub fn or3(a: Option<bool>, b: Option<bool>) -> Option<bool> {
+    match (a, b) {
+        (Some(true), _) | (_, Some(true)) => Some(true),
+        (Some(false), Some(false)) => Some(false),
+        _ => None,
+    }
+}
+
+pub fn xor3(a: Option<bool>, b: Option<bool>) -> Option<bool> {
+    Some(a? != b?)
+}
+
+/// A value as a three-valued boolean (non-booleans are a runtime error).
+pub fn truth(v: &Value) -> Result<Option<bool>> {
+    match v {
+        Value::Null => Ok(None),
+        Value::Bool(b) => Ok(Some(*b)),
+        other => Err(Error::runtime(format!(
+            "expected a BOOL, got {} '{other}'",
+            other.logical_type()
+        ))),
+    }
+}
+
+pub fn bool_value(b: Option<bool>) -> Value {
+    b.map_or(Value::Null, Value::Bool)
+}
+
+fn op_name(op: BinaryOp) -> &'static str {
+    match op {
+        BinaryOp::Add => "addition",
+        BinaryOp::Sub => "subtraction",
+        BinaryOp::Mul => "multiplication",
+        BinaryOp::Div => "division",
+        BinaryOp::Mod => "modulo",
+        _ => "arithmetic",
+    }
+}
+
+/// Checked i64 arithmetic with Cypher's errors.
+#[inline]
+pub fn int_arith(op: BinaryOp, a: i64, b: i64) -> Result<i64> {
+    let r = match op {
+        BinaryOp::Add => a.checked_add(b),
+        BinaryOp::Sub => a.checked_sub(b),
+        BinaryOp::Mul => a.checked_mul(b),
+        BinaryOp::Div | BinaryOp::Mod if b == 0 => return Err(Error::runtime("division by zero")),
+        BinaryOp::Div => a.checked_div(b),
+        BinaryOp::Mod => a.checked_rem(b),
+        _ => return Err(Error::internal(format!("{op:?} is not integer arithmetic"))),
+    };
+    r.ok_or_else(|| overflow(op))
+}
+
+#[cold]
+pub fn overflow(op: BinaryOp) -> Error {
+    Error::runtime(format!("integer overflow in {}", op_name(op)))
+}
+
+#[inline]
+pub fn float_arith(op: BinaryOp, a: f64, b: f64) -> f64 {
+    match op {
+        BinaryOp::Add => a + b,
+        BinaryOp::Sub => a - b,
+        BinaryOp::Mul => a * b,
+        BinaryOp::Div => a / b,
+        BinaryOp::Mod => a % b,
+        _ => a.powf(b),
+    }
+}
+
+/// Whether a comparison operator holds for ordering `o`.
+#[inline]
+pub fn cmp_holds(op: BinaryOp, o: Ordering) -> bool {
+    match op {
+        BinaryOp::Eq => o == Ordering::Equal,
+        BinaryOp::Ne => o != Ordering::Equal,
+        BinaryOp::Lt => o == Ordering::Less,
+        BinaryOp::Le => o != Ordering::Greater,
+        BinaryOp::Gt => o == Ordering::Greater,
+        _ => o != Ordering::Less,
+    }
+}
+
+fn add_months_days(days: i64, months: i32) -> i64 {
+    if months == 0 {
+        return days;
+    }
+    let (y, m, d) = civil_from_days(days);
+    let total = y * 12 + (m as i64 - 1) + months as i64;
+    let ny = total.div_euclid(12);
+    let nm = (total.rem_euclid(12) + 1) as u32;
+    days_from_civil(ny, nm, d.min(days_in_month(ny, nm)))
+}
+
+fn neg_interval(i: Interval) -> Interval {
+    Interval {
+        months: -i.months,
+        days: -i.days,
+        micros: -i.micros,
+    }
+}
+
+pub fn date_add(d: Date, i: Interval) -> Result<Date> {
+    let days =
+        add_months_days(d.0 as i64, i.months) + i.days as i64 + i.micros.div_euclid(MICROS_PER_DAY);
+    i32::try_from(days)
+        .map(Date)
+        .map_err(|_| Error::runtime("date out of range"))
+}
+
+pub fn timestamp_add(t: Timestamp, i: Interval) -> Result<Timestamp> {
+    let days = t.0.div_euclid(MICROS_PER_DAY);
+    let rem = t.0.rem_euclid(MICROS_PER_DAY);
+    let days = add_months_days(days, i.months) + i.days as i64;
+    days.checked_mul(MICROS_PER_DAY)
+        .and_then(|x| x.checked_add(rem))
+        .and_then(|x| x.checked_add(i.micros))
+        .map(Timestamp)
+        .ok_or_else(|| Error::runtime("timestamp out of range"))
+}
+
+/// Arithmetic on two values (`+ - * / % ^`), NULL-propagating.
+pub fn arith(op: BinaryOp, a: &Value, b: &Value) -> Result<Value> {
+    use Value::*;
+    if a.is_null() || b.is_null() {
+        return Ok(Null);
+    }
+    if op == BinaryOp::Pow {
+        return match (a.as_f64(), b.as_f64()) {
+            (Some(x), Some(y)) => Ok(Double(x.powf(y))),
+            _ => Err(type_mismatch(op, a, b)),
+        };
+    }
+    if is_num(a) && is_num(b) {
+        if is_int(a) && is_int(b) {
+            let (Some(x), Some(y)) = (a.as_i64(), b.as_i64()) else {
+                return Err(overflow(op));
+            };
+            return Ok(Int64(int_arith(op, x, y)?));
+        }
+        return Ok(Double(float_arith(
+            op,
+            a.as_f64().unwrap_or(0.0),
+            b.as_f64().unwrap_or(0.0),
+        )));
+    }
+    Ok(match (op, a, b) {
+        (BinaryOp::Add, String(x), String(y)) => String(format!("{x}{y}")),
+        (BinaryOp::Add, String(x), y) => String(format!("{x}{y}")),
+        (BinaryOp::Add, x, String(y)) => String(format!("{x}{y}")),
+        (BinaryOp::Add, List(x), List(y)) => List(x.iter().chain(y).cloned().collect()),
+        (BinaryOp::Add, Date(d), Interval(i)) | (BinaryOp::Add, Interval(i), Date(d)) => {
+            Date(date_add(*d, *i)?)
+        }
+        (BinaryOp::Sub, Date(d), Interval(i)) => Date(date_add(*d, neg_interval(*i))?),
+        (BinaryOp::Add, Timestamp(t), Interval(i)) | (BinaryOp::Add, Interval(i), Timestamp(t)) => {
+            Timestamp(timestamp_add(*t, *i)?)
+        }
+        (BinaryOp::Sub, Timestamp(t), Interval(i)) => {
+            Timestamp(timestamp_add(*t, neg_interval(*i))?)
+        }
+        (BinaryOp::Add | BinaryOp::Sub, Interval(x), Interval(y)) => {
+            let y = if op == BinaryOp::Sub {
+                neg_interval(*y)
+            } else {
+                *y
+            };
+            Interval(kith_common::Interval {
+                months: x.months.checked_add(y.months).ok_or_else(|| overflow(op))?,
+                days: x.days.checked_add(y.days).ok_or_else(|| overflow(op))?,
+                micros: x.micros.checked_add(y.micros).ok_or_else(|| overflow(op))?,
+            })
+        }
+        (BinaryOp::Sub, Date(x), Date(y)) => Int64(x.0 as i64 - y.0 as i64),
+        (BinaryOp::Sub, Timestamp(x), Timestamp(y)) => Interval(kith_common::Interval {
+            months: 0,
+            days: 0,
+            micros: x.0.checked_sub(y.0).ok_or_else(|| overflow(op))?,
+        }),
+        _ => return Err(type_mismatch(op, a, b)),
+    })
+}
+
+fn type_mismatch(op: BinaryOp, a: &Value, b: &Value) -> Error {
+    Error::runtime(format!(
+        "cannot apply {op:?} to {} and {}",
+        a.logical_type(),
+        b.logical_type()
+    ))
+}
+
+/// Comparison operators on two values.
+pub fn comparison(op: BinaryOp, a: &Value, b: &Value) -> Option<bool> {
+    match op {
+        BinaryOp::Eq => equals(a, b),
+        BinaryOp::Ne => equals(a, b).map(|e| !e),
+        _ => {
+            if a.is_null() || b.is_null() {
+                return None;
+            }
+            compare(a, b).map(|o| cmp_holds(op, o))
+        }
+    }
+}
+
+/// `x IN list`.
+pub fn in_list(x: &Value, list: &Value) -> Result<Option<bool>> {
+    let items = match list {
+        Value::Null => return Ok(None),
+        Value::List(items) => items,
+        other => {
+            return Err(Error::runtime(format!(
+                "IN expects a LIST on its right, got {}",
+                other.logical_type()
+            )))
+        }
+    };
+    let mut unknown = false;
+    for item in items {
+        match equals(x, item) {
+            Some(true) => return Ok(Some(true)),
+            None => unknown = true,
+            Some(false) => {}
+        }
+    }
+    Ok(if unknown { None } else { Some(false) })
+}
+
+/// Compiles a Cypher regular expression (matches the whole string).
+pub fn compile_regex(pattern: &str) -> Result<Regex> {
+    Regex::new(&format!("^(?:{pattern})$"))
+        .map_err(|e| Error::runtime(format!("invalid regular expression '{pattern}': {e}")))
+}
+
+/// String predicates and `=~`; `regex` is a precompiled pattern when the
+/// right side is a literal.
+pub fn string_pred(
+    op: BinaryOp,
+    a: &Value,
+    b: &Value,
+    regex: Option<&Regex>,
+) -> Result<Option<bool>> {
+    let (Value::String(s), Value::String(p)) = (a, b) else {
+        return Ok(None);
+    };
+    Ok(Some(match op {
+        BinaryOp::StartsWith => s.starts_with(p.as_str()),
+        BinaryOp::EndsWith => s.ends_with(p.as_str()),
+        BinaryOp::Contains => s.contains(p.as_str()),
+        _ => match regex {
+            Some(r) => r.is_match(s),
+            None => compile_regex(p)?.is_match(s),
+        },
+    }))
+}
+
+/// Any binary operator on two values (generic path).
+pub fn binary(op: BinaryOp, a: &Value, b: &Value, regex: Option<&Regex>) -> Result<Value> {
+    Ok(match op {
+        BinaryOp::And => bool_value(and3(truth(a)?, truth(b)?)),
+        BinaryOp::Or => bool_value(or3(truth(a)?, truth(b)?)),
+        BinaryOp::Xor => bool_value(xor3(truth(a)?, truth(b)?)),
+        BinaryOp::Eq | BinaryOp::Ne | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge => {
+            bool_value(comparison(op, a, b))
+        }
+        BinaryOp::Add
+        | BinaryOp::Sub
+        | BinaryOp::Mul
+        | BinaryOp::Div
+        | BinaryOp::Mod
+        | BinaryOp::Pow => arith(op, a, b)?,
+        BinaryOp::In => bool_value(in_list(a, b)?),
+        BinaryOp::StartsWith | BinaryOp::EndsWith | BinaryOp::Contains | BinaryOp::RegexMatch => {
+            bool_value(string_pred(op, a, b, regex)?)
+        }
+    })
+}
+
+/// Unary operators on one value.
+pub fn unary(op: UnaryOp, v: &Value) -> Result<Value> {
+    Ok(match op {
+        UnaryOp::IsNull => Value::Bool(v.is_null()),
+        UnaryOp::IsNotNull => Value::Bool(!v.is_null()),
+        UnaryOp::Not => bool_value(truth(v)?.map(|b| !b)),
+        UnaryOp::Plus => match v {
+            Value::Null => Value::Null,
+            x if is_int(x) => Value::Int64(
+                x.as_i64()
+                    .ok_or_else(|| Error::runtime("integer overflow in negation"))?,
+            ),
+            x => x.clone(),
+        },
+        UnaryOp::Neg => match v {
+            Value::Null => Value::Null,
+            Value::Float(f) => Value::Float(-f),
+            Value::Double(f) => Value::Double(-f),
+            Value::Interval(i) => Value::Interval(neg_interval(*i)),
+            x if is_int(x) => Value::Int64(
+                x.as_i64()
+                    .and_then(i64::checked_neg)
+                    .ok_or_else(|| Error::runtime("integer overflow in negation"))?,
+            ),
+            x => {
+                return Err(Error::runtime(format!(
+                    "cannot negate a value of type {}",
+                    x.logical_type()
+                )))
+            }
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn three_valued_truth_tables() {
+        let vals = [Some(true), Some(false), None];
+        let expect_and = [
+            [Some(true), Some(false), None],
+            [Some(false), Some(false), Some(false)],
+            [None, Some(false), None],
+        ];
+        let expect_or = [
+            [Some(true), Some(true), Some(true)],
+            [Some(true), Some(false), None],
+            [Some(true), None, None],
+        ];
+        let expect_xor = [
+            [Some(false), Some(true), None],
+            [Some(true), Some(false), None],
+            [None, None, None],
+        ];
+        for (i, a) in vals.iter().enumerate() {
+            for (j, b) in vals.iter().enumerate() {
+                assert_eq!(and3(*a, *b), expect_and[i][j], "{a:?} AND {b:?}");
+                assert_eq!(or3(*a, *b), expect_or[i][j], "{a:?} OR {b:?}");
+                assert_eq!(xor3(*a, *b), expect_xor[i][j], "{a:?} XOR {b:?}");
+                let (va, vb) = (bool_value(*a), bool_value(*b));
+                assert_eq!(
+                    binary(BinaryOp::And, &va, &vb, None).unwrap(),
+                    bool_value(expect_and[i][j])
+                );
+            }
+        }
+        assert_eq!(unary(UnaryOp::Not, &Value::Null).unwrap(), Value::Null);
+        assert_eq!(
+            unary(UnaryOp::Not, &Value::Bool(true)).unwrap(),
+            Value::Bool(false)
+        );
+    }
+
+    #[test]
+    fn null_propagation_and_errors() {
+        assert_eq!(
+            arith(BinaryOp::Add, &Value::Null, &Value::Int64(1)).unwrap(),
+            Value::Null
+        );
+        assert_eq!(
+            comparison(BinaryOp::Lt, &Value::Null, &Value::Int64(1)),
+            None
+        );
+        let e = arith(BinaryOp::Add, &Value::Int64(i64::MAX), &Value::Int32(1)).unwrap_err();
+        assert!(
+            e.message.contains("integer overflow in addition"),
+            "{}",
+            e.message
+        );
+        let e = arith(BinaryOp::Div, &Value::Int64(1), &Value::Int64(0)).unwrap_err();
+        assert!(e.message.contains("division by zero"));
+        assert!(arith(BinaryOp::Mod, &Value::Int64(1), &Value::Int64(0)).is_err());
+        assert!(arith(BinaryOp::Div, &Value::Int64(i64::MIN), &Value::Int64(-1)).is_err());
+        assert_eq!(
+            arith(BinaryOp::Div, &Value::Double(1.0), &Value::Int64(0)).unwrap(),
+            Value::Double(f64::INFINITY)
+        );
+        assert_eq!(
+            arith(BinaryOp::Mod, &Value::Int64(7), &Value::Int64(3)).unwrap(),
+            Value::Int64(1)
+        );
+        assert_eq!(
+            arith(BinaryOp::Pow, &Value::Int64(2), &Value::Int64(3)).unwrap(),
+            Value::Double(8.0)
+        );
+        assert!(unary(UnaryOp::Neg, &Value::Int64(i64::MIN)).is_err());
+    }
+
+    #[test]
+    fn comparisons_across_types() {
+        assert_eq!(
+            comparison(BinaryOp::Eq, &Value::Int32(3), &Value::Double(3.0)),
+            Some(true)
+        );
+        assert_eq!(
+            comparison(BinaryOp::Lt, &Value::Int8(3), &Value::Int64(4)),
+            Some(true)
+        );
+        assert_eq!(
+            comparison(BinaryOp::Eq, &Value::Int64(1), &Value::String("1".into())),
+            Some(false)
+        );
+        assert_eq!(
+            comparison(BinaryOp::Ne, &Value::Int64(1), &Value::String("1".into())),
+            Some(true)
+        );
+        assert_eq!(
+            comparison(BinaryOp::Lt, &Value::Int64(1), &Value::String("1".into())),
+            None
+        );
+        assert_eq!(
+            comparison(
+                BinaryOp::Lt,
+                &Value::String("B".into()),
+                &Value::String("a".into())
+            ),
+            Some(true)
+        );
+        let d = Date::from_ymd(2020, 1, 31).unwrap();
+        let one_month = Interval {
+            months: 1,
+            days: 0,
+            micros: 0,
+        };
+        assert_eq!(
+            arith(BinaryOp::Add, &Value::Date(d), &Value::Interval(one_month)).unwrap(),
+            Value::Date(Date::from_ymd(2020, 2, 29).unwrap())
+        );
+        assert_eq!(
+            comparison(BinaryOp::Lt, &Value::Date(d), &Value::Date(Date(d.0 + 1))),
+            Some(true)
+        );
+        let l = Value::List(vec![Value::Int64(1), Value::Null]);
+        assert_eq!(in_list(&Value::Int64(1), &l).unwrap(), Some(true));
+        assert_eq!(in_list(&Value::Int64(2), &l).unwrap(), None);
+        assert_eq!(
+            in_list(&Value::Int64(2), &Value::List(vec![Value::Int64(1)])).unwrap(),
+            Some(false)
+        );
+    }
+
+    #[test]
+    fn string_predicates_and_regex() {
+        let s = |x: &str| Value::String(x.into());
+        assert_eq!(
+            string_pred(BinaryOp::StartsWith, &s("abc"), &s("ab"), None).unwrap(),
+            Some(true)
+        );
+        assert_eq!(
+            string_pred(BinaryOp::EndsWith, &s("abc"), &s("ab"), None).unwrap(),
+            Some(false)
+        );
+        assert_eq!(
+            string_pred(BinaryOp::Contains, &s("abc"), &s("b"), None).unwrap(),
+            Some(true)
+        );
+        assert_eq!(
+            string_pred(BinaryOp::RegexMatch, &s("abc"), &s("a.c"), None).unwrap(),
+            Some(true)
+        );
+        assert_eq!(
+            string_pred(BinaryOp::RegexMatch, &s("abcd"), &s("a.c"), None).unwrap(),
+            Some(false)
+        );
+        assert!(string_pred(BinaryOp::RegexMatch, &s("abc"), &s("("), None).is_err());
+        assert_eq!(
+            string_pred(BinaryOp::Contains, &Value::Null, &s("b"), None).unwrap(),
+            None
+        );
+    }
+}

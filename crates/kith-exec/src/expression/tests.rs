@@ -1,0 +1,575 @@
+//! Evaluator tests over factorized result sets.
+
+use std::collections::HashMap;
+
+use kith_common::{ErrorKind, LogicalType as T, Span, Value, ValueVector};
+use kith_planner::expr::{BinaryOp, BoundExpr, BoundExprKind, SlotId, UnaryOp};
+use proptest::prelude::*;
+
+use super::{kernels, EvalContext, Evaluated, Evaluator};
+use crate::result_set::{ChunkState, DataChunk, ResultSet, SlotLayout};
+
+fn slot(id: u32, ty: T) -> BoundExpr {
+    BoundExpr::slot(SlotId(id), ty, Span::default())
+}
+
+fn lit(v: Value) -> BoundExpr {
+    BoundExpr::literal(v, Span::default())
+}
+
+fn mk(kind: BoundExprKind, ty: T) -> BoundExpr {
+    BoundExpr {
+        kind,
+        ty,
+        span: Span::default(),
+    }
+}
+
+fn bin(op: BinaryOp, l: BoundExpr, r: BoundExpr, ty: T) -> BoundExpr {
+    mk(BoundExprKind::Binary(op, Box::new(l), Box::new(r)), ty)
+}
+
+fn func(name: &str, args: Vec<BoundExpr>, ty: T) -> BoundExpr {
+    mk(BoundExprKind::Function(name.into(), args), ty)
+}
+
+fn vector(ty: T, vals: &[Value]) -> ValueVector {
+    let mut v = ValueVector::new(ty, vals.len());
+    for (i, x) in vals.iter().enumerate() {
+        v.set_value(i, x);
+    }
+    v
+}
+
+fn chunk(vectors: Vec<ValueVector>, flat: Option<usize>, sel: Option<Vec<u32>>) -> DataChunk {
+    let len = vectors[0].len();
+    DataChunk {
+        vectors,
+        state: ChunkState { len, sel, flat },
+    }
+}
+
+/// Chunk 0 (flat at selected index 1): slot 0 = INT64 x, slot 1 = STRING s.
+/// Chunk 1 (unflat, sel = [0, 2, 3, 4]): slot 2 = INT32 age (NULL at 3),
+/// slot 3 = STRING name, slot 4 = BOOL flag (NULL at 4).
+fn sample() -> (ResultSet, SlotLayout) {
+    let c0 = chunk(
+        vec![
+            vector(T::Int64, &[Value::Int64(100), Value::Int64(10)]),
+            vector(
+                T::String,
+                &[Value::String("no".into()), Value::String("bo".into())],
+            ),
+        ],
+        Some(1),
+        None,
+    );
+    let ages = [
+        Value::Int32(25),
+        Value::Int32(99),
+        Value::Int32(31),
+        Value::Null,
+        Value::Int32(40),
+    ];
+    let names = ["ann", "x", "bob", "cy", "bo"].map(|s| Value::String(s.into()));
+    let flags = [
+        Value::Bool(true),
+        Value::Bool(true),
+        Value::Bool(false),
+        Value::Bool(true),
+        Value::Null,
+    ];
+    let c1 = chunk(
+        vec![
+            vector(T::Int32, &ages),
+            vector(T::String, &names),
+            vector(T::Bool, &flags),
+        ],
+        None,
+        Some(vec![0, 2, 3, 4]),
+    );
+    let mut layout = SlotLayout::default();
+    for (s, loc) in [
+        (0, (0, 0)),
+        (1, (0, 1)),
+        (2, (1, 0)),
+        (3, (1, 1)),
+        (4, (1, 2)),
+    ] {
+        layout.positions.insert(SlotId(s), loc);
+    }
+    (
+        ResultSet {
+            chunks: vec![c0, c1],
+            multiplicity: 1,
+        },
+        layout,
+    )
+}
+
+fn eval(
+    e: &BoundExpr,
+    rs: &ResultSet,
+    layout: &SlotLayout,
+) -> kith_common::Result<(Evaluated, Vec<Value>)> {
+    eval_with(e, rs, layout, &HashMap::new())
+}
+
+fn eval_with(
+    e: &BoundExpr,
+    rs: &ResultSet,
+    layout: &SlotLayout,
+    params: &HashMap<String, Value>,
+) -> kith_common::Result<(Evaluated, Vec<Value>)> {
+    let mut ev = Evaluator::new(e)?;
+    let ctx = EvalContext { rs, layout, params };
+    let mut out = ValueVector::new(ev.result_type().clone(), 0);
+    // Twice, to exercise scratch reuse.
+    ev.evaluate(&ctx, &mut out)?;
+    let r = ev.evaluate(&ctx, &mut out)?;
+    let vals = match r {
+        Evaluated::Flat => vec![out.get_value(0)],
+        Evaluated::Unflat(u) => {
+            let mut v = Vec::new();
+            rs.chunks[u]
+                .state
+                .for_each_position(|p| v.push(out.get_value(p)));
+            v
+        }
+    };
+    Ok((r, vals))
+}
+
+#[test]
+fn mixed_flat_and_unflat_expression() {
+    let (rs, layout) = sample();
+    // x + age: x is flat (10), age unflat.
+    let e = bin(
+        BinaryOp::Add,
+        slot(0, T::Int64),
+        slot(2, T::Int32),
+        T::Int64,
+    );
+    let (r, vals) = eval(&e, &rs, &layout).unwrap();
+    assert_eq!(r, Evaluated::Unflat(1));
+    assert_eq!(
+        vals,
+        vec![
+            Value::Int64(35),
+            Value::Int64(41),
+            Value::Null,
+            Value::Int64(50)
+        ]
+    );
+    // Flat only.
+    let e = bin(
+        BinaryOp::Mul,
+        slot(0, T::Int64),
+        lit(Value::Int64(3)),
+        T::Int64,
+    );
+    assert_eq!(
+        eval(&e, &rs, &layout).unwrap(),
+        (Evaluated::Flat, vec![Value::Int64(30)])
+    );
+    // A bare slot.
+    let (r, vals) = eval(&slot(3, T::String), &rs, &layout).unwrap();
+    assert_eq!(r, Evaluated::Unflat(1));
+    assert_eq!(vals[1], Value::String("bob".into()));
+    assert_eq!(
+        eval(&slot(1, T::String), &rs, &layout).unwrap().1,
+        vec![Value::String("bo".into())]
+    );
+    // Literal only.
+    assert_eq!(
+        eval(&lit(Value::Int64(4)), &rs, &layout).unwrap(),
+        (Evaluated::Flat, vec![Value::Int64(4)])
+    );
+    // Mixed int/float.
+    let e = bin(
+        BinaryOp::Div,
+        slot(2, T::Int32),
+        lit(Value::Double(2.0)),
+        T::Double,
+    );
+    assert_eq!(eval(&e, &rs, &layout).unwrap().1[0], Value::Double(12.5));
+}
+
+#[test]
+fn select_narrows_selection() {
+    let (mut rs, layout) = sample();
+    let params = HashMap::new();
+    let e = bin(
+        BinaryOp::Gt,
+        slot(2, T::Int32),
+        lit(Value::Int64(30)),
+        T::Bool,
+    );
+    let mut ev = Evaluator::new(&e).unwrap();
+    assert!(ev.select(&mut rs, &layout, &params).unwrap());
+    // 99 at position 1 is not selected; NULL at 3 drops.
+    assert_eq!(rs.chunks[1].state.sel, Some(vec![2, 4]));
+    // Filter on the flat chunk only: state untouched.
+    let e = bin(
+        BinaryOp::Eq,
+        slot(0, T::Int64),
+        lit(Value::Int64(10)),
+        T::Bool,
+    );
+    let mut ev = Evaluator::new(&e).unwrap();
+    assert!(ev.select(&mut rs, &layout, &params).unwrap());
+    let e = bin(
+        BinaryOp::Eq,
+        slot(0, T::Int64),
+        lit(Value::Int64(11)),
+        T::Bool,
+    );
+    let mut ev = Evaluator::new(&e).unwrap();
+    assert!(!ev.select(&mut rs, &layout, &params).unwrap());
+    assert_eq!(rs.chunks[0].state.flat, Some(1));
+    // A predicate nothing passes.
+    let e = bin(
+        BinaryOp::Lt,
+        slot(2, T::Int32),
+        lit(Value::Int64(0)),
+        T::Bool,
+    );
+    let mut ev = Evaluator::new(&e).unwrap();
+    assert!(!ev.select(&mut rs, &layout, &params).unwrap());
+    assert_eq!(rs.chunks[1].state.sel, Some(vec![]));
+    // A non-fast-path predicate (NOT over a nullable bool).
+    let (mut rs, layout) = sample();
+    let e = mk(
+        BoundExprKind::Unary(UnaryOp::Not, Box::new(slot(4, T::Bool))),
+        T::Bool,
+    );
+    let mut ev = Evaluator::new(&e).unwrap();
+    assert!(ev.select(&mut rs, &layout, &params).unwrap());
+    assert_eq!(rs.chunks[1].state.sel, Some(vec![2]));
+}
+
+#[test]
+fn three_valued_logic_over_vectors() {
+    let vals = [Value::Bool(true), Value::Bool(false), Value::Null];
+    let mut a = Vec::new();
+    let mut b = Vec::new();
+    for x in &vals {
+        for y in &vals {
+            a.push(x.clone());
+            b.push(y.clone());
+        }
+    }
+    let rs = ResultSet {
+        chunks: vec![chunk(
+            vec![vector(T::Bool, &a), vector(T::Bool, &b)],
+            None,
+            None,
+        )],
+        multiplicity: 1,
+    };
+    let mut layout = SlotLayout::default();
+    layout.positions.insert(SlotId(0), (0, 0));
+    layout.positions.insert(SlotId(1), (0, 1));
+    for op in [BinaryOp::And, BinaryOp::Or, BinaryOp::Xor] {
+        let e = bin(op, slot(0, T::Bool), slot(1, T::Bool), T::Bool);
+        let (_, got) = eval(&e, &rs, &layout).unwrap();
+        for i in 0..9 {
+            let want = kernels::binary(op, &a[i], &b[i], None).unwrap();
+            assert_eq!(got[i], want, "{:?} {op:?} {:?}", a[i], b[i]);
+        }
+    }
+    // Against a flat NULL literal.
+    let e = bin(BinaryOp::Or, slot(0, T::Bool), lit(Value::Null), T::Bool);
+    let (_, got) = eval(&e, &rs, &layout).unwrap();
+    assert_eq!(got[0], Value::Bool(true));
+    assert_eq!(got[3], Value::Null);
+    let e = mk(
+        BoundExprKind::Unary(UnaryOp::IsNull, Box::new(slot(1, T::Bool))),
+        T::Bool,
+    );
+    let (_, got) = eval(&e, &rs, &layout).unwrap();
+    assert_eq!(got[2], Value::Bool(true));
+    assert_eq!(got[0], Value::Bool(false));
+}
+
+#[test]
+fn runtime_errors() {
+    let (rs, layout) = sample();
+    let big = lit(Value::Int64(i64::MAX));
+    let e = bin(BinaryOp::Add, slot(2, T::Int32), big, T::Int64);
+    let err = eval(&e, &rs, &layout).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Runtime);
+    assert!(
+        err.message.contains("integer overflow in addition"),
+        "{}",
+        err.message
+    );
+    let e = bin(
+        BinaryOp::Div,
+        slot(2, T::Int32),
+        lit(Value::Int64(0)),
+        T::Int64,
+    );
+    assert!(eval(&e, &rs, &layout)
+        .unwrap_err()
+        .message
+        .contains("division by zero"));
+    // Overflow hidden under a NULL is no error: position 3 is NULL.
+    let e = bin(
+        BinaryOp::Mul,
+        slot(2, T::Int32),
+        lit(Value::Int64(1 << 40)),
+        T::Int64,
+    );
+    assert!(eval(&e, &rs, &layout).is_ok());
+    let e = mk(BoundExprKind::Parameter("p".into()), T::Any);
+    let err = eval(&e, &rs, &layout).unwrap_err();
+    assert_eq!(err.message, "missing parameter $p");
+    let mut params = HashMap::new();
+    params.insert("p".to_string(), Value::Int64(5));
+    let e = bin(
+        BinaryOp::Add,
+        mk(BoundExprKind::Parameter("p".into()), T::Any),
+        slot(2, T::Int32),
+        T::Int64,
+    );
+    assert_eq!(
+        eval_with(&e, &rs, &layout, &params).unwrap().1[0],
+        Value::Int64(30)
+    );
+    // Float division by zero is IEEE.
+    let e = bin(
+        BinaryOp::Div,
+        slot(2, T::Int32),
+        lit(Value::Double(0.0)),
+        T::Double,
+    );
+    assert_eq!(
+        eval(&e, &rs, &layout).unwrap().1[0],
+        Value::Double(f64::INFINITY)
+    );
+}
+
+#[test]
+fn strings_functions_case_and_lists() {
+    let (rs, layout) = sample();
+    let name = || slot(3, T::String);
+    let s = |x: &str| lit(Value::String(x.into()));
+    let e = bin(BinaryOp::StartsWith, name(), s("b"), T::Bool);
+    let (_, got) = eval(&e, &rs, &layout).unwrap();
+    assert_eq!(got, [false, true, false, true].map(Value::Bool).to_vec());
+    let e = bin(BinaryOp::Eq, name(), slot(1, T::String), T::Bool);
+    assert_eq!(eval(&e, &rs, &layout).unwrap().1[3], Value::Bool(true));
+    let e = bin(BinaryOp::RegexMatch, name(), s("b.*"), T::Bool);
+    assert_eq!(
+        eval(&e, &rs, &layout).unwrap().1,
+        [false, true, false, true].map(Value::Bool).to_vec()
+    );
+    let e = bin(BinaryOp::Lt, name(), s("bz"), T::Bool);
+    assert_eq!(
+        eval(&e, &rs, &layout).unwrap().1,
+        [true, true, false, true].map(Value::Bool).to_vec()
+    );
+    let e = func("upper", vec![name()], T::String);
+    assert_eq!(
+        eval(&e, &rs, &layout).unwrap().1[1],
+        Value::String("BOB".into())
+    );
+    let e = bin(BinaryOp::Add, name(), s("!"), T::String);
+    assert_eq!(
+        eval(&e, &rs, &layout).unwrap().1[0],
+        Value::String("ann!".into())
+    );
+    let e = func(
+        "coalesce",
+        vec![slot(2, T::Int32), lit(Value::Int64(-1))],
+        T::Int64,
+    );
+    assert_eq!(eval(&e, &rs, &layout).unwrap().1[2], Value::Int64(-1));
+    // CASE guards a division by zero row by row.
+    let age = || slot(2, T::Int32);
+    let e = mk(
+        BoundExprKind::Case {
+            operand: None,
+            whens: vec![(
+                bin(BinaryOp::Gt, age(), lit(Value::Int64(30)), T::Bool),
+                bin(BinaryOp::Div, age(), lit(Value::Int64(0)), T::Int64),
+            )],
+            else_: Some(Box::new(age())),
+        },
+        T::Int64,
+    );
+    assert!(eval(&e, &rs, &layout).is_err());
+    let e = mk(
+        BoundExprKind::Case {
+            operand: Some(Box::new(age())),
+            whens: vec![(lit(Value::Int64(31)), s("thirty-one"))],
+            else_: Some(Box::new(s("other"))),
+        },
+        T::String,
+    );
+    assert_eq!(
+        eval(&e, &rs, &layout).unwrap().1,
+        ["other", "thirty-one", "other", "other"]
+            .map(|x| Value::String(x.into()))
+            .to_vec()
+    );
+    // IN over a list literal.
+    let list = mk(
+        BoundExprKind::List(vec![lit(Value::Int64(25)), lit(Value::Int64(40))]),
+        T::List(Box::new(T::Int64)),
+    );
+    let e = bin(BinaryOp::In, age(), list, T::Bool);
+    assert_eq!(
+        eval(&e, &rs, &layout).unwrap().1,
+        vec![
+            Value::Bool(true),
+            Value::Bool(false),
+            Value::Null,
+            Value::Bool(true)
+        ]
+    );
+    // Cast.
+    let e = mk(BoundExprKind::Cast(Box::new(age())), T::String);
+    assert_eq!(
+        eval(&e, &rs, &layout).unwrap().1[0],
+        Value::String("25".into())
+    );
+    let e = mk(BoundExprKind::Cast(Box::new(s("12x"))), T::Int64);
+    assert!(eval(&e, &rs, &layout).is_err());
+    // Date + interval, temporal functions.
+    let d = func("date", vec![s("2020-01-31")], T::Date);
+    let i = func("interval", vec![s("1 month")], T::Interval);
+    let e = func("day", vec![bin(BinaryOp::Add, d, i, T::Date)], T::Int64);
+    assert_eq!(
+        eval(&e, &rs, &layout).unwrap(),
+        (Evaluated::Flat, vec![Value::Int64(29)])
+    );
+    // Unknown function at compile time.
+    assert!(Evaluator::new(&func("nope", vec![], T::Any)).is_err());
+}
+
+#[test]
+fn evaluators_and_states_are_send() {
+    fn assert_send<X: Send>() {}
+    assert_send::<Evaluator>();
+    assert_send::<crate::aggregate_function::AggregateState>();
+}
+
+#[test]
+fn temporal_comparison_fast_path() {
+    use kith_common::Date;
+    let days: Vec<Value> = [10, 20, 30].iter().map(|&d| Value::Date(Date(d))).collect();
+    let rs = ResultSet {
+        chunks: vec![chunk(vec![vector(T::Date, &days)], None, None)],
+        multiplicity: 1,
+    };
+    let mut layout = SlotLayout::default();
+    layout.positions.insert(SlotId(0), (0, 0));
+    let e = bin(
+        BinaryOp::Ge,
+        slot(0, T::Date),
+        lit(Value::Date(Date(20))),
+        T::Bool,
+    );
+    assert_eq!(
+        eval(&e, &rs, &layout).unwrap().1,
+        [false, true, true].map(Value::Bool).to_vec()
+    );
+    let ts = lit(Value::Timestamp(kith_common::Timestamp(
+        20 * 86_400_000_000,
+    )));
+    let e = bin(BinaryOp::Lt, slot(0, T::Date), ts, T::Bool);
+    assert_eq!(
+        eval(&e, &rs, &layout).unwrap().1,
+        [true, false, false].map(Value::Bool).to_vec()
+    );
+}
+
+/// Reference: Value-at-a-time `a + b > c`.
+fn reference(a: &Value, b: &Value, c: &Value) -> kith_common::Result<Value> {
+    let s = kernels::binary(BinaryOp::Add, a, b, None)?;
+    kernels::binary(BinaryOp::Gt, &s, c, None)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+    #[test]
+    fn typed_path_matches_reference(
+        rows in prop::collection::vec(
+            (prop::option::weighted(0.8, any::<i64>()), prop::option::weighted(0.8, any::<i32>()), prop::option::weighted(0.8, -1000i64..1000)),
+            1..40,
+        ),
+        small in any::<bool>(),
+        use_sel in any::<bool>(),
+        flat_c in any::<bool>(),
+    ) {
+        let shrink = |x: i64| if small { x % 1000 } else { x };
+        let a: Vec<Value> = rows.iter().map(|r| r.0.map_or(Value::Null, |x| Value::Int64(shrink(x)))).collect();
+        let b: Vec<Value> = rows.iter().map(|r| r.1.map_or(Value::Null, Value::Int32)).collect();
+        let c: Vec<Value> = rows.iter().map(|r| r.2.map_or(Value::Null, Value::Int64)).collect();
+        let n = rows.len();
+        let sel: Option<Vec<u32>> = use_sel.then(|| (0..n as u32).filter(|i| i % 3 != 1).collect());
+        let mut chunks = vec![chunk(vec![vector(T::Int64, &a), vector(T::Int32, &b), vector(T::Int64, &c)], None, sel.clone())];
+        // c from a flat chunk (its tuple 0) when flat_c.
+        chunks.push(chunk(vec![vector(T::Int64, &c)], Some(0), None));
+        let rs = ResultSet { chunks, multiplicity: 1 };
+        let mut layout = SlotLayout::default();
+        layout.positions.insert(SlotId(0), (0, 0));
+        layout.positions.insert(SlotId(1), (0, 1));
+        layout.positions.insert(SlotId(2), if flat_c { (1, 0) } else { (0, 2) });
+        let e = bin(
+            BinaryOp::Gt,
+            bin(BinaryOp::Add, slot(0, T::Int64), slot(1, T::Int32), T::Int64),
+            slot(2, T::Int64),
+            T::Bool,
+        );
+        let positions: Vec<usize> = match &sel { Some(s) => s.iter().map(|&p| p as usize).collect(), None => (0..n).collect() };
+        let expected: kith_common::Result<Vec<Value>> = positions
+            .iter()
+            .map(|&p| reference(&a[p], &b[p], if flat_c { &c[0] } else { &c[p] }))
+            .collect();
+        let got = eval(&e, &rs, &layout).map(|(_, v)| v);
+        match (expected, got) {
+            (Ok(x), Ok(y)) => prop_assert_eq!(x, y),
+            (Err(x), Err(y)) => prop_assert_eq!(x.message, y.message),
+            (x, y) => prop_assert!(false, "reference {:?} vs typed {:?}", x, y),
+        }
+    }
+}
+
+/// Throughput of `age > 30` over an INT32 column (run with `--ignored`).
+#[test]
+#[ignore]
+fn bench_int32_filter() {
+    let n: usize = 2048;
+    let ages: Vec<Value> = (0..n).map(|i| Value::Int32((i * 7 % 90) as i32)).collect();
+    let base = ResultSet {
+        chunks: vec![chunk(vec![vector(T::Int32, &ages)], None, None)],
+        multiplicity: 1,
+    };
+    let mut layout = SlotLayout::default();
+    layout.positions.insert(SlotId(0), (0, 0));
+    let e = bin(
+        BinaryOp::Gt,
+        slot(0, T::Int32),
+        lit(Value::Int64(30)),
+        T::Bool,
+    );
+    let mut ev = Evaluator::new(&e).unwrap();
+    let params = HashMap::new();
+    let mut rs = base.clone();
+    let iters = 20_000;
+    let start = std::time::Instant::now();
+    let mut kept = 0;
+    for _ in 0..iters {
+        rs.chunks[0].state.sel = None;
+        ev.select(&mut rs, &layout, &params).unwrap();
+        kept += rs.chunks[0].state.selected_len();
+    }
+    let secs = start.elapsed().as_secs_f64();
+    println!(
+        "{:.1} M rows/s (kept {kept})",
+        (iters * n) as f64 / secs / 1e6
+    );
+}

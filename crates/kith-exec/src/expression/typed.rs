@@ -1,0 +1,417 @@
+//! Typed fast paths for binary operators over unflat vectors: numeric
+//! arithmetic and comparison (INT*/UINT8-32 in i64, floats in f64), string
+//! comparison and predicates, and boolean logic. They run tight loops over the
+//! selected positions without boxing values and must agree with `kernels`.
+
+use kith_common::{LogicalType, NullMask, Result, ValueVector, VectorData};
+use kith_planner::expr::BinaryOp;
+use regex::Regex;
+
+use super::evaluator::{each_pos, Mode};
+use super::kernels::{self, overflow};
+use crate::result_set::ChunkState;
+
+/// Widening buffers reused across calls.
+#[derive(Default)]
+pub(crate) struct Scratch {
+    li: Vec<i64>,
+    ri: Vec<i64>,
+    lf: Vec<f64>,
+    rf: Vec<f64>,
+}
+
+enum Opnd<'a, T> {
+    Sc(T),
+    Sl(&'a [T]),
+}
+
+trait At<T: Copy> {
+    fn at(&self, p: usize) -> T;
+}
+
+#[derive(Clone, Copy)]
+struct Sc<T>(T);
+#[derive(Clone, Copy)]
+struct Sl<'a, T>(&'a [T]);
+
+impl<T: Copy> At<T> for Sc<T> {
+    #[inline(always)]
+    fn at(&self, _p: usize) -> T {
+        self.0
+    }
+}
+
+impl<T: Copy> At<T> for Sl<'_, T> {
+    #[inline(always)]
+    fn at(&self, p: usize) -> T {
+        self.0[p]
+    }
+}
+
+macro_rules! with_opnds {
+    ($l:expr, $r:expr, |$a:ident, $b:ident| $body:expr) => {
+        match ($l, $r) {
+            (Opnd::Sc(x), Opnd::Sc(y)) => {
+                let ($a, $b) = (Sc(x), Sc(y));
+                $body
+            }
+            (Opnd::Sc(x), Opnd::Sl(y)) => {
+                let ($a, $b) = (Sc(x), Sl(y));
+                $body
+            }
+            (Opnd::Sl(x), Opnd::Sc(y)) => {
+                let ($a, $b) = (Sl(x), Sc(y));
+                $body
+            }
+            (Opnd::Sl(x), Opnd::Sl(y)) => {
+                let ($a, $b) = (Sl(x), Sl(y));
+                $body
+            }
+        }
+    };
+}
+
+/// `Some(is_float)` for vectors the numeric fast path handles; `temporal`
+/// admits DATE/TIMESTAMP (for comparisons between equal temporal types).
+fn num_class(v: &ValueVector, temporal: bool) -> Option<bool> {
+    let temporal_ok = temporal && matches!(v.ty, LogicalType::Date | LogicalType::Timestamp);
+    if !(v.ty.is_numeric() || temporal_ok) {
+        return None;
+    }
+    match &v.data {
+        VectorData::I8(_)
+        | VectorData::I16(_)
+        | VectorData::I32(_)
+        | VectorData::I64(_)
+        | VectorData::U8(_)
+        | VectorData::U16(_)
+        | VectorData::U32(_) => Some(false),
+        VectorData::F32(_) | VectorData::F64(_) => Some(true),
+        _ => None,
+    }
+}
+
+macro_rules! widen {
+    ($v:expr, $m:expr, $state:expr, $buf:expr, $T:ty, $direct:ident) => {{
+        macro_rules! numeric {
+            ($data:expr, $s:ident => $e:expr) => {
+                match $data {
+                    VectorData::I8($s) => $e,
+                    VectorData::I16($s) => $e,
+                    VectorData::I32($s) => $e,
+                    VectorData::I64($s) => $e,
+                    VectorData::U8($s) => $e,
+                    VectorData::U16($s) => $e,
+                    VectorData::U32($s) => $e,
+                    VectorData::F32($s) => $e,
+                    VectorData::F64($s) => $e,
+                    _ => unreachable!("checked by num_class"),
+                }
+            };
+        }
+        match $m {
+            Mode::Flat(p) => Opnd::Sc(numeric!(&$v.data, s => s[p] as $T)),
+            Mode::Unflat(_) => match &$v.data {
+                VectorData::$direct(s) => Opnd::Sl(&s[..]),
+                data => {
+                    let buf = $buf;
+                    buf.resize($state.len, <$T>::default());
+                    numeric!(data, s => each_pos!($state, p => { buf[p] = s[p] as $T; }));
+                    Opnd::Sl(&buf[..])
+                }
+            },
+        }
+    }};
+}
+
+fn is_cmp(op: BinaryOp) -> bool {
+    matches!(
+        op,
+        BinaryOp::Eq | BinaryOp::Ne | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge
+    )
+}
+
+fn is_arith(op: BinaryOp) -> bool {
+    matches!(
+        op,
+        BinaryOp::Add
+            | BinaryOp::Sub
+            | BinaryOp::Mul
+            | BinaryOp::Div
+            | BinaryOp::Mod
+            | BinaryOp::Pow
+    )
+}
+
+/// The null mask of an unflat operand that may hold NULLs.
+fn nulls_of(v: &ValueVector, m: Mode) -> Option<&NullMask> {
+    match m {
+        Mode::Unflat(_) if v.nulls.may_have_nulls() => Some(&v.nulls),
+        _ => None,
+    }
+}
+
+fn flat_null(v: &ValueVector, m: Mode) -> bool {
+    matches!(m, Mode::Flat(p) if v.is_null(p))
+}
+
+#[inline(always)]
+fn either_null(ln: Option<&NullMask>, rn: Option<&NullMask>, p: usize) -> bool {
+    ln.is_some_and(|n| n.is_null(p)) || rn.is_some_and(|n| n.is_null(p))
+}
+
+fn mark_nulls(
+    out: &mut ValueVector,
+    ln: Option<&NullMask>,
+    rn: Option<&NullMask>,
+    state: &ChunkState,
+) {
+    if ln.is_none() && rn.is_none() {
+        return;
+    }
+    each_pos!(state, p => {
+        if either_null(ln, rn, p) {
+            out.nulls.set(p, true);
+        }
+    });
+}
+
+fn all_null(out: &mut ValueVector, state: &ChunkState) {
+    each_pos!(state, p => { out.nulls.set(p, true); });
+}
+
+/// Tries the typed path; returns false (leaving the caller to use the generic
+/// path) when the operand types or the result type do not fit.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn binary(
+    op: BinaryOp,
+    lv: &ValueVector,
+    ml: Mode,
+    rv: &ValueVector,
+    mr: Mode,
+    state: &ChunkState,
+    regex: Option<&Regex>,
+    scratch: &mut Scratch,
+    out: &mut ValueVector,
+) -> Result<bool> {
+    let temporal = is_cmp(op) && lv.ty == rv.ty;
+    if let (Some(lf), Some(rf)) = (num_class(lv, temporal), num_class(rv, temporal)) {
+        let float = lf || rf || op == BinaryOp::Pow;
+        let want = if is_cmp(op) {
+            LogicalType::Bool
+        } else if !is_arith(op) {
+            return Ok(false);
+        } else if float {
+            LogicalType::Double
+        } else {
+            LogicalType::Int64
+        };
+        if out.ty != want {
+            return Ok(false);
+        }
+        out.reset(state.len);
+        if flat_null(lv, ml) || flat_null(rv, mr) {
+            all_null(out, state);
+            return Ok(true);
+        }
+        let (ln, rn) = (nulls_of(lv, ml), nulls_of(rv, mr));
+        if float {
+            let l = widen!(lv, ml, state, &mut scratch.lf, f64, F64);
+            let r = widen!(rv, mr, state, &mut scratch.rf, f64, F64);
+            match &mut out.data {
+                VectorData::Bool(o) => with_opnds!(l, r, |a, b| cmp_loop(op, a, b, state, o)),
+                VectorData::F64(o) => with_opnds!(l, r, |a, b| float_loop(op, a, b, state, o)),
+                _ => unreachable!(),
+            }
+        } else {
+            let l = widen!(lv, ml, state, &mut scratch.li, i64, I64);
+            let r = widen!(rv, mr, state, &mut scratch.ri, i64, I64);
+            match &mut out.data {
+                VectorData::Bool(o) => with_opnds!(l, r, |a, b| cmp_loop(op, a, b, state, o)),
+                VectorData::I64(o) => {
+                    with_opnds!(l, r, |a, b| int_loop(op, a, b, state, o, ln, rn))?
+                }
+                _ => unreachable!(),
+            }
+        }
+        mark_nulls(out, ln, rn, state);
+        return Ok(true);
+    }
+    match (&lv.data, &rv.data) {
+        (VectorData::Str(ls), VectorData::Str(rs)) if out.ty == LogicalType::Bool => {
+            let pred = is_cmp(op)
+                || matches!(
+                    op,
+                    BinaryOp::StartsWith
+                        | BinaryOp::EndsWith
+                        | BinaryOp::Contains
+                        | BinaryOp::RegexMatch
+                );
+            if !pred {
+                return Ok(false);
+            }
+            out.reset(state.len);
+            if flat_null(lv, ml) || flat_null(rv, mr) {
+                all_null(out, state);
+                return Ok(true);
+            }
+            let owned;
+            let regex = match (op, regex, mr) {
+                (BinaryOp::RegexMatch, Some(r), _) => Some(r),
+                (BinaryOp::RegexMatch, None, Mode::Flat(p)) => {
+                    owned = kernels::compile_regex(rs.get(p))?;
+                    Some(&owned)
+                }
+                (BinaryOp::RegexMatch, None, Mode::Unflat(_)) => return Ok(false),
+                _ => None,
+            };
+            let (ln, rn) = (nulls_of(lv, ml), nulls_of(rv, mr));
+            let lget = |p: usize| ls.get(if let Mode::Flat(f) = ml { f } else { p });
+            let rget = |p: usize| rs.get(if let Mode::Flat(f) = mr { f } else { p });
+            let VectorData::Bool(o) = &mut out.data else {
+                unreachable!()
+            };
+            macro_rules! run {
+                ($f:expr) => {
+                    each_pos!(state, p => { o[p] = $f(lget(p), rget(p)); })
+                };
+            }
+            match op {
+                BinaryOp::Eq => run!(|a: &str, b: &str| a == b),
+                BinaryOp::Ne => run!(|a: &str, b: &str| a != b),
+                BinaryOp::Lt => run!(|a: &str, b: &str| a < b),
+                BinaryOp::Le => run!(|a: &str, b: &str| a <= b),
+                BinaryOp::Gt => run!(|a: &str, b: &str| a > b),
+                BinaryOp::Ge => run!(|a: &str, b: &str| a >= b),
+                BinaryOp::StartsWith => run!(|a: &str, b: &str| a.starts_with(b)),
+                BinaryOp::EndsWith => run!(|a: &str, b: &str| a.ends_with(b)),
+                BinaryOp::Contains => run!(|a: &str, b: &str| a.contains(b)),
+                _ => {
+                    let re = regex.expect("regex resolved above");
+                    run!(|a: &str, _b: &str| re.is_match(a))
+                }
+            }
+            mark_nulls(out, ln, rn, state);
+            Ok(true)
+        }
+        (VectorData::Bool(lb), VectorData::Bool(rb))
+            if out.ty == LogicalType::Bool
+                && matches!(op, BinaryOp::And | BinaryOp::Or | BinaryOp::Xor) =>
+        {
+            out.reset(state.len);
+            let get = |v: &ValueVector, b: &[bool], m: Mode, p: usize| {
+                let q = if let Mode::Flat(f) = m { f } else { p };
+                if v.is_null(q) {
+                    None
+                } else {
+                    Some(b[q])
+                }
+            };
+            let f = match op {
+                BinaryOp::And => kernels::and3,
+                BinaryOp::Or => kernels::or3,
+                _ => kernels::xor3,
+            };
+            each_pos!(state, p => {
+                match f(get(lv, lb, ml, p), get(rv, rb, mr, p)) {
+                    Some(b) => {
+                        if let VectorData::Bool(o) = &mut out.data {
+                            o[p] = b;
+                        }
+                    }
+                    None => out.nulls.set(p, true),
+                }
+            });
+            Ok(true)
+        }
+        _ => Ok(false),
+    }
+}
+
+fn cmp_loop<T: PartialOrd + Copy, L: At<T>, R: At<T>>(
+    op: BinaryOp,
+    l: L,
+    r: R,
+    state: &ChunkState,
+    out: &mut [bool],
+) {
+    macro_rules! run {
+        ($f:expr) => {
+            each_pos!(state, p => { out[p] = $f(l.at(p), r.at(p)); })
+        };
+    }
+    match op {
+        BinaryOp::Eq => run!(|a: T, b: T| a == b),
+        BinaryOp::Ne => run!(|a: T, b: T| a != b),
+        BinaryOp::Lt => run!(|a: T, b: T| a < b),
+        BinaryOp::Le => run!(|a: T, b: T| a <= b),
+        BinaryOp::Gt => run!(|a: T, b: T| a > b),
+        _ => run!(|a: T, b: T| a >= b),
+    }
+}
+
+fn float_loop<L: At<f64>, R: At<f64>>(
+    op: BinaryOp,
+    l: L,
+    r: R,
+    state: &ChunkState,
+    out: &mut [f64],
+) {
+    macro_rules! run {
+        ($f:expr) => {
+            each_pos!(state, p => { out[p] = $f(l.at(p), r.at(p)); })
+        };
+    }
+    match op {
+        BinaryOp::Add => run!(|a: f64, b: f64| a + b),
+        BinaryOp::Sub => run!(|a: f64, b: f64| a - b),
+        BinaryOp::Mul => run!(|a: f64, b: f64| a * b),
+        BinaryOp::Div => run!(|a: f64, b: f64| a / b),
+        BinaryOp::Mod => run!(|a: f64, b: f64| a % b),
+        _ => run!(|a: f64, b: f64| a.powf(b)),
+    }
+}
+
+fn int_loop<L: At<i64>, R: At<i64>>(
+    op: BinaryOp,
+    l: L,
+    r: R,
+    state: &ChunkState,
+    out: &mut [i64],
+    ln: Option<&NullMask>,
+    rn: Option<&NullMask>,
+) -> Result<()> {
+    let has_nulls = ln.is_some() || rn.is_some();
+    macro_rules! wrapping {
+        ($f:ident) => {{
+            let mut ovf = false;
+            if has_nulls {
+                each_pos!(state, p => {
+                    let (v, o) = l.at(p).$f(r.at(p));
+                    out[p] = v;
+                    ovf |= o && !either_null(ln, rn, p);
+                });
+            } else {
+                each_pos!(state, p => {
+                    let (v, o) = l.at(p).$f(r.at(p));
+                    out[p] = v;
+                    ovf |= o;
+                });
+            }
+            if ovf {
+                return Err(overflow(op));
+            }
+        }};
+    }
+    match op {
+        BinaryOp::Add => wrapping!(overflowing_add),
+        BinaryOp::Sub => wrapping!(overflowing_sub),
+        BinaryOp::Mul => wrapping!(overflowing_mul),
+        _ => each_pos!(state, p => {
+            if !(has_nulls && either_null(ln, rn, p)) {
+                out[p] = kernels::int_arith(op, l.at(p), r.at(p))?;
+            }
+        }),
+    }
+    Ok(())
+}

@@ -1,0 +1,82 @@
+//! Conversion functions and `coalesce` (not NULL-propagating).
+
+use kith_common::{LogicalType, Result, Value};
+
+use super::{arity, ScalarFunction};
+use crate::expression::cast::try_cast_value;
+
+pub(super) fn lookup(name: &str) -> Option<ScalarFunction> {
+    let (func, propagate_nulls): (super::ScalarFn, bool) = match name {
+        "tostring" | "to_string" => (|a| convert("tostring", a, &LogicalType::String), true),
+        "tointeger" | "toint" | "to_int64" => {
+            (|a| convert("tointeger", a, &LogicalType::Int64), true)
+        }
+        "tofloat" | "todouble" | "to_double" => {
+            (|a| convert("tofloat", a, &LogicalType::Double), true)
+        }
+        "toboolean" | "tobool" => (|a| convert("toboolean", a, &LogicalType::Bool), true),
+        "coalesce" => (coalesce, false),
+        _ => return None,
+    };
+    Some(ScalarFunction {
+        func,
+        propagate_nulls,
+    })
+}
+
+/// Cypher's `toX()` functions return NULL for text that does not convert.
+fn convert(name: &str, args: &[Value], to: &LogicalType) -> Result<Value> {
+    arity(name, args, 1, 1)?;
+    Ok(try_cast_value(&args[0], to).unwrap_or(Value::Null))
+}
+
+fn coalesce(args: &[Value]) -> Result<Value> {
+    Ok(args
+        .iter()
+        .find(|v| !v.is_null())
+        .cloned()
+        .unwrap_or(Value::Null))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::function::call;
+    use kith_common::Value;
+
+    #[test]
+    fn conversion_functions() {
+        assert_eq!(
+            call("tostring", &[Value::Int64(5)]).unwrap(),
+            Value::String("5".into())
+        );
+        assert_eq!(
+            call("tostring", &[Value::Double(2.0)]).unwrap(),
+            Value::String("2.0".into())
+        );
+        assert_eq!(
+            call("tointeger", &[Value::String(" 42 ".into())]).unwrap(),
+            Value::Int64(42)
+        );
+        assert_eq!(
+            call("tointeger", &[Value::String("x".into())]).unwrap(),
+            Value::Null
+        );
+        assert_eq!(
+            call("tointeger", &[Value::Double(2.7)]).unwrap(),
+            Value::Int64(2)
+        );
+        assert_eq!(
+            call("tofloat", &[Value::String("1.5".into())]).unwrap(),
+            Value::Double(1.5)
+        );
+        assert_eq!(
+            call("toboolean", &[Value::String("TRUE".into())]).unwrap(),
+            Value::Bool(true)
+        );
+        assert_eq!(
+            call("coalesce", &[Value::Null, Value::Int64(2), Value::Int64(3)]).unwrap(),
+            Value::Int64(2)
+        );
+        assert_eq!(call("coalesce", &[Value::Null]).unwrap(), Value::Null);
+    }
+}

@@ -1,0 +1,133 @@
+//! Temporal functions: constructors from strings and field extraction.
+
+use kith_common::temporal::{civil_from_days, MICROS_PER_DAY, MICROS_PER_SEC};
+use kith_common::{Date, Error, Interval, Result, Timestamp, Value};
+
+use super::{arg_str, arity, ScalarFn};
+
+pub(super) fn lookup(name: &str) -> Option<ScalarFn> {
+    Some(match name {
+        "date" => date,
+        "timestamp" | "datetime" => timestamp,
+        "interval" | "duration" => interval,
+        "year" => |a| part_fn("year", a),
+        "month" => |a| part_fn("month", a),
+        "day" => |a| part_fn("day", a),
+        "hour" => |a| part_fn("hour", a),
+        "minute" => |a| part_fn("minute", a),
+        "second" => |a| part_fn("second", a),
+        "date_part" | "datepart" => date_part,
+        _ => return None,
+    })
+}
+
+pub(crate) fn parse_date(s: &str) -> Result<Date> {
+    Date::parse(s.trim()).ok_or_else(|| Error::runtime(format!("invalid DATE '{s}'")))
+}
+
+pub(crate) fn parse_timestamp(s: &str) -> Result<Timestamp> {
+    Timestamp::parse(s.trim()).ok_or_else(|| Error::runtime(format!("invalid TIMESTAMP '{s}'")))
+}
+
+pub(crate) fn parse_interval(s: &str) -> Result<Interval> {
+    Interval::parse(s).ok_or_else(|| Error::runtime(format!("invalid INTERVAL '{s}'")))
+}
+
+fn date(args: &[Value]) -> Result<Value> {
+    arity("date", args, 1, 1)?;
+    Ok(match &args[0] {
+        Value::Date(d) => Value::Date(*d),
+        Value::Timestamp(t) => Value::Date(Date(t.0.div_euclid(MICROS_PER_DAY) as i32)),
+        v => Value::Date(parse_date(arg_str("date", v)?)?),
+    })
+}
+
+fn timestamp(args: &[Value]) -> Result<Value> {
+    arity("timestamp", args, 1, 1)?;
+    Ok(match &args[0] {
+        Value::Timestamp(t) => Value::Timestamp(*t),
+        Value::Date(d) => Value::Timestamp(Timestamp(d.0 as i64 * MICROS_PER_DAY)),
+        v => Value::Timestamp(parse_timestamp(arg_str("timestamp", v)?)?),
+    })
+}
+
+fn interval(args: &[Value]) -> Result<Value> {
+    arity("interval", args, 1, 1)?;
+    Ok(Value::Interval(parse_interval(arg_str(
+        "interval", &args[0],
+    )?)?))
+}
+
+/// Extracts `part` (year, month, day, hour, minute, second) of a DATE or TIMESTAMP.
+pub(crate) fn extract(part: &str, v: &Value) -> Result<i64> {
+    let (days, micros_of_day) = match v {
+        Value::Date(d) => (d.0 as i64, 0),
+        Value::Timestamp(t) => (
+            t.0.div_euclid(MICROS_PER_DAY),
+            t.0.rem_euclid(MICROS_PER_DAY),
+        ),
+        other => {
+            return Err(Error::runtime(format!(
+                "cannot extract {part} from a value of type {}",
+                other.logical_type()
+            )))
+        }
+    };
+    let (y, m, d) = civil_from_days(days);
+    let secs = micros_of_day / MICROS_PER_SEC;
+    Ok(match part.to_ascii_lowercase().as_str() {
+        "year" | "years" => y,
+        "month" | "months" => m as i64,
+        "day" | "days" => d as i64,
+        "hour" | "hours" => secs / 3600,
+        "minute" | "minutes" => secs / 60 % 60,
+        "second" | "seconds" => secs % 60,
+        other => return Err(Error::runtime(format!("unknown date part '{other}'"))),
+    })
+}
+
+fn part_fn(part: &str, args: &[Value]) -> Result<Value> {
+    arity(part, args, 1, 1)?;
+    Ok(Value::Int64(extract(part, &args[0])?))
+}
+
+fn date_part(args: &[Value]) -> Result<Value> {
+    arity("date_part", args, 2, 2)?;
+    Ok(Value::Int64(extract(
+        arg_str("date_part", &args[0])?,
+        &args[1],
+    )?))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::function::call;
+    use kith_common::{Date, Value};
+
+    #[test]
+    fn temporal_functions() {
+        let d = call("date", &[Value::String("2020-03-04".into())]).unwrap();
+        assert_eq!(d, Value::Date(Date::from_ymd(2020, 3, 4).unwrap()));
+        assert_eq!(
+            call("year", std::slice::from_ref(&d)).unwrap(),
+            Value::Int64(2020)
+        );
+        assert_eq!(
+            call("month", std::slice::from_ref(&d)).unwrap(),
+            Value::Int64(3)
+        );
+        assert_eq!(
+            call("date_part", &[Value::String("day".into()), d.clone()]).unwrap(),
+            Value::Int64(4)
+        );
+        assert!(call("date", &[Value::String("nope".into())]).is_err());
+        let t = call("timestamp", &[Value::String("2020-03-04 05:06:07".into())]).unwrap();
+        assert_eq!(
+            call("hour", std::slice::from_ref(&t)).unwrap(),
+            Value::Int64(5)
+        );
+        assert_eq!(call("second", &[t]).unwrap(), Value::Int64(7));
+        let i = call("interval", &[Value::String("2 days".into())]).unwrap();
+        assert!(matches!(i, Value::Interval(iv) if iv.days == 2));
+    }
+}
