@@ -11,13 +11,12 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use parking_lot::Mutex;
 
 use kith_catalog::TableEntry;
 use kith_common::constants::NODE_GROUP_SIZE;
 use kith_common::{Chunk, Error, LogicalType, Result, Value, ValueVector, VectorData};
 use kith_pager::Pager;
-use kith_sched::{CancelToken, MorselDispenser, Scheduler, Task, WorkerContext};
+use kith_sched::{CancelToken, Scheduler};
 
 use crate::column::ColumnChunk;
 use crate::node_table::{NodeGroupData, NodeTableData};
@@ -76,8 +75,6 @@ fn concat(input: Vec<LoadChunk>, types: &[LogicalType]) -> Result<(Vec<ValueVect
     Ok((columns, origins))
 }
 
-/// Runs `f(i)` for every `i` in `0..n` on up to `threads` workers and returns
-/// the results in order; the first error wins.
 fn parallel_map<T: Send + 'static>(
     sched: &Scheduler,
     threads: usize,
@@ -85,33 +82,7 @@ fn parallel_map<T: Send + 'static>(
     n: usize,
     f: impl Fn(usize) -> Result<T> + Send + Sync + 'static,
 ) -> Result<Vec<T>> {
-    struct MapTask<T, F> {
-        items: MorselDispenser,
-        f: F,
-        out: Mutex<Vec<Option<T>>>,
-    }
-    impl<T: Send, F: Fn(usize) -> Result<T> + Send + Sync> Task for MapTask<T, F> {
-        fn run_worker(&self, ctx: &WorkerContext) -> Result<()> {
-            while let Some(range) = self.items.next() {
-                ctx.cancel.check()?;
-                for i in range {
-                    let v = (self.f)(i as usize)?;
-                    self.out.lock()[i as usize] = Some(v);
-                }
-            }
-            Ok(())
-        }
-    }
-    let task = Arc::new(MapTask {
-        items: MorselDispenser::new(n as u64, 1),
-        f,
-        out: Mutex::new((0..n).map(|_| None).collect()),
-    });
-    sched.run(Arc::clone(&task) as Arc<dyn Task>, threads, cancel)?;
-    let out = std::mem::take(&mut *task.out.lock());
-    out.into_iter()
-        .map(|v| v.ok_or_else(|| Error::internal("parallel task left an item unprocessed")))
-        .collect()
+    sched.parallel_map(threads, cancel, n, f)
 }
 
 /// Settings for one bulk load.

@@ -1,0 +1,193 @@
+//! [`Wal`]: the append-only write-ahead-log file.
+//!
+//! ```text
+//!  frame:  +-------------+-------------+------------------+
+//!          | len u32 LE  | crc32 u32 LE| payload[len]     |
+//!          +-------------+-------------+------------------+
+//!  crc32 covers the 4 length bytes and the payload, so a damaged length is caught too.
+//! ```
+//!
+//! Frames are only appended; a frame counts once `sync` returns after it. A crash can
+//! leave a torn or garbage tail: [`Wal::read_records`] returns the longest prefix of
+//! complete, checksum-valid frames and cuts the rest off, so the next append starts on a
+//! clean boundary. What the payloads mean is the storage layer's business.
+
+use std::fs::{File, OpenOptions};
+use std::io::ErrorKind as IoErrorKind;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use kith_common::{Error, Result};
+use parking_lot::Mutex;
+
+use crate::crc32::Crc32;
+use crate::data_file::{io_error, read_at_most};
+
+pub const FRAME_HEADER_BYTES: usize = 8;
+/// Largest payload one frame may carry; bigger lengths read back are treated as garbage.
+pub const RECORD_BYTES_MAX: usize = 1 << 30;
+
+pub struct Wal {
+    file: File,
+    path: PathBuf,
+    /// The file could only be opened read-only: records are readable, nothing is written.
+    read_only: bool,
+    /// End of the last complete frame; appends go here. The mutex also orders appends.
+    end_bytes: Mutex<u64>,
+}
+
+impl Wal {
+    /// Opens the log, creating it if missing. Falls back to read-only when the file
+    /// exists but cannot be opened for writing (a read-only database directory).
+    pub fn open(path: &Path) -> Result<Wal> {
+        let writable = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path);
+        let (file, read_only) = match writable {
+            Ok(file) => (file, false),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    IoErrorKind::PermissionDenied | IoErrorKind::ReadOnlyFilesystem
+                ) =>
+            {
+                (
+                    File::open(path).map_err(|e| io_error(path, "open", &e))?,
+                    true,
+                )
+            }
+            Err(e) => return Err(io_error(path, "open", &e)),
+        };
+        let len_bytes = file
+            .metadata()
+            .map_err(|e| io_error(path, "stat", &e))?
+            .len();
+        Ok(Wal {
+            file,
+            path: path.to_path_buf(),
+            read_only,
+            end_bytes: Mutex::new(len_bytes),
+        })
+    }
+
+    /// Appends one frame (not durable until [`Wal::sync`]).
+    pub fn append(&self, payload: &[u8]) -> Result<()> {
+        if self.read_only {
+            return Err(Error::io(format!(
+                "cannot append to read-only log '{}'",
+                self.path.display()
+            )));
+        }
+        if payload.len() > RECORD_BYTES_MAX {
+            return Err(Error::internal(format!(
+                "log record of {} bytes exceeds the maximum of {RECORD_BYTES_MAX}",
+                payload.len()
+            )));
+        }
+        let len_le = (payload.len() as u32).to_le_bytes();
+        let mut crc = Crc32::new();
+        crc.update(&len_le);
+        crc.update(payload);
+        let mut frame = Vec::with_capacity(FRAME_HEADER_BYTES + payload.len());
+        frame.extend_from_slice(&len_le);
+        frame.extend_from_slice(&crc.finish().to_le_bytes());
+        frame.extend_from_slice(payload);
+        let mut end = self.end_bytes.lock();
+        // A failed write leaves `end` alone, so the next append overwrites the partial frame.
+        self.file
+            .write_all_at(&frame, *end)
+            .map_err(|e| io_error(&self.path, "append to", &e))?;
+        *end += frame.len() as u64;
+        Ok(())
+    }
+
+    /// Makes every appended frame durable (fdatasync).
+    pub fn sync(&self) -> Result<()> {
+        if self.read_only {
+            return Ok(());
+        }
+        self.file
+            .sync_data()
+            .map_err(|e| io_error(&self.path, "fsync", &e))
+    }
+
+    /// Every complete, checksum-valid frame from the start. Stops without error at the
+    /// first torn or corrupt frame and truncates the file there.
+    pub fn read_records(&self) -> Result<Vec<Vec<u8>>> {
+        let mut end = self.end_bytes.lock();
+        let file_bytes = self
+            .file
+            .metadata()
+            .map_err(|e| io_error(&self.path, "stat", &e))?
+            .len();
+        let mut records = Vec::new();
+        let mut offset_bytes = 0u64;
+        while let Some(payload) = self.read_frame(offset_bytes, file_bytes)? {
+            offset_bytes += (FRAME_HEADER_BYTES + payload.len()) as u64;
+            records.push(payload);
+        }
+        if offset_bytes < file_bytes && !self.read_only {
+            self.file
+                .set_len(offset_bytes)
+                .and_then(|()| self.file.sync_data())
+                .map_err(|e| io_error(&self.path, "truncate", &e))?;
+        }
+        *end = offset_bytes;
+        Ok(records)
+    }
+
+    /// The frame at `offset_bytes`, or `None` if it is incomplete or fails its checksum.
+    fn read_frame(&self, offset_bytes: u64, file_bytes: u64) -> Result<Option<Vec<u8>>> {
+        if offset_bytes + FRAME_HEADER_BYTES as u64 > file_bytes {
+            return Ok(None);
+        }
+        let mut frame_header = [0u8; FRAME_HEADER_BYTES];
+        let read = read_at_most(&self.file, &mut frame_header, offset_bytes)
+            .map_err(|e| io_error(&self.path, "read", &e))?;
+        if read < FRAME_HEADER_BYTES {
+            return Ok(None);
+        }
+        let len_le: [u8; 4] = frame_header[0..4].try_into().expect("4 bytes");
+        let len_bytes = u32::from_le_bytes(len_le) as usize;
+        let stored_crc = u32::from_le_bytes(frame_header[4..8].try_into().expect("4 bytes"));
+        let payload_at = offset_bytes + FRAME_HEADER_BYTES as u64;
+        if len_bytes > RECORD_BYTES_MAX || payload_at + len_bytes as u64 > file_bytes {
+            return Ok(None);
+        }
+        let mut payload = vec![0u8; len_bytes];
+        let read = read_at_most(&self.file, &mut payload, payload_at)
+            .map_err(|e| io_error(&self.path, "read", &e))?;
+        if read < len_bytes {
+            return Ok(None);
+        }
+        let mut crc = Crc32::new();
+        crc.update(&len_le);
+        crc.update(&payload);
+        Ok((crc.finish() == stored_crc).then_some(payload))
+    }
+
+    /// Empties the log (after a checkpoint) durably.
+    pub fn reset(&self) -> Result<()> {
+        if self.read_only {
+            return Err(Error::io(format!(
+                "cannot reset read-only log '{}'",
+                self.path.display()
+            )));
+        }
+        let mut end = self.end_bytes.lock();
+        self.file
+            .set_len(0)
+            .and_then(|()| self.file.sync_data())
+            .map_err(|e| io_error(&self.path, "truncate", &e))?;
+        *end = 0;
+        Ok(())
+    }
+
+    /// Bytes of complete frames (plus, before the first `read_records`, any tail).
+    pub fn size_bytes(&self) -> u64 {
+        *self.end_bytes.lock()
+    }
+}
