@@ -3,7 +3,13 @@
 //! database's scheduler; every worker runs its own copy of a pipeline's
 //! operators and sinks merge thread-local state once at the end. Never plans.
 
-pub mod expression;
-pub mod result_set;
-pub mod function;
 pub mod aggregate_function;
+pub mod copy;
+pub mod expression;
+pub mod function;
+pub mod operator;
+pub mod pipeline;
+pub mod result_set;
+
+pub use operator::QueryContext;
+pub use pipeline::execute_query;

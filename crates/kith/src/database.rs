@@ -1,11 +1,18 @@
 //! `Database` (one per file; owns storage and the worker pool) and `Connection`
 //! (per-client settings; runs statements).
 
+use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
 
 use kith_common::{Error, Result};
+use kith_sched::{CancelToken, Scheduler};
+use kith_storage::{Storage, StorageConfig};
 
 use crate::result::QueryResult;
+use crate::statement;
 
 /// Options for opening a database.
 #[derive(Debug, Clone, Default)]
@@ -24,40 +31,88 @@ pub struct Progress {
     pub total: u64,
 }
 
-type ProgressCallback = Arc<dyn Fn(Progress) + Send + Sync>;
+pub(crate) type ProgressCallback = Arc<dyn Fn(Progress) + Send + Sync>;
 
-/// An open database.
+pub(crate) struct DbInner {
+    pub storage: Arc<Storage>,
+    pub sched: Arc<Scheduler>,
+}
+
+/// An open database. Cheap to share across threads (`&Database`); every
+/// [`Connection`] on it shares its storage and worker pool.
 pub struct Database {
-    _path: String,
+    pub(crate) inner: Arc<DbInner>,
 }
 
 impl Database {
-    /// Opens (creating if needed) the database at `path`; `":memory:"` for an
-    /// in-memory database.
-    pub fn open(path: &str, _config: Config) -> Result<Database> {
-        Ok(Database {
-            _path: path.to_string(),
+    /// Opens (creating if needed) the database at `path`; `":memory:"` (or an
+    /// empty path) for an in-memory database.
+    pub fn open(path: &str, config: Config) -> Result<Database> {
+        crate::guard(|| {
+            let mut cfg = StorageConfig {
+                read_only: config.read_only,
+                ..StorageConfig::default()
+            };
+            if let Some(b) = config.buffer_pool_bytes {
+                cfg.memory_limit_bytes = b;
+            }
+            let storage = if path.is_empty() || path == ":memory:" {
+                Storage::open(None, cfg)?
+            } else {
+                Storage::open(Some(Path::new(path)), cfg)?
+            };
+            let threads = config
+                .max_threads
+                .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+                .max(1);
+            Ok(Database {
+                inner: Arc::new(DbInner {
+                    storage,
+                    sched: Scheduler::new(threads),
+                }),
+            })
         })
     }
+
+    /// Worker threads of the shared pool.
+    pub fn max_threads(&self) -> usize {
+        self.inner.sched.num_threads()
+    }
+}
+
+/// Per-connection settings (`CALL name = value`).
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    pub threads: usize,
+    pub timeout: Option<Duration>,
 }
 
 /// A client session on a database: settings (threads, timeout) and statement
 /// execution. Several connections may run statements concurrently.
 pub struct Connection {
-    progress: Option<ProgressCallback>,
+    pub(crate) db: Arc<DbInner>,
+    pub(crate) settings: Mutex<Settings>,
+    pub(crate) running: Mutex<Option<CancelToken>>,
+    pub(crate) progress: Option<ProgressCallback>,
 }
 
 impl Connection {
-    pub fn new(_db: &Database) -> Connection {
-        Connection { progress: None }
+    pub fn new(db: &Database) -> Connection {
+        Connection {
+            db: Arc::clone(&db.inner),
+            settings: Mutex::new(Settings {
+                threads: db.inner.sched.num_threads(),
+                timeout: None,
+            }),
+            running: Mutex::new(None),
+            progress: None,
+        }
     }
 
-    /// Runs one statement (a trailing `;` is allowed).
+    /// Runs the statements of `text` in order and returns the last one's
+    /// result; stops at the first error. Errors carry the position in `text`.
     pub fn query(&self, text: &str) -> Result<QueryResult> {
-        let _ = &self.progress;
-        Err(Error::not_supported(format!(
-            "query execution is not built yet: {text}"
-        )))
+        crate::guard(|| statement::run_script(self, text)).map_err(|e| e.with_source(text))
     }
 
     /// Receives progress updates of long statements (COPY) from this connection.
@@ -66,5 +121,24 @@ impl Connection {
     }
 
     /// Asks the statement running on this connection to stop at the next morsel.
-    pub fn interrupt(&self) {}
+    pub fn interrupt(&self) {
+        if let Some(t) = self.running.lock().as_ref() {
+            t.cancel();
+        }
+    }
+
+    /// Number of worker threads this connection's statements use.
+    pub fn threads(&self) -> usize {
+        self.settings.lock().threads
+    }
+
+    pub(crate) fn check_threads(&self, n: i64) -> Result<usize> {
+        let max = self.db.sched.num_threads();
+        if n < 1 || n as u64 > max as u64 {
+            return Err(Error::runtime(format!(
+                "threads must be between 1 and {max} (the database's worker pool), got {n}"
+            )));
+        }
+        Ok(n as usize)
+    }
 }

@@ -6,10 +6,27 @@
 
 mod database;
 mod result;
+mod statement;
 
 pub use database::{Config, Connection, Database, Progress};
 pub use kith_common::{Error, ErrorKind, LogicalType, Result, Value};
 pub use result::QueryResult;
+
+/// Runs `f`, turning a panic into an internal error: no input may take the
+/// embedding process down.
+pub(crate) fn guard<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_string());
+            Err(Error::internal(format!("internal error (please report): {what}")))
+        }
+    }
+}
 
 /// The statements of a script (split at `;` outside strings, backticks and
 /// comments), so callers can run and report them one at a time.

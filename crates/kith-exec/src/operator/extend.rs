@@ -1,0 +1,187 @@
+//! Extend: for each tuple of the input group, the node's rels from one CSR
+//! direction, written as a new unflat group (neighbour ids, rel ids, rel
+//! properties) in batches of at most `VECTOR_CAPACITY`. The input group is
+//! flattened one tuple at a time, so a k-hop pattern is represented as
+//! (flat, flat, ..., unflat) and never materialised as flat k-hop tuples.
+
+use std::sync::Arc;
+
+use kith_common::constants::{NODE_GROUP_SIZE, VECTOR_CAPACITY};
+use kith_common::{InternalId, Result, TableId, VectorData};
+use kith_storage::{CsrIndex, PinnedCsrGroup, RelTableData};
+
+use super::{Operator, Pos, QueryContext};
+use crate::result_set::ResultSet;
+
+pub struct Extend {
+    pub child: Box<dyn Operator>,
+    pub ctx: Arc<QueryContext>,
+    pub rel_table: TableId,
+    pub data: Arc<RelTableData>,
+    pub fwd: bool,
+    pub from: Pos,
+    /// The group flattened by this extend (the newest unflat group below it).
+    pub input_chunk: usize,
+    pub output_chunk: usize,
+    pub to: Option<(usize, TableId)>,
+    pub rel_id: Option<usize>,
+    /// (storage column, vector in the output chunk)
+    pub properties: Vec<(usize, usize)>,
+    // Cursor state.
+    has_input: bool,
+    next_input: usize,
+    group: usize,
+    pos: u64,
+    end: u64,
+    pinned: Vec<Option<PinnedCsrGroup>>,
+    scratch: Vec<u64>,
+}
+
+impl Extend {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        child: Box<dyn Operator>,
+        ctx: Arc<QueryContext>,
+        rel_table: TableId,
+        data: Arc<RelTableData>,
+        fwd: bool,
+        from: Pos,
+        input_chunk: usize,
+        output_chunk: usize,
+        to: Option<(usize, TableId)>,
+        rel_id: Option<usize>,
+        properties: Vec<(usize, usize)>,
+    ) -> Extend {
+        Extend {
+            child,
+            ctx,
+            rel_table,
+            data,
+            fwd,
+            from,
+            input_chunk,
+            output_chunk,
+            to,
+            rel_id,
+            properties,
+            has_input: false,
+            next_input: 0,
+            group: 0,
+            pos: 0,
+            end: 0,
+            pinned: Vec::new(),
+            scratch: vec![0; VECTOR_CAPACITY],
+        }
+    }
+
+    fn csr(data: &RelTableData, fwd: bool) -> &CsrIndex {
+        data.csr(if fwd {
+            kith_storage::RelDirection::Fwd
+        } else {
+            kith_storage::RelDirection::Bwd
+        })
+    }
+
+    /// Positions the cursor on the rels of node `offset`.
+    fn seek(&mut self, offset: u64) -> Result<()> {
+        let group = (offset / NODE_GROUP_SIZE) as usize;
+        let data = Arc::clone(&self.data);
+        let Some(csr_group) = Self::csr(&data, self.fwd).groups.get(group) else {
+            // Nodes added after the rels were built have none.
+            self.pos = 0;
+            self.end = 0;
+            return Ok(());
+        };
+        if self.pinned.len() <= group {
+            self.pinned.resize_with(group + 1, || None);
+        }
+        if self.pinned[group].is_none() {
+            let cols: Vec<usize> = self.properties.iter().map(|p| p.0).collect();
+            let pinned = csr_group.pin(&self.ctx.pager, &cols)?;
+            self.pinned[group] = Some(pinned);
+        }
+        let (s, e) = match &self.pinned[group] {
+            Some(p) => p.range(offset % NODE_GROUP_SIZE),
+            None => (0, 0),
+        };
+        self.group = group;
+        self.pos = s;
+        self.end = e;
+        Ok(())
+    }
+
+    fn emit(&mut self, rs: &mut ResultSet) -> Result<()> {
+        let n = ((self.end - self.pos) as usize).min(VECTOR_CAPACITY);
+        let Some(pinned) = self.pinned.get(self.group).and_then(|p| p.as_ref()) else {
+            return Err(kith_common::Error::internal("extend lost its pinned CSR group"));
+        };
+        let out = &mut rs.chunks[self.output_chunk];
+        if let Some((vector, table)) = self.to {
+            pinned.neighbors.read_u64s(self.pos, n, &mut self.scratch[..n]);
+            let v = &mut out.vectors[vector];
+            v.reset(n);
+            if let VectorData::Id(ids) = &mut v.data {
+                for (dst, &nbr) in ids.iter_mut().zip(&self.scratch[..n]) {
+                    *dst = InternalId::new(table, nbr);
+                }
+            }
+        }
+        if let Some(vector) = self.rel_id {
+            pinned.rel_ids.read_u64s(self.pos, n, &mut self.scratch[..n]);
+            let v = &mut out.vectors[vector];
+            v.reset(n);
+            if let VectorData::Id(ids) = &mut v.data {
+                for (dst, &rel) in ids.iter_mut().zip(&self.scratch[..n]) {
+                    *dst = InternalId::new(self.rel_table, rel);
+                }
+            }
+        }
+        for ((_, vector), column) in self.properties.iter().zip(&pinned.properties) {
+            let v = &mut out.vectors[*vector];
+            v.reset(n);
+            column.read(self.pos, n, v, 0)?;
+        }
+        out.state.reset(n);
+        self.pos += n as u64;
+        Ok(())
+    }
+}
+
+impl Operator for Extend {
+    fn next(&mut self, rs: &mut ResultSet) -> Result<bool> {
+        loop {
+            if self.pos < self.end {
+                self.emit(rs)?;
+                return Ok(true);
+            }
+            if !self.has_input || self.next_input >= rs.chunks[self.input_chunk].state.selected_len() {
+                rs.chunks[self.input_chunk].state.flat = None;
+                if !self.child.next(rs)? {
+                    self.has_input = false;
+                    return Ok(false);
+                }
+                self.has_input = true;
+                self.next_input = 0;
+                continue;
+            }
+            let i = self.next_input;
+            self.next_input += 1;
+            rs.chunks[self.input_chunk].state.flat = Some(i);
+            let from_chunk = &rs.chunks[self.from.0];
+            let Some(p) = from_chunk.state.flat_position() else {
+                return Err(kith_common::Error::internal("extend source is not flat"));
+            };
+            let ids = &from_chunk.vectors[self.from.1];
+            if ids.is_null(p) {
+                self.pos = 0;
+                self.end = 0;
+                continue;
+            }
+            let VectorData::Id(v) = &ids.data else {
+                return Err(kith_common::Error::internal("extend source is not an id vector"));
+            };
+            let offset = v[p].offset();
+            self.seek(offset)?;
+        }
+    }
+}

@@ -1,0 +1,218 @@
+//! Hash aggregation: each worker aggregates into its own table (factorized
+//! input counted with multiplicities, never flattened for count/sum), then the
+//! tables are merged once at the end.
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use kith_common::{Chunk, LogicalType, Result, Value, ValueVector};
+use kith_planner::bound::BoundAggregate;
+
+use super::{LocalSink, QueryContext};
+use crate::aggregate_function::{AggregateSpec, AggregateState};
+use crate::expression::{EvalContext, Evaluated, Evaluator};
+use crate::result_set::{ResultSet, SlotLayout};
+
+/// A grouping key: values compared with Cypher equality for grouping
+/// (NULLs group together, 1 and 1.0 are the same group).
+#[derive(Debug, Clone)]
+pub struct GroupKey(pub Vec<Value>);
+
+impl PartialEq for GroupKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.len() == other.0.len() && self.0.iter().zip(&other.0).all(|(a, b)| a.total_cmp(b).is_eq())
+    }
+}
+impl Eq for GroupKey {}
+
+fn hash_value<H: Hasher>(v: &Value, h: &mut H) {
+    match v {
+        Value::Null => 0u8.hash(h),
+        Value::Bool(b) => b.hash(h),
+        Value::String(s) => s.hash(h),
+        Value::Double(_) | Value::Float(_) => {
+            let f = v.as_f64().unwrap_or(0.0);
+            if f.fract() == 0.0 && f.abs() < 9.0e15 {
+                (f as i64).hash(h)
+            } else {
+                f.to_bits().hash(h)
+            }
+        }
+        _ => match v.as_i64() {
+            Some(i) => i.hash(h),
+            None => v.to_string().hash(h),
+        },
+    }
+}
+
+impl Hash for GroupKey {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        for v in &self.0 {
+            hash_value(v, h);
+        }
+    }
+}
+
+pub struct AggregateDef {
+    pub spec: AggregateSpec,
+    pub arg: Option<kith_planner::expr::BoundExpr>,
+}
+
+impl AggregateDef {
+    pub fn new(a: &BoundAggregate) -> Result<AggregateDef> {
+        let input = a.arg.as_ref().map(|e| e.ty.clone());
+        let func = if a.arg.is_none() && a.function == "count" { "count_star" } else { a.function.as_str() };
+        Ok(AggregateDef {
+            spec: AggregateSpec::from_name(func, a.distinct, input, a.ty.clone())?,
+            arg: a.arg.clone(),
+        })
+    }
+}
+
+pub struct HashAggregate {
+    ctx: Arc<QueryContext>,
+    keys: Vec<Evaluator>,
+    key_scratch: Vec<ValueVector>,
+    specs: Arc<Vec<AggregateDef>>,
+    args: Vec<Option<Evaluator>>,
+    arg_scratch: Vec<ValueVector>,
+    pub groups: HashMap<GroupKey, Vec<AggregateState>>,
+    positions: Vec<u32>,
+}
+
+impl HashAggregate {
+    pub fn new(ctx: Arc<QueryContext>, keys: Vec<Evaluator>, specs: Arc<Vec<AggregateDef>>) -> Result<HashAggregate> {
+        let args = specs
+            .iter()
+            .map(|d| d.arg.as_ref().map(Evaluator::new).transpose())
+            .collect::<Result<Vec<_>>>()?;
+        let key_scratch = keys.iter().map(|k| ValueVector::new(k.result_type().clone(), 0)).collect();
+        let arg_scratch = args
+            .iter()
+            .map(|a| ValueVector::new(a.as_ref().map_or(LogicalType::Int64, |e| e.result_type().clone()), 0))
+            .collect();
+        let mut groups = HashMap::new();
+        if keys.is_empty() {
+            // A global aggregate has one group even over no input.
+            groups.insert(GroupKey(Vec::new()), specs.iter().map(|d| d.spec.new_state()).collect());
+        }
+        Ok(HashAggregate {
+            ctx,
+            keys,
+            key_scratch,
+            specs,
+            args,
+            arg_scratch,
+            groups,
+            positions: Vec::new(),
+        })
+    }
+
+    /// Merges another worker's groups into this one.
+    pub fn merge(&mut self, other: HashAggregate) -> Result<()> {
+        for (key, states) in other.groups {
+            match self.groups.get_mut(&key) {
+                Some(mine) => {
+                    for (m, s) in mine.iter_mut().zip(states) {
+                        m.combine(s)?;
+                    }
+                }
+                None => {
+                    self.groups.insert(key, states);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The groups as rows: key columns then aggregate columns.
+    pub fn finish(self, key_types: &[LogicalType], agg_types: &[LogicalType]) -> Chunk {
+        let types: Vec<LogicalType> = key_types.iter().chain(agg_types).cloned().collect();
+        let mut out = Chunk::new(&types, 0);
+        for (key, states) in self.groups {
+            for (col, v) in out.columns.iter_mut().zip(key.0.iter().cloned().chain(states.iter().map(|s| s.finalize()))) {
+                col.push_value(&v);
+            }
+            out.num_rows += 1;
+        }
+        out
+    }
+}
+
+impl LocalSink for HashAggregate {
+    fn consume(&mut self, rs: &ResultSet, layout: &SlotLayout) -> Result<()> {
+        let total = rs.num_tuples();
+        if total == 0 {
+            return Ok(());
+        }
+        let ectx = EvalContext {
+            rs,
+            layout,
+            params: &self.ctx.params,
+        };
+        let mut key_kinds = Vec::with_capacity(self.keys.len());
+        for (k, out) in self.keys.iter_mut().zip(self.key_scratch.iter_mut()) {
+            key_kinds.push(k.evaluate(&ectx, out)?);
+        }
+        let mut arg_kinds = Vec::with_capacity(self.args.len());
+        for (a, out) in self.args.iter_mut().zip(self.arg_scratch.iter_mut()) {
+            arg_kinds.push(match a {
+                Some(e) => Some(e.evaluate(&ectx, out)?),
+                None => None,
+            });
+        }
+        let unflat = rs.unflat_chunk();
+        let unflat_tuples = unflat.map_or(1, |u| rs.chunks[u].state.num_tuples() as u64);
+        // Each position of the unflat group stands for this many tuples.
+        let per_position = total / unflat_tuples.max(1);
+        let keys_unflat = key_kinds.iter().any(|k| matches!(k, Evaluated::Unflat(_)));
+        let specs = Arc::clone(&self.specs);
+        if !keys_unflat {
+            let key = GroupKey(self.key_scratch.iter().map(|v| v.get_value(0)).collect());
+            self.positions.clear();
+            if let Some(u) = unflat {
+                let positions = &mut self.positions;
+                rs.chunks[u].state.for_each_position(|p| positions.push(p as u32));
+            }
+            let states = self
+                .groups
+                .entry(key)
+                .or_insert_with(|| specs.iter().map(|d| d.spec.new_state()).collect());
+            for (i, state) in states.iter_mut().enumerate() {
+                match arg_kinds[i] {
+                    None => state.update_count(total),
+                    Some(Evaluated::Flat) => state.update(Some(&self.arg_scratch[i]), &[0], total)?,
+                    Some(Evaluated::Unflat(_)) => state.update(Some(&self.arg_scratch[i]), &self.positions, per_position)?,
+                }
+            }
+            return Ok(());
+        }
+        let Some(u) = unflat else {
+            return Err(kith_common::Error::internal("unflat key without an unflat group"));
+        };
+        let mut positions = Vec::new();
+        rs.chunks[u].state.for_each_position(|p| positions.push(p));
+        for p in positions {
+            let key = GroupKey(
+                self.key_scratch
+                    .iter()
+                    .zip(&key_kinds)
+                    .map(|(v, k)| v.get_value(if matches!(k, Evaluated::Flat) { 0 } else { p }))
+                    .collect(),
+            );
+            let states = self
+                .groups
+                .entry(key)
+                .or_insert_with(|| specs.iter().map(|d| d.spec.new_state()).collect());
+            for (i, state) in states.iter_mut().enumerate() {
+                match arg_kinds[i] {
+                    None => state.update_count(per_position),
+                    Some(Evaluated::Flat) => state.update(Some(&self.arg_scratch[i]), &[0], per_position)?,
+                    Some(Evaluated::Unflat(_)) => state.update(Some(&self.arg_scratch[i]), &[p as u32], per_position)?,
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,43 @@
+//! Physical operators. Each worker owns its own operator chain; operators pull
+//! from their child one factorized batch at a time (`next`), and the pipeline
+//! pushes every batch into the worker's sink.
+
+pub mod collect;
+pub mod extend;
+pub mod filter;
+pub mod hash_aggregate;
+pub mod scan_node;
+pub mod scan_properties;
+pub mod single;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use kith_common::{Result, Value};
+use kith_pager::Pager;
+use kith_sched::CancelToken;
+use kith_storage::Version;
+
+use crate::result_set::{ResultSet, SlotLayout};
+
+/// What every operator of one statement shares (read-only).
+pub struct QueryContext {
+    pub version: Arc<Version>,
+    pub pager: Arc<Pager>,
+    pub params: HashMap<String, Value>,
+    pub cancel: CancelToken,
+}
+
+/// A pull operator: fills `rs` with its next batch of tuples.
+pub trait Operator: Send {
+    /// Ok(false) when exhausted (or the statement is finished).
+    fn next(&mut self, rs: &mut ResultSet) -> Result<bool>;
+}
+
+/// A per-worker sink: consumes batches, then hands its state over once.
+pub trait LocalSink: Send {
+    fn consume(&mut self, rs: &ResultSet, layout: &SlotLayout) -> Result<()>;
+}
+
+/// Where a slot lives: (chunk, vector).
+pub type Pos = (usize, usize);

@@ -1,0 +1,85 @@
+//! Scans a node table morsel by morsel: ids plus the requested property
+//! columns, pinned once per node group.
+
+use std::sync::Arc;
+
+use kith_common::constants::NODE_GROUP_SIZE;
+use kith_common::{InternalId, Result, TableId, VectorData};
+use kith_sched::MorselDispenser;
+use kith_storage::{NodeTableData, PinnedColumn};
+
+use super::{Operator, Pos, QueryContext};
+use crate::result_set::ResultSet;
+
+pub struct ScanNodes {
+    pub ctx: Arc<QueryContext>,
+    pub table: TableId,
+    pub data: Arc<NodeTableData>,
+    /// Shared across workers; ranges of node offsets, never crossing a group.
+    pub morsels: Arc<MorselDispenser>,
+    pub chunk: usize,
+    pub id_vector: usize,
+    /// (storage column, position) per property read.
+    pub columns: Vec<(usize, Pos)>,
+    pinned: Option<(usize, Vec<PinnedColumn>)>,
+}
+
+impl ScanNodes {
+    pub fn new(
+        ctx: Arc<QueryContext>,
+        table: TableId,
+        data: Arc<NodeTableData>,
+        morsels: Arc<MorselDispenser>,
+        id_pos: Pos,
+        columns: Vec<(usize, Pos)>,
+    ) -> ScanNodes {
+        ScanNodes {
+            ctx,
+            table,
+            data,
+            morsels,
+            chunk: id_pos.0,
+            id_vector: id_pos.1,
+            columns,
+            pinned: None,
+        }
+    }
+}
+
+impl Operator for ScanNodes {
+    fn next(&mut self, rs: &mut ResultSet) -> Result<bool> {
+        if self.ctx.cancel.should_stop()? {
+            return Ok(false);
+        }
+        let Some(range) = self.morsels.next() else {
+            return Ok(false);
+        };
+        let len = (range.end - range.start) as usize;
+        let group = (range.start / NODE_GROUP_SIZE) as usize;
+        if self.pinned.as_ref().map(|p| p.0) != Some(group) {
+            let mut cols = Vec::with_capacity(self.columns.len());
+            for (col, _) in &self.columns {
+                cols.push(self.data.pin_column(&self.ctx.pager, group, *col)?);
+            }
+            self.pinned = Some((group, cols));
+        }
+        let chunk = &mut rs.chunks[self.chunk];
+        let ids = &mut chunk.vectors[self.id_vector];
+        ids.reset(len);
+        if let VectorData::Id(v) = &mut ids.data {
+            for (slot, offset) in v.iter_mut().zip(range.clone()) {
+                *slot = InternalId::new(self.table, offset);
+            }
+        }
+        if let Some((_, pinned)) = &self.pinned {
+            let local = range.start % NODE_GROUP_SIZE;
+            for ((_, (_, vector)), column) in self.columns.iter().zip(pinned) {
+                let out = &mut chunk.vectors[*vector];
+                out.reset(len);
+                column.read(local, len, out, 0)?;
+            }
+        }
+        chunk.state.reset(len);
+        Ok(true)
+    }
+}

@@ -1,0 +1,230 @@
+//! Runs one parsed statement: DDL and COPY through a write transaction,
+//! settings on the connection, queries through planner and executor on a
+//! snapshot.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kith_catalog::TableKind;
+use kith_common::{Chunk, Error, LogicalType, Result, Value};
+use kith_exec::QueryContext;
+use kith_planner::bound::{BoundStatement, TableCall};
+use kith_sched::CancelToken;
+use kith_storage::{NodeTableData, RelTableData, TableData};
+
+use crate::database::Connection;
+use crate::result::QueryResult;
+
+pub(crate) fn run_script(conn: &Connection, text: &str) -> Result<QueryResult> {
+    let statements = kith_parser::parse(text)?;
+    if statements.is_empty() {
+        return Err(Error::syntax(kith_common::Span::new(0, text.len()), "empty statement"));
+    }
+    let mut last = QueryResult::default();
+    for stmt in &statements {
+        last = run_statement(conn, stmt)?;
+    }
+    Ok(last)
+}
+
+fn message(text: String) -> QueryResult {
+    let mut chunk = Chunk::new(&[LogicalType::String], 0);
+    chunk.columns[0].push_value(&Value::String(text));
+    chunk.num_rows = 1;
+    QueryResult {
+        names: vec!["result".to_string()],
+        types: vec![LogicalType::String],
+        chunks: vec![chunk],
+        silent: false,
+    }
+}
+
+fn table_result(names: &[&str], types: Vec<LogicalType>, rows: Vec<Vec<Value>>) -> QueryResult {
+    let mut chunk = Chunk::new(&types, 0);
+    for row in &rows {
+        for (col, v) in chunk.columns.iter_mut().zip(row) {
+            col.push_value(v);
+        }
+    }
+    chunk.num_rows = rows.len();
+    QueryResult {
+        names: names.iter().map(|s| s.to_string()).collect(),
+        types,
+        chunks: vec![chunk],
+        silent: false,
+    }
+}
+
+/// Registers the running statement's token so `interrupt` can reach it.
+struct Running<'a>(&'a Connection);
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        *self.0.running.lock() = None;
+    }
+}
+
+fn run_statement(conn: &Connection, stmt: &kith_parser::ast::Statement) -> Result<QueryResult> {
+    let storage = &conn.db.storage;
+    let snapshot = storage.snapshot();
+    let bound = kith_planner::binder::bind(&snapshot.catalog, stmt)?;
+    let settings = conn.settings.lock().clone();
+    let cancel = match settings.timeout {
+        Some(t) => CancelToken::with_timeout(t),
+        None => CancelToken::new(),
+    };
+    *conn.running.lock() = Some(cancel.clone());
+    let _running = Running(conn);
+    match bound {
+        BoundStatement::CreateNodeTable {
+            name,
+            columns,
+            primary_key,
+            if_not_exists,
+        } => {
+            if if_not_exists && snapshot.catalog.table_by_name(&name).is_some() {
+                return Ok(message(format!("Table {name} already exists.")));
+            }
+            let mut txn = storage.begin_write()?;
+            let id = txn.catalog.create_node_table(&name, columns, &primary_key)?;
+            let entry = txn.catalog.table(id).cloned().ok_or_else(|| Error::internal("new table missing"))?;
+            let pk = match &entry.kind {
+                TableKind::Node(info) => info.primary_key,
+                TableKind::Rel(_) => return Err(Error::internal("node table created as rel")),
+            };
+            let data = NodeTableData::empty(entry.properties.iter().map(|p| p.id).collect(), pk);
+            txn.tables.insert(id, Arc::new(TableData::Node(data)));
+            txn.commit()?;
+            Ok(message(format!("Table {name} has been created.")))
+        }
+        BoundStatement::CreateRelTable {
+            name,
+            src,
+            dst,
+            columns,
+            multiplicity,
+            if_not_exists,
+        } => {
+            if if_not_exists && snapshot.catalog.table_by_name(&name).is_some() {
+                return Ok(message(format!("Table {name} already exists.")));
+            }
+            let mut txn = storage.begin_write()?;
+            let id = txn.catalog.create_rel_table(&name, &src, &dst, columns, multiplicity)?;
+            let entry = txn.catalog.table(id).cloned().ok_or_else(|| Error::internal("new table missing"))?;
+            let data = RelTableData::empty(entry.properties.iter().map(|p| p.id).collect());
+            txn.tables.insert(id, Arc::new(TableData::Rel(data)));
+            txn.commit()?;
+            Ok(message(format!("Table {name} has been created.")))
+        }
+        BoundStatement::DropTable { name, if_exists } => {
+            if if_exists && snapshot.catalog.table_by_name(&name).is_none() {
+                return Ok(message(format!("Table {name} does not exist.")));
+            }
+            let mut txn = storage.begin_write()?;
+            let id = txn.catalog.drop_table(&name)?;
+            txn.tables.remove(&id);
+            txn.commit()?;
+            Ok(message(format!("Table {name} has been dropped.")))
+        }
+        BoundStatement::CopyFrom(copy) => {
+            let table = snapshot
+                .catalog
+                .table(copy.table)
+                .map(|t| t.name.clone())
+                .unwrap_or_default();
+            let progress = conn.progress.clone().map(|cb| {
+                Arc::new(move |done, total| cb(crate::Progress { done, total })) as kith_exec::copy::ProgressFn
+            });
+            let rows = kith_exec::copy::copy_from(storage, &conn.db.sched, settings.threads, &cancel, &copy, progress)
+                .map_err(|e| e.or_span(copy.span))?;
+            Ok(message(format!("{rows} tuples have been copied to the {table} table.")))
+        }
+        BoundStatement::SetOption { name, value } => {
+            let mut s = conn.settings.lock();
+            match name.as_str() {
+                "threads" => {
+                    let n = value
+                        .as_i64()
+                        .ok_or_else(|| Error::runtime(format!("threads expects an integer, got {value}")))?;
+                    s.threads = conn.check_threads(n)?;
+                }
+                "timeout" => {
+                    let ms = value
+                        .as_i64()
+                        .filter(|ms| *ms >= 0)
+                        .ok_or_else(|| Error::runtime(format!("timeout expects milliseconds (a non-negative integer), got {value}")))?;
+                    s.timeout = (ms > 0).then(|| Duration::from_millis(ms as u64));
+                }
+                other => {
+                    return Err(Error::runtime(format!(
+                        "unknown setting '{other}' (known: threads, timeout)"
+                    )))
+                }
+            }
+            Ok(QueryResult {
+                silent: true,
+                ..QueryResult::default()
+            })
+        }
+        BoundStatement::TableCall(TableCall::ShowTables) => {
+            let rows = snapshot
+                .catalog
+                .tables()
+                .iter()
+                .map(|t| vec![Value::String(t.name.clone()), Value::String(t.kind_name().to_string())])
+                .collect();
+            Ok(table_result(&["name", "type"], vec![LogicalType::String, LogicalType::String], rows))
+        }
+        BoundStatement::TableCall(TableCall::TableInfo(id)) => {
+            let t = snapshot.catalog.table(id).ok_or_else(|| Error::catalog("table vanished"))?;
+            let pk = t.primary_key().map(|p| p.id);
+            let rows = t
+                .properties
+                .iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    vec![
+                        Value::Int64(i as i64),
+                        Value::String(p.name.clone()),
+                        Value::String(p.ty.to_string()),
+                        Value::Bool(Some(p.id) == pk),
+                    ]
+                })
+                .collect();
+            Ok(table_result(
+                &["property id", "name", "type", "primary key"],
+                vec![LogicalType::Int64, LogicalType::String, LogicalType::String, LogicalType::Bool],
+                rows,
+            ))
+        }
+        BoundStatement::Query(q) => {
+            let plan = kith_planner::planner::plan_query(*q, &snapshot.catalog, &|t| {
+                snapshot.table(t).ok().map_or(0, |d| match d.as_ref() {
+                    TableData::Node(n) => n.num_rows,
+                    TableData::Rel(r) => r.num_rels,
+                })
+            })?;
+            let ctx = Arc::new(QueryContext {
+                version: Arc::clone(&snapshot),
+                pager: Arc::clone(storage.pager()),
+                params: HashMap::new(),
+                cancel: cancel.clone(),
+            });
+            let chunks = kith_exec::execute_query(&plan, ctx, &conn.db.sched, settings.threads)?;
+            cancel.check()?;
+            Ok(QueryResult {
+                names: plan.names,
+                types: plan.types,
+                chunks,
+                silent: false,
+            })
+        }
+        BoundStatement::Explain { inner, .. } => match *inner {
+            BoundStatement::Query(q) => {
+                let plan = kith_planner::planner::plan_query(*q, &snapshot.catalog, &|_| 0)?;
+                Ok(message(plan.explain(&snapshot.catalog)))
+            }
+            _ => Err(Error::not_supported("EXPLAIN of statements other than queries")),
+        },
+    }
+}

@@ -1,0 +1,142 @@
+//! The embedding API end to end: reopen, failed COPY, errors, concurrency.
+
+use std::path::PathBuf;
+
+use kith::{Config, Connection, Database, ErrorKind, Value};
+
+fn data(name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/data")
+        .join(name)
+        .canonicalize()
+        .unwrap()
+        .to_string_lossy()
+        .to_string()
+}
+
+fn temp_db(name: &str) -> (PathBuf, String) {
+    let dir = std::env::temp_dir().join(format!("kith-api-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("g.kith").to_string_lossy().to_string();
+    (dir, path)
+}
+
+fn rows(conn: &Connection, q: &str) -> Vec<Vec<Value>> {
+    let mut r: Vec<Vec<Value>> = conn.query(q).unwrap_or_else(|e| panic!("{q}: {e}")).rows().collect();
+    r.sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));
+    r
+}
+
+fn load(conn: &Connection) {
+    for q in [
+        "CREATE NODE TABLE Person(id INT64, name STRING, age INT32, PRIMARY KEY(id))".to_string(),
+        "CREATE REL TABLE Knows(FROM Person TO Person, since INT32, weight DOUBLE)".to_string(),
+        format!("COPY Person FROM '{}' (HEADER=true)", data("persons.csv")),
+        format!("COPY Knows FROM '{}' (HEADER=true)", data("knows.csv")),
+    ] {
+        conn.query(&q).unwrap_or_else(|e| panic!("{q}: {e}"));
+    }
+}
+
+const QUERIES: &[&str] = &[
+    "MATCH (a:Person) RETURN a.id, a.name, a.age",
+    "MATCH (a:Person)-[k:Knows]->(b:Person) RETURN a.id, b.id, k.since, k.weight",
+    "MATCH (a:Person)<-[k:Knows]-(b:Person) RETURN a.id, b.id, k.weight",
+    "MATCH (a:Person)-[k:Knows]->(b:Person) WHERE a.age > 30 RETURN count(*), sum(k.weight)",
+];
+
+#[test]
+fn results_survive_reopen() {
+    let (dir, path) = temp_db("reopen");
+    let before: Vec<_> = {
+        let db = Database::open(&path, Config::default()).unwrap();
+        let conn = Connection::new(&db);
+        load(&conn);
+        QUERIES.iter().map(|q| rows(&conn, q)).collect()
+    };
+    for _ in 0..2 {
+        let db = Database::open(&path, Config::default()).unwrap();
+        let conn = Connection::new(&db);
+        let after: Vec<_> = QUERIES.iter().map(|q| rows(&conn, q)).collect();
+        assert_eq!(before, after);
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn failed_copy_changes_nothing() {
+    let (dir, path) = temp_db("failed-copy");
+    let db = Database::open(&path, Config::default()).unwrap();
+    let conn = Connection::new(&db);
+    load(&conn);
+    let before: Vec<_> = QUERIES.iter().map(|q| rows(&conn, q)).collect();
+    for (table, file) in [
+        ("Person", "dup_key.csv"),
+        ("Person", "bad_number.csv"),
+        ("Person", "bad_columns.csv"),
+        ("Person", "bad_quote.csv"),
+        ("Knows", "dangling.csv"),
+    ] {
+        let err = conn
+            .query(&format!("COPY {table} FROM '{}' (HEADER=true)", data(file)))
+            .unwrap_err();
+        assert!(err.to_string().contains(file), "{err}");
+        let now: Vec<_> = QUERIES.iter().map(|q| rows(&conn, q)).collect();
+        assert_eq!(before, now, "after failed COPY of {file}");
+    }
+    drop(conn);
+    drop(db);
+    let db = Database::open(&path, Config::default()).unwrap();
+    let conn = Connection::new(&db);
+    let now: Vec<_> = QUERIES.iter().map(|q| rows(&conn, q)).collect();
+    assert_eq!(before, now, "after reopen");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn second_writer_process_is_refused() {
+    let (dir, path) = temp_db("lock");
+    let _db = Database::open(&path, Config::default()).unwrap();
+    let err = Database::open(&path, Config::default()).err().expect("second open must fail");
+    assert!(err.to_string().contains("locked"), "{err}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn syntax_errors_point_at_the_spot() {
+    let db = Database::open(":memory:", Config::default()).unwrap();
+    let conn = Connection::new(&db);
+    let err = conn.query("MATCH (a)\nRETRUN a").unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Syntax);
+    let text = err.to_string();
+    assert!(text.contains("line 2, column 1"), "{text}");
+    assert!(text.contains('^'), "{text}");
+}
+
+#[test]
+fn connections_query_concurrently() {
+    let db = Database::open(":memory:", Config { max_threads: Some(2), ..Config::default() }).unwrap();
+    load(&Connection::new(&db));
+    let expected = rows(&Connection::new(&db), QUERIES[1]);
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| {
+                let conn = Connection::new(&db);
+                for _ in 0..20 {
+                    assert_eq!(rows(&conn, QUERIES[1]), expected);
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn thread_counts_agree() {
+    let db = Database::open(":memory:", Config { max_threads: Some(2), ..Config::default() }).unwrap();
+    let conn = Connection::new(&db);
+    load(&conn);
+    let one: Vec<_> = QUERIES.iter().map(|q| rows(&conn, &format!("CALL threads=1; {q}"))).collect();
+    let two: Vec<_> = QUERIES.iter().map(|q| rows(&conn, &format!("CALL threads=2; {q}"))).collect();
+    assert_eq!(one, two);
+}
