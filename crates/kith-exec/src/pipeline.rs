@@ -171,10 +171,7 @@ impl PipelineShape {
                         .ok_or_else(|| Error::internal("extend from an unplaced slot"))?;
                     let input_chunk = b.chunks.len() - 1;
                     let out = b.add_chunk();
-                    let to = match to {
-                        Some(s) => Some((b.add(out, *s, LogicalType::InternalId), *to_table)),
-                        None => None,
-                    };
+                    let to = to.map(|s| (b.add(out, s, LogicalType::InternalId), *to_table));
                     let rel_id = rel_id.map(|s| b.add(out, s, LogicalType::InternalId));
                     let cols = columns_of(properties, |p| data.column_of(p))?;
                     let properties = cols

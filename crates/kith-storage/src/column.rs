@@ -238,7 +238,7 @@ impl ColumnChunk {
                             max = max.max(k);
                         }
                     }
-                    if min > max || min == max {
+                    if min >= max {
                         // All NULL, or one distinct value.
                         (Encoding::Constant(ConstValue::Bits(if min > max { 0 } else { min })), PageRun::EMPTY)
                     } else {
