@@ -19,7 +19,10 @@ use kith_storage::{load_nodes, load_rels, LoadChunk, LoadContext, Storage};
 pub type ProgressFn = Arc<dyn Fn(u64, u64) + Send + Sync>;
 
 /// The columns a file must provide for `table`, in order.
-fn input_columns(storage_catalog: &kith_catalog::Catalog, table: &TableEntry) -> Result<(Vec<String>, Vec<LogicalType>)> {
+fn input_columns(
+    storage_catalog: &kith_catalog::Catalog,
+    table: &TableEntry,
+) -> Result<(Vec<String>, Vec<LogicalType>)> {
     let mut names = Vec::new();
     let mut types = Vec::new();
     if let TableKind::Rel(info) = &table.kind {
@@ -124,14 +127,25 @@ pub fn copy_from(
     let names = Arc::new(names);
     let types = Arc::new(types);
     let parsed: Vec<(ParsedMorsel, Arc<str>)> = {
-        let (plans, index, names, types) = (Arc::clone(&plans), Arc::clone(&index), Arc::clone(&names), Arc::clone(&types));
+        let (plans, index, names, types) = (
+            Arc::clone(&plans),
+            Arc::clone(&index),
+            Arc::clone(&names),
+            Arc::clone(&types),
+        );
         let progress = progress.clone();
         let done = Arc::clone(&done);
         sched.parallel_map(threads, cancel, index.len(), move |i| {
             let (f, m) = index[i];
             let out = match &plans[f] {
-                FilePlan::Csv(p) => (kith_io::parse_csv_morsel(p, m, &types, &names)?, Arc::clone(p.source())),
-                FilePlan::Parquet(p) => (kith_io::read_parquet_morsel(p, m, &types, &names)?, Arc::clone(p.source())),
+                FilePlan::Csv(p) => (
+                    kith_io::parse_csv_morsel(p, m, &types, &names)?,
+                    Arc::clone(p.source()),
+                ),
+                FilePlan::Parquet(p) => (
+                    kith_io::read_parquet_morsel(p, m, &types, &names)?,
+                    Arc::clone(p.source()),
+                ),
             };
             let d = done.fetch_add(1, Ordering::Relaxed) + 1;
             if let Some(cb) = &progress {
@@ -148,7 +162,11 @@ pub fn copy_from(
             source,
         })
         .collect();
-    let ctx = LoadContext { sched, threads, cancel };
+    let ctx = LoadContext {
+        sched,
+        threads,
+        cancel,
+    };
     let rows = match &table.kind {
         TableKind::Node(_) => load_nodes(&mut txn, &ctx, &table, input)?,
         TableKind::Rel(_) => load_rels(&mut txn, &ctx, &table, input)?,
@@ -160,5 +178,7 @@ pub fn copy_from(
 
 /// The message COPY returns, as a one-row result.
 pub fn copy_message(rows: u64, table: &str) -> Value {
-    Value::String(format!("{rows} tuples have been copied to the {table} table."))
+    Value::String(format!(
+        "{rows} tuples have been copied to the {table} table."
+    ))
 }

@@ -55,7 +55,10 @@ impl LayoutBuilder {
                 .chunks
                 .iter()
                 .map(|types| DataChunk {
-                    vectors: types.iter().map(|t| ValueVector::new(t.clone(), VECTOR_CAPACITY)).collect(),
+                    vectors: types
+                        .iter()
+                        .map(|t| ValueVector::new(t.clone(), VECTOR_CAPACITY))
+                        .collect(),
                     state: ChunkState::default(),
                 })
                 .collect(),
@@ -78,10 +81,15 @@ fn rel_data(ctx: &QueryContext, t: TableId) -> Result<Arc<RelTableData>> {
     }
 }
 
-fn columns_of(reads: &[PropertyRead], column_of: impl Fn(kith_catalog::PropertyId) -> Option<usize>) -> Result<Vec<usize>> {
+fn columns_of(
+    reads: &[PropertyRead],
+    column_of: impl Fn(kith_catalog::PropertyId) -> Option<usize>,
+) -> Result<Vec<usize>> {
     reads
         .iter()
-        .map(|r| column_of(r.property).ok_or_else(|| Error::internal("property has no storage column")))
+        .map(|r| {
+            column_of(r.property).ok_or_else(|| Error::internal("property has no storage column"))
+        })
         .collect()
 }
 
@@ -132,7 +140,11 @@ impl PipelineShape {
         let first = b.add_chunk();
         let source = match &plan.source {
             Source::Single => BuiltSource::Single(Arc::new(AtomicBool::new(false))),
-            Source::ScanNodes { table, id_slot, properties } => {
+            Source::ScanNodes {
+                table,
+                id_slot,
+                properties,
+            } => {
                 let data = node_data(ctx, *table)?;
                 let id = (first, b.add(first, *id_slot, LogicalType::InternalId));
                 let cols = columns_of(properties, |p| data.column_of(p))?;
@@ -195,7 +207,11 @@ impl PipelineShape {
                         properties,
                     }
                 }
-                Step::ScanProperties { node, table, properties } => {
+                Step::ScanProperties {
+                    node,
+                    table,
+                    properties,
+                } => {
                     let data = node_data(ctx, *table)?;
                     let node = b
                         .layout
@@ -207,7 +223,11 @@ impl PipelineShape {
                         .zip(properties)
                         .map(|(c, r)| (c, b.add(node.0, r.slot, r.ty.clone())))
                         .collect();
-                    Built::ScanProperties { data, node, columns }
+                    Built::ScanProperties {
+                        data,
+                        node,
+                        columns,
+                    }
                 }
             });
         }
@@ -224,7 +244,9 @@ impl PipelineShape {
     fn instantiate(&self) -> Result<(Box<dyn Operator>, ResultSet)> {
         let ctx = &self.ctx;
         let mut op: Box<dyn Operator> = match &self.source {
-            BuiltSource::Single(taken) => Box::new(SingleTuple { taken: Arc::clone(taken) }),
+            BuiltSource::Single(taken) => Box::new(SingleTuple {
+                taken: Arc::clone(taken),
+            }),
             BuiltSource::Scan {
                 table,
                 data,
@@ -271,7 +293,11 @@ impl PipelineShape {
                     *rel_id,
                     properties.clone(),
                 )),
-                Built::ScanProperties { data, node, columns } => Box::new(ScanProperties::new(
+                Built::ScanProperties {
+                    data,
+                    node,
+                    columns,
+                } => Box::new(ScanProperties::new(
                     op,
                     Arc::clone(ctx),
                     Arc::clone(data),
@@ -310,7 +336,13 @@ where
     }
 }
 
-fn run_pipeline<S, F, M>(sched: &Scheduler, threads: usize, shape: PipelineShape, make_sink: F, merge: M) -> Result<()>
+fn run_pipeline<S, F, M>(
+    sched: &Scheduler,
+    threads: usize,
+    shape: PipelineShape,
+    make_sink: F,
+    merge: M,
+) -> Result<()>
 where
     S: LocalSink + 'static,
     F: Fn() -> Result<S> + Send + Sync + 'static,
@@ -327,13 +359,21 @@ where
 }
 
 /// Executes a query plan and returns its rows.
-pub fn execute_query(plan: &QueryPlan, ctx: Arc<QueryContext>, sched: &Scheduler, threads: usize) -> Result<Vec<Chunk>> {
+pub fn execute_query(
+    plan: &QueryPlan,
+    ctx: Arc<QueryContext>,
+    sched: &Scheduler,
+    threads: usize,
+) -> Result<Vec<Chunk>> {
     let shape = PipelineShape::build(plan, &ctx)?;
     let rows: Vec<Chunk> = match &plan.sink {
         Sink::Collect { outputs } => {
             // Without DISTINCT, enough rows anywhere satisfies SKIP + LIMIT.
             let wanted = match (plan.limit, plan.distinct) {
-                (Some(l), false) => Some((plan.skip.unwrap_or(0).saturating_add(l), Arc::new(AtomicU64::new(0)))),
+                (Some(l), false) => Some((
+                    plan.skip.unwrap_or(0).saturating_add(l),
+                    Arc::new(AtomicU64::new(0)),
+                )),
                 _ => None,
             };
             let collected: Arc<Mutex<Vec<Chunk>>> = Arc::new(Mutex::new(Vec::new()));
@@ -346,8 +386,16 @@ pub fn execute_query(plan: &QueryPlan, ctx: Arc<QueryContext>, sched: &Scheduler
                 threads,
                 shape,
                 move || {
-                    let evs = outputs.iter().map(Evaluator::new).collect::<Result<Vec<_>>>()?;
-                    Ok(Collect::new(Arc::clone(&sink_ctx), evs, &types, wanted.clone()))
+                    let evs = outputs
+                        .iter()
+                        .map(Evaluator::new)
+                        .collect::<Result<Vec<_>>>()?;
+                    Ok(Collect::new(
+                        Arc::clone(&sink_ctx),
+                        evs,
+                        &types,
+                        wanted.clone(),
+                    ))
                 },
                 move |sink: Collect| {
                     out.lock().push(sink.rows);
@@ -358,7 +406,12 @@ pub fn execute_query(plan: &QueryPlan, ctx: Arc<QueryContext>, sched: &Scheduler
             chunks
         }
         Sink::Aggregate { keys, aggregates } => {
-            let defs = Arc::new(aggregates.iter().map(AggregateDef::new).collect::<Result<Vec<_>>>()?);
+            let defs = Arc::new(
+                aggregates
+                    .iter()
+                    .map(AggregateDef::new)
+                    .collect::<Result<Vec<_>>>()?,
+            );
             let key_exprs = Arc::new(keys.iter().map(|(e, _)| e.clone()).collect::<Vec<_>>());
             let merged: Arc<Mutex<Option<HashAggregate>>> = Arc::new(Mutex::new(None));
             let sink_ctx = Arc::clone(&ctx);
@@ -369,7 +422,10 @@ pub fn execute_query(plan: &QueryPlan, ctx: Arc<QueryContext>, sched: &Scheduler
                 threads,
                 shape,
                 move || {
-                    let evs = key_exprs.iter().map(Evaluator::new).collect::<Result<Vec<_>>>()?;
+                    let evs = key_exprs
+                        .iter()
+                        .map(Evaluator::new)
+                        .collect::<Result<Vec<_>>>()?;
                     HashAggregate::new(Arc::clone(&sink_ctx), evs, Arc::clone(&sink_defs))
                 },
                 move |sink: HashAggregate| {
@@ -396,14 +452,26 @@ pub fn execute_query(plan: &QueryPlan, ctx: Arc<QueryContext>, sched: &Scheduler
             for (i, a) in aggregates.iter().enumerate() {
                 layout.positions.insert(a.slot, (0, keys.len() + i));
             }
-            vec![project_rows(groups, &layout, &plan.final_outputs, &plan.types, &ctx)?]
+            vec![project_rows(
+                groups,
+                &layout,
+                &plan.final_outputs,
+                &plan.types,
+                &ctx,
+            )?]
         }
     };
     Ok(finish_rows(rows, plan))
 }
 
 /// Evaluates `outputs` over the rows of `input` (one unflat chunk).
-fn project_rows(input: Chunk, layout: &SlotLayout, outputs: &[kith_planner::expr::BoundExpr], types: &[LogicalType], ctx: &QueryContext) -> Result<Chunk> {
+fn project_rows(
+    input: Chunk,
+    layout: &SlotLayout,
+    outputs: &[kith_planner::expr::BoundExpr],
+    types: &[LogicalType],
+    ctx: &QueryContext,
+) -> Result<Chunk> {
     let n = input.num_rows;
     let rs = ResultSet {
         chunks: vec![DataChunk {

@@ -19,7 +19,11 @@ pub struct Binder<'a> {
 }
 
 fn not_supported(span: Span, what: &str) -> Error {
-    Error::at(ErrorKind::NotSupported, span, format!("{what} is not supported yet"))
+    Error::at(
+        ErrorKind::NotSupported,
+        span,
+        format!("{what} is not supported yet"),
+    )
 }
 
 fn literal_value(e: &ast::Expr) -> Result<Value> {
@@ -34,10 +38,20 @@ fn literal_value(e: &ast::Expr) -> Result<Value> {
         ExprKind::Unary(UnaryOp::Neg, inner) => match literal_value(inner)? {
             Value::Int64(i) => Ok(Value::Int64(-i)),
             Value::Double(f) => Ok(Value::Double(-f)),
-            _ => Err(Error::at(ErrorKind::Semantic, e.span, "expected a literal value")),
+            _ => Err(Error::at(
+                ErrorKind::Semantic,
+                e.span,
+                "expected a literal value",
+            )),
         },
-        ExprKind::List(items) => Ok(Value::List(items.iter().map(literal_value).collect::<Result<_>>()?)),
-        _ => Err(Error::at(ErrorKind::Semantic, e.span, "expected a literal value")),
+        ExprKind::List(items) => Ok(Value::List(
+            items.iter().map(literal_value).collect::<Result<_>>()?,
+        )),
+        _ => Err(Error::at(
+            ErrorKind::Semantic,
+            e.span,
+            "expected a literal value",
+        )),
     }
 }
 
@@ -45,11 +59,22 @@ fn literal_value(e: &ast::Expr) -> Result<Value> {
 pub fn bind_type(t: &ast::TypeName) -> Result<LogicalType> {
     match t {
         ast::TypeName::Named(name, span) => LogicalType::from_name(name)
-            .filter(|t| !matches!(t, LogicalType::Node | LogicalType::Rel | LogicalType::Path | LogicalType::InternalId))
+            .filter(|t| {
+                !matches!(
+                    t,
+                    LogicalType::Node
+                        | LogicalType::Rel
+                        | LogicalType::Path
+                        | LogicalType::InternalId
+                )
+            })
             .ok_or_else(|| Error::at(ErrorKind::Semantic, *span, format!("unknown type '{name}'"))),
-        ast::TypeName::List(_) | ast::TypeName::Array(..) | ast::TypeName::Struct(_) | ast::TypeName::Map(..) => {
-            Err(Error::not_supported("LIST, ARRAY, STRUCT and MAP columns are not supported yet"))
-        }
+        ast::TypeName::List(_)
+        | ast::TypeName::Array(..)
+        | ast::TypeName::Struct(_)
+        | ast::TypeName::Map(..) => Err(Error::not_supported(
+            "LIST, ARRAY, STRUCT and MAP columns are not supported yet",
+        )),
     }
 }
 
@@ -59,7 +84,10 @@ fn bind_columns(cols: &[ast::ColumnDef]) -> Result<Vec<(String, LogicalType)>> {
             if let Some(d) = &c.default {
                 return Err(not_supported(d.span, "DEFAULT"));
             }
-            Ok((c.name.name.clone(), bind_type(&c.ty).map_err(|e| e.or_span(c.name.span))?))
+            Ok((
+                c.name.name.clone(),
+                bind_type(&c.ty).map_err(|e| e.or_span(c.name.span))?,
+            ))
         })
         .collect()
 }
@@ -84,7 +112,11 @@ impl<'a> Binder<'a> {
         match stmt {
             Statement::CreateNodeTable(t) => {
                 let pk = t.primary_key.as_ref().ok_or_else(|| {
-                    Error::at(ErrorKind::Semantic, t.name.span, format!("node table '{}' needs a PRIMARY KEY", t.name.name))
+                    Error::at(
+                        ErrorKind::Semantic,
+                        t.name.span,
+                        format!("node table '{}' needs a PRIMARY KEY", t.name.name),
+                    )
                 })?;
                 Ok(BoundStatement::CreateNodeTable {
                     name: t.name.name.clone(),
@@ -95,7 +127,10 @@ impl<'a> Binder<'a> {
             }
             Statement::CreateRelTable(t) => {
                 if t.connections.len() != 1 {
-                    return Err(not_supported(t.span, "a rel table with several FROM/TO pairs"));
+                    return Err(not_supported(
+                        t.span,
+                        "a rel table with several FROM/TO pairs",
+                    ));
                 }
                 let (src, dst) = &t.connections[0];
                 let multiplicity = match &t.multiplicity {
@@ -128,15 +163,20 @@ impl<'a> Binder<'a> {
             }),
             Statement::Query(q) => self.bind_query(q),
             Statement::AlterTable { table, .. } => Err(not_supported(table.span, "ALTER TABLE")),
-            Statement::Begin { .. } | Statement::Commit | Statement::Rollback => {
-                Err(Error::not_supported("explicit transactions are not supported yet"))
-            }
+            Statement::Begin { .. } | Statement::Commit | Statement::Rollback => Err(
+                Error::not_supported("explicit transactions are not supported yet"),
+            ),
             Statement::Checkpoint => Err(Error::not_supported("CHECKPOINT is not supported yet")),
         }
     }
 
     fn bind_copy(&mut self, c: &ast::Copy) -> Result<BoundStatement> {
-        let ast::CopyDirection::From { table, columns, source } = &c.direction else {
+        let ast::CopyDirection::From {
+            table,
+            columns,
+            source,
+        } = &c.direction
+        else {
             return Err(not_supported(c.span, "COPY TO"));
         };
         if !columns.is_empty() {
@@ -145,7 +185,9 @@ impl<'a> Binder<'a> {
         let entry = self.table(table)?;
         let files = match source {
             ast::CopySource::Files(f) => f.clone(),
-            ast::CopySource::Variable(v) => return Err(not_supported(v.span, "COPY from a variable")),
+            ast::CopySource::Variable(v) => {
+                return Err(not_supported(v.span, "COPY from a variable"))
+            }
             ast::CopySource::Query(_) => return Err(not_supported(c.span, "COPY from a subquery")),
         };
         let options = c
@@ -163,7 +205,11 @@ impl<'a> Binder<'a> {
 
     fn table(&self, name: &ast::Ident) -> Result<&'a TableEntry> {
         self.catalog.table_by_name(&name.name).ok_or_else(|| {
-            Error::at(ErrorKind::Semantic, name.span, format!("table '{}' does not exist", name.name))
+            Error::at(
+                ErrorKind::Semantic,
+                name.span,
+                format!("table '{}' does not exist", name.name),
+            )
         })
     }
 
@@ -173,7 +219,13 @@ impl<'a> Binder<'a> {
         }
         let clauses = &q.parts[0].clauses;
         // A standalone built-in call: `CALL show_tables() [RETURN *]`.
-        if let Some(Clause::Call { procedure, args, span, .. }) = clauses.first() {
+        if let Some(Clause::Call {
+            procedure,
+            args,
+            span,
+            ..
+        }) = clauses.first()
+        {
             if clauses.len() > 2 {
                 return Err(not_supported(*span, "CALL followed by further clauses"));
             }
@@ -183,7 +235,12 @@ impl<'a> Binder<'a> {
         let mut ret = None;
         for (idx, clause) in clauses.iter().enumerate() {
             match clause {
-                Clause::Match { optional, patterns, where_, span } => {
+                Clause::Match {
+                    optional,
+                    patterns,
+                    where_,
+                    span,
+                } => {
                     if *optional {
                         return Err(not_supported(*span, "OPTIONAL MATCH"));
                     }
@@ -199,36 +256,86 @@ impl<'a> Binder<'a> {
                     }
                 }
                 Clause::Projection(p) if !p.is_with && idx + 1 == clauses.len() => ret = Some(p),
-                Clause::Projection(p) => return Err(not_supported(p.span, if p.is_with { "WITH" } else { "RETURN before the end of the query" })),
-                Clause::Unwind { span, .. } => return Err(not_supported(*span, "UNWIND")),
-                Clause::Create { span, .. } | Clause::Merge { span, .. } | Clause::Set { span, .. } | Clause::Remove { span, .. } | Clause::Delete { span, .. } => {
-                    return Err(not_supported(*span, "writing clauses (CREATE, MERGE, SET, REMOVE, DELETE)"))
+                Clause::Projection(p) => {
+                    return Err(not_supported(
+                        p.span,
+                        if p.is_with {
+                            "WITH"
+                        } else {
+                            "RETURN before the end of the query"
+                        },
+                    ))
                 }
-                Clause::Call { span, .. } => return Err(not_supported(*span, "CALL inside a query")),
+                Clause::Unwind { span, .. } => return Err(not_supported(*span, "UNWIND")),
+                Clause::Create { span, .. }
+                | Clause::Merge { span, .. }
+                | Clause::Set { span, .. }
+                | Clause::Remove { span, .. }
+                | Clause::Delete { span, .. } => {
+                    return Err(not_supported(
+                        *span,
+                        "writing clauses (CREATE, MERGE, SET, REMOVE, DELETE)",
+                    ))
+                }
+                Clause::Call { span, .. } => {
+                    return Err(not_supported(*span, "CALL inside a query"))
+                }
             }
         }
-        let ret = ret.ok_or_else(|| Error::at(ErrorKind::Semantic, q.span, "a query must end with RETURN"))?;
+        let ret = ret.ok_or_else(|| {
+            Error::at(ErrorKind::Semantic, q.span, "a query must end with RETURN")
+        })?;
         for p in &predicates {
             if p.ty != LogicalType::Bool && p.ty != LogicalType::Any {
-                return Err(Error::at(ErrorKind::Type, p.span, format!("WHERE expects a BOOL expression, got {}", p.ty)));
+                return Err(Error::at(
+                    ErrorKind::Type,
+                    p.span,
+                    format!("WHERE expects a BOOL expression, got {}", p.ty),
+                ));
             }
         }
         self.bind_return(ret, predicates)
     }
 
-    fn bind_table_call(&mut self, procedure: &ast::Ident, args: &[ast::Expr]) -> Result<BoundStatement> {
+    fn bind_table_call(
+        &mut self,
+        procedure: &ast::Ident,
+        args: &[ast::Expr],
+    ) -> Result<BoundStatement> {
         let call = match procedure.name.to_ascii_lowercase().as_str() {
             "show_tables" if args.is_empty() => TableCall::ShowTables,
             "table_info" if args.len() == 1 => {
                 let name = literal_value(&args[0])?;
-                let name = name.as_str().ok_or_else(|| Error::at(ErrorKind::Semantic, args[0].span, "table_info expects a table name string"))?;
-                let t = self.catalog.table_by_name(name).ok_or_else(|| Error::at(ErrorKind::Semantic, args[0].span, format!("table '{name}' does not exist")))?;
+                let name = name.as_str().ok_or_else(|| {
+                    Error::at(
+                        ErrorKind::Semantic,
+                        args[0].span,
+                        "table_info expects a table name string",
+                    )
+                })?;
+                let t = self.catalog.table_by_name(name).ok_or_else(|| {
+                    Error::at(
+                        ErrorKind::Semantic,
+                        args[0].span,
+                        format!("table '{name}' does not exist"),
+                    )
+                })?;
                 TableCall::TableInfo(t.id)
             }
             "show_tables" | "table_info" => {
-                return Err(Error::at(ErrorKind::Semantic, procedure.span, format!("wrong number of arguments for {}()", procedure.name)))
+                return Err(Error::at(
+                    ErrorKind::Semantic,
+                    procedure.span,
+                    format!("wrong number of arguments for {}()", procedure.name),
+                ))
             }
-            _ => return Err(Error::at(ErrorKind::Semantic, procedure.span, format!("unknown procedure '{}'", procedure.name))),
+            _ => {
+                return Err(Error::at(
+                    ErrorKind::Semantic,
+                    procedure.span,
+                    format!("unknown procedure '{}'", procedure.name),
+                ))
+            }
         };
         Ok(BoundStatement::TableCall(call))
     }
@@ -236,7 +343,9 @@ impl<'a> Binder<'a> {
     fn node_tables(&self, labels: &ast::LabelExpr, span: Span) -> Result<Vec<TableId>> {
         let names: &[ast::Ident] = match labels {
             ast::LabelExpr::None => return Ok(self.catalog.node_tables().map(|t| t.id).collect()),
-            ast::LabelExpr::All(l) if l.len() > 1 => return Err(not_supported(span, "several labels on one node")),
+            ast::LabelExpr::All(l) if l.len() > 1 => {
+                return Err(not_supported(span, "several labels on one node"))
+            }
             ast::LabelExpr::All(l) | ast::LabelExpr::Any(l) => l,
         };
         names
@@ -244,18 +353,31 @@ impl<'a> Binder<'a> {
             .map(|n| {
                 let t = self.table(n)?;
                 if !t.is_node() {
-                    return Err(Error::at(ErrorKind::Semantic, n.span, format!("'{}' is a rel table, not a node table", n.name)));
+                    return Err(Error::at(
+                        ErrorKind::Semantic,
+                        n.span,
+                        format!("'{}' is a rel table, not a node table", n.name),
+                    ));
                 }
                 Ok(t.id)
             })
             .collect()
     }
 
-    fn bind_node(&mut self, n: &ast::NodePattern, predicates: &mut Vec<BoundExpr>) -> Result<usize> {
+    fn bind_node(
+        &mut self,
+        n: &ast::NodePattern,
+        predicates: &mut Vec<BoundExpr>,
+    ) -> Result<usize> {
         let tables = self.node_tables(&n.labels, n.span)?;
         let idx = match &n.variable {
             Some(v) if self.graph.nodes.iter().any(|q| q.name == v.name) => {
-                let idx = self.graph.nodes.iter().position(|q| q.name == v.name).unwrap_or(0);
+                let idx = self
+                    .graph
+                    .nodes
+                    .iter()
+                    .position(|q| q.name == v.name)
+                    .unwrap_or(0);
                 if !matches!(n.labels, ast::LabelExpr::None) {
                     let existing = &mut self.graph.nodes[idx];
                     existing.tables.retain(|t| tables.contains(t));
@@ -263,7 +385,11 @@ impl<'a> Binder<'a> {
                 idx
             }
             Some(v) if self.graph.rels.iter().any(|r| r.name == v.name) => {
-                return Err(Error::at(ErrorKind::Semantic, v.span, format!("'{}' is already a rel variable", v.name)));
+                return Err(Error::at(
+                    ErrorKind::Semantic,
+                    v.span,
+                    format!("'{}' is already a rel variable", v.name),
+                ));
             }
             _ => {
                 let name = match &n.variable {
@@ -289,10 +415,20 @@ impl<'a> Binder<'a> {
         Ok(idx)
     }
 
-    fn bind_inline_props(&mut self, var: &str, props: Option<&ast::Expr>, span: Span, predicates: &mut Vec<BoundExpr>) -> Result<()> {
+    fn bind_inline_props(
+        &mut self,
+        var: &str,
+        props: Option<&ast::Expr>,
+        span: Span,
+        predicates: &mut Vec<BoundExpr>,
+    ) -> Result<()> {
         let Some(props) = props else { return Ok(()) };
         let ExprKind::Map(entries) = &props.kind else {
-            return Err(Error::at(ErrorKind::Semantic, props.span, "expected a map of properties"));
+            return Err(Error::at(
+                ErrorKind::Semantic,
+                props.span,
+                "expected a map of properties",
+            ));
         };
         for (key, value) in entries {
             let target = ast::Expr {
@@ -315,7 +451,11 @@ impl<'a> Binder<'a> {
         Ok(())
     }
 
-    fn bind_pattern(&mut self, p: &ast::PathPattern, predicates: &mut Vec<BoundExpr>) -> Result<()> {
+    fn bind_pattern(
+        &mut self,
+        p: &ast::PathPattern,
+        predicates: &mut Vec<BoundExpr>,
+    ) -> Result<()> {
         if let Some(v) = &p.variable {
             return Err(not_supported(v.span, "named paths"));
         }
@@ -336,7 +476,11 @@ impl<'a> Binder<'a> {
                     .map(|n| {
                         let t = self.table(n)?;
                         if !t.is_rel() {
-                            return Err(Error::at(ErrorKind::Semantic, n.span, format!("'{}' is a node table, not a rel table", n.name)));
+                            return Err(Error::at(
+                                ErrorKind::Semantic,
+                                n.span,
+                                format!("'{}' is a node table, not a rel table", n.name),
+                            ));
                         }
                         Ok(t.id)
                     })
@@ -344,8 +488,14 @@ impl<'a> Binder<'a> {
             };
             let name = match &rel.variable {
                 Some(v) => {
-                    if self.graph.rels.iter().any(|r| r.name == v.name) || self.graph.nodes.iter().any(|n| n.name == v.name) {
-                        return Err(Error::at(ErrorKind::Semantic, v.span, format!("variable '{}' is already bound", v.name)));
+                    if self.graph.rels.iter().any(|r| r.name == v.name)
+                        || self.graph.nodes.iter().any(|n| n.name == v.name)
+                    {
+                        return Err(Error::at(
+                            ErrorKind::Semantic,
+                            v.span,
+                            format!("variable '{}' is already bound", v.name),
+                        ));
                     }
                     v.name.clone()
                 }
@@ -371,7 +521,11 @@ impl<'a> Binder<'a> {
         Ok(())
     }
 
-    fn bind_return(&mut self, ret: &ast::Projection, predicates: Vec<BoundExpr>) -> Result<BoundStatement> {
+    fn bind_return(
+        &mut self,
+        ret: &ast::Projection,
+        predicates: Vec<BoundExpr>,
+    ) -> Result<BoundStatement> {
         if ret.star {
             return Err(not_supported(ret.span, "RETURN *"));
         }
@@ -386,7 +540,11 @@ impl<'a> Binder<'a> {
             let e = self.bind_expr(&item.expr)?;
             let after = self.aggregates.as_ref().map_or(0, |a| a.len());
             has_agg.push(after > before);
-            let name = item.alias.as_ref().map(|a| a.name.clone()).unwrap_or_else(|| item.text.clone());
+            let name = item
+                .alias
+                .as_ref()
+                .map(|a| a.name.clone())
+                .unwrap_or_else(|| item.text.clone());
             outputs.push((name, e));
         }
         let aggregates = self.aggregates.take().unwrap_or_default();
@@ -403,8 +561,16 @@ impl<'a> Binder<'a> {
                 }
             }
         }
-        let skip = ret.skip.as_ref().map(|e| self.bind_count(e, "SKIP")).transpose()?;
-        let limit = ret.limit.as_ref().map(|e| self.bind_count(e, "LIMIT")).transpose()?;
+        let skip = ret
+            .skip
+            .as_ref()
+            .map(|e| self.bind_count(e, "SKIP"))
+            .transpose()?;
+        let limit = ret
+            .limit
+            .as_ref()
+            .map(|e| self.bind_count(e, "LIMIT"))
+            .transpose()?;
         Ok(BoundStatement::Query(Box::new(BoundQuery {
             graph: std::mem::take(&mut self.graph),
             predicates,
@@ -421,7 +587,11 @@ impl<'a> Binder<'a> {
     fn bind_count(&self, e: &ast::Expr, what: &str) -> Result<u64> {
         match literal_value(e) {
             Ok(Value::Int64(n)) if n >= 0 => Ok(n as u64),
-            _ => Err(Error::at(ErrorKind::Semantic, e.span, format!("{what} expects a non-negative integer literal"))),
+            _ => Err(Error::at(
+                ErrorKind::Semantic,
+                e.span,
+                format!("{what} expects a non-negative integer literal"),
+            )),
         }
     }
 
@@ -436,7 +606,10 @@ impl<'a> Binder<'a> {
                         match &ty {
                             None => ty = Some(p.ty.clone()),
                             Some(existing) if *existing != p.ty => {
-                                return Err(not_supported(key.span, "a property with different types in different tables"))
+                                return Err(not_supported(
+                                    key.span,
+                                    "a property with different types in different tables",
+                                ))
                             }
                             _ => {}
                         }
@@ -444,18 +617,36 @@ impl<'a> Binder<'a> {
                 }
             }
             ty.ok_or_else(|| {
-                let names: Vec<&str> = tables.iter().filter_map(|t| catalog.table(*t)).map(|t| t.name.as_str()).collect();
-                Error::at(ErrorKind::Semantic, key.span, format!("property '{}' does not exist in table '{}'", key.name, names.join("|")))
+                let names: Vec<&str> = tables
+                    .iter()
+                    .filter_map(|t| catalog.table(*t))
+                    .map(|t| t.name.as_str())
+                    .collect();
+                Error::at(
+                    ErrorKind::Semantic,
+                    key.span,
+                    format!(
+                        "property '{}' does not exist in table '{}'",
+                        key.name,
+                        names.join("|")
+                    ),
+                )
             })
         };
         if let Some(idx) = self.graph.nodes.iter().position(|n| n.name == var) {
             let ty = lookup(&self.graph.nodes[idx].tables)?;
-            let existing = self.graph.nodes[idx].properties.iter().find(|p| p.0 == key.name).map(|p| p.1);
+            let existing = self.graph.nodes[idx]
+                .properties
+                .iter()
+                .find(|p| p.0 == key.name)
+                .map(|p| p.1);
             let slot = match existing {
                 Some(s) => s,
                 None => {
                     let s = self.new_slot();
-                    self.graph.nodes[idx].properties.push((key.name.clone(), s, ty.clone()));
+                    self.graph.nodes[idx]
+                        .properties
+                        .push((key.name.clone(), s, ty.clone()));
                     s
                 }
             };
@@ -463,18 +654,28 @@ impl<'a> Binder<'a> {
         }
         if let Some(idx) = self.graph.rels.iter().position(|r| r.name == var) {
             let ty = lookup(&self.graph.rels[idx].tables)?;
-            let existing = self.graph.rels[idx].properties.iter().find(|p| p.0 == key.name).map(|p| p.1);
+            let existing = self.graph.rels[idx]
+                .properties
+                .iter()
+                .find(|p| p.0 == key.name)
+                .map(|p| p.1);
             let slot = match existing {
                 Some(s) => s,
                 None => {
                     let s = self.new_slot();
-                    self.graph.rels[idx].properties.push((key.name.clone(), s, ty.clone()));
+                    self.graph.rels[idx]
+                        .properties
+                        .push((key.name.clone(), s, ty.clone()));
                     s
                 }
             };
             return Ok(BoundExpr::slot(slot, ty, span));
         }
-        Err(Error::at(ErrorKind::Semantic, span, format!("variable '{var}' is not defined")))
+        Err(Error::at(
+            ErrorKind::Semantic,
+            span,
+            format!("variable '{var}' is not defined"),
+        ))
     }
 
     pub fn bind_expr(&mut self, e: &ast::Expr) -> Result<BoundExpr> {
@@ -493,7 +694,11 @@ impl<'a> Binder<'a> {
                 if let Some(r) = self.graph.rels.iter().find(|r| &r.name == name) {
                     return Ok(BoundExpr::slot(r.id_slot, LogicalType::InternalId, span));
                 }
-                Err(Error::at(ErrorKind::Semantic, span, format!("variable '{name}' is not defined")))
+                Err(Error::at(
+                    ErrorKind::Semantic,
+                    span,
+                    format!("variable '{name}' is not defined"),
+                ))
             }
             ExprKind::Property(target, key) => match &target.kind {
                 ExprKind::Variable(var) => self.bind_property(var, key, span),
@@ -504,8 +709,15 @@ impl<'a> Binder<'a> {
                 let ty = match op {
                     UnaryOp::Not | UnaryOp::IsNull | UnaryOp::IsNotNull => LogicalType::Bool,
                     UnaryOp::Neg | UnaryOp::Plus => {
-                        if !inner.ty.is_numeric() && inner.ty != LogicalType::Any && inner.ty != LogicalType::Interval {
-                            return Err(Error::at(ErrorKind::Type, span, format!("cannot negate a value of type {}", inner.ty)));
+                        if !inner.ty.is_numeric()
+                            && inner.ty != LogicalType::Any
+                            && inner.ty != LogicalType::Interval
+                        {
+                            return Err(Error::at(
+                                ErrorKind::Type,
+                                span,
+                                format!("cannot negate a value of type {}", inner.ty),
+                            ));
                         }
                         if inner.ty.is_integer() {
                             LogicalType::Int64
@@ -514,8 +726,13 @@ impl<'a> Binder<'a> {
                         }
                     }
                 };
-                if *op == UnaryOp::Not && !matches!(inner.ty, LogicalType::Bool | LogicalType::Any) {
-                    return Err(Error::at(ErrorKind::Type, span, format!("NOT expects a BOOL, got {}", inner.ty)));
+                if *op == UnaryOp::Not && !matches!(inner.ty, LogicalType::Bool | LogicalType::Any)
+                {
+                    return Err(Error::at(
+                        ErrorKind::Type,
+                        span,
+                        format!("NOT expects a BOOL, got {}", inner.ty),
+                    ));
                 }
                 Ok(BoundExpr {
                     kind: BoundExprKind::Unary(*op, Box::new(inner)),
@@ -533,11 +750,20 @@ impl<'a> Binder<'a> {
                     span,
                 })
             }
-            ExprKind::Function { name, distinct, star, args } => {
+            ExprKind::Function {
+                name,
+                distinct,
+                star,
+                args,
+            } => {
                 let lname = name.name.to_ascii_lowercase();
                 if functions::is_aggregate(&lname) {
                     if self.aggregates.is_none() {
-                        return Err(Error::at(ErrorKind::Semantic, span, format!("aggregate function {}() is not allowed here", name.name)));
+                        return Err(Error::at(
+                            ErrorKind::Semantic,
+                            span,
+                            format!("aggregate function {}() is not allowed here", name.name),
+                        ));
                     }
                     let arg = match (star, args.as_slice()) {
                         (true, []) if lname == "count" => None,
@@ -547,9 +773,16 @@ impl<'a> Binder<'a> {
                             self.aggregates = saved;
                             Some(bound?)
                         }
-                        _ => return Err(Error::at(ErrorKind::Semantic, span, format!("{}() takes exactly one argument", name.name))),
+                        _ => {
+                            return Err(Error::at(
+                                ErrorKind::Semantic,
+                                span,
+                                format!("{}() takes exactly one argument", name.name),
+                            ))
+                        }
                     };
-                    let ty = functions::aggregate_type(&lname, arg.as_ref().map(|a| &a.ty)).map_err(|e| e.or_span(span))?;
+                    let ty = functions::aggregate_type(&lname, arg.as_ref().map(|a| &a.ty))
+                        .map_err(|e| e.or_span(span))?;
                     let slot = self.new_slot();
                     if let Some(aggs) = &mut self.aggregates {
                         aggs.push(BoundAggregate {
@@ -563,11 +796,22 @@ impl<'a> Binder<'a> {
                     return Ok(BoundExpr::slot(slot, ty, span));
                 }
                 if *distinct || *star {
-                    return Err(Error::at(ErrorKind::Semantic, span, format!("DISTINCT and * are only allowed in aggregates, not in {}()", name.name)));
+                    return Err(Error::at(
+                        ErrorKind::Semantic,
+                        span,
+                        format!(
+                            "DISTINCT and * are only allowed in aggregates, not in {}()",
+                            name.name
+                        ),
+                    ));
                 }
-                let args = args.iter().map(|a| self.bind_expr(a)).collect::<Result<Vec<_>>>()?;
+                let args = args
+                    .iter()
+                    .map(|a| self.bind_expr(a))
+                    .collect::<Result<Vec<_>>>()?;
                 let types: Vec<LogicalType> = args.iter().map(|a| a.ty.clone()).collect();
-                let ty = functions::scalar_type(&lname, &types).map_err(|e| e.or_span(name.span))?;
+                let ty =
+                    functions::scalar_type(&lname, &types).map_err(|e| e.or_span(name.span))?;
                 Ok(BoundExpr {
                     kind: BoundExprKind::Function(lname, args),
                     ty,
@@ -575,27 +819,54 @@ impl<'a> Binder<'a> {
                 })
             }
             ExprKind::List(items) => {
-                let items = items.iter().map(|a| self.bind_expr(a)).collect::<Result<Vec<_>>>()?;
-                let elem = items.iter().map(|i| i.ty.clone()).find(|t| *t != LogicalType::Any).unwrap_or(LogicalType::Any);
+                let items = items
+                    .iter()
+                    .map(|a| self.bind_expr(a))
+                    .collect::<Result<Vec<_>>>()?;
+                let elem = items
+                    .iter()
+                    .map(|i| i.ty.clone())
+                    .find(|t| *t != LogicalType::Any)
+                    .unwrap_or(LogicalType::Any);
                 Ok(BoundExpr {
                     kind: BoundExprKind::List(items),
                     ty: LogicalType::List(Box::new(elem)),
                     span,
                 })
             }
-            ExprKind::Case { operand, whens, else_ } => {
-                let operand = operand.as_ref().map(|o| self.bind_expr(o)).transpose()?.map(Box::new);
+            ExprKind::Case {
+                operand,
+                whens,
+                else_,
+            } => {
+                let operand = operand
+                    .as_ref()
+                    .map(|o| self.bind_expr(o))
+                    .transpose()?
+                    .map(Box::new);
                 let mut bound_whens = Vec::new();
                 let mut ty = LogicalType::Any;
                 for (w, t) in whens {
                     let w = self.bind_expr(w)?;
                     let t = self.bind_expr(t)?;
-                    ty = unify(&ty, &t.ty).ok_or_else(|| Error::at(ErrorKind::Type, t.span, "CASE branches have incompatible types"))?;
+                    ty = unify(&ty, &t.ty).ok_or_else(|| {
+                        Error::at(
+                            ErrorKind::Type,
+                            t.span,
+                            "CASE branches have incompatible types",
+                        )
+                    })?;
                     bound_whens.push((w, t));
                 }
                 let else_ = else_.as_ref().map(|e| self.bind_expr(e)).transpose()?;
                 if let Some(e) = &else_ {
-                    ty = unify(&ty, &e.ty).ok_or_else(|| Error::at(ErrorKind::Type, e.span, "CASE branches have incompatible types"))?;
+                    ty = unify(&ty, &e.ty).ok_or_else(|| {
+                        Error::at(
+                            ErrorKind::Type,
+                            e.span,
+                            "CASE branches have incompatible types",
+                        )
+                    })?;
                 }
                 Ok(BoundExpr {
                     kind: BoundExprKind::Case {
@@ -636,7 +907,9 @@ fn binary_type(op: BinaryOp, l: &LogicalType, r: &LogicalType) -> Result<Logical
         BinaryOp::Or | BinaryOp::Xor | BinaryOp::And => {
             for t in [l, r] {
                 if !matches!(t, T::Bool | T::Any) {
-                    return Err(Error::type_error(format!("{op:?} expects BOOL operands, got {t}")));
+                    return Err(Error::type_error(format!(
+                        "{op:?} expects BOOL operands, got {t}"
+                    )));
                 }
             }
             T::Bool
@@ -648,28 +921,64 @@ fn binary_type(op: BinaryOp, l: &LogicalType, r: &LogicalType) -> Result<Logical
             T::Bool
         }
         BinaryOp::In => T::Bool,
-        BinaryOp::RegexMatch | BinaryOp::StartsWith | BinaryOp::EndsWith | BinaryOp::Contains => T::Bool,
-        BinaryOp::Add if (*l == T::String || any(l)) && (*r == T::String || any(r)) && (*l == T::String || *r == T::String) => T::String,
-        BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Mod | BinaryOp::Pow => {
-            match (l, r) {
-                _ if op == BinaryOp::Pow && (l.is_numeric() || any(l)) && (r.is_numeric() || any(r)) => T::Double,
-                (a, b) if (a.is_integer() || any(a)) && (b.is_integer() || any(b)) && !(any(a) && any(b)) => T::Int64,
-                (a, b) if (a.is_numeric() || any(a)) && (b.is_numeric() || any(b)) => {
-                    if any(a) && any(b) {
-                        T::Any
-                    } else {
-                        T::Double
-                    }
-                }
-                (T::Date, T::Interval) | (T::Interval, T::Date) if matches!(op, BinaryOp::Add | BinaryOp::Sub) => T::Date,
-                (T::Timestamp, T::Interval) | (T::Interval, T::Timestamp) if matches!(op, BinaryOp::Add | BinaryOp::Sub) => T::Timestamp,
-                (T::Interval, T::Interval) if matches!(op, BinaryOp::Add | BinaryOp::Sub) => T::Interval,
-                (T::Date, T::Date) if op == BinaryOp::Sub => T::Int64,
-                (T::Timestamp, T::Timestamp) if op == BinaryOp::Sub => T::Interval,
-                (T::List(a), T::List(_)) if op == BinaryOp::Add => T::List(a.clone()),
-                _ => return Err(Error::type_error(format!("cannot apply {op:?} to {l} and {r}"))),
-            }
+        BinaryOp::RegexMatch | BinaryOp::StartsWith | BinaryOp::EndsWith | BinaryOp::Contains => {
+            T::Bool
         }
+        BinaryOp::Add
+            if (*l == T::String || any(l))
+                && (*r == T::String || any(r))
+                && (*l == T::String || *r == T::String) =>
+        {
+            T::String
+        }
+        BinaryOp::Add
+        | BinaryOp::Sub
+        | BinaryOp::Mul
+        | BinaryOp::Div
+        | BinaryOp::Mod
+        | BinaryOp::Pow => match (l, r) {
+            _ if op == BinaryOp::Pow
+                && (l.is_numeric() || any(l))
+                && (r.is_numeric() || any(r)) =>
+            {
+                T::Double
+            }
+            (a, b)
+                if (a.is_integer() || any(a))
+                    && (b.is_integer() || any(b))
+                    && !(any(a) && any(b)) =>
+            {
+                T::Int64
+            }
+            (a, b) if (a.is_numeric() || any(a)) && (b.is_numeric() || any(b)) => {
+                if any(a) && any(b) {
+                    T::Any
+                } else {
+                    T::Double
+                }
+            }
+            (T::Date, T::Interval) | (T::Interval, T::Date)
+                if matches!(op, BinaryOp::Add | BinaryOp::Sub) =>
+            {
+                T::Date
+            }
+            (T::Timestamp, T::Interval) | (T::Interval, T::Timestamp)
+                if matches!(op, BinaryOp::Add | BinaryOp::Sub) =>
+            {
+                T::Timestamp
+            }
+            (T::Interval, T::Interval) if matches!(op, BinaryOp::Add | BinaryOp::Sub) => {
+                T::Interval
+            }
+            (T::Date, T::Date) if op == BinaryOp::Sub => T::Int64,
+            (T::Timestamp, T::Timestamp) if op == BinaryOp::Sub => T::Interval,
+            (T::List(a), T::List(_)) if op == BinaryOp::Add => T::List(a.clone()),
+            _ => {
+                return Err(Error::type_error(format!(
+                    "cannot apply {op:?} to {l} and {r}"
+                )))
+            }
+        },
     })
 }
 

@@ -4,8 +4,8 @@
 //! executor runs. Never executes anything.
 
 pub mod binder;
-pub mod expr;
 pub mod bound;
+pub mod expr;
+pub mod functions;
 pub mod plan;
 pub mod planner;
-pub mod functions;

@@ -117,30 +117,50 @@ impl QueryPlan {
         }
         lines.extend(finish);
         match &self.sink {
-            Sink::Collect { outputs } => lines.push(format!("Projection ({} columns)", outputs.len())),
+            Sink::Collect { outputs } => {
+                lines.push(format!("Projection ({} columns)", outputs.len()))
+            }
             Sink::Aggregate { keys, aggregates } => {
                 let names: Vec<&str> = aggregates.iter().map(|a| a.function.as_str()).collect();
-                lines.push(format!("HashAggregate keys={} aggregates=[{}]", keys.len(), names.join(", ")));
+                lines.push(format!(
+                    "HashAggregate keys={} aggregates=[{}]",
+                    keys.len(),
+                    names.join(", ")
+                ));
             }
         }
         for step in self.steps.iter().rev() {
             lines.push(match step {
                 Step::Filter(e) => format!("Filter {}", describe_expr(e)),
-                Step::Extend { rel_table, direction, to_table, properties, .. } => format!(
+                Step::Extend {
+                    rel_table,
+                    direction,
+                    to_table,
+                    properties,
+                    ..
+                } => format!(
                     "Extend {} {:?} -> {}{}",
                     table(*rel_table),
                     direction,
                     table(*to_table),
                     props(properties)
                 ),
-                Step::ScanProperties { table: t, properties, .. } => {
+                Step::ScanProperties {
+                    table: t,
+                    properties,
+                    ..
+                } => {
                     format!("ScanProperties {}{}", table(*t), props(properties))
                 }
             });
         }
         lines.push(match &self.source {
             Source::Single => "SingleTuple".to_string(),
-            Source::ScanNodes { table: t, properties, .. } => format!("ScanNodes {}{}", table(*t), props(properties)),
+            Source::ScanNodes {
+                table: t,
+                properties,
+                ..
+            } => format!("ScanNodes {}{}", table(*t), props(properties)),
         });
         let mut out = String::new();
         for (depth, line) in lines.iter().enumerate() {

@@ -37,7 +37,11 @@ fn display_name(name: &str) -> &str {
     }
 }
 
-fn reads(catalog: &Catalog, table: TableId, props: &[(String, SlotId, LogicalType)]) -> Result<Vec<PropertyRead>> {
+fn reads(
+    catalog: &Catalog,
+    table: TableId,
+    props: &[(String, SlotId, LogicalType)],
+) -> Result<Vec<PropertyRead>> {
     let entry: &TableEntry = catalog
         .table(table)
         .ok_or_else(|| Error::internal(format!("table {table:?} vanished from the catalog")))?;
@@ -45,7 +49,10 @@ fn reads(catalog: &Catalog, table: TableId, props: &[(String, SlotId, LogicalTyp
         .iter()
         .map(|(name, slot, ty)| {
             let p = entry.property(name).ok_or_else(|| {
-                Error::semantic(format!("property '{name}' does not exist in table '{}'", entry.name))
+                Error::semantic(format!(
+                    "property '{name}' does not exist in table '{}'",
+                    entry.name
+                ))
             })?;
             Ok(PropertyRead {
                 property: p.id,
@@ -57,7 +64,11 @@ fn reads(catalog: &Catalog, table: TableId, props: &[(String, SlotId, LogicalTyp
 }
 
 /// Builds the plan for `q`; `cardinality` gives a table's row count.
-pub fn plan_query(q: BoundQuery, catalog: &Catalog, cardinality: &dyn Fn(TableId) -> u64) -> Result<QueryPlan> {
+pub fn plan_query(
+    q: BoundQuery,
+    catalog: &Catalog,
+    cardinality: &dyn Fn(TableId) -> u64,
+) -> Result<QueryPlan> {
     let g: &QueryGraph = &q.graph;
     let node_tables = g
         .nodes
@@ -71,10 +82,16 @@ pub fn plan_query(q: BoundQuery, catalog: &Catalog, cardinality: &dyn Fn(TableId
         .collect::<Result<Vec<_>>>()?;
     for (r, &t) in g.rels.iter().zip(&rel_tables) {
         if r.direction == Direction::Both {
-            return Err(Error::not_supported("undirected relationship patterns are not supported yet"));
+            return Err(Error::not_supported(
+                "undirected relationship patterns are not supported yet",
+            ));
         }
-        let entry = catalog.table(t).ok_or_else(|| Error::internal("rel table vanished"))?;
-        let info = entry.rel_info().ok_or_else(|| Error::internal("rel table without endpoints"))?;
+        let entry = catalog
+            .table(t)
+            .ok_or_else(|| Error::internal("rel table vanished"))?;
+        let info = entry
+            .rel_info()
+            .ok_or_else(|| Error::internal("rel table without endpoints"))?;
         let (src, dst) = match r.direction {
             Direction::Left => (r.right, r.left),
             _ => (r.left, r.right),
@@ -101,14 +118,24 @@ pub fn plan_query(q: BoundQuery, catalog: &Catalog, cardinality: &dyn Fn(TableId
     };
     q.predicates.iter().for_each(&mut collect);
     q.group_keys.iter().for_each(|(e, _)| collect(e));
-    q.aggregates.iter().filter_map(|a| a.arg.as_ref()).for_each(&mut collect);
+    q.aggregates
+        .iter()
+        .filter_map(|a| a.arg.as_ref())
+        .for_each(&mut collect);
     q.outputs.iter().for_each(|(_, e)| collect(e));
-    let node_degree = |i: usize| g.rels.iter().filter(|r| r.left == i || r.right == i).count();
+    let node_degree = |i: usize| {
+        g.rels
+            .iter()
+            .filter(|r| r.left == i || r.right == i)
+            .count()
+    };
 
     let mut available: HashSet<SlotId> = HashSet::new();
     let mut pending: Vec<Option<BoundExpr>> = q.predicates.iter().cloned().map(Some).collect();
     let mut steps = Vec::new();
-    let place_filters = |available: &HashSet<SlotId>, pending: &mut Vec<Option<BoundExpr>>, steps: &mut Vec<Step>| {
+    let place_filters = |available: &HashSet<SlotId>,
+                         pending: &mut Vec<Option<BoundExpr>>,
+                         steps: &mut Vec<Step>| {
         for p in pending.iter_mut() {
             let ready = p.as_ref().is_some_and(|e| {
                 let mut v = Vec::new();
@@ -160,7 +187,13 @@ pub fn plan_query(q: BoundQuery, catalog: &Catalog, cardinality: &dyn Fn(TableId
                 .count()
         };
         let start = (0..g.nodes.len())
-            .min_by_key(|&i| (std::cmp::Reverse(own_predicates(i)), cardinality(node_tables[i]), i))
+            .min_by_key(|&i| {
+                (
+                    std::cmp::Reverse(own_predicates(i)),
+                    cardinality(node_tables[i]),
+                    i,
+                )
+            })
             .unwrap_or(0);
         let n = &g.nodes[start];
         available.insert(n.id_slot);
@@ -174,16 +207,29 @@ pub fn plan_query(q: BoundQuery, catalog: &Catalog, cardinality: &dyn Fn(TableId
             let pick = (0..g.rels.len())
                 .filter(|&i| !done[i])
                 .filter(|&i| bound[g.rels[i].left] || bound[g.rels[i].right])
-                .max_by_key(|&i| (bound[g.rels[i].left] && bound[g.rels[i].right], std::cmp::Reverse(i)));
+                .max_by_key(|&i| {
+                    (
+                        bound[g.rels[i].left] && bound[g.rels[i].right],
+                        std::cmp::Reverse(i),
+                    )
+                });
             let Some(ri) = pick else {
                 return Err(Error::internal("planner could not reach every rel"));
             };
             done[ri] = true;
             let r = &g.rels[ri];
             // Extend from the bound end; its CSR is forward when it is the source.
-            let (from, to) = if bound[r.left] { (r.left, r.right) } else { (r.right, r.left) };
+            let (from, to) = if bound[r.left] {
+                (r.left, r.right)
+            } else {
+                (r.right, r.left)
+            };
             let from_is_src = (from == r.left) == (r.direction != Direction::Left);
-            let direction = if from_is_src { ExtendDirection::Fwd } else { ExtendDirection::Bwd };
+            let direction = if from_is_src {
+                ExtendDirection::Fwd
+            } else {
+                ExtendDirection::Bwd
+            };
             let closes_cycle = bound[to];
             let to_slot = if closes_cycle {
                 // A fresh slot for the neighbour, then a filter against the bound id.
@@ -243,7 +289,10 @@ pub fn plan_query(q: BoundQuery, catalog: &Catalog, cardinality: &dyn Fn(TableId
         }
     };
     if let Some(e) = pending.iter().flatten().next() {
-        return Err(Error::internal(format!("predicate at {:?} could not be placed", e.span)));
+        return Err(Error::internal(format!(
+            "predicate at {:?} could not be placed",
+            e.span
+        )));
     }
 
     let names: Vec<String> = q.outputs.iter().map(|(n, _)| n.clone()).collect();

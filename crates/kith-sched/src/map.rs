@@ -31,7 +31,13 @@ impl<T: Send, F: Fn(usize) -> Result<T> + Send + Sync> Task for MapTask<T, F> {
 impl Scheduler {
     /// Runs `f(i)` for every `i` in `0..n` on up to `threads` workers and
     /// returns the results in order; the first error wins.
-    pub fn parallel_map<T, F>(&self, threads: usize, cancel: &CancelToken, n: usize, f: F) -> Result<Vec<T>>
+    pub fn parallel_map<T, F>(
+        &self,
+        threads: usize,
+        cancel: &CancelToken,
+        n: usize,
+        f: F,
+    ) -> Result<Vec<T>>
     where
         T: Send + 'static,
         F: Fn(usize) -> Result<T> + Send + Sync + 'static,
@@ -56,10 +62,18 @@ mod tests {
     #[test]
     fn results_in_order() {
         let s = Scheduler::new(3);
-        let v = s.parallel_map(3, &CancelToken::new(), 100, |i| Ok(i * 2)).unwrap();
+        let v = s
+            .parallel_map(3, &CancelToken::new(), 100, |i| Ok(i * 2))
+            .unwrap();
         assert_eq!(v, (0..100).map(|i| i * 2).collect::<Vec<_>>());
         let err = s
-            .parallel_map(3, &CancelToken::new(), 10, |i| if i == 7 { Err(Error::runtime("seven")) } else { Ok(i) })
+            .parallel_map(3, &CancelToken::new(), 10, |i| {
+                if i == 7 {
+                    Err(Error::runtime("seven"))
+                } else {
+                    Ok(i)
+                }
+            })
             .unwrap_err();
         assert_eq!(err.message, "seven");
     }

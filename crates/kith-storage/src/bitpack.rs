@@ -18,7 +18,10 @@ pub fn pack(deltas: impl Iterator<Item = u64>, count: usize, bits: u8) -> Vec<u6
         return words;
     }
     for (idx, d) in deltas.enumerate() {
-        debug_assert!(bits == 64 || d >> bits == 0, "delta {d} exceeds {bits} bits");
+        debug_assert!(
+            bits == 64 || d >> bits == 0,
+            "delta {d} exceeds {bits} bits"
+        );
         let bit = idx * bits as usize;
         let (word, shift) = (bit / 64, bit % 64);
         words[word] |= d << shift;
@@ -31,14 +34,24 @@ pub fn pack(deltas: impl Iterator<Item = u64>, count: usize, bits: u8) -> Vec<u6
 
 /// Calls `out(i, delta)` for values `start..start+count`.
 #[inline]
-pub fn unpack_range(words: &[u64], bits: u8, start: u64, count: usize, mut out: impl FnMut(usize, u64)) {
+pub fn unpack_range(
+    words: &[u64],
+    bits: u8,
+    start: u64,
+    count: usize,
+    mut out: impl FnMut(usize, u64),
+) {
     if bits == 0 {
         for idx in 0..count {
             out(idx, 0);
         }
         return;
     }
-    let mask = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
+    let mask = if bits == 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
+    };
     let bits = bits as u64;
     let mut bit = start * bits;
     for idx in 0..count {

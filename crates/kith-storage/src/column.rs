@@ -11,7 +11,9 @@ use std::sync::Arc;
 
 use kith_common::codec::{Decoder, Encoder};
 use kith_common::constants::PAGE_SIZE;
-use kith_common::{Error, Interval, InternalId, LogicalType, PhysicalType, Result, ValueVector, VectorData};
+use kith_common::{
+    Error, InternalId, Interval, LogicalType, PhysicalType, Result, ValueVector, VectorData,
+};
 use kith_pager::{OwnedPin, PageIdx, Pager};
 
 use crate::bitpack;
@@ -140,9 +142,18 @@ fn int_keys(data: &VectorData, start: usize, count: usize) -> Option<Vec<u64>> {
     let r = start..start + count;
     Some(match data {
         VectorData::Bool(v) => v[r].iter().map(|&x| x as u64).collect(),
-        VectorData::I8(v) => v[r].iter().map(|&x| (x as i64 as u64) ^ SIGN_FLIP).collect(),
-        VectorData::I16(v) => v[r].iter().map(|&x| (x as i64 as u64) ^ SIGN_FLIP).collect(),
-        VectorData::I32(v) => v[r].iter().map(|&x| (x as i64 as u64) ^ SIGN_FLIP).collect(),
+        VectorData::I8(v) => v[r]
+            .iter()
+            .map(|&x| (x as i64 as u64) ^ SIGN_FLIP)
+            .collect(),
+        VectorData::I16(v) => v[r]
+            .iter()
+            .map(|&x| (x as i64 as u64) ^ SIGN_FLIP)
+            .collect(),
+        VectorData::I32(v) => v[r]
+            .iter()
+            .map(|&x| (x as i64 as u64) ^ SIGN_FLIP)
+            .collect(),
         VectorData::I64(v) => v[r].iter().map(|&x| (x as u64) ^ SIGN_FLIP).collect(),
         VectorData::U8(v) => v[r].iter().map(|&x| x as u64).collect(),
         VectorData::U16(v) => v[r].iter().map(|&x| x as u64).collect(),
@@ -178,7 +189,12 @@ fn words_to_bytes(words: &[u64]) -> &[u8] {
 
 impl ColumnChunk {
     /// Encodes and writes `vector[start..start+count]` to fresh pages.
-    pub fn write(pager: &Pager, vector: &ValueVector, start: usize, count: usize) -> Result<ColumnChunk> {
+    pub fn write(
+        pager: &Pager,
+        vector: &ValueVector,
+        start: usize,
+        count: usize,
+    ) -> Result<ColumnChunk> {
         let physical = vector.ty.physical();
         if physical == PhysicalType::Value {
             return Err(Error::not_supported(format!(
@@ -211,7 +227,10 @@ impl ColumnChunk {
                     (0..count).all(|i| is_null(i) || strings.get(start + i) == s0)
                 });
                 if let (true, Some(f)) = (constant, first_valid) {
-                    (Encoding::Constant(ConstValue::Str(strings.get(start + f).to_string())), PageRun::EMPTY)
+                    (
+                        Encoding::Constant(ConstValue::Str(strings.get(start + f).to_string())),
+                        PageRun::EMPTY,
+                    )
                 } else {
                     let mut heap = Vec::new();
                     let mut ends = ValueVector::new(LogicalType::UInt64, count);
@@ -224,7 +243,12 @@ impl ColumnChunk {
                         }
                     }
                     let ends = ColumnChunk::write(pager, &ends, 0, count)?;
-                    (Encoding::Strings { ends: Box::new(ends) }, PageRun::write(pager, &heap)?)
+                    (
+                        Encoding::Strings {
+                            ends: Box::new(ends),
+                        },
+                        PageRun::write(pager, &heap)?,
+                    )
                 }
             }
             data => {
@@ -240,15 +264,23 @@ impl ColumnChunk {
                     }
                     if min >= max {
                         // All NULL, or one distinct value.
-                        (Encoding::Constant(ConstValue::Bits(if min > max { 0 } else { min })), PageRun::EMPTY)
+                        (
+                            Encoding::Constant(ConstValue::Bits(if min > max { 0 } else { min })),
+                            PageRun::EMPTY,
+                        )
                     } else {
                         let bits = bitpack::bits_needed(max - min);
                         let words = bitpack::pack(
-                            keys.iter().enumerate().map(|(idx, &k)| if is_null(idx) { 0 } else { k - min }),
+                            keys.iter()
+                                .enumerate()
+                                .map(|(idx, &k)| if is_null(idx) { 0 } else { k - min }),
                             count,
                             bits,
                         );
-                        (Encoding::BitPacked { base: min, bits }, PageRun::write(pager, words_to_bytes(&words))?)
+                        (
+                            Encoding::BitPacked { base: min, bits },
+                            PageRun::write(pager, words_to_bytes(&words))?,
+                        )
                     }
                 } else if let Some(bytes) = plain_bytes(data, start, count) {
                     let width = bytes.len() / count.max(1);
@@ -262,7 +294,10 @@ impl ColumnChunk {
                         (true, Some(f)) if width <= 8 => {
                             let mut b = [0u8; 8];
                             b[..width].copy_from_slice(&slice[f * width..(f + 1) * width]);
-                            (Encoding::Constant(ConstValue::Bits(u64::from_le_bytes(b))), PageRun::EMPTY)
+                            (
+                                Encoding::Constant(ConstValue::Bits(u64::from_le_bytes(b))),
+                                PageRun::EMPTY,
+                            )
                         }
                         (_, None) => (Encoding::Constant(ConstValue::Bits(0)), PageRun::EMPTY),
                         _ => (Encoding::Plain, PageRun::write(pager, slice)?),
@@ -411,7 +446,9 @@ macro_rules! decode_keys {
     ($out:expr, $base:expr, $bits:expr, $words:expr, $start:expr, $count:expr, $pos:expr, $conv:expr) => {{
         let out = &mut $out[$pos..$pos + $count];
         let base = $base;
-        bitpack::unpack_range($words, $bits, $start, $count, |idx, d| out[idx] = $conv(base.wrapping_add(d)));
+        bitpack::unpack_range($words, $bits, $start, $count, |idx, d| {
+            out[idx] = $conv(base.wrapping_add(d))
+        });
     }};
 }
 
@@ -428,7 +465,13 @@ impl PinnedColumn {
 
     /// Decodes values `start..start+count` into `out[out_pos..]` (which must be
     /// long enough), setting nulls.
-    pub fn read(&self, start: u64, count: usize, out: &mut ValueVector, out_pos: usize) -> Result<()> {
+    pub fn read(
+        &self,
+        start: u64,
+        count: usize,
+        out: &mut ValueVector,
+        out_pos: usize,
+    ) -> Result<()> {
         if start + count as u64 > self.chunk.num_values {
             return Err(Error::internal(format!(
                 "read of rows {start}..{} beyond chunk of {}",
@@ -455,12 +498,16 @@ impl PinnedColumn {
                 let bytes: &[u8] = self.data.as_deref().unwrap_or(&[]);
                 match &mut out.data {
                     VectorData::F64(o) => {
-                        let src: &[f64] = bytemuck::try_cast_slice(bytes).map_err(|_| Error::internal("misaligned f64 chunk"))?;
-                        o[out_pos..out_pos + count].copy_from_slice(&src[start as usize..start as usize + count]);
+                        let src: &[f64] = bytemuck::try_cast_slice(bytes)
+                            .map_err(|_| Error::internal("misaligned f64 chunk"))?;
+                        o[out_pos..out_pos + count]
+                            .copy_from_slice(&src[start as usize..start as usize + count]);
                     }
                     VectorData::F32(o) => {
-                        let src: &[f32] = bytemuck::try_cast_slice(bytes).map_err(|_| Error::internal("misaligned f32 chunk"))?;
-                        o[out_pos..out_pos + count].copy_from_slice(&src[start as usize..start as usize + count]);
+                        let src: &[f32] = bytemuck::try_cast_slice(bytes)
+                            .map_err(|_| Error::internal("misaligned f32 chunk"))?;
+                        o[out_pos..out_pos + count]
+                            .copy_from_slice(&src[start as usize..start as usize + count]);
                     }
                     VectorData::Interval(o) => {
                         for idx in 0..count {
@@ -469,7 +516,9 @@ impl PinnedColumn {
                             o[out_pos + idx] = Interval {
                                 months: i32::from_le_bytes([b[0], b[1], b[2], b[3]]),
                                 days: i32::from_le_bytes([b[4], b[5], b[6], b[7]]),
-                                micros: i64::from_le_bytes([b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]]),
+                                micros: i64::from_le_bytes([
+                                    b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15],
+                                ]),
                             };
                         }
                     }
@@ -478,10 +527,18 @@ impl PinnedColumn {
                 Ok(())
             }
             Encoding::Strings { .. } => {
-                let ends = self.ends.as_ref().ok_or_else(|| Error::internal("string chunk without ends"))?;
+                let ends = self
+                    .ends
+                    .as_ref()
+                    .ok_or_else(|| Error::internal("string chunk without ends"))?;
                 let mut end_vec = ValueVector::new(LogicalType::UInt64, count + 1);
                 let (first_end_pos, read_from) = if start == 0 { (1, 0) } else { (0, start - 1) };
-                ends.read(read_from, count + 1 - first_end_pos, &mut end_vec, first_end_pos)?;
+                ends.read(
+                    read_from,
+                    count + 1 - first_end_pos,
+                    &mut end_vec,
+                    first_end_pos,
+                )?;
                 let VectorData::U64(e) = &end_vec.data else {
                     return Err(Error::internal("string ends not u64"));
                 };
@@ -491,7 +548,8 @@ impl PinnedColumn {
                 };
                 for idx in 0..count {
                     let bytes = &heap[e[idx] as usize..e[idx + 1] as usize];
-                    let s = std::str::from_utf8(bytes).map_err(|_| Error::corruption("invalid UTF-8 in string column"))?;
+                    let s = std::str::from_utf8(bytes)
+                        .map_err(|_| Error::corruption("invalid UTF-8 in string column"))?;
                     o.set(out_pos + idx, s);
                 }
                 Ok(())
@@ -499,7 +557,13 @@ impl PinnedColumn {
         }
     }
 
-    fn fill_constant(&self, c: &ConstValue, count: usize, out: &mut ValueVector, pos: usize) -> Result<()> {
+    fn fill_constant(
+        &self,
+        c: &ConstValue,
+        count: usize,
+        out: &mut ValueVector,
+        pos: usize,
+    ) -> Result<()> {
         let range = pos..pos + count;
         match (c, &mut out.data) {
             (ConstValue::Str(s), VectorData::Str(o)) => {
@@ -523,10 +587,18 @@ impl PinnedColumn {
                     VectorData::Id(o) => o[range].fill(InternalId(b)),
                     VectorData::F32(o) => o[range].fill(f32::from_bits(b as u32)),
                     VectorData::F64(o) => o[range].fill(f64::from_bits(b)),
-                    _ => return Err(Error::internal("constant chunk read into wrong vector type")),
+                    _ => {
+                        return Err(Error::internal(
+                            "constant chunk read into wrong vector type",
+                        ))
+                    }
                 }
             }
-            _ => return Err(Error::internal("constant chunk read into wrong vector type")),
+            _ => {
+                return Err(Error::internal(
+                    "constant chunk read into wrong vector type",
+                ))
+            }
         }
         Ok(())
     }
@@ -544,17 +616,35 @@ impl PinnedColumn {
     ) -> Result<()> {
         let signed = |k: u64| (k ^ SIGN_FLIP) as i64;
         match &mut out.data {
-            VectorData::Bool(o) => decode_keys!(o, base, bits, words, start, count, pos, |k: u64| k != 0),
-            VectorData::I8(o) => decode_keys!(o, base, bits, words, start, count, pos, |k| signed(k) as i8),
-            VectorData::I16(o) => decode_keys!(o, base, bits, words, start, count, pos, |k| signed(k) as i16),
-            VectorData::I32(o) => decode_keys!(o, base, bits, words, start, count, pos, |k| signed(k) as i32),
+            VectorData::Bool(o) => {
+                decode_keys!(o, base, bits, words, start, count, pos, |k: u64| k != 0)
+            }
+            VectorData::I8(o) => {
+                decode_keys!(o, base, bits, words, start, count, pos, |k| signed(k) as i8)
+            }
+            VectorData::I16(o) => {
+                decode_keys!(o, base, bits, words, start, count, pos, |k| signed(k)
+                    as i16)
+            }
+            VectorData::I32(o) => {
+                decode_keys!(o, base, bits, words, start, count, pos, |k| signed(k)
+                    as i32)
+            }
             VectorData::I64(o) => decode_keys!(o, base, bits, words, start, count, pos, signed),
             VectorData::U8(o) => decode_keys!(o, base, bits, words, start, count, pos, |k| k as u8),
-            VectorData::U16(o) => decode_keys!(o, base, bits, words, start, count, pos, |k| k as u16),
-            VectorData::U32(o) => decode_keys!(o, base, bits, words, start, count, pos, |k| k as u32),
+            VectorData::U16(o) => {
+                decode_keys!(o, base, bits, words, start, count, pos, |k| k as u16)
+            }
+            VectorData::U32(o) => {
+                decode_keys!(o, base, bits, words, start, count, pos, |k| k as u32)
+            }
             VectorData::U64(o) => decode_keys!(o, base, bits, words, start, count, pos, |k| k),
             VectorData::Id(o) => decode_keys!(o, base, bits, words, start, count, pos, InternalId),
-            _ => return Err(Error::internal("bit-packed chunk read into wrong vector type")),
+            _ => {
+                return Err(Error::internal(
+                    "bit-packed chunk read into wrong vector type",
+                ))
+            }
         }
         Ok(())
     }
@@ -619,7 +709,10 @@ mod tests {
         if count > 2 {
             let mut part = ValueVector::new(out.ty.clone(), 2);
             pinned.read(1, 2, &mut part, 0).unwrap();
-            assert_eq!(part.get_value(1), values[start + 2].clone().unwrap_or(Value::Null));
+            assert_eq!(
+                part.get_value(1),
+                values[start + 2].clone().unwrap_or(Value::Null)
+            );
         }
     }
 
@@ -658,8 +751,16 @@ mod tests {
     #[test]
     fn constant_and_all_null_columns() {
         round_trip(LogicalType::Int64, &vec![Some(Value::Int64(7)); 100], 0);
-        round_trip(LogicalType::String, &vec![Some(Value::String("x".into())); 100], 3);
+        round_trip(
+            LogicalType::String,
+            &vec![Some(Value::String("x".into())); 100],
+            3,
+        );
         round_trip(LogicalType::Double, &vec![None; 50], 0);
-        round_trip(LogicalType::Int64, &[Some(Value::Int64(i64::MIN)), Some(Value::Int64(i64::MAX))], 0);
+        round_trip(
+            LogicalType::Int64,
+            &[Some(Value::Int64(i64::MIN)), Some(Value::Int64(i64::MAX))],
+            0,
+        );
     }
 }

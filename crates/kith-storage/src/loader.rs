@@ -11,7 +11,6 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-
 use kith_catalog::TableEntry;
 use kith_common::constants::NODE_GROUP_SIZE;
 use kith_common::{Chunk, Error, LogicalType, Result, Value, ValueVector, VectorData};
@@ -42,7 +41,10 @@ struct RowOrigins {
 
 impl RowOrigins {
     fn describe(&self, row: u64) -> String {
-        let idx = self.chunks.partition_point(|(first, _, _)| *first <= row).saturating_sub(1);
+        let idx = self
+            .chunks
+            .partition_point(|(first, _, _)| *first <= row)
+            .saturating_sub(1);
         match self.chunks.get(idx) {
             Some((first, source, lines)) => match lines.get((row - first) as usize) {
                 Some(line) => format!("{source}:{line}"),
@@ -55,7 +57,10 @@ impl RowOrigins {
 
 /// Concatenates the input chunks column by column.
 fn concat(input: Vec<LoadChunk>, types: &[LogicalType]) -> Result<(Vec<ValueVector>, RowOrigins)> {
-    let mut columns: Vec<ValueVector> = types.iter().map(|t| ValueVector::new(t.clone(), 0)).collect();
+    let mut columns: Vec<ValueVector> = types
+        .iter()
+        .map(|t| ValueVector::new(t.clone(), 0))
+        .collect();
     let mut origins = RowOrigins { chunks: Vec::new() };
     let mut row = 0u64;
     for piece in input {
@@ -117,8 +122,16 @@ fn slot_key(col: &ValueVector, pos: usize) -> IndexKey {
 }
 
 /// Reads every row of `columns` of an existing node table from `first_row` on.
-fn read_node_rows(pager: &Arc<Pager>, data: &NodeTableData, types: &[LogicalType], first_row: u64) -> Result<Vec<ValueVector>> {
-    let mut out: Vec<ValueVector> = types.iter().map(|t| ValueVector::new(t.clone(), 0)).collect();
+fn read_node_rows(
+    pager: &Arc<Pager>,
+    data: &NodeTableData,
+    types: &[LogicalType],
+    first_row: u64,
+) -> Result<Vec<ValueVector>> {
+    let mut out: Vec<ValueVector> = types
+        .iter()
+        .map(|t| ValueVector::new(t.clone(), 0))
+        .collect();
     for (gidx, group) in data.groups.iter().enumerate() {
         let group_start = gidx as u64 * NODE_GROUP_SIZE;
         if group_start + group.num_rows <= first_row {
@@ -128,7 +141,8 @@ fn read_node_rows(pager: &Arc<Pager>, data: &NodeTableData, types: &[LogicalType
         let count = (group.num_rows - from) as usize;
         for (cidx, col) in out.iter_mut().enumerate() {
             let mut tmp = ValueVector::new(types[cidx].clone(), count);
-            data.pin_column(pager, gidx, cidx)?.read(from, count, &mut tmp, 0)?;
+            data.pin_column(pager, gidx, cidx)?
+                .read(from, count, &mut tmp, 0)?;
             col.append(&tmp);
         }
     }
@@ -136,7 +150,12 @@ fn read_node_rows(pager: &Arc<Pager>, data: &NodeTableData, types: &[LogicalType
 }
 
 /// Appends `input` (columns in catalog property order) to node table `table`.
-pub fn load_nodes(txn: &mut WriteTxn<'_>, ctx: &LoadContext<'_>, table: &TableEntry, input: Vec<LoadChunk>) -> Result<u64> {
+pub fn load_nodes(
+    txn: &mut WriteTxn<'_>,
+    ctx: &LoadContext<'_>,
+    table: &TableEntry,
+    input: Vec<LoadChunk>,
+) -> Result<u64> {
     let types: Vec<LogicalType> = table.properties.iter().map(|p| p.ty.clone()).collect();
     let pk_col = match &table.kind {
         kith_catalog::TableKind::Node(info) => info.primary_key,
@@ -154,7 +173,11 @@ pub fn load_nodes(txn: &mut WriteTxn<'_>, ctx: &LoadContext<'_>, table: &TableEn
     }
     let total_rows = existing.num_rows + new_rows;
     if total_rows > kith_common::ids::MAX_TABLE_ROWS {
-        return Err(Error::copy(format!("table '{}' would exceed {} rows", table.name, kith_common::ids::MAX_TABLE_ROWS)));
+        return Err(Error::copy(format!(
+            "table '{}' would exceed {} rows",
+            table.name,
+            kith_common::ids::MAX_TABLE_ROWS
+        )));
     }
 
     // Primary keys: no NULLs, no duplicates (against existing rows too).
@@ -172,11 +195,22 @@ pub fn load_nodes(txn: &mut WriteTxn<'_>, ctx: &LoadContext<'_>, table: &TableEn
             }
             for pos in 0..new.len() {
                 if pk_new.is_null(pos) {
-                    return Err(Error::copy(format!("{}: the primary key '{pk_name}' is NULL", origins.describe(pos as u64))));
+                    return Err(Error::copy(format!(
+                        "{}: the primary key '{pk_name}' is NULL",
+                        origins.describe(pos as u64)
+                    )));
                 }
                 let offset = existing.num_rows + pos as u64;
                 if let Some(prev) = seen.insert(new.get(pos), offset) {
-                    return Err(duplicate_error(table, pk_name, &Value::String(new.get(pos).to_string()), &origins, pos as u64, prev, existing.num_rows));
+                    return Err(duplicate_error(
+                        table,
+                        pk_name,
+                        &Value::String(new.get(pos).to_string()),
+                        &origins,
+                        pos as u64,
+                        prev,
+                        existing.num_rows,
+                    ));
                 }
                 entries.push((IndexKey::of_str(new.get(pos)), offset));
             }
@@ -190,12 +224,23 @@ pub fn load_nodes(txn: &mut WriteTxn<'_>, ctx: &LoadContext<'_>, table: &TableEn
             }
             for pos in 0..pk_new.len() {
                 if pk_new.is_null(pos) {
-                    return Err(Error::copy(format!("{}: the primary key '{pk_name}' is NULL", origins.describe(pos as u64))));
+                    return Err(Error::copy(format!(
+                        "{}: the primary key '{pk_name}' is NULL",
+                        origins.describe(pos as u64)
+                    )));
                 }
                 let offset = existing.num_rows + pos as u64;
                 let k = slot_key(pk_new, pos);
                 if let Some(prev) = seen.insert(k.0, offset) {
-                    return Err(duplicate_error(table, pk_name, &pk_new.get_value(pos), &origins, pos as u64, prev, existing.num_rows));
+                    return Err(duplicate_error(
+                        table,
+                        pk_name,
+                        &pk_new.get_value(pos),
+                        &origins,
+                        pos as u64,
+                        prev,
+                        existing.num_rows,
+                    ));
                 }
                 entries.push((k, offset));
             }
@@ -214,18 +259,24 @@ pub fn load_nodes(txn: &mut WriteTxn<'_>, ctx: &LoadContext<'_>, table: &TableEn
     let columns = Arc::new(columns);
     let write_pager = Arc::clone(&pager);
     let cols = Arc::clone(&columns);
-    let new_groups = parallel_map(ctx.sched, ctx.threads, ctx.cancel, num_new_groups, move |g| {
-        let start = g as u64 * NODE_GROUP_SIZE;
-        let count = NODE_GROUP_SIZE.min(rows_to_write - start) as usize;
-        let chunks = cols
-            .iter()
-            .map(|c| ColumnChunk::write(&write_pager, c, start as usize, count))
-            .collect::<Result<Vec<_>>>()?;
-        Ok(NodeGroupData {
-            num_rows: count as u64,
-            columns: chunks,
-        })
-    })?;
+    let new_groups = parallel_map(
+        ctx.sched,
+        ctx.threads,
+        ctx.cancel,
+        num_new_groups,
+        move |g| {
+            let start = g as u64 * NODE_GROUP_SIZE;
+            let count = NODE_GROUP_SIZE.min(rows_to_write - start) as usize;
+            let chunks = cols
+                .iter()
+                .map(|c| ColumnChunk::write(&write_pager, c, start as usize, count))
+                .collect::<Result<Vec<_>>>()?;
+            Ok(NodeGroupData {
+                num_rows: count as u64,
+                columns: chunks,
+            })
+        },
+    )?;
     let mut groups: Vec<NodeGroupData> = existing.groups[..full_groups as usize].to_vec();
     groups.extend(new_groups);
     let pk_index = PkIndex::build(&pager, key_kind(&types[pk_col]), entries.into_iter())?;
@@ -242,7 +293,15 @@ pub fn load_nodes(txn: &mut WriteTxn<'_>, ctx: &LoadContext<'_>, table: &TableEn
     Ok(new_rows)
 }
 
-fn duplicate_error(table: &TableEntry, pk_name: &str, key: &Value, origins: &RowOrigins, pos: u64, prev: u64, existing_rows: u64) -> Error {
+fn duplicate_error(
+    table: &TableEntry,
+    pk_name: &str,
+    key: &Value,
+    origins: &RowOrigins,
+    pos: u64,
+    prev: u64,
+    existing_rows: u64,
+) -> Error {
     let first = if prev < existing_rows {
         "an existing node".to_string()
     } else {
@@ -256,10 +315,17 @@ fn duplicate_error(table: &TableEntry, pk_name: &str, key: &Value, origins: &Row
 }
 
 /// Every rel of an existing table as (src, dst, property columns), in fwd order.
-fn read_rels(pager: &Arc<Pager>, data: &RelTableData, types: &[LogicalType]) -> Result<(Vec<u64>, Vec<u64>, Vec<ValueVector>)> {
+fn read_rels(
+    pager: &Arc<Pager>,
+    data: &RelTableData,
+    types: &[LogicalType],
+) -> Result<(Vec<u64>, Vec<u64>, Vec<ValueVector>)> {
     let mut src = Vec::with_capacity(data.num_rels as usize);
     let mut dst = Vec::with_capacity(data.num_rels as usize);
-    let mut props: Vec<ValueVector> = types.iter().map(|t| ValueVector::new(t.clone(), 0)).collect();
+    let mut props: Vec<ValueVector> = types
+        .iter()
+        .map(|t| ValueVector::new(t.clone(), 0))
+        .collect();
     let all_columns: Vec<usize> = (0..types.len()).collect();
     for (gidx, group) in data.fwd.groups.iter().enumerate() {
         let pinned = group.pin(pager, &all_columns)?;
@@ -357,8 +423,16 @@ fn u64_vector(values: Vec<u64>) -> ValueVector {
 
 /// Appends rels to rel table `table`. `input` columns: source key, destination
 /// key, then the rel properties in catalog order.
-pub fn load_rels(txn: &mut WriteTxn<'_>, ctx: &LoadContext<'_>, table: &TableEntry, input: Vec<LoadChunk>) -> Result<u64> {
-    let info = table.rel_info().ok_or_else(|| Error::internal("load_rels on a node table"))?.clone();
+pub fn load_rels(
+    txn: &mut WriteTxn<'_>,
+    ctx: &LoadContext<'_>,
+    table: &TableEntry,
+    input: Vec<LoadChunk>,
+) -> Result<u64> {
+    let info = table
+        .rel_info()
+        .ok_or_else(|| Error::internal("load_rels on a node table"))?
+        .clone();
     let pager = Arc::clone(txn.pager());
     let node_data = |id| -> Result<NodeTableData> {
         match txn.tables.get(&id).map(|t| t.as_ref()) {
@@ -368,10 +442,24 @@ pub fn load_rels(txn: &mut WriteTxn<'_>, ctx: &LoadContext<'_>, table: &TableEnt
     };
     let src_data = node_data(info.src)?;
     let dst_data = node_data(info.dst)?;
-    let src_entry = txn.catalog.table(info.src).cloned().ok_or_else(|| Error::internal("missing src table"))?;
-    let dst_entry = txn.catalog.table(info.dst).cloned().ok_or_else(|| Error::internal("missing dst table"))?;
-    let src_pk_ty = src_entry.primary_key().map(|p| p.ty.clone()).unwrap_or(LogicalType::Int64);
-    let dst_pk_ty = dst_entry.primary_key().map(|p| p.ty.clone()).unwrap_or(LogicalType::Int64);
+    let src_entry = txn
+        .catalog
+        .table(info.src)
+        .cloned()
+        .ok_or_else(|| Error::internal("missing src table"))?;
+    let dst_entry = txn
+        .catalog
+        .table(info.dst)
+        .cloned()
+        .ok_or_else(|| Error::internal("missing dst table"))?;
+    let src_pk_ty = src_entry
+        .primary_key()
+        .map(|p| p.ty.clone())
+        .unwrap_or(LogicalType::Int64);
+    let dst_pk_ty = dst_entry
+        .primary_key()
+        .map(|p| p.ty.clone())
+        .unwrap_or(LogicalType::Int64);
     let prop_types: Vec<LogicalType> = table.properties.iter().map(|p| p.ty.clone()).collect();
     let mut types = vec![src_pk_ty, dst_pk_ty];
     types.extend(prop_types.iter().cloned());
@@ -395,22 +483,29 @@ pub fn load_rels(txn: &mut WriteTxn<'_>, ctx: &LoadContext<'_>, table: &TableEnt
         let end = (start + RESOLVE_MORSEL).min(k2[0].len());
         let mut src_lookup = sd.pk_lookup(&p2)?;
         let mut dst_lookup = dd.pk_lookup(&p2)?;
-        let mut out = (Vec::with_capacity(end - start), Vec::with_capacity(end - start));
+        let mut out = (
+            Vec::with_capacity(end - start),
+            Vec::with_capacity(end - start),
+        );
         for row in start..end {
-            for (side, lookup, name, dst) in [(0usize, &mut src_lookup, &sname, &mut out.0), (1, &mut dst_lookup, &dname, &mut out.1)] {
+            for (side, lookup, name, dst) in [
+                (0usize, &mut src_lookup, &sname, &mut out.0),
+                (1, &mut dst_lookup, &dname, &mut out.1),
+            ] {
                 let key = k2[side].get_value(row);
                 let which = if side == 0 { "source" } else { "destination" };
                 if key.is_null() {
-                    return Err(Error::copy(format!("{}: the {which} key is NULL", o2.describe(row as u64))));
+                    return Err(Error::copy(format!(
+                        "{}: the {which} key is NULL",
+                        o2.describe(row as u64)
+                    )));
                 }
                 match lookup.lookup(&key)? {
                     Some(off) => dst.push(off),
-                    None => {
-                        return Err(Error::copy(format!(
-                            "{}: {which} node with primary key {key} does not exist in table '{name}'",
-                            o2.describe(row as u64)
-                        )))
-                    }
+                    None => return Err(Error::copy(format!(
+                        "{}: {which} node with primary key {key} does not exist in table '{name}'",
+                        o2.describe(row as u64)
+                    ))),
                 }
             }
         }
@@ -438,14 +533,21 @@ pub fn load_rels(txn: &mut WriteTxn<'_>, ctx: &LoadContext<'_>, table: &TableEnt
     let total = all_src.len();
 
     // Multiplicity: a `ONE` side allows one rel per node.
-    for (many, bound, side) in [(info.multiplicity.dst_many, &all_src, "source"), (info.multiplicity.src_many, &all_dst, "destination")] {
+    for (many, bound, side) in [
+        (info.multiplicity.dst_many, &all_src, "source"),
+        (info.multiplicity.src_many, &all_dst, "destination"),
+    ] {
         if many {
             continue;
         }
         let mut seen = std::collections::HashSet::with_capacity(total);
         for (row, node) in bound.iter().enumerate() {
             if !seen.insert(*node) {
-                let at = if row >= n_old { origins.describe((row - n_old) as u64) } else { "existing data".into() };
+                let at = if row >= n_old {
+                    origins.describe((row - n_old) as u64)
+                } else {
+                    "existing data".into()
+                };
                 return Err(Error::copy(format!(
                     "{at}: table '{}' is {} but a {side} node has more than one rel",
                     table.name,
@@ -465,8 +567,24 @@ pub fn load_rels(txn: &mut WriteTxn<'_>, ctx: &LoadContext<'_>, table: &TableEnt
     let rel_ids = Arc::new(rel_id_of_row);
     let bwd_sorted = sort_by_node(&all_dst, dst_data.num_rows);
     let (all_src, all_dst) = (Arc::new(all_src), Arc::new(all_dst));
-    let fwd = write_csr(ctx, &pager, src_data.num_rows, fwd_sorted, Arc::clone(&all_dst), Arc::clone(&rel_ids), &props)?;
-    let bwd = write_csr(ctx, &pager, dst_data.num_rows, bwd_sorted, all_src, rel_ids, &props)?;
+    let fwd = write_csr(
+        ctx,
+        &pager,
+        src_data.num_rows,
+        fwd_sorted,
+        Arc::clone(&all_dst),
+        Arc::clone(&rel_ids),
+        &props,
+    )?;
+    let bwd = write_csr(
+        ctx,
+        &pager,
+        dst_data.num_rows,
+        bwd_sorted,
+        all_src,
+        rel_ids,
+        &props,
+    )?;
     txn.tables.insert(
         table.id,
         Arc::new(TableData::Rel(RelTableData {

@@ -10,7 +10,7 @@ use kith_common::{Error, Result, Value, ValueVector};
 use kith_pager::Pager;
 
 use crate::column::{ColumnChunk, PageRun, PinnedColumn};
-use crate::pk_index::{IndexKey, KeyKind, PkIndex, PinnedPkIndex};
+use crate::pk_index::{IndexKey, KeyKind, PinnedPkIndex, PkIndex};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodeGroupData {
@@ -61,13 +61,26 @@ impl NodeTableData {
     /// Reads `count` values of column `column` starting at row `start` (which
     /// must lie within one node group) into `out[out_pos..]`. Convenience for
     /// cold paths; scans pin chunks once through [`NodeTableData::pin_column`].
-    pub fn read_column(&self, pager: &Arc<Pager>, column: usize, start: u64, count: usize, out: &mut ValueVector, out_pos: usize) -> Result<()> {
+    pub fn read_column(
+        &self,
+        pager: &Arc<Pager>,
+        column: usize,
+        start: u64,
+        count: usize,
+        out: &mut ValueVector,
+        out_pos: usize,
+    ) -> Result<()> {
         let group = (start / NODE_GROUP_SIZE) as usize;
         let pinned = self.pin_column(pager, group, column)?;
         pinned.read(start % NODE_GROUP_SIZE, count, out, out_pos)
     }
 
-    pub fn pin_column(&self, pager: &Arc<Pager>, group: usize, column: usize) -> Result<PinnedColumn> {
+    pub fn pin_column(
+        &self,
+        pager: &Arc<Pager>,
+        group: usize,
+        column: usize,
+    ) -> Result<PinnedColumn> {
         let g = self
             .groups
             .get(group)
@@ -130,7 +143,10 @@ impl NodeTableData {
             for _ in 0..ncols {
                 columns.push(ColumnChunk::decode(d)?);
             }
-            groups.push(NodeGroupData { num_rows: rows, columns });
+            groups.push(NodeGroupData {
+                num_rows: rows,
+                columns,
+            });
         }
         let pk_index = match d.u8()? {
             0 => None,

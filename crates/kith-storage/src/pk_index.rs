@@ -69,9 +69,15 @@ pub struct PkIndex {
 impl PkIndex {
     /// Builds and writes an index over `(key, offset)` pairs. Keys must be unique
     /// for `Int` indexes (the loader checks duplicates first).
-    pub fn build(pager: &Pager, kind: KeyKind, entries: impl ExactSizeIterator<Item = (IndexKey, u64)>) -> Result<PkIndex> {
+    pub fn build(
+        pager: &Pager,
+        kind: KeyKind,
+        entries: impl ExactSizeIterator<Item = (IndexKey, u64)>,
+    ) -> Result<PkIndex> {
         let num_keys = entries.len() as u64;
-        let capacity = (num_keys * 100 / MAX_LOAD_PERCENT + 1).next_power_of_two().max(16);
+        let capacity = (num_keys * 100 / MAX_LOAD_PERCENT + 1)
+            .next_power_of_two()
+            .max(16);
         let mask = capacity - 1;
         let mut slots = vec![EMPTY; capacity as usize * 2];
         for (key, offset) in entries {

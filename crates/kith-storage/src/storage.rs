@@ -111,7 +111,9 @@ impl Storage {
                 let mut d = Decoder::new(&payload);
                 let format = d.u32()?;
                 if format != HEADER_FORMAT {
-                    return Err(Error::corruption(format!("unsupported header format {format}")));
+                    return Err(Error::corruption(format!(
+                        "unsupported header format {format}"
+                    )));
                 }
                 let run = PageRun {
                     first: d.u32()?,
@@ -224,7 +226,12 @@ impl Storage {
         })
     }
 
-    fn commit(&self, txn_catalog: Catalog, tables: std::collections::BTreeMap<TableId, Arc<TableData>>, base: &Arc<Version>) -> Result<()> {
+    fn commit(
+        &self,
+        txn_catalog: Catalog,
+        tables: std::collections::BTreeMap<TableId, Arc<TableData>>,
+        base: &Arc<Version>,
+    ) -> Result<()> {
         let version = Version {
             seq: base.seq + 1,
             catalog: Arc::new(txn_catalog),
@@ -246,7 +253,11 @@ impl Storage {
         let mut freed: Vec<PageRun> = base
             .pages()
             .into_iter()
-            .filter(|r| new_pages.binary_search_by_key(&r.first, |n| n.first).is_err())
+            .filter(|r| {
+                new_pages
+                    .binary_search_by_key(&r.first, |n| n.first)
+                    .is_err()
+            })
             .collect();
         freed.sort_by_key(|r| r.first);
         let old = {
@@ -261,7 +272,11 @@ impl Storage {
         }
         drop(old);
         self.reclaim();
-        if self.wal.as_ref().is_some_and(|w| w.size_bytes() > CHECKPOINT_WAL_BYTES) {
+        if self
+            .wal
+            .as_ref()
+            .is_some_and(|w| w.size_bytes() > CHECKPOINT_WAL_BYTES)
+        {
             self.checkpoint()?;
         }
         Ok(())

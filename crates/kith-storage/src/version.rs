@@ -131,7 +131,10 @@ impl Version {
         }
         for t in catalog.tables() {
             if !tables.contains_key(&t.id) {
-                return Err(Error::corruption(format!("table '{}' has no storage metadata", t.name)));
+                return Err(Error::corruption(format!(
+                    "table '{}' has no storage metadata",
+                    t.name
+                )));
             }
         }
         Ok(Version {

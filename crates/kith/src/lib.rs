@@ -23,7 +23,9 @@ pub(crate) fn guard<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
                 .map(|s| s.to_string())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "unknown panic".to_string());
-            Err(Error::internal(format!("internal error (please report): {what}")))
+            Err(Error::internal(format!(
+                "internal error (please report): {what}"
+            )))
         }
     }
 }

@@ -19,7 +19,10 @@ use crate::result::QueryResult;
 pub(crate) fn run_script(conn: &Connection, text: &str) -> Result<QueryResult> {
     let statements = kith_parser::parse(text)?;
     if statements.is_empty() {
-        return Err(Error::syntax(kith_common::Span::new(0, text.len()), "empty statement"));
+        return Err(Error::syntax(
+            kith_common::Span::new(0, text.len()),
+            "empty statement",
+        ));
     }
     let mut last = QueryResult::default();
     for stmt in &statements {
@@ -86,8 +89,14 @@ fn run_statement(conn: &Connection, stmt: &kith_parser::ast::Statement) -> Resul
                 return Ok(message(format!("Table {name} already exists.")));
             }
             let mut txn = storage.begin_write()?;
-            let id = txn.catalog.create_node_table(&name, columns, &primary_key)?;
-            let entry = txn.catalog.table(id).cloned().ok_or_else(|| Error::internal("new table missing"))?;
+            let id = txn
+                .catalog
+                .create_node_table(&name, columns, &primary_key)?;
+            let entry = txn
+                .catalog
+                .table(id)
+                .cloned()
+                .ok_or_else(|| Error::internal("new table missing"))?;
             let pk = match &entry.kind {
                 TableKind::Node(info) => info.primary_key,
                 TableKind::Rel(_) => return Err(Error::internal("node table created as rel")),
@@ -109,8 +118,14 @@ fn run_statement(conn: &Connection, stmt: &kith_parser::ast::Statement) -> Resul
                 return Ok(message(format!("Table {name} already exists.")));
             }
             let mut txn = storage.begin_write()?;
-            let id = txn.catalog.create_rel_table(&name, &src, &dst, columns, multiplicity)?;
-            let entry = txn.catalog.table(id).cloned().ok_or_else(|| Error::internal("new table missing"))?;
+            let id = txn
+                .catalog
+                .create_rel_table(&name, &src, &dst, columns, multiplicity)?;
+            let entry = txn
+                .catalog
+                .table(id)
+                .cloned()
+                .ok_or_else(|| Error::internal("new table missing"))?;
             let data = RelTableData::empty(entry.properties.iter().map(|p| p.id).collect());
             txn.tables.insert(id, Arc::new(TableData::Rel(data)));
             txn.commit()?;
@@ -133,26 +148,37 @@ fn run_statement(conn: &Connection, stmt: &kith_parser::ast::Statement) -> Resul
                 .map(|t| t.name.clone())
                 .unwrap_or_default();
             let progress = conn.progress.clone().map(|cb| {
-                Arc::new(move |done, total| cb(crate::Progress { done, total })) as kith_exec::copy::ProgressFn
+                Arc::new(move |done, total| cb(crate::Progress { done, total }))
+                    as kith_exec::copy::ProgressFn
             });
-            let rows = kith_exec::copy::copy_from(storage, &conn.db.sched, settings.threads, &cancel, &copy, progress)
-                .map_err(|e| e.or_span(copy.span))?;
-            Ok(message(format!("{rows} tuples have been copied to the {table} table.")))
+            let rows = kith_exec::copy::copy_from(
+                storage,
+                &conn.db.sched,
+                settings.threads,
+                &cancel,
+                &copy,
+                progress,
+            )
+            .map_err(|e| e.or_span(copy.span))?;
+            Ok(message(format!(
+                "{rows} tuples have been copied to the {table} table."
+            )))
         }
         BoundStatement::SetOption { name, value } => {
             let mut s = conn.settings.lock();
             match name.as_str() {
                 "threads" => {
-                    let n = value
-                        .as_i64()
-                        .ok_or_else(|| Error::runtime(format!("threads expects an integer, got {value}")))?;
+                    let n = value.as_i64().ok_or_else(|| {
+                        Error::runtime(format!("threads expects an integer, got {value}"))
+                    })?;
                     s.threads = conn.check_threads(n)?;
                 }
                 "timeout" => {
-                    let ms = value
-                        .as_i64()
-                        .filter(|ms| *ms >= 0)
-                        .ok_or_else(|| Error::runtime(format!("timeout expects milliseconds (a non-negative integer), got {value}")))?;
+                    let ms = value.as_i64().filter(|ms| *ms >= 0).ok_or_else(|| {
+                        Error::runtime(format!(
+                            "timeout expects milliseconds (a non-negative integer), got {value}"
+                        ))
+                    })?;
                     s.timeout = (ms > 0).then(|| Duration::from_millis(ms as u64));
                 }
                 other => {
@@ -171,12 +197,24 @@ fn run_statement(conn: &Connection, stmt: &kith_parser::ast::Statement) -> Resul
                 .catalog
                 .tables()
                 .iter()
-                .map(|t| vec![Value::String(t.name.clone()), Value::String(t.kind_name().to_string())])
+                .map(|t| {
+                    vec![
+                        Value::String(t.name.clone()),
+                        Value::String(t.kind_name().to_string()),
+                    ]
+                })
                 .collect();
-            Ok(table_result(&["name", "type"], vec![LogicalType::String, LogicalType::String], rows))
+            Ok(table_result(
+                &["name", "type"],
+                vec![LogicalType::String, LogicalType::String],
+                rows,
+            ))
         }
         BoundStatement::TableCall(TableCall::TableInfo(id)) => {
-            let t = snapshot.catalog.table(id).ok_or_else(|| Error::catalog("table vanished"))?;
+            let t = snapshot
+                .catalog
+                .table(id)
+                .ok_or_else(|| Error::catalog("table vanished"))?;
             let pk = t.primary_key().map(|p| p.id);
             let rows = t
                 .properties
@@ -193,7 +231,12 @@ fn run_statement(conn: &Connection, stmt: &kith_parser::ast::Statement) -> Resul
                 .collect();
             Ok(table_result(
                 &["property id", "name", "type", "primary key"],
-                vec![LogicalType::Int64, LogicalType::String, LogicalType::String, LogicalType::Bool],
+                vec![
+                    LogicalType::Int64,
+                    LogicalType::String,
+                    LogicalType::String,
+                    LogicalType::Bool,
+                ],
                 rows,
             ))
         }
@@ -224,7 +267,9 @@ fn run_statement(conn: &Connection, stmt: &kith_parser::ast::Statement) -> Resul
                 let plan = kith_planner::planner::plan_query(*q, &snapshot.catalog, &|_| 0)?;
                 Ok(message(plan.explain(&snapshot.catalog)))
             }
-            _ => Err(Error::not_supported("EXPLAIN of statements other than queries")),
+            _ => Err(Error::not_supported(
+                "EXPLAIN of statements other than queries",
+            )),
         },
     }
 }

@@ -23,7 +23,11 @@ fn temp_db(name: &str) -> (PathBuf, String) {
 }
 
 fn rows(conn: &Connection, q: &str) -> Vec<Vec<Value>> {
-    let mut r: Vec<Vec<Value>> = conn.query(q).unwrap_or_else(|e| panic!("{q}: {e}")).rows().collect();
+    let mut r: Vec<Vec<Value>> = conn
+        .query(q)
+        .unwrap_or_else(|e| panic!("{q}: {e}"))
+        .rows()
+        .collect();
     r.sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));
     r
 }
@@ -98,7 +102,9 @@ fn failed_copy_changes_nothing() {
 fn second_writer_process_is_refused() {
     let (dir, path) = temp_db("lock");
     let _db = Database::open(&path, Config::default()).unwrap();
-    let err = Database::open(&path, Config::default()).err().expect("second open must fail");
+    let err = Database::open(&path, Config::default())
+        .err()
+        .expect("second open must fail");
     assert!(err.to_string().contains("locked"), "{err}");
     let _ = std::fs::remove_dir_all(dir);
 }
@@ -116,7 +122,14 @@ fn syntax_errors_point_at_the_spot() {
 
 #[test]
 fn connections_query_concurrently() {
-    let db = Database::open(":memory:", Config { max_threads: Some(2), ..Config::default() }).unwrap();
+    let db = Database::open(
+        ":memory:",
+        Config {
+            max_threads: Some(2),
+            ..Config::default()
+        },
+    )
+    .unwrap();
     load(&Connection::new(&db));
     let expected = rows(&Connection::new(&db), QUERIES[1]);
     std::thread::scope(|s| {
@@ -133,10 +146,23 @@ fn connections_query_concurrently() {
 
 #[test]
 fn thread_counts_agree() {
-    let db = Database::open(":memory:", Config { max_threads: Some(2), ..Config::default() }).unwrap();
+    let db = Database::open(
+        ":memory:",
+        Config {
+            max_threads: Some(2),
+            ..Config::default()
+        },
+    )
+    .unwrap();
     let conn = Connection::new(&db);
     load(&conn);
-    let one: Vec<_> = QUERIES.iter().map(|q| rows(&conn, &format!("CALL threads=1; {q}"))).collect();
-    let two: Vec<_> = QUERIES.iter().map(|q| rows(&conn, &format!("CALL threads=2; {q}"))).collect();
+    let one: Vec<_> = QUERIES
+        .iter()
+        .map(|q| rows(&conn, &format!("CALL threads=1; {q}")))
+        .collect();
+    let two: Vec<_> = QUERIES
+        .iter()
+        .map(|q| rows(&conn, &format!("CALL threads=2; {q}")))
+        .collect();
     assert_eq!(one, two);
 }

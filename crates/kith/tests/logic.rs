@@ -128,18 +128,25 @@ fn run_file(path: &Path, data: &Path) -> Vec<String> {
         match (&rec.kind, result) {
             (Kind::Ok, Ok(_)) => {}
             (Kind::Ok, Err(e)) => failures.push(format!("{at}: expected success, got error:\n{e}")),
-            (Kind::Error, Ok(_)) => failures.push(format!("{at}: expected an error, the statement succeeded")),
+            (Kind::Error, Ok(_)) => {
+                failures.push(format!("{at}: expected an error, the statement succeeded"))
+            }
             (Kind::Error, Err(e)) => {
                 let msg = e.to_string();
                 for want in &rec.expected {
                     if !msg.contains(want.as_str()) {
-                        failures.push(format!("{at}: error message\n{msg}\ndoes not contain\n{want}"));
+                        failures.push(format!(
+                            "{at}: error message\n{msg}\ndoes not contain\n{want}"
+                        ));
                     }
                 }
             }
             (Kind::Query { .. }, Err(e)) => failures.push(format!("{at}: query failed:\n{e}")),
             (Kind::Query { sort }, Ok(r)) => {
-                let mut got: Vec<String> = r.rows().map(|row| row.iter().map(render).collect::<Vec<_>>().join("|")).collect();
+                let mut got: Vec<String> = r
+                    .rows()
+                    .map(|row| row.iter().map(render).collect::<Vec<_>>().join("|"))
+                    .collect();
                 let mut want = rec.expected.clone();
                 if *sort {
                     got.sort();
@@ -176,5 +183,10 @@ fn logic_tests() {
     for f in &files {
         failures.extend(run_file(f, &data));
     }
-    assert!(failures.is_empty(), "{} failure(s):\n\n{}", failures.len(), failures.join("\n\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failure(s):\n\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
 }

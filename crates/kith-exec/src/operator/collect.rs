@@ -21,8 +21,16 @@ pub struct Collect {
 }
 
 impl Collect {
-    pub fn new(ctx: Arc<QueryContext>, outputs: Vec<Evaluator>, types: &[LogicalType], wanted: Option<(u64, Arc<AtomicU64>)>) -> Collect {
-        let scratch = types.iter().map(|t| ValueVector::new(t.clone(), 0)).collect();
+    pub fn new(
+        ctx: Arc<QueryContext>,
+        outputs: Vec<Evaluator>,
+        types: &[LogicalType],
+        wanted: Option<(u64, Arc<AtomicU64>)>,
+    ) -> Collect {
+        let scratch = types
+            .iter()
+            .map(|t| ValueVector::new(t.clone(), 0))
+            .collect();
         Collect {
             ctx,
             outputs,
@@ -61,7 +69,9 @@ impl LocalSink for Collect {
         let mut added = 0u64;
         for &p in &positions {
             for _ in 0..per_position {
-                for ((col, kind), src) in self.rows.columns.iter_mut().zip(&kinds).zip(&self.scratch) {
+                for ((col, kind), src) in
+                    self.rows.columns.iter_mut().zip(&kinds).zip(&self.scratch)
+                {
                     let pos = match kind {
                         Evaluated::Flat => 0,
                         Evaluated::Unflat(_) => p,

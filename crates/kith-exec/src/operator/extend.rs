@@ -113,11 +113,15 @@ impl Extend {
     fn emit(&mut self, rs: &mut ResultSet) -> Result<()> {
         let n = ((self.end - self.pos) as usize).min(VECTOR_CAPACITY);
         let Some(pinned) = self.pinned.get(self.group).and_then(|p| p.as_ref()) else {
-            return Err(kith_common::Error::internal("extend lost its pinned CSR group"));
+            return Err(kith_common::Error::internal(
+                "extend lost its pinned CSR group",
+            ));
         };
         let out = &mut rs.chunks[self.output_chunk];
         if let Some((vector, table)) = self.to {
-            pinned.neighbors.read_u64s(self.pos, n, &mut self.scratch[..n]);
+            pinned
+                .neighbors
+                .read_u64s(self.pos, n, &mut self.scratch[..n]);
             let v = &mut out.vectors[vector];
             v.reset(n);
             if let VectorData::Id(ids) = &mut v.data {
@@ -127,7 +131,9 @@ impl Extend {
             }
         }
         if let Some(vector) = self.rel_id {
-            pinned.rel_ids.read_u64s(self.pos, n, &mut self.scratch[..n]);
+            pinned
+                .rel_ids
+                .read_u64s(self.pos, n, &mut self.scratch[..n]);
             let v = &mut out.vectors[vector];
             v.reset(n);
             if let VectorData::Id(ids) = &mut v.data {
@@ -154,7 +160,9 @@ impl Operator for Extend {
                 self.emit(rs)?;
                 return Ok(true);
             }
-            if !self.has_input || self.next_input >= rs.chunks[self.input_chunk].state.selected_len() {
+            if !self.has_input
+                || self.next_input >= rs.chunks[self.input_chunk].state.selected_len()
+            {
                 rs.chunks[self.input_chunk].state.flat = None;
                 if !self.child.next(rs)? {
                     self.has_input = false;
@@ -178,7 +186,9 @@ impl Operator for Extend {
                 continue;
             }
             let VectorData::Id(v) = &ids.data else {
-                return Err(kith_common::Error::internal("extend source is not an id vector"));
+                return Err(kith_common::Error::internal(
+                    "extend source is not an id vector",
+                ));
             };
             let offset = v[p].offset();
             self.seek(offset)?;

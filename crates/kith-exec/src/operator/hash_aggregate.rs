@@ -21,7 +21,12 @@ pub struct GroupKey(pub Vec<Value>);
 
 impl PartialEq for GroupKey {
     fn eq(&self, other: &Self) -> bool {
-        self.0.len() == other.0.len() && self.0.iter().zip(&other.0).all(|(a, b)| a.total_cmp(b).is_eq())
+        self.0.len() == other.0.len()
+            && self
+                .0
+                .iter()
+                .zip(&other.0)
+                .all(|(a, b)| a.total_cmp(b).is_eq())
     }
 }
 impl Eq for GroupKey {}
@@ -62,7 +67,11 @@ pub struct AggregateDef {
 impl AggregateDef {
     pub fn new(a: &BoundAggregate) -> Result<AggregateDef> {
         let input = a.arg.as_ref().map(|e| e.ty.clone());
-        let func = if a.arg.is_none() && a.function == "count" { "count_star" } else { a.function.as_str() };
+        let func = if a.arg.is_none() && a.function == "count" {
+            "count_star"
+        } else {
+            a.function.as_str()
+        };
         Ok(AggregateDef {
             spec: AggregateSpec::from_name(func, a.distinct, input, a.ty.clone())?,
             arg: a.arg.clone(),
@@ -82,20 +91,36 @@ pub struct HashAggregate {
 }
 
 impl HashAggregate {
-    pub fn new(ctx: Arc<QueryContext>, keys: Vec<Evaluator>, specs: Arc<Vec<AggregateDef>>) -> Result<HashAggregate> {
+    pub fn new(
+        ctx: Arc<QueryContext>,
+        keys: Vec<Evaluator>,
+        specs: Arc<Vec<AggregateDef>>,
+    ) -> Result<HashAggregate> {
         let args = specs
             .iter()
             .map(|d| d.arg.as_ref().map(Evaluator::new).transpose())
             .collect::<Result<Vec<_>>>()?;
-        let key_scratch = keys.iter().map(|k| ValueVector::new(k.result_type().clone(), 0)).collect();
+        let key_scratch = keys
+            .iter()
+            .map(|k| ValueVector::new(k.result_type().clone(), 0))
+            .collect();
         let arg_scratch = args
             .iter()
-            .map(|a| ValueVector::new(a.as_ref().map_or(LogicalType::Int64, |e| e.result_type().clone()), 0))
+            .map(|a| {
+                ValueVector::new(
+                    a.as_ref()
+                        .map_or(LogicalType::Int64, |e| e.result_type().clone()),
+                    0,
+                )
+            })
             .collect();
         let mut groups = HashMap::new();
         if keys.is_empty() {
             // A global aggregate has one group even over no input.
-            groups.insert(GroupKey(Vec::new()), specs.iter().map(|d| d.spec.new_state()).collect());
+            groups.insert(
+                GroupKey(Vec::new()),
+                specs.iter().map(|d| d.spec.new_state()).collect(),
+            );
         }
         Ok(HashAggregate {
             ctx,
@@ -131,7 +156,12 @@ impl HashAggregate {
         let types: Vec<LogicalType> = key_types.iter().chain(agg_types).cloned().collect();
         let mut out = Chunk::new(&types, 0);
         for (key, states) in self.groups {
-            for (col, v) in out.columns.iter_mut().zip(key.0.iter().cloned().chain(states.iter().map(|s| s.finalize()))) {
+            for (col, v) in out.columns.iter_mut().zip(
+                key.0
+                    .iter()
+                    .cloned()
+                    .chain(states.iter().map(|s| s.finalize())),
+            ) {
                 col.push_value(&v);
             }
             out.num_rows += 1;
@@ -173,7 +203,9 @@ impl LocalSink for HashAggregate {
             self.positions.clear();
             if let Some(u) = unflat {
                 let positions = &mut self.positions;
-                rs.chunks[u].state.for_each_position(|p| positions.push(p as u32));
+                rs.chunks[u]
+                    .state
+                    .for_each_position(|p| positions.push(p as u32));
             }
             let states = self
                 .groups
@@ -182,14 +214,20 @@ impl LocalSink for HashAggregate {
             for (i, state) in states.iter_mut().enumerate() {
                 match arg_kinds[i] {
                     None => state.update_count(total),
-                    Some(Evaluated::Flat) => state.update(Some(&self.arg_scratch[i]), &[0], total)?,
-                    Some(Evaluated::Unflat(_)) => state.update(Some(&self.arg_scratch[i]), &self.positions, per_position)?,
+                    Some(Evaluated::Flat) => {
+                        state.update(Some(&self.arg_scratch[i]), &[0], total)?
+                    }
+                    Some(Evaluated::Unflat(_)) => {
+                        state.update(Some(&self.arg_scratch[i]), &self.positions, per_position)?
+                    }
                 }
             }
             return Ok(());
         }
         let Some(u) = unflat else {
-            return Err(kith_common::Error::internal("unflat key without an unflat group"));
+            return Err(kith_common::Error::internal(
+                "unflat key without an unflat group",
+            ));
         };
         let mut positions = Vec::new();
         rs.chunks[u].state.for_each_position(|p| positions.push(p));
@@ -208,8 +246,12 @@ impl LocalSink for HashAggregate {
             for (i, state) in states.iter_mut().enumerate() {
                 match arg_kinds[i] {
                     None => state.update_count(per_position),
-                    Some(Evaluated::Flat) => state.update(Some(&self.arg_scratch[i]), &[0], per_position)?,
-                    Some(Evaluated::Unflat(_)) => state.update(Some(&self.arg_scratch[i]), &[p as u32], per_position)?,
+                    Some(Evaluated::Flat) => {
+                        state.update(Some(&self.arg_scratch[i]), &[0], per_position)?
+                    }
+                    Some(Evaluated::Unflat(_)) => {
+                        state.update(Some(&self.arg_scratch[i]), &[p as u32], per_position)?
+                    }
                 }
             }
         }

@@ -21,7 +21,13 @@ pub struct ScanProperties {
 }
 
 impl ScanProperties {
-    pub fn new(child: Box<dyn Operator>, ctx: Arc<QueryContext>, data: Arc<NodeTableData>, node: Pos, columns: Vec<(usize, usize)>) -> ScanProperties {
+    pub fn new(
+        child: Box<dyn Operator>,
+        ctx: Arc<QueryContext>,
+        data: Arc<NodeTableData>,
+        node: Pos,
+        columns: Vec<(usize, usize)>,
+    ) -> ScanProperties {
         ScanProperties {
             child,
             ctx,
