@@ -1,5 +1,4 @@
-//! Runs the built `kith` binary. Tests marked `needs engine` depend on query
-//! execution, which the facade does not provide yet.
+//! Runs the built `kith` binary end to end.
 
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
@@ -193,4 +192,35 @@ fn demo_answers_match_the_bundled_data() {
         "{w} vs {expected}"
     );
     assert_eq!(after("two_hop_paths"), two_hop.to_string());
+}
+
+/// The issue's two example commands on a database file, then the query again
+/// after the database was closed and reopened by a new process.
+#[test]
+fn example_commands_work_and_survive_reopen() {
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data");
+    let data = data.canonicalize().expect("tests/data");
+    let dir = std::env::temp_dir().join(format!("kith-cli-example-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let db = dir.join("graph.kith");
+    let db = db.to_str().expect("utf-8 path");
+    let load = format!(
+        "CREATE NODE TABLE Person(id INT64, name STRING, age INT32, PRIMARY KEY(id));
+         CREATE REL TABLE Knows(FROM Person TO Person, since INT32, weight DOUBLE);
+         COPY Person FROM '{}' (HEADER=true);
+         COPY Knows FROM '{}' (HEADER=true)",
+        data.join("persons.csv").display(),
+        data.join("knows.csv").display()
+    );
+    let out = kith(&[db, "-c", &load]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let query =
+        "MATCH (a:Person)-[k:Knows]->(b:Person) WHERE a.age > 30 RETURN count(*), sum(k.weight)";
+    for _ in 0..2 {
+        let out = kith(&[db, "--format", "csv", "-c", query]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert_eq!(text(&out.stdout), "count(*),sum(k.weight)\n6,6.25\n");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

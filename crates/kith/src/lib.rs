@@ -9,7 +9,7 @@ mod result;
 mod statement;
 
 pub use database::{Config, Connection, Database, Progress};
-pub use kith_common::{Error, ErrorKind, LogicalType, Result, Value};
+pub use kith_common::{Chunk, Error, ErrorKind, LogicalType, Result, Value};
 pub use result::QueryResult;
 
 /// Runs `f`, turning a panic into an internal error: no input may take the
