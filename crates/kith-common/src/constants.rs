@@ -32,5 +32,6 @@ pub const COPY_MORSEL_BYTES: usize = 64;
 const _: () = assert!(VECTOR_CAPACITY.is_power_of_two());
 const _: () = assert!(NODE_GROUP_SIZE.is_multiple_of(MORSEL_SIZE));
 const _: () = assert!(
-    (MORSEL_SIZE as usize).is_multiple_of(VECTOR_CAPACITY) || (VECTOR_CAPACITY as u64).is_multiple_of(MORSEL_SIZE)
+    (MORSEL_SIZE as usize).is_multiple_of(VECTOR_CAPACITY)
+        || (VECTOR_CAPACITY as u64).is_multiple_of(MORSEL_SIZE)
 );

@@ -462,7 +462,9 @@ impl ValueVector {
     /// A new vector holding `self[indices[0]], self[indices[1]], ...`.
     pub fn gather(&self, indices: &[u64]) -> ValueVector {
         let data = match &self.data {
-            VectorData::Bool(s) => VectorData::Bool(indices.iter().map(|&i| s[i as usize]).collect()),
+            VectorData::Bool(s) => {
+                VectorData::Bool(indices.iter().map(|&i| s[i as usize]).collect())
+            }
             VectorData::I8(s) => VectorData::I8(indices.iter().map(|&i| s[i as usize]).collect()),
             VectorData::I16(s) => VectorData::I16(indices.iter().map(|&i| s[i as usize]).collect()),
             VectorData::I32(s) => VectorData::I32(indices.iter().map(|&i| s[i as usize]).collect()),
@@ -473,9 +475,13 @@ impl ValueVector {
             VectorData::U64(s) => VectorData::U64(indices.iter().map(|&i| s[i as usize]).collect()),
             VectorData::F32(s) => VectorData::F32(indices.iter().map(|&i| s[i as usize]).collect()),
             VectorData::F64(s) => VectorData::F64(indices.iter().map(|&i| s[i as usize]).collect()),
-            VectorData::Interval(s) => VectorData::Interval(indices.iter().map(|&i| s[i as usize]).collect()),
+            VectorData::Interval(s) => {
+                VectorData::Interval(indices.iter().map(|&i| s[i as usize]).collect())
+            }
             VectorData::Id(s) => VectorData::Id(indices.iter().map(|&i| s[i as usize]).collect()),
-            VectorData::Value(s) => VectorData::Value(indices.iter().map(|&i| s[i as usize].clone()).collect()),
+            VectorData::Value(s) => {
+                VectorData::Value(indices.iter().map(|&i| s[i as usize].clone()).collect())
+            }
             VectorData::Str(s) => {
                 let mut out = StringData::default();
                 for &i in indices {

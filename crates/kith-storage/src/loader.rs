@@ -502,10 +502,12 @@ pub fn load_rels(
                 }
                 match lookup.lookup(&key)? {
                     Some(off) => dst.push(off),
-                    None => return Err(Error::copy(format!(
+                    None => {
+                        return Err(Error::copy(format!(
                         "{}: {which} node with primary key {key} does not exist in table '{name}'",
                         o2.describe(row as u64)
-                    ))),
+                    )))
+                    }
                 }
             }
         }

@@ -85,22 +85,30 @@ impl Extend {
     /// Positions the cursor on the rels of node `offset`.
     fn seek(&mut self, offset: u64) -> Result<()> {
         let group = (offset / NODE_GROUP_SIZE) as usize;
-        let data = Arc::clone(&self.data);
-        let Some(csr_group) = Self::csr(&data, self.fwd).groups.get(group) else {
+        // Borrow fields separately: no Arc traffic per node (it would bounce
+        // a cache line between workers).
+        let Extend {
+            data,
+            fwd,
+            pinned,
+            properties,
+            ctx,
+            ..
+        } = self;
+        let Some(csr_group) = Self::csr(data, *fwd).groups.get(group) else {
             // Nodes added after the rels were built have none.
             self.pos = 0;
             self.end = 0;
             return Ok(());
         };
-        if self.pinned.len() <= group {
-            self.pinned.resize_with(group + 1, || None);
+        if pinned.len() <= group {
+            pinned.resize_with(group + 1, || None);
         }
-        if self.pinned[group].is_none() {
-            let cols: Vec<usize> = self.properties.iter().map(|p| p.0).collect();
-            let pinned = csr_group.pin(&self.ctx.pager, &cols)?;
-            self.pinned[group] = Some(pinned);
+        if pinned[group].is_none() {
+            let cols: Vec<usize> = properties.iter().map(|p| p.0).collect();
+            pinned[group] = Some(csr_group.pin(&ctx.pager, &cols)?);
         }
-        let (s, e) = match &self.pinned[group] {
+        let (s, e) = match &pinned[group] {
             Some(p) => p.range(offset % NODE_GROUP_SIZE),
             None => (0, 0),
         };
@@ -164,6 +172,7 @@ impl Operator for Extend {
                 || self.next_input >= rs.chunks[self.input_chunk].state.selected_len()
             {
                 rs.chunks[self.input_chunk].state.flat = None;
+                self.ctx.cancel.check()?;
                 if !self.child.next(rs)? {
                     self.has_input = false;
                     return Ok(false);

@@ -87,6 +87,10 @@ pub struct HashAggregate {
     args: Vec<Option<Evaluator>>,
     arg_scratch: Vec<ValueVector>,
     pub groups: HashMap<GroupKey, Vec<AggregateState>>,
+    /// The single group of an aggregate without keys.
+    global: Option<Vec<AggregateState>>,
+    key_kinds: Vec<Evaluated>,
+    arg_kinds: Vec<Option<Evaluated>>,
     positions: Vec<u32>,
 }
 
@@ -114,14 +118,11 @@ impl HashAggregate {
                 )
             })
             .collect();
-        let mut groups = HashMap::new();
-        if keys.is_empty() {
-            // A global aggregate has one group even over no input.
-            groups.insert(
-                GroupKey(Vec::new()),
-                specs.iter().map(|d| d.spec.new_state()).collect(),
-            );
-        }
+        let groups = HashMap::new();
+        // A global aggregate has one group even over no input.
+        let global = keys
+            .is_empty()
+            .then(|| specs.iter().map(|d| d.spec.new_state()).collect());
         Ok(HashAggregate {
             ctx,
             keys,
@@ -130,12 +131,24 @@ impl HashAggregate {
             args,
             arg_scratch,
             groups,
+            global,
+            key_kinds: Vec::new(),
+            arg_kinds: Vec::new(),
             positions: Vec::new(),
         })
     }
 
     /// Merges another worker's groups into this one.
     pub fn merge(&mut self, other: HashAggregate) -> Result<()> {
+        match (self.global.as_mut(), other.global) {
+            (Some(mine), Some(theirs)) => {
+                for (m, s) in mine.iter_mut().zip(theirs) {
+                    m.combine(s)?;
+                }
+            }
+            (None, Some(theirs)) => self.global = Some(theirs),
+            _ => {}
+        }
         for (key, states) in other.groups {
             match self.groups.get_mut(&key) {
                 Some(mine) => {
@@ -152,9 +165,12 @@ impl HashAggregate {
     }
 
     /// The groups as rows: key columns then aggregate columns.
-    pub fn finish(self, key_types: &[LogicalType], agg_types: &[LogicalType]) -> Chunk {
+    pub fn finish(mut self, key_types: &[LogicalType], agg_types: &[LogicalType]) -> Chunk {
         let types: Vec<LogicalType> = key_types.iter().chain(agg_types).cloned().collect();
         let mut out = Chunk::new(&types, 0);
+        if let Some(states) = self.global.take() {
+            self.groups.insert(GroupKey(Vec::new()), states);
+        }
         for (key, states) in self.groups {
             for (col, v) in out.columns.iter_mut().zip(
                 key.0
@@ -181,36 +197,69 @@ impl LocalSink for HashAggregate {
             layout,
             params: &self.ctx.params,
         };
-        let mut key_kinds = Vec::with_capacity(self.keys.len());
+        // Reused across calls: consume runs once per extended node.
+        let mut key_kinds = std::mem::take(&mut self.key_kinds);
+        let mut arg_kinds = std::mem::take(&mut self.arg_kinds);
+        key_kinds.clear();
+        arg_kinds.clear();
         for (k, out) in self.keys.iter_mut().zip(self.key_scratch.iter_mut()) {
             key_kinds.push(k.evaluate(&ectx, out)?);
         }
-        let mut arg_kinds = Vec::with_capacity(self.args.len());
         for (a, out) in self.args.iter_mut().zip(self.arg_scratch.iter_mut()) {
             arg_kinds.push(match a {
                 Some(e) => Some(e.evaluate(&ectx, out)?),
                 None => None,
             });
         }
+        let result = self.consume_evaluated(rs, &key_kinds, &arg_kinds);
+        self.key_kinds = key_kinds;
+        self.arg_kinds = arg_kinds;
+        result
+    }
+}
+
+impl HashAggregate {
+    fn consume_evaluated(
+        &mut self,
+        rs: &ResultSet,
+        key_kinds: &[Evaluated],
+        arg_kinds: &[Option<Evaluated>],
+    ) -> Result<()> {
+        let total = rs.num_tuples();
         let unflat = rs.unflat_chunk();
         let unflat_tuples = unflat.map_or(1, |u| rs.chunks[u].state.num_tuples() as u64);
         // Each position of the unflat group stands for this many tuples.
         let per_position = total / unflat_tuples.max(1);
         let keys_unflat = key_kinds.iter().any(|k| matches!(k, Evaluated::Unflat(_)));
-        let specs = Arc::clone(&self.specs);
+        let specs = &self.specs;
         if !keys_unflat {
-            let key = GroupKey(self.key_scratch.iter().map(|v| v.get_value(0)).collect());
             self.positions.clear();
-            if let Some(u) = unflat {
-                let positions = &mut self.positions;
-                rs.chunks[u]
-                    .state
-                    .for_each_position(|p| positions.push(p as u32));
+            if arg_kinds
+                .iter()
+                .any(|k| matches!(k, Some(Evaluated::Unflat(_))))
+            {
+                if let Some(u) = unflat {
+                    let positions = &mut self.positions;
+                    rs.chunks[u]
+                        .state
+                        .for_each_position(|p| positions.push(p as u32));
+                }
             }
-            let states = self
-                .groups
-                .entry(key)
-                .or_insert_with(|| specs.iter().map(|d| d.spec.new_state()).collect());
+            // A global aggregate (no keys) skips hashing: this runs once per
+            // extended node, so it must stay cheap.
+            let states = if self.keys.is_empty() {
+                match self.global {
+                    Some(ref mut g) => g,
+                    None => self
+                        .global
+                        .insert(specs.iter().map(|d| d.spec.new_state()).collect()),
+                }
+            } else {
+                let key = GroupKey(self.key_scratch.iter().map(|v| v.get_value(0)).collect());
+                self.groups
+                    .entry(key)
+                    .or_insert_with(|| specs.iter().map(|d| d.spec.new_state()).collect())
+            };
             for (i, state) in states.iter_mut().enumerate() {
                 match arg_kinds[i] {
                     None => state.update_count(total),
@@ -235,7 +284,7 @@ impl LocalSink for HashAggregate {
             let key = GroupKey(
                 self.key_scratch
                     .iter()
-                    .zip(&key_kinds)
+                    .zip(key_kinds)
                     .map(|(v, k)| v.get_value(if matches!(k, Evaluated::Flat) { 0 } else { p }))
                     .collect(),
             );
