@@ -1,0 +1,774 @@
+//! The recursive computations (EdgeCompute plus auxiliary state) and their
+//! convenience entry points.
+
+use std::ops::Range;
+use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+
+use kith_common::{Error, Result};
+use kith_sched::{CancelToken, Scheduler};
+
+use crate::bits::{saturating_add, zeroed_u16s, zeroed_u64s, DenseBits};
+use crate::engine::{run_ife, CollectSink, Compute, IfeOptions, Nodes, RunStats, Visit};
+use crate::graph::Graph;
+
+/// Largest upper bound for level-indexed computations (levels are kept as
+/// `u16` per node, 0 meaning unvisited).
+pub const MAX_UPPER: u32 = u16::MAX as u32 - 2;
+
+/// One `(source, destination, length, count)` result. `count` is 1 for
+/// shortest lengths, the number of shortest paths for all-shortest counts,
+/// and the number of walks of exactly `len` rels for walk counts
+/// (saturating at `u64::MAX`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct LenRow {
+    pub src: u64,
+    pub dst: u64,
+    pub len: u32,
+    pub count: u64,
+}
+
+/// A weighted shortest-path distance.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CostRow {
+    pub src: u64,
+    pub dst: u64,
+    pub cost: f64,
+}
+
+/// A path: `nodes[0] == src`, `nodes.last() == dst`, `rels[i]` joins
+/// `nodes[i]` and `nodes[i + 1]`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PathRow {
+    pub src: u64,
+    pub dst: u64,
+    pub nodes: Vec<u64>,
+    pub rels: Vec<u64>,
+}
+
+fn check_bounds(lower: u32, upper: u32) -> Result<()> {
+    if lower > upper {
+        return Err(Error::semantic(format!(
+            "lower bound {lower} is greater than upper bound {upper}"
+        )));
+    }
+    if upper > MAX_UPPER {
+        return Err(Error::semantic(format!(
+            "upper bound {upper} exceeds the maximum of {MAX_UPPER}"
+        )));
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Shortest path lengths (BFS levels), single source or 64 bit lanes.
+
+/// Shortest path lengths in `lower..=upper` from each source (BFS levels).
+pub struct ShortestLengths {
+    pub lower: u32,
+    pub upper: u32,
+}
+
+pub enum LengthsAux {
+    One {
+        visited: DenseBits,
+    },
+    /// Per node: lanes in the current / next frontier (by level parity) and
+    /// lanes that reached it. 24 bytes per node per source morsel.
+    Lanes {
+        cur: [Vec<AtomicU64>; 2],
+        visited: Vec<AtomicU64>,
+    },
+}
+
+impl Compute for ShortestLengths {
+    type Aux = LengthsAux;
+    type Row = LenRow;
+
+    fn max_lanes(&self) -> usize {
+        64
+    }
+
+    fn upper(&self) -> u32 {
+        self.upper
+    }
+
+    fn new_aux(&self, n: u64, srcs: &[u64], _workers: usize) -> LengthsAux {
+        if srcs.len() == 1 {
+            let visited = DenseBits::new(n);
+            visited.set(srcs[0]);
+            return LengthsAux::One { visited };
+        }
+        let cur = [zeroed_u64s(n as usize), zeroed_u64s(n as usize)];
+        let visited = zeroed_u64s(n as usize);
+        for (lane, &s) in srcs.iter().enumerate() {
+            cur[0][s as usize].fetch_or(1 << lane, Ordering::Relaxed);
+            visited[s as usize].fetch_or(1 << lane, Ordering::Relaxed);
+        }
+        LengthsAux::Lanes { cur, visited }
+    }
+
+    fn process<G: Graph>(
+        &self,
+        aux: &LengthsAux,
+        v: &mut Visit<'_, G, LenRow>,
+        nodes: Nodes<'_>,
+    ) -> Result<()> {
+        let (iter, emit, extend) = (v.iter, v.iter >= self.lower, v.extend);
+        let next = v.next;
+        match aux {
+            LengthsAux::One { visited } => {
+                let src = v.srcs[0];
+                nodes.for_each(|u| {
+                    if emit {
+                        v.out.push(LenRow {
+                            src,
+                            dst: u,
+                            len: iter,
+                            count: 1,
+                        });
+                    }
+                    if extend {
+                        v.graph.neighbors(u, v.scratch, |w, _| {
+                            if !visited.get(w) && visited.insert(w) {
+                                next.set(w);
+                            }
+                        });
+                    }
+                    Ok(())
+                })
+            }
+            LengthsAux::Lanes { cur, visited } => {
+                let (this, other) = (&cur[(iter & 1) as usize], &cur[((iter + 1) & 1) as usize]);
+                nodes.for_each(|u| {
+                    let lanes = this[u as usize].swap(0, Ordering::Relaxed);
+                    if emit {
+                        let mut l = lanes;
+                        while l != 0 {
+                            v.out.push(LenRow {
+                                src: v.srcs[l.trailing_zeros() as usize],
+                                dst: u,
+                                len: iter,
+                                count: 1,
+                            });
+                            l &= l - 1;
+                        }
+                    }
+                    if extend && lanes != 0 {
+                        v.graph.neighbors(u, v.scratch, |w, _| {
+                            let vis = &visited[w as usize];
+                            let new = lanes & !vis.load(Ordering::Relaxed);
+                            if new != 0 {
+                                let new = new & !vis.fetch_or(new, Ordering::Relaxed);
+                                if new != 0 {
+                                    other[w as usize].fetch_or(new, Ordering::Relaxed);
+                                    next.set(w);
+                                }
+                            }
+                        });
+                    }
+                    Ok(())
+                })
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// All-shortest-path counts.
+
+/// The number of shortest paths to each destination at length `lower..=upper`.
+pub struct AllShortestCounts {
+    pub lower: u32,
+    pub upper: u32,
+}
+
+pub struct CountsAux {
+    /// Level + 1 per node; 0 = unvisited.
+    level: Vec<AtomicU16>,
+    count: Vec<AtomicU64>,
+}
+
+/// Marks `w` as reached at level `lvl1 - 1` (stored + 1) unless reached at
+/// an earlier level; true when `w` is at exactly that level.
+#[inline]
+fn claim_level(level: &AtomicU16, lvl1: u16) -> bool {
+    let l = level.load(Ordering::Relaxed);
+    if l == 0 {
+        match level.compare_exchange(0, lvl1, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => true,
+            Err(cur) => cur == lvl1,
+        }
+    } else {
+        l == lvl1
+    }
+}
+
+impl Compute for AllShortestCounts {
+    type Aux = CountsAux;
+    type Row = LenRow;
+
+    fn upper(&self) -> u32 {
+        self.upper
+    }
+
+    fn new_aux(&self, n: u64, srcs: &[u64], _workers: usize) -> CountsAux {
+        let level = zeroed_u16s(n as usize);
+        let count = zeroed_u64s(n as usize);
+        level[srcs[0] as usize].store(1, Ordering::Relaxed);
+        count[srcs[0] as usize].store(1, Ordering::Relaxed);
+        CountsAux { level, count }
+    }
+
+    fn process<G: Graph>(
+        &self,
+        aux: &CountsAux,
+        v: &mut Visit<'_, G, LenRow>,
+        nodes: Nodes<'_>,
+    ) -> Result<()> {
+        let (iter, emit, extend, next, src) =
+            (v.iter, v.iter >= self.lower, v.extend, v.next, v.srcs[0]);
+        let lvl1 = (iter + 2) as u16;
+        nodes.for_each(|u| {
+            let c = aux.count[u as usize].load(Ordering::Relaxed);
+            if emit {
+                v.out.push(LenRow {
+                    src,
+                    dst: u,
+                    len: iter,
+                    count: c,
+                });
+            }
+            if extend {
+                v.graph.neighbors(u, v.scratch, |w, _| {
+                    if claim_level(&aux.level[w as usize], lvl1) {
+                        saturating_add(&aux.count[w as usize], c);
+                        next.set(w);
+                    }
+                });
+            }
+            Ok(())
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Variable-length walk counts.
+
+/// The number of walks (rels may repeat) of each length `lower..=upper` from
+/// the source to each destination, propagated level by level without
+/// enumerating walks.
+pub struct WalkCounts {
+    pub lower: u32,
+    pub upper: u32,
+}
+
+pub struct WalkAux {
+    /// Walk counts ending at each node, by level parity.
+    cnt: [Vec<AtomicU64>; 2],
+}
+
+impl Compute for WalkCounts {
+    type Aux = WalkAux;
+    type Row = LenRow;
+
+    fn upper(&self) -> u32 {
+        self.upper
+    }
+
+    fn new_aux(&self, n: u64, srcs: &[u64], _workers: usize) -> WalkAux {
+        let cnt = [zeroed_u64s(n as usize), zeroed_u64s(n as usize)];
+        cnt[0][srcs[0] as usize].store(1, Ordering::Relaxed);
+        WalkAux { cnt }
+    }
+
+    fn process<G: Graph>(
+        &self,
+        aux: &WalkAux,
+        v: &mut Visit<'_, G, LenRow>,
+        nodes: Nodes<'_>,
+    ) -> Result<()> {
+        let (iter, emit, extend, next, src) =
+            (v.iter, v.iter >= self.lower, v.extend, v.next, v.srcs[0]);
+        let this = &aux.cnt[(iter & 1) as usize];
+        let other = &aux.cnt[((iter + 1) & 1) as usize];
+        nodes.for_each(|u| {
+            let c = this[u as usize].swap(0, Ordering::Relaxed);
+            if emit {
+                v.out.push(LenRow {
+                    src,
+                    dst: u,
+                    len: iter,
+                    count: c,
+                });
+            }
+            if extend {
+                v.graph.neighbors(u, v.scratch, |w, _| {
+                    saturating_add(&other[w as usize], c);
+                    next.set(w);
+                });
+            }
+            Ok(())
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Weighted shortest paths.
+
+/// Weighted shortest-path costs by frontier relaxation (Bellman-Ford over
+/// the nodes whose distance improved). Weights are indexed by rel id, must
+/// be finite and non-negative. Costs are the minimum over paths of the
+/// left-to-right floating-point sum of the weights.
+pub struct WeightedShortest {
+    pub weights: Arc<[f64]>,
+}
+
+pub struct WeightedAux {
+    /// `f64` bits; non-negative floats order like their bit patterns.
+    dist: Vec<AtomicU64>,
+}
+
+const INF_BITS: u64 = u64::MAX;
+
+impl WeightedShortest {
+    pub fn new(weights: Arc<[f64]>) -> Result<WeightedShortest> {
+        if let Some((r, w)) = weights
+            .iter()
+            .enumerate()
+            .find(|(_, w)| !(w.is_finite() && **w >= 0.0))
+        {
+            return Err(Error::runtime(format!(
+                "weighted shortest path needs finite non-negative weights; rel {r} has weight {w}"
+            )));
+        }
+        Ok(WeightedShortest { weights })
+    }
+}
+
+impl Compute for WeightedShortest {
+    type Aux = WeightedAux;
+    type Row = CostRow;
+
+    fn upper(&self) -> u32 {
+        u32::MAX
+    }
+
+    fn new_aux(&self, n: u64, srcs: &[u64], _workers: usize) -> WeightedAux {
+        let dist: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(INF_BITS)).collect();
+        dist[srcs[0] as usize].store(0f64.to_bits(), Ordering::Relaxed);
+        WeightedAux { dist }
+    }
+
+    fn process<G: Graph>(
+        &self,
+        aux: &WeightedAux,
+        v: &mut Visit<'_, G, CostRow>,
+        nodes: Nodes<'_>,
+    ) -> Result<()> {
+        let next = v.next;
+        let weights = &*self.weights;
+        let mut bad_rel = None;
+        nodes.for_each(|u| {
+            let du = f64::from_bits(aux.dist[u as usize].load(Ordering::Relaxed));
+            v.graph.neighbors(u, v.scratch, |w, r| {
+                let Some(&wt) = weights.get(r as usize) else {
+                    bad_rel = Some(r);
+                    return;
+                };
+                let nd = (du + wt).to_bits();
+                let d = &aux.dist[w as usize];
+                if nd < d.load(Ordering::Relaxed) && nd < d.fetch_min(nd, Ordering::Relaxed) {
+                    next.set(w);
+                }
+            });
+            Ok(())
+        })?;
+        match bad_rel {
+            Some(r) => Err(Error::runtime(format!(
+                "rel id {r} has no weight (the weight array has {} entries)",
+                weights.len()
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    fn has_output_phase(&self) -> bool {
+        true
+    }
+
+    fn output(
+        &self,
+        aux: &WeightedAux,
+        srcs: &[u64],
+        dsts: Range<u64>,
+        out: &mut Vec<CostRow>,
+    ) -> Result<()> {
+        for dst in dsts {
+            let d = aux.dist[dst as usize].load(Ordering::Relaxed);
+            if d != INF_BITS {
+                out.push(CostRow {
+                    src: srcs[0],
+                    dst,
+                    cost: f64::from_bits(d),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Shortest paths with Parents.
+
+/// One parent edge of a node: `node` reached it through rel `rel`; `next`
+/// links the node's other parents (a [`Parents`] pointer, 0 = none).
+#[derive(Debug, Clone, Copy)]
+struct ParentEntry {
+    node: u64,
+    rel: u64,
+    next: u64,
+}
+
+/// The Parents structure: a dense array of heads shared by all threads, and
+/// per-worker arenas of parent edges linked into the heads with CAS.
+/// Pointers are `(worker << 40 | index) + 1`; 0 is the empty list.
+pub struct Parents {
+    heads: Vec<AtomicU64>,
+    arenas: Vec<RwLock<Vec<ParentEntry>>>,
+}
+
+const ARENA_INDEX_BITS: u32 = 40;
+
+impl Parents {
+    pub fn new(n: u64, workers: usize) -> Parents {
+        Parents {
+            heads: zeroed_u64s(n as usize),
+            arenas: (0..workers.max(1))
+                .map(|_| RwLock::new(Vec::new()))
+                .collect(),
+        }
+    }
+
+    /// Adds the parent edge `(node, rel)` to `child`, writing into `arena`
+    /// (the calling worker's own, already locked).
+    #[inline]
+    fn add(&self, arena: &mut Vec<ParentEntry>, worker: usize, child: u64, node: u64, rel: u64) {
+        let idx = arena.len() as u64;
+        let ptr = ((worker as u64) << ARENA_INDEX_BITS | idx) + 1;
+        let head = &self.heads[child as usize];
+        let mut cur = head.load(Ordering::Relaxed);
+        arena.push(ParentEntry {
+            node,
+            rel,
+            next: cur,
+        });
+        while let Err(actual) =
+            head.compare_exchange_weak(cur, ptr, Ordering::Relaxed, Ordering::Relaxed)
+        {
+            cur = actual;
+            arena[idx as usize].next = cur;
+        }
+    }
+
+    /// Every parent edge `(node, rel)` of `child` (after extension ended).
+    fn parents_of(&self, arenas: &[&[ParentEntry]], child: u64, out: &mut Vec<(u64, u64)>) {
+        out.clear();
+        let mut p = self.heads[child as usize].load(Ordering::Relaxed);
+        while p != 0 {
+            let p1 = p - 1;
+            let e = arenas[(p1 >> ARENA_INDEX_BITS) as usize]
+                [(p1 & ((1 << ARENA_INDEX_BITS) - 1)) as usize];
+            out.push((e.node, e.rel));
+            p = e.next;
+        }
+        out.sort_unstable();
+    }
+}
+
+/// Which shortest paths to output per destination.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathMode {
+    /// One path: from the destination back, always the smallest
+    /// `(parent node, rel id)` parent edge (deterministic).
+    One,
+    /// Every shortest path.
+    All,
+}
+
+/// Shortest paths (one or all per destination) of length `lower..=upper`.
+pub struct ShortestPaths {
+    pub lower: u32,
+    pub upper: u32,
+    pub mode: PathMode,
+}
+
+pub struct PathsAux {
+    level: Vec<AtomicU16>,
+    parents: Parents,
+}
+
+impl Compute for ShortestPaths {
+    type Aux = PathsAux;
+    type Row = PathRow;
+
+    fn upper(&self) -> u32 {
+        self.upper
+    }
+
+    fn new_aux(&self, n: u64, srcs: &[u64], workers: usize) -> PathsAux {
+        let level = zeroed_u16s(n as usize);
+        level[srcs[0] as usize].store(1, Ordering::Relaxed);
+        PathsAux {
+            level,
+            parents: Parents::new(n, workers),
+        }
+    }
+
+    fn process<G: Graph>(
+        &self,
+        aux: &PathsAux,
+        v: &mut Visit<'_, G, PathRow>,
+        nodes: Nodes<'_>,
+    ) -> Result<()> {
+        if !v.extend {
+            return Ok(());
+        }
+        let (next, worker, lvl1) = (v.next, v.worker, (v.iter + 2) as u16);
+        let mut arena = aux
+            .parents
+            .arenas
+            .get(worker)
+            .ok_or_else(|| Error::internal("worker index beyond the Parents arenas"))?
+            .write();
+        nodes.for_each(|u| {
+            v.graph.neighbors(u, v.scratch, |w, r| {
+                if claim_level(&aux.level[w as usize], lvl1) {
+                    aux.parents.add(&mut arena, worker, w, u, r);
+                    next.set(w);
+                }
+            });
+            Ok(())
+        })
+    }
+
+    fn has_output_phase(&self) -> bool {
+        true
+    }
+
+    fn output(
+        &self,
+        aux: &PathsAux,
+        srcs: &[u64],
+        dsts: Range<u64>,
+        out: &mut Vec<PathRow>,
+    ) -> Result<()> {
+        let guards: Vec<_> = aux.parents.arenas.iter().map(|a| a.read()).collect();
+        let arenas: Vec<&[ParentEntry]> = guards.iter().map(|g| &g[..]).collect();
+        let src = srcs[0];
+        let mut buf = Vec::new();
+        for dst in dsts {
+            let l = aux.level[dst as usize].load(Ordering::Relaxed);
+            if l == 0 || ((l - 1) as u32) < self.lower || ((l - 1) as u32) > self.upper {
+                continue;
+            }
+            match self.mode {
+                PathMode::One => {
+                    let (mut nodes, mut rels) = (vec![dst], Vec::new());
+                    let mut cur = dst;
+                    while cur != src {
+                        aux.parents.parents_of(&arenas, cur, &mut buf);
+                        let &(p, r) = buf
+                            .first()
+                            .ok_or_else(|| Error::internal("visited node without a parent"))?;
+                        nodes.push(p);
+                        rels.push(r);
+                        cur = p;
+                    }
+                    nodes.reverse();
+                    rels.reverse();
+                    out.push(PathRow {
+                        src,
+                        dst,
+                        nodes,
+                        rels,
+                    });
+                }
+                PathMode::All => {
+                    let mut nodes = vec![dst];
+                    let mut rels = Vec::new();
+                    all_paths(&aux.parents, &arenas, src, dst, &mut nodes, &mut rels, out);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Depth-first enumeration of every shortest path through the parent DAG;
+/// `nodes`/`rels` hold the suffix built so far (reversed).
+fn all_paths(
+    parents: &Parents,
+    arenas: &[&[ParentEntry]],
+    src: u64,
+    dst: u64,
+    nodes: &mut Vec<u64>,
+    rels: &mut Vec<u64>,
+    out: &mut Vec<PathRow>,
+) {
+    let cur = *nodes.last().unwrap_or(&dst);
+    if cur == src {
+        out.push(PathRow {
+            src,
+            dst,
+            nodes: nodes.iter().rev().copied().collect(),
+            rels: rels.iter().rev().copied().collect(),
+        });
+        return;
+    }
+    let mut ps = Vec::new();
+    parents.parents_of(arenas, cur, &mut ps);
+    for (p, r) in ps {
+        nodes.push(p);
+        rels.push(r);
+        all_paths(parents, arenas, src, dst, nodes, rels, out);
+        nodes.pop();
+        rels.pop();
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Convenience entry points: collect and sort the rows.
+
+fn collect<G: Graph, C: Compute>(
+    sched: &Scheduler,
+    graph: &Arc<G>,
+    compute: C,
+    sources: &[u64],
+    opts: &IfeOptions,
+    cancel: &CancelToken,
+) -> Result<(Vec<C::Row>, RunStats)> {
+    let sink = Arc::new(CollectSink::<C::Row>::default());
+    let stats = run_ife(
+        sched,
+        Arc::clone(graph),
+        Arc::new(compute),
+        sources,
+        opts,
+        cancel,
+        sink.clone(),
+    )?;
+    Ok((sink.take(), stats))
+}
+
+/// Shortest path lengths in `lower..=upper` (count is 1), sorted.
+pub fn shortest_lengths<G: Graph>(
+    sched: &Scheduler,
+    graph: &Arc<G>,
+    sources: &[u64],
+    lower: u32,
+    upper: u32,
+    opts: &IfeOptions,
+    cancel: &CancelToken,
+) -> Result<Vec<LenRow>> {
+    check_bounds(lower, upper)?;
+    let (mut rows, _) = collect(
+        sched,
+        graph,
+        ShortestLengths { lower, upper },
+        sources,
+        opts,
+        cancel,
+    )?;
+    rows.sort_unstable();
+    Ok(rows)
+}
+
+/// Number of shortest paths per destination (length `lower..=upper`), sorted.
+pub fn all_shortest_counts<G: Graph>(
+    sched: &Scheduler,
+    graph: &Arc<G>,
+    sources: &[u64],
+    lower: u32,
+    upper: u32,
+    opts: &IfeOptions,
+    cancel: &CancelToken,
+) -> Result<Vec<LenRow>> {
+    check_bounds(lower, upper)?;
+    let (mut rows, _) = collect(
+        sched,
+        graph,
+        AllShortestCounts { lower, upper },
+        sources,
+        opts,
+        cancel,
+    )?;
+    rows.sort_unstable();
+    Ok(rows)
+}
+
+/// Walk counts per (destination, length) for lengths `lower..=upper`, sorted.
+pub fn walk_counts<G: Graph>(
+    sched: &Scheduler,
+    graph: &Arc<G>,
+    sources: &[u64],
+    lower: u32,
+    upper: u32,
+    opts: &IfeOptions,
+    cancel: &CancelToken,
+) -> Result<Vec<LenRow>> {
+    check_bounds(lower, upper)?;
+    let (mut rows, _) = collect(
+        sched,
+        graph,
+        WalkCounts { lower, upper },
+        sources,
+        opts,
+        cancel,
+    )?;
+    rows.sort_unstable();
+    Ok(rows)
+}
+
+/// Weighted shortest-path costs to every reachable destination, sorted by
+/// `(src, dst)`.
+pub fn weighted_shortest<G: Graph>(
+    sched: &Scheduler,
+    graph: &Arc<G>,
+    sources: &[u64],
+    weights: Arc<[f64]>,
+    opts: &IfeOptions,
+    cancel: &CancelToken,
+) -> Result<Vec<CostRow>> {
+    let c = WeightedShortest::new(weights)?;
+    let (mut rows, _) = collect(sched, graph, c, sources, opts, cancel)?;
+    rows.sort_by_key(|r| (r.src, r.dst));
+    Ok(rows)
+}
+
+/// Shortest paths (one or all per destination), sorted.
+#[allow(clippy::too_many_arguments)]
+pub fn shortest_paths<G: Graph>(
+    sched: &Scheduler,
+    graph: &Arc<G>,
+    sources: &[u64],
+    lower: u32,
+    upper: u32,
+    mode: PathMode,
+    opts: &IfeOptions,
+    cancel: &CancelToken,
+) -> Result<Vec<PathRow>> {
+    check_bounds(lower, upper)?;
+    let (mut rows, _) = collect(
+        sched,
+        graph,
+        ShortestPaths { lower, upper, mode },
+        sources,
+        opts,
+        cancel,
+    )?;
+    rows.sort_unstable();
+    Ok(rows)
+}

@@ -1,0 +1,593 @@
+//! The IFE driver: source morsels (one source, or up to 64 in bit lanes),
+//! frontier morsels over dense or sparse frontiers, an output phase over
+//! destination ranges, and the four morsel-dispatch policies, run on the
+//! shared [`kith_sched::Scheduler`].
+
+use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use kith_common::{Error, Result};
+use kith_sched::{CancelToken, Scheduler, Task, WorkerContext};
+
+use crate::bits::DenseBits;
+use crate::graph::Graph;
+
+/// How source and frontier morsels are handed to threads (VLDB 2025, §3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Policy {
+    /// `1T1S`: each source runs start to end on one thread.
+    OneThreadOneSource,
+    /// `nT1S`: one source at a time; all threads share its frontier morsels.
+    ManyThreadsOneSource,
+    /// `nTkS`: up to k sources at a time, threads sticky to a source and
+    /// helping other sources' frontiers when theirs has no morsel left.
+    ManyThreadsKSources,
+    /// `nTkMS`: like nTkS but each source morsel packs up to 64 sources in
+    /// bit lanes (computations without a lane version fall back to nTkS).
+    ManyThreadsKMultiSources,
+}
+
+impl Policy {
+    pub const ALL: [Policy; 4] = [
+        Policy::OneThreadOneSource,
+        Policy::ManyThreadsOneSource,
+        Policy::ManyThreadsKSources,
+        Policy::ManyThreadsKMultiSources,
+    ];
+
+    /// Parses `1T1S`, `nT1S`, `nTkS` or `nTkMS` (case-insensitive).
+    pub fn parse(s: &str) -> Result<Policy> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "1t1s" => Ok(Policy::OneThreadOneSource),
+            "nt1s" => Ok(Policy::ManyThreadsOneSource),
+            "ntks" => Ok(Policy::ManyThreadsKSources),
+            "ntkms" => Ok(Policy::ManyThreadsKMultiSources),
+            _ => Err(Error::semantic(format!(
+                "unknown recursive policy '{s}' (expected 1T1S, nT1S, nTkS or nTkMS)"
+            ))),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::OneThreadOneSource => "1T1S",
+            Policy::ManyThreadsOneSource => "nT1S",
+            Policy::ManyThreadsKSources => "nTkS",
+            Policy::ManyThreadsKMultiSources => "nTkMS",
+        }
+    }
+}
+
+impl Default for Policy {
+    /// nTkS: the robust default of the paper.
+    fn default() -> Policy {
+        Policy::ManyThreadsKSources
+    }
+}
+
+/// Execution options of one IFE run.
+#[derive(Debug, Clone, Default)]
+pub struct IfeOptions {
+    pub policy: Policy,
+    /// Worker threads (the caller included); 0 means the scheduler's count.
+    pub threads: usize,
+    /// Concurrent source morsels for nTkS / nTkMS; `None` picks a default
+    /// from the thread count and the average degree.
+    pub k: Option<usize>,
+}
+
+/// What a run actually did (for PROFILE).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunStats {
+    /// The policy used (nTkMS falls back to nTkS for computations without lanes).
+    pub policy: Policy,
+    pub k: usize,
+    pub threads: usize,
+    pub source_morsels: usize,
+}
+
+/// Receives output rows in batches, from any worker, in no particular order.
+pub trait Sink<R>: Send + Sync {
+    /// Takes the rows out of `rows` (leaving it empty for reuse).
+    fn consume(&self, rows: &mut Vec<R>);
+}
+
+/// Collects every row.
+pub struct CollectSink<R>(pub Mutex<Vec<R>>);
+
+impl<R> Default for CollectSink<R> {
+    fn default() -> Self {
+        CollectSink(Mutex::new(Vec::new()))
+    }
+}
+
+impl<R: Send> Sink<R> for CollectSink<R> {
+    fn consume(&self, rows: &mut Vec<R>) {
+        self.0.lock().append(rows);
+    }
+}
+
+impl<R> CollectSink<R> {
+    pub fn take(&self) -> Vec<R> {
+        std::mem::take(&mut *self.0.lock())
+    }
+}
+
+/// The nodes of one frontier morsel.
+pub enum Nodes<'a> {
+    Sparse(&'a [u64]),
+    /// Set bits of `bits` in words `words`.
+    Dense {
+        bits: &'a DenseBits,
+        words: Range<usize>,
+    },
+}
+
+impl Nodes<'_> {
+    #[inline]
+    pub fn for_each<F: FnMut(u64) -> Result<()>>(&self, mut f: F) -> Result<()> {
+        match self {
+            Nodes::Sparse(list) => {
+                for &u in *list {
+                    f(u)?;
+                }
+            }
+            Nodes::Dense { bits, words } => {
+                for w in words.clone() {
+                    let mut word = bits.word(w);
+                    while word != 0 {
+                        f(w as u64 * 64 + word.trailing_zeros() as u64)?;
+                        word &= word - 1;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What a computation sees while processing one frontier morsel.
+pub struct Visit<'a, G: Graph, R> {
+    pub graph: &'a G,
+    pub scratch: &'a mut G::Scratch,
+    pub out: &'a mut Vec<R>,
+    pub worker: usize,
+    /// The sources of this source morsel (lane `i` is `srcs[i]`).
+    pub srcs: &'a [u64],
+    /// The level of the frontier being processed (sources are level 0).
+    pub iter: u32,
+    /// False on the last level (`iter == upper`): emit, do not extend.
+    pub extend: bool,
+    /// The next frontier: set the nodes that join it.
+    pub next: &'a DenseBits,
+}
+
+/// One recursive computation: its auxiliary state per source morsel, the
+/// per-edge work of a frontier morsel, and an optional output phase.
+pub trait Compute: Send + Sync + 'static {
+    type Aux: Send + Sync;
+    type Row: Send + 'static;
+
+    /// Sources per source morsel this computation supports (1, or 64 for a
+    /// bit-lane implementation used by nTkMS).
+    fn max_lanes(&self) -> usize {
+        1
+    }
+
+    /// The last level processed (`u32::MAX`: until the frontier is empty).
+    fn upper(&self) -> u32;
+
+    /// Fresh state for `srcs` (already validated `< num_nodes`).
+    fn new_aux(&self, num_nodes: u64, srcs: &[u64], num_workers: usize) -> Self::Aux;
+
+    /// Processes the frontier nodes of one morsel: emits rows for them and,
+    /// when `v.extend`, runs the edge updates and sets `v.next`.
+    fn process<G: Graph>(
+        &self,
+        aux: &Self::Aux,
+        v: &mut Visit<'_, G, Self::Row>,
+        nodes: Nodes<'_>,
+    ) -> Result<()>;
+
+    fn has_output_phase(&self) -> bool {
+        false
+    }
+
+    /// The OUTPUT phase over a destination range, after the last extension.
+    fn output(
+        &self,
+        _aux: &Self::Aux,
+        _srcs: &[u64],
+        _dsts: Range<u64>,
+        _out: &mut Vec<Self::Row>,
+    ) -> Result<()> {
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Extend,
+    Output,
+    Done,
+}
+
+struct IterState {
+    iter: u32,
+    phase: Phase,
+    next: u64,
+    total: u64,
+    morsel: u64,
+    in_flight: usize,
+    /// The current frontier as a list, when it is below 1/8 of the nodes.
+    sparse: Option<Arc<Vec<u64>>>,
+}
+
+enum Work {
+    Extend {
+        iter: u32,
+        range: Range<u64>,
+        sparse: Option<Arc<Vec<u64>>>,
+    },
+    Output(Range<u64>),
+}
+
+struct SourceMorsel<C: Compute> {
+    srcs: Vec<u64>,
+    aux: C::Aux,
+    frontiers: [DenseBits; 2],
+    st: Mutex<IterState>,
+}
+
+const DENSE_MORSEL_NODES: u64 = 4096;
+const OUTPUT_MORSEL_NODES: u64 = 8192;
+const FLUSH_ROWS: usize = 4096;
+
+impl<C: Compute> SourceMorsel<C> {
+    fn new(compute: &C, n: u64, srcs: Vec<u64>, workers: usize) -> SourceMorsel<C> {
+        let aux = compute.new_aux(n, &srcs, workers);
+        let frontiers = [DenseBits::new(n), DenseBits::new(n)];
+        let mut list = srcs.clone();
+        list.sort_unstable();
+        list.dedup();
+        for &s in &list {
+            frontiers[0].set(s);
+        }
+        let st = IterState {
+            iter: 0,
+            phase: Phase::Extend,
+            next: 0,
+            total: list.len() as u64,
+            morsel: sparse_morsel(list.len() as u64, workers),
+            in_flight: 0,
+            sparse: Some(Arc::new(list)),
+        };
+        SourceMorsel {
+            srcs,
+            aux,
+            frontiers,
+            st: Mutex::new(st),
+        }
+    }
+
+    fn grab(&self) -> Option<Work> {
+        let mut st = self.st.lock();
+        if st.phase == Phase::Done || st.next >= st.total {
+            return None;
+        }
+        let start = st.next;
+        let end = (start + st.morsel).min(st.total);
+        st.next = end;
+        st.in_flight += 1;
+        Some(match st.phase {
+            Phase::Extend => Work::Extend {
+                iter: st.iter,
+                range: start..end,
+                sparse: st.sparse.clone(),
+            },
+            _ => Work::Output(start..end),
+        })
+    }
+
+    fn is_done(&self) -> bool {
+        self.st.lock().phase == Phase::Done
+    }
+
+    /// Marks a grabbed morsel finished; the last one of an iteration advances
+    /// the state. True when the source morsel just became done.
+    fn finish(&self, compute: &C, workers: usize) -> bool {
+        let mut st = self.st.lock();
+        st.in_flight -= 1;
+        if st.in_flight > 0 || st.next < st.total {
+            return false;
+        }
+        let n = self.frontiers[0].len();
+        match st.phase {
+            Phase::Extend => {
+                let i = st.iter;
+                let cur = &self.frontiers[(i & 1) as usize];
+                let nxt = &self.frontiers[((i + 1) & 1) as usize];
+                // Clear the processed frontier for reuse as the one after next.
+                match &st.sparse {
+                    Some(list) => {
+                        for &u in list.iter() {
+                            cur.clear_word((u / 64) as usize);
+                        }
+                    }
+                    None => (0..cur.num_words()).for_each(|w| cur.clear_word(w)),
+                }
+                let count = if i >= compute.upper() { 0 } else { nxt.count() };
+                if count == 0 {
+                    if compute.has_output_phase() {
+                        st.phase = Phase::Output;
+                        st.next = 0;
+                        st.total = n;
+                        st.morsel = OUTPUT_MORSEL_NODES;
+                        st.sparse = None;
+                        return false;
+                    }
+                    st.phase = Phase::Done;
+                    st.sparse = None;
+                    return true;
+                }
+                st.iter = i + 1;
+                st.next = 0;
+                if count < n / 8 {
+                    let mut list = Vec::with_capacity(count as usize);
+                    nxt.collect_into(&mut list);
+                    st.total = count;
+                    st.morsel = sparse_morsel(count, workers);
+                    st.sparse = Some(Arc::new(list));
+                } else {
+                    st.total = n;
+                    st.morsel = DENSE_MORSEL_NODES;
+                    st.sparse = None;
+                }
+                false
+            }
+            Phase::Output => {
+                st.phase = Phase::Done;
+                true
+            }
+            Phase::Done => false,
+        }
+    }
+}
+
+/// Small sparse frontiers are split finely so several threads can share them.
+fn sparse_morsel(len: u64, workers: usize) -> u64 {
+    (len / (8 * workers as u64)).clamp(1, 512)
+}
+
+struct IfeTask<G: Graph, C: Compute> {
+    graph: Arc<G>,
+    compute: Arc<C>,
+    sink: Arc<dyn Sink<C::Row>>,
+    sources: Vec<u64>,
+    lanes: usize,
+    share: bool,
+    k: usize,
+    next_source: AtomicUsize,
+    launched: AtomicUsize,
+    active: Mutex<Vec<Arc<SourceMorsel<C>>>>,
+}
+
+impl<G: Graph, C: Compute> IfeTask<G, C> {
+    fn take_sources(&self) -> Option<Vec<u64>> {
+        let start = self.next_source.fetch_add(self.lanes, Ordering::Relaxed);
+        if start >= self.sources.len() {
+            return None;
+        }
+        let end = (start + self.lanes).min(self.sources.len());
+        self.launched.fetch_add(1, Ordering::Relaxed);
+        Some(self.sources[start..end].to_vec())
+    }
+
+    fn try_launch(&self, workers: usize) -> Option<Arc<SourceMorsel<C>>> {
+        let mut active = self.active.lock();
+        if active.len() >= self.k {
+            return None;
+        }
+        let srcs = self.take_sources()?;
+        let sm = Arc::new(SourceMorsel::new(
+            &*self.compute,
+            self.graph.num_nodes(),
+            srcs,
+            workers,
+        ));
+        active.push(Arc::clone(&sm));
+        Some(sm)
+    }
+
+    fn find_work(&self) -> Option<(Arc<SourceMorsel<C>>, Work)> {
+        let active = self.active.lock();
+        for sm in active.iter() {
+            if let Some(w) = sm.grab() {
+                return Some((Arc::clone(sm), w));
+            }
+        }
+        None
+    }
+
+    fn retire(&self, sm: &Arc<SourceMorsel<C>>) {
+        self.active.lock().retain(|x| !Arc::ptr_eq(x, sm));
+    }
+
+    fn run_work(
+        &self,
+        sm: &Arc<SourceMorsel<C>>,
+        work: Work,
+        worker: usize,
+        workers: usize,
+        scratch: &mut G::Scratch,
+        out: &mut Vec<C::Row>,
+    ) -> Result<()> {
+        match work {
+            Work::Extend {
+                iter,
+                range,
+                sparse,
+            } => {
+                let nodes = match &sparse {
+                    Some(list) => Nodes::Sparse(&list[range.start as usize..range.end as usize]),
+                    None => Nodes::Dense {
+                        bits: &sm.frontiers[(iter & 1) as usize],
+                        words: (range.start / 64) as usize..range.end.div_ceil(64) as usize,
+                    },
+                };
+                let mut v = Visit {
+                    graph: &*self.graph,
+                    scratch,
+                    out: &mut *out,
+                    worker,
+                    srcs: &sm.srcs,
+                    iter,
+                    extend: iter < self.compute.upper(),
+                    next: &sm.frontiers[((iter + 1) & 1) as usize],
+                };
+                self.compute.process(&sm.aux, &mut v, nodes)?;
+            }
+            Work::Output(range) => self.compute.output(&sm.aux, &sm.srcs, range, out)?,
+        }
+        if out.len() >= FLUSH_ROWS {
+            self.sink.consume(out);
+        }
+        if sm.finish(&self.compute, workers) {
+            self.retire(sm);
+        }
+        Ok(())
+    }
+}
+
+impl<G: Graph, C: Compute> Task for IfeTask<G, C> {
+    fn run_worker(&self, ctx: &WorkerContext) -> Result<()> {
+        let mut scratch = G::Scratch::default();
+        let mut out = Vec::new();
+        let workers = ctx.num_workers;
+        let mut mine: Option<Arc<SourceMorsel<C>>> = None;
+        let mut idle_spins = 0u32;
+        loop {
+            ctx.cancel.check()?;
+            if let Some(sm) = mine.clone() {
+                if let Some(w) = sm.grab() {
+                    self.run_work(&sm, w, ctx.worker_idx, workers, &mut scratch, &mut out)?;
+                    continue;
+                }
+                if !self.share && !sm.is_done() {
+                    return Err(Error::internal("1T1S source morsel stalled"));
+                }
+                mine = None;
+            }
+            if !self.share {
+                // 1T1S: a private source morsel, never shared.
+                match self.take_sources() {
+                    Some(srcs) => {
+                        mine = Some(Arc::new(SourceMorsel::new(
+                            &*self.compute,
+                            self.graph.num_nodes(),
+                            srcs,
+                            workers,
+                        )))
+                    }
+                    None => break,
+                }
+                continue;
+            }
+            if let Some(sm) = self.try_launch(workers) {
+                mine = Some(sm);
+                continue;
+            }
+            if let Some((sm, w)) = self.find_work() {
+                self.run_work(&sm, w, ctx.worker_idx, workers, &mut scratch, &mut out)?;
+                mine = Some(sm);
+                idle_spins = 0;
+                continue;
+            }
+            if self.next_source.load(Ordering::Relaxed) >= self.sources.len()
+                && self.active.lock().is_empty()
+            {
+                break;
+            }
+            // Another worker is finishing the last morsel of an iteration.
+            idle_spins += 1;
+            if idle_spins < 64 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        if !out.is_empty() {
+            self.sink.consume(&mut out);
+        }
+        Ok(())
+    }
+}
+
+/// Runs `compute` from every source on `sched`, streaming rows to `sink`.
+///
+/// Sources must be node offsets `< graph.num_nodes()`; a source listed twice
+/// is computed (and output) twice.
+pub fn run_ife<G: Graph, C: Compute>(
+    sched: &Scheduler,
+    graph: Arc<G>,
+    compute: Arc<C>,
+    sources: &[u64],
+    opts: &IfeOptions,
+    cancel: &CancelToken,
+    sink: Arc<dyn Sink<C::Row>>,
+) -> Result<RunStats> {
+    let n = graph.num_nodes();
+    if let Some(&bad) = sources.iter().find(|&&s| s >= n) {
+        return Err(Error::runtime(format!(
+            "source node offset {bad} out of range (the graph has {n} nodes)"
+        )));
+    }
+    let threads = if opts.threads == 0 {
+        sched.num_threads()
+    } else {
+        opts.threads.min(sched.num_threads())
+    }
+    .max(1);
+    let mut policy = opts.policy;
+    if policy == Policy::ManyThreadsKMultiSources && compute.max_lanes() < 2 {
+        policy = Policy::ManyThreadsKSources;
+    }
+    let avg_degree = graph.num_edges() as f64 / n.max(1) as f64;
+    let default_k = if avg_degree > 32.0 {
+        threads
+    } else {
+        2 * threads
+    };
+    let (lanes, share, k) = match policy {
+        Policy::OneThreadOneSource => (1, false, threads),
+        Policy::ManyThreadsOneSource => (1, true, 1),
+        Policy::ManyThreadsKSources => (1, true, opts.k.unwrap_or(default_k).max(1)),
+        Policy::ManyThreadsKMultiSources => (
+            compute.max_lanes().min(64),
+            true,
+            opts.k.unwrap_or(threads).max(1),
+        ),
+    };
+    let task = Arc::new(IfeTask {
+        graph,
+        compute,
+        sink,
+        sources: sources.to_vec(),
+        lanes,
+        share,
+        k,
+        next_source: AtomicUsize::new(0),
+        launched: AtomicUsize::new(0),
+        active: Mutex::new(Vec::new()),
+    });
+    sched.run(Arc::clone(&task) as Arc<dyn Task>, threads, cancel)?;
+    Ok(RunStats {
+        policy,
+        k,
+        threads,
+        source_morsels: task.launched.load(Ordering::Relaxed),
+    })
+}

@@ -1,0 +1,174 @@
+//! The `Graph` interface of IFE and its two implementations: an in-memory CSR
+//! (tests, generated graphs) and a CSR over pinned `kith-storage` columns.
+
+use std::sync::Arc;
+
+use kith_common::constants::NODE_GROUP_SIZE;
+use kith_common::Result;
+use kith_pager::Pager;
+use kith_storage::{CsrIndex, PinnedCsrGroup};
+
+/// Neighbour access for IFE over one node table with dense offsets `0..n`.
+///
+/// `neighbors` is generic over the callback so the extend inner loop is
+/// monomorphised: no dynamic dispatch and no buffer-manager call per neighbour.
+pub trait Graph: Send + Sync + 'static {
+    /// Per-worker scratch (decode buffers); one per worker per task.
+    type Scratch: Default + Send;
+
+    fn num_nodes(&self) -> u64;
+
+    /// Number of adjacency entries (for degree estimates).
+    fn num_edges(&self) -> u64;
+
+    /// Calls `f(neighbour, rel_id)` for every rel of `node`, in CSR order.
+    fn neighbors<F: FnMut(u64, u64)>(&self, node: u64, scratch: &mut Self::Scratch, f: F);
+}
+
+/// A CSR held in plain vectors.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InMemoryCsr {
+    /// `n + 1` positions; node `i`'s rels are `offsets[i]..offsets[i + 1]`.
+    pub offsets: Vec<u64>,
+    pub nbrs: Vec<u64>,
+    pub rel_ids: Vec<u64>,
+}
+
+impl InMemoryCsr {
+    /// Forward CSR of `edges` (`(src, dst)`); the rel id of an edge is its
+    /// index in `edges`; each node's rels keep their input order.
+    ///
+    /// Panics when an endpoint is `>= num_nodes`.
+    pub fn from_edges(num_nodes: u64, edges: &[(u64, u64)]) -> InMemoryCsr {
+        let n = num_nodes as usize;
+        let mut offsets = vec![0u64; n + 1];
+        for &(s, d) in edges {
+            assert!(
+                s < num_nodes && d < num_nodes,
+                "edge ({s}, {d}) out of range"
+            );
+            offsets[s as usize + 1] += 1;
+        }
+        for i in 0..n {
+            offsets[i + 1] += offsets[i];
+        }
+        let mut cursor = offsets.clone();
+        let mut nbrs = vec![0u64; edges.len()];
+        let mut rel_ids = vec![0u64; edges.len()];
+        for (r, &(s, d)) in edges.iter().enumerate() {
+            let c = &mut cursor[s as usize];
+            nbrs[*c as usize] = d;
+            rel_ids[*c as usize] = r as u64;
+            *c += 1;
+        }
+        InMemoryCsr {
+            offsets,
+            nbrs,
+            rel_ids,
+        }
+    }
+
+    /// The backward CSR (by destination) of the same edges.
+    pub fn from_edges_reversed(num_nodes: u64, edges: &[(u64, u64)]) -> InMemoryCsr {
+        let rev: Vec<(u64, u64)> = edges.iter().map(|&(s, d)| (d, s)).collect();
+        InMemoryCsr::from_edges(num_nodes, &rev)
+    }
+}
+
+impl Graph for InMemoryCsr {
+    type Scratch = ();
+
+    fn num_nodes(&self) -> u64 {
+        self.offsets.len().saturating_sub(1) as u64
+    }
+
+    fn num_edges(&self) -> u64 {
+        self.nbrs.len() as u64
+    }
+
+    #[inline]
+    fn neighbors<F: FnMut(u64, u64)>(&self, node: u64, _: &mut (), mut f: F) {
+        let a = self.offsets[node as usize] as usize;
+        let b = self.offsets[node as usize + 1] as usize;
+        for (n, r) in self.nbrs[a..b].iter().zip(&self.rel_ids[a..b]) {
+            f(*n, *r);
+        }
+    }
+}
+
+/// A CSR direction of a stored rel table with every node group's offsets,
+/// neighbours and rel ids pinned once for the whole computation; neighbour
+/// lists are decoded with `read_u64s` into per-worker buffers.
+pub struct StorageCsr {
+    groups: Vec<PinnedCsrGroup>,
+    num_nodes: u64,
+    num_edges: u64,
+}
+
+/// Decode buffers of one worker for [`StorageCsr`].
+#[derive(Default)]
+pub struct StorageScratch {
+    nbrs: Vec<u64>,
+    rels: Vec<u64>,
+}
+
+impl StorageCsr {
+    /// Pins every group of `csr`. The node count is the end of the last
+    /// group's region; use [`StorageCsr::with_num_nodes`] to widen it to the
+    /// node table (nodes beyond the CSR have no rels).
+    pub fn new(pager: &Arc<Pager>, csr: &CsrIndex) -> Result<StorageCsr> {
+        let mut groups = Vec::with_capacity(csr.groups.len());
+        let mut num_nodes = 0;
+        let mut num_edges = 0;
+        for (gi, g) in csr.groups.iter().enumerate() {
+            if g.num_nodes > 0 {
+                num_nodes = gi as u64 * NODE_GROUP_SIZE + g.num_nodes;
+            }
+            num_edges += g.num_rels;
+            groups.push(g.pin(pager, &[])?);
+        }
+        Ok(StorageCsr {
+            groups,
+            num_nodes,
+            num_edges,
+        })
+    }
+
+    pub fn with_num_nodes(mut self, num_nodes: u64) -> StorageCsr {
+        self.num_nodes = self.num_nodes.max(num_nodes);
+        self
+    }
+}
+
+impl Graph for StorageCsr {
+    type Scratch = StorageScratch;
+
+    fn num_nodes(&self) -> u64 {
+        self.num_nodes
+    }
+
+    fn num_edges(&self) -> u64 {
+        self.num_edges
+    }
+
+    #[inline]
+    fn neighbors<F: FnMut(u64, u64)>(&self, node: u64, s: &mut StorageScratch, mut f: F) {
+        let Some(g) = self.groups.get((node / NODE_GROUP_SIZE) as usize) else {
+            return;
+        };
+        let (a, b) = g.range(node % NODE_GROUP_SIZE);
+        let len = (b - a) as usize;
+        if len == 0 {
+            return;
+        }
+        if s.nbrs.len() < len {
+            s.nbrs.resize(len, 0);
+            s.rels.resize(len, 0);
+        }
+        g.neighbors.read_u64s(a, len, &mut s.nbrs[..len]);
+        g.rel_ids.read_u64s(a, len, &mut s.rels[..len]);
+        for (n, r) in s.nbrs[..len].iter().zip(&s.rels[..len]) {
+            f(*n, *r);
+        }
+    }
+}

@@ -1,0 +1,284 @@
+//! IFE against sequential references, for every policy and thread count.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::{Rng, *};
+use kith_graph::*;
+use kith_sched::{CancelToken, Scheduler};
+use proptest::prelude::*;
+
+fn configs() -> Vec<IfeOptions> {
+    let mut v = Vec::new();
+    for policy in Policy::ALL {
+        for threads in [1, 2, 4] {
+            let ks: &[Option<usize>] = match policy {
+                Policy::OneThreadOneSource | Policy::ManyThreadsOneSource => &[None],
+                _ => &[None, Some(1), Some(3)],
+            };
+            for &k in ks {
+                v.push(IfeOptions { policy, threads, k });
+            }
+        }
+    }
+    v
+}
+
+/// Every node as a source, plus repeats so nTkMS fills more than one 64-lane morsel.
+fn sources(n: u64) -> Vec<u64> {
+    if n == 0 {
+        return vec![];
+    }
+    (0..n).chain((0..70).map(|i| (i * 7) % n)).collect()
+}
+
+fn dyadic_weights(rng: &mut Rng, m: usize) -> Arc<[f64]> {
+    (0..m).map(|_| rng.below(40) as f64 / 4.0).collect()
+}
+
+fn dedup_sorted<T: Ord + Clone>(mut v: Vec<T>) -> Vec<T> {
+    v.sort();
+    v
+}
+
+fn check_shape(sched: &Scheduler, s: &Shape, lo: u32, hi: u32, opts: &IfeOptions, rng: &mut Rng) {
+    let cancel = CancelToken::new();
+    let g = Arc::new(InMemoryCsr::from_edges(s.n, &s.edges));
+    let adj = adjacency(s.n, &s.edges);
+    let srcs = sources(s.n);
+    let ctx = format!("{} lo={lo} hi={hi} {:?}", s.name, opts);
+
+    let got = shortest_lengths(sched, &g, &srcs, lo, hi, opts, &cancel).unwrap();
+    assert_eq!(
+        got,
+        dedup_sorted(ref_lengths(&adj, &srcs, lo, hi)),
+        "lengths {ctx}"
+    );
+
+    // Reference walk enumeration is exponential: keep it to small graphs.
+    let small = s.edges.len() <= 60;
+    let whi = if small { hi.min(4) } else { hi.min(2) };
+    let wlo = lo.min(whi);
+    let got = walk_counts(sched, &g, &srcs, wlo, whi, opts, &cancel).unwrap();
+    assert_eq!(got, ref_walk_counts(&adj, &srcs, wlo, whi), "walks {ctx}");
+
+    let got = all_shortest_counts(sched, &g, &srcs, wlo, whi, opts, &cancel).unwrap();
+    assert_eq!(
+        got,
+        ref_shortest_counts(&adj, &srcs, wlo, whi),
+        "counts {ctx}"
+    );
+
+    let all = shortest_paths(sched, &g, &srcs, wlo, whi, PathMode::All, opts, &cancel).unwrap();
+    assert_eq!(all, ref_all_paths(&adj, &srcs, wlo, whi), "all paths {ctx}");
+    let one = shortest_paths(sched, &g, &srcs, wlo, whi, PathMode::One, opts, &cancel).unwrap();
+    // The chosen path is the one whose reversed (node, rel) sequence is
+    // smallest; a source listed twice is output twice.
+    let mut uniq = srcs.clone();
+    uniq.sort_unstable();
+    uniq.dedup();
+    let mut best: std::collections::BTreeMap<(u64, u64), PathRow> = Default::default();
+    let key = |p: &PathRow| -> Vec<(u64, u64)> {
+        p.nodes
+            .iter()
+            .rev()
+            .skip(1)
+            .copied()
+            .zip(p.rels.iter().rev().copied())
+            .collect()
+    };
+    for p in ref_all_paths(&adj, &uniq, wlo, whi) {
+        let e = best.entry((p.src, p.dst)).or_insert_with(|| p.clone());
+        if key(&p) < key(e) {
+            *e = p;
+        }
+    }
+    let mut expect_one = Vec::new();
+    for &src in &srcs {
+        expect_one.extend(
+            best.range((src, 0)..=(src, u64::MAX))
+                .map(|(_, p)| p.clone()),
+        );
+    }
+    expect_one.sort();
+    let one_sorted = one;
+    assert_eq!(one_sorted, expect_one, "one path {ctx}");
+
+    let w = dyadic_weights(rng, s.edges.len());
+    let got = weighted_shortest(sched, &g, &srcs, w.clone(), opts, &cancel).unwrap();
+    assert_eq!(got, ref_dijkstra(&adj, &w, &srcs), "weighted {ctx}");
+}
+
+#[test]
+fn all_shapes_all_policies() {
+    let sched = Scheduler::new(4);
+    let mut rng = Rng(99);
+    for s in shapes(7) {
+        for opts in configs() {
+            for (lo, hi) in [(0, 30), (1, 3), (2, 2)] {
+                check_shape(&sched, &s, lo, hi, &opts, &mut rng);
+            }
+        }
+    }
+}
+
+#[test]
+fn larger_graph_identical_across_policies() {
+    // Bigger than the sparse threshold and the dense morsel size, so dense
+    // frontiers, several frontier morsels and the output phase all split.
+    let sched = Scheduler::new(4);
+    let cancel = CancelToken::new();
+    let mut rng = Rng(5);
+    let n = 20_000;
+    let edges = random_edges(&mut rng, n, 80_000);
+    let g = Arc::new(InMemoryCsr::from_edges(n, &edges));
+    let adj = adjacency(n, &edges);
+    let srcs: Vec<u64> = (0..80).map(|_| rng.below(n)).collect();
+    let expect = ref_lengths(&adj, &srcs, 0, 30);
+    let w = dyadic_weights(&mut rng, edges.len());
+    let expect_w = ref_dijkstra(&adj, &w, &srcs[..4]);
+    let mut counts = None;
+    let mut walks = None;
+    for opts in configs().into_iter().filter(|o| o.k != Some(3)) {
+        let got = shortest_lengths(&sched, &g, &srcs, 0, 30, &opts, &cancel).unwrap();
+        assert_eq!(got, expect, "{opts:?}");
+        let c = all_shortest_counts(&sched, &g, &srcs[..8], 0, 30, &opts, &cancel).unwrap();
+        assert_eq!(
+            c.len(),
+            expect.iter().filter(|r| srcs[..8].contains(&r.src)).count()
+        );
+        assert_eq!(*counts.get_or_insert_with(|| c.clone()), c, "{opts:?}");
+        let wk = walk_counts(&sched, &g, &srcs[..4], 1, 6, &opts, &cancel).unwrap();
+        assert_eq!(*walks.get_or_insert_with(|| wk.clone()), wk, "{opts:?}");
+        let got = weighted_shortest(&sched, &g, &srcs[..4], w.clone(), &opts, &cancel).unwrap();
+        assert_eq!(got, expect_w, "{opts:?}");
+    }
+}
+
+#[test]
+fn policy_parse_and_errors() {
+    for p in Policy::ALL {
+        assert_eq!(Policy::parse(p.name()).unwrap(), p);
+        assert_eq!(Policy::parse(&p.name().to_uppercase()).unwrap(), p);
+    }
+    assert!(Policy::parse("2T2S").is_err());
+    assert_eq!(Policy::default(), Policy::ManyThreadsKSources);
+
+    let sched = Scheduler::new(2);
+    let cancel = CancelToken::new();
+    let g = Arc::new(InMemoryCsr::from_edges(3, &[(0, 1), (1, 2)]));
+    let o = IfeOptions::default();
+    assert!(shortest_lengths(&sched, &g, &[3], 0, 3, &o, &cancel).is_err());
+    assert!(shortest_lengths(&sched, &g, &[0], 4, 3, &o, &cancel).is_err());
+    assert!(walk_counts(&sched, &g, &[0], 0, MAX_UPPER + 1, &o, &cancel).is_err());
+    let neg: Arc<[f64]> = vec![1.0, -1.0].into();
+    assert!(weighted_shortest(&sched, &g, &[0], neg, &o, &cancel).is_err());
+    let nan: Arc<[f64]> = vec![1.0, f64::NAN].into();
+    assert!(weighted_shortest(&sched, &g, &[0], nan, &o, &cancel).is_err());
+    let short: Arc<[f64]> = vec![1.0].into();
+    let e = weighted_shortest(&sched, &g, &[0], short, &o, &cancel).unwrap_err();
+    assert!(e.message.contains("no weight"), "{}", e.message);
+    // No sources: no rows.
+    assert!(shortest_lengths(&sched, &g, &[], 0, 3, &o, &cancel)
+        .unwrap()
+        .is_empty());
+}
+
+#[test]
+fn cancel_stops_every_policy() {
+    let sched = Scheduler::new(2);
+    let cancel = CancelToken::new();
+    cancel.cancel();
+    let mut rng = Rng(3);
+    let g = Arc::new(InMemoryCsr::from_edges(
+        1000,
+        &random_edges(&mut rng, 1000, 5000),
+    ));
+    for policy in Policy::ALL {
+        let o = IfeOptions {
+            policy,
+            threads: 2,
+            k: None,
+        };
+        let e = shortest_lengths(&sched, &g, &[0, 1, 2], 0, 30, &o, &cancel).unwrap_err();
+        assert_eq!(e.kind, kith_common::ErrorKind::Interrupted);
+    }
+}
+
+#[test]
+fn walk_counts_saturate() {
+    // Two parallel self loops: 2^len walks of each length; saturates at 64.
+    let sched = Scheduler::new(2);
+    let g = Arc::new(InMemoryCsr::from_edges(1, &[(0, 0), (0, 0)]));
+    let rows = walk_counts(
+        &sched,
+        &g,
+        &[0],
+        60,
+        70,
+        &IfeOptions::default(),
+        &CancelToken::new(),
+    )
+    .unwrap();
+    let counts: Vec<u64> = rows.iter().map(|r| r.count).collect();
+    assert_eq!(&counts[..4], &[1 << 60, 1 << 61, 1 << 62, 1 << 63]);
+    assert!(counts[4..].iter().all(|&c| c == u64::MAX));
+}
+
+#[test]
+fn stats_report_fallback() {
+    let sched = Scheduler::new(2);
+    let g = Arc::new(InMemoryCsr::from_edges(3, &[(0, 1), (1, 2)]));
+    let opts = IfeOptions {
+        policy: Policy::ManyThreadsKMultiSources,
+        threads: 2,
+        k: None,
+    };
+    let sink = Arc::new(CollectSink::default());
+    let st = run_ife(
+        &sched,
+        g.clone(),
+        Arc::new(WalkCounts { lower: 0, upper: 2 }),
+        &[0, 1],
+        &opts,
+        &CancelToken::new(),
+        sink,
+    )
+    .unwrap();
+    assert_eq!(st.policy, Policy::ManyThreadsKSources);
+    assert_eq!(st.source_morsels, 2);
+    let sink = Arc::new(CollectSink::default());
+    let st = run_ife(
+        &sched,
+        g,
+        Arc::new(ShortestLengths { lower: 0, upper: 2 }),
+        &[0, 1, 2],
+        &opts,
+        &CancelToken::new(),
+        sink,
+    )
+    .unwrap();
+    assert_eq!(st.policy, Policy::ManyThreadsKMultiSources);
+    assert_eq!(st.source_morsels, 1);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #[test]
+    fn random_small_graphs(
+        n in 1u64..12,
+        raw in proptest::collection::vec((0u64..64, 0u64..64), 0..30),
+        lo in 0u32..3,
+        extra in 0u32..3,
+        policy in 0usize..4,
+        threads in 1usize..4,
+        seed in any::<u64>(),
+    ) {
+        let edges: Vec<(u64, u64)> = raw.iter().map(|&(a, b)| (a % n, b % n)).collect();
+        let s = Shape { name: "prop", n, edges };
+        let sched = Scheduler::new(3);
+        let opts = IfeOptions { policy: Policy::ALL[policy], threads, k: None };
+        check_shape(&sched, &s, lo, lo + extra, &opts, &mut Rng(seed | 1));
+    }
+}

@@ -1,0 +1,115 @@
+//! IFE over a CSR stored through kith-storage equals the in-memory CSR.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::{random_edges, Rng};
+use kith_common::constants::NODE_GROUP_SIZE;
+use kith_common::{LogicalType, ValueVector, VectorData};
+use kith_graph::*;
+use kith_pager::{Pager, PagerConfig};
+use kith_sched::{CancelToken, Scheduler};
+use kith_storage::{ColumnChunk, CsrGroup, CsrIndex};
+
+fn u64_chunk(pager: &Pager, vals: &[u64]) -> ColumnChunk {
+    let mut v = ValueVector::new(LogicalType::UInt64, vals.len());
+    if let VectorData::U64(d) = &mut v.data {
+        d.copy_from_slice(vals);
+    }
+    ColumnChunk::write(pager, &v, 0, vals.len()).unwrap()
+}
+
+/// Writes `mem` as stored CSR groups (group-local offsets).
+fn store(pager: &Pager, mem: &InMemoryCsr) -> CsrIndex {
+    let n = mem.num_nodes();
+    let mut groups = Vec::new();
+    let mut first = 0;
+    while first < n {
+        let cnt = NODE_GROUP_SIZE.min(n - first) as usize;
+        let f = first as usize;
+        let base = mem.offsets[f];
+        let end = mem.offsets[f + cnt];
+        let offs: Vec<u64> = mem.offsets[f..=f + cnt].iter().map(|o| o - base).collect();
+        let (b, e) = (base as usize, end as usize);
+        groups.push(CsrGroup {
+            num_nodes: cnt as u64,
+            num_rels: end - base,
+            offsets: u64_chunk(pager, &offs),
+            neighbors: u64_chunk(pager, &mem.nbrs[b..e]),
+            rel_ids: u64_chunk(pager, &mem.rel_ids[b..e]),
+            properties: vec![],
+        });
+        first += cnt as u64;
+    }
+    CsrIndex { groups }
+}
+
+#[test]
+fn storage_csr_matches_in_memory() {
+    let pager = Arc::new(Pager::in_memory(PagerConfig::default()));
+    let mut rng = Rng(11);
+    // More than one node group, so the group/local split is exercised.
+    let n = NODE_GROUP_SIZE + 3000;
+    let edges = random_edges(&mut rng, n, 3 * n as usize);
+    let mem = Arc::new(InMemoryCsr::from_edges(n, &edges));
+    let csr = store(&pager, &mem);
+    assert!(csr.groups.len() >= 2);
+    let st = Arc::new(StorageCsr::new(&pager, &csr).unwrap());
+    assert_eq!(st.num_nodes(), n);
+    assert_eq!(st.num_edges(), edges.len() as u64);
+    // Neighbour scans are identical node by node.
+    let mut scratch = StorageScratch::default();
+    for u in (0..n)
+        .step_by(97)
+        .chain([n - 1, NODE_GROUP_SIZE - 1, NODE_GROUP_SIZE])
+    {
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        mem.neighbors(u, &mut (), |w, r| a.push((w, r)));
+        st.neighbors(u, &mut scratch, |w, r| b.push((w, r)));
+        assert_eq!(a, b, "node {u}");
+    }
+    let sched = Scheduler::new(2);
+    let cancel = CancelToken::new();
+    let srcs = [0, 5, NODE_GROUP_SIZE + 1, n - 1];
+    for policy in Policy::ALL {
+        let o = IfeOptions {
+            policy,
+            threads: 2,
+            k: None,
+        };
+        assert_eq!(
+            shortest_lengths(&sched, &st, &srcs, 0, 30, &o, &cancel).unwrap(),
+            shortest_lengths(&sched, &mem, &srcs, 0, 30, &o, &cancel).unwrap()
+        );
+        assert_eq!(
+            walk_counts(&sched, &st, &srcs[..2], 1, 3, &o, &cancel).unwrap(),
+            walk_counts(&sched, &mem, &srcs[..2], 1, 3, &o, &cancel).unwrap()
+        );
+    }
+    // A wider node table: the extra nodes have no rels.
+    let wide = Arc::new(
+        StorageCsr::new(&pager, &csr)
+            .unwrap()
+            .with_num_nodes(n + 10),
+    );
+    let rows = shortest_lengths(
+        &sched,
+        &wide,
+        &[n + 5],
+        0,
+        3,
+        &IfeOptions::default(),
+        &cancel,
+    )
+    .unwrap();
+    assert_eq!(
+        rows,
+        vec![LenRow {
+            src: n + 5,
+            dst: n + 5,
+            len: 0,
+            count: 1
+        }]
+    );
+}
