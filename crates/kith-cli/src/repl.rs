@@ -20,51 +20,10 @@ Shell commands:
   :quit              leave the shell (also :exit, or Ctrl-D)
 Ctrl-C interrupts a running statement, or clears the line at the prompt.";
 
-/// True when `text` ends with a `;` that terminates a statement: outside
-/// strings, backtick names and comments (the rules of `kith::split_statements`),
-/// followed only by whitespace and comments.
+/// True when `text` ends with a `;` that terminates a statement (the rules
+/// of `kith::split_statements`).
 pub fn is_complete(text: &str) -> bool {
-    let bytes = text.as_bytes();
-    let mut pos = 0;
-    // Whether a `;` was seen with nothing but whitespace/comments after it.
-    let mut terminated = false;
-    while pos < bytes.len() {
-        match bytes[pos] {
-            q @ (b'\'' | b'"' | b'`') => {
-                terminated = false;
-                pos += 1;
-                while pos < bytes.len() && bytes[pos] != q {
-                    if bytes[pos] == b'\\' && q != b'`' {
-                        pos += 1;
-                    }
-                    pos += 1;
-                }
-                if pos >= bytes.len() {
-                    return false; // unterminated string
-                }
-            }
-            b'/' if bytes.get(pos + 1) == Some(&b'/') => {
-                while pos < bytes.len() && bytes[pos] != b'\n' {
-                    pos += 1;
-                }
-            }
-            b'/' if bytes.get(pos + 1) == Some(&b'*') => {
-                pos += 2;
-                while pos + 1 < bytes.len() && !(bytes[pos] == b'*' && bytes[pos + 1] == b'/') {
-                    pos += 1;
-                }
-                if pos + 1 >= bytes.len() {
-                    return false; // unterminated comment
-                }
-                pos += 1;
-            }
-            b';' => terminated = true,
-            b if b.is_ascii_whitespace() => {}
-            _ => terminated = false,
-        }
-        pos += 1;
-    }
-    terminated
+    kith::is_complete_script(text)
 }
 
 /// What a line starting with `:` asks for.

@@ -30,16 +30,26 @@ pub(crate) fn guard<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
     }
 }
 
-/// The statements of a script (split at `;` outside strings, backticks and
-/// comments), so callers can run and report them one at a time.
-pub fn split_statements(text: &str) -> Vec<&str> {
+/// One pass over a script: where its statements are and whether it ends
+/// with a terminating `;` (outside strings, backtick names and comments).
+struct ScriptScan<'a> {
+    statements: Vec<&'a str>,
+    /// A `;` followed only by whitespace and comments ends the text, and no
+    /// string or comment is left open.
+    complete: bool,
+}
+
+fn scan_script(text: &str) -> ScriptScan<'_> {
     let bytes = text.as_bytes();
-    let mut out = Vec::new();
+    let mut statements = Vec::new();
     let mut start = 0;
     let mut pos = 0;
+    let mut terminated = false;
+    let mut open = false;
     while pos < bytes.len() {
         match bytes[pos] {
             q @ (b'\'' | b'"' | b'`') => {
+                terminated = false;
                 pos += 1;
                 while pos < bytes.len() && bytes[pos] != q {
                     if bytes[pos] == b'\\' && q != b'`' {
@@ -47,6 +57,7 @@ pub fn split_statements(text: &str) -> Vec<&str> {
                     }
                     pos += 1;
                 }
+                open |= pos >= bytes.len();
             }
             b'/' if bytes.get(pos + 1) == Some(&b'/') => {
                 while pos < bytes.len() && bytes[pos] != b'\n' {
@@ -58,19 +69,38 @@ pub fn split_statements(text: &str) -> Vec<&str> {
                 while pos + 1 < bytes.len() && !(bytes[pos] == b'*' && bytes[pos + 1] == b'/') {
                     pos += 1;
                 }
+                open |= pos + 1 >= bytes.len();
                 pos += 1;
             }
             b';' => {
-                out.push(&text[start..pos]);
+                statements.push(&text[start..pos]);
                 start = pos + 1;
+                terminated = true;
             }
-            _ => {}
+            b if b.is_ascii_whitespace() => {}
+            _ => terminated = false,
         }
         pos += 1;
     }
-    out.push(&text[start.min(text.len())..]);
-    out.retain(|s| !s.trim().is_empty());
-    out
+    statements.push(&text[start.min(text.len())..]);
+    statements.retain(|s| !s.trim().is_empty());
+    ScriptScan {
+        statements,
+        complete: terminated && !open,
+    }
+}
+
+/// The statements of a script (split at `;` outside strings, backticks and
+/// comments), so callers can run and report them one at a time.
+pub fn split_statements(text: &str) -> Vec<&str> {
+    scan_script(text).statements
+}
+
+/// True when `text` ends with a `;` that terminates a statement (followed only
+/// by whitespace and comments, with no string or comment left open): what an
+/// interactive shell waits for before running multi-line input.
+pub fn is_complete_script(text: &str) -> bool {
+    scan_script(text).complete
 }
 
 #[cfg(test)]
