@@ -220,3 +220,63 @@ fn parquet_copy_matches_csv_copy() {
     }
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A dense graph whose 3-hop count takes seconds, for cancellation tests.
+fn dense_graph(conn: &Connection, dir: &std::path::Path) {
+    let nodes = dir.join("nodes.csv");
+    let edges = dir.join("edges.csv");
+    let mut n = String::from("id\n");
+    let mut e = String::from("from,to\n");
+    for i in 0..1000 {
+        n.push_str(&format!("{i}\n"));
+        for j in 0..200 {
+            e.push_str(&format!("{i},{}\n", (i * 7 + j * 13) % 1000));
+        }
+    }
+    std::fs::write(&nodes, n).unwrap();
+    std::fs::write(&edges, e).unwrap();
+    for q in [
+        "CREATE NODE TABLE V(id INT64, PRIMARY KEY(id))".to_string(),
+        "CREATE REL TABLE L(FROM V TO V)".to_string(),
+        format!("COPY V FROM '{}' (HEADER=true)", nodes.display()),
+        format!("COPY L FROM '{}' (HEADER=true)", edges.display()),
+    ] {
+        conn.query(&q).unwrap_or_else(|e| panic!("{q}: {e}"));
+    }
+}
+
+const THREE_HOPS: &str = "MATCH (a:V)-[:L]->(b:V)-[:L]->(c:V)-[:L]->(d:V) RETURN count(*)";
+
+#[test]
+fn timeout_stops_a_long_query() {
+    let (dir, _) = temp_db("timeout");
+    let db = Database::open(":memory:", Config::default()).unwrap();
+    let conn = Connection::new(&db);
+    dense_graph(&conn, &dir);
+    let start = std::time::Instant::now();
+    let err = conn.query(&format!("CALL timeout=100; {THREE_HOPS}")).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Interrupted, "{err}");
+    assert!(err.to_string().contains("timed out"), "{err}");
+    assert!(start.elapsed() < std::time::Duration::from_secs(5), "took {:?}", start.elapsed());
+    // The connection still works afterwards.
+    conn.query("CALL timeout=0").unwrap();
+    assert_eq!(rows(&conn, "MATCH (a:V) RETURN count(*)"), vec![vec![Value::Int64(1000)]]);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn interrupt_from_another_thread() {
+    let (dir, _) = temp_db("interrupt");
+    let db = Database::open(":memory:", Config::default()).unwrap();
+    let conn = Connection::new(&db);
+    dense_graph(&conn, &dir);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            conn.interrupt();
+        });
+        let err = conn.query(THREE_HOPS).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Interrupted, "{err}");
+    });
+    let _ = std::fs::remove_dir_all(dir);
+}
