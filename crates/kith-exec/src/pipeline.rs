@@ -1,6 +1,7 @@
 //! Turns a [`QueryPlan`] into per-worker operator chains over a shared slot
 //! layout, runs them on the scheduler, and finishes the result (aggregate
-//! output, DISTINCT, SKIP, LIMIT).
+//! output, DISTINCT, ORDER BY, SKIP, LIMIT). A query of several parts (WITH)
+//! runs them in order, each part's rows the source of the next.
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64};
@@ -9,19 +10,23 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use kith_common::constants::{MORSEL_SIZE, VECTOR_CAPACITY};
-use kith_common::{Chunk, Error, LogicalType, Result, TableId, ValueVector};
-use kith_planner::expr::SlotId;
-use kith_planner::plan::{ExtendDirection, PropertyRead, QueryPlan, Sink, Source, Step};
+use kith_common::{Chunk, Error, LogicalType, Result, Span, TableId, Value, ValueVector};
+use kith_planner::expr::{BoundExpr, SlotId};
+use kith_planner::plan::{ExtendDirection, PartPlan, PropertyRead, QueryPlan, Sink, Source, Step};
 use kith_sched::{MorselDispenser, Scheduler, Task, WorkerContext};
 use kith_storage::{NodeTableData, RelTableData, TableData};
 
+use crate::expression::cast::cast_value;
 use crate::expression::{EvalContext, Evaluated, Evaluator};
 use crate::operator::collect::Collect;
+use crate::operator::cross_product::CrossProduct;
 use crate::operator::extend::Extend;
 use crate::operator::filter::Filter;
 use crate::operator::hash_aggregate::{AggregateDef, GroupKey, HashAggregate};
+use crate::operator::order_by::{sort_chunk, OrderBy};
 use crate::operator::scan_node::ScanNodes;
 use crate::operator::scan_properties::ScanProperties;
+use crate::operator::scan_rows::ScanRows;
 use crate::operator::single::SingleTuple;
 use crate::operator::{LocalSink, Operator, QueryContext};
 use crate::result_set::{ChunkState, DataChunk, ResultSet, SlotLayout};
@@ -96,6 +101,12 @@ fn columns_of(
 /// One step of the chain, resolved against storage and the layout.
 enum Built {
     Filter(kith_planner::expr::BoundExpr),
+    CrossProduct {
+        rows: Arc<Chunk>,
+        input_chunk: usize,
+        output_chunk: usize,
+        columns: Vec<usize>,
+    },
     Extend {
         rel_table: TableId,
         data: Arc<RelTableData>,
@@ -123,6 +134,12 @@ enum BuiltSource {
         id: (usize, usize),
         columns: Vec<(usize, (usize, usize))>,
     },
+    Rows {
+        rows: Arc<Chunk>,
+        morsels: Arc<MorselDispenser>,
+        chunk: usize,
+        columns: Vec<(usize, usize)>,
+    },
 }
 
 /// Everything workers need to instantiate their chains.
@@ -135,10 +152,19 @@ struct PipelineShape {
 }
 
 impl PipelineShape {
-    fn build(plan: &QueryPlan, ctx: &Arc<QueryContext>) -> Result<PipelineShape> {
+    /// Resolves a pipeline against storage; the build sides of cross
+    /// products run (to completion) here.
+    fn build(
+        plan_source: &Source,
+        plan_steps: &[Step],
+        ctx: &Arc<QueryContext>,
+        rows: Option<Arc<Chunk>>,
+        sched: &Scheduler,
+        threads: usize,
+    ) -> Result<PipelineShape> {
         let mut b = LayoutBuilder::default();
         let first = b.add_chunk();
-        let source = match &plan.source {
+        let source = match plan_source {
             Source::Single => BuiltSource::Single(Arc::new(AtomicBool::new(false))),
             Source::ScanNodes {
                 table,
@@ -162,10 +188,62 @@ impl PipelineShape {
                     columns,
                 }
             }
+            Source::Rows { columns } => {
+                let rows = rows.ok_or_else(|| Error::internal("row source without rows"))?;
+                let positions: Vec<(usize, usize)> = columns
+                    .iter()
+                    .map(|(slot, ty)| (first, b.add(first, *slot, ty.clone())))
+                    .collect();
+                if positions.is_empty() {
+                    b.add_anonymous(first, LogicalType::InternalId);
+                }
+                let morsels = Arc::new(MorselDispenser::new(
+                    rows.num_rows as u64,
+                    VECTOR_CAPACITY as u64,
+                ));
+                BuiltSource::Rows {
+                    rows,
+                    morsels,
+                    chunk: first,
+                    columns: positions,
+                }
+            }
         };
         let mut steps = Vec::new();
-        for step in &plan.steps {
+        for step in plan_steps {
             steps.push(match step {
+                Step::CrossProduct { build, columns } => {
+                    let shape = PipelineShape::build(
+                        &build.source,
+                        &build.steps,
+                        ctx,
+                        None,
+                        sched,
+                        threads,
+                    )?;
+                    let outputs: Vec<BoundExpr> = columns
+                        .iter()
+                        .map(|(slot, ty)| BoundExpr::slot(*slot, ty.clone(), Span::new(0, 0)))
+                        .collect();
+                    let types: Vec<LogicalType> = columns.iter().map(|c| c.1.clone()).collect();
+                    let chunks = collect_all(shape, outputs, &types, ctx, sched, threads, None)?;
+                    let rows = Arc::new(concat(chunks, &types));
+                    let input_chunk = b.chunks.len() - 1;
+                    let out = b.add_chunk();
+                    let vectors: Vec<usize> = columns
+                        .iter()
+                        .map(|(slot, ty)| b.add(out, *slot, ty.clone()))
+                        .collect();
+                    if vectors.is_empty() {
+                        b.add_anonymous(out, LogicalType::InternalId);
+                    }
+                    Built::CrossProduct {
+                        rows,
+                        input_chunk,
+                        output_chunk: out,
+                        columns: vectors,
+                    }
+                }
                 Step::Filter(e) => Built::Filter(e.clone()),
                 Step::Extend {
                     rel_table,
@@ -261,9 +339,34 @@ impl PipelineShape {
                 *id,
                 columns.clone(),
             )),
+            BuiltSource::Rows {
+                rows,
+                morsels,
+                chunk,
+                columns,
+            } => Box::new(ScanRows {
+                ctx: Arc::clone(ctx),
+                rows: Arc::clone(rows),
+                morsels: Arc::clone(morsels),
+                chunk: *chunk,
+                columns: columns.clone(),
+            }),
         };
         for step in &self.steps {
             op = match step {
+                Built::CrossProduct {
+                    rows,
+                    input_chunk,
+                    output_chunk,
+                    columns,
+                } => Box::new(CrossProduct::new(
+                    op,
+                    Arc::clone(ctx),
+                    Arc::clone(rows),
+                    *input_chunk,
+                    *output_chunk,
+                    columns.clone(),
+                )),
                 Built::Filter(e) => Box::new(Filter {
                     child: op,
                     predicate: Evaluator::new(e)?,
@@ -325,11 +428,10 @@ where
     F: Fn() -> Result<S> + Send + Sync,
     M: Fn(S) -> Result<()> + Send + Sync,
 {
-    fn run_worker(&self, ctx: &WorkerContext) -> Result<()> {
+    fn run_worker(&self, _ctx: &WorkerContext) -> Result<()> {
         let (mut op, mut rs) = self.shape.instantiate()?;
         let mut sink = (self.make_sink)()?;
         while op.next(&mut rs)? {
-            ctx.cancel.check()?;
             sink.consume(&rs, &self.shape.layout)?;
         }
         (self.merge)(sink)
@@ -365,21 +467,177 @@ pub fn execute_query(
     sched: &Scheduler,
     threads: usize,
 ) -> Result<Vec<Chunk>> {
-    let shape = PipelineShape::build(plan, &ctx)?;
+    let mut input: Option<Chunk> = None;
+    let last = plan.parts.len().saturating_sub(1);
+    for (i, part) in plan.parts.iter().enumerate() {
+        let rows = match &part.source {
+            Source::Rows { .. } => {
+                // The first part starts from one empty row.
+                let mut base = input.take().unwrap_or_else(|| Chunk::new(&[], 1));
+                if part.optional.is_some() {
+                    // The row number, to find input rows without a match.
+                    let mut numbers = ValueVector::new(LogicalType::Int64, 0);
+                    for r in 0..base.num_rows {
+                        numbers.push_value(&Value::Int64(r as i64));
+                    }
+                    base.columns.push(numbers);
+                }
+                Some(Arc::new(apply_unwinds(base, part, &ctx)?))
+            }
+            _ => None,
+        };
+        // Each part has its own token under the statement's: a satisfied
+        // LIMIT finishes only its part; interrupts and timeouts reach all.
+        let part_ctx = Arc::new(QueryContext {
+            version: Arc::clone(&ctx.version),
+            pager: Arc::clone(&ctx.pager),
+            params: ctx.params.clone(),
+            cancel: ctx.cancel.child(),
+        });
+        let chunks = execute_part(part, rows, &part_ctx, sched, threads)?;
+        part_ctx.cancel.check()?;
+        if i == last {
+            return Ok(chunks);
+        }
+        input = Some(concat(chunks, &part.types[..part.num_visible]));
+    }
+    Ok(Vec::new())
+}
+
+/// One chunk holding the rows of `chunks` in order.
+fn concat(chunks: Vec<Chunk>, types: &[LogicalType]) -> Chunk {
+    let mut chunks = chunks.into_iter().filter(|c| c.num_rows > 0);
+    let Some(mut out) = chunks.next() else {
+        return Chunk::new(types, 0);
+    };
+    for c in chunks {
+        for (dst, src) in out.columns.iter_mut().zip(&c.columns) {
+            dst.append(src);
+        }
+        out.num_rows += c.num_rows;
+    }
+    out
+}
+
+/// Expands `rows` (columns: the part's inputs) by each UNWIND in turn: one
+/// row per list element; NULL gives no row, a non-list value one row.
+fn apply_unwinds(mut rows: Chunk, part: &PartPlan, ctx: &QueryContext) -> Result<Chunk> {
+    let mut slots: Vec<(SlotId, LogicalType)> = part.inputs.clone();
+    for u in &part.unwinds {
+        let mut layout = SlotLayout::default();
+        for (i, (slot, _)) in slots.iter().enumerate() {
+            layout.positions.insert(*slot, (0, i));
+        }
+        let n = rows.num_rows;
+        let lists = project_rows(
+            rows.clone(),
+            &layout,
+            std::slice::from_ref(&u.expr),
+            std::slice::from_ref(&u.expr.ty),
+            ctx,
+        )?;
+        let mut types: Vec<LogicalType> = slots.iter().map(|s| s.1.clone()).collect();
+        types.push(u.ty.clone());
+        let mut out = Chunk::new(&types, 0);
+        let emit = |r: usize, v: &Value, out: &mut Chunk| -> Result<()> {
+            for (dst, src) in out.columns.iter_mut().zip(&rows.columns) {
+                dst.push_value(&src.get_value(r));
+            }
+            if let Some(last) = out.columns.last_mut() {
+                // Elements of a widened list (INT32 and INT64, say) take the
+                // element type.
+                if v.is_null() || u.ty == LogicalType::Any || v.logical_type() == u.ty {
+                    last.push_value(v);
+                } else {
+                    last.push_value(&cast_value(v, &u.ty)?);
+                }
+            }
+            out.num_rows += 1;
+            Ok(())
+        };
+        for r in 0..n {
+            match lists.columns[0].get_value(r) {
+                Value::Null => {}
+                Value::List(items) => {
+                    for v in &items {
+                        emit(r, v, &mut out)?;
+                    }
+                }
+                v => emit(r, &v, &mut out)?,
+            }
+        }
+        rows = out;
+        slots.push((u.slot, u.ty.clone()));
+    }
+    Ok(rows)
+}
+
+/// Runs `shape` into result collectors evaluating `outputs`; with `wanted`,
+/// stops once that many rows exist.
+fn collect_all(
+    shape: PipelineShape,
+    outputs: Vec<BoundExpr>,
+    types: &[LogicalType],
+    ctx: &Arc<QueryContext>,
+    sched: &Scheduler,
+    threads: usize,
+    wanted: Option<u64>,
+) -> Result<Vec<Chunk>> {
+    let wanted = wanted.map(|w| (w, Arc::new(AtomicU64::new(0))));
+    let collected: Arc<Mutex<Vec<Chunk>>> = Arc::new(Mutex::new(Vec::new()));
+    let outputs = Arc::new(outputs);
+    let types = types.to_vec();
+    let sink_ctx = Arc::clone(ctx);
+    let out = Arc::clone(&collected);
+    run_pipeline(
+        sched,
+        threads,
+        shape,
+        move || {
+            let evs = outputs
+                .iter()
+                .map(Evaluator::new)
+                .collect::<Result<Vec<_>>>()?;
+            Ok(Collect::new(
+                Arc::clone(&sink_ctx),
+                evs,
+                &types,
+                wanted.clone(),
+            ))
+        },
+        move |sink: Collect| {
+            out.lock().push(sink.rows);
+            Ok(())
+        },
+    )?;
+    let chunks = std::mem::take(&mut *collected.lock());
+    Ok(chunks)
+}
+
+/// Runs one part's pipeline and finishing phase.
+fn execute_part(
+    plan: &PartPlan,
+    rows: Option<Arc<Chunk>>,
+    ctx: &Arc<QueryContext>,
+    sched: &Scheduler,
+    threads: usize,
+) -> Result<Vec<Chunk>> {
+    let input = rows.clone();
+    let shape = PipelineShape::build(&plan.source, &plan.steps, ctx, rows, sched, threads)?;
+    let ordered = !plan.descending.is_empty();
     let rows: Vec<Chunk> = match &plan.sink {
-        Sink::Collect { outputs } => {
-            // Without DISTINCT, enough rows anywhere satisfies SKIP + LIMIT.
-            let wanted = match (plan.limit, plan.distinct) {
-                (Some(l), false) => Some((
-                    plan.skip.unwrap_or(0).saturating_add(l),
-                    Arc::new(AtomicU64::new(0)),
-                )),
+        Sink::Collect { outputs } if ordered => {
+            // Top-k per worker is only exact without DISTINCT.
+            let keep = match (plan.limit, plan.distinct) {
+                (Some(l), false) => Some(plan.skip.unwrap_or(0).saturating_add(l) as usize),
                 _ => None,
             };
             let collected: Arc<Mutex<Vec<Chunk>>> = Arc::new(Mutex::new(Vec::new()));
             let outputs = Arc::new(outputs.clone());
             let types = plan.types.clone();
-            let sink_ctx = Arc::clone(&ctx);
+            let first_key = plan.num_visible;
+            let descending = Arc::new(plan.descending.clone());
+            let sink_ctx = Arc::clone(ctx);
             let out = Arc::clone(&collected);
             run_pipeline(
                 sched,
@@ -390,20 +648,38 @@ pub fn execute_query(
                         .iter()
                         .map(Evaluator::new)
                         .collect::<Result<Vec<_>>>()?;
-                    Ok(Collect::new(
-                        Arc::clone(&sink_ctx),
-                        evs,
-                        &types,
-                        wanted.clone(),
-                    ))
+                    Ok(OrderBy {
+                        inner: Collect::new(Arc::clone(&sink_ctx), evs, &types, None),
+                        first_key,
+                        descending: Arc::clone(&descending),
+                        keep,
+                    })
                 },
-                move |sink: Collect| {
-                    out.lock().push(sink.rows);
+                // Each worker sorts its own rows; the runs are merged below.
+                move |sink: OrderBy| {
+                    let sorted = sink.finish();
+                    out.lock().push(sorted);
                     Ok(())
                 },
             )?;
             let chunks = std::mem::take(&mut *collected.lock());
             chunks
+        }
+        Sink::Collect { outputs } => {
+            // Without DISTINCT, enough rows anywhere satisfies SKIP + LIMIT.
+            let wanted = match (plan.limit, plan.distinct) {
+                (Some(l), false) => Some(plan.skip.unwrap_or(0).saturating_add(l)),
+                _ => None,
+            };
+            collect_all(
+                shape,
+                outputs.clone(),
+                &plan.types,
+                ctx,
+                sched,
+                threads,
+                wanted,
+            )?
         }
         Sink::Aggregate { keys, aggregates } => {
             let defs = Arc::new(
@@ -414,7 +690,7 @@ pub fn execute_query(
             );
             let key_exprs = Arc::new(keys.iter().map(|(e, _)| e.clone()).collect::<Vec<_>>());
             let merged: Arc<Mutex<Option<HashAggregate>>> = Arc::new(Mutex::new(None));
-            let sink_ctx = Arc::clone(&ctx);
+            let sink_ctx = Arc::clone(ctx);
             let sink_defs = Arc::clone(&defs);
             let out = Arc::clone(&merged);
             run_pipeline(
@@ -457,11 +733,11 @@ pub fn execute_query(
                 &layout,
                 &plan.final_outputs,
                 &plan.types,
-                &ctx,
+                ctx,
             )?]
         }
     };
-    Ok(finish_rows(rows, plan))
+    Ok(finish_rows(rows, plan, input.as_deref()))
 }
 
 /// Evaluates `outputs` over the rows of `input` (one unflat chunk).
@@ -502,21 +778,48 @@ fn project_rows(
     Ok(out)
 }
 
-/// DISTINCT, then SKIP and LIMIT, over the collected rows.
-fn finish_rows(chunks: Vec<Chunk>, plan: &QueryPlan) -> Vec<Chunk> {
+/// DISTINCT (on the visible columns), ORDER BY (merging the sorted runs),
+/// then SKIP and LIMIT over the collected rows; drops the sort-key columns.
+fn finish_rows(chunks: Vec<Chunk>, plan: &PartPlan, input: Option<&Chunk>) -> Vec<Chunk> {
     let skip = plan.skip.unwrap_or(0);
     let limit = plan.limit.unwrap_or(u64::MAX);
-    if !plan.distinct && skip == 0 && limit == u64::MAX {
+    let ordered = !plan.descending.is_empty();
+    if !plan.distinct && !ordered && skip == 0 && limit == u64::MAX {
         return chunks.into_iter().filter(|c| c.num_rows > 0).collect();
     }
-    let mut seen: HashSet<GroupKey> = HashSet::new();
-    let mut out = Chunk::new(&plan.types, 0);
+    let mut chunks = chunks;
+    if plan.distinct {
+        let mut seen: HashSet<GroupKey> = HashSet::new();
+        let mut out = Chunk::new(&plan.types, 0);
+        for c in &chunks {
+            for pos in 0..c.num_rows {
+                let row = c.row(pos);
+                if !seen.insert(GroupKey(row[..plan.num_visible].to_vec())) {
+                    continue;
+                }
+                for (dst, v) in out.columns.iter_mut().zip(&row) {
+                    dst.push_value(v);
+                }
+                out.num_rows += 1;
+            }
+        }
+        chunks = vec![out];
+    }
+    if ordered {
+        // The runs are sorted; a stable sort of their concatenation merges them.
+        let all = concat(chunks, &plan.types);
+        let keep = plan
+            .limit
+            .map(|l| skip.saturating_add(l).min(usize::MAX as u64) as usize);
+        chunks = vec![sort_chunk(&all, plan.num_visible, &plan.descending, keep)];
+    }
+    if let (Some(map), Some(input), Some(matched)) = (&plan.optional, input, chunks.first()) {
+        return vec![pad_unmatched(matched, input, map, plan)];
+    }
+    let mut out = Chunk::new(&plan.types[..plan.num_visible], 0);
     let mut index = 0u64;
     'outer: for c in &chunks {
         for pos in 0..c.num_rows {
-            if plan.distinct && !seen.insert(GroupKey(c.row(pos))) {
-                continue;
-            }
             if index >= skip.saturating_add(limit) {
                 break 'outer;
             }
@@ -530,4 +833,35 @@ fn finish_rows(chunks: Vec<Chunk>, plan: &QueryPlan) -> Vec<Chunk> {
         }
     }
     vec![out]
+}
+
+/// OPTIONAL MATCH: the matches (sorted by input row number, the column after
+/// the visible ones), with one NULL-padded row for each input row that has
+/// none.
+fn pad_unmatched(matched: &Chunk, input: &Chunk, map: &[Option<usize>], plan: &PartPlan) -> Chunk {
+    let visible = &plan.types[..plan.num_visible];
+    let mut out = Chunk::new(visible, 0);
+    let row_col = &matched.columns[plan.num_visible];
+    let mut next = 0;
+    for r in 0..input.num_rows {
+        let mut any = false;
+        while next < matched.num_rows && row_col.get_value(next).as_i64() == Some(r as i64) {
+            for (dst, src) in out.columns.iter_mut().zip(&matched.columns) {
+                dst.push_value(&src.get_value(next));
+            }
+            out.num_rows += 1;
+            next += 1;
+            any = true;
+        }
+        if !any {
+            for (dst, from) in out.columns.iter_mut().zip(map) {
+                match from {
+                    Some(i) => dst.push_value(&input.columns[*i].get_value(r)),
+                    None => dst.push_value(&Value::Null),
+                }
+            }
+            out.num_rows += 1;
+        }
+    }
+    out
 }

@@ -2,6 +2,8 @@
 //! produces a [`BoundStatement`]. Every error names what is wrong and carries the
 //! span of the offending text.
 
+use std::collections::HashMap;
+
 use kith_catalog::{Catalog, Multiplicity, TableEntry};
 use kith_common::{Error, ErrorKind, LogicalType, Result, Span, TableId, Value};
 use kith_parser::ast::{self, BinaryOp, Clause, Direction, ExprKind, Literal, Statement, UnaryOp};
@@ -16,6 +18,19 @@ pub struct Binder<'a> {
     next_slot: u32,
     /// Aggregates found while binding a projection; `None` when not allowed.
     aggregates: Option<Vec<BoundAggregate>>,
+    /// Statement parameters, when known at bind time (types and SKIP/LIMIT).
+    params: Option<&'a HashMap<String, Value>>,
+    /// Scalar variables in scope (from WITH and UNWIND): name, slot, type.
+    values: Vec<(String, SlotId, LogicalType)>,
+    /// Rel variables carried through WITH: name and id slot. Their
+    /// properties travel as hidden values named `_anon_<name>.<property>`.
+    rels_carried: Vec<(String, SlotId)>,
+    /// Projection aliases visible while binding ORDER BY.
+    aliases: Vec<(String, BoundExpr)>,
+    /// The part being bound: inputs and unwinds (its graph is `graph`).
+    part: BoundPart,
+    /// Finished parts.
+    parts: Vec<BoundPart>,
 }
 
 fn not_supported(span: Span, what: &str) -> Error {
@@ -99,6 +114,12 @@ impl<'a> Binder<'a> {
             graph: QueryGraph::default(),
             next_slot: 0,
             aggregates: None,
+            params: None,
+            values: Vec::new(),
+            rels_carried: Vec::new(),
+            aliases: Vec::new(),
+            part: BoundPart::default(),
+            parts: Vec::new(),
         }
     }
 
@@ -232,8 +253,15 @@ impl<'a> Binder<'a> {
             return self.bind_table_call(procedure, args);
         }
         let mut predicates = Vec::new();
-        let mut ret = None;
+        let mut returned = false;
         for (idx, clause) in clauses.iter().enumerate() {
+            if returned {
+                return Err(Error::at(
+                    ErrorKind::Semantic,
+                    q.span,
+                    "RETURN must be the last clause of a query",
+                ));
+            }
             match clause {
                 Clause::Match {
                     optional,
@@ -242,10 +270,13 @@ impl<'a> Binder<'a> {
                     span,
                 } => {
                     if *optional {
-                        return Err(not_supported(*span, "OPTIONAL MATCH"));
-                    }
-                    if ret.is_some() {
-                        return Err(not_supported(*span, "MATCH after RETURN"));
+                        predicates = self.bind_optional_match(
+                            patterns,
+                            where_.as_ref(),
+                            *span,
+                            std::mem::take(&mut predicates),
+                        )?;
+                        continue;
                     }
                     for p in patterns {
                         self.bind_pattern(p, &mut predicates)?;
@@ -255,18 +286,70 @@ impl<'a> Binder<'a> {
                         split_conjuncts(e, &mut predicates);
                     }
                 }
-                Clause::Projection(p) if !p.is_with && idx + 1 == clauses.len() => ret = Some(p),
-                Clause::Projection(p) => {
-                    return Err(not_supported(
-                        p.span,
-                        if p.is_with {
-                            "WITH"
-                        } else {
-                            "RETURN before the end of the query"
-                        },
-                    ))
+                Clause::Unwind { expr, alias, span } => {
+                    let mut expr = expr.clone();
+                    if !predicates.is_empty()
+                        || !self.graph.nodes.is_empty()
+                        || !self.graph.rels.is_empty()
+                    {
+                        // UNWIND after MATCH (or reading nodes carried by a
+                        // WITH): carry every named variable and the list into
+                        // a new part whose input rows it expands.
+                        let hidden = format!("_anon_unwind_{}", self.next_slot);
+                        let item = ast::ProjectionItem {
+                            expr: expr.clone(),
+                            alias: Some(ast::Ident {
+                                name: hidden.clone(),
+                                span: expr.span,
+                            }),
+                            text: hidden.clone(),
+                        };
+                        expr = ast::Expr {
+                            kind: ExprKind::Variable(hidden),
+                            span: expr.span,
+                        };
+                        let star = ast::Projection {
+                            is_with: true,
+                            distinct: false,
+                            star: true,
+                            items: vec![item],
+                            order_by: Vec::new(),
+                            skip: None,
+                            limit: None,
+                            where_: None,
+                            span: *span,
+                        };
+                        predicates =
+                            self.bind_projection(&star, std::mem::take(&mut predicates))?;
+                    }
+                    let e = self.bind_expr(&expr)?;
+                    let ty = match &e.ty {
+                        LogicalType::List(t) => (**t).clone(),
+                        other => other.clone(),
+                    };
+                    self.check_new_variable(alias)?;
+                    let slot = self.new_slot();
+                    self.part.unwinds.push(BoundUnwind {
+                        expr: e,
+                        slot,
+                        ty: ty.clone(),
+                    });
+                    self.values.push((alias.name.clone(), slot, ty));
                 }
-                Clause::Unwind { span, .. } => return Err(not_supported(*span, "UNWIND")),
+                Clause::Projection(p) if p.is_with => {
+                    predicates = self.bind_projection(p, std::mem::take(&mut predicates))?;
+                }
+                Clause::Projection(p) => {
+                    if idx + 1 != clauses.len() {
+                        return Err(Error::at(
+                            ErrorKind::Semantic,
+                            p.span,
+                            "RETURN must be the last clause of a query",
+                        ));
+                    }
+                    self.bind_projection(p, std::mem::take(&mut predicates))?;
+                    returned = true;
+                }
                 Clause::Create { span, .. }
                 | Clause::Merge { span, .. }
                 | Clause::Set { span, .. }
@@ -282,19 +365,94 @@ impl<'a> Binder<'a> {
                 }
             }
         }
-        let ret = ret.ok_or_else(|| {
-            Error::at(ErrorKind::Semantic, q.span, "a query must end with RETURN")
-        })?;
-        for p in &predicates {
-            if p.ty != LogicalType::Bool && p.ty != LogicalType::Any {
-                return Err(Error::at(
-                    ErrorKind::Type,
-                    p.span,
-                    format!("WHERE expects a BOOL expression, got {}", p.ty),
-                ));
-            }
+        if !returned {
+            return Err(Error::at(
+                ErrorKind::Semantic,
+                q.span,
+                "a query must end with RETURN",
+            ));
         }
-        self.bind_return(ret, predicates)
+        Ok(BoundStatement::Query(Box::new(BoundQuery {
+            parts: std::mem::take(&mut self.parts),
+            num_slots: self.next_slot,
+        })))
+    }
+
+    /// `OPTIONAL MATCH`: a part of its own over the rows so far (after an
+    /// implicit `WITH *` when needed), projecting every variable, whose
+    /// finishing phase pads input rows without a match with NULLs.
+    fn bind_optional_match(
+        &mut self,
+        patterns: &[ast::PathPattern],
+        where_: Option<&ast::Expr>,
+        span: Span,
+        mut predicates: Vec<BoundExpr>,
+    ) -> Result<Vec<BoundExpr>> {
+        let star = ast::Projection {
+            is_with: true,
+            distinct: false,
+            star: true,
+            items: Vec::new(),
+            order_by: Vec::new(),
+            skip: None,
+            limit: None,
+            where_: None,
+            span,
+        };
+        let fresh = predicates.is_empty()
+            && self.graph.nodes.iter().all(|n| n.imported)
+            && self.graph.rels.is_empty()
+            && self.part.unwinds.is_empty();
+        if !fresh {
+            predicates = self.bind_projection(&star, predicates)?;
+        }
+        debug_assert!(predicates.is_empty());
+        let inputs: Vec<SlotId> = self.part.inputs.iter().map(|i| i.0).collect();
+        for p in patterns {
+            self.bind_pattern(p, &mut predicates)?;
+        }
+        if let Some(w) = where_ {
+            let e = self.bind_expr(w)?;
+            split_conjuncts(e, &mut predicates);
+        }
+        let next = self.bind_projection(&star, predicates)?;
+        let row_slot = self.new_slot();
+        let part = self
+            .parts
+            .last_mut()
+            .ok_or_else(|| Error::internal("optional match without a part"))?;
+        part.optional = Some(
+            part.outputs
+                .iter()
+                .map(|(_, e)| match e.kind {
+                    BoundExprKind::Slot(s) => inputs.iter().position(|x| *x == s),
+                    _ => None,
+                })
+                .collect(),
+        );
+        part.inputs.push((row_slot, LogicalType::Int64));
+        part.order_by.push(BoundSortKey {
+            expr: BoundExpr::slot(row_slot, LogicalType::Int64, span),
+            descending: false,
+        });
+        Ok(next)
+    }
+
+    /// Fails when `name` is already bound in the current scope.
+    fn check_new_variable(&self, name: &ast::Ident) -> Result<()> {
+        let n = &name.name;
+        if self.graph.nodes.iter().any(|x| &x.name == n)
+            || self.graph.rels.iter().any(|x| &x.name == n)
+            || self.values.iter().any(|x| &x.0 == n)
+            || self.rels_carried.iter().any(|x| &x.0 == n)
+        {
+            return Err(Error::at(
+                ErrorKind::Semantic,
+                name.span,
+                format!("variable '{n}' is already defined"),
+            ));
+        }
+        Ok(())
     }
 
     fn bind_table_call(
@@ -384,6 +542,16 @@ impl<'a> Binder<'a> {
                 }
                 idx
             }
+            Some(v)
+                if self.values.iter().any(|x| x.0 == v.name)
+                    || self.rels_carried.iter().any(|x| x.0 == v.name) =>
+            {
+                return Err(Error::at(
+                    ErrorKind::Semantic,
+                    v.span,
+                    format!("'{}' is already bound to a value, not a node", v.name),
+                ));
+            }
             Some(v) if self.graph.rels.iter().any(|r| r.name == v.name) => {
                 return Err(Error::at(
                     ErrorKind::Semantic,
@@ -402,6 +570,7 @@ impl<'a> Binder<'a> {
                     tables,
                     id_slot,
                     properties: Vec::new(),
+                    imported: false,
                 });
                 self.graph.nodes.len() - 1
             }
@@ -488,6 +657,12 @@ impl<'a> Binder<'a> {
             };
             let name = match &rel.variable {
                 Some(v) => {
+                    if self.rels_carried.iter().any(|r| r.0 == v.name) {
+                        return Err(not_supported(
+                            v.span,
+                            "matching a rel variable bound by an earlier clause",
+                        ));
+                    }
                     if self.graph.rels.iter().any(|r| r.name == v.name)
                         || self.graph.nodes.iter().any(|n| n.name == v.name)
                     {
@@ -521,34 +696,129 @@ impl<'a> Binder<'a> {
         Ok(())
     }
 
-    fn bind_return(
+    /// Binds a WITH or RETURN, finishing the current part. For a WITH, opens
+    /// the next part (its scope holds exactly the projected names) and returns
+    /// the predicates of its WHERE.
+    fn bind_projection(
         &mut self,
-        ret: &ast::Projection,
+        proj: &ast::Projection,
         predicates: Vec<BoundExpr>,
-    ) -> Result<BoundStatement> {
-        if ret.star {
-            return Err(not_supported(ret.span, "RETURN *"));
+    ) -> Result<Vec<BoundExpr>> {
+        let what = if proj.is_with { "WITH" } else { "RETURN" };
+        for p in &predicates {
+            if p.ty != LogicalType::Bool && p.ty != LogicalType::Any {
+                return Err(Error::at(
+                    ErrorKind::Type,
+                    p.span,
+                    format!("WHERE expects a BOOL expression, got {}", p.ty),
+                ));
+            }
         }
-        if !ret.order_by.is_empty() {
-            return Err(not_supported(ret.order_by[0].expr.span, "ORDER BY"));
+        // `*` expands to every named variable in scope, in name order.
+        let mut items: Vec<ast::ProjectionItem> = Vec::new();
+        if proj.star {
+            let mut names: Vec<String> = self
+                .graph
+                .nodes
+                .iter()
+                .map(|n| n.name.clone())
+                .chain(self.graph.rels.iter().map(|r| r.name.clone()))
+                .chain(self.values.iter().map(|v| v.0.clone()))
+                .chain(self.rels_carried.iter().map(|r| r.0.clone()))
+                .filter(|n| !n.starts_with("_anon_"))
+                .collect();
+            names.sort();
+            names.dedup();
+            if names.is_empty() && proj.items.is_empty() && !proj.is_with {
+                return Err(Error::at(
+                    ErrorKind::Semantic,
+                    proj.span,
+                    "RETURN * needs at least one variable in scope",
+                ));
+            }
+            for n in names {
+                items.push(ast::ProjectionItem {
+                    expr: ast::Expr {
+                        kind: ExprKind::Variable(n.clone()),
+                        span: proj.span,
+                    },
+                    alias: None,
+                    text: n,
+                });
+            }
         }
+        items.extend(proj.items.iter().cloned());
         self.aggregates = Some(Vec::new());
-        let mut outputs = Vec::new();
+        let mut outputs: Vec<(String, BoundExpr)> = Vec::new();
         let mut has_agg = Vec::new();
-        for item in &ret.items {
+        // Node variables projected as themselves keep their identity.
+        let mut carried_nodes: Vec<Option<Vec<TableId>>> = Vec::new();
+        // Rel variables projected as themselves by a WITH (their properties
+        // follow as hidden columns).
+        let mut carried_rels: Vec<bool> = Vec::new();
+        for item in &items {
             let before = self.aggregates.as_ref().map_or(0, |a| a.len());
             let e = self.bind_expr(&item.expr)?;
             let after = self.aggregates.as_ref().map_or(0, |a| a.len());
             has_agg.push(after > before);
-            let name = item
-                .alias
-                .as_ref()
-                .map(|a| a.name.clone())
-                .unwrap_or_else(|| item.text.clone());
-            outputs.push((name, e));
+            let name = match (&item.alias, &item.expr.kind) {
+                (Some(a), _) => a.name.clone(),
+                (None, ExprKind::Variable(v)) => v.clone(),
+                (None, _) if proj.is_with => {
+                    return Err(Error::at(
+                        ErrorKind::Semantic,
+                        item.expr.span,
+                        "an expression in WITH must be aliased (use AS)",
+                    ))
+                }
+                (None, _) => item.text.clone(),
+            };
+            if outputs.iter().any(|(n, _)| *n == name) {
+                return Err(Error::at(
+                    ErrorKind::Semantic,
+                    item.expr.span,
+                    format!("column '{name}' is projected twice in {what}"),
+                ));
+            }
+            carried_nodes.push(match &item.expr.kind {
+                ExprKind::Variable(v) => self
+                    .graph
+                    .nodes
+                    .iter()
+                    .find(|n| &n.name == v && !self.values.iter().any(|x| &x.0 == v))
+                    .map(|n| n.tables.clone()),
+                _ => None,
+            });
+            let rel_props = match &item.expr.kind {
+                ExprKind::Variable(v) if proj.is_with => self.carried_rel_properties(v)?,
+                _ => None,
+            };
+            carried_rels.push(rel_props.is_some());
+            outputs.push((name.clone(), e));
+            for (prop, e) in rel_props.unwrap_or_default() {
+                has_agg.push(false);
+                carried_nodes.push(None);
+                carried_rels.push(false);
+                outputs.push((format!("_anon_{name}.{prop}"), e));
+            }
         }
+        // ORDER BY sees the projected aliases and (without aggregation or
+        // DISTINCT) the variables before the projection.
+        self.aliases = outputs.clone();
+        let order: Result<Vec<BoundSortKey>> = proj
+            .order_by
+            .iter()
+            .map(|o| {
+                Ok(BoundSortKey {
+                    expr: self.bind_expr(&o.expr)?,
+                    descending: o.descending,
+                })
+            })
+            .collect();
+        self.aliases.clear();
+        let mut order_by = order?;
         let aggregates = self.aggregates.take().unwrap_or_default();
-        let mut group_keys = Vec::new();
+        let mut group_keys: Vec<(BoundExpr, SlotId)> = Vec::new();
         if !aggregates.is_empty() {
             // Non-aggregate items become grouping keys computed into slots.
             for (idx, (_, e)) in outputs.iter_mut().enumerate() {
@@ -560,37 +830,201 @@ impl<'a> Binder<'a> {
                     group_keys.push((key, slot));
                 }
             }
+            let targets: Vec<BoundExpr> = group_keys.iter().map(|(k, _)| strip(k)).collect();
+            let allowed: Vec<SlotId> = group_keys
+                .iter()
+                .map(|k| k.1)
+                .chain(aggregates.iter().map(|a| a.slot))
+                .collect();
+            // Items that mix aggregates with other expressions may only use
+            // grouping keys outside the aggregates.
+            for (idx, (_, e)) in outputs.iter_mut().enumerate() {
+                if !has_agg[idx] {
+                    continue;
+                }
+                *e = substitute(e, &targets, &|i, orig| {
+                    BoundExpr::slot(group_keys[i].1, orig.ty.clone(), orig.span)
+                });
+                let mut slots = Vec::new();
+                e.slots(&mut slots);
+                if slots.iter().any(|s| !allowed.contains(s)) {
+                    return Err(Error::at(
+                        ErrorKind::Semantic,
+                        e.span,
+                        format!(
+                            "an expression in {what} mixes an aggregate with values that are not grouping keys"
+                        ),
+                    ));
+                }
+            }
+            for key in &mut order_by {
+                key.expr = substitute(&key.expr, &targets, &|i, orig| {
+                    BoundExpr::slot(group_keys[i].1, orig.ty.clone(), orig.span)
+                });
+                let mut slots = Vec::new();
+                key.expr.slots(&mut slots);
+                if slots.iter().any(|s| !allowed.contains(s)) {
+                    return Err(Error::at(
+                        ErrorKind::Semantic,
+                        key.expr.span,
+                        format!(
+                            "after aggregation, ORDER BY can only use the grouping keys and aggregates of {what}"
+                        ),
+                    ));
+                }
+            }
+        } else if proj.distinct {
+            let targets: Vec<BoundExpr> = outputs.iter().map(|(_, e)| strip(e)).collect();
+            for key in &order_by {
+                let covered = substitute(&key.expr, &targets, &|_, orig| {
+                    BoundExpr::literal(Value::Null, orig.span)
+                });
+                let mut slots = Vec::new();
+                covered.slots(&mut slots);
+                if !slots.is_empty() {
+                    return Err(Error::at(
+                        ErrorKind::Semantic,
+                        key.expr.span,
+                        format!("with DISTINCT, ORDER BY can only use the columns of {what}"),
+                    ));
+                }
+            }
         }
-        let skip = ret
+        let skip = proj
             .skip
             .as_ref()
             .map(|e| self.bind_count(e, "SKIP"))
             .transpose()?;
-        let limit = ret
+        let limit = proj
             .limit
             .as_ref()
             .map(|e| self.bind_count(e, "LIMIT"))
             .transpose()?;
-        Ok(BoundStatement::Query(Box::new(BoundQuery {
+        let output_slots: Vec<SlotId> = if proj.is_with {
+            outputs.iter().map(|_| self.new_slot()).collect()
+        } else {
+            Vec::new()
+        };
+        let inputs = std::mem::take(&mut self.part.inputs);
+        let unwinds = std::mem::take(&mut self.part.unwinds);
+        let next_inputs: Vec<(SlotId, LogicalType)> = output_slots
+            .iter()
+            .zip(&outputs)
+            .map(|(s, (_, e))| (*s, e.ty.clone()))
+            .collect();
+        let names: Vec<String> = outputs.iter().map(|(n, _)| n.clone()).collect();
+        self.parts.push(BoundPart {
+            inputs,
+            unwinds,
             graph: std::mem::take(&mut self.graph),
             predicates,
             group_keys,
             aggregates,
             outputs,
-            distinct: ret.distinct,
+            order_by,
+            distinct: proj.distinct,
             skip,
             limit,
-            num_slots: self.next_slot,
-        })))
+            output_slots,
+            optional: None,
+        });
+        self.values.clear();
+        self.rels_carried.clear();
+        if !proj.is_with {
+            return Ok(Vec::new());
+        }
+        // The next part's scope: carried nodes keep their identity.
+        for (((name, (slot, ty)), tables), is_rel) in names
+            .into_iter()
+            .zip(&next_inputs)
+            .zip(carried_nodes)
+            .zip(carried_rels)
+        {
+            match tables {
+                Some(tables) => self.graph.nodes.push(QueryNode {
+                    name,
+                    tables,
+                    id_slot: *slot,
+                    properties: Vec::new(),
+                    imported: true,
+                }),
+                None if is_rel => self.rels_carried.push((name, *slot)),
+                None => self.values.push((name, *slot, ty.clone())),
+            }
+        }
+        self.part.inputs = next_inputs;
+        let mut next = Vec::new();
+        if let Some(w) = &proj.where_ {
+            let e = self.bind_expr(w)?;
+            split_conjuncts(e, &mut next);
+        }
+        Ok(next)
+    }
+
+    /// When `var` names a rel (bound in this part or carried), the
+    /// expressions of all its properties, to carry them through a WITH.
+    fn carried_rel_properties(&mut self, var: &str) -> Result<Option<Vec<(String, BoundExpr)>>> {
+        if self.values.iter().any(|v| v.0 == var) {
+            return Ok(None);
+        }
+        if self.rels_carried.iter().any(|r| r.0 == var) {
+            let prefix = format!("_anon_{var}.");
+            let props = self
+                .values
+                .iter()
+                .filter_map(|(n, slot, ty)| {
+                    n.strip_prefix(&prefix).map(|p| {
+                        (
+                            p.to_string(),
+                            BoundExpr::slot(*slot, ty.clone(), Span::new(0, 0)),
+                        )
+                    })
+                })
+                .collect();
+            return Ok(Some(props));
+        }
+        let Some(rel) = self.graph.rels.iter().find(|r| r.name == var) else {
+            return Ok(None);
+        };
+        let props: Vec<(String, ast::Ident)> = match rel.tables.as_slice() {
+            [t] => self
+                .catalog
+                .table(*t)
+                .map(|e| {
+                    e.properties
+                        .iter()
+                        .map(|p| {
+                            (
+                                p.name.clone(),
+                                ast::Ident {
+                                    name: p.name.clone(),
+                                    span: Span::new(0, 0),
+                                },
+                            )
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        let mut out = Vec::new();
+        for (name, ident) in props {
+            out.push((name, self.bind_property(var, &ident, Span::new(0, 0))?));
+        }
+        Ok(Some(out))
     }
 
     fn bind_count(&self, e: &ast::Expr, what: &str) -> Result<u64> {
-        match literal_value(e) {
-            Ok(Value::Int64(n)) if n >= 0 => Ok(n as u64),
+        let v = match (&e.kind, self.params) {
+            (ExprKind::Parameter(name), Some(params)) => params.get(name).cloned(),
+            _ => literal_value(e).ok(),
+        };
+        match v.as_ref().and_then(|v| v.as_i64()) {
+            Some(n) if n >= 0 => Ok(n as u64),
             _ => Err(Error::at(
                 ErrorKind::Semantic,
                 e.span,
-                format!("{what} expects a non-negative integer literal"),
+                format!("{what} expects a non-negative integer literal or parameter"),
             )),
         }
     }
@@ -671,6 +1105,28 @@ impl<'a> Binder<'a> {
             };
             return Ok(BoundExpr::slot(slot, ty, span));
         }
+        if self.rels_carried.iter().any(|r| r.0 == var) {
+            let hidden = format!("_anon_{var}.{}", key.name);
+            return match self.values.iter().find(|v| v.0 == hidden) {
+                Some((_, slot, ty)) => Ok(BoundExpr::slot(*slot, ty.clone(), span)),
+                None => Err(Error::at(
+                    ErrorKind::Semantic,
+                    key.span,
+                    format!("property '{}' does not exist on rel '{var}'", key.name),
+                )),
+            };
+        }
+        if let Some((_, _, ty)) = self.values.iter().find(|v| v.0 == var) {
+            return Err(if *ty == LogicalType::InternalId {
+                not_supported(span, "property access on this value")
+            } else {
+                Error::at(
+                    ErrorKind::Type,
+                    span,
+                    format!("'{var}' is a {ty} value, not a node or rel"),
+                )
+            });
+        }
         Err(Error::at(
             ErrorKind::Semantic,
             span,
@@ -682,17 +1138,41 @@ impl<'a> Binder<'a> {
         let span = e.span;
         match &e.kind {
             ExprKind::Literal(_) => Ok(BoundExpr::literal(literal_value(e)?, span)),
-            ExprKind::Parameter(name) => Ok(BoundExpr {
-                kind: BoundExprKind::Parameter(name.clone()),
-                ty: LogicalType::Any,
-                span,
-            }),
+            ExprKind::Parameter(name) => {
+                let ty = match self.params {
+                    None => LogicalType::Any,
+                    Some(p) => match p.get(name) {
+                        Some(v) => v.logical_type(),
+                        None => {
+                            return Err(Error::at(
+                                ErrorKind::Semantic,
+                                span,
+                                format!("parameter ${name} was not given a value"),
+                            ))
+                        }
+                    },
+                };
+                Ok(BoundExpr {
+                    kind: BoundExprKind::Parameter(name.clone()),
+                    ty,
+                    span,
+                })
+            }
             ExprKind::Variable(name) => {
+                if let Some((_, e)) = self.aliases.iter().find(|a| &a.0 == name) {
+                    return Ok(e.clone());
+                }
                 if let Some(n) = self.graph.nodes.iter().find(|n| &n.name == name) {
                     return Ok(BoundExpr::slot(n.id_slot, LogicalType::InternalId, span));
                 }
                 if let Some(r) = self.graph.rels.iter().find(|r| &r.name == name) {
                     return Ok(BoundExpr::slot(r.id_slot, LogicalType::InternalId, span));
+                }
+                if let Some((_, slot, ty)) = self.values.iter().find(|v| &v.0 == name) {
+                    return Ok(BoundExpr::slot(*slot, ty.clone(), span));
+                }
+                if let Some((_, slot)) = self.rels_carried.iter().find(|r| &r.0 == name) {
+                    return Ok(BoundExpr::slot(*slot, LogicalType::InternalId, span));
                 }
                 Err(Error::at(
                     ErrorKind::Semantic,
@@ -823,10 +1303,11 @@ impl<'a> Binder<'a> {
                     .iter()
                     .map(|a| self.bind_expr(a))
                     .collect::<Result<Vec<_>>>()?;
+                // The common element type (numeric widening); ANY when the
+                // elements disagree.
                 let elem = items
                     .iter()
-                    .map(|i| i.ty.clone())
-                    .find(|t| *t != LogicalType::Any)
+                    .try_fold(LogicalType::Any, |acc, i| unify(&acc, &i.ty))
                     .unwrap_or(LogicalType::Any);
                 Ok(BoundExpr {
                     kind: BoundExprKind::List(items),
@@ -1007,6 +1488,86 @@ fn split_conjuncts(e: BoundExpr, out: &mut Vec<BoundExpr>) {
 /// Binds a parsed statement against `catalog`.
 pub fn bind(catalog: &Catalog, stmt: &Statement) -> Result<BoundStatement> {
     Binder::new(catalog).bind(stmt)
+}
+
+/// Binds with the statement's parameter values (their types, SKIP/LIMIT).
+pub fn bind_with_params(
+    catalog: &Catalog,
+    stmt: &Statement,
+    params: &HashMap<String, Value>,
+) -> Result<BoundStatement> {
+    let mut b = Binder::new(catalog);
+    b.params = Some(params);
+    b.bind(stmt)
+}
+
+/// The expression with every span cleared, for structural comparison.
+fn strip(e: &BoundExpr) -> BoundExpr {
+    let b = |x: &BoundExpr| Box::new(strip(x));
+    let kind = match &e.kind {
+        BoundExprKind::Unary(op, x) => BoundExprKind::Unary(*op, b(x)),
+        BoundExprKind::Binary(op, x, y) => BoundExprKind::Binary(*op, b(x), b(y)),
+        BoundExprKind::Function(n, args) => {
+            BoundExprKind::Function(n.clone(), args.iter().map(strip).collect())
+        }
+        BoundExprKind::Cast(x) => BoundExprKind::Cast(b(x)),
+        BoundExprKind::Case {
+            operand,
+            whens,
+            else_,
+        } => BoundExprKind::Case {
+            operand: operand.as_ref().map(|o| b(o)),
+            whens: whens.iter().map(|(w, t)| (strip(w), strip(t))).collect(),
+            else_: else_.as_ref().map(|o| b(o)),
+        },
+        BoundExprKind::List(items) => BoundExprKind::List(items.iter().map(strip).collect()),
+        other => other.clone(),
+    };
+    BoundExpr {
+        kind,
+        ty: e.ty.clone(),
+        span: Span::new(0, 0),
+    }
+}
+
+/// Replaces every subexpression structurally equal to one of `targets`
+/// (already stripped) by `replace(index, original)`.
+fn substitute(
+    e: &BoundExpr,
+    targets: &[BoundExpr],
+    replace: &dyn Fn(usize, &BoundExpr) -> BoundExpr,
+) -> BoundExpr {
+    let stripped = strip(e);
+    if let Some(i) = targets.iter().position(|t| *t == stripped) {
+        return replace(i, e);
+    }
+    let sub = |x: &BoundExpr| substitute(x, targets, replace);
+    let kind = match &e.kind {
+        BoundExprKind::Unary(op, x) => BoundExprKind::Unary(*op, Box::new(sub(x))),
+        BoundExprKind::Binary(op, x, y) => {
+            BoundExprKind::Binary(*op, Box::new(sub(x)), Box::new(sub(y)))
+        }
+        BoundExprKind::Function(n, args) => {
+            BoundExprKind::Function(n.clone(), args.iter().map(sub).collect())
+        }
+        BoundExprKind::Cast(x) => BoundExprKind::Cast(Box::new(sub(x))),
+        BoundExprKind::Case {
+            operand,
+            whens,
+            else_,
+        } => BoundExprKind::Case {
+            operand: operand.as_ref().map(|o| Box::new(sub(o))),
+            whens: whens.iter().map(|(w, t)| (sub(w), sub(t))).collect(),
+            else_: else_.as_ref().map(|o| Box::new(sub(o))),
+        },
+        BoundExprKind::List(items) => BoundExprKind::List(items.iter().map(sub).collect()),
+        other => other.clone(),
+    };
+    BoundExpr {
+        kind,
+        ty: e.ty.clone(),
+        span: e.span,
+    }
 }
 
 #[allow(dead_code)]

@@ -66,6 +66,9 @@ pub struct QueryNode {
     pub id_slot: SlotId,
     /// Properties the query reads: (property name, slot, type).
     pub properties: Vec<(String, SlotId, LogicalType)>,
+    /// Bound by an earlier query part (carried through WITH): its id arrives
+    /// in `id_slot` with the part's input rows.
+    pub imported: bool,
 }
 
 /// One rel variable (a single hop) of the query graph.
@@ -99,8 +102,32 @@ pub struct BoundAggregate {
     pub ty: LogicalType,
 }
 
+/// `UNWIND expr AS slot`: one row per element of the list.
 #[derive(Debug, Clone)]
-pub struct BoundQuery {
+pub struct BoundUnwind {
+    pub expr: BoundExpr,
+    pub slot: SlotId,
+    /// Element type.
+    pub ty: LogicalType,
+}
+
+/// One ORDER BY key over the projection's slots (the graph's slots, or the
+/// group keys and aggregates when aggregating).
+#[derive(Debug, Clone)]
+pub struct BoundSortKey {
+    pub expr: BoundExpr,
+    pub descending: bool,
+}
+
+/// One query part: everything up to and including a WITH or the RETURN.
+/// Part `i + 1` reads the rows part `i` produces (its `output_slots`).
+#[derive(Debug, Clone, Default)]
+pub struct BoundPart {
+    /// Slots that arrive with the input rows, in column order (empty for the
+    /// first part, which starts from one empty row or a scan).
+    pub inputs: Vec<(SlotId, LogicalType)>,
+    /// UNWINDs applied to the input rows before matching, in order.
+    pub unwinds: Vec<BoundUnwind>,
     pub graph: QueryGraph,
     /// Conjuncts of every WHERE (and inline property maps).
     pub predicates: Vec<BoundExpr>,
@@ -108,12 +135,26 @@ pub struct BoundQuery {
     /// into its slot before aggregation.
     pub group_keys: Vec<(BoundExpr, SlotId)>,
     pub aggregates: Vec<BoundAggregate>,
-    /// The returned columns: (name, expression over slots of the graph, the
+    /// The projected columns: (name, expression over slots of the graph, the
     /// group keys or the aggregates).
     pub outputs: Vec<(String, BoundExpr)>,
+    pub order_by: Vec<BoundSortKey>,
     pub distinct: bool,
     pub skip: Option<u64>,
     pub limit: Option<u64>,
+    /// For a WITH: the slot each output becomes in the next part.
+    pub output_slots: Vec<SlotId>,
+    /// An OPTIONAL MATCH part (left outer semantics): per output, the input
+    /// column it repeats (`None` for the optional pattern's new variables).
+    /// Its last input column is the row number and its one ORDER BY key reads
+    /// it; an input row without a match yields one row with NULLs.
+    pub optional: Option<Vec<Option<usize>>>,
+}
+
+#[derive(Debug, Clone)]
+pub struct BoundQuery {
+    /// The parts in execution order; the last one ends with RETURN.
+    pub parts: Vec<BoundPart>,
     /// Number of slots allocated.
     pub num_slots: u32,
 }

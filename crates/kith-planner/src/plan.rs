@@ -1,16 +1,18 @@
 //! Physical plans: what the executor runs, in the order it runs it.
 //!
-//! A query plan is one pipeline — a source, a chain of steps and a sink —
-//! followed by a finishing phase (project the sink's rows, DISTINCT, SKIP,
-//! LIMIT). Steps read and write *slots*; the executor decides where each slot
-//! lives in its factorized result set.
+//! A query plan is a sequence of parts (one per WITH, then the RETURN). Each
+//! part is one pipeline — a source, a chain of steps and a sink — followed by
+//! a finishing phase (project the sink's rows, DISTINCT, ORDER BY, SKIP,
+//! LIMIT) whose rows are the input of the next part. Steps read and write
+//! *slots*; the executor decides where each slot lives in its factorized
+//! result set.
 
 use std::fmt::Write;
 
 use kith_catalog::{Catalog, PropertyId};
 use kith_common::{LogicalType, TableId};
 
-use crate::bound::BoundAggregate;
+use crate::bound::{BoundAggregate, BoundUnwind};
 use crate::expr::{BoundExpr, SlotId};
 
 /// Which CSR a step reads: by source (`Fwd`) or by destination (`Bwd`).
@@ -39,6 +41,9 @@ pub enum Source {
         id_slot: SlotId,
         properties: Vec<PropertyRead>,
     },
+    /// The rows the previous part produced (after this part's UNWINDs),
+    /// split into morsels: one column per slot.
+    Rows { columns: Vec<(SlotId, LogicalType)> },
 }
 
 #[derive(Debug, Clone)]
@@ -56,6 +61,14 @@ pub enum Step {
         to_table: TableId,
         rel_id: Option<SlotId>,
         properties: Vec<PropertyRead>,
+    },
+    /// For each tuple, every row of `build` (run first and materialized),
+    /// written as a new unflat group: a Cartesian product with a part of
+    /// the pattern that shares no variable with the rest.
+    CrossProduct {
+        build: Box<SubPlan>,
+        /// The build side's slots that are read downstream.
+        columns: Vec<(SlotId, LogicalType)>,
     },
     /// Reads properties of already-bound nodes by id.
     ScanProperties {
@@ -76,25 +89,66 @@ pub enum Sink {
     },
 }
 
+/// A pipeline without a sink: the build side of a cross product.
 #[derive(Debug, Clone)]
-pub struct QueryPlan {
+pub struct SubPlan {
+    pub source: Source,
+    pub steps: Vec<Step>,
+}
+
+/// One part of a query: a pipeline and its finishing phase.
+#[derive(Debug, Clone)]
+pub struct PartPlan {
+    /// Columns of the rows this part reads (empty for the first part).
+    pub inputs: Vec<(SlotId, LogicalType)>,
+    /// Applied to the input rows (one empty row for the first part) before
+    /// the pipeline runs.
+    pub unwinds: Vec<BoundUnwind>,
     pub source: Source,
     pub steps: Vec<Step>,
     pub sink: Sink,
-    /// Output column names and types, in order.
-    pub names: Vec<String>,
+    /// Types of the rows the sink produces: the visible columns, then one
+    /// column per ORDER BY key.
     pub types: Vec<LogicalType>,
-    /// After an aggregate: the outputs as expressions over key and aggregate
-    /// slots. Empty for `Collect` (which evaluates outputs in the pipeline).
+    pub num_visible: usize,
+    /// Per ORDER BY key (the trailing columns): descending?
+    pub descending: Vec<bool>,
+    /// After an aggregate: the produced columns as expressions over key and
+    /// aggregate slots. Empty for `Collect` (which evaluates them in the pipeline).
     pub final_outputs: Vec<BoundExpr>,
     pub distinct: bool,
     pub skip: Option<u64>,
     pub limit: Option<u64>,
+    /// Left outer semantics (OPTIONAL MATCH): see `BoundPart::optional`.
+    pub optional: Option<Vec<Option<usize>>>,
+}
+
+#[derive(Debug, Clone)]
+pub struct QueryPlan {
+    pub parts: Vec<PartPlan>,
+    /// Output column names and types of the last part, in order.
+    pub names: Vec<String>,
+    pub types: Vec<LogicalType>,
 }
 
 impl QueryPlan {
-    /// The plan as an indented operator tree (sink first), for EXPLAIN.
+    /// The plan as an indented operator tree (sink first, last part first),
+    /// for EXPLAIN.
     pub fn explain(&self, catalog: &Catalog) -> String {
+        let mut lines = Vec::new();
+        for part in self.parts.iter().rev() {
+            part.explain_lines(catalog, &mut lines);
+        }
+        let mut out = String::new();
+        for (depth, line) in lines.iter().enumerate() {
+            let _ = writeln!(out, "{}{}", "  ".repeat(depth), line);
+        }
+        out
+    }
+}
+
+impl PartPlan {
+    fn explain_lines(&self, catalog: &Catalog, lines: &mut Vec<String>) {
         let table = |t: TableId| catalog.table(t).map_or("?".to_string(), |e| e.name.clone());
         let props = |p: &[PropertyRead]| -> String {
             if p.is_empty() {
@@ -103,19 +157,28 @@ impl QueryPlan {
                 format!(" [{} properties]", p.len())
             }
         };
-        let mut lines = Vec::new();
-        let mut finish = Vec::new();
         if self.limit.is_some() || self.skip.is_some() {
-            finish.push(format!(
+            lines.push(format!(
                 "Limit skip={} limit={}",
                 self.skip.unwrap_or(0),
                 self.limit.map_or("none".to_string(), |l| l.to_string())
             ));
         }
-        if self.distinct {
-            finish.push("Distinct".to_string());
+        if !self.descending.is_empty() {
+            let keys: Vec<&str> = self
+                .descending
+                .iter()
+                .map(|d| if *d { "DESC" } else { "ASC" })
+                .collect();
+            let topk = if self.limit.is_some() { " top-k" } else { "" };
+            lines.push(format!("OrderBy [{}]{topk}", keys.join(", ")));
         }
-        lines.extend(finish);
+        if self.distinct {
+            lines.push("Distinct".to_string());
+        }
+        if self.optional.is_some() {
+            lines.push("LeftOuter (pads rows without a match)".to_string());
+        }
         match &self.sink {
             Sink::Collect { outputs } => {
                 lines.push(format!("Projection ({} columns)", outputs.len()))
@@ -152,6 +215,11 @@ impl QueryPlan {
                 } => {
                     format!("ScanProperties {}{}", table(*t), props(properties))
                 }
+                Step::CrossProduct { build, columns } => format!(
+                    "CrossProduct ({} build columns) build: [{}]",
+                    columns.len(),
+                    describe_sub(build, catalog)
+                ),
             });
         }
         lines.push(match &self.source {
@@ -161,13 +229,41 @@ impl QueryPlan {
                 properties,
                 ..
             } => format!("ScanNodes {}{}", table(*t), props(properties)),
+            Source::Rows { columns } => format!("ScanRows ({} columns)", columns.len()),
         });
-        let mut out = String::new();
-        for (depth, line) in lines.iter().enumerate() {
-            let _ = writeln!(out, "{}{}", "  ".repeat(depth), line);
+        for _ in &self.unwinds {
+            lines.push("Unwind".to_string());
         }
-        out
     }
+}
+
+/// A one-line description of a build pipeline (source first).
+fn describe_sub(p: &SubPlan, catalog: &Catalog) -> String {
+    let table = |t: TableId| catalog.table(t).map_or("?".to_string(), |e| e.name.clone());
+    let mut parts = vec![match &p.source {
+        Source::Single => "SingleTuple".to_string(),
+        Source::ScanNodes { table: t, .. } => format!("ScanNodes {}", table(*t)),
+        Source::Rows { .. } => "ScanRows".to_string(),
+    }];
+    for s in &p.steps {
+        parts.push(match s {
+            Step::Filter(_) => "Filter".to_string(),
+            Step::Extend {
+                rel_table,
+                direction,
+                to_table,
+                ..
+            } => format!(
+                "Extend {} {:?} -> {}",
+                table(*rel_table),
+                direction,
+                table(*to_table)
+            ),
+            Step::ScanProperties { table: t, .. } => format!("ScanProperties {}", table(*t)),
+            Step::CrossProduct { .. } => "CrossProduct".to_string(),
+        });
+    }
+    parts.join(" -> ")
 }
 
 fn describe_expr(e: &BoundExpr) -> String {

@@ -6,15 +6,17 @@
 //! right after the step that makes its last slot available. A cost-based DP
 //! join order comes with the join operators.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use kith_catalog::{Catalog, TableEntry};
 use kith_common::{Error, ErrorKind, LogicalType, Result, TableId};
 use kith_parser::ast::Direction;
 
-use crate::bound::{BoundQuery, QueryGraph};
+use crate::bound::{BoundPart, BoundQuery, QueryGraph};
 use crate::expr::{BoundExpr, SlotId};
-use crate::plan::{ExtendDirection, PropertyRead, QueryPlan, Sink, Source, Step};
+use crate::plan::{
+    ExtendDirection, PartPlan, PropertyRead, QueryPlan, Sink, Source, Step, SubPlan,
+};
 
 fn single_table(tables: &[TableId], what: &str, name: &str, span_name: &str) -> Result<TableId> {
     match tables {
@@ -69,6 +71,41 @@ pub fn plan_query(
     catalog: &Catalog,
     cardinality: &dyn Fn(TableId) -> u64,
 ) -> Result<QueryPlan> {
+    let mut parts = Vec::new();
+    let mut names = Vec::new();
+    let mut types = Vec::new();
+    let last = q.parts.len().saturating_sub(1);
+    for (i, part) in q.parts.into_iter().enumerate() {
+        if i == last {
+            names = part.outputs.iter().map(|(n, _)| n.clone()).collect();
+            types = part.outputs.iter().map(|(_, e)| e.ty.clone()).collect();
+            for (name, e) in &part.outputs {
+                if e.ty == LogicalType::InternalId {
+                    return Err(Error::at(
+                        ErrorKind::NotSupported,
+                        e.span,
+                        format!("returning a whole node or rel ('{name}') is not supported yet; return its properties"),
+                    ));
+                }
+            }
+        }
+        let from_rows = i > 0 || part.optional.is_some();
+        parts.push(plan_part(part, from_rows, catalog, cardinality)?);
+    }
+    Ok(QueryPlan {
+        parts,
+        names,
+        types,
+    })
+}
+
+fn plan_part(
+    q: BoundPart,
+    from_rows: bool,
+    catalog: &Catalog,
+    cardinality: &dyn Fn(TableId) -> u64,
+) -> Result<PartPlan> {
+    let from_rows = from_rows || !q.unwinds.is_empty();
     let g: &QueryGraph = &q.graph;
     let node_tables = g
         .nodes
@@ -123,85 +160,240 @@ pub fn plan_query(
         .filter_map(|a| a.arg.as_ref())
         .for_each(&mut collect);
     q.outputs.iter().for_each(|(_, e)| collect(e));
-    let node_degree = |i: usize| {
-        g.rels
-            .iter()
-            .filter(|r| r.left == i || r.right == i)
-            .count()
-    };
+    q.order_by.iter().for_each(|k| collect(&k.expr));
 
     let mut available: HashSet<SlotId> = HashSet::new();
     let mut pending: Vec<Option<BoundExpr>> = q.predicates.iter().cloned().map(Some).collect();
     let mut steps = Vec::new();
-    let place_filters = |available: &HashSet<SlotId>,
-                         pending: &mut Vec<Option<BoundExpr>>,
-                         steps: &mut Vec<Step>| {
-        for p in pending.iter_mut() {
-            let ready = p.as_ref().is_some_and(|e| {
+
+    let ctx = ExtendCtx {
+        g,
+        catalog,
+        node_tables: &node_tables,
+        rel_tables: &rel_tables,
+        used: &used,
+    };
+    let mut bound = vec![false; g.nodes.len()];
+    let mut done = vec![false; g.rels.len()];
+    let own_predicates = |i: usize| {
+        let n = &g.nodes[i];
+        let mine: HashSet<SlotId> = std::iter::once(n.id_slot)
+            .chain(n.properties.iter().map(|p| p.1))
+            .collect();
+        q.predicates
+            .iter()
+            .filter(|e| {
                 let mut v = Vec::new();
                 e.slots(&mut v);
-                v.iter().all(|s| available.contains(s))
-            });
-            if ready {
-                if let Some(e) = p.take() {
-                    steps.push(Step::Filter(e));
-                }
-            }
-        }
+                !v.is_empty() && v.iter().all(|s| mine.contains(s))
+            })
+            .count()
+    };
+    // The unbound node to scan next: most predicates of its own, then the
+    // smallest table.
+    let pick_start = |bound: &[bool]| {
+        (0..g.nodes.len()).filter(|&i| !bound[i]).min_by_key(|&i| {
+            (
+                std::cmp::Reverse(own_predicates(i)),
+                cardinality(node_tables[i]),
+                i,
+            )
+        })
     };
 
-    let source = if g.nodes.is_empty() {
-        Source::Single
-    } else {
-        // Connectedness: a cross product needs a join operator.
-        let mut seen = vec![false; g.nodes.len()];
-        let mut stack = vec![0];
-        seen[0] = true;
-        while let Some(n) = stack.pop() {
-            for r in &g.rels {
-                for (a, b) in [(r.left, r.right), (r.right, r.left)] {
-                    if a == n && !seen[b] {
-                        seen[b] = true;
-                        stack.push(b);
-                    }
-                }
+    let source = if from_rows {
+        let columns: Vec<(SlotId, LogicalType)> = q
+            .inputs
+            .iter()
+            .cloned()
+            .chain(q.unwinds.iter().map(|u| (u.slot, u.ty.clone())))
+            .collect();
+        available.extend(columns.iter().map(|c| c.0));
+        for (i, n) in g.nodes.iter().enumerate() {
+            if !n.imported {
+                continue;
+            }
+            bound[i] = true;
+            if !n.properties.is_empty() {
+                steps.push(Step::ScanProperties {
+                    node: n.id_slot,
+                    table: node_tables[i],
+                    properties: reads(catalog, node_tables[i], &n.properties)?,
+                });
+                available.extend(n.properties.iter().map(|p| p.1));
             }
         }
-        if seen.iter().any(|s| !s) {
-            return Err(Error::not_supported(
-                "disconnected patterns (a Cartesian product) are not supported yet",
-            ));
+        place_filters(&available, &mut pending, &mut steps);
+        ctx.extend_all(
+            &mut bound,
+            &mut done,
+            &mut available,
+            &mut pending,
+            &mut steps,
+        )?;
+        Source::Rows { columns }
+    } else {
+        match pick_start(&bound) {
+            None => Source::Single,
+            Some(start) => ctx.scan_from(
+                start,
+                &mut bound,
+                &mut done,
+                &mut available,
+                &mut pending,
+                &mut steps,
+            )?,
         }
-        let own_predicates = |i: usize| {
-            let n = &g.nodes[i];
-            let mine: HashSet<SlotId> = std::iter::once(n.id_slot)
-                .chain(n.properties.iter().map(|p| p.1))
-                .collect();
-            q.predicates
-                .iter()
-                .filter(|e| {
-                    let mut v = Vec::new();
-                    e.slots(&mut v);
-                    !v.is_empty() && v.iter().all(|s| mine.contains(s))
-                })
-                .count()
-        };
-        let start = (0..g.nodes.len())
-            .min_by_key(|&i| {
-                (
-                    std::cmp::Reverse(own_predicates(i)),
-                    cardinality(node_tables[i]),
-                    i,
-                )
-            })
-            .unwrap_or(0);
-        let n = &g.nodes[start];
+    };
+    // Whatever is not connected to the bound part: a cross product with the
+    // materialized rows of each remaining component.
+    let slot_types: HashMap<SlotId, LogicalType> = g
+        .nodes
+        .iter()
+        .flat_map(|n| {
+            std::iter::once((n.id_slot, LogicalType::InternalId))
+                .chain(n.properties.iter().map(|p| (p.1, p.2.clone())))
+        })
+        .chain(g.rels.iter().flat_map(|r| {
+            std::iter::once((r.id_slot, LogicalType::InternalId))
+                .chain(r.properties.iter().map(|p| (p.1, p.2.clone())))
+        }))
+        .collect();
+    while let Some(start) = pick_start(&bound) {
+        let mut sub_available = HashSet::new();
+        let mut sub_steps = Vec::new();
+        let sub_source = ctx.scan_from(
+            start,
+            &mut bound,
+            &mut done,
+            &mut sub_available,
+            &mut pending,
+            &mut sub_steps,
+        )?;
+        let mut columns: Vec<(SlotId, LogicalType)> = sub_available
+            .iter()
+            .filter(|s| used.contains(s))
+            .filter_map(|s| slot_types.get(s).map(|t| (*s, t.clone())))
+            .collect();
+        columns.sort_by_key(|c| c.0);
+        available.extend(columns.iter().map(|c| c.0));
+        steps.push(Step::CrossProduct {
+            build: Box::new(SubPlan {
+                source: sub_source,
+                steps: sub_steps,
+            }),
+            columns,
+        });
+        place_filters(&available, &mut pending, &mut steps);
+    }
+    if let Some(e) = pending.iter().flatten().next() {
+        return Err(Error::internal(format!(
+            "predicate at {:?} could not be placed",
+            e.span
+        )));
+    }
+
+    let num_visible = q.outputs.len();
+    let descending: Vec<bool> = q.order_by.iter().map(|k| k.descending).collect();
+    let outputs: Vec<BoundExpr> = q
+        .outputs
+        .into_iter()
+        .map(|(_, e)| e)
+        .chain(q.order_by.into_iter().map(|k| k.expr))
+        .collect();
+    let types: Vec<LogicalType> = outputs.iter().map(|e| e.ty.clone()).collect();
+    let aggregating = !q.aggregates.is_empty();
+    let (sink, final_outputs) = if aggregating {
+        (
+            Sink::Aggregate {
+                keys: q.group_keys,
+                aggregates: q.aggregates,
+            },
+            outputs,
+        )
+    } else {
+        (Sink::Collect { outputs }, Vec::new())
+    };
+    Ok(PartPlan {
+        inputs: q.inputs,
+        unwinds: q.unwinds,
+        source,
+        steps,
+        sink,
+        types,
+        num_visible,
+        descending,
+        final_outputs,
+        distinct: q.distinct,
+        skip: q.skip,
+        limit: q.limit,
+        optional: q.optional,
+    })
+}
+
+fn place_filters(
+    available: &HashSet<SlotId>,
+    pending: &mut [Option<BoundExpr>],
+    steps: &mut Vec<Step>,
+) {
+    for p in pending.iter_mut() {
+        let ready = p.as_ref().is_some_and(|e| {
+            let mut v = Vec::new();
+            e.slots(&mut v);
+            v.iter().all(|s| available.contains(s))
+        });
+        if ready {
+            if let Some(e) = p.take() {
+                steps.push(Step::Filter(e));
+            }
+        }
+    }
+}
+
+/// What adding the rels of a query graph needs.
+struct ExtendCtx<'a> {
+    g: &'a QueryGraph,
+    catalog: &'a Catalog,
+    node_tables: &'a [TableId],
+    rel_tables: &'a [TableId],
+    used: &'a HashSet<SlotId>,
+}
+
+impl ExtendCtx<'_> {
+    /// Adds every rel reachable from the bound nodes, breadth-first, each
+    /// predicate right after the step that makes its last slot available.
+    /// Scans node `start` and adds everything connected to it.
+    fn scan_from(
+        &self,
+        start: usize,
+        bound: &mut [bool],
+        done: &mut [bool],
+        available: &mut HashSet<SlotId>,
+        pending: &mut [Option<BoundExpr>],
+        steps: &mut Vec<Step>,
+    ) -> Result<Source> {
+        let n = &self.g.nodes[start];
         available.insert(n.id_slot);
         available.extend(n.properties.iter().map(|p| p.1));
-        place_filters(&available, &mut pending, &mut steps);
-        let mut bound = vec![false; g.nodes.len()];
+        place_filters(available, pending, steps);
         bound[start] = true;
-        let mut done = vec![false; g.rels.len()];
+        self.extend_all(bound, done, available, pending, steps)?;
+        Ok(Source::ScanNodes {
+            table: self.node_tables[start],
+            id_slot: n.id_slot,
+            properties: reads(self.catalog, self.node_tables[start], &n.properties)?,
+        })
+    }
+
+    fn extend_all(
+        &self,
+        bound: &mut [bool],
+        done: &mut [bool],
+        available: &mut HashSet<SlotId>,
+        pending: &mut [Option<BoundExpr>],
+        steps: &mut Vec<Step>,
+    ) -> Result<()> {
+        let g = self.g;
         while done.iter().any(|d| !d) {
             // Prefer closing a cycle (both ends bound), then any rel with one end bound.
             let pick = (0..g.rels.len())
@@ -214,10 +406,13 @@ pub fn plan_query(
                     )
                 });
             let Some(ri) = pick else {
-                return Err(Error::internal("planner could not reach every rel"));
+                // The rest is not connected to what is bound.
+                return Ok(());
             };
             done[ri] = true;
             let r = &g.rels[ri];
+            let (used, catalog, node_tables, rel_tables) =
+                (self.used, self.catalog, self.node_tables, self.rel_tables);
             // Extend from the bound end; its CSR is forward when it is the source.
             let (from, to) = if bound[r.left] {
                 (r.left, r.right)
@@ -236,7 +431,11 @@ pub fn plan_query(
                 Some(SlotId(u32::MAX - ri as u32))
             } else if used.contains(&g.nodes[to].id_slot)
                 || !g.nodes[to].properties.is_empty()
-                || node_degree(to) > 1
+                || g.rels
+                    .iter()
+                    .filter(|r| r.left == to || r.right == to)
+                    .count()
+                    > 1
             {
                 Some(g.nodes[to].id_slot)
             } else {
@@ -280,54 +479,8 @@ pub fn plan_query(
                     available.extend(tn.properties.iter().map(|p| p.1));
                 }
             }
-            place_filters(&available, &mut pending, &mut steps);
+            place_filters(available, pending, steps);
         }
-        Source::ScanNodes {
-            table: node_tables[start],
-            id_slot: n.id_slot,
-            properties: reads(catalog, node_tables[start], &n.properties)?,
-        }
-    };
-    if let Some(e) = pending.iter().flatten().next() {
-        return Err(Error::internal(format!(
-            "predicate at {:?} could not be placed",
-            e.span
-        )));
+        Ok(())
     }
-
-    let names: Vec<String> = q.outputs.iter().map(|(n, _)| n.clone()).collect();
-    let types: Vec<LogicalType> = q.outputs.iter().map(|(_, e)| e.ty.clone()).collect();
-    for (name, e) in &q.outputs {
-        if e.ty == LogicalType::InternalId {
-            return Err(Error::at(
-                ErrorKind::NotSupported,
-                e.span,
-                format!("returning a whole node or rel ('{name}') is not supported yet; return its properties"),
-            ));
-        }
-    }
-    let outputs: Vec<BoundExpr> = q.outputs.into_iter().map(|(_, e)| e).collect();
-    let aggregating = !q.aggregates.is_empty();
-    let (sink, final_outputs) = if aggregating {
-        (
-            Sink::Aggregate {
-                keys: q.group_keys,
-                aggregates: q.aggregates,
-            },
-            outputs,
-        )
-    } else {
-        (Sink::Collect { outputs }, Vec::new())
-    };
-    Ok(QueryPlan {
-        source,
-        steps,
-        sink,
-        names,
-        types,
-        final_outputs,
-        distinct: q.distinct,
-        skip: q.skip,
-        limit: q.limit,
-    })
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use kith_common::{Error, Result};
+use kith_common::{Error, Result, Value};
 use kith_sched::{CancelToken, Scheduler};
 use kith_storage::{Storage, StorageConfig};
 
@@ -113,6 +113,17 @@ impl Connection {
     /// result; stops at the first error. Errors carry the position in `text`.
     pub fn query(&self, text: &str) -> Result<QueryResult> {
         crate::guard(|| statement::run_script(self, text)).map_err(|e| e.with_source(text))
+    }
+
+    /// Like [`Connection::query`], with values for the `$name` parameters
+    /// the statements use (also allowed in SKIP and LIMIT).
+    pub fn query_with_params(&self, text: &str, params: &[(&str, Value)]) -> Result<QueryResult> {
+        let params: std::collections::HashMap<String, Value> = params
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect();
+        crate::guard(|| statement::run_script_with_params(self, text, &params))
+            .map_err(|e| e.with_source(text))
     }
 
     /// Receives progress updates of long statements (COPY) from this connection.

@@ -17,6 +17,15 @@ use crate::database::Connection;
 use crate::result::QueryResult;
 
 pub(crate) fn run_script(conn: &Connection, text: &str) -> Result<QueryResult> {
+    run_script_with_params(conn, text, &HashMap::new())
+}
+
+/// Runs the statements of `text` with `$name` parameters bound to `params`.
+pub(crate) fn run_script_with_params(
+    conn: &Connection,
+    text: &str,
+    params: &HashMap<String, Value>,
+) -> Result<QueryResult> {
     let statements = kith_parser::parse(text)?;
     if statements.is_empty() {
         return Err(Error::syntax(
@@ -26,7 +35,7 @@ pub(crate) fn run_script(conn: &Connection, text: &str) -> Result<QueryResult> {
     }
     let mut last = QueryResult::default();
     for stmt in &statements {
-        last = run_statement(conn, stmt)?;
+        last = run_statement(conn, stmt, params)?;
     }
     Ok(last)
 }
@@ -67,10 +76,14 @@ impl Drop for Running<'_> {
     }
 }
 
-fn run_statement(conn: &Connection, stmt: &kith_parser::ast::Statement) -> Result<QueryResult> {
+fn run_statement(
+    conn: &Connection,
+    stmt: &kith_parser::ast::Statement,
+    params: &HashMap<String, Value>,
+) -> Result<QueryResult> {
     let storage = &conn.db.storage;
     let snapshot = storage.snapshot();
-    let bound = kith_planner::binder::bind(&snapshot.catalog, stmt)?;
+    let bound = kith_planner::binder::bind_with_params(&snapshot.catalog, stmt, params)?;
     let settings = conn.settings.lock().clone();
     let cancel = match settings.timeout {
         Some(t) => CancelToken::with_timeout(t),
@@ -250,7 +263,7 @@ fn run_statement(conn: &Connection, stmt: &kith_parser::ast::Statement) -> Resul
             let ctx = Arc::new(QueryContext {
                 version: Arc::clone(&snapshot),
                 pager: Arc::clone(storage.pager()),
-                params: HashMap::new(),
+                params: params.clone(),
                 cancel: cancel.clone(),
             });
             let chunks = kith_exec::execute_query(&plan, ctx, &conn.db.sched, settings.threads)?;

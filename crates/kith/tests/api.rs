@@ -254,13 +254,22 @@ fn timeout_stops_a_long_query() {
     let conn = Connection::new(&db);
     dense_graph(&conn, &dir);
     let start = std::time::Instant::now();
-    let err = conn.query(&format!("CALL timeout=100; {THREE_HOPS}")).unwrap_err();
+    let err = conn
+        .query(&format!("CALL timeout=100; {THREE_HOPS}"))
+        .unwrap_err();
     assert_eq!(err.kind, ErrorKind::Interrupted, "{err}");
     assert!(err.to_string().contains("timed out"), "{err}");
-    assert!(start.elapsed() < std::time::Duration::from_secs(5), "took {:?}", start.elapsed());
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(5),
+        "took {:?}",
+        start.elapsed()
+    );
     // The connection still works afterwards.
     conn.query("CALL timeout=0").unwrap();
-    assert_eq!(rows(&conn, "MATCH (a:V) RETURN count(*)"), vec![vec![Value::Int64(1000)]]);
+    assert_eq!(
+        rows(&conn, "MATCH (a:V) RETURN count(*)"),
+        vec![vec![Value::Int64(1000)]]
+    );
     let _ = std::fs::remove_dir_all(dir);
 }
 

@@ -3,11 +3,14 @@
 //! pushes every batch into the worker's sink.
 
 pub mod collect;
+pub mod cross_product;
 pub mod extend;
 pub mod filter;
 pub mod hash_aggregate;
+pub mod order_by;
 pub mod scan_node;
 pub mod scan_properties;
+pub mod scan_rows;
 pub mod single;
 
 use std::collections::HashMap;
