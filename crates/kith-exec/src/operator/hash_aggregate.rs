@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use kith_common::{Chunk, LogicalType, Result, Value, ValueVector};
 use kith_planner::bound::BoundAggregate;
+use kith_planner::expr::{BoundExprKind, SlotId};
 
 use super::{LocalSink, QueryContext};
 use crate::aggregate_function::{AggregateSpec, AggregateState};
@@ -91,6 +92,12 @@ pub struct HashAggregate {
     global: Option<Vec<AggregateState>>,
     key_kinds: Vec<Evaluated>,
     arg_kinds: Vec<Option<Evaluated>>,
+    /// Arguments that are plain slots are read in place (no copy into a
+    /// scratch vector): their slot, and once resolved, (chunk, vector).
+    direct_slots: Vec<Option<SlotId>>,
+    direct_pos: Option<Vec<Option<(usize, usize)>>>,
+    /// Per argument of this batch: (chunk, vector, flat position) when read in place.
+    arg_direct: Vec<Option<(usize, usize, usize)>>,
     positions: Vec<u32>,
 }
 
@@ -118,6 +125,13 @@ impl HashAggregate {
                 )
             })
             .collect();
+        let direct_slots = specs
+            .iter()
+            .map(|d| match d.arg.as_ref().map(|e| &e.kind) {
+                Some(BoundExprKind::Slot(s)) => Some(*s),
+                _ => None,
+            })
+            .collect();
         let groups = HashMap::new();
         // A global aggregate has one group even over no input.
         let global = keys
@@ -134,6 +148,9 @@ impl HashAggregate {
             global,
             key_kinds: Vec::new(),
             arg_kinds: Vec::new(),
+            direct_slots,
+            direct_pos: None,
+            arg_direct: Vec::new(),
             positions: Vec::new(),
         })
     }
@@ -205,7 +222,37 @@ impl LocalSink for HashAggregate {
         for (k, out) in self.keys.iter_mut().zip(self.key_scratch.iter_mut()) {
             key_kinds.push(k.evaluate(&ectx, out)?);
         }
-        for (a, out) in self.args.iter_mut().zip(self.arg_scratch.iter_mut()) {
+        if self.direct_pos.is_none() {
+            self.direct_pos = Some(
+                self.direct_slots
+                    .iter()
+                    .map(|s| s.and_then(|s| layout.get(s)))
+                    .collect(),
+            );
+        }
+        self.arg_direct.clear();
+        for (i, (a, out)) in self
+            .args
+            .iter_mut()
+            .zip(self.arg_scratch.iter_mut())
+            .enumerate()
+        {
+            let direct = self
+                .direct_pos
+                .as_ref()
+                .and_then(|d| d.get(i).copied().flatten());
+            if let Some((c, v)) = direct {
+                let state = &rs.chunks[c].state;
+                arg_kinds.push(Some(if state.is_flat() {
+                    Evaluated::Flat
+                } else {
+                    Evaluated::Unflat(c)
+                }));
+                self.arg_direct
+                    .push(Some((c, v, state.flat_position().unwrap_or(0))));
+                continue;
+            }
+            self.arg_direct.push(None);
             arg_kinds.push(match a {
                 Some(e) => Some(e.evaluate(&ectx, out)?),
                 None => None,
@@ -261,13 +308,15 @@ impl HashAggregate {
                     .or_insert_with(|| specs.iter().map(|d| d.spec.new_state()).collect())
             };
             for (i, state) in states.iter_mut().enumerate() {
+                let (input, flat_pos) = match self.arg_direct[i] {
+                    Some((c, v, p)) => (&rs.chunks[c].vectors[v], p as u32),
+                    None => (&self.arg_scratch[i], 0),
+                };
                 match arg_kinds[i] {
                     None => state.update_count(total),
-                    Some(Evaluated::Flat) => {
-                        state.update(Some(&self.arg_scratch[i]), &[0], total)?
-                    }
+                    Some(Evaluated::Flat) => state.update(Some(input), &[flat_pos], total)?,
                     Some(Evaluated::Unflat(_)) => {
-                        state.update(Some(&self.arg_scratch[i]), &self.positions, per_position)?
+                        state.update(Some(input), &self.positions, per_position)?
                     }
                 }
             }
@@ -293,13 +342,17 @@ impl HashAggregate {
                 .entry(key)
                 .or_insert_with(|| specs.iter().map(|d| d.spec.new_state()).collect());
             for (i, state) in states.iter_mut().enumerate() {
+                let (input, flat_pos) = match self.arg_direct[i] {
+                    Some((c, v, fp)) => (&rs.chunks[c].vectors[v], fp as u32),
+                    None => (&self.arg_scratch[i], 0),
+                };
                 match arg_kinds[i] {
                     None => state.update_count(per_position),
                     Some(Evaluated::Flat) => {
-                        state.update(Some(&self.arg_scratch[i]), &[0], per_position)?
+                        state.update(Some(input), &[flat_pos], per_position)?
                     }
                     Some(Evaluated::Unflat(_)) => {
-                        state.update(Some(&self.arg_scratch[i]), &[p as u32], per_position)?
+                        state.update(Some(input), &[p as u32], per_position)?
                     }
                 }
             }
