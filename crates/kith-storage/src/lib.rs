@@ -15,10 +15,11 @@ pub mod pk_index;
 pub mod rel_table;
 pub mod storage;
 pub mod version;
+pub mod write;
 
 pub use column::{ColumnChunk, PageRun, PinnedColumn};
 pub use loader::{load_nodes, load_rels, LoadChunk, LoadContext};
-pub use node_table::{NodeGroupData, NodeTableData, PkLookup};
+pub use node_table::{DeletedMask, NodeGroupData, NodeTableData, PkKey, PkLookup};
 pub use rel_table::{CsrGroup, CsrIndex, PinnedCsrGroup, RelDirection, RelTableData};
 pub use storage::{Storage, StorageConfig, WriteTxn};
 pub use version::{TableData, Version};

@@ -156,6 +156,8 @@ pub fn load_nodes(
     table: &TableEntry,
     input: Vec<LoadChunk>,
 ) -> Result<u64> {
+    // Rows buffered by `WriteTxn::insert_nodes` first.
+    txn.flush_pending()?;
     let types: Vec<LogicalType> = table.properties.iter().map(|p| p.ty.clone()).collect();
     let pk_col = match &table.kind {
         kith_catalog::TableKind::Node(info) => info.primary_key,
@@ -190,6 +192,9 @@ pub fn load_nodes(
         (VectorData::Str(old), VectorData::Str(new)) => {
             let mut seen: HashMap<&str, u64> = HashMap::with_capacity(total_rows as usize);
             for pos in 0..old.len() {
+                if existing.is_deleted(pos as u64) {
+                    continue;
+                }
                 seen.insert(old.get(pos), pos as u64);
                 entries.push((IndexKey::of_str(old.get(pos)), pos as u64));
             }
@@ -218,6 +223,9 @@ pub fn load_nodes(
         _ => {
             let mut seen: HashMap<u64, u64> = HashMap::with_capacity(total_rows as usize);
             for pos in 0..pk_old.len() {
+                if existing.is_deleted(pos as u64) {
+                    continue;
+                }
                 let k = slot_key(pk_old, pos);
                 seen.insert(k.0, pos as u64);
                 entries.push((k, pos as u64));
@@ -274,11 +282,19 @@ pub fn load_nodes(
             Ok(NodeGroupData {
                 num_rows: count as u64,
                 columns: chunks,
+                deleted: None,
             })
         },
     )?;
     let mut groups: Vec<NodeGroupData> = existing.groups[..full_groups as usize].to_vec();
     groups.extend(new_groups);
+    // The rewritten partial group keeps its deleted rows deleted.
+    if let (Some(old), Some(new)) = (
+        existing.groups.get(full_groups as usize),
+        groups.get_mut(full_groups as usize),
+    ) {
+        new.deleted = old.deleted.clone();
+    }
     let pk_index = PkIndex::build(&pager, key_kind(&types[pk_col]), entries.into_iter())?;
     txn.tables.insert(
         table.id,
@@ -288,6 +304,7 @@ pub fn load_nodes(
             pk_column: pk_col,
             groups,
             pk_index: Some(pk_index),
+            pk_delta: Arc::default(),
         })),
     );
     Ok(new_rows)
@@ -429,6 +446,8 @@ pub fn load_rels(
     table: &TableEntry,
     input: Vec<LoadChunk>,
 ) -> Result<u64> {
+    // Rows buffered by `WriteTxn::insert_nodes` first.
+    txn.flush_pending()?;
     let info = table
         .rel_info()
         .ok_or_else(|| Error::internal("load_rels on a node table"))?
@@ -591,6 +610,7 @@ pub fn load_rels(
         table.id,
         Arc::new(TableData::Rel(RelTableData {
             num_rels: total as u64,
+            next_rel_id: total as u64,
             column_ids: table.properties.iter().map(|p| p.id).collect(),
             fwd,
             bwd,

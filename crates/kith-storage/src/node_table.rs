@@ -1,6 +1,7 @@
 //! Stored node tables: rows split into node groups of `NODE_GROUP_SIZE`, one
 //! column chunk per property per group, plus the primary-key index.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use kith_catalog::PropertyId;
@@ -17,6 +18,112 @@ pub struct NodeGroupData {
     pub num_rows: u64,
     /// One chunk per entry of the table's `column_ids`.
     pub columns: Vec<ColumnChunk>,
+    /// Rows of this group deleted since it was written (None: none deleted).
+    /// Deleted rows keep their offset and their column values; scans must skip
+    /// them (see [`NodeTableData::is_deleted`]).
+    pub deleted: Option<DeletedMask>,
+}
+
+/// A per-node-group deletion bitmap (bit set = row deleted), kept in the
+/// metadata (sparse list or bitmap, whichever is smaller) so that deleting rows
+/// never rewrites column chunks. Words beyond the end read as "not deleted".
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct DeletedMask {
+    pub words: Arc<Vec<u64>>,
+    pub count: u64,
+}
+
+impl DeletedMask {
+    #[inline]
+    pub fn contains(&self, local: u64) -> bool {
+        self.words
+            .get((local / 64) as usize)
+            .is_some_and(|w| (w >> (local % 64)) & 1 == 1)
+    }
+
+    /// The bitmap words (bit set = deleted); may be shorter than the group.
+    pub fn words(&self) -> &[u64] {
+        &self.words
+    }
+
+    pub fn insert(&mut self, local: u64) -> bool {
+        if self.contains(local) {
+            return false;
+        }
+        let words = Arc::make_mut(&mut self.words);
+        let w = (local / 64) as usize;
+        if words.len() <= w {
+            words.resize(w + 1, 0);
+        }
+        words[w] |= 1 << (local % 64);
+        self.count += 1;
+        true
+    }
+
+    fn encode(&self, e: &mut Encoder) {
+        // Sparse list when it is smaller than the bitmap.
+        if self.count * 4 < self.words.len() as u64 * 8 {
+            e.u8(1);
+            e.u64(self.count);
+            for (wi, &w) in self.words.iter().enumerate() {
+                let mut bits = w;
+                while bits != 0 {
+                    let b = bits.trailing_zeros() as u64;
+                    e.u32((wi as u64 * 64 + b) as u32);
+                    bits &= bits - 1;
+                }
+            }
+        } else {
+            e.u8(2);
+            e.u64(self.words.len() as u64);
+            for &w in self.words.iter() {
+                e.u64(w);
+            }
+        }
+    }
+
+    fn decode(d: &mut Decoder<'_>) -> Result<Option<DeletedMask>> {
+        let mut mask = DeletedMask::default();
+        match d.u8()? {
+            0 => return Ok(None),
+            1 => {
+                let n = d.count(4)?;
+                for _ in 0..n {
+                    mask.insert(d.u32()? as u64);
+                }
+            }
+            2 => {
+                let n = d.count(8)?;
+                let mut words = Vec::with_capacity(n);
+                for _ in 0..n {
+                    words.push(d.u64()?);
+                }
+                mask.count = words.iter().map(|w| w.count_ones() as u64).sum();
+                mask.words = Arc::new(words);
+            }
+            t => return Err(Error::corruption(format!("unknown deletion mask kind {t}"))),
+        }
+        Ok(Some(mask))
+    }
+}
+
+/// A primary key as the insert delta of the PK index keeps it (exact, so
+/// string keys need no confirmation against the column).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum PkKey {
+    /// The [`IndexKey`] bits of an integer-like key.
+    Int(u64),
+    Str(String),
+}
+
+impl PkKey {
+    /// The delta key of `v` for an index of `kind` (None: no node can have it).
+    pub fn of_value(v: &Value, kind: KeyKind) -> Option<PkKey> {
+        match kind {
+            KeyKind::StrHash => v.as_str().map(|s| PkKey::Str(s.to_string())),
+            KeyKind::Int => IndexKey::of_value(v, kind).map(|k| PkKey::Int(k.0)),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -28,6 +135,11 @@ pub struct NodeTableData {
     pub pk_column: usize,
     pub groups: Vec<NodeGroupData>,
     pub pk_index: Option<PkIndex>,
+    /// Keys inserted since `pk_index` was last built (key -> offset). Lookups
+    /// consult it first; it is folded into a rebuilt index when it grows past
+    /// a threshold (see `write.rs`). Deleted rows are removed from it; base
+    /// index entries of deleted rows are masked by the deletion bitmaps.
+    pub pk_delta: Arc<BTreeMap<PkKey, u64>>,
 }
 
 impl NodeTableData {
@@ -38,7 +150,36 @@ impl NodeTableData {
             pk_column,
             groups: Vec::new(),
             pk_index: None,
+            pk_delta: Arc::default(),
         }
+    }
+
+    /// Whether row `offset` has been deleted (offsets beyond the table: false).
+    #[inline]
+    pub fn is_deleted(&self, offset: u64) -> bool {
+        self.groups
+            .get((offset / NODE_GROUP_SIZE) as usize)
+            .and_then(|g| g.deleted.as_ref())
+            .is_some_and(|m| m.contains(offset % NODE_GROUP_SIZE))
+    }
+
+    /// The deletion mask of node group `group` (None: no row deleted), for scans.
+    pub fn deleted_mask(&self, group: usize) -> Option<&DeletedMask> {
+        self.groups.get(group).and_then(|g| g.deleted.as_ref())
+    }
+
+    /// Number of deleted rows (their offsets stay allocated).
+    pub fn num_deleted(&self) -> u64 {
+        self.groups
+            .iter()
+            .filter_map(|g| g.deleted.as_ref())
+            .map(|m| m.count)
+            .sum()
+    }
+
+    /// Number of rows that are not deleted.
+    pub fn num_live_rows(&self) -> u64 {
+        self.num_rows - self.num_deleted()
     }
 
     pub fn column_of(&self, property: PropertyId) -> Option<usize> {
@@ -94,6 +235,7 @@ impl NodeTableData {
     /// A lookup handle over the primary-key index.
     pub fn pk_lookup(&self, pager: &Arc<Pager>) -> Result<PkLookup> {
         Ok(PkLookup {
+            kind: self.pk_index.as_ref().map(|i| i.kind),
             index: match &self.pk_index {
                 Some(idx) => Some((idx.kind, idx.pin(pager)?)),
                 None => None,
@@ -117,6 +259,10 @@ impl NodeTableData {
             for c in &g.columns {
                 c.encode(e);
             }
+            match &g.deleted {
+                Some(m) if m.count > 0 => m.encode(e),
+                _ => e.u8(0),
+            }
         }
         match &self.pk_index {
             Some(idx) => {
@@ -125,9 +271,25 @@ impl NodeTableData {
             }
             None => e.u8(0),
         }
+        e.u64(self.pk_delta.len() as u64);
+        for (k, off) in self.pk_delta.iter() {
+            match k {
+                PkKey::Int(i) => {
+                    e.u8(0);
+                    e.u64(*i);
+                }
+                PkKey::Str(s) => {
+                    e.u8(1);
+                    e.str(s);
+                }
+            }
+            e.u64(*off);
+        }
     }
 
-    pub fn decode(d: &mut Decoder<'_>) -> Result<NodeTableData> {
+    /// Decodes metadata written with metadata format `format` (1: before
+    /// deletions and the PK delta existed).
+    pub fn decode(d: &mut Decoder<'_>, format: u32) -> Result<NodeTableData> {
         let num_rows = d.u64()?;
         let ncols = d.count(4)?;
         let mut column_ids = Vec::with_capacity(ncols);
@@ -143,21 +305,40 @@ impl NodeTableData {
             for _ in 0..ncols {
                 columns.push(ColumnChunk::decode(d)?);
             }
+            let deleted = if format >= 2 {
+                DeletedMask::decode(d)?
+            } else {
+                None
+            };
             groups.push(NodeGroupData {
                 num_rows: rows,
                 columns,
+                deleted,
             });
         }
         let pk_index = match d.u8()? {
             0 => None,
             _ => Some(PkIndex::decode(d)?),
         };
+        let mut pk_delta = BTreeMap::new();
+        if format >= 2 {
+            let n = d.count(9)?;
+            for _ in 0..n {
+                let key = match d.u8()? {
+                    0 => PkKey::Int(d.u64()?),
+                    1 => PkKey::Str(d.str()?),
+                    t => return Err(Error::corruption(format!("unknown PK delta key kind {t}"))),
+                };
+                pk_delta.insert(key, d.u64()?);
+            }
+        }
         Ok(NodeTableData {
             num_rows,
             column_ids,
             pk_column,
             groups,
             pk_index,
+            pk_delta: Arc::new(pk_delta),
         })
     }
 }
@@ -166,6 +347,8 @@ impl NodeTableData {
 /// binders of `{id: ...}` lookups). Not shared between threads: each thread
 /// makes its own.
 pub struct PkLookup {
+    /// Key kind of the table's index (None: no index was ever built).
+    kind: Option<KeyKind>,
     index: Option<(KeyKind, PinnedPkIndex)>,
     table: NodeTableData,
     pager: Arc<Pager>,
@@ -175,28 +358,40 @@ pub struct PkLookup {
 
 impl PkLookup {
     pub fn key_kind(&self) -> Option<KeyKind> {
-        self.index.as_ref().map(|(k, _)| *k)
+        self.kind
     }
 
-    /// Offset of the node whose primary key equals `key`.
+    /// Offset of the (live) node whose primary key equals `key`.
     pub fn lookup(&mut self, key: &Value) -> Result<Option<u64>> {
+        if let Some(kind) = self.kind {
+            if !self.table.pk_delta.is_empty() {
+                if let Some(k) = PkKey::of_value(key, kind) {
+                    if let Some(&off) = self.table.pk_delta.get(&k) {
+                        return Ok(Some(off));
+                    }
+                }
+            }
+        }
         let Some((kind, index)) = &self.index else {
             return Ok(None);
         };
+        let table = &self.table;
         let Some(ikey) = IndexKey::of_value(key, *kind) else {
             return Ok(None);
         };
         if *kind == KeyKind::Int {
-            return Ok(index.lookup(ikey, |_| true));
+            return Ok(index.lookup(ikey, |off| !table.is_deleted(off)));
         }
         let Some(wanted) = key.as_str() else {
             return Ok(None);
         };
         let mut failure = None;
-        let table = &self.table;
         let pager = &self.pager;
         let pinned_groups = &mut self.pinned_groups;
         let found = index.lookup(ikey, |offset| {
+            if table.is_deleted(offset) {
+                return false;
+            }
             let group = (offset / NODE_GROUP_SIZE) as usize;
             if pinned_groups.len() <= group {
                 pinned_groups.resize_with(group + 1, || None);

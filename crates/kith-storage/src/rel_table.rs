@@ -42,7 +42,11 @@ pub struct CsrIndex {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct RelTableData {
+    /// Number of (live) rels.
     pub num_rels: u64,
+    /// The id the next inserted rel gets (ids are never reused until a COPY
+    /// renumbers them).
+    pub next_rel_id: u64,
     pub column_ids: Vec<PropertyId>,
     pub fwd: CsrIndex,
     pub bwd: CsrIndex,
@@ -52,6 +56,7 @@ impl RelTableData {
     pub fn empty(column_ids: Vec<PropertyId>) -> RelTableData {
         RelTableData {
             num_rels: 0,
+            next_rel_id: 0,
             column_ids,
             fwd: CsrIndex::default(),
             bwd: CsrIndex::default(),
@@ -84,6 +89,7 @@ impl RelTableData {
 
     pub fn encode(&self, e: &mut Encoder) {
         e.u64(self.num_rels);
+        e.u64(self.next_rel_id);
         e.u64(self.column_ids.len() as u64);
         for p in &self.column_ids {
             e.u32(p.0);
@@ -103,8 +109,10 @@ impl RelTableData {
         }
     }
 
-    pub fn decode(d: &mut Decoder<'_>) -> Result<RelTableData> {
+    /// Decodes metadata of metadata format `format` (1: no `next_rel_id`).
+    pub fn decode(d: &mut Decoder<'_>, format: u32) -> Result<RelTableData> {
         let num_rels = d.u64()?;
+        let next_rel_id = if format >= 2 { d.u64()? } else { num_rels };
         let ncols = d.count(4)?;
         let mut column_ids = Vec::with_capacity(ncols);
         for _ in 0..ncols {
@@ -139,6 +147,7 @@ impl RelTableData {
         let fwd = csrs.pop().unwrap_or_default();
         Ok(RelTableData {
             num_rels,
+            next_rel_id,
             column_ids,
             fwd,
             bwd,

@@ -223,6 +223,7 @@ impl Storage {
             catalog: (*base.catalog).clone(),
             tables: base.tables.clone(),
             base,
+            local: crate::write::TxnLocal::default(),
         })
     }
 
@@ -272,14 +273,14 @@ impl Storage {
         }
         drop(old);
         self.reclaim();
-        if self
-            .wal
+        Ok(())
+    }
+
+    /// Whether the WAL has grown past [`CHECKPOINT_WAL_BYTES`].
+    fn wants_checkpoint(&self) -> bool {
+        self.wal
             .as_ref()
             .is_some_and(|w| w.size_bytes() > CHECKPOINT_WAL_BYTES)
-        {
-            self.checkpoint()?;
-        }
-        Ok(())
     }
 
     /// Returns pages to the pager once no live version can read them. Entries
@@ -339,6 +340,16 @@ pub struct WriteTxn<'a> {
     base: Arc<Version>,
     pub catalog: Catalog,
     pub tables: std::collections::BTreeMap<TableId, Arc<TableData>>,
+    /// State of the storage-level write operations (`write.rs`).
+    pub(crate) local: crate::write::TxnLocal,
+}
+
+impl Drop for WriteTxn<'_> {
+    /// Rollback: pages the write operations wrote in this transaction are
+    /// referenced by no version and go straight back to the free list.
+    fn drop(&mut self) {
+        self.local.release(&self.storage.pager);
+    }
 }
 
 impl WriteTxn<'_> {
@@ -351,7 +362,20 @@ impl WriteTxn<'_> {
         &self.base
     }
 
-    pub fn commit(self) -> Result<()> {
-        self.storage.commit(self.catalog, self.tables, &self.base)
+    pub fn commit(mut self) -> Result<()> {
+        self.prepare_commit()?;
+        // The new version references the pages written in this transaction.
+        self.local.committed();
+        let catalog = std::mem::take(&mut self.catalog);
+        let tables = std::mem::take(&mut self.tables);
+        let storage = self.storage;
+        storage.commit(catalog, tables, &self.base)?;
+        // Checkpoint after releasing the writer lock: `checkpoint` takes it
+        // itself (holding it here made it wait out WRITER_WAIT first).
+        drop(self);
+        if storage.wants_checkpoint() {
+            storage.checkpoint()?;
+        }
+        Ok(())
     }
 }

@@ -16,7 +16,9 @@ use crate::node_table::NodeTableData;
 use crate::rel_table::RelTableData;
 
 /// Version of the metadata encoding; bump on incompatible change.
-pub const METADATA_FORMAT: u32 = 1;
+pub const METADATA_FORMAT: u32 = 2;
+/// Oldest metadata format this build still reads.
+pub const METADATA_FORMAT_MIN: u32 = 1;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum TableData {
@@ -108,7 +110,7 @@ impl Version {
     pub fn decode(buf: &[u8]) -> Result<Version> {
         let mut d = Decoder::new(buf);
         let format = d.u32()?;
-        if format != METADATA_FORMAT {
+        if !(METADATA_FORMAT_MIN..=METADATA_FORMAT).contains(&format) {
             return Err(Error::corruption(format!(
                 "unsupported metadata format {format} (this build reads {METADATA_FORMAT})"
             )));
@@ -120,8 +122,8 @@ impl Version {
         for _ in 0..n {
             let id = TableId(d.u32()?);
             let data = match d.u8()? {
-                0 => TableData::Node(NodeTableData::decode(&mut d)?),
-                1 => TableData::Rel(RelTableData::decode(&mut d)?),
+                0 => TableData::Node(NodeTableData::decode(&mut d, format)?),
+                1 => TableData::Rel(RelTableData::decode(&mut d, format)?),
                 k => return Err(Error::corruption(format!("unknown table data kind {k}"))),
             };
             tables.insert(id, Arc::new(data));

@@ -1,0 +1,1159 @@
+//! Storage-level writes inside a [`WriteTxn`]: insert, update and delete of
+//! nodes and rels, below Cypher.
+//!
+//! Design (first version, copy-on-write of the touched node groups):
+//! - **Insert nodes**: the values are type-checked against the catalog, primary
+//!   keys checked (not NULL, unique against live rows through the PK index and
+//!   within the batch); the rows are buffered in the transaction (keys go to
+//!   the PK delta at once, so lookups see them) and written at commit, before
+//!   any other write operation or bulk load, or when a group's worth is
+//!   buffered ([`WriteTxn::flush_pending`]): appended to the last node group,
+//!   which is rewritten with them (its deletion mask kept), and to new groups.
+//!   Cost: O(rows of the last group × columns) per flush, so about once per
+//!   transaction for insert-only transactions, but once per *operation* when
+//!   inserts alternate with updates/deletes/rel inserts.
+//! - **PK index**: new keys go to the table's `pk_delta` (exact key → offset,
+//!   in the metadata) instead of rebuilding the index; [`PkLookup`] consults it
+//!   first. At commit, a delta larger than [`pk_delta_limit`] is folded into a
+//!   rebuilt index ([`WriteTxn::merge_pk_deltas`] forces it, e.g. at CHECKPOINT).
+//!   Deleted rows are removed from the delta; base-index entries of deleted rows
+//!   are masked by the deletion bitmaps and dropped at the next rebuild.
+//! - **Insert rels**: endpoints must be live nodes; multiplicity (`MANY_ONE`,
+//!   ...) is checked against existing rels and the batch. Each touched CSR
+//!   group of both directions is decoded, merged with the new rels and
+//!   rewritten (offsets, neighbours, rel ids and every parallel property
+//!   column). New rel ids continue from `next_rel_id`. Cost: O(rels of the
+//!   touched groups) per call and direction.
+//! - **Update**: a node property rewrites the one column chunk of that group;
+//!   a rel property rewrites the parallel column chunk of the src group (fwd)
+//!   and the dst group (bwd). Primary keys cannot be updated.
+//! - **Delete nodes**: sets bits in the group's deletion mask (metadata only; no
+//!   chunk is rewritten; offsets are never reused). Without `detach`, a node
+//!   with rels in any rel table is an error; with it, its rels are deleted.
+//! - **Delete rels**: rewrites the touched CSR groups of both directions without
+//!   them (rels are removed physically, so extends need no rel deletion mask).
+//!
+//! Everything goes to fresh pages of the transaction's private table metadata:
+//! nothing is visible to snapshots before commit, and dropping the transaction
+//! rolls back. Pages this module wrote and then replaced within the same
+//! transaction, or that a rollback leaves unreferenced, are freed at once.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+
+use kith_catalog::{PropertyId, TableEntry, TableKind};
+use kith_common::constants::NODE_GROUP_SIZE;
+use kith_common::{Error, ErrorKind, LogicalType, Result, TableId, Value, ValueVector, VectorData};
+use kith_pager::{PageIdx, Pager};
+
+use crate::column::{ColumnChunk, PageRun};
+use crate::node_table::{DeletedMask, NodeGroupData, NodeTableData, PkKey};
+use crate::pk_index::{IndexKey, KeyKind, PkIndex};
+use crate::rel_table::{CsrGroup, CsrIndex, RelDirection, RelTableData};
+use crate::storage::WriteTxn;
+use crate::version::TableData;
+
+/// Smallest PK delta that is folded into the index at commit.
+#[cfg(not(kith_tiny))]
+pub const PK_DELTA_MIN: u64 = 4096;
+#[cfg(kith_tiny)]
+pub const PK_DELTA_MIN: u64 = 8;
+
+/// Largest PK delta kept: the delta lives in the metadata blob, which every
+/// commit appends to the WAL, so it must stay small.
+pub const PK_DELTA_MAX: u64 = 1 << 16;
+
+/// Size above which a table's PK delta is merged into a rebuilt index at
+/// commit: an eighth of the indexed keys (so the rebuild cost stays amortised
+/// O(1) per inserted key), clamped to [`PK_DELTA_MIN`]..=[`PK_DELTA_MAX`].
+pub fn pk_delta_limit(indexed_keys: u64) -> u64 {
+    (indexed_keys / 8).clamp(PK_DELTA_MIN, PK_DELTA_MAX)
+}
+
+/// Per-transaction state of the write operations.
+#[derive(Debug, Default)]
+pub(crate) struct TxnLocal {
+    /// Page runs written in this transaction (first page -> count) that the
+    /// transaction's metadata may still reference.
+    fresh: HashMap<u32, u32>,
+    /// Rows inserted by `insert_nodes` not yet written to node groups, per
+    /// table (storage column order). Their offsets follow the table's
+    /// `num_rows`; their keys are already in the table's PK delta.
+    pending: BTreeMap<TableId, Vec<ValueVector>>,
+}
+
+impl TxnLocal {
+    fn pending_rows(&self, table: TableId) -> u64 {
+        self.pending
+            .get(&table)
+            .and_then(|c| c.first())
+            .map_or(0, |c| c.len() as u64)
+    }
+
+    fn track(&mut self, chunk: &ColumnChunk) {
+        let mut runs = Vec::new();
+        chunk.pages(&mut runs);
+        for r in runs {
+            self.fresh.insert(r.first, r.count);
+        }
+    }
+
+    /// `runs` are no longer referenced by the transaction: those written by it
+    /// are freed now (no snapshot can see them); older ones are freed by commit.
+    fn retire(&mut self, pager: &Pager, runs: &[PageRun]) {
+        for r in runs {
+            if let Some(count) = self.fresh.remove(&r.first) {
+                pager.free(PageIdx(r.first), count);
+            }
+        }
+    }
+
+    /// Rollback: frees every page written by this transaction's write operations.
+    pub(crate) fn release(&mut self, pager: &Pager) {
+        for (first, count) in self.fresh.drain() {
+            pager.free(PageIdx(first), count);
+        }
+    }
+
+    /// The pages now belong to the committed version.
+    pub(crate) fn committed(&mut self) {
+        self.fresh.clear();
+    }
+}
+
+fn chunk_pages(chunks: &[ColumnChunk]) -> Vec<PageRun> {
+    let mut out = Vec::new();
+    for c in chunks {
+        c.pages(&mut out);
+    }
+    out
+}
+
+fn csr_pages(g: &CsrGroup) -> Vec<PageRun> {
+    let mut out = Vec::new();
+    g.offsets.pages(&mut out);
+    g.neighbors.pages(&mut out);
+    g.rel_ids.pages(&mut out);
+    for p in &g.properties {
+        p.pages(&mut out);
+    }
+    out
+}
+
+fn write_error(message: impl Into<String>) -> Error {
+    Error::new(ErrorKind::Runtime, message)
+}
+
+/// `v` converted to a column of type `ty`, or None if it does not fit.
+/// NULL fits every type; integers convert between widths when in range and
+/// to FLOAT/DOUBLE; other values must have exactly the column's type.
+pub fn coerce_value(v: &Value, ty: &LogicalType) -> Option<Value> {
+    if v.is_null() {
+        return Some(Value::Null);
+    }
+    if v.logical_type() == *ty {
+        return Some(v.clone());
+    }
+    let int = || -> Option<i128> {
+        match v {
+            Value::UInt64(u) => Some(*u as i128),
+            _ => v.as_i64().map(|i| i as i128),
+        }
+    };
+    Some(match ty {
+        LogicalType::Int8 => Value::Int8(i8::try_from(int()?).ok()?),
+        LogicalType::Int16 => Value::Int16(i16::try_from(int()?).ok()?),
+        LogicalType::Int32 => Value::Int32(i32::try_from(int()?).ok()?),
+        LogicalType::Int64 => Value::Int64(i64::try_from(int()?).ok()?),
+        LogicalType::UInt8 => Value::UInt8(u8::try_from(int()?).ok()?),
+        LogicalType::UInt16 => Value::UInt16(u16::try_from(int()?).ok()?),
+        LogicalType::UInt32 => Value::UInt32(u32::try_from(int()?).ok()?),
+        LogicalType::UInt64 => Value::UInt64(u64::try_from(int()?).ok()?),
+        LogicalType::Double => match v {
+            Value::Float(f) => Value::Double(*f as f64),
+            _ => Value::Double(int()? as f64),
+        },
+        LogicalType::Float => Value::Float(int()? as f32),
+        _ => return None,
+    })
+}
+
+fn key_kind(ty: &LogicalType) -> KeyKind {
+    if *ty == LogicalType::String {
+        KeyKind::StrHash
+    } else {
+        KeyKind::Int
+    }
+}
+
+/// Types of a table's storage columns (in `column_ids` order).
+fn column_types(entry: &TableEntry, column_ids: &[PropertyId]) -> Result<Vec<LogicalType>> {
+    column_ids
+        .iter()
+        .map(|id| {
+            entry
+                .properties
+                .iter()
+                .find(|p| p.id == *id)
+                .map(|p| p.ty.clone())
+                .ok_or_else(|| {
+                    Error::internal(format!(
+                        "storage column {} of table '{}' is not in the catalog",
+                        id.0, entry.name
+                    ))
+                })
+        })
+        .collect()
+}
+
+/// Reads every row of node group `g` (all columns).
+fn read_group(
+    pager: &Arc<Pager>,
+    data: &NodeTableData,
+    g: usize,
+    types: &[LogicalType],
+) -> Result<Vec<ValueVector>> {
+    let rows = data.groups[g].num_rows as usize;
+    types
+        .iter()
+        .enumerate()
+        .map(|(c, ty)| {
+            let mut v = ValueVector::new(ty.clone(), rows);
+            data.pin_column(pager, g, c)?.read(0, rows, &mut v, 0)?;
+            Ok(v)
+        })
+        .collect()
+}
+
+/// Reads one value of a node table (cold path: tests, checks).
+pub fn read_node_value(
+    pager: &Arc<Pager>,
+    data: &NodeTableData,
+    column: usize,
+    ty: &LogicalType,
+    offset: u64,
+) -> Result<Value> {
+    let mut v = ValueVector::new(ty.clone(), 1);
+    data.read_column(pager, column, offset, 1, &mut v, 0)?;
+    Ok(v.get_value(0))
+}
+
+/// One CSR group decoded into memory.
+struct CsrBuf {
+    offsets: Vec<u64>,
+    nbrs: Vec<u64>,
+    ids: Vec<u64>,
+    props: Vec<ValueVector>,
+}
+
+impl CsrBuf {
+    fn empty(types: &[LogicalType]) -> CsrBuf {
+        CsrBuf {
+            offsets: vec![0],
+            nbrs: Vec::new(),
+            ids: Vec::new(),
+            props: types
+                .iter()
+                .map(|t| ValueVector::new(t.clone(), 0))
+                .collect(),
+        }
+    }
+
+    fn read(pager: &Arc<Pager>, g: &CsrGroup, types: &[LogicalType]) -> Result<CsrBuf> {
+        let all: Vec<usize> = (0..types.len()).collect();
+        let pinned = g.pin(pager, &all)?;
+        let mut offsets = vec![0u64; g.num_nodes as usize + 1];
+        pinned.offsets.read_u64s(0, offsets.len(), &mut offsets);
+        let n = g.num_rels as usize;
+        let mut nbrs = vec![0u64; n];
+        pinned.neighbors.read_u64s(0, n, &mut nbrs);
+        let mut ids = vec![0u64; n];
+        pinned.rel_ids.read_u64s(0, n, &mut ids);
+        let mut props = Vec::with_capacity(types.len());
+        for (c, ty) in types.iter().enumerate() {
+            let mut v = ValueVector::new(ty.clone(), n);
+            pinned.properties[c].read(0, n, &mut v, 0)?;
+            props.push(v);
+        }
+        Ok(CsrBuf {
+            offsets,
+            nbrs,
+            ids,
+            props,
+        })
+    }
+
+    fn num_nodes(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    fn range(&self, local: usize) -> std::ops::Range<usize> {
+        if local >= self.num_nodes() {
+            return 0..0;
+        }
+        self.offsets[local] as usize..self.offsets[local + 1] as usize
+    }
+}
+
+fn u64_vector(values: &[u64]) -> ValueVector {
+    ValueVector {
+        ty: LogicalType::UInt64,
+        data: VectorData::U64(values.to_vec()),
+        nulls: kith_common::NullMask::with_len(values.len()),
+    }
+}
+
+impl WriteTxn<'_> {
+    fn write_chunk(&mut self, v: &ValueVector) -> Result<ColumnChunk> {
+        let pager = Arc::clone(self.pager());
+        let c = ColumnChunk::write(&pager, v, 0, v.len())?;
+        self.local.track(&c);
+        Ok(c)
+    }
+
+    fn retire(&mut self, runs: &[PageRun]) {
+        let pager = Arc::clone(self.pager());
+        self.local.retire(&pager, runs);
+    }
+
+    fn write_csr(&mut self, buf: &CsrBuf) -> Result<CsrGroup> {
+        let mut properties = Vec::with_capacity(buf.props.len());
+        for p in &buf.props {
+            properties.push(self.write_chunk(p)?);
+        }
+        Ok(CsrGroup {
+            num_nodes: buf.num_nodes() as u64,
+            num_rels: buf.nbrs.len() as u64,
+            offsets: self.write_chunk(&u64_vector(&buf.offsets))?,
+            neighbors: self.write_chunk(&u64_vector(&buf.nbrs))?,
+            rel_ids: self.write_chunk(&u64_vector(&buf.ids))?,
+            properties,
+        })
+    }
+
+    fn entry(&self, table: TableId) -> Result<TableEntry> {
+        self.catalog
+            .table(table)
+            .cloned()
+            .ok_or_else(|| Error::internal(format!("no table with id {}", table.0)))
+    }
+
+    fn node_data(&self, table: TableId) -> Result<NodeTableData> {
+        match self.tables.get(&table).map(|t| t.as_ref()) {
+            Some(TableData::Node(n)) => Ok(n.clone()),
+            _ => Err(Error::internal(format!(
+                "table {} has no node storage",
+                table.0
+            ))),
+        }
+    }
+
+    fn rel_data(&self, table: TableId) -> Result<RelTableData> {
+        match self.tables.get(&table).map(|t| t.as_ref()) {
+            Some(TableData::Rel(r)) => Ok(r.clone()),
+            _ => Err(Error::internal(format!(
+                "table {} has no rel storage",
+                table.0
+            ))),
+        }
+    }
+
+    /// The live node of `table` whose primary key is `key`, as this
+    /// transaction sees it (for MERGE and for resolving rel endpoints).
+    pub fn lookup_pk(&self, table: TableId, key: &Value) -> Result<Option<u64>> {
+        let data = self.node_data(table)?;
+        data.pk_lookup(self.pager())?.lookup(key)
+    }
+
+    /// Inserts nodes into node table `table`; each row holds one value per
+    /// catalog property, in catalog order. Returns the new offsets.
+    pub fn insert_nodes(&mut self, table: TableId, rows: &[Vec<Value>]) -> Result<Vec<u64>> {
+        let entry = self.entry(table)?;
+        let pk_prop = match &entry.kind {
+            TableKind::Node(info) => info.primary_key,
+            TableKind::Rel(_) => {
+                return Err(write_error(format!(
+                    "'{}' is a rel table, not a node table",
+                    entry.name
+                )))
+            }
+        };
+        if rows.is_empty() {
+            return Ok(Vec::new());
+        }
+        let pager = Arc::clone(self.pager());
+        let mut data = self.node_data(table)?;
+        let types = column_types(&entry, &data.column_ids)?;
+        let n = rows.len();
+        if data.num_rows + self.local.pending_rows(table) + n as u64
+            > kith_common::ids::MAX_TABLE_ROWS
+        {
+            return Err(write_error(format!(
+                "table '{}' would exceed {} rows",
+                entry.name,
+                kith_common::ids::MAX_TABLE_ROWS
+            )));
+        }
+        // Storage column of each catalog property.
+        let col_of: Vec<usize> = entry
+            .properties
+            .iter()
+            .map(|p| {
+                data.column_of(p.id).ok_or_else(|| {
+                    Error::internal(format!(
+                        "property '{}' of '{}' has no storage column",
+                        p.name, entry.name
+                    ))
+                })
+            })
+            .collect::<Result<_>>()?;
+        let mut new_cols: Vec<ValueVector> = types
+            .iter()
+            .map(|t| ValueVector::new(t.clone(), n))
+            .collect();
+        for (r, row) in rows.iter().enumerate() {
+            if row.len() != entry.properties.len() {
+                return Err(write_error(format!(
+                    "a row for table '{}' has {} values but the table has {} properties",
+                    entry.name,
+                    row.len(),
+                    entry.properties.len()
+                )));
+            }
+            for (pi, prop) in entry.properties.iter().enumerate() {
+                let v = coerce_value(&row[pi], &prop.ty).ok_or_else(|| {
+                    Error::type_error(format!(
+                        "cannot store {} value {} in column '{}' ({}) of table '{}'",
+                        row[pi].logical_type(),
+                        row[pi],
+                        prop.name,
+                        prop.ty,
+                        entry.name
+                    ))
+                })?;
+                new_cols[col_of[pi]].set_value(r, &v);
+            }
+        }
+
+        // Primary keys.
+        let pk_name = &entry.properties[pk_prop].name;
+        let kind = key_kind(&entry.properties[pk_prop].ty);
+        let mut lookup = data.pk_lookup(&pager)?;
+        let mut batch: HashSet<PkKey> = HashSet::with_capacity(n);
+        let mut keys = Vec::with_capacity(n);
+        for row in rows {
+            let v =
+                coerce_value(&row[pk_prop], &entry.properties[pk_prop].ty).unwrap_or(Value::Null);
+            if v.is_null() {
+                return Err(write_error(format!(
+                    "the primary key '{pk_name}' of table '{}' cannot be NULL",
+                    entry.name
+                )));
+            }
+            let key = PkKey::of_value(&v, kind)
+                .ok_or_else(|| Error::internal(format!("unindexable key {v}")))?;
+            if !batch.insert(key.clone()) || lookup.lookup(&v)?.is_some() {
+                return Err(write_error(format!(
+                    "duplicate primary key {v} in column '{pk_name}' of table '{}'",
+                    entry.name
+                )));
+            }
+            keys.push(key);
+        }
+        drop(lookup);
+
+        // Buffered in the transaction; written by `flush_pending`.
+        let first = data.num_rows + self.local.pending_rows(table);
+        if data.pk_index.is_none() {
+            data.pk_index = Some(PkIndex::build(
+                &pager,
+                kind,
+                std::iter::empty::<(IndexKey, u64)>(),
+            )?);
+            if let Some(idx) = &data.pk_index {
+                self.local.fresh.insert(idx.slots.first, idx.slots.count);
+            }
+        }
+        let delta = Arc::make_mut(&mut data.pk_delta);
+        for (i, k) in keys.into_iter().enumerate() {
+            delta.insert(k, first + i as u64);
+        }
+        self.tables.insert(table, Arc::new(TableData::Node(data)));
+        let pending = self.local.pending.entry(table).or_insert_with(|| {
+            types
+                .iter()
+                .map(|t| ValueVector::new(t.clone(), 0))
+                .collect()
+        });
+        for (p, c) in pending.iter_mut().zip(&new_cols) {
+            p.append(c);
+        }
+        if self.local.pending_rows(table) >= NODE_GROUP_SIZE {
+            self.flush_table(table)?;
+        }
+        Ok((first..first + n as u64).collect())
+    }
+
+    /// [`WriteTxn::insert_nodes`] with the rows of `chunk` (columns in catalog
+    /// property order).
+    pub fn insert_nodes_chunk(
+        &mut self,
+        table: TableId,
+        chunk: &kith_common::Chunk,
+    ) -> Result<Vec<u64>> {
+        let rows: Vec<Vec<Value>> = (0..chunk.num_rows).map(|r| chunk.row(r)).collect();
+        self.insert_nodes(table, &rows)
+    }
+
+    /// Writes the rows `insert_nodes` buffered in this transaction into the
+    /// node groups of `txn.tables`. Every other write operation, the bulk
+    /// loader and commit call it first; **call it before reading
+    /// `txn.tables` inside the transaction** (read-your-writes).
+    pub fn flush_pending(&mut self) -> Result<()> {
+        let tables: Vec<TableId> = self.local.pending.keys().copied().collect();
+        for t in tables {
+            self.flush_table(t)?;
+        }
+        Ok(())
+    }
+
+    fn flush_table(&mut self, table: TableId) -> Result<()> {
+        let Some(new_cols) = self.local.pending.remove(&table) else {
+            return Ok(());
+        };
+        let n = new_cols.first().map_or(0, |c| c.len());
+        if n == 0 {
+            return Ok(());
+        }
+        let entry = self.entry(table)?;
+        let pager = Arc::clone(self.pager());
+        let mut data = self.node_data(table)?;
+        let types = column_types(&entry, &data.column_ids)?;
+        // Append: fill the last group (rewritten), then new groups.
+        let mut taken = 0usize;
+        if let Some(last) = data.groups.len().checked_sub(1) {
+            let have = data.groups[last].num_rows;
+            if have < NODE_GROUP_SIZE {
+                let take = ((NODE_GROUP_SIZE - have) as usize).min(n);
+                let mut cols = read_group(&pager, &data, last, &types)?;
+                for (c, nc) in cols.iter_mut().zip(&new_cols) {
+                    c.append(&nc.gather(&(0..take as u64).collect::<Vec<_>>()));
+                }
+                let mut chunks = Vec::with_capacity(cols.len());
+                for c in &cols {
+                    chunks.push(self.write_chunk(c)?);
+                }
+                let old = std::mem::replace(&mut data.groups[last].columns, chunks);
+                self.retire(&chunk_pages(&old));
+                data.groups[last].num_rows = have + take as u64;
+                taken = take;
+            }
+        }
+        while taken < n {
+            let take = (NODE_GROUP_SIZE as usize).min(n - taken);
+            let idx: Vec<u64> = (taken as u64..(taken + take) as u64).collect();
+            let mut chunks = Vec::with_capacity(new_cols.len());
+            for c in &new_cols {
+                chunks.push(self.write_chunk(&c.gather(&idx))?);
+            }
+            data.groups.push(NodeGroupData {
+                num_rows: take as u64,
+                columns: chunks,
+                deleted: None,
+            });
+            taken += take;
+        }
+        data.num_rows += n as u64;
+        self.tables.insert(table, Arc::new(TableData::Node(data)));
+        Ok(())
+    }
+
+    /// Folds PK deltas into rebuilt indexes: every table's when `force`, else
+    /// those past [`pk_delta_limit`]. Called at commit; call with `force` at
+    /// CHECKPOINT.
+    pub fn merge_pk_deltas(&mut self, force: bool) -> Result<()> {
+        self.flush_pending()?;
+        let ids: Vec<TableId> = self.tables.keys().copied().collect();
+        for id in ids {
+            let Some(TableData::Node(data)) = self.tables.get(&id).map(|t| t.as_ref()) else {
+                continue;
+            };
+            let indexed = data.pk_index.as_ref().map_or(0, |i| i.num_keys);
+            let delta = data.pk_delta.len() as u64;
+            if delta == 0 || (!force && delta <= pk_delta_limit(indexed)) {
+                continue;
+            }
+            let mut data = data.clone();
+            self.rebuild_pk_index(id, &mut data)?;
+            self.tables.insert(id, Arc::new(TableData::Node(data)));
+        }
+        Ok(())
+    }
+
+    fn rebuild_pk_index(&mut self, table: TableId, data: &mut NodeTableData) -> Result<()> {
+        let entry = self.entry(table)?;
+        let pager = Arc::clone(self.pager());
+        let types = column_types(&entry, &data.column_ids)?;
+        let ty = types[data.pk_column].clone();
+        let mut entries = Vec::with_capacity(data.num_rows as usize);
+        for (g, group) in data.groups.iter().enumerate() {
+            let rows = group.num_rows as usize;
+            let mut v = ValueVector::new(ty.clone(), rows);
+            data.pin_column(&pager, g, data.pk_column)?
+                .read(0, rows, &mut v, 0)?;
+            for r in 0..rows {
+                let off = g as u64 * NODE_GROUP_SIZE + r as u64;
+                if data.is_deleted(off) || v.is_null(r) {
+                    continue;
+                }
+                let val = v.get_value(r);
+                let k = IndexKey::of_value(&val, key_kind(&ty))
+                    .ok_or_else(|| Error::internal(format!("unindexable key {val}")))?;
+                entries.push((k, off));
+            }
+        }
+        let idx = PkIndex::build(&pager, key_kind(&ty), entries.into_iter())?;
+        self.local.fresh.insert(idx.slots.first, idx.slots.count);
+        if let Some(old) = data.pk_index.replace(idx) {
+            self.retire(&[old.slots]);
+        }
+        data.pk_delta = Arc::default();
+        Ok(())
+    }
+
+    /// Work done once before commit: oversized PK deltas are merged.
+    pub(crate) fn prepare_commit(&mut self) -> Result<()> {
+        self.merge_pk_deltas(false)
+    }
+
+    /// Sets property `property` of node `offset` of node table `table`.
+    pub fn update_node_property(
+        &mut self,
+        table: TableId,
+        offset: u64,
+        property: PropertyId,
+        value: &Value,
+    ) -> Result<()> {
+        self.flush_pending()?;
+        let entry = self.entry(table)?;
+        let mut data = self.node_data(table)?;
+        let pager = Arc::clone(self.pager());
+        let prop = entry
+            .properties
+            .iter()
+            .find(|p| p.id == property)
+            .ok_or_else(|| {
+                write_error(format!(
+                    "table '{}' has no property with id {}",
+                    entry.name, property.0
+                ))
+            })?;
+        if entry.primary_key().is_some_and(|pk| pk.id == property) {
+            return Err(write_error(format!(
+                "cannot change the primary key '{}' of table '{}'",
+                prop.name, entry.name
+            )));
+        }
+        if offset >= data.num_rows || data.is_deleted(offset) {
+            return Err(write_error(format!(
+                "node {offset} of table '{}' does not exist",
+                entry.name
+            )));
+        }
+        let v = coerce_value(value, &prop.ty).ok_or_else(|| {
+            Error::type_error(format!(
+                "cannot store {} value {} in column '{}' ({}) of table '{}'",
+                value.logical_type(),
+                value,
+                prop.name,
+                prop.ty,
+                entry.name
+            ))
+        })?;
+        let col = data
+            .column_of(property)
+            .ok_or_else(|| Error::internal("property without storage column"))?;
+        let g = (offset / NODE_GROUP_SIZE) as usize;
+        let rows = data.groups[g].num_rows as usize;
+        let mut vec = ValueVector::new(prop.ty.clone(), rows);
+        data.pin_column(&pager, g, col)?
+            .read(0, rows, &mut vec, 0)?;
+        vec.set_null((offset % NODE_GROUP_SIZE) as usize, false);
+        vec.set_value((offset % NODE_GROUP_SIZE) as usize, &v);
+        let chunk = self.write_chunk(&vec)?;
+        let old = std::mem::replace(&mut data.groups[g].columns[col], chunk);
+        self.retire(&chunk_pages(&[old]));
+        self.tables.insert(table, Arc::new(TableData::Node(data)));
+        Ok(())
+    }
+
+    /// Rel tables with an end in node table `table`: (rel table, direction
+    /// whose bound node is in `table`).
+    fn rel_tables_of(&self, table: TableId) -> Vec<(TableId, RelDirection)> {
+        let mut out = Vec::new();
+        for t in self.catalog.rel_tables() {
+            if let Some(info) = t.rel_info() {
+                if info.src == table {
+                    out.push((t.id, RelDirection::Fwd));
+                }
+                if info.dst == table {
+                    out.push((t.id, RelDirection::Bwd));
+                }
+            }
+        }
+        out
+    }
+
+    /// Every rel of `nodes` (offsets, by CSR group) in direction `dir` of rel
+    /// table `data`, as (src, dst, rel id).
+    fn rels_of_nodes(
+        &self,
+        data: &RelTableData,
+        dir: RelDirection,
+        nodes: &BTreeSet<u64>,
+    ) -> Result<Vec<(u64, u64, u64)>> {
+        let pager = self.pager();
+        let csr = data.csr(dir);
+        let mut out = Vec::new();
+        let mut by_group: BTreeMap<usize, Vec<u64>> = BTreeMap::new();
+        for &o in nodes {
+            by_group
+                .entry((o / NODE_GROUP_SIZE) as usize)
+                .or_default()
+                .push(o);
+        }
+        for (g, offs) in by_group {
+            let Some(group) = csr.groups.get(g) else {
+                continue;
+            };
+            let pinned = group.pin(pager, &[])?;
+            for o in offs {
+                let (s, e) = pinned.range(o % NODE_GROUP_SIZE);
+                for pos in s..e {
+                    let nbr = pinned.neighbors.get_u64(pos);
+                    let id = pinned.rel_ids.get_u64(pos);
+                    out.push(match dir {
+                        RelDirection::Fwd => (o, nbr, id),
+                        RelDirection::Bwd => (nbr, o, id),
+                    });
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Deletes nodes of `table`. Without `detach` a node that still has rels is
+    /// an error; with it, those rels are deleted too. Nodes already deleted are
+    /// skipped. Returns how many nodes were deleted.
+    pub fn delete_nodes(&mut self, table: TableId, offsets: &[u64], detach: bool) -> Result<u64> {
+        self.flush_pending()?;
+        let entry = self.entry(table)?;
+        let data = self.node_data(table)?;
+        let mut nodes = BTreeSet::new();
+        for &o in offsets {
+            if o >= data.num_rows {
+                return Err(write_error(format!(
+                    "node {o} of table '{}' does not exist",
+                    entry.name
+                )));
+            }
+            if !data.is_deleted(o) {
+                nodes.insert(o);
+            }
+        }
+        if nodes.is_empty() {
+            return Ok(0);
+        }
+        for (rel, dir) in self.rel_tables_of(table) {
+            let rdata = self.rel_data(rel)?;
+            let rels = self.rels_of_nodes(&rdata, dir, &nodes)?;
+            if rels.is_empty() {
+                continue;
+            }
+            if !detach {
+                let (s, d, _) = rels[0];
+                let node = if dir == RelDirection::Fwd { s } else { d };
+                let rel_name = self.entry(rel)?.name;
+                return Err(write_error(format!(
+                    "cannot delete node {node} of table '{}' because it still has rels in '{rel_name}'; use DETACH DELETE",
+                    entry.name
+                )));
+            }
+            let ids: BTreeMap<u64, (u64, u64)> =
+                rels.into_iter().map(|(s, d, id)| (id, (s, d))).collect();
+            let list: Vec<(u64, u64, u64)> =
+                ids.into_iter().map(|(id, (s, d))| (s, d, id)).collect();
+            self.delete_rels(rel, &list)?;
+        }
+        // Re-read: deleting rels does not change node data, but be exact.
+        let mut data = self.node_data(table)?;
+        let pager = Arc::clone(self.pager());
+        let types = column_types(&entry, &data.column_ids)?;
+        let pk_ty = types[data.pk_column].clone();
+        let kind = key_kind(&pk_ty);
+        for &o in &nodes {
+            if !data.pk_delta.is_empty() {
+                let key = read_node_value(&pager, &data, data.pk_column, &pk_ty, o)?;
+                if let Some(k) = PkKey::of_value(&key, kind) {
+                    if data.pk_delta.get(&k) == Some(&o) {
+                        Arc::make_mut(&mut data.pk_delta).remove(&k);
+                    }
+                }
+            }
+            let g = &mut data.groups[(o / NODE_GROUP_SIZE) as usize];
+            g.deleted
+                .get_or_insert_with(DeletedMask::default)
+                .insert(o % NODE_GROUP_SIZE);
+        }
+        self.tables.insert(table, Arc::new(TableData::Node(data)));
+        Ok(nodes.len() as u64)
+    }
+
+    /// Inserts rels `src[i] -> dst[i]` (node offsets) into rel table `table`;
+    /// `props` is empty (all properties NULL) or one row per rel with one value
+    /// per catalog property. Returns the new rel ids.
+    pub fn insert_rels(
+        &mut self,
+        table: TableId,
+        src: &[u64],
+        dst: &[u64],
+        props: &[Vec<Value>],
+    ) -> Result<Vec<u64>> {
+        self.flush_pending()?;
+        let entry = self.entry(table)?;
+        let info = entry
+            .rel_info()
+            .ok_or_else(|| {
+                write_error(format!("'{}' is a node table, not a rel table", entry.name))
+            })?
+            .clone();
+        let n = src.len();
+        if dst.len() != n || !(props.is_empty() || props.len() == n) {
+            return Err(Error::internal("insert_rels: argument lengths differ"));
+        }
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let mut data = self.rel_data(table)?;
+        let types = column_types(&entry, &data.column_ids)?;
+        for (side, offs, node_table) in [("source", src, info.src), ("destination", dst, info.dst)]
+        {
+            let nd = self.node_data(node_table)?;
+            let name = self.entry(node_table)?.name;
+            for &o in offs {
+                if o >= nd.num_rows || nd.is_deleted(o) {
+                    return Err(write_error(format!(
+                        "cannot create a rel in '{}': its {side} node {o} does not exist in table '{name}'",
+                        entry.name
+                    )));
+                }
+            }
+        }
+        let mut new_props: Vec<ValueVector> = types
+            .iter()
+            .map(|t| ValueVector::new(t.clone(), n))
+            .collect();
+        for (r, row) in props.iter().enumerate() {
+            if row.len() != entry.properties.len() {
+                return Err(write_error(format!(
+                    "a row for rel table '{}' has {} values but the table has {} properties",
+                    entry.name,
+                    row.len(),
+                    entry.properties.len()
+                )));
+            }
+            for (pi, prop) in entry.properties.iter().enumerate() {
+                let v = coerce_value(&row[pi], &prop.ty).ok_or_else(|| {
+                    Error::type_error(format!(
+                        "cannot store {} value {} in column '{}' ({}) of table '{}'",
+                        row[pi].logical_type(),
+                        row[pi],
+                        prop.name,
+                        prop.ty,
+                        entry.name
+                    ))
+                })?;
+                let c = data
+                    .column_of(prop.id)
+                    .ok_or_else(|| Error::internal("rel property without storage column"))?;
+                new_props[c].set_value(r, &v);
+            }
+        }
+        if props.is_empty() {
+            for p in &mut new_props {
+                for r in 0..n {
+                    p.set_null(r, true);
+                }
+            }
+        }
+        // Multiplicity: a ONE side allows one rel per bound node.
+        for (many, bound, dir, side) in [
+            (info.multiplicity.dst_many, src, RelDirection::Fwd, "source"),
+            (
+                info.multiplicity.src_many,
+                dst,
+                RelDirection::Bwd,
+                "destination",
+            ),
+        ] {
+            if many {
+                continue;
+            }
+            let mut seen = HashSet::with_capacity(n);
+            for &o in bound {
+                let existing = self.rels_of_nodes(&data, dir, &BTreeSet::from([o]))?;
+                if !seen.insert(o) || !existing.is_empty() {
+                    return Err(write_error(format!(
+                        "table '{}' is {} but {side} node {o} would have more than one rel",
+                        entry.name,
+                        info.multiplicity.name()
+                    )));
+                }
+            }
+        }
+        let first_id = data.next_rel_id;
+        let ids: Vec<u64> = (first_id..first_id + n as u64).collect();
+        for dir in [RelDirection::Fwd, RelDirection::Bwd] {
+            let (bound, other, node_table) = match dir {
+                RelDirection::Fwd => (src, dst, info.src),
+                RelDirection::Bwd => (dst, src, info.dst),
+            };
+            let nd = self.node_data(node_table)?;
+            let mut by_group: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+            for (i, &o) in bound.iter().enumerate() {
+                by_group
+                    .entry((o / NODE_GROUP_SIZE) as usize)
+                    .or_default()
+                    .push(i);
+            }
+            let mut csr = std::mem::take(match dir {
+                RelDirection::Fwd => &mut data.fwd,
+                RelDirection::Bwd => &mut data.bwd,
+            });
+            for (g, rows) in by_group {
+                let old = self.load_csr(&csr, g, &types)?;
+                let num_nodes = (nd.groups[g].num_rows as usize).max(old.num_nodes());
+                let mut per_node: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+                for i in rows {
+                    per_node
+                        .entry((bound[i] % NODE_GROUP_SIZE) as usize)
+                        .or_default()
+                        .push(i);
+                }
+                let old_n = old.nbrs.len();
+                let mut buf = CsrBuf::empty(&types);
+                buf.offsets = Vec::with_capacity(num_nodes + 1);
+                buf.offsets.push(0);
+                let mut order: Vec<u64> = Vec::with_capacity(old_n + n);
+                for local in 0..num_nodes {
+                    for pos in old.range(local) {
+                        buf.nbrs.push(old.nbrs[pos]);
+                        buf.ids.push(old.ids[pos]);
+                        order.push(pos as u64);
+                    }
+                    if let Some(news) = per_node.get(&local) {
+                        for &i in news {
+                            buf.nbrs.push(other[i]);
+                            buf.ids.push(ids[i]);
+                            order.push((old_n + i) as u64);
+                        }
+                    }
+                    buf.offsets.push(buf.nbrs.len() as u64);
+                }
+                buf.props = old
+                    .props
+                    .into_iter()
+                    .zip(&new_props)
+                    .map(|(mut o, nw)| {
+                        o.append(nw);
+                        o.gather(&order)
+                    })
+                    .collect();
+                self.store_csr(&mut csr, g, &buf)?;
+            }
+            match dir {
+                RelDirection::Fwd => data.fwd = csr,
+                RelDirection::Bwd => data.bwd = csr,
+            }
+        }
+        data.num_rels += n as u64;
+        data.next_rel_id += n as u64;
+        self.tables.insert(table, Arc::new(TableData::Rel(data)));
+        Ok(ids)
+    }
+
+    fn load_csr(&self, csr: &CsrIndex, g: usize, types: &[LogicalType]) -> Result<CsrBuf> {
+        match csr.groups.get(g) {
+            Some(group) => CsrBuf::read(self.pager(), group, types),
+            None => Ok(CsrBuf::empty(types)),
+        }
+    }
+
+    /// Writes `buf` as CSR group `g` (adding empty groups before it as needed).
+    fn store_csr(&mut self, csr: &mut CsrIndex, g: usize, buf: &CsrBuf) -> Result<()> {
+        while csr.groups.len() < g {
+            let empty = CsrBuf::empty(&[]);
+            let mut group = self.write_csr(&empty)?;
+            group.properties = Vec::new();
+            // Empty groups still need one (empty) chunk per property.
+            for p in &buf.props {
+                group
+                    .properties
+                    .push(self.write_chunk(&ValueVector::new(p.ty.clone(), 0))?);
+            }
+            csr.groups.push(group);
+        }
+        let group = self.write_csr(buf)?;
+        if g == csr.groups.len() {
+            csr.groups.push(group);
+        } else {
+            let old = std::mem::replace(&mut csr.groups[g], group);
+            self.retire(&csr_pages(&old));
+        }
+        Ok(())
+    }
+
+    /// Deletes rels `(src, dst, rel id)` of rel table `table` from both CSR
+    /// directions. Every rel must exist. Returns how many were deleted.
+    pub fn delete_rels(&mut self, table: TableId, rels: &[(u64, u64, u64)]) -> Result<u64> {
+        self.flush_pending()?;
+        let entry = self.entry(table)?;
+        let mut data = self.rel_data(table)?;
+        let types = column_types(&entry, &data.column_ids)?;
+        let mut uniq: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
+        for &(s, d, id) in rels {
+            uniq.insert(id, (s, d));
+        }
+        if uniq.is_empty() {
+            return Ok(0);
+        }
+        for dir in [RelDirection::Fwd, RelDirection::Bwd] {
+            let mut by_group: BTreeMap<usize, HashSet<u64>> = BTreeMap::new();
+            for (&id, &(s, d)) in &uniq {
+                let bound = if dir == RelDirection::Fwd { s } else { d };
+                by_group
+                    .entry((bound / NODE_GROUP_SIZE) as usize)
+                    .or_default()
+                    .insert(id);
+            }
+            let mut csr = std::mem::take(match dir {
+                RelDirection::Fwd => &mut data.fwd,
+                RelDirection::Bwd => &mut data.bwd,
+            });
+            let mut removed = 0usize;
+            for (g, ids) in by_group {
+                if g >= csr.groups.len() {
+                    continue;
+                }
+                let old = self.load_csr(&csr, g, &types)?;
+                let mut buf = CsrBuf::empty(&types);
+                buf.offsets = Vec::with_capacity(old.offsets.len());
+                buf.offsets.push(0);
+                let mut keep = Vec::with_capacity(old.nbrs.len());
+                for local in 0..old.num_nodes() {
+                    for pos in old.range(local) {
+                        if ids.contains(&old.ids[pos]) {
+                            removed += 1;
+                            continue;
+                        }
+                        buf.nbrs.push(old.nbrs[pos]);
+                        buf.ids.push(old.ids[pos]);
+                        keep.push(pos as u64);
+                    }
+                    buf.offsets.push(buf.nbrs.len() as u64);
+                }
+                buf.props = old.props.iter().map(|p| p.gather(&keep)).collect();
+                self.store_csr(&mut csr, g, &buf)?;
+            }
+            match dir {
+                RelDirection::Fwd => data.fwd = csr,
+                RelDirection::Bwd => data.bwd = csr,
+            }
+            if removed != uniq.len() {
+                return Err(write_error(format!(
+                    "cannot delete {} rels of '{}': only {removed} of them exist",
+                    uniq.len(),
+                    entry.name
+                )));
+            }
+        }
+        data.num_rels -= uniq.len() as u64;
+        self.tables.insert(table, Arc::new(TableData::Rel(data)));
+        Ok(uniq.len() as u64)
+    }
+
+    /// Sets property `property` of rel `rel_id` (from node `src` to node
+    /// `dst`) of rel table `table`, in both directions' parallel columns.
+    pub fn update_rel_property(
+        &mut self,
+        table: TableId,
+        src: u64,
+        dst: u64,
+        rel_id: u64,
+        property: PropertyId,
+        value: &Value,
+    ) -> Result<()> {
+        self.flush_pending()?;
+        let entry = self.entry(table)?;
+        let mut data = self.rel_data(table)?;
+        let pager = Arc::clone(self.pager());
+        let prop = entry
+            .properties
+            .iter()
+            .find(|p| p.id == property)
+            .ok_or_else(|| {
+                write_error(format!(
+                    "table '{}' has no property with id {}",
+                    entry.name, property.0
+                ))
+            })?;
+        let v = coerce_value(value, &prop.ty).ok_or_else(|| {
+            Error::type_error(format!(
+                "cannot store {} value {} in column '{}' ({}) of table '{}'",
+                value.logical_type(),
+                value,
+                prop.name,
+                prop.ty,
+                entry.name
+            ))
+        })?;
+        let col = data
+            .column_of(property)
+            .ok_or_else(|| Error::internal("rel property without storage column"))?;
+        for dir in [RelDirection::Fwd, RelDirection::Bwd] {
+            let bound = if dir == RelDirection::Fwd { src } else { dst };
+            let g = (bound / NODE_GROUP_SIZE) as usize;
+            let csr = match dir {
+                RelDirection::Fwd => &data.fwd,
+                RelDirection::Bwd => &data.bwd,
+            };
+            let not_found = || {
+                write_error(format!(
+                    "rel {rel_id} ({src} -> {dst}) of table '{}' does not exist",
+                    entry.name
+                ))
+            };
+            let group = csr.groups.get(g).ok_or_else(not_found)?;
+            let pinned = group.pin(&pager, &[col])?;
+            let (s, e) = pinned.range(bound % NODE_GROUP_SIZE);
+            let pos = (s..e)
+                .find(|&p| pinned.rel_ids.get_u64(p) == rel_id)
+                .ok_or_else(not_found)?;
+            let n = group.num_rels as usize;
+            let mut vec = ValueVector::new(prop.ty.clone(), n);
+            pinned.properties[0].read(0, n, &mut vec, 0)?;
+            vec.set_null(pos as usize, false);
+            vec.set_value(pos as usize, &v);
+            drop(pinned);
+            let chunk = self.write_chunk(&vec)?;
+            let csr = match dir {
+                RelDirection::Fwd => &mut data.fwd,
+                RelDirection::Bwd => &mut data.bwd,
+            };
+            let old = std::mem::replace(&mut csr.groups[g].properties[col], chunk);
+            self.retire(&chunk_pages(&[old]));
+        }
+        self.tables.insert(table, Arc::new(TableData::Rel(data)));
+        Ok(())
+    }
+}
