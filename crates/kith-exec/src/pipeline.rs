@@ -24,6 +24,8 @@ use crate::operator::extend::Extend;
 use crate::operator::filter::Filter;
 use crate::operator::hash_aggregate::{AggregateDef, GroupKey, HashAggregate};
 use crate::operator::order_by::{sort_chunk, OrderBy};
+use crate::operator::recursive_join::{recursive_join, RecursiveSettings};
+use crate::operator::scan_counted_rows::ScanCountedRows;
 use crate::operator::scan_node::ScanNodes;
 use crate::operator::scan_properties::ScanProperties;
 use crate::operator::scan_rows::ScanRows;
@@ -139,6 +141,8 @@ enum BuiltSource {
         morsels: Arc<MorselDispenser>,
         chunk: usize,
         columns: Vec<(usize, usize)>,
+        /// The rows end with a count column (after a recursive join).
+        counted: bool,
     },
 }
 
@@ -161,6 +165,7 @@ impl PipelineShape {
         rows: Option<Arc<Chunk>>,
         sched: &Scheduler,
         threads: usize,
+        counted: bool,
     ) -> Result<PipelineShape> {
         let mut b = LayoutBuilder::default();
         let first = b.add_chunk();
@@ -206,6 +211,7 @@ impl PipelineShape {
                     morsels,
                     chunk: first,
                     columns: positions,
+                    counted,
                 }
             }
         };
@@ -220,6 +226,7 @@ impl PipelineShape {
                         None,
                         sched,
                         threads,
+                        false,
                     )?;
                     let outputs: Vec<BoundExpr> = columns
                         .iter()
@@ -344,6 +351,21 @@ impl PipelineShape {
                 morsels,
                 chunk,
                 columns,
+                counted: true,
+            } => Box::new(ScanCountedRows {
+                ctx: Arc::clone(ctx),
+                rows: Arc::clone(rows),
+                morsels: Arc::clone(morsels),
+                chunk: *chunk,
+                columns: columns.clone(),
+                pending: 0..0,
+            }),
+            BuiltSource::Rows {
+                rows,
+                morsels,
+                chunk,
+                columns,
+                counted: false,
             } => Box::new(ScanRows {
                 ctx: Arc::clone(ctx),
                 rows: Arc::clone(rows),
@@ -467,6 +489,17 @@ pub fn execute_query(
     sched: &Scheduler,
     threads: usize,
 ) -> Result<Vec<Chunk>> {
+    execute_query_with(plan, ctx, sched, threads, &RecursiveSettings::default())
+}
+
+/// [`execute_query`] with the connection's recursive-query settings.
+pub fn execute_query_with(
+    plan: &QueryPlan,
+    ctx: Arc<QueryContext>,
+    sched: &Scheduler,
+    threads: usize,
+    recursive: &RecursiveSettings,
+) -> Result<Vec<Chunk>> {
     let mut input: Option<Chunk> = None;
     let last = plan.parts.len().saturating_sub(1);
     for (i, part) in plan.parts.iter().enumerate() {
@@ -474,6 +507,9 @@ pub fn execute_query(
             Source::Rows { .. } => {
                 // The first part starts from one empty row.
                 let mut base = input.take().unwrap_or_else(|| Chunk::new(&[], 1));
+                if let Some(join) = &part.recursive {
+                    base = recursive_join(join, &base, &ctx, sched, threads, recursive)?.0;
+                }
                 if part.optional.is_some() {
                     // The row number, to find input rows without a match.
                     let mut numbers = ValueVector::new(LogicalType::Int64, 0);
@@ -623,7 +659,15 @@ fn execute_part(
     threads: usize,
 ) -> Result<Vec<Chunk>> {
     let input = rows.clone();
-    let shape = PipelineShape::build(&plan.source, &plan.steps, ctx, rows, sched, threads)?;
+    let shape = PipelineShape::build(
+        &plan.source,
+        &plan.steps,
+        ctx,
+        rows,
+        sched,
+        threads,
+        plan.recursive.is_some(),
+    )?;
     let ordered = !plan.descending.is_empty();
     let rows: Vec<Chunk> = match &plan.sink {
         Sink::Collect { outputs } if ordered => {

@@ -31,6 +31,10 @@ pub struct Binder<'a> {
     part: BoundPart,
     /// Finished parts.
     parts: Vec<BoundPart>,
+    /// Named paths of the current part (`p = (a)-[*]->(b)`): name and the
+    /// slot holding the path length (the cost for weighted shortest paths,
+    /// flagged true).
+    paths: Vec<(String, SlotId, bool)>,
 }
 
 fn not_supported(span: Span, what: &str) -> Error {
@@ -120,6 +124,7 @@ impl<'a> Binder<'a> {
             aliases: Vec::new(),
             part: BoundPart::default(),
             parts: Vec::new(),
+            paths: Vec::new(),
         }
     }
 
@@ -625,17 +630,47 @@ impl<'a> Binder<'a> {
         p: &ast::PathPattern,
         predicates: &mut Vec<BoundExpr>,
     ) -> Result<()> {
+        let single_recursive = p.chain.len() == 1 && p.chain[0].0.range.is_some();
+        let mut len_slot = None;
         if let Some(v) = &p.variable {
-            return Err(not_supported(v.span, "named paths"));
+            if !single_recursive {
+                return Err(not_supported(
+                    v.span,
+                    "named paths other than one variable-length relationship",
+                ));
+            }
+            if self.paths.iter().any(|(n, _, _)| *n == v.name)
+                || self.graph.nodes.iter().any(|n| n.name == v.name)
+                || self.graph.rels.iter().any(|r| r.name == v.name)
+            {
+                return Err(Error::at(
+                    ErrorKind::Semantic,
+                    v.span,
+                    format!("variable '{}' is already bound", v.name),
+                ));
+            }
+            let slot = self.new_slot();
+            let weighted = p.chain[0].0.range.as_ref().is_some_and(|r| {
+                matches!(
+                    r.kind,
+                    ast::RecursiveKind::WeightedShortest | ast::RecursiveKind::AllWeightedShortest
+                )
+            });
+            self.paths.push((v.name.clone(), slot, weighted));
+            len_slot = Some(slot);
         }
-        if p.shortest.is_some() {
-            return Err(not_supported(p.span, "shortest paths"));
+        if p.shortest.is_some() && !single_recursive {
+            return Err(not_supported(
+                p.span,
+                "shortestPath/allShortestPaths over anything but one variable-length relationship",
+            ));
         }
         let mut left = self.bind_node(&p.start, predicates)?;
         for (rel, node) in &p.chain {
-            if rel.range.is_some() {
-                return Err(not_supported(rel.span, "variable-length relationships"));
-            }
+            let recursive = match &rel.range {
+                None => None,
+                Some(spec) => Some(self.bind_recursive(rel, spec, p.shortest, len_slot)?),
+            };
             let right = self.bind_node(node, predicates)?;
             let tables: Vec<TableId> = if rel.types.is_empty() {
                 self.catalog.rel_tables().map(|t| t.id).collect()
@@ -685,6 +720,7 @@ impl<'a> Binder<'a> {
                 direction: rel.direction,
                 id_slot,
                 properties: Vec::new(),
+                recursive,
             });
             self.bind_inline_props(&name, rel.properties.as_ref(), rel.span, predicates)?;
             if let Some(w) = &rel.where_ {
@@ -694,6 +730,107 @@ impl<'a> Binder<'a> {
             left = right;
         }
         Ok(())
+    }
+
+    /// Checks a variable-length rel pattern and resolves its kind and bounds
+    /// (the rel table and endpoints are checked by the planner).
+    fn bind_recursive(
+        &self,
+        rel: &ast::RelPattern,
+        spec: &ast::RecursiveSpec,
+        shortest: Option<ast::ShortestKind>,
+        len_slot: Option<SlotId>,
+    ) -> Result<RecursiveRel> {
+        use ast::RecursiveKind as K;
+        let kind = match (shortest, spec.kind) {
+            (Some(ast::ShortestKind::Shortest), K::Walk | K::Shortest) => RecursiveMode::Shortest,
+            (Some(ast::ShortestKind::AllShortest), K::Walk | K::AllShortest) => {
+                RecursiveMode::AllShortest
+            }
+            (Some(_), _) => {
+                return Err(Error::at(
+                    ErrorKind::Semantic,
+                    spec.span,
+                    "shortestPath/allShortestPaths cannot be combined with another path mode",
+                ))
+            }
+            (None, K::Walk) => RecursiveMode::Walk,
+            (None, K::Shortest) => RecursiveMode::Shortest,
+            (None, K::AllShortest) => RecursiveMode::AllShortest,
+            (None, K::Trail) => return Err(not_supported(spec.span, "TRAIL paths")),
+            (None, K::Acyclic) => return Err(not_supported(spec.span, "ACYCLIC paths")),
+            (None, K::WeightedShortest) => RecursiveMode::WeightedShortest,
+            (None, K::AllWeightedShortest) => {
+                return Err(not_supported(
+                    spec.span,
+                    "ALL WSHORTEST (all weighted shortest paths)",
+                ))
+            }
+        };
+        if spec.predicate.is_some() || spec.rel_var.is_some() || spec.node_var.is_some() {
+            return Err(not_supported(
+                spec.span,
+                "predicates inside a variable-length relationship",
+            ));
+        }
+        if let Some(v) = &rel.variable {
+            return Err(not_supported(
+                v.span,
+                "binding the variable of a variable-length relationship",
+            ));
+        }
+        if rel.properties.is_some() || rel.where_.is_some() {
+            return Err(not_supported(
+                rel.span,
+                "property conditions on a variable-length relationship",
+            ));
+        }
+        if rel.types.len() > 1 {
+            return Err(not_supported(
+                rel.span,
+                "variable-length relationships over several rel types",
+            ));
+        }
+        if rel.direction == ast::Direction::Both {
+            return Err(not_supported(
+                rel.span,
+                "undirected variable-length relationships",
+            ));
+        }
+        let weight = match (kind, &spec.weight) {
+            (RecursiveMode::WeightedShortest, Some(w)) => Some(w.name.clone()),
+            (RecursiveMode::WeightedShortest, None) => {
+                return Err(Error::at(
+                    ErrorKind::Semantic,
+                    spec.span,
+                    "WSHORTEST needs a weight property: * WSHORTEST(weight)",
+                ))
+            }
+            _ => None,
+        };
+        if weight.is_some() && (spec.max.is_some() || spec.min.is_some_and(|m| m > 1)) {
+            return Err(not_supported(
+                spec.span,
+                "length bounds on weighted shortest paths (only 0 or 1 as the lower bound)",
+            ));
+        }
+        let lower = spec.min.unwrap_or(1);
+        if let Some(u) = spec.max {
+            if u < lower {
+                return Err(Error::at(
+                    ErrorKind::Semantic,
+                    spec.span,
+                    format!("the lower bound {lower} is greater than the upper bound {u}"),
+                ));
+            }
+        }
+        Ok(RecursiveRel {
+            mode: kind,
+            lower,
+            upper: spec.max,
+            len_slot,
+            weight,
+        })
     }
 
     /// Binds a WITH or RETURN, finishing the current part. For a WITH, opens
@@ -930,6 +1067,7 @@ impl<'a> Binder<'a> {
         });
         self.values.clear();
         self.rels_carried.clear();
+        self.paths.clear();
         if !proj.is_with {
             return Ok(Vec::new());
         }
@@ -1162,6 +1300,12 @@ impl<'a> Binder<'a> {
                 if let Some((_, e)) = self.aliases.iter().find(|a| &a.0 == name) {
                     return Ok(e.clone());
                 }
+                if self.paths.iter().any(|p| &p.0 == name) {
+                    return Err(not_supported(
+                        span,
+                        "using a path value (only length(p) is supported)",
+                    ));
+                }
                 if let Some(n) = self.graph.nodes.iter().find(|n| &n.name == name) {
                     return Ok(BoundExpr::slot(n.id_slot, LogicalType::InternalId, span));
                 }
@@ -1237,6 +1381,30 @@ impl<'a> Binder<'a> {
                 args,
             } => {
                 let lname = name.name.to_ascii_lowercase();
+                if let [ast::Expr {
+                    kind: ExprKind::Variable(v),
+                    ..
+                }] = args.as_slice()
+                {
+                    if let Some(&(_, slot, weighted)) = self.paths.iter().find(|p| &p.0 == v) {
+                        return match lname.as_str() {
+                            "length" if !weighted => {
+                                Ok(BoundExpr::slot(slot, LogicalType::Int64, span))
+                            }
+                            "cost" if weighted => {
+                                Ok(BoundExpr::slot(slot, LogicalType::Double, span))
+                            }
+                            "length" => Err(not_supported(
+                                span,
+                                "length() of a weighted shortest path (use cost(p))",
+                            )),
+                            _ => Err(not_supported(
+                                span,
+                                &format!("{}() of a path (only length(p))", name.name),
+                            )),
+                        };
+                    }
+                }
                 if functions::is_aggregate(&lname) {
                     if self.aggregates.is_none() {
                         return Err(Error::at(

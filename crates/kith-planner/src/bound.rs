@@ -83,6 +83,46 @@ pub struct QueryRel {
     pub direction: Direction,
     pub id_slot: SlotId,
     pub properties: Vec<(String, SlotId, LogicalType)>,
+    /// A variable-length pattern (`*l..u`, `* SHORTEST`, ...): computed by
+    /// the recursive join between two query parts.
+    pub recursive: Option<RecursiveRel>,
+}
+
+/// What a variable-length rel computes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecursiveMode {
+    /// Every walk (rels may repeat); each walk is one result row.
+    Walk,
+    /// One row per reachable destination at its shortest length.
+    Shortest,
+    /// One row per shortest path (as a multiplicity).
+    AllShortest,
+    /// One row per reachable destination with its smallest total weight.
+    WeightedShortest,
+}
+
+#[derive(Debug, Clone)]
+pub struct RecursiveRel {
+    pub mode: RecursiveMode,
+    pub lower: u64,
+    /// `None`: up to the connection's `var_length_max_depth`.
+    pub upper: Option<u64>,
+    /// Slot of the path length (`length(p)` of a named path; `cost(p)`, a
+    /// DOUBLE, for weighted shortest paths).
+    pub len_slot: Option<SlotId>,
+    /// Weight property of weighted shortest paths.
+    pub weight: Option<String>,
+}
+
+impl RecursiveRel {
+    /// The type of `len_slot`.
+    pub fn len_type(&self) -> LogicalType {
+        if self.mode == RecursiveMode::WeightedShortest {
+            LogicalType::Double
+        } else {
+            LogicalType::Int64
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default)]

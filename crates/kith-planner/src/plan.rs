@@ -12,7 +12,7 @@ use std::fmt::Write;
 use kith_catalog::{Catalog, PropertyId};
 use kith_common::{LogicalType, TableId};
 
-use crate::bound::{BoundAggregate, BoundUnwind};
+use crate::bound::{BoundAggregate, BoundUnwind, RecursiveMode};
 use crate::expr::{BoundExpr, SlotId};
 
 /// Which CSR a step reads: by source (`Fwd`) or by destination (`Bwd`).
@@ -96,9 +96,57 @@ pub struct SubPlan {
     pub steps: Vec<Step>,
 }
 
+/// The recursive join that starts a part: the previous part's rows are
+/// joined by their source node column with the destinations the recursive
+/// computation reaches from it. Each output row is the input row plus the
+/// destination id, the length (when `with_len`) and, last, the number of
+/// walks / paths it stands for (read as the row's multiplicity).
+#[derive(Debug, Clone)]
+pub struct RecursiveJoin {
+    pub mode: RecursiveMode,
+    pub rel_table: TableId,
+    /// The node table of both endpoints.
+    pub node_table: TableId,
+    pub direction: ExtendDirection,
+    pub lower: u64,
+    /// `None`: the connection's `var_length_max_depth`.
+    pub upper: Option<u64>,
+    /// Input column holding the source node id.
+    pub src_column: usize,
+    pub with_len: bool,
+    /// The weight property (rel table column) of weighted shortest paths.
+    pub weight: Option<(PropertyId, LogicalType)>,
+    /// The dispatch policy (filled in from the connection for EXPLAIN).
+    pub policy: Option<String>,
+}
+
+impl RecursiveJoin {
+    pub fn describe(&self, catalog: &Catalog) -> String {
+        let table = |t: TableId| catalog.table(t).map_or("?".to_string(), |e| e.name.clone());
+        let mode = match self.mode {
+            RecursiveMode::Walk => "walks",
+            RecursiveMode::Shortest => "shortest",
+            RecursiveMode::AllShortest => "all shortest",
+            RecursiveMode::WeightedShortest => "weighted shortest",
+        };
+        format!(
+            "RecursiveJoin (IFE {mode}) {} {:?} -> {} *{}..{} policy={}",
+            table(self.rel_table),
+            self.direction,
+            table(self.node_table),
+            self.lower,
+            self.upper
+                .map_or("max_depth".to_string(), |u| u.to_string()),
+            self.policy.as_deref().unwrap_or("nTkS"),
+        )
+    }
+}
+
 /// One part of a query: a pipeline and its finishing phase.
 #[derive(Debug, Clone)]
 pub struct PartPlan {
+    /// Joins the input rows with a recursive computation before anything else.
+    pub recursive: Option<RecursiveJoin>,
     /// Columns of the rows this part reads (empty for the first part).
     pub inputs: Vec<(SlotId, LogicalType)>,
     /// Applied to the input rows (one empty row for the first part) before
@@ -231,6 +279,9 @@ impl PartPlan {
             } => format!("ScanNodes {}{}", table(*t), props(properties)),
             Source::Rows { columns } => format!("ScanRows ({} columns)", columns.len()),
         });
+        if let Some(r) = &self.recursive {
+            lines.push(r.describe(catalog));
+        }
         for _ in &self.unwinds {
             lines.push("Unwind".to_string());
         }

@@ -15,7 +15,7 @@ use kith_parser::ast::Direction;
 use crate::bound::{BoundPart, BoundQuery, QueryGraph};
 use crate::expr::{BoundExpr, SlotId};
 use crate::plan::{
-    ExtendDirection, PartPlan, PropertyRead, QueryPlan, Sink, Source, Step, SubPlan,
+    ExtendDirection, PartPlan, PropertyRead, QueryPlan, RecursiveJoin, Sink, Source, Step, SubPlan,
 };
 
 fn single_table(tables: &[TableId], what: &str, name: &str, span_name: &str) -> Result<TableId> {
@@ -74,8 +74,14 @@ pub fn plan_query(
     let mut parts = Vec::new();
     let mut names = Vec::new();
     let mut types = Vec::new();
-    let last = q.parts.len().saturating_sub(1);
-    for (i, part) in q.parts.into_iter().enumerate() {
+    // Variable-length rels split their part in two around a recursive join.
+    let mut next_slot = q.num_slots;
+    let mut expanded: Vec<(BoundPart, Option<RecursiveJoin>)> = Vec::new();
+    for part in q.parts {
+        expanded.extend(split_recursive(part, catalog, &mut next_slot)?);
+    }
+    let last = expanded.len().saturating_sub(1);
+    for (i, (part, recursive)) in expanded.into_iter().enumerate() {
         if i == last {
             names = part.outputs.iter().map(|(n, _)| n.clone()).collect();
             types = part.outputs.iter().map(|(_, e)| e.ty.clone()).collect();
@@ -90,7 +96,9 @@ pub fn plan_query(
             }
         }
         let from_rows = i > 0 || part.optional.is_some();
-        parts.push(plan_part(part, from_rows, catalog, cardinality)?);
+        let mut plan = plan_part(part, from_rows, catalog, cardinality)?;
+        plan.recursive = recursive;
+        parts.push(plan);
     }
     Ok(QueryPlan {
         parts,
@@ -315,6 +323,7 @@ fn plan_part(
         (Sink::Collect { outputs }, Vec::new())
     };
     Ok(PartPlan {
+        recursive: None,
         inputs: q.inputs,
         unwinds: q.unwinds,
         source,
@@ -483,4 +492,279 @@ impl ExtendCtx<'_> {
         }
         Ok(())
     }
+}
+
+/// The types of every slot a part defines or receives.
+fn slot_types(q: &BoundPart) -> HashMap<SlotId, LogicalType> {
+    let g = &q.graph;
+    q.inputs
+        .iter()
+        .cloned()
+        .chain(q.unwinds.iter().map(|u| (u.slot, u.ty.clone())))
+        .chain(g.nodes.iter().flat_map(|n| {
+            std::iter::once((n.id_slot, LogicalType::InternalId))
+                .chain(n.properties.iter().map(|p| (p.1, p.2.clone())))
+        }))
+        .chain(g.rels.iter().flat_map(|r| {
+            std::iter::once((r.id_slot, LogicalType::InternalId))
+                .chain(r.properties.iter().map(|p| (p.1, p.2.clone())))
+                .chain(
+                    r.recursive
+                        .as_ref()
+                        .and_then(|x| x.len_slot.map(|s| (s, x.len_type()))),
+                )
+        }))
+        .collect()
+}
+
+fn expr_slots(e: &BoundExpr) -> Vec<SlotId> {
+    let mut v = Vec::new();
+    e.slots(&mut v);
+    v
+}
+
+/// The nodes and the rels (both ends kept) of `g` selected by `keep_node`.
+fn subgraph(g: &QueryGraph, keep_node: &[bool], skip_rel: usize) -> QueryGraph {
+    let mut map = vec![usize::MAX; g.nodes.len()];
+    let mut out = QueryGraph::default();
+    for (i, n) in g.nodes.iter().enumerate() {
+        if keep_node[i] {
+            map[i] = out.nodes.len();
+            out.nodes.push(n.clone());
+        }
+    }
+    for (i, r) in g.rels.iter().enumerate() {
+        if i != skip_rel && keep_node[r.left] && keep_node[r.right] {
+            let mut r = r.clone();
+            r.left = map[r.left];
+            r.right = map[r.right];
+            out.rels.push(r);
+        }
+    }
+    out
+}
+
+/// Splits a part at its first variable-length rel: part A matches everything
+/// not only reachable through that rel and outputs the slots read later
+/// (the source node id among them); the recursive join adds the destination,
+/// length and count columns; part B matches the rest from the destination.
+/// Both halves are split further while they hold variable-length rels.
+fn split_recursive(
+    part: BoundPart,
+    catalog: &Catalog,
+    next_slot: &mut u32,
+) -> Result<Vec<(BoundPart, Option<RecursiveJoin>)>> {
+    let g = &part.graph;
+    let Some(ri) = g.rels.iter().position(|r| r.recursive.is_some()) else {
+        return Ok(vec![(part, None)]);
+    };
+    if part.optional.is_some() {
+        return Err(Error::not_supported(
+            "variable-length relationships in OPTIONAL MATCH are not supported yet",
+        ));
+    }
+    let r = &g.rels[ri];
+    let spec = r
+        .recursive
+        .clone()
+        .ok_or_else(|| Error::internal("lost spec"))?;
+    let rel_table = single_table(&r.tables, "rel", display_name(&r.name), "")?;
+    let left_table = single_table(&g.nodes[r.left].tables, "node", &g.nodes[r.left].name, "")?;
+    let right_table = single_table(&g.nodes[r.right].tables, "node", &g.nodes[r.right].name, "")?;
+    let entry = catalog
+        .table(rel_table)
+        .ok_or_else(|| Error::internal("rel table vanished"))?;
+    let info = entry
+        .rel_info()
+        .ok_or_else(|| Error::internal("rel table without endpoints"))?;
+    if info.src != info.dst {
+        return Err(Error::not_supported(format!(
+            "variable-length relationships over '{}' (which connects two different node tables) are not supported yet",
+            entry.name
+        )));
+    }
+    if left_table != info.src || right_table != info.src {
+        let name = |t: TableId| catalog.table(t).map_or("?".to_string(), |e| e.name.clone());
+        return Err(Error::semantic(format!(
+            "rel table '{}' connects {} to {}, but the pattern uses it between {} and {}",
+            entry.name,
+            name(info.src),
+            name(info.dst),
+            name(left_table),
+            name(right_table)
+        )));
+    }
+    // The component of the right end without this rel.
+    let mut right_comp = vec![false; g.nodes.len()];
+    right_comp[r.right] = true;
+    loop {
+        let mut changed = false;
+        for (i, o) in g.rels.iter().enumerate() {
+            if i != ri && right_comp[o.left] != right_comp[o.right] {
+                right_comp[o.left] = true;
+                right_comp[o.right] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    let separate = !right_comp[r.left]
+        && !g
+            .nodes
+            .iter()
+            .enumerate()
+            .any(|(i, n)| right_comp[i] && n.imported);
+    let in_a: Vec<bool> = (0..g.nodes.len())
+        .map(|i| !separate || !right_comp[i])
+        .collect();
+    let in_b: Vec<bool> = (0..g.nodes.len())
+        .map(|i| separate && right_comp[i])
+        .collect();
+    let graph_a = subgraph(g, &in_a, ri);
+    let mut graph_b = subgraph(g, &in_b, ri);
+    let types = slot_types(&part);
+    let a_part = BoundPart {
+        inputs: part.inputs.clone(),
+        unwinds: part.unwinds.clone(),
+        graph: graph_a,
+        ..BoundPart::default()
+    };
+    let a_available: HashSet<SlotId> = slot_types(&a_part).into_keys().collect();
+    let (a_preds, mut b_preds): (Vec<BoundExpr>, Vec<BoundExpr>) = part
+        .predicates
+        .iter()
+        .cloned()
+        .partition(|e| expr_slots(e).iter().all(|s| a_available.contains(s)));
+    let src_slot = g.nodes[r.left].id_slot;
+    let dst_slot = if separate {
+        g.nodes[r.right].id_slot
+    } else {
+        let tmp = SlotId(*next_slot);
+        *next_slot += 1;
+        let span = kith_common::Span::new(0, 0);
+        b_preds.push(BoundExpr {
+            kind: crate::expr::BoundExprKind::Binary(
+                crate::expr::BinaryOp::Eq,
+                Box::new(BoundExpr::slot(tmp, LogicalType::InternalId, span)),
+                Box::new(BoundExpr::slot(
+                    g.nodes[r.right].id_slot,
+                    LogicalType::InternalId,
+                    span,
+                )),
+            ),
+            ty: LogicalType::Bool,
+            span,
+        });
+        tmp
+    };
+    // Slots read after the join.
+    let mut needed: HashSet<SlotId> = HashSet::new();
+    needed.insert(src_slot);
+    b_preds.iter().for_each(|e| needed.extend(expr_slots(e)));
+    part.group_keys
+        .iter()
+        .for_each(|(e, _)| needed.extend(expr_slots(e)));
+    part.aggregates
+        .iter()
+        .filter_map(|a| a.arg.as_ref())
+        .for_each(|e| needed.extend(expr_slots(e)));
+    part.outputs
+        .iter()
+        .for_each(|(_, e)| needed.extend(expr_slots(e)));
+    part.order_by
+        .iter()
+        .for_each(|k| needed.extend(expr_slots(&k.expr)));
+    let mut carried: Vec<SlotId> = needed
+        .into_iter()
+        .filter(|s| a_available.contains(s))
+        .collect();
+    carried.sort();
+    let carried: Vec<(SlotId, LogicalType)> = carried
+        .into_iter()
+        .map(|s| {
+            let ty = types
+                .get(&s)
+                .cloned()
+                .ok_or_else(|| Error::internal(format!("slot {s:?} has no type")))?;
+            Ok((s, ty))
+        })
+        .collect::<Result<_>>()?;
+    let src_column = carried
+        .iter()
+        .position(|c| c.0 == src_slot)
+        .ok_or_else(|| Error::internal("source slot not carried"))?;
+    let span = kith_common::Span::new(0, 0);
+    let a_part = BoundPart {
+        predicates: a_preds,
+        outputs: carried
+            .iter()
+            .map(|(s, ty)| {
+                (
+                    format!("_slot{}", s.0),
+                    BoundExpr::slot(*s, ty.clone(), span),
+                )
+            })
+            .collect(),
+        output_slots: carried.iter().map(|c| c.0).collect(),
+        ..a_part
+    };
+    let mut b_inputs = carried.clone();
+    b_inputs.push((dst_slot, LogicalType::InternalId));
+    if let Some(l) = spec.len_slot {
+        b_inputs.push((l, spec.len_type()));
+    }
+    if let Some(i) = graph_b.nodes.iter().position(|n| n.id_slot == dst_slot) {
+        graph_b.nodes[i].imported = true;
+    }
+    let b_part = BoundPart {
+        inputs: b_inputs,
+        unwinds: Vec::new(),
+        graph: graph_b,
+        predicates: b_preds,
+        ..part
+    };
+    let weight = match &spec.weight {
+        None => None,
+        Some(w) => {
+            let p = entry.property(w).ok_or_else(|| {
+                Error::semantic(format!(
+                    "property '{w}' does not exist in rel table '{}'",
+                    entry.name
+                ))
+            })?;
+            if !p.ty.is_numeric() {
+                return Err(Error::semantic(format!(
+                    "the weight '{w}' of a weighted shortest path must be numeric, not {}",
+                    p.ty
+                )));
+            }
+            Some((p.id, p.ty.clone()))
+        }
+    };
+    let direction = if r.direction == Direction::Left {
+        ExtendDirection::Bwd
+    } else {
+        ExtendDirection::Fwd
+    };
+    let join = RecursiveJoin {
+        mode: spec.mode,
+        rel_table,
+        node_table: info.src,
+        direction,
+        lower: spec.lower,
+        upper: spec.upper,
+        src_column,
+        with_len: spec.len_slot.is_some(),
+        weight,
+        policy: None,
+    };
+    let mut out = split_recursive(a_part, catalog, next_slot)?;
+    let mut rest = split_recursive(b_part, catalog, next_slot)?;
+    if let Some(first) = rest.first_mut() {
+        first.1 = Some(join);
+    }
+    out.append(&mut rest);
+    Ok(out)
 }

@@ -85,6 +85,8 @@ impl Database {
 pub(crate) struct Settings {
     pub threads: usize,
     pub timeout: Option<Duration>,
+    /// `recursive_policy`, `recursive_k`, `var_length_max_depth`.
+    pub recursive: kith_exec::operator::recursive_join::RecursiveSettings,
 }
 
 /// A client session on a database: settings (threads, timeout) and statement
@@ -103,6 +105,7 @@ impl Connection {
             settings: Mutex::new(Settings {
                 threads: db.inner.sched.num_threads(),
                 timeout: None,
+                recursive: Default::default(),
             }),
             running: Mutex::new(None),
             progress: None,

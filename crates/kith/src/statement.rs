@@ -194,9 +194,37 @@ fn run_statement(
                     })?;
                     s.timeout = (ms > 0).then(|| Duration::from_millis(ms as u64));
                 }
+                "recursive_policy" => {
+                    let Value::String(p) = &value else {
+                        return Err(Error::runtime(format!(
+                            "recursive_policy expects a string (1T1S, nT1S, nTkS or nTkMS), got {value}"
+                        )));
+                    };
+                    s.recursive.policy = kith_exec::operator::recursive_join::Policy::parse(p)?;
+                }
+                "recursive_k" => {
+                    let k = value.as_i64().filter(|k| *k >= 0).ok_or_else(|| {
+                        Error::runtime(format!(
+                            "recursive_k expects a non-negative integer (0: automatic), got {value}"
+                        ))
+                    })?;
+                    s.recursive.k = (k > 0).then_some(k as usize);
+                }
+                "var_length_max_depth" => {
+                    let max = kith_graph_max_upper();
+                    let d = value
+                        .as_i64()
+                        .filter(|d| *d >= 1 && *d <= max as i64)
+                        .ok_or_else(|| {
+                            Error::runtime(format!(
+                                "var_length_max_depth expects an integer between 1 and {max}, got {value}"
+                            ))
+                        })?;
+                    s.recursive.max_depth = d as u32;
+                }
                 other => {
                     return Err(Error::runtime(format!(
-                        "unknown setting '{other}' (known: threads, timeout)"
+                        "unknown setting '{other}' (known: threads, timeout, recursive_policy, recursive_k, var_length_max_depth)"
                     )))
                 }
             }
@@ -266,7 +294,13 @@ fn run_statement(
                 params: params.clone(),
                 cancel: cancel.clone(),
             });
-            let chunks = kith_exec::execute_query(&plan, ctx, &conn.db.sched, settings.threads)?;
+            let chunks = kith_exec::pipeline::execute_query_with(
+                &plan,
+                ctx,
+                &conn.db.sched,
+                settings.threads,
+                &settings.recursive,
+            )?;
             cancel.check()?;
             Ok(QueryResult {
                 names: plan.names,
@@ -277,7 +311,20 @@ fn run_statement(
         }
         BoundStatement::Explain { inner, .. } => match *inner {
             BoundStatement::Query(q) => {
-                let plan = kith_planner::planner::plan_query(*q, &snapshot.catalog, &|_| 0)?;
+                let mut plan = kith_planner::planner::plan_query(*q, &snapshot.catalog, &|_| 0)?;
+                for part in &mut plan.parts {
+                    if let Some(r) = &mut part.recursive {
+                        let k = settings
+                            .recursive
+                            .k
+                            .map_or("auto".to_string(), |k| k.to_string());
+                        r.policy = Some(format!(
+                            "{} k={k} threads={}",
+                            settings.recursive.policy.name(),
+                            settings.threads
+                        ));
+                    }
+                }
                 Ok(message(plan.explain(&snapshot.catalog)))
             }
             _ => Err(Error::not_supported(
@@ -285,4 +332,9 @@ fn run_statement(
             )),
         },
     }
+}
+
+/// The largest `var_length_max_depth`.
+fn kith_graph_max_upper() -> u32 {
+    kith_exec::operator::recursive_join::MAX_DEPTH_LIMIT
 }

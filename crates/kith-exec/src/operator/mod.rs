@@ -8,6 +8,8 @@ pub mod extend;
 pub mod filter;
 pub mod hash_aggregate;
 pub mod order_by;
+pub mod recursive_join;
+pub mod scan_counted_rows;
 pub mod scan_node;
 pub mod scan_properties;
 pub mod scan_rows;

@@ -1,0 +1,300 @@
+//! The recursive join between two query parts: runs an IFE computation
+//! (`kith-graph`) from the distinct source nodes of the materialized input
+//! rows and joins its `(src, dst, len, count)` rows back to them by source.
+//! Walks and shortest paths are never enumerated: the count column becomes
+//! the row's multiplicity in the next part (see [`super::scan_counted_rows`]).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use kith_common::{
+    Chunk, Error, InternalId, LogicalType, NullMask, Result, Value, ValueVector, VectorData,
+};
+use kith_graph::{
+    run_ife, AllShortestCounts, CollectSink, CostRow, IfeOptions, LenRow, ShortestLengths,
+    StorageCsr, WalkCounts, WeightedShortest, MAX_UPPER,
+};
+pub use kith_graph::{Policy, RunStats};
+use kith_planner::bound::RecursiveMode;
+use kith_planner::plan::{ExtendDirection, RecursiveJoin};
+use kith_sched::Scheduler;
+use kith_storage::{RelDirection, RelTableData, TableData};
+
+use super::QueryContext;
+
+/// The largest accepted `var_length_max_depth`.
+pub const MAX_DEPTH_LIMIT: u32 = MAX_UPPER;
+
+/// Default of `var_length_max_depth`.
+pub const DEFAULT_MAX_DEPTH: u32 = 30;
+
+/// Per-connection settings of recursive computations.
+#[derive(Debug, Clone)]
+pub struct RecursiveSettings {
+    pub policy: Policy,
+    /// `None`: chosen from the thread count and the average degree.
+    pub k: Option<usize>,
+    pub max_depth: u32,
+}
+
+impl Default for RecursiveSettings {
+    fn default() -> Self {
+        RecursiveSettings {
+            policy: Policy::default(),
+            k: None,
+            max_depth: DEFAULT_MAX_DEPTH,
+        }
+    }
+}
+
+/// The type of the trailing count column.
+pub const COUNT_TYPE: LogicalType = LogicalType::UInt64;
+
+/// Resolves the bounds of `join` against the settings.
+pub fn bounds(join: &RecursiveJoin, settings: &RecursiveSettings) -> Result<(u32, u32)> {
+    if join.mode == RecursiveMode::WeightedShortest {
+        return Ok((join.lower.min(1) as u32, u32::MAX));
+    }
+    let max = settings.max_depth.min(MAX_UPPER);
+    let upper = match join.upper {
+        None => max as u64,
+        Some(u) if u > max as u64 => {
+            return Err(Error::runtime(format!(
+                "the upper bound {u} of a variable-length relationship exceeds var_length_max_depth ({max}); raise it with CALL var_length_max_depth={u}"
+            )))
+        }
+        Some(u) => u,
+    };
+    if join.lower > upper {
+        return Err(Error::runtime(format!(
+            "the lower bound {} of a variable-length relationship exceeds its upper bound {upper}",
+            join.lower
+        )));
+    }
+    Ok((join.lower as u32, upper as u32))
+}
+
+/// Joins `rows` (types `input_types`) with the recursive computation; the
+/// result has the input columns, the destination id, the length (when asked)
+/// and the count.
+pub fn recursive_join(
+    join: &RecursiveJoin,
+    rows: &Chunk,
+    ctx: &QueryContext,
+    sched: &Scheduler,
+    threads: usize,
+    settings: &RecursiveSettings,
+) -> Result<(Chunk, RunStats)> {
+    let (lower, upper) = bounds(join, settings)?;
+    let rel = match ctx.version.table(join.rel_table)?.as_ref() {
+        TableData::Rel(r) => r.clone(),
+        TableData::Node(_) => return Err(Error::internal("expected rel table storage")),
+    };
+    let num_nodes = match ctx.version.table(join.node_table)?.as_ref() {
+        TableData::Node(n) => n.num_rows,
+        TableData::Rel(_) => return Err(Error::internal("expected node table storage")),
+    };
+    let dir = match join.direction {
+        ExtendDirection::Fwd => RelDirection::Fwd,
+        ExtendDirection::Bwd => RelDirection::Bwd,
+    };
+    let graph = Arc::new(StorageCsr::new(&ctx.pager, rel.csr(dir))?.with_num_nodes(num_nodes));
+    // Distinct sources, in first-seen order.
+    let mut sources = Vec::new();
+    let mut seen = HashSet::new();
+    let src_col = rows
+        .columns
+        .get(join.src_column)
+        .ok_or_else(|| Error::internal("recursive join source column missing"))?;
+    let mut row_src = Vec::with_capacity(rows.num_rows);
+    for r in 0..rows.num_rows {
+        let s = match src_col.get_value(r) {
+            Value::InternalId(id) => {
+                let off = id.offset();
+                if seen.insert(off) {
+                    sources.push(off);
+                }
+                Some(off)
+            }
+            _ => None,
+        };
+        row_src.push(s);
+    }
+    let opts = IfeOptions {
+        policy: settings.policy,
+        threads,
+        k: settings.k,
+    };
+    // Rows found per source: (dst, length or cost, count), with the
+    // length as i64 or the cost's f64 bits.
+    let index_of: HashMap<u64, usize> = sources.iter().enumerate().map(|(i, &s)| (s, i)).collect();
+    let weighted = join.mode == RecursiveMode::WeightedShortest;
+    let found: Vec<(usize, u64, u64, u64)>;
+    let stats;
+    let src_index = |s: u64| -> Result<usize> {
+        index_of
+            .get(&s)
+            .copied()
+            .ok_or_else(|| Error::internal("recursive result for an unknown source"))
+    };
+    macro_rules! lengths {
+        ($compute:expr) => {{
+            let sink = Arc::new(CollectSink::<LenRow>::default());
+            stats = run_ife(
+                sched,
+                graph,
+                Arc::new($compute),
+                &sources,
+                &opts,
+                &ctx.cancel,
+                sink.clone(),
+            )?;
+            found = sink
+                .take()
+                .into_iter()
+                .filter(|r| r.count > 0)
+                .map(|r| Ok((src_index(r.src)?, r.dst, r.len as u64, r.count)))
+                .collect::<Result<_>>()?;
+        }};
+    }
+    match join.mode {
+        RecursiveMode::Walk => lengths!(WalkCounts { lower, upper }),
+        RecursiveMode::Shortest => lengths!(ShortestLengths { lower, upper }),
+        RecursiveMode::AllShortest => lengths!(AllShortestCounts { lower, upper }),
+        RecursiveMode::WeightedShortest => {
+            let (prop, ty) = join
+                .weight
+                .clone()
+                .ok_or_else(|| Error::internal("weighted shortest path without a weight"))?;
+            let weights = weights_by_rel_id(&rel, prop, ty, ctx)?;
+            let sink = Arc::new(CollectSink::<CostRow>::default());
+            stats = run_ife(
+                sched,
+                graph,
+                Arc::new(WeightedShortest::new(weights)?),
+                &sources,
+                &opts,
+                &ctx.cancel,
+                sink.clone(),
+            )?;
+            found = sink
+                .take()
+                .into_iter()
+                .filter(|r| lower == 0 || r.src != r.dst)
+                .map(|r| Ok((src_index(r.src)?, r.dst, r.cost.to_bits(), 1)))
+                .collect::<Result<_>>()?;
+        }
+    }
+    ctx.cancel.check()?;
+    // Counting sort by source: `start[i]..start[i + 1]` are source i's rows.
+    let mut start = vec![0usize; sources.len() + 1];
+    for f in &found {
+        start[f.0 + 1] += 1;
+    }
+    for i in 0..sources.len() {
+        start[i + 1] += start[i];
+    }
+    let mut cursor = start.clone();
+    let mut order = vec![0u32; found.len()];
+    for (k, f) in found.iter().enumerate() {
+        order[cursor[f.0]] = k as u32;
+        cursor[f.0] += 1;
+    }
+    // Output rows: input row index and found row index.
+    let mut input_rows: Vec<u64> = Vec::new();
+    let mut dsts: Vec<InternalId> = Vec::new();
+    let mut lens_i: Vec<i64> = Vec::new();
+    let mut lens_f: Vec<f64> = Vec::new();
+    let mut counts: Vec<u64> = Vec::new();
+    for (r, s) in row_src.iter().enumerate() {
+        let Some(si) = s.and_then(|s| index_of.get(&s).copied()) else {
+            continue;
+        };
+        for &k in &order[start[si]..start[si + 1]] {
+            let f = &found[k as usize];
+            input_rows.push(r as u64);
+            dsts.push(InternalId::new(join.node_table, f.1));
+            if join.with_len {
+                if weighted {
+                    lens_f.push(f64::from_bits(f.2));
+                } else {
+                    lens_i.push(f.2 as i64);
+                }
+            }
+            counts.push(f.3);
+        }
+        if r % 1024 == 0 {
+            ctx.cancel.check()?;
+        }
+    }
+    let n = input_rows.len();
+    let typed = |ty: LogicalType, data: VectorData| ValueVector {
+        ty,
+        data,
+        nulls: NullMask::with_len(n),
+    };
+    let mut columns: Vec<ValueVector> =
+        rows.columns.iter().map(|c| c.gather(&input_rows)).collect();
+    columns.push(typed(LogicalType::InternalId, VectorData::Id(dsts)));
+    if join.with_len {
+        columns.push(if weighted {
+            typed(LogicalType::Double, VectorData::F64(lens_f))
+        } else {
+            typed(LogicalType::Int64, VectorData::I64(lens_i))
+        });
+    }
+    columns.push(typed(COUNT_TYPE, VectorData::U64(counts)));
+    let out = Chunk {
+        columns,
+        num_rows: n,
+    };
+    Ok((out, stats))
+}
+
+/// The weight property of every rel, indexed by rel id (read from the
+/// forward CSR, whose property chunks are in CSR order next to the rel ids).
+fn weights_by_rel_id(
+    rel: &RelTableData,
+    prop: kith_catalog::PropertyId,
+    ty: LogicalType,
+    ctx: &QueryContext,
+) -> Result<Arc<[f64]>> {
+    let column = rel
+        .column_of(prop)
+        .ok_or_else(|| Error::internal("weight property has no storage column"))?;
+    let mut weights = vec![0f64; rel.next_rel_id.max(rel.num_rels) as usize];
+    let mut ids = Vec::new();
+    for g in &rel.fwd.groups {
+        if g.num_rels == 0 {
+            continue;
+        }
+        let pinned = g.pin(&ctx.pager, &[column])?;
+        let n = g.num_rels as usize;
+        ids.resize(n, 0);
+        pinned.rel_ids.read_u64s(0, n, &mut ids);
+        let col = pinned
+            .properties
+            .first()
+            .ok_or_else(|| Error::internal("weight column not pinned"))?;
+        let mut values = kith_common::ValueVector::new(ty.clone(), n);
+        col.read(0, n, &mut values, 0)?;
+        for (i, &id) in ids.iter().enumerate() {
+            let v = values.get_value(i);
+            let w = match v {
+                Value::Null => {
+                    return Err(Error::runtime(
+                        "weighted shortest path over a rel whose weight is NULL",
+                    ))
+                }
+                v => v
+                    .as_f64()
+                    .ok_or_else(|| Error::runtime(format!("weight {v} is not a number")))?,
+            };
+            let slot = weights
+                .get_mut(id as usize)
+                .ok_or_else(|| Error::internal(format!("rel id {id} out of range")))?;
+            *slot = w;
+        }
+    }
+    Ok(weights.into())
+}

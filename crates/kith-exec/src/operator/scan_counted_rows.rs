@@ -1,0 +1,80 @@
+//! Scans materialized rows whose last column is a count (the output of a
+//! recursive join): each batch is a run of consecutive rows with the same
+//! count, which becomes the result set's multiplicity, so `count(*)` and the
+//! other aggregates count walks without expanding them.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use kith_common::{Chunk, Result, Value, VectorData};
+use kith_sched::MorselDispenser;
+
+use super::{Operator, Pos, QueryContext};
+use crate::result_set::ResultSet;
+
+pub struct ScanCountedRows {
+    pub ctx: Arc<QueryContext>,
+    /// The columns of `columns`, then the count column.
+    pub rows: Arc<Chunk>,
+    pub morsels: Arc<MorselDispenser>,
+    pub chunk: usize,
+    /// Where each column of `rows` but the last goes.
+    pub columns: Vec<Pos>,
+    /// What is left of the current morsel.
+    pub pending: Range<usize>,
+}
+
+impl ScanCountedRows {
+    #[inline]
+    fn count(&self, row: usize) -> u64 {
+        let Some(col) = self.rows.columns.last() else {
+            return 1;
+        };
+        if let VectorData::U64(v) = &col.data {
+            return v[row];
+        }
+        match Some(col.get_value(row)) {
+            Some(Value::UInt64(c)) => c,
+            Some(v) => v.as_i64().map_or(1, |c| c.max(0) as u64),
+            None => 1,
+        }
+    }
+}
+
+impl Operator for ScanCountedRows {
+    fn next(&mut self, rs: &mut ResultSet) -> Result<bool> {
+        loop {
+            if self.ctx.cancel.should_stop()? {
+                return Ok(false);
+            }
+            if self.pending.is_empty() {
+                let Some(range) = self.morsels.next() else {
+                    return Ok(false);
+                };
+                self.pending = range.start as usize..range.end as usize;
+                continue;
+            }
+            let start = self.pending.start;
+            let count = self.count(start);
+            let mut end = start + 1;
+            while end < self.pending.end && self.count(end) == count {
+                end += 1;
+            }
+            self.pending.start = end;
+            if count == 0 {
+                continue;
+            }
+            let len = end - start;
+            for (src, &(chunk, vector)) in self.rows.columns.iter().zip(&self.columns) {
+                let out = &mut rs.chunks[chunk].vectors[vector];
+                out.reset(len);
+                for p in 0..len {
+                    out.copy_from(p, src, start + p);
+                }
+            }
+            rs.chunks[self.chunk].state.reset(len);
+            rs.multiplicity = count;
+            return Ok(true);
+        }
+    }
+}

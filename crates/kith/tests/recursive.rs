@@ -1,0 +1,387 @@
+//! Recursive patterns through Cypher on random graphs loaded with COPY,
+//! checked against a plain sequential reference (level-by-level walk counts
+//! and BFS) for every dispatch policy with 1 and 2 threads.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::fmt::Write as _;
+
+use kith::{Config, Connection, Database, Value};
+
+const POLICIES: [&str; 4] = ["1T1S", "nT1S", "nTkS", "nTkMS"];
+
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        self.0 >> 33
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+/// A named graph: node count and edges over offsets.
+type Shape = (&'static str, usize, Vec<(usize, usize)>);
+
+fn shapes() -> Vec<Shape> {
+    let mut out = Vec::new();
+    out.push(("no edges", 7, Vec::new()));
+    out.push((
+        "self loops and parallel edges",
+        5,
+        vec![
+            (0, 0),
+            (0, 1),
+            (0, 1),
+            (1, 2),
+            (2, 2),
+            (2, 0),
+            (3, 4),
+            (3, 4),
+            (4, 3),
+        ],
+    ));
+    let n = 40;
+    out.push(("cycle", n, (0..n).map(|i| (i, (i + 1) % n)).collect()));
+    out.push((
+        "stars",
+        n,
+        (1..20)
+            .map(|i| (0, i))
+            .chain((21..n).map(|i| (i, 20)))
+            .chain([(20, 0), (5, 20)])
+            .collect(),
+    ));
+    for seed in 1..=3u64 {
+        let mut r = Lcg(seed * 7777);
+        let n = 20 + r.below(40) as usize;
+        let m = r.below(4 * n as u64) as usize;
+        // Two halves with few edges between them (disconnected parts).
+        let edges = (0..m)
+            .map(|_| {
+                let a = r.below(n as u64) as usize;
+                let b = if r.below(8) == 0 {
+                    r.below(n as u64) as usize
+                } else {
+                    let half = if a < n / 2 { 0 } else { n / 2 };
+                    half + r.below((n / 2) as u64) as usize
+                };
+                (a, b)
+            })
+            .collect();
+        out.push(("random", n, edges));
+    }
+    out
+}
+
+fn id_of(i: usize) -> i64 {
+    ((i as i64 * 7919) % 100_003) + 1
+}
+
+fn adjacency(n: usize, edges: &[(usize, usize)], backward: bool) -> Vec<Vec<usize>> {
+    let mut adj = vec![Vec::new(); n];
+    for &(a, b) in edges {
+        if backward {
+            adj[b].push(a);
+        } else {
+            adj[a].push(b);
+        }
+    }
+    adj
+}
+
+/// (src id, dst id) -> number of walks with length in lower..=upper.
+fn ref_walks(adj: &[Vec<usize>], srcs: &[usize], lower: u32, upper: u32) -> Vec<(i64, i64, i64)> {
+    let mut out = BTreeMap::new();
+    for &s in srcs {
+        let mut cnt = vec![0u64; adj.len()];
+        cnt[s] = 1;
+        for len in 0..=upper {
+            if len >= lower {
+                for (v, &c) in cnt.iter().enumerate() {
+                    if c > 0 {
+                        *out.entry((id_of(s), id_of(v))).or_insert(0i64) += c as i64;
+                    }
+                }
+            }
+            let mut next = vec![0u64; adj.len()];
+            for (v, &c) in cnt.iter().enumerate() {
+                for &w in &adj[v] {
+                    next[w] += c;
+                }
+            }
+            cnt = next;
+        }
+    }
+    out.into_iter().map(|((a, b), c)| (a, b, c)).collect()
+}
+
+/// (src id, dst id, shortest length, number of shortest paths) within bounds.
+fn ref_bfs(
+    adj: &[Vec<usize>],
+    srcs: &[usize],
+    lower: u32,
+    upper: u32,
+) -> Vec<(i64, i64, i64, i64)> {
+    let mut out = Vec::new();
+    for &s in srcs {
+        let mut dist = vec![u32::MAX; adj.len()];
+        let mut paths = vec![0i64; adj.len()];
+        dist[s] = 0;
+        paths[s] = 1;
+        let mut q = VecDeque::from([s]);
+        while let Some(u) = q.pop_front() {
+            for &w in &adj[u] {
+                if dist[w] == u32::MAX {
+                    dist[w] = dist[u] + 1;
+                    paths[w] = paths[u];
+                    q.push_back(w);
+                } else if dist[w] == dist[u] + 1 {
+                    paths[w] += paths[u];
+                }
+            }
+        }
+        for v in 0..adj.len() {
+            if dist[v] != u32::MAX && dist[v] >= lower && dist[v] <= upper {
+                out.push((id_of(s), id_of(v), dist[v] as i64, paths[v]));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Weights are multiples of 0.25 (sums are exact).
+fn weight_of(i: usize) -> f64 {
+    ((i * 37) % 13) as f64 * 0.25
+}
+
+/// (src id, dst id, 4 * smallest total weight) for every destination but the
+/// source, by a plain O(n^2) Dijkstra.
+fn ref_dijkstra(n: usize, edges: &[(usize, usize)], srcs: &[usize]) -> Vec<(i64, i64, i64)> {
+    let mut out = Vec::new();
+    for &s in srcs {
+        let mut dist = vec![f64::INFINITY; n];
+        let mut done = vec![false; n];
+        dist[s] = 0.0;
+        while let Some(u) = (0..n)
+            .filter(|&v| !done[v] && dist[v].is_finite())
+            .min_by(|&a, &b| dist[a].total_cmp(&dist[b]))
+        {
+            done[u] = true;
+            for (i, &(a, b)) in edges.iter().enumerate() {
+                if a == u && dist[u] + weight_of(i) < dist[b] {
+                    dist[b] = dist[u] + weight_of(i);
+                }
+            }
+        }
+        for (v, d) in dist.iter().enumerate() {
+            if v != s && d.is_finite() {
+                out.push((id_of(s), id_of(v), (d * 4.0) as i64));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn int(v: &Value) -> i64 {
+    match v {
+        Value::Int64(x) => *x,
+        Value::UInt64(x) => *x as i64,
+        Value::Int32(x) => *x as i64,
+        Value::Double(x) if x.fract() == 0.0 => *x as i64,
+        other => panic!("expected an integer, got {other:?}"),
+    }
+}
+
+fn triples(conn: &Connection, q: &str) -> Vec<(i64, i64, i64)> {
+    let r = conn.query(q).unwrap_or_else(|e| panic!("{q}: {e}"));
+    let mut rows: Vec<(i64, i64, i64)> = r
+        .rows()
+        .map(|row| (int(&row[0]), int(&row[1]), int(&row[2])))
+        .collect();
+    rows.sort();
+    rows
+}
+
+#[test]
+fn recursive_patterns_match_reference() {
+    let dir = std::env::temp_dir().join(format!("kith-recursive-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = Config {
+        max_threads: Some(2),
+        ..Config::default()
+    };
+    for (gi, (shape, n, edges)) in shapes().into_iter().enumerate() {
+        let nodes_csv = dir.join(format!("nodes{gi}.csv"));
+        let edges_csv = dir.join(format!("edges{gi}.csv"));
+        let mut text = String::from("id\n");
+        for i in 0..n {
+            writeln!(text, "{}", id_of(i)).unwrap();
+        }
+        std::fs::write(&nodes_csv, text).unwrap();
+        let mut text = String::from("from,to,w\n");
+        for (i, &(a, b)) in edges.iter().enumerate() {
+            writeln!(text, "{},{},{}", id_of(a), id_of(b), weight_of(i)).unwrap();
+        }
+        std::fs::write(&edges_csv, text).unwrap();
+        let db_path = dir.join(format!("db{gi}.kith"));
+        let db = Database::open(&db_path.to_string_lossy(), config.clone()).unwrap();
+        let conn = Connection::new(&db);
+        conn.query("CREATE NODE TABLE N(id INT64, PRIMARY KEY(id))")
+            .unwrap();
+        conn.query("CREATE REL TABLE E(FROM N TO N, w DOUBLE)")
+            .unwrap();
+        conn.query(&format!(
+            "COPY N FROM '{}' (HEADER=true)",
+            nodes_csv.display()
+        ))
+        .unwrap();
+        conn.query(&format!(
+            "COPY E FROM '{}' (HEADER=true)",
+            edges_csv.display()
+        ))
+        .unwrap();
+
+        let fwd = adjacency(n, &edges, false);
+        let bwd = adjacency(n, &edges, true);
+        let all: Vec<usize> = (0..n).collect();
+        // Sources filtered by id (a source set from the rest of the query).
+        let some: Vec<usize> = (0..n).filter(|&i| id_of(i) % 3 == 0).collect();
+        let walks_fwd = ref_walks(&fwd, &all, 1, 3);
+        let walks_bwd0 = ref_walks(&bwd, &some, 0, 2);
+        let sp = ref_bfs(&fwd, &all, 1, 30);
+        let sp_bwd = ref_bfs(&bwd, &some, 2, 6);
+        let lens: Vec<(i64, i64, i64)> = sp.iter().map(|r| (r.0, r.1, r.2)).collect();
+        let counts: Vec<(i64, i64, i64)> = sp.iter().map(|r| (r.0, r.1, r.3)).collect();
+        let counts_bwd: Vec<(i64, i64, i64)> = sp_bwd.iter().map(|r| (r.0, r.1, r.3)).collect();
+        let total_walks: i64 = walks_fwd.iter().map(|r| r.2).sum();
+        let evens: Vec<usize> = (0..n).filter(|&i| id_of(i) % 2 == 0).collect();
+        let costs = ref_dijkstra(n, &edges, &evens);
+
+        for policy in POLICIES {
+            for threads in [1, 2] {
+                let pre = format!("CALL recursive_policy='{policy}'; CALL threads={threads}; ");
+                let at = format!("{shape} (graph {gi}), {policy}, {threads} thread(s)");
+                assert_eq!(
+                    triples(
+                        &conn,
+                        &format!("{pre}MATCH (a:N)-[:E*1..3]->(b:N) RETURN a.id, b.id, count(*)")
+                    ),
+                    walks_fwd,
+                    "walks 1..3: {at}"
+                );
+                let r = conn
+                    .query(&format!(
+                        "{pre}MATCH (a:N)-[:E*1..3]->(b:N) RETURN count(*)"
+                    ))
+                    .unwrap();
+                let got: Vec<Vec<Value>> = r.rows().collect();
+                assert_eq!(int(&got[0][0]), total_walks, "walk total: {at}");
+                assert_eq!(
+                    triples(
+                        &conn,
+                        &format!(
+                            "{pre}MATCH (a:N)<-[:E*0..2]-(b:N) WHERE a.id % 3 = 0 RETURN a.id, b.id, count(*)"
+                        )
+                    ),
+                    walks_bwd0,
+                    "backward walks 0..2: {at}"
+                );
+                assert_eq!(
+                    triples(
+                        &conn,
+                        &format!(
+                            "{pre}MATCH p = (a:N)-[:E* SHORTEST]->(b:N) RETURN a.id, b.id, length(p)"
+                        )
+                    ),
+                    lens,
+                    "shortest lengths: {at}"
+                );
+                assert_eq!(
+                    triples(
+                        &conn,
+                        &format!(
+                            "{pre}MATCH allShortestPaths((a:N)-[:E*]->(b:N)) RETURN a.id, b.id, count(*)"
+                        )
+                    ),
+                    counts,
+                    "all shortest counts: {at}"
+                );
+                assert_eq!(
+                    triples(
+                        &conn,
+                        &format!(
+                            "{pre}MATCH p = (a:N)-[:E* WSHORTEST(w)]->(b:N) WHERE a.id % 2 = 0 RETURN a.id, b.id, cost(p) * 4"
+                        )
+                    ),
+                    costs,
+                    "weighted shortest costs: {at}"
+                );
+                assert_eq!(
+                    triples(
+                        &conn,
+                        &format!(
+                            "{pre}MATCH (a:N)<-[:E* ALL SHORTEST 2..6]-(b:N) WHERE a.id % 3 = 0 RETURN a.id, b.id, count(*)"
+                        )
+                    ),
+                    counts_bwd,
+                    "backward all shortest 2..6: {at}"
+                );
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn settings_are_silent_and_explain_shows_the_recursive_join() {
+    let dir = std::env::temp_dir().join(format!("kith-recursive-x-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = Database::open(
+        &dir.join("db.kith").to_string_lossy(),
+        Config {
+            max_threads: Some(2),
+            ..Config::default()
+        },
+    )
+    .unwrap();
+    let conn = Connection::new(&db);
+    conn.query("CREATE NODE TABLE N(id INT64, PRIMARY KEY(id)); CREATE REL TABLE E(FROM N TO N)")
+        .unwrap();
+    for s in [
+        "CALL recursive_policy='ntkms'",
+        "CALL recursive_k=5",
+        "CALL var_length_max_depth=7",
+        "CALL threads=1",
+    ] {
+        assert!(conn.query(s).unwrap().is_silent(), "{s}");
+    }
+    let r = conn
+        .query("EXPLAIN MATCH (a:N)-[:E* SHORTEST 2..5]->(b:N) RETURN count(*)")
+        .unwrap();
+    let text: String = r.rows().map(|row| format!("{}\n", row[0])).collect();
+    assert!(
+        text.contains("RecursiveJoin (IFE shortest) E Fwd -> N *2..5 policy=nTkMS k=5 threads=1"),
+        "{text}"
+    );
+    let err = conn
+        .query("MATCH (a:N)-[:E*1..8]->(b:N) RETURN count(*)")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("exceeds var_length_max_depth (7)"), "{err}");
+    // An empty graph has no walks (and `*` uses the max depth).
+    let r = conn
+        .query("MATCH (a:N)-[:E*]->(b:N) RETURN count(*)")
+        .unwrap();
+    let rows: Vec<Vec<Value>> = r.rows().collect();
+    assert_eq!(rows[0][0], Value::Int64(0));
+    let _ = std::fs::remove_dir_all(&dir);
+}
