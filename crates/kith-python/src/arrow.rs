@@ -1,0 +1,219 @@
+//! Query results to pyarrow, column by column, without per-value Python objects.
+//!
+//! Fixed-width and string columns are copied from the engine's typed vectors
+//! into Arrow buffers (with the GIL released) and handed to pyarrow through the
+//! Arrow C data interface (`pyarrow.Array._import_from_c`). Nested and graph
+//! columns (one `Value` per slot in the engine too) go through Python objects
+//! and `pyarrow.array` — the slow path, until the engine has typed nested vectors.
+
+use std::sync::Arc;
+
+use arrow_array::types::{
+    Date32Type, DurationMicrosecondType, Float32Type, Float64Type, Int16Type, Int32Type,
+    Int64Type, Int8Type, TimestampMicrosecondType, UInt16Type, UInt32Type, UInt64Type,
+    UInt8Type,
+};
+use arrow_array::{
+    Array, ArrayRef, ArrowPrimitiveType, BooleanArray, LargeStringArray, PrimitiveArray,
+    StringArray,
+};
+use arrow_buffer::{BooleanBufferBuilder, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
+use kith_common::{Chunk, LogicalType, VectorData};
+use pyo3::prelude::*;
+use pyo3::types::PyList;
+
+use crate::convert::Ctx;
+
+const MICROS_PER_DAY: i64 = 86_400_000_000;
+
+/// One pyarrow Array per column of `result`.
+pub(crate) fn columns_to_pyarrow(
+    py: Python<'_>,
+    result: &kith::QueryResult,
+) -> PyResult<Vec<PyObject>> {
+    let pa = py.import("pyarrow")?;
+    let import = pa.getattr("Array")?.getattr("_import_from_c")?;
+    let chunks = result.chunks();
+    let types = result.column_types();
+    // Build every typed column without the GIL.
+    let built: Vec<Option<ArrayRef>> = py.allow_threads(|| {
+        (0..types.len())
+            .map(|col| typed_column(chunks, col, &types[col]))
+            .collect()
+    });
+    let mut out = Vec::with_capacity(types.len());
+    for (col, array) in built.into_iter().enumerate() {
+        match array {
+            Some(array) => out.push(export(&import, array.as_ref())?),
+            None => {
+                // Slow path: Python objects, then pyarrow infers the type.
+                let ctx = Ctx::new(py)?;
+                let list = PyList::empty(py);
+                for chunk in chunks {
+                    let v = &chunk.columns[col];
+                    for pos in 0..chunk.num_rows {
+                        list.append(ctx.value(py, &v.get_value(pos))?)?;
+                    }
+                }
+                out.push(pa.call_method1("array", (list,))?.unbind());
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Moves `array` into pyarrow through the C data interface.
+fn export(import: &Bound<'_, PyAny>, array: &dyn Array) -> PyResult<PyObject> {
+    let (ffi_array, ffi_schema) = arrow_array::ffi::to_ffi(&array.to_data())
+        .map_err(|e| crate::RuntimeError::new_err(format!("Arrow export failed: {e}")))?;
+    let array_ptr = Box::into_raw(Box::new(ffi_array));
+    let schema_ptr = Box::into_raw(Box::new(ffi_schema));
+    let imported = import.call1((array_ptr as usize, schema_ptr as usize));
+    // SAFETY: both pointers come from `Box::into_raw` above and are not used
+    // elsewhere. pyarrow moved the array out (its `release` is now null) and
+    // released the schema; dropping the boxes frees only the shells (or, if
+    // the import failed before moving, releases what is left).
+    unsafe {
+        drop(Box::from_raw(array_ptr));
+        drop(Box::from_raw(schema_ptr));
+    }
+    Ok(imported?.unbind())
+}
+
+/// The validity bitmap of column `col` over all chunks, `None` when nothing is NULL.
+fn validity(chunks: &[Chunk], col: usize, total: usize) -> Option<NullBuffer> {
+    if !chunks.iter().any(|c| c.columns[col].nulls.may_have_nulls()) {
+        return None;
+    }
+    let mut bits = BooleanBufferBuilder::new(total);
+    for c in chunks {
+        let v = &c.columns[col];
+        if v.nulls.may_have_nulls() {
+            for pos in 0..c.num_rows {
+                bits.append(!v.is_null(pos));
+            }
+        } else {
+            bits.append_n(c.num_rows, true);
+        }
+    }
+    Some(NullBuffer::new(bits.finish()))
+}
+
+fn primitive<T: ArrowPrimitiveType>(
+    chunks: &[Chunk],
+    col: usize,
+    total: usize,
+    slice: impl Fn(&VectorData) -> Option<&[T::Native]>,
+) -> Option<ArrayRef> {
+    let mut values: Vec<T::Native> = Vec::with_capacity(total);
+    for c in chunks {
+        let s = slice(&c.columns[col].data)?;
+        values.extend_from_slice(s.get(..c.num_rows)?);
+    }
+    Some(Arc::new(PrimitiveArray::<T>::new(
+        ScalarBuffer::from(values),
+        validity(chunks, col, total),
+    )))
+}
+
+/// Column `col` as an Arrow array, or `None` for types without a typed vector.
+fn typed_column(chunks: &[Chunk], col: usize, ty: &LogicalType) -> Option<ArrayRef> {
+    let total: usize = chunks.iter().map(|c| c.num_rows).sum();
+    macro_rules! prim {
+        ($arrow:ty, $variant:ident) => {
+            primitive::<$arrow>(chunks, col, total, |d| match d {
+                VectorData::$variant(v) => Some(v.as_slice()),
+                _ => None,
+            })
+        };
+    }
+    match ty {
+        LogicalType::Int8 => prim!(Int8Type, I8),
+        LogicalType::Int16 => prim!(Int16Type, I16),
+        LogicalType::Int32 => prim!(Int32Type, I32),
+        LogicalType::Int64 => prim!(Int64Type, I64),
+        LogicalType::UInt8 => prim!(UInt8Type, U8),
+        LogicalType::UInt16 => prim!(UInt16Type, U16),
+        LogicalType::UInt32 => prim!(UInt32Type, U32),
+        LogicalType::UInt64 => prim!(UInt64Type, U64),
+        LogicalType::Float => prim!(Float32Type, F32),
+        LogicalType::Double => prim!(Float64Type, F64),
+        LogicalType::Date => prim!(Date32Type, I32),
+        LogicalType::Timestamp => prim!(TimestampMicrosecondType, I64),
+        LogicalType::Interval => {
+            // Python's timedelta has no months: a month counts 30 days, as in the row path.
+            let mut values = Vec::with_capacity(total);
+            for c in chunks {
+                let VectorData::Interval(v) = &c.columns[col].data else {
+                    return None;
+                };
+                values.extend(v.get(..c.num_rows)?.iter().map(|iv| {
+                    (iv.months as i64 * 30 + iv.days as i64) * MICROS_PER_DAY + iv.micros
+                }));
+            }
+            Some(Arc::new(PrimitiveArray::<DurationMicrosecondType>::new(
+                ScalarBuffer::from(values),
+                validity(chunks, col, total),
+            )))
+        }
+        LogicalType::Bool => {
+            let mut bits = BooleanBufferBuilder::new(total);
+            for c in chunks {
+                let VectorData::Bool(v) = &c.columns[col].data else {
+                    return None;
+                };
+                for b in v.get(..c.num_rows)? {
+                    bits.append(*b);
+                }
+            }
+            Some(Arc::new(BooleanArray::new(
+                bits.finish(),
+                validity(chunks, col, total),
+            )))
+        }
+        LogicalType::String => {
+            let mut heap: Vec<u8> = Vec::new();
+            let mut offsets: Vec<i64> = Vec::with_capacity(total + 1);
+            offsets.push(0);
+            for c in chunks {
+                let VectorData::Str(s) = &c.columns[col].data else {
+                    return None;
+                };
+                if s.len() < c.num_rows {
+                    return None;
+                }
+                let v = &c.columns[col];
+                for pos in 0..c.num_rows {
+                    if !v.is_null(pos) {
+                        heap.extend_from_slice(s.get(pos).as_bytes());
+                    }
+                    offsets.push(heap.len() as i64);
+                }
+            }
+            let nulls = validity(chunks, col, total);
+            let values = Buffer::from_vec(heap);
+            if values.len() <= i32::MAX as usize {
+                let offsets: Vec<i32> = offsets.iter().map(|o| *o as i32).collect();
+                // SAFETY: offsets are monotonic, start at 0 and end at the heap
+                // length, and every slot holds the bytes of one `&str`.
+                Some(Arc::new(unsafe {
+                    StringArray::new_unchecked(
+                        OffsetBuffer::new_unchecked(ScalarBuffer::from(offsets)),
+                        values,
+                        nulls,
+                    )
+                }))
+            } else {
+                // SAFETY: as above.
+                Some(Arc::new(unsafe {
+                    LargeStringArray::new_unchecked(
+                        OffsetBuffer::new_unchecked(ScalarBuffer::from(offsets)),
+                        values,
+                        nulls,
+                    )
+                }))
+            }
+        }
+        _ => None,
+    }
+}
