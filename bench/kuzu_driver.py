@@ -7,7 +7,7 @@ timings exclude Python start-up and peak memory is per configuration.
 Protocol (one JSON object per line):
   -> (on start)                            <- {"ok":true,"engine":"kuzu","version":..,"rss_kb":..}
   -> {"cmd":"open","path":P,"threads":T,"buffer_pool_bytes":B}   <- {"ok":true}
-  -> {"cmd":"exec","query":Q}              <- {"ok":true,"ms":F,"columns":[..],"rows":[[..],..]}
+  -> {"cmd":"exec","query":Q,"timeout_ms":M}  (M = 0: no limit)              <- {"ok":true,"ms":F,"columns":[..],"rows":[[..],..]}
   -> {"cmd":"stats"}                       <- {"ok":true,"peak_rss_kb":N,"rss_kb":N}
   -> {"cmd":"close"}                       <- {"ok":true}
   -> {"cmd":"quit"}                        (exits)
@@ -15,6 +15,7 @@ Errors are answered as {"ok":false,"error":"..."}; the driver keeps going.
 `ms` covers execute() plus fetching every row; nothing else.
 """
 
+import decimal
 import json
 import math
 import sys
@@ -50,6 +51,11 @@ def to_json_value(v):
         if math.isfinite(v):
             return v
         return str(v)
+    if isinstance(v, decimal.Decimal):
+        # INT128 (e.g. sum of INT32) arrives as an integral Decimal.
+        if v == v.to_integral_value():
+            return int(v)
+        return float(v)
     if isinstance(v, (list, tuple)):
         return [to_json_value(x) for x in v]
     if isinstance(v, dict):
@@ -75,6 +81,7 @@ def main():
 
     db = None
     conn = None
+    timeout_ms = 0
     for line in sys.stdin:
         line = line.strip()
         if not line:
@@ -89,10 +96,15 @@ def main():
                     kwargs["buffer_pool_size"] = int(req["buffer_pool_bytes"])
                 db = kuzu.Database(req["path"], **kwargs)
                 conn = kuzu.Connection(db, num_threads=threads)
+                timeout_ms = 0
                 out({"ok": True})
             elif cmd == "exec":
                 if conn is None:
                     raise RuntimeError("no open database")
+                want = int(req.get("timeout_ms") or 0)
+                if want != timeout_ms:
+                    conn.set_query_timeout(want)
+                    timeout_ms = want
                 t0 = time.perf_counter()
                 res = conn.execute(req["query"])
                 if isinstance(res, list):  # several statements: keep the last

@@ -8,7 +8,9 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::time::Duration;
 
 use crate::json::{self, Json};
 
@@ -53,10 +55,17 @@ impl DriverSpawn {
     }
 }
 
+/// Prefix of the error of a reply that did not come before the hard timeout.
+pub const HARD_TIMEOUT: &str = "hard timeout";
+
 pub struct Driver {
     child: Child,
     stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
+    /// Lines of the driver's stdout, read by a thread so that a reply can
+    /// be waited for with a deadline.
+    lines: Receiver<std::io::Result<String>>,
+    /// Replies slower than this kill the driver (see [`Driver::exec`]).
+    pub hard_timeout: Option<Duration>,
     /// The greeting: engine, version, rss_kb.
     pub hello: Json,
 }
@@ -91,10 +100,20 @@ impl Driver {
             .map_err(|e| format!("cannot start {} driver ({cmd:?}): {e}", kind.name()))?;
         let stdin = child.stdin.take().ok_or("no stdin")?;
         let stdout = BufReader::new(child.stdout.take().ok_or("no stdout")?);
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stdout.lines() {
+                let stop = line.is_err();
+                if tx.send(line).is_err() || stop {
+                    break;
+                }
+            }
+        });
         let mut d = Driver {
             child,
             stdin,
-            stdout,
+            lines,
+            hard_timeout: None,
             hello: Json::Null,
         };
         let hello = d.read_reply()?;
@@ -112,17 +131,29 @@ impl Driver {
     }
 
     fn read_reply(&mut self) -> Result<Json, String> {
-        let mut line = String::new();
         loop {
-            line.clear();
-            let n = self
-                .stdout
-                .read_line(&mut line)
-                .map_err(|e| format!("driver read: {e}"))?;
-            if n == 0 {
-                let status = self.child.wait().map(|s| s.to_string()).unwrap_or_default();
-                return Err(format!("driver exited ({status})"));
-            }
+            let next = match self.hard_timeout {
+                None => self
+                    .lines
+                    .recv()
+                    .map_err(|_| RecvTimeoutError::Disconnected),
+                Some(t) => self.lines.recv_timeout(t),
+            };
+            let line = match next {
+                Ok(Ok(l)) => l,
+                Ok(Err(e)) => return Err(format!("driver read: {e}")),
+                Err(RecvTimeoutError::Timeout) => {
+                    self.kill();
+                    return Err(format!(
+                        "{HARD_TIMEOUT}: no reply in {:.0} s, driver killed",
+                        self.hard_timeout.unwrap_or_default().as_secs_f64()
+                    ));
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    let status = self.child.wait().map(|s| s.to_string()).unwrap_or_default();
+                    return Err(format!("driver exited ({status})"));
+                }
+            };
             let t = line.trim();
             if t.starts_with('{') {
                 return json::parse(t);
@@ -167,10 +198,16 @@ impl Driver {
         .map(|_| ())
     }
 
-    pub fn exec(&mut self, query: &str) -> Result<ExecReply, String> {
+    /// Runs `query`; `timeout_ms` asks the engine to stop it after that
+    /// long (0 or `None`: no limit).
+    pub fn exec(&mut self, query: &str, timeout_ms: Option<u64>) -> Result<ExecReply, String> {
         let r = self.call(Json::Obj(vec![
             ("cmd".into(), Json::str("exec")),
             ("query".into(), Json::str(query)),
+            (
+                "timeout_ms".into(),
+                Json::Int(timeout_ms.unwrap_or(0) as i64),
+            ),
         ]))?;
         Ok(ExecReply {
             ms: r.get("ms").and_then(Json::as_f64).unwrap_or(f64::NAN),
@@ -206,5 +243,37 @@ impl Driver {
     fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A driver that greets, then never answers: the hard timeout must kill it.
+    #[test]
+    fn hard_timeout_kills_a_silent_driver() {
+        let dir = std::env::temp_dir().join(format!("kith-bench-silent-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let script = dir.join("silent.py");
+        std::fs::write(
+            &script,
+            "import sys, time\nprint('{\"ok\":true,\"engine\":\"kuzu\"}', flush=True)\nfor line in sys.stdin:\n    time.sleep(60)\n",
+        )
+        .unwrap();
+        let spawn = DriverSpawn {
+            python: "python3".into(),
+            kuzu_script: script,
+        };
+        let Ok(mut d) = Driver::start(&EngineKind::Kuzu, &spawn) else {
+            eprintln!("python3 not available; skipping");
+            return;
+        };
+        d.hard_timeout = Some(Duration::from_millis(300));
+        let t0 = std::time::Instant::now();
+        let e = d.exec("RETURN 1", Some(100)).unwrap_err();
+        assert!(e.starts_with(HARD_TIMEOUT), "{e}");
+        assert!(t0.elapsed() < Duration::from_secs(10));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

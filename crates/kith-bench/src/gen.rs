@@ -349,6 +349,108 @@ pub fn generate(
     })
 }
 
+/// Like [`generate`], but writes a simple graph: self loops dropped and,
+/// of duplicate edges, only the first generated one kept (with its
+/// properties). Edges are written sorted by (from, to). The whole edge list
+/// is held in memory (24 bytes per edge) and written on one thread.
+pub fn generate_simple(
+    dir: &Path,
+    src: &dyn EdgeSource,
+    meta: Vec<(String, Json)>,
+    threads: usize,
+) -> io::Result<GenSummary> {
+    std::fs::create_dir_all(dir)?;
+    let t0 = Instant::now();
+    let nodes = src.nodes();
+    let seed = src.seed();
+    let mut bytes = write_chunked(
+        &dir.join("persons.csv"),
+        "id,name,age\n",
+        n_chunks(nodes),
+        threads,
+        |i, out| person_chunk(seed, nodes, i, out),
+    )?;
+    let chunks = n_chunks(src.edges());
+    let parts: Vec<Vec<(u64, u64, u64)>> = std::thread::scope(|s| {
+        let threads = threads.max(1) as u64;
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                s.spawn(move || {
+                    let mut v = Vec::new();
+                    let mut c = t;
+                    while c < chunks {
+                        src.chunk_edges(c, &mut |a, b, rng| v.push((a, b, rng.next_u64())));
+                        c += threads;
+                    }
+                    v
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    // Re-interleave into generation order: thread t produced chunks t, t+T, ...
+    let t = parts.len() as u64;
+    let mut all: Vec<(u64, u64, u64)> = Vec::with_capacity(src.edges() as usize);
+    let mut cursors = vec![0usize; parts.len()];
+    for c in 0..chunks {
+        let p = (c % t) as usize;
+        let len = (CHUNK.min(src.edges() - c * CHUNK)) as usize;
+        all.extend_from_slice(&parts[p][cursors[p]..cursors[p] + len]);
+        cursors[p] += len;
+    }
+    drop(parts);
+    all.retain(|e| e.0 != e.1);
+    // Stable sort keeps the first generated copy of each duplicate first.
+    all.sort_by_key(|e| (e.0, e.1));
+    all.dedup_by_key(|e| (e.0, e.1));
+    let edges = all.len() as u64;
+    let mut w = BufWriter::with_capacity(1 << 20, File::create(dir.join("knows.csv"))?);
+    let header = "from,to,since,weight\n";
+    w.write_all(header.as_bytes())?;
+    bytes += header.len() as u64;
+    let mut buf = Vec::with_capacity(1 << 20);
+    for (u, v, r) in all {
+        let since = 1990 + ((r as u32 as u64 * 36) >> 32);
+        let micros = ((r >> 32) * 1_000_000) >> 32;
+        push_u64(&mut buf, u);
+        buf.push(b',');
+        push_u64(&mut buf, v);
+        buf.push(b',');
+        push_u64(&mut buf, since);
+        buf.extend_from_slice(b",0.");
+        push_u64_padded(&mut buf, micros, 6);
+        buf.push(b'\n');
+        if buf.len() > (1 << 20) - 64 {
+            w.write_all(&buf)?;
+            bytes += buf.len() as u64;
+            buf.clear();
+        }
+    }
+    w.write_all(&buf)?;
+    bytes += buf.len() as u64;
+    w.flush()?;
+    let seconds = t0.elapsed().as_secs_f64();
+    let mut m = meta;
+    m.push(("nodes".into(), Json::Int(nodes as i64)));
+    m.push(("edges".into(), Json::Int(edges as i64)));
+    m.push(("generated_edges".into(), Json::Int(src.edges() as i64)));
+    m.push(("self_loops".into(), Json::Str("dropped".into())));
+    m.push(("duplicate_edges".into(), Json::Str("dropped".into())));
+    m.push(("bytes".into(), Json::Int(bytes as i64)));
+    m.push(("gen_threads".into(), Json::Int(threads as i64)));
+    m.push(("gen_seconds".into(), Json::Float(seconds)));
+    std::fs::write(dir.join("meta.json"), format!("{}\n", Json::Obj(m)))?;
+    Ok(GenSummary {
+        nodes,
+        edges,
+        bytes,
+        seconds,
+    })
+}
+
 pub fn rmat_meta(p: &RmatParams) -> Vec<(String, Json)> {
     vec![
         ("generator".into(), Json::Str("rmat".into())),
@@ -383,6 +485,33 @@ mod tests {
         assert!((f(t[1]) - 0.76).abs() < 1e-9);
         assert!((f(t[2]) - 0.95).abs() < 1e-9);
         assert!(r.thresholds.iter().all(|x| *x == t));
+    }
+
+    #[test]
+    fn simple_graph_has_no_loops_or_duplicates_and_is_thread_independent() {
+        let base = std::env::temp_dir().join(format!("kith-bench-simple-{}", std::process::id()));
+        let p = RmatParams::graph500(10, 16, 5);
+        let r = Rmat::new(p.clone());
+        let s1 = generate_simple(&base.join("a"), &r, rmat_meta(&p), 1).unwrap();
+        generate_simple(&base.join("b"), &r, rmat_meta(&p), 3).unwrap();
+        let a = std::fs::read_to_string(base.join("a/knows.csv")).unwrap();
+        assert_eq!(
+            a,
+            std::fs::read_to_string(base.join("b/knows.csv")).unwrap()
+        );
+        let pairs: Vec<(u64, u64)> = a
+            .lines()
+            .skip(1)
+            .map(|l| {
+                let mut it = l.split(',').map(|x| x.parse::<u64>().unwrap_or(0));
+                (it.next().unwrap(), it.next().unwrap())
+            })
+            .collect();
+        assert_eq!(pairs.len() as u64, s1.edges);
+        assert!(s1.edges < p.edges());
+        assert!(pairs.iter().all(|(u, v)| u != v));
+        assert!(pairs.windows(2).all(|w| w[0] < w[1]));
+        let _ = std::fs::remove_dir_all(&base);
     }
 
     #[test]

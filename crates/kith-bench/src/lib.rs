@@ -9,6 +9,7 @@ pub mod json;
 pub mod report;
 pub mod rng;
 pub mod runner;
+pub mod social;
 pub mod suite;
 pub mod sys;
 pub mod worker;

@@ -7,6 +7,8 @@ use std::process::ExitCode;
 use kith_bench::driver::{DriverSpawn, EngineKind};
 use kith_bench::gen::{self, ErParams, Rmat, RmatParams};
 use kith_bench::json;
+use kith_bench::social::{self, Social, SocialParams};
+use kith_bench::suite::Dataset;
 use kith_bench::{report, runner, suite, sys, worker};
 
 const USAGE: &str = "\
@@ -15,13 +17,23 @@ kith-bench: graph generators and KithDB vs Kùzu benchmarks
 USAGE:
   kith-bench gen rmat --scale S [--edge-factor 16] [--seed 42] [--noise 0]
                       [-a 0.57 -b 0.19 -c 0.19] [--gen-threads N] --out DIR
+                      [--simple]  (drop self loops and duplicate edges)
   kith-bench gen er --nodes N --degree D [--seed 42] [--gen-threads N] --out DIR
-  kith-bench run --suite foundation --data DIR [RUN OPTIONS]
-  kith-bench all --suite foundation --scale S [--edge-factor 16] [--seed 42]
-                 [--data DIR] [RUN OPTIONS]     (generates DIR if missing, then runs)
+  kith-bench gen social --persons N [--seed 42] [--knows-per-person 10]
+                        [--gen-threads N] --out DIR
+  kith-bench run --suites micro,recursive --data DIR [RUN OPTIONS]
+  kith-bench all --suites micro,social [--scale 16] [--persons 10000] [--seed 42]
+                 [--data DIR] [RUN OPTIONS]  (generates the data each suite needs
+                                              unless present, then runs)
   kith-bench suites                              (lists suites and their queries)
 
 RUN OPTIONS:
+  --suites a,b             suites to run (also --suite; default foundation)
+  --timeout 120            per-query limit in seconds (0 = none): the engine is
+                           asked to stop; a driver silent for 2x+30 s is killed
+                           and restarted, and the run goes on
+  --quick                  smoke test: R-MAT scale 10 / 2000 persons (for `all`),
+                           0 warm-up, 1 run, --timeout 20 unless given
   --threads 1,2            thread counts (default 1,2)
   --runs 5                 timed runs per query (default 5)
   --warmup 1               warm-up runs per query (default 1)
@@ -59,8 +71,10 @@ impl Args {
                         None => (k, None),
                     };
                     let optional_value = k == "markdown";
+                    let flag = k == "quick" || k == "simple";
                     let value = match inline {
                         Some(v) => v,
+                        None if flag => String::new(),
                         None => match raw.get(i + 1) {
                             Some(v) if !(optional_value && v.starts_with('-')) => {
                                 i += 1;
@@ -102,6 +116,7 @@ impl Args {
 
 const GEN_RMAT_OPTS: &[&str] = &[
     "scale",
+    "simple",
     "edge-factor",
     "seed",
     "noise",
@@ -112,8 +127,12 @@ const GEN_RMAT_OPTS: &[&str] = &[
     "out",
 ];
 const GEN_ER_OPTS: &[&str] = &["nodes", "degree", "seed", "gen-threads", "out"];
+const GEN_SOCIAL_OPTS: &[&str] = &["persons", "knows-per-person", "seed", "gen-threads", "out"];
 const RUN_OPTS: &[&str] = &[
     "suite",
+    "suites",
+    "timeout",
+    "quick",
     "data",
     "threads",
     "runs",
@@ -127,8 +146,8 @@ const RUN_OPTS: &[&str] = &[
     "tmp-dir",
 ];
 
-fn rmat_params(args: &Args) -> Result<RmatParams, String> {
-    let scale: u32 = args.num("scale", 0)?;
+fn rmat_params(args: &Args, default_scale: u32) -> Result<RmatParams, String> {
+    let scale: u32 = args.num("scale", default_scale)?;
     if !(1..=40).contains(&scale) {
         return Err("--scale must be in 1..=40".into());
     }
@@ -157,8 +176,12 @@ fn cmd_gen(args: &Args) -> Result<(), String> {
     let summary = match kind {
         Some("rmat") => {
             args.check_known(GEN_RMAT_OPTS)?;
-            let p = rmat_params(args)?;
-            let meta = gen::rmat_meta(&p);
+            let p = rmat_params(args, 0)?;
+            let simple = args.opts.contains_key("simple");
+            let mut meta = gen::rmat_meta(&p);
+            if simple {
+                meta.push(("simple".into(), json::Json::Bool(true)));
+            }
             eprintln!(
                 "[kith-bench] R-MAT scale {} edge factor {}: {} nodes, {} edges -> {}",
                 p.scale,
@@ -167,7 +190,11 @@ fn cmd_gen(args: &Args) -> Result<(), String> {
                 p.edges(),
                 out.display()
             );
-            gen::generate(&out, &Rmat::new(p), meta, gen_threads(args)?)
+            if simple {
+                gen::generate_simple(&out, &Rmat::new(p), meta, gen_threads(args)?)
+            } else {
+                gen::generate(&out, &Rmat::new(p), meta, gen_threads(args)?)
+            }
         }
         Some("er") => {
             args.check_known(GEN_ER_OPTS)?;
@@ -182,7 +209,18 @@ fn cmd_gen(args: &Args) -> Result<(), String> {
             let meta = gen::er_meta(&p);
             gen::generate(&out, &p, meta, gen_threads(args)?)
         }
-        _ => return Err("gen: expected `rmat` or `er`".into()),
+        Some("social") => {
+            args.check_known(GEN_SOCIAL_OPTS)?;
+            let s = Social::new(social_params(args)?);
+            eprintln!(
+                "[kith-bench] social network: {} persons, {} KNOWS -> {}",
+                s.p.persons,
+                s.p.knows(),
+                out.display()
+            );
+            social::generate(&out, &s, gen_threads(args)?)
+        }
+        _ => return Err("gen: expected `rmat`, `er` or `social`".into()),
     }
     .map_err(|e| format!("writing {}: {e}", out.display()))?;
     eprintln!(
@@ -195,10 +233,58 @@ fn cmd_gen(args: &Args) -> Result<(), String> {
     Ok(())
 }
 
-fn run_options(args: &Args, data: PathBuf) -> Result<runner::RunOptions, String> {
-    let suite_name = args.get("suite").unwrap_or("foundation");
-    let suite = suite::get(suite_name)
-        .ok_or_else(|| format!("unknown suite {suite_name:?} (see `kith-bench suites`)"))?;
+fn social_params(args: &Args) -> Result<SocialParams, String> {
+    let default = if args.opts.contains_key("quick") {
+        2000
+    } else {
+        10_000
+    };
+    let persons: u64 = args.num("persons", default)?;
+    if persons < 2 {
+        return Err("--persons must be at least 2".into());
+    }
+    let mut p = SocialParams::new(persons, args.num("seed", 42)?);
+    p.knows_per_person = args.num("knows-per-person", p.knows_per_person)?;
+    Ok(p)
+}
+
+fn suites(args: &Args) -> Result<Vec<&'static suite::Suite>, String> {
+    args.get("suites")
+        .or(args.get("suite"))
+        .unwrap_or("foundation")
+        .split(',')
+        .map(|n| {
+            suite::get(n.trim())
+                .ok_or_else(|| format!("unknown suite {n:?} (see `kith-bench suites`)"))
+        })
+        .collect()
+}
+
+fn check_data(suite: &suite::Suite, data: &std::path::Path) -> Result<(), String> {
+    for f in suite.dataset.required_files() {
+        if !data.join(f).exists() {
+            let how = match suite.dataset {
+                Dataset::PersonKnows => "gen rmat --scale 16",
+                Dataset::Social => "gen social --persons 10000",
+            };
+            return Err(format!(
+                "suite {} needs the {} data set, but {} has no {f}; generate it with `kith-bench {how} --out {}`",
+                suite.name,
+                suite.dataset.name(),
+                data.display(),
+                data.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn run_options(
+    args: &Args,
+    suite: &'static suite::Suite,
+    data: PathBuf,
+) -> Result<runner::RunOptions, String> {
+    let quick = args.opts.contains_key("quick");
     let threads = args
         .get("threads")
         .unwrap_or("1,2")
@@ -213,19 +299,14 @@ fn run_options(args: &Args, data: PathBuf) -> Result<runner::RunOptions, String>
         .map(|e| EngineKind::parse(e).ok_or_else(|| format!("unknown engine {e:?}")))
         .collect::<Result<Vec<_>, _>>()?;
     let bp_mb: u64 = args.num("buffer-pool-mb", 4096)?;
-    if !data.join("persons.csv").exists() || !data.join("knows.csv").exists() {
-        return Err(format!(
-            "{} has no persons.csv/knows.csv; generate it with `kith-bench gen rmat --scale 20 --out {}`",
-            data.display(),
-            data.display()
-        ));
-    }
+    let timeout_s: f64 = args.num("timeout", if quick { 20.0 } else { 120.0 })?;
+    check_data(suite, &data)?;
     Ok(runner::RunOptions {
         suite,
         data_dir: data,
         threads,
-        runs: args.num("runs", 5)?,
-        warmup: args.num("warmup", 1)?,
+        runs: args.num("runs", if quick { 1 } else { 5 })?,
+        warmup: args.num("warmup", if quick { 0 } else { 1 })?,
         engines,
         buffer_pool_bytes: (bp_mb > 0).then_some(bp_mb << 20),
         tmp_dir: args
@@ -237,20 +318,32 @@ fn run_options(args: &Args, data: PathBuf) -> Result<runner::RunOptions, String>
                 .get("kuzu-driver")
                 .map_or_else(DriverSpawn::default_kuzu_script, PathBuf::from),
         },
+        timeout_ms: (timeout_s > 0.0).then_some((timeout_s * 1000.0) as u64),
     })
 }
 
-fn run_and_report(args: &Args, opts: &runner::RunOptions) -> Result<(), String> {
-    let rep = runner::run(opts);
-    let md = report::markdown(&rep);
-    println!("{md}");
+fn run_and_report(args: &Args, runs: &[runner::RunOptions]) -> Result<(), String> {
+    let mut mds = Vec::new();
+    let mut jsons = Vec::new();
+    for opts in runs {
+        let rep = runner::run(opts);
+        let md = report::markdown(&rep);
+        println!("{md}");
+        mds.push(md);
+        jsons.push(report::to_json(&rep));
+    }
     if let Some(path) = args.get("json") {
-        std::fs::write(path, json::pretty(&report::to_json(&rep)) + "\n")
+        let j = if jsons.len() == 1 {
+            jsons.pop().unwrap_or(json::Json::Null)
+        } else {
+            json::Json::Arr(jsons)
+        };
+        std::fs::write(path, json::pretty(&j) + "\n")
             .map_err(|e| format!("writing {path}: {e}"))?;
         eprintln!("[kith-bench] wrote {path}");
     }
     if let Some(path) = args.get("markdown").filter(|p| !p.is_empty()) {
-        std::fs::write(path, &md).map_err(|e| format!("writing {path}: {e}"))?;
+        std::fs::write(path, mds.join("\n")).map_err(|e| format!("writing {path}: {e}"))?;
         eprintln!("[kith-bench] wrote {path}");
     }
     Ok(())
@@ -259,60 +352,115 @@ fn run_and_report(args: &Args, opts: &runner::RunOptions) -> Result<(), String> 
 fn cmd_run(args: &Args) -> Result<(), String> {
     args.check_known(RUN_OPTS)?;
     let data = PathBuf::from(args.get("data").ok_or("--data DIR is required")?);
-    run_and_report(args, &run_options(args, data)?)
+    let runs = suites(args)?
+        .into_iter()
+        .map(|s| run_options(args, s, data.clone()))
+        .collect::<Result<Vec<_>, _>>()?;
+    run_and_report(args, &runs)
 }
 
-fn cmd_all(args: &Args) -> Result<(), String> {
-    let mut known: Vec<&str> = RUN_OPTS.to_vec();
-    known.extend_from_slice(GEN_RMAT_OPTS);
-    args.check_known(&known)?;
-    let p = rmat_params(args)?;
-    let data = args.get("data").map_or_else(
-        || {
-            std::env::temp_dir().join(format!(
-                "kith-bench-rmat-s{}-e{}-seed{}{}",
-                p.scale,
-                p.edge_factor,
-                p.seed,
-                if p.noise > 0.0 {
-                    format!("-noise{}", p.noise)
-                } else {
-                    String::new()
-                }
-            ))
-        },
-        PathBuf::from,
-    );
-    let want = gen::rmat_meta(&p);
+/// Generates (unless already there with the same parameters) the data set
+/// `dataset` into `dir` (or a directory named after the parameters).
+fn ensure_data(args: &Args, dataset: Dataset) -> Result<PathBuf, String> {
+    let quick = args.opts.contains_key("quick");
+    let simple = args.opts.contains_key("simple");
+    let (name, want): (String, Vec<(String, json::Json)>) = match dataset {
+        Dataset::PersonKnows => {
+            let p = rmat_params(args, if quick { 10 } else { 16 })?;
+            (
+                format!(
+                    "kith-bench-rmat-s{}-e{}-seed{}{}{}",
+                    p.scale,
+                    p.edge_factor,
+                    p.seed,
+                    if p.noise > 0.0 {
+                        format!("-noise{}", p.noise)
+                    } else {
+                        String::new()
+                    },
+                    if simple { "-simple" } else { "" }
+                ),
+                {
+                    let mut m = gen::rmat_meta(&p);
+                    m.push(("simple".into(), json::Json::Bool(simple)));
+                    m
+                },
+            )
+        }
+        Dataset::Social => {
+            let p = social_params(args)?;
+            (
+                format!(
+                    "kith-bench-social-p{}-k{}-seed{}",
+                    p.persons, p.knows_per_person, p.seed
+                ),
+                Social::new(p).meta(),
+            )
+        }
+    };
+    let data = match args.get("data") {
+        Some(d) => PathBuf::from(d).join(&name),
+        None => std::env::temp_dir().join(&name),
+    };
     let have = std::fs::read_to_string(data.join("meta.json"))
         .ok()
         .and_then(|t| json::parse(&t).ok());
     let matches = have
         .as_ref()
         .is_some_and(|h| want.iter().all(|(k, v)| h.get(k) == Some(v)))
-        && data.join("persons.csv").exists()
-        && data.join("knows.csv").exists();
+        && dataset
+            .required_files()
+            .iter()
+            .all(|f| data.join(f).exists());
     if matches {
         eprintln!("[kith-bench] using existing data in {}", data.display());
-    } else {
-        eprintln!(
-            "[kith-bench] generating R-MAT scale {} into {}",
-            p.scale,
-            data.display()
-        );
-        let s = gen::generate(&data, &Rmat::new(p), want, gen_threads(args)?)
-            .map_err(|e| format!("writing {}: {e}", data.display()))?;
-        eprintln!(
-            "[kith-bench] generated {} edges in {:.2} s",
-            s.edges, s.seconds
-        );
+        return Ok(data);
     }
-    run_and_report(args, &run_options(args, data)?)
+    eprintln!(
+        "[kith-bench] generating {} into {}",
+        dataset.name(),
+        data.display()
+    );
+    let s = match dataset {
+        Dataset::PersonKnows => {
+            let p = rmat_params(args, if quick { 10 } else { 16 })?;
+            if simple {
+                gen::generate_simple(&data, &Rmat::new(p), want, gen_threads(args)?)
+            } else {
+                gen::generate(&data, &Rmat::new(p), want, gen_threads(args)?)
+            }
+        }
+        Dataset::Social => social::generate(
+            &data,
+            &Social::new(social_params(args)?),
+            gen_threads(args)?,
+        ),
+    }
+    .map_err(|e| format!("writing {}: {e}", data.display()))?;
+    eprintln!(
+        "[kith-bench] generated {} nodes, {} edges in {:.2} s",
+        s.nodes, s.edges, s.seconds
+    );
+    Ok(data)
+}
+
+fn cmd_all(args: &Args) -> Result<(), String> {
+    let mut known: Vec<&str> = RUN_OPTS.to_vec();
+    known.extend_from_slice(GEN_RMAT_OPTS);
+    known.extend_from_slice(GEN_SOCIAL_OPTS);
+    args.check_known(&known)?;
+    let mut runs = Vec::new();
+    for s in suites(args)? {
+        let data = ensure_data(args, s.dataset)?;
+        runs.push(run_options(args, s, data)?);
+    }
+    run_and_report(args, &runs)
 }
 
 fn cmd_suites() {
     for s in suite::SUITES {
         println!("{}: {}", s.name, s.description);
+        println!("  (data: {})", s.dataset.name());
         for q in s.queries {
             println!("  {}: {}", q.name, q.cypher);
         }

@@ -2,9 +2,11 @@
 //! bulk loads, then each query with warm-up and timed runs; records peak RSS
 //! and database size, and checks results for equality across engines.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
-use crate::driver::{Driver, DriverSpawn, EngineKind};
+use crate::driver::{Driver, DriverSpawn, EngineKind, HARD_TIMEOUT};
 use crate::json::{self, Json};
 use crate::suite::{self, Suite};
 use crate::sys;
@@ -20,6 +22,9 @@ pub struct RunOptions {
     pub buffer_pool_bytes: Option<u64>,
     pub tmp_dir: PathBuf,
     pub spawn: DriverSpawn,
+    /// Per-query limit asked of the engine; a query that has not answered
+    /// after twice this plus 30 s gets its driver killed and restarted.
+    pub timeout_ms: Option<u64>,
 }
 
 #[derive(Clone, Debug)]
@@ -136,6 +141,30 @@ impl DataInfo {
         }
     }
 
+    /// Values for the suites' `{NAME}` placeholders: those derived from the
+    /// node count (Person ids for the rmat/er data), then `meta.json`'s
+    /// `params` (which win).
+    pub fn params(&self) -> BTreeMap<String, String> {
+        let persons = self
+            .meta
+            .get("persons")
+            .and_then(Json::as_i64)
+            .map(|n| n as u64)
+            .or(self.nodes)
+            .unwrap_or(1);
+        let mut m = suite::derived_params(persons);
+        if let Some(Json::Obj(fields)) = self.meta.get("params") {
+            for (k, v) in fields {
+                let text = match v {
+                    Json::Str(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                m.insert(k.clone(), text);
+            }
+        }
+        m
+    }
+
     pub fn describe(&self) -> String {
         let m = &self.meta;
         let mut s = match m.get("generator").and_then(Json::as_str) {
@@ -154,12 +183,26 @@ impl DataInfo {
                 m.get("degree").map_or("?".into(), |v| v.to_string()),
                 m.get("seed").map_or("?".into(), |v| v.to_string()),
             ),
+            Some("social") => format!(
+                "LDBC-like social network, {} persons ({} KNOWS, {} posts, {} comments, {} likes), seed {}",
+                m.get("persons").map_or("?".into(), |v| v.to_string()),
+                m.get("knows").map_or("?".into(), |v| v.to_string()),
+                m.get("posts").map_or("?".into(), |v| v.to_string()),
+                m.get("comments").map_or("?".into(), |v| v.to_string()),
+                m.get("likes").map_or("?".into(), |v| v.to_string()),
+                m.get("seed").map_or("?".into(), |v| v.to_string()),
+            ),
             _ => "CSV files".to_string(),
         };
         s.push_str(&format!(
-            ": {} nodes, {} edges (self loops and duplicates kept), `{}`",
+            ": {} nodes, {} edges ({}), `{}`",
             self.nodes.map_or("?".into(), |n| n.to_string()),
             self.edges.map_or("?".into(), |n| n.to_string()),
+            if m.get("self_loops").and_then(Json::as_str) == Some("dropped") {
+                "simple graph: self loops and duplicates dropped"
+            } else {
+                "self loops and duplicates kept"
+            },
             self.dir.display()
         ));
         s
@@ -266,7 +309,7 @@ fn run_config(opts: &RunOptions, engine: &EngineKind, threads: usize) -> ConfigR
     let data_dir = std::fs::canonicalize(&opts.data_dir).unwrap_or_else(|_| opts.data_dir.clone());
     let data = data_dir.to_string_lossy().to_string();
     for stmt in opts.suite.ddl {
-        let r = driver.exec(stmt);
+        let r = driver.exec(stmt, None);
         if let Err(e) = &r {
             log(&format!("{} t={threads}: DDL error: {e}", engine.name()));
         }
@@ -279,7 +322,7 @@ fn run_config(opts: &RunOptions, engine: &EngineKind, threads: usize) -> ConfigR
     for load in opts.suite.loads {
         let q = suite::with_data_dir(load.cypher, &data);
         log(&format!("{} t={threads}: {}", engine.name(), load.name));
-        let r = driver.exec(&q);
+        let r = driver.exec(&q, None);
         match &r {
             Ok(x) => log(&format!(
                 "{} t={threads}: {} took {:.1} ms",
@@ -299,16 +342,35 @@ fn run_config(opts: &RunOptions, engine: &EngineKind, threads: usize) -> ConfigR
             error: r.err(),
         });
     }
+    let params = DataInfo::load(&opts.data_dir).params();
+    driver.hard_timeout = opts
+        .timeout_ms
+        .map(|ms| Duration::from_millis(2 * ms) + Duration::from_secs(30));
+    let mut dead: Option<String> = None;
     for q in opts.suite.queries {
+        let bound = suite::bind(q.cypher, &data, &params);
         let mut run = QueryRun {
             name: q.name.to_string(),
-            cypher: q.cypher.to_string(),
+            cypher: bound.clone().unwrap_or_else(|_| q.cypher.to_string()),
             times_ms: vec![],
             rows: None,
             error: None,
         };
+        if let Some(why) = &dead {
+            run.error = Some(format!("not run: {why}"));
+            out.queries.push(run);
+            continue;
+        }
+        let cypher = match bound {
+            Ok(c) => c,
+            Err(e) => {
+                run.error = Some(e);
+                out.queries.push(run);
+                continue;
+            }
+        };
         for i in 0..opts.warmup + opts.runs {
-            match driver.exec(q.cypher) {
+            match driver.exec(&cypher, opts.timeout_ms) {
                 Ok(r) => {
                     if run.rows.is_none() {
                         run.rows = Some(r.rows);
@@ -318,7 +380,20 @@ fn run_config(opts: &RunOptions, engine: &EngineKind, threads: usize) -> ConfigR
                     }
                 }
                 Err(e) => {
+                    let killed = e.starts_with(HARD_TIMEOUT) || e.starts_with("driver exited");
                     run.error = Some(e);
+                    if killed {
+                        // The driver is gone: start a new one on the same
+                        // database so the remaining queries still run.
+                        match restart(opts, engine, &db_path, threads) {
+                            Ok(mut d) => {
+                                d.hard_timeout = driver.hard_timeout;
+                                let old = std::mem::replace(&mut driver, d);
+                                old.quit();
+                            }
+                            Err(e) => dead = Some(format!("driver could not be restarted: {e}")),
+                        }
+                    }
                     break;
                 }
             }
@@ -336,12 +411,23 @@ fn run_config(opts: &RunOptions, engine: &EngineKind, threads: usize) -> ConfigR
                 s.median,
                 s.min,
                 s.max,
-                run.rows.as_ref().map_or(String::new(), |r| r.to_string())
+                run.rows.as_ref().map_or(String::new(), |r| {
+                    let t = r.to_string();
+                    if t.len() > 200 {
+                        format!(
+                            "{}…",
+                            &t[..t.char_indices().nth(200).map_or(t.len(), |(i, _)| i)]
+                        )
+                    } else {
+                        t
+                    }
+                })
             )),
             _ => {}
         }
         out.queries.push(run);
     }
+    driver.hard_timeout = None;
     out.peak_rss_kb = driver.peak_rss_kb();
     if let Err(e) = driver.close() {
         log(&format!("{} t={threads}: close: {e}", engine.name()));
@@ -350,6 +436,21 @@ fn run_config(opts: &RunOptions, engine: &EngineKind, threads: usize) -> ConfigR
     out.db_bytes = Some(sys::disk_usage(&dir));
     let _ = std::fs::remove_dir_all(&dir);
     out
+}
+
+fn restart(
+    opts: &RunOptions,
+    engine: &EngineKind,
+    db_path: &Path,
+    threads: usize,
+) -> Result<Driver, String> {
+    log(&format!(
+        "{} t={threads}: restarting the driver",
+        engine.name()
+    ));
+    let mut d = Driver::start(engine, &opts.spawn)?;
+    d.open(db_path, threads, opts.buffer_pool_bytes)?;
+    Ok(d)
 }
 
 /// Runs every configuration. An engine whose driver cannot start (Kùzu not

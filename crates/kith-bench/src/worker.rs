@@ -50,6 +50,8 @@ fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
 }
 
 struct State {
+    /// The `CALL timeout=` value last set on `conn` (0: none).
+    timeout_ms: i64,
     conn: Option<kith::Connection>,
     db: Option<kith::Database>,
 }
@@ -84,6 +86,7 @@ fn handle(state: &mut State, req: &Json) -> Json {
                         }
                     }
                     state.conn = Some(conn);
+                    state.timeout_ms = 0;
                     state.db = Some(db);
                     ok(vec![])
                 }
@@ -97,6 +100,17 @@ fn handle(state: &mut State, req: &Json) -> Json {
             let Some(q) = req.get("query").and_then(Json::as_str) else {
                 return err("exec: missing query");
             };
+            let timeout_ms = req
+                .get("timeout_ms")
+                .and_then(Json::as_i64)
+                .unwrap_or(0)
+                .max(0);
+            if timeout_ms != state.timeout_ms {
+                if let Err(e) = conn.query(&format!("CALL timeout={timeout_ms}")) {
+                    return err(format!("CALL timeout={timeout_ms}: {e}"));
+                }
+                state.timeout_ms = timeout_ms;
+            }
             let t0 = Instant::now();
             match conn.query(q) {
                 Ok(res) => {
@@ -148,6 +162,7 @@ pub fn serve() -> i32 {
         return 1;
     }
     let mut state = State {
+        timeout_ms: 0,
         conn: None,
         db: None,
     };
