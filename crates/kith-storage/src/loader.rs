@@ -532,6 +532,9 @@ pub fn load_rels(
         }
         Ok(out)
     })?;
+    // The key columns are no longer needed; free them before the CSR build
+    // (which is where the load peaks in memory).
+    drop(keys);
     let mut src: Vec<u64> = Vec::with_capacity(n_new);
     let mut dst: Vec<u64> = Vec::with_capacity(n_new);
     for (s, d) in resolved {
@@ -546,10 +549,19 @@ pub fn load_rels(
     };
     let (mut all_src, mut all_dst, mut props) = read_rels(&pager, &existing, &prop_types)?;
     let n_old = all_src.len();
-    all_src.extend_from_slice(&src);
-    all_dst.extend_from_slice(&dst);
-    for (p, n) in props.iter_mut().zip(&new_props) {
-        p.append(n);
+    // Move rather than copy when the table was empty (the common bulk load).
+    if n_old == 0 {
+        all_src = src;
+        all_dst = dst;
+        props = new_props;
+    } else {
+        all_src.extend_from_slice(&src);
+        all_dst.extend_from_slice(&dst);
+        drop((src, dst));
+        for (p, n) in props.iter_mut().zip(&new_props) {
+            p.append(n);
+        }
+        drop(new_props);
     }
     let total = all_src.len();
 
