@@ -144,7 +144,11 @@ impl PyConnection {
 impl PyConnection {
     #[new]
     #[pyo3(signature = (database, num_threads=None))]
-    fn new(py: Python<'_>, database: &Bound<'_, PyDatabase>, num_threads: Option<i64>) -> PyResult<Self> {
+    fn new(
+        py: Python<'_>,
+        database: &Bound<'_, PyDatabase>,
+        num_threads: Option<i64>,
+    ) -> PyResult<Self> {
         let db = database.get().get()?;
         let conn = PyConnection {
             inner: Mutex::new(Some(Arc::new(kith::Connection::new(&db)))),
@@ -167,7 +171,9 @@ impl PyConnection {
         if let Some(p) = parameters {
             if !p.is_none() {
                 let dict = p.downcast::<pyo3::types::PyDict>().map_err(|_| {
-                    pyo3::exceptions::PyTypeError::new_err("parameters must be a dict of name -> value")
+                    pyo3::exceptions::PyTypeError::new_err(
+                        "parameters must be a dict of name -> value",
+                    )
                 })?;
                 for (k, v) in dict.iter() {
                     let name: String = k.extract().map_err(|_| {
@@ -181,8 +187,10 @@ impl PyConnection {
             let conn = self.get()?;
             let result = py
                 .allow_threads(move || {
-                    let refs: Vec<(&str, kith::Value)> =
-                        params.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+                    let refs: Vec<(&str, kith::Value)> = params
+                        .iter()
+                        .map(|(k, v)| (k.as_str(), v.clone()))
+                        .collect();
                     conn.query_with_params(&query, &refs)
                 })
                 .map_err(engine_err)?;
@@ -194,12 +202,14 @@ impl PyConnection {
 
     /// Number of worker threads this connection's queries use (`CALL threads=N`).
     fn set_max_threads_for_exec(&self, py: Python<'_>, num_threads: i64) -> PyResult<()> {
-        self.run(py, format!("CALL threads={num_threads}")).map(|_| ())
+        self.run(py, format!("CALL threads={num_threads}"))
+            .map(|_| ())
     }
 
     /// Interrupts queries on this connection that run longer than `timeout_in_ms` (0: no timeout).
     fn set_query_timeout(&self, py: Python<'_>, timeout_in_ms: i64) -> PyResult<()> {
-        self.run(py, format!("CALL timeout={timeout_in_ms}")).map(|_| ())
+        self.run(py, format!("CALL timeout={timeout_in_ms}"))
+            .map(|_| ())
     }
 
     /// Asks the statement running on this connection (in another thread) to stop.
