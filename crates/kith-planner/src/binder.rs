@@ -12,6 +12,9 @@ use crate::bound::*;
 use crate::expr::{BoundExpr, BoundExprKind, SlotId};
 use crate::functions;
 
+#[path = "bind_write.rs"]
+mod bind_write;
+
 pub struct Binder<'a> {
     catalog: &'a Catalog,
     graph: QueryGraph,
@@ -355,15 +358,16 @@ impl<'a> Binder<'a> {
                     self.bind_projection(p, std::mem::take(&mut predicates))?;
                     returned = true;
                 }
-                Clause::Create { span, .. }
-                | Clause::Merge { span, .. }
-                | Clause::Set { span, .. }
-                | Clause::Remove { span, .. }
-                | Clause::Delete { span, .. } => {
-                    return Err(not_supported(
-                        *span,
-                        "writing clauses (CREATE, MERGE, SET, REMOVE, DELETE)",
-                    ))
+                Clause::Create { .. }
+                | Clause::Merge { .. }
+                | Clause::Set { .. }
+                | Clause::Remove { .. }
+                | Clause::Delete { .. } => {
+                    return self.bind_writes(
+                        &clauses[idx..],
+                        std::mem::take(&mut predicates),
+                        q.span,
+                    );
                 }
                 Clause::Call { span, .. } => {
                     return Err(not_supported(*span, "CALL inside a query"))

@@ -36,6 +36,8 @@ pub enum BoundStatement {
     /// A built-in table function such as `show_tables()`.
     TableCall(TableCall),
     Query(Box<BoundQuery>),
+    /// A query with writing clauses (CREATE, MERGE, SET, REMOVE, DELETE).
+    Write(Box<BoundWrite>),
     Explain {
         profile: bool,
         inner: Box<BoundStatement>,
@@ -197,4 +199,87 @@ pub struct BoundQuery {
     pub parts: Vec<BoundPart>,
     /// Number of slots allocated.
     pub num_slots: u32,
+}
+
+/// A statement with writing clauses. `query` computes the input rows (one per
+/// match; a single row without MATCH) whose columns hold every value the
+/// clauses need; the clauses are then applied in order, each to every row,
+/// in one write transaction.
+#[derive(Debug, Clone)]
+pub struct BoundWrite {
+    pub query: BoundQuery,
+    pub clauses: Vec<WriteClause>,
+}
+
+/// A node a writing clause refers to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NodeRef {
+    /// A matched node: the input column holding its id (NULL: no node).
+    Column(usize),
+    /// A node created (or merged) by an earlier pattern of this statement.
+    Created(String),
+}
+
+/// A matched rel: input columns of its id and of its source and destination
+/// node ids.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RelRef {
+    pub rel: usize,
+    pub src: usize,
+    pub dst: usize,
+}
+
+/// A node a CREATE or MERGE makes: property name -> input column.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreateNode {
+    /// The variable (anonymous nodes get a hidden name).
+    pub var: String,
+    pub table: TableId,
+    pub properties: Vec<(String, usize)>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreateRel {
+    pub table: TableId,
+    pub src: NodeRef,
+    pub dst: NodeRef,
+    pub properties: Vec<(String, usize)>,
+}
+
+/// The target of `SET x.prop = value`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SetTarget {
+    Node(NodeRef),
+    Rel(RelRef),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SetProperty {
+    pub target: SetTarget,
+    pub property: String,
+    /// Input column of the new value.
+    pub value: usize,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum WriteClause {
+    /// New nodes first (in pattern order), then the rels between them and
+    /// matched nodes.
+    Create {
+        nodes: Vec<CreateNode>,
+        rels: Vec<CreateRel>,
+    },
+    /// A node matched by primary key (the only property of the pattern), or
+    /// created when absent.
+    MergeNode {
+        node: CreateNode,
+        on_create: Vec<(String, usize)>,
+        on_match: Vec<(String, usize)>,
+    },
+    Set(Vec<SetProperty>),
+    Delete {
+        detach: bool,
+        nodes: Vec<NodeRef>,
+        rels: Vec<RelRef>,
+    },
 }

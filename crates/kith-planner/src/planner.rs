@@ -71,6 +71,25 @@ pub fn plan_query(
     catalog: &Catalog,
     cardinality: &dyn Fn(TableId) -> u64,
 ) -> Result<QueryPlan> {
+    plan_query_with(q, catalog, cardinality, false)
+}
+
+/// Plans the reading part of a statement with writing clauses: its hidden
+/// output columns may hold node and rel ids.
+pub fn plan_write_query(
+    q: BoundQuery,
+    catalog: &Catalog,
+    cardinality: &dyn Fn(TableId) -> u64,
+) -> Result<QueryPlan> {
+    plan_query_with(q, catalog, cardinality, true)
+}
+
+fn plan_query_with(
+    q: BoundQuery,
+    catalog: &Catalog,
+    cardinality: &dyn Fn(TableId) -> u64,
+    ids_allowed: bool,
+) -> Result<QueryPlan> {
     let mut parts = Vec::new();
     let mut names = Vec::new();
     let mut types = Vec::new();
@@ -85,7 +104,7 @@ pub fn plan_query(
         if i == last {
             names = part.outputs.iter().map(|(n, _)| n.clone()).collect();
             types = part.outputs.iter().map(|(_, e)| e.ty.clone()).collect();
-            for (name, e) in &part.outputs {
+            for (name, e) in part.outputs.iter().filter(|_| !ids_allowed) {
                 if e.ty == LogicalType::InternalId {
                     return Err(Error::at(
                         ErrorKind::NotSupported,

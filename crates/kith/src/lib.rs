@@ -7,6 +7,7 @@
 mod database;
 mod result;
 mod statement;
+mod write;
 
 pub use database::{Config, Connection, Database, Progress};
 pub use kith_common::{Chunk, Error, ErrorKind, LogicalType, Result, Value};

@@ -284,7 +284,7 @@ fn run_statement(
         BoundStatement::Query(q) => {
             let plan = kith_planner::planner::plan_query(*q, &snapshot.catalog, &|t| {
                 snapshot.table(t).ok().map_or(0, |d| match d.as_ref() {
-                    TableData::Node(n) => n.num_rows,
+                    TableData::Node(n) => n.num_live_rows(),
                     TableData::Rel(r) => r.num_rels,
                 })
             })?;
@@ -309,6 +309,7 @@ fn run_statement(
                 silent: false,
             })
         }
+        BoundStatement::Write(w) => crate::write::run_write(conn, *w, params, &settings, &cancel),
         BoundStatement::Explain { inner, .. } => match *inner {
             BoundStatement::Query(q) => {
                 let mut plan = kith_planner::planner::plan_query(*q, &snapshot.catalog, &|_| 0)?;

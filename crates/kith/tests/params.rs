@@ -90,3 +90,51 @@ fn parameter_errors() {
         .to_string();
     assert!(e.contains("LIMIT expects a non-negative integer"), "{e}");
 }
+
+#[test]
+fn parameters_in_writing_clauses_on_bulk_loaded_data() {
+    let (db, _) = setup();
+    let conn = Connection::new(&db);
+    let count = |conn: &Connection| rows(conn, "MATCH (n:Person) RETURN count(*)", &[]);
+    let before = count(&conn);
+    let Value::Int64(n) = before[0][0] else {
+        panic!("count: {before:?}")
+    };
+    conn.query_with_params(
+        "CREATE (:Person {id: $id, name: $name})",
+        &[
+            ("id", Value::Int64(1000)),
+            ("name", Value::String("Zed".into())),
+        ],
+    )
+    .unwrap();
+    assert_eq!(
+        rows(
+            &conn,
+            "MATCH (n:Person) WHERE n.id = $id RETURN n.name",
+            &[("id", Value::Int64(1000))]
+        ),
+        vec![vec![Value::String("Zed".into())]]
+    );
+    // A duplicate key given by parameter fails and changes nothing.
+    assert!(conn
+        .query_with_params("CREATE (:Person {id: $id})", &[("id", Value::Int64(1000))])
+        .is_err());
+    assert_eq!(count(&conn), vec![vec![Value::Int64(n + 1)]]);
+    // Deleting bulk-loaded rows: scans skip them.
+    conn.query_with_params(
+        "MATCH (n:Person) WHERE n.id < $id DELETE n",
+        &[("id", Value::Int64(1000))],
+    )
+    .unwrap();
+    assert_eq!(count(&conn), vec![vec![Value::Int64(1)]]);
+    conn.query_with_params(
+        "MATCH (n:Person) WHERE n.id = 1000 SET n.age = $age",
+        &[("age", Value::Int64(7))],
+    )
+    .unwrap();
+    assert_eq!(
+        rows(&conn, "MATCH (n:Person) RETURN n.id, n.age", &[]),
+        vec![vec![Value::Int64(1000), Value::Int32(7)]]
+    );
+}

@@ -48,11 +48,31 @@ impl ScanNodes {
 
 impl Operator for ScanNodes {
     fn next(&mut self, rs: &mut ResultSet) -> Result<bool> {
-        if self.ctx.cancel.should_stop()? {
-            return Ok(false);
-        }
-        let Some(range) = self.morsels.next() else {
-            return Ok(false);
+        // Live positions of the morsel when some of its rows are deleted.
+        let (range, live) = loop {
+            if self.ctx.cancel.should_stop()? {
+                return Ok(false);
+            }
+            let Some(range) = self.morsels.next() else {
+                return Ok(false);
+            };
+            let group = (range.start / NODE_GROUP_SIZE) as usize;
+            let Some(mask) = self.data.deleted_mask(group) else {
+                break (range, None);
+            };
+            let local = range.start % NODE_GROUP_SIZE;
+            let n = range.end - range.start;
+            let live: Vec<u32> = (0..n)
+                .filter(|&i| !mask.contains(local + i))
+                .map(|i| i as u32)
+                .collect();
+            if live.is_empty() {
+                continue;
+            }
+            if live.len() as u64 == n {
+                break (range, None);
+            }
+            break (range, Some(live));
         };
         let len = (range.end - range.start) as usize;
         let group = (range.start / NODE_GROUP_SIZE) as usize;
@@ -80,6 +100,7 @@ impl Operator for ScanNodes {
             }
         }
         chunk.state.reset(len);
+        chunk.state.sel = live;
         Ok(true)
     }
 }

@@ -1,0 +1,590 @@
+//! Binding of writing clauses (CREATE, MERGE, SET, REMOVE, DELETE).
+//!
+//! The reading clauses before the first writing clause become a query whose
+//! RETURN projects every value the writes need (node and rel ids, property
+//! values) as hidden columns; the writing clauses refer to those columns.
+
+use std::collections::HashSet;
+
+use kith_common::{Error, ErrorKind, Result, Span};
+use kith_parser::ast::{self, Clause, Direction, ExprKind};
+
+use super::{not_supported, Binder};
+use crate::bound::*;
+use crate::expr::{BoundExpr, SlotId};
+
+/// The hidden RETURN items being collected and the variables created so far.
+struct WriteScope {
+    items: Vec<ast::ProjectionItem>,
+    created: HashSet<String>,
+    /// Counter for the hidden names of anonymous created nodes.
+    anon: usize,
+    /// Property names a SET, REMOVE or MERGE so far may have changed: the
+    /// reading part computes every value before any write, so values added
+    /// afterwards must not read those properties (they would see old values).
+    written: HashSet<String>,
+    /// Columns added after writes, with the property names written before.
+    after_write: Vec<(usize, HashSet<String>)>,
+}
+
+impl WriteScope {
+    /// Adds `expr` as a hidden output column and returns its index.
+    fn column(&mut self, expr: ast::Expr) -> usize {
+        if !self.written.is_empty() {
+            self.after_write
+                .push((self.items.len(), self.written.clone()));
+        }
+        let name = format!("_w{}", self.items.len());
+        self.items.push(ast::ProjectionItem {
+            alias: Some(ast::Ident {
+                name: name.clone(),
+                span: expr.span,
+            }),
+            expr,
+            text: name,
+        });
+        self.items.len() - 1
+    }
+
+    fn variable(&mut self, name: &str, span: Span) -> usize {
+        self.column(ast::Expr {
+            kind: ExprKind::Variable(name.to_string()),
+            span,
+        })
+    }
+}
+
+fn semantic(span: Span, msg: impl Into<String>) -> Error {
+    Error::at(ErrorKind::Semantic, span, msg.into())
+}
+
+impl Binder<'_> {
+    /// Binds `clauses` (starting with the first writing clause) after the
+    /// reading clauses bound so far (whose conjuncts are `predicates`).
+    pub(super) fn bind_writes(
+        &mut self,
+        clauses: &[Clause],
+        predicates: Vec<BoundExpr>,
+        span: Span,
+    ) -> Result<BoundStatement> {
+        let mut scope = WriteScope {
+            items: Vec::new(),
+            created: HashSet::new(),
+            anon: 0,
+            written: HashSet::new(),
+            after_write: Vec::new(),
+        };
+        let mut out = Vec::new();
+        for clause in clauses {
+            match clause {
+                Clause::Create { patterns, .. } => {
+                    out.push(self.bind_create(patterns, &mut scope)?);
+                }
+                Clause::Merge {
+                    pattern,
+                    on_create,
+                    on_match,
+                    span,
+                } => {
+                    let merge = self.bind_merge(pattern, on_create, on_match, *span, &mut scope)?;
+                    if let WriteClause::MergeNode { on_match, .. } = &merge {
+                        scope.written.extend(on_match.iter().map(|p| p.0.clone()));
+                    }
+                    out.push(merge);
+                }
+                Clause::Set { items, .. } => {
+                    let mut sets = Vec::new();
+                    for item in items {
+                        match item {
+                            ast::SetItem::Property { target, value } => {
+                                let (target, property) = self.set_target(target, &mut scope)?;
+                                let value = scope.column(value.clone());
+                                scope.written.insert(property.clone());
+                                sets.push(SetProperty {
+                                    target,
+                                    property,
+                                    value,
+                                });
+                            }
+                            ast::SetItem::Replace { variable, .. }
+                            | ast::SetItem::Merge { variable, .. } => {
+                                return Err(not_supported(
+                                    variable.span,
+                                    "SET of a whole property map (= or +=)",
+                                ))
+                            }
+                            ast::SetItem::Labels { variable, .. } => {
+                                return Err(not_supported(variable.span, "SET of labels"))
+                            }
+                        }
+                    }
+                    out.push(WriteClause::Set(sets));
+                }
+                Clause::Remove { items, span } => {
+                    let mut sets = Vec::new();
+                    for item in items {
+                        match item {
+                            ast::RemoveItem::Property(target) => {
+                                let (target, property) = self.set_target(target, &mut scope)?;
+                                let value = scope.column(ast::Expr {
+                                    kind: ExprKind::Literal(ast::Literal::Null),
+                                    span: *span,
+                                });
+                                sets.push(SetProperty {
+                                    target,
+                                    property,
+                                    value,
+                                });
+                            }
+                            ast::RemoveItem::Labels { variable, .. } => {
+                                return Err(not_supported(variable.span, "REMOVE of labels"))
+                            }
+                        }
+                    }
+                    scope
+                        .written
+                        .extend(sets.iter().map(|s| s.property.clone()));
+                    out.push(WriteClause::Set(sets));
+                }
+                Clause::Delete { detach, exprs, .. } => {
+                    let mut nodes = Vec::new();
+                    let mut rels = Vec::new();
+                    for e in exprs {
+                        let ExprKind::Variable(v) = &e.kind else {
+                            return Err(not_supported(e.span, "DELETE of an expression"));
+                        };
+                        if let Some(r) = self.rel_ref(v, e.span, &mut scope)? {
+                            rels.push(r);
+                        } else {
+                            nodes.push(self.node_ref(v, e.span, &mut scope)?);
+                        }
+                    }
+                    out.push(WriteClause::Delete {
+                        detach: *detach,
+                        nodes,
+                        rels,
+                    });
+                }
+                Clause::Projection(p) => {
+                    return Err(not_supported(
+                        p.span,
+                        if p.is_with {
+                            "WITH after writing clauses"
+                        } else {
+                            "RETURN after writing clauses"
+                        },
+                    ))
+                }
+                Clause::Match { span, .. }
+                | Clause::Unwind { span, .. }
+                | Clause::Call { span, .. } => {
+                    return Err(not_supported(
+                        *span,
+                        "reading clauses after writing clauses",
+                    ))
+                }
+            }
+        }
+        if scope.items.is_empty() {
+            scope.column(ast::Expr {
+                kind: ExprKind::Literal(ast::Literal::Integer(1)),
+                span,
+            });
+        }
+        let proj = ast::Projection {
+            is_with: false,
+            distinct: false,
+            star: false,
+            items: std::mem::take(&mut scope.items),
+            order_by: Vec::new(),
+            skip: None,
+            limit: None,
+            where_: None,
+            span,
+        };
+        let after_write = std::mem::take(&mut scope.after_write);
+        self.bind_projection(&proj, predicates)?;
+        if let Some(part) = self.parts.last() {
+            let props: Vec<(&str, SlotId)> = part
+                .graph
+                .nodes
+                .iter()
+                .flat_map(|n| n.properties.iter())
+                .chain(part.graph.rels.iter().flat_map(|r| r.properties.iter()))
+                .map(|p| (p.0.as_str(), p.1))
+                .collect();
+            for (c, written) in after_write {
+                let e = &part.outputs[c].1;
+                let mut slots = Vec::new();
+                e.slots(&mut slots);
+                if props
+                    .iter()
+                    .any(|(name, s)| written.contains(*name) && slots.contains(s))
+                {
+                    return Err(not_supported(
+                        e.span,
+                        "reading a property after SET, REMOVE or MERGE in the same statement",
+                    ));
+                }
+            }
+        }
+        Ok(BoundStatement::Write(Box::new(BoundWrite {
+            query: BoundQuery {
+                parts: std::mem::take(&mut self.parts),
+                num_slots: self.next_slot,
+            },
+            clauses: out,
+        })))
+    }
+
+    /// Whether `name` is bound (by the reading clauses or created).
+    fn is_bound(&self, name: &str, scope: &WriteScope) -> bool {
+        scope.created.contains(name)
+            || self.graph.nodes.iter().any(|n| n.name == name)
+            || self.graph.rels.iter().any(|r| r.name == name)
+            || self.values.iter().any(|v| v.0 == name)
+            || self.rels_carried.iter().any(|r| r.0 == name)
+    }
+
+    fn node_ref(&self, name: &str, span: Span, scope: &mut WriteScope) -> Result<NodeRef> {
+        if scope.created.contains(name) {
+            return Ok(NodeRef::Created(name.to_string()));
+        }
+        if self.graph.nodes.iter().any(|n| n.name == name) {
+            return Ok(NodeRef::Column(scope.variable(name, span)));
+        }
+        if self.is_bound(name, scope) {
+            return Err(Error::at(
+                ErrorKind::Type,
+                span,
+                format!("'{name}' is not a node"),
+            ));
+        }
+        Err(semantic(span, format!("variable '{name}' is not defined")))
+    }
+
+    /// The matched rel `name` (None when `name` is not a rel variable).
+    fn rel_ref(&self, name: &str, span: Span, scope: &mut WriteScope) -> Result<Option<RelRef>> {
+        if self.rels_carried.iter().any(|r| r.0 == name) {
+            return Err(not_supported(span, "writing a rel carried through WITH"));
+        }
+        let Some(rel) = self.graph.rels.iter().find(|r| r.name == name) else {
+            return Ok(None);
+        };
+        if rel.recursive.is_some() {
+            return Err(not_supported(span, "writing a variable-length rel"));
+        }
+        let left = self.graph.nodes[rel.left].name.clone();
+        let right = self.graph.nodes[rel.right].name.clone();
+        let (src, dst) = match rel.direction {
+            Direction::Right => (left, right),
+            Direction::Left => (right, left),
+            _ => {
+                return Err(not_supported(
+                    span,
+                    "writing a rel matched without a direction",
+                ))
+            }
+        };
+        Ok(Some(RelRef {
+            rel: scope.variable(name, span),
+            src: scope.variable(&src, span),
+            dst: scope.variable(&dst, span),
+        }))
+    }
+
+    /// `x.prop` of a SET or REMOVE.
+    fn set_target(
+        &self,
+        target: &ast::Expr,
+        scope: &mut WriteScope,
+    ) -> Result<(SetTarget, String)> {
+        let ExprKind::Property(var, key) = &target.kind else {
+            return Err(not_supported(target.span, "this SET target"));
+        };
+        let ExprKind::Variable(v) = &var.kind else {
+            return Err(not_supported(target.span, "this SET target"));
+        };
+        let t = match self.rel_ref(v, var.span, scope)? {
+            Some(r) => SetTarget::Rel(r),
+            None => SetTarget::Node(self.node_ref(v, var.span, scope)?),
+        };
+        Ok((t, key.name.clone()))
+    }
+
+    /// The table a label or rel type of CREATE or MERGE names.
+    fn write_table(&self, name: &ast::Ident) -> Result<&kith_catalog::TableEntry> {
+        self.catalog.table_by_name(&name.name).ok_or_else(|| {
+            not_supported(
+                name.span,
+                &format!(
+                    "creating table '{}' implicitly (schema-less CREATE/MERGE)",
+                    name.name
+                ),
+            )
+        })
+    }
+
+    /// Checks that every property given for `table` exists in the catalog.
+    fn check_properties(
+        &self,
+        table: kith_common::TableId,
+        props: &[(String, usize)],
+        span: Span,
+    ) -> Result<()> {
+        let entry = self
+            .catalog
+            .table(table)
+            .ok_or_else(|| Error::internal("write table vanished"))?;
+        for (name, _) in props {
+            if entry.property(name).is_none() {
+                return Err(not_supported(
+                    span,
+                    &format!(
+                        "adding property '{name}' to table '{}' implicitly (schema-less CREATE/MERGE)",
+                        entry.name
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The one node table a node pattern of CREATE or MERGE names.
+    fn write_label(&self, node: &ast::NodePattern) -> Result<kith_common::TableId> {
+        let label = match &node.labels {
+            ast::LabelExpr::All(l) if l.len() == 1 => &l[0],
+            ast::LabelExpr::None => {
+                // openCypher allows unlabelled nodes; KithDB's schema needs a
+                // node table until schema-less CREATE exists.
+                return Err(Error::at(
+                    ErrorKind::NotSupported,
+                    node.span,
+                    "creating a node without a label is not supported yet: give it the label of a node table",
+                ));
+            }
+            _ => {
+                return Err(not_supported(
+                    node.span,
+                    "creating a node with several labels",
+                ))
+            }
+        };
+        let t = self.write_table(label)?;
+        if !t.is_node() {
+            return Err(semantic(
+                label.span,
+                format!("'{}' is a rel table, not a node table", label.name),
+            ));
+        }
+        Ok(t.id)
+    }
+
+    /// The `{k: v, ...}` map of a pattern, as (key, column) pairs.
+    fn write_properties(
+        &self,
+        props: Option<&ast::Expr>,
+        scope: &mut WriteScope,
+    ) -> Result<Vec<(String, usize)>> {
+        let Some(p) = props else {
+            return Ok(Vec::new());
+        };
+        let ExprKind::Map(entries) = &p.kind else {
+            return Err(not_supported(
+                p.span,
+                "a property map that is not a literal map",
+            ));
+        };
+        let mut out: Vec<(String, usize)> = Vec::new();
+        for (k, v) in entries {
+            if out.iter().any(|(n, _)| *n == k.name) {
+                return Err(semantic(
+                    k.span,
+                    format!("property '{}' is given twice", k.name),
+                ));
+            }
+            out.push((k.name.clone(), scope.column(v.clone())));
+        }
+        Ok(out)
+    }
+
+    /// A node of a CREATE pattern: a reference to a bound variable, or a new node.
+    fn create_node(
+        &self,
+        node: &ast::NodePattern,
+        nodes: &mut Vec<CreateNode>,
+        scope: &mut WriteScope,
+    ) -> Result<NodeRef> {
+        if let Some(w) = &node.where_ {
+            return Err(semantic(w.span, "WHERE is not allowed in a CREATE pattern"));
+        }
+        if let Some(v) = &node.variable {
+            if self.is_bound(&v.name, scope) {
+                if node.properties.is_some() || !matches!(node.labels, ast::LabelExpr::None) {
+                    return Err(semantic(
+                        v.span,
+                        format!("variable '{}' is already defined", v.name),
+                    ));
+                }
+                return self.node_ref(&v.name, v.span, scope);
+            }
+        }
+        let table = self.write_label(node)?;
+        let properties = self.write_properties(node.properties.as_ref(), scope)?;
+        self.check_properties(table, &properties, node.span)?;
+        let var = match &node.variable {
+            Some(v) => v.name.clone(),
+            None => {
+                scope.anon += 1;
+                format!("_anon_create_{}", scope.anon)
+            }
+        };
+        scope.created.insert(var.clone());
+        nodes.push(CreateNode {
+            var: var.clone(),
+            table,
+            properties,
+        });
+        Ok(NodeRef::Created(var))
+    }
+
+    fn bind_create(
+        &self,
+        patterns: &[ast::PathPattern],
+        scope: &mut WriteScope,
+    ) -> Result<WriteClause> {
+        let mut nodes = Vec::new();
+        let mut rels = Vec::new();
+        for p in patterns {
+            if let Some(v) = &p.variable {
+                return Err(not_supported(v.span, "named paths in CREATE"));
+            }
+            let mut left = self.create_node(&p.start, &mut nodes, scope)?;
+            for (rel, node) in &p.chain {
+                let right = self.create_node(node, &mut nodes, scope)?;
+                if rel.range.is_some() {
+                    return Err(semantic(
+                        rel.span,
+                        "CREATE cannot make a variable-length rel",
+                    ));
+                }
+                if let Some(v) = &rel.variable {
+                    if self.is_bound(&v.name, scope) {
+                        return Err(semantic(
+                            v.span,
+                            format!("variable '{}' is already defined", v.name),
+                        ));
+                    }
+                }
+                let [ty] = rel.types.as_slice() else {
+                    return Err(semantic(
+                        rel.span,
+                        "a rel to create needs exactly one rel type",
+                    ));
+                };
+                let t = self.write_table(ty)?;
+                if t.is_node() {
+                    return Err(semantic(
+                        ty.span,
+                        format!("'{}' is a node table, not a rel table", ty.name),
+                    ));
+                }
+                let (src, dst) = match rel.direction {
+                    Direction::Right => (left.clone(), right.clone()),
+                    Direction::Left => (right.clone(), left.clone()),
+                    _ => return Err(semantic(rel.span, "a rel to create needs a direction")),
+                };
+                let properties = self.write_properties(rel.properties.as_ref(), scope)?;
+                self.check_properties(t.id, &properties, rel.span)?;
+                rels.push(CreateRel {
+                    table: t.id,
+                    src,
+                    dst,
+                    properties,
+                });
+                left = right;
+            }
+        }
+        Ok(WriteClause::Create { nodes, rels })
+    }
+
+    fn bind_merge(
+        &self,
+        pattern: &ast::PathPattern,
+        on_create: &[ast::SetItem],
+        on_match: &[ast::SetItem],
+        span: Span,
+        scope: &mut WriteScope,
+    ) -> Result<WriteClause> {
+        if !pattern.chain.is_empty() || pattern.variable.is_some() {
+            return Err(not_supported(span, "MERGE of anything but a single node"));
+        }
+        let node = &pattern.start;
+        if let Some(v) = &node.variable {
+            if self.is_bound(&v.name, scope) {
+                return Err(semantic(
+                    v.span,
+                    format!("variable '{}' is already defined", v.name),
+                ));
+            }
+        }
+        let table = self.write_label(node)?;
+        let entry = self
+            .catalog
+            .table(table)
+            .ok_or_else(|| Error::internal("merge table vanished"))?;
+        let pk = entry
+            .primary_key()
+            .map(|p| p.name.clone())
+            .unwrap_or_default();
+        let properties = self.write_properties(node.properties.as_ref(), scope)?;
+        if properties.len() != 1 || properties[0].0 != pk {
+            return Err(not_supported(
+                node.span,
+                &format!("MERGE on anything but the primary key '{pk}' alone (set other properties with ON CREATE SET)"),
+            ));
+        }
+        let var = match &node.variable {
+            Some(v) => v.name.clone(),
+            None => {
+                scope.anon += 1;
+                format!("_anon_merge_{}", scope.anon)
+            }
+        };
+        let mut sets = |items: &[ast::SetItem]| -> Result<Vec<(String, usize)>> {
+            let mut out = Vec::new();
+            for item in items {
+                let ast::SetItem::Property { target, value } = item else {
+                    return Err(not_supported(span, "this ON CREATE / ON MATCH item"));
+                };
+                let target_ok = matches!(&target.kind, ExprKind::Property(v, _)
+                    if matches!(&v.kind, ExprKind::Variable(n) if *n == var));
+                let ExprKind::Property(_, key) = &target.kind else {
+                    return Err(not_supported(target.span, "this SET target"));
+                };
+                if !target_ok {
+                    return Err(not_supported(
+                        target.span,
+                        "ON CREATE / ON MATCH SET of another variable than the merged node",
+                    ));
+                }
+                out.push((key.name.clone(), scope.column(value.clone())));
+            }
+            Ok(out)
+        };
+        let on_create = sets(on_create)?;
+        let on_match = sets(on_match)?;
+        self.check_properties(table, &on_create, span)?;
+        self.check_properties(table, &on_match, span)?;
+        scope.created.insert(var.clone());
+        Ok(WriteClause::MergeNode {
+            node: CreateNode {
+                var,
+                table,
+                properties,
+            },
+            on_create,
+            on_match,
+        })
+    }
+}
