@@ -64,6 +64,15 @@ impl Version {
             .ok_or_else(|| Error::internal(format!("no storage for table {}", id.0)))
     }
 
+    /// Live rows of a node table or rels of a rel table (0 for an unknown
+    /// table): the planner's cardinality estimate.
+    pub fn cardinality(&self, id: TableId) -> u64 {
+        self.table(id).ok().map_or(0, |d| match d.as_ref() {
+            TableData::Node(n) => n.num_live_rows(),
+            TableData::Rel(r) => r.num_rels,
+        })
+    }
+
     pub fn node_table(&self, id: TableId) -> Result<&NodeTableData> {
         self.table(id)?
             .as_node()

@@ -283,25 +283,9 @@ fn run_statement(
         }
         BoundStatement::Query(q) => {
             let plan = kith_planner::planner::plan_query(*q, &snapshot.catalog, &|t| {
-                snapshot.table(t).ok().map_or(0, |d| match d.as_ref() {
-                    TableData::Node(n) => n.num_live_rows(),
-                    TableData::Rel(r) => r.num_rels,
-                })
+                snapshot.cardinality(t)
             })?;
-            let ctx = Arc::new(QueryContext {
-                version: Arc::clone(&snapshot),
-                pager: Arc::clone(storage.pager()),
-                params: params.clone(),
-                cancel: cancel.clone(),
-            });
-            let chunks = kith_exec::pipeline::execute_query_with(
-                &plan,
-                ctx,
-                &conn.db.sched,
-                settings.threads,
-                &settings.recursive,
-            )?;
-            cancel.check()?;
+            let chunks = execute_plan(conn, &plan, &snapshot, params, &cancel, &settings)?;
             Ok(QueryResult {
                 names: plan.names,
                 types: plan.types,
@@ -336,6 +320,33 @@ fn run_statement(
 }
 
 /// The largest `var_length_max_depth`.
+/// Runs a planned query on `version` with the connection's settings; the
+/// statement's own token decides interruption and timeouts.
+pub(crate) fn execute_plan(
+    conn: &Connection,
+    plan: &kith_planner::plan::QueryPlan,
+    version: &Arc<kith_storage::Version>,
+    params: &HashMap<String, Value>,
+    cancel: &CancelToken,
+    settings: &crate::database::Settings,
+) -> Result<Vec<Chunk>> {
+    let ctx = Arc::new(QueryContext {
+        version: Arc::clone(version),
+        pager: Arc::clone(conn.db.storage.pager()),
+        params: params.clone(),
+        cancel: cancel.clone(),
+    });
+    let chunks = kith_exec::pipeline::execute_query_with(
+        plan,
+        ctx,
+        &conn.db.sched,
+        settings.threads,
+        &settings.recursive,
+    )?;
+    cancel.check()?;
+    Ok(chunks)
+}
+
 fn kith_graph_max_upper() -> u32 {
     kith_exec::operator::recursive_join::MAX_DEPTH_LIMIT
 }

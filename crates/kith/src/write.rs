@@ -8,10 +8,9 @@ use std::sync::Arc;
 
 use kith_catalog::TableEntry;
 use kith_common::{Error, Result, TableId, Value};
-use kith_exec::QueryContext;
 use kith_planner::bound::{BoundWrite, CreateNode, NodeRef, RelRef, SetTarget, WriteClause};
 use kith_sched::CancelToken;
-use kith_storage::{TableData, WriteTxn};
+use kith_storage::WriteTxn;
 
 use crate::database::{Connection, Settings};
 use crate::result::QueryResult;
@@ -30,26 +29,9 @@ pub(crate) fn run_write(
     let storage = &conn.db.storage;
     let mut txn = storage.begin_write()?;
     let base = Arc::clone(txn.base());
-    let plan = kith_planner::planner::plan_write_query(w.query, &base.catalog, &|t| {
-        base.table(t).ok().map_or(0, |d| match d.as_ref() {
-            TableData::Node(n) => n.num_live_rows(),
-            TableData::Rel(r) => r.num_rels,
-        })
-    })?;
-    let ctx = Arc::new(QueryContext {
-        version: Arc::clone(&base),
-        pager: Arc::clone(storage.pager()),
-        params: params.clone(),
-        cancel: cancel.clone(),
-    });
-    let chunks = kith_exec::pipeline::execute_query_with(
-        &plan,
-        ctx,
-        &conn.db.sched,
-        settings.threads,
-        &settings.recursive,
-    )?;
-    cancel.check()?;
+    let plan =
+        kith_planner::planner::plan_write_query(w.query, &base.catalog, &|t| base.cardinality(t))?;
+    let chunks = crate::statement::execute_plan(conn, &plan, &base, params, cancel, settings)?;
     let mut rows: Vec<Vec<Value>> = Vec::new();
     for c in &chunks {
         for r in 0..c.num_rows {
