@@ -1211,40 +1211,22 @@ impl<'a> Binder<'a> {
         };
         if let Some(idx) = self.graph.nodes.iter().position(|n| n.name == var) {
             let ty = lookup(&self.graph.nodes[idx].tables)?;
-            let existing = self.graph.nodes[idx]
-                .properties
-                .iter()
-                .find(|p| p.0 == key.name)
-                .map(|p| p.1);
-            let slot = match existing {
-                Some(s) => s,
-                None => {
-                    let s = self.new_slot();
-                    self.graph.nodes[idx]
-                        .properties
-                        .push((key.name.clone(), s, ty.clone()));
-                    s
-                }
-            };
+            let slot = property_slot(
+                &mut self.graph.nodes[idx].properties,
+                &mut self.next_slot,
+                &key.name,
+                &ty,
+            );
             return Ok(BoundExpr::slot(slot, ty, span));
         }
         if let Some(idx) = self.graph.rels.iter().position(|r| r.name == var) {
             let ty = lookup(&self.graph.rels[idx].tables)?;
-            let existing = self.graph.rels[idx]
-                .properties
-                .iter()
-                .find(|p| p.0 == key.name)
-                .map(|p| p.1);
-            let slot = match existing {
-                Some(s) => s,
-                None => {
-                    let s = self.new_slot();
-                    self.graph.rels[idx]
-                        .properties
-                        .push((key.name.clone(), s, ty.clone()));
-                    s
-                }
-            };
+            let slot = property_slot(
+                &mut self.graph.rels[idx].properties,
+                &mut self.next_slot,
+                &key.name,
+                &ty,
+            );
             return Ok(BoundExpr::slot(slot, ty, span));
         }
         if self.rels_carried.iter().any(|r| r.0 == var) {
@@ -1633,6 +1615,23 @@ fn binary_type(op: BinaryOp, l: &LogicalType, r: &LogicalType) -> Result<Logical
             }
         },
     })
+}
+
+/// The slot of property `name` in a variable's read list, added (with a fresh
+/// slot) the first time the query reads it.
+fn property_slot(
+    properties: &mut Vec<(String, SlotId, LogicalType)>,
+    next_slot: &mut u32,
+    name: &str,
+    ty: &LogicalType,
+) -> SlotId {
+    if let Some(p) = properties.iter().find(|p| p.0 == name) {
+        return p.1;
+    }
+    let s = SlotId(*next_slot);
+    *next_slot += 1;
+    properties.push((name.to_string(), s, ty.clone()));
+    s
 }
 
 /// Whether values of the two types can be compared (ANY defers to run time).

@@ -187,6 +187,57 @@ fn key_kind(ty: &LogicalType) -> KeyKind {
 }
 
 /// Types of a table's storage columns (in `column_ids` order).
+/// Checks `rows` (one value per catalog property, in catalog order) against
+/// the table's types and writes them into new vectors in storage column order.
+fn coerce_rows(
+    entry: &TableEntry,
+    rows: &[Vec<Value>],
+    types: &[LogicalType],
+    column_of: impl Fn(PropertyId) -> Option<usize>,
+    what: &str,
+) -> Result<Vec<ValueVector>> {
+    let col_of: Vec<usize> = entry
+        .properties
+        .iter()
+        .map(|p| {
+            column_of(p.id).ok_or_else(|| {
+                Error::internal(format!(
+                    "property '{}' of '{}' has no storage column",
+                    p.name, entry.name
+                ))
+            })
+        })
+        .collect::<Result<_>>()?;
+    let mut cols: Vec<ValueVector> = types
+        .iter()
+        .map(|t| ValueVector::new(t.clone(), rows.len()))
+        .collect();
+    for (r, row) in rows.iter().enumerate() {
+        if row.len() != entry.properties.len() {
+            return Err(write_error(format!(
+                "a row for {what} '{}' has {} values but the table has {} properties",
+                entry.name,
+                row.len(),
+                entry.properties.len()
+            )));
+        }
+        for (pi, prop) in entry.properties.iter().enumerate() {
+            let v = coerce_value(&row[pi], &prop.ty).ok_or_else(|| {
+                Error::type_error(format!(
+                    "cannot store {} value {} in column '{}' ({}) of table '{}'",
+                    row[pi].logical_type(),
+                    row[pi],
+                    prop.name,
+                    prop.ty,
+                    entry.name
+                ))
+            })?;
+            cols[col_of[pi]].set_value(r, &v);
+        }
+    }
+    Ok(cols)
+}
+
 fn column_types(entry: &TableEntry, column_ids: &[PropertyId]) -> Result<Vec<LogicalType>> {
     column_ids
         .iter()
@@ -394,46 +445,7 @@ impl WriteTxn<'_> {
                 kith_common::ids::MAX_TABLE_ROWS
             )));
         }
-        // Storage column of each catalog property.
-        let col_of: Vec<usize> = entry
-            .properties
-            .iter()
-            .map(|p| {
-                data.column_of(p.id).ok_or_else(|| {
-                    Error::internal(format!(
-                        "property '{}' of '{}' has no storage column",
-                        p.name, entry.name
-                    ))
-                })
-            })
-            .collect::<Result<_>>()?;
-        let mut new_cols: Vec<ValueVector> = types
-            .iter()
-            .map(|t| ValueVector::new(t.clone(), n))
-            .collect();
-        for (r, row) in rows.iter().enumerate() {
-            if row.len() != entry.properties.len() {
-                return Err(write_error(format!(
-                    "a row for table '{}' has {} values but the table has {} properties",
-                    entry.name,
-                    row.len(),
-                    entry.properties.len()
-                )));
-            }
-            for (pi, prop) in entry.properties.iter().enumerate() {
-                let v = coerce_value(&row[pi], &prop.ty).ok_or_else(|| {
-                    Error::type_error(format!(
-                        "cannot store {} value {} in column '{}' ({}) of table '{}'",
-                        row[pi].logical_type(),
-                        row[pi],
-                        prop.name,
-                        prop.ty,
-                        entry.name
-                    ))
-                })?;
-                new_cols[col_of[pi]].set_value(r, &v);
-            }
-        }
+        let new_cols = coerce_rows(&entry, rows, &types, |p| data.column_of(p), "table")?;
 
         // Primary keys.
         let pk_name = &entry.properties[pk_prop].name;
@@ -849,38 +861,11 @@ impl WriteTxn<'_> {
                 }
             }
         }
-        let mut new_props: Vec<ValueVector> = types
-            .iter()
-            .map(|t| ValueVector::new(t.clone(), n))
-            .collect();
-        for (r, row) in props.iter().enumerate() {
-            if row.len() != entry.properties.len() {
-                return Err(write_error(format!(
-                    "a row for rel table '{}' has {} values but the table has {} properties",
-                    entry.name,
-                    row.len(),
-                    entry.properties.len()
-                )));
-            }
-            for (pi, prop) in entry.properties.iter().enumerate() {
-                let v = coerce_value(&row[pi], &prop.ty).ok_or_else(|| {
-                    Error::type_error(format!(
-                        "cannot store {} value {} in column '{}' ({}) of table '{}'",
-                        row[pi].logical_type(),
-                        row[pi],
-                        prop.name,
-                        prop.ty,
-                        entry.name
-                    ))
-                })?;
-                let c = data
-                    .column_of(prop.id)
-                    .ok_or_else(|| Error::internal("rel property without storage column"))?;
-                new_props[c].set_value(r, &v);
-            }
-        }
+        let mut new_props = coerce_rows(&entry, props, &types, |p| data.column_of(p), "rel table")?;
         if props.is_empty() {
+            // No property values given: every property is NULL.
             for p in &mut new_props {
+                p.resize(n);
                 for r in 0..n {
                     p.set_null(r, true);
                 }

@@ -327,9 +327,13 @@ impl HashAggregate {
                 "unflat key without an unflat group",
             ));
         };
-        let mut positions = Vec::new();
-        rs.chunks[u].state.for_each_position(|p| positions.push(p));
-        for p in positions {
+        self.positions.clear();
+        let positions = &mut self.positions;
+        rs.chunks[u]
+            .state
+            .for_each_position(|p| positions.push(p as u32));
+        for pi in 0..self.positions.len() {
+            let p = self.positions[pi] as usize;
             let key = GroupKey(
                 self.key_scratch
                     .iter()

@@ -18,6 +18,9 @@ pub struct ScanProperties {
     /// (storage column, vector in the node's chunk)
     pub columns: Vec<(usize, usize)>,
     pinned: Vec<Option<Vec<PinnedColumn>>>,
+    /// The output vector of each column (second half of `columns`).
+    vectors: Vec<usize>,
+    targets: Vec<(usize, Option<u64>)>,
 }
 
 impl ScanProperties {
@@ -28,6 +31,7 @@ impl ScanProperties {
         node: Pos,
         columns: Vec<(usize, usize)>,
     ) -> ScanProperties {
+        let vectors = columns.iter().map(|c| c.1).collect();
         ScanProperties {
             child,
             ctx,
@@ -35,21 +39,31 @@ impl ScanProperties {
             node,
             columns,
             pinned: Vec::new(),
+            vectors,
+            targets: Vec::new(),
         }
     }
 
-    fn pins(&mut self, group: usize) -> Result<&Vec<PinnedColumn>> {
-        if self.pinned.len() <= group {
-            self.pinned.resize_with(group + 1, || None);
+    /// The pinned columns of node group `group`, pinned on first use. Takes
+    /// only the fields it needs so callers can keep borrowing the others.
+    fn pins<'a>(
+        pinned: &'a mut Vec<Option<Vec<PinnedColumn>>>,
+        ctx: &QueryContext,
+        data: &NodeTableData,
+        columns: &[(usize, usize)],
+        group: usize,
+    ) -> Result<&'a Vec<PinnedColumn>> {
+        if pinned.len() <= group {
+            pinned.resize_with(group + 1, || None);
         }
-        if self.pinned[group].is_none() {
-            let mut cols = Vec::with_capacity(self.columns.len());
-            for (c, _) in &self.columns {
-                cols.push(self.data.pin_column(&self.ctx.pager, group, *c)?);
+        if pinned[group].is_none() {
+            let mut cols = Vec::with_capacity(columns.len());
+            for (c, _) in columns {
+                cols.push(data.pin_column(&ctx.pager, group, *c)?);
             }
-            self.pinned[group] = Some(cols);
+            pinned[group] = Some(cols);
         }
-        self.pinned[group]
+        pinned[group]
             .as_ref()
             .ok_or_else(|| Error::internal("property pins missing"))
     }
@@ -62,39 +76,47 @@ impl Operator for ScanProperties {
         }
         let (c, v) = self.node;
         let len = rs.chunks[c].state.len;
-        let mut positions = Vec::new();
-        rs.chunks[c].state.for_each_position(|p| positions.push(p));
-        let offsets: Vec<Option<u64>> = {
+        // (position, node offset or None for a NULL id), reused across batches.
+        let mut targets = std::mem::take(&mut self.targets);
+        targets.clear();
+        {
             let ids = &rs.chunks[c].vectors[v];
             let VectorData::Id(idv) = &ids.data else {
                 return Err(Error::internal("property scan over a non-id vector"));
             };
-            positions
-                .iter()
-                .map(|&p| (!ids.is_null(p)).then(|| idv[p].offset()))
-                .collect()
-        };
-        for (_, vector) in &self.columns {
-            rs.chunks[c].vectors[*vector].reset(len);
+            rs.chunks[c].state.for_each_position(|p| {
+                targets.push((p, (!ids.is_null(p)).then(|| idv[p].offset())))
+            });
         }
-        let vectors: Vec<usize> = self.columns.iter().map(|c| c.1).collect();
-        for (&p, offset) in positions.iter().zip(offsets) {
+        for &vector in &self.vectors {
+            rs.chunks[c].vectors[vector].reset(len);
+        }
+        let ScanProperties {
+            ctx,
+            data,
+            columns,
+            pinned,
+            vectors,
+            ..
+        } = self;
+        for &(p, offset) in &targets {
             match offset {
                 None => {
-                    for (_, vector) in &self.columns {
-                        rs.chunks[c].vectors[*vector].set_null(p, true);
+                    for &vector in vectors.iter() {
+                        rs.chunks[c].vectors[vector].set_null(p, true);
                     }
                 }
                 Some(o) => {
                     let group = (o / NODE_GROUP_SIZE) as usize;
                     let local = o % NODE_GROUP_SIZE;
-                    let pins = self.pins(group)?;
-                    for (col, &vector) in pins.iter().zip(&vectors) {
+                    let pins = Self::pins(pinned, ctx, data, columns, group)?;
+                    for (col, &vector) in pins.iter().zip(vectors.iter()) {
                         col.read(local, 1, &mut rs.chunks[c].vectors[vector], p)?;
                     }
                 }
             }
         }
+        self.targets = targets;
         Ok(true)
     }
 }
