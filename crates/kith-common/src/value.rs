@@ -214,21 +214,13 @@ impl Value {
     }
 }
 
+/// `, key: value` for each non-NULL property (NULL means "not set").
 fn write_props(f: &mut fmt::Formatter<'_>, props: &[(String, Value)]) -> fmt::Result {
-    write!(f, "{{")?;
-    let mut first = true;
-    for (k, v) in props {
-        if v.is_null() {
-            continue;
-        }
-        if !first {
-            write!(f, ", ")?;
-        }
-        first = false;
-        write!(f, "{k}: ")?;
+    for (k, v) in props.iter().filter(|(_, v)| !v.is_null()) {
+        write!(f, ", {k}: ")?;
         v.fmt_nested(f)?;
     }
-    write!(f, "}}")
+    Ok(())
 }
 
 impl Value {
@@ -304,14 +296,14 @@ impl fmt::Display for Value {
                 write!(f, "}}")
             }
             Value::Node(n) => {
-                write!(f, "({}:{} ", n.id, n.label)?;
+                write!(f, "{{_ID: {}, _LABEL: {}", n.id, n.label)?;
                 write_props(f, &n.properties)?;
-                write!(f, ")")
+                write!(f, "}}")
             }
             Value::Rel(r) => {
-                write!(f, "({})-[{}:{} ", r.src, r.id, r.label)?;
+                write!(f, "({})-{{_LABEL: {}, _ID: {}", r.src, r.label, r.id)?;
                 write_props(f, &r.properties)?;
-                write!(f, "]->({})", r.dst)
+                write!(f, "}}->({})", r.dst)
             }
             Value::Path(p) => {
                 for (i, n) in p.nodes.iter().enumerate() {

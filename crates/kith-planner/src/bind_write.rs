@@ -203,7 +203,10 @@ impl Binder<'_> {
             span,
         };
         let after_write = std::mem::take(&mut scope.after_write);
-        self.bind_projection(&proj, predicates)?;
+        self.ids_projection = true;
+        let bound = self.bind_projection(&proj, predicates);
+        self.ids_projection = false;
+        bound?;
         if let Some(part) = self.parts.last() {
             let props: Vec<(&str, SlotId)> = part
                 .graph

@@ -15,6 +15,9 @@ use crate::functions;
 #[path = "bind_write.rs"]
 mod bind_write;
 
+#[path = "bind_entity.rs"]
+mod bind_entity;
+
 pub struct Binder<'a> {
     catalog: &'a Catalog,
     graph: QueryGraph,
@@ -28,6 +31,11 @@ pub struct Binder<'a> {
     /// Rel variables carried through WITH: name and id slot. Their
     /// properties travel as hidden values named `_anon_<name>.<property>`.
     rels_carried: Vec<(String, SlotId)>,
+    /// Set while binding the hidden projection of a write statement, whose
+    /// columns carry node and rel ids to the write clauses.
+    ids_projection: bool,
+    /// The candidate tables of each carried rel (to build its value).
+    carried_rel_tables: Vec<(String, Vec<TableId>)>,
     /// Projection aliases visible while binding ORDER BY.
     aliases: Vec<(String, BoundExpr)>,
     /// The part being bound: inputs and unwinds (its graph is `graph`).
@@ -124,6 +132,8 @@ impl<'a> Binder<'a> {
             params: None,
             values: Vec::new(),
             rels_carried: Vec::new(),
+            carried_rel_tables: Vec::new(),
+            ids_projection: false,
             aliases: Vec::new(),
             part: BoundPart::default(),
             parts: Vec::new(),
@@ -896,10 +906,19 @@ impl<'a> Binder<'a> {
         let mut carried_nodes: Vec<Option<Vec<TableId>>> = Vec::new();
         // Rel variables projected as themselves by a WITH (their properties
         // follow as hidden columns).
-        let mut carried_rels: Vec<bool> = Vec::new();
+        let mut carried_rels: Vec<Option<Vec<TableId>>> = Vec::new();
         for item in &items {
             let before = self.aggregates.as_ref().map_or(0, |a| a.len());
             let e = self.bind_expr(&item.expr)?;
+            // Nodes and rels handed out as values (RETURN n, [a, b],
+            // collect(r)); a WITH of the bare variable keeps its identity.
+            let bare = matches!(item.expr.kind, ExprKind::Variable(_));
+            let e = if self.ids_projection {
+                e
+            } else {
+                self.materialize_collected(before)?;
+                self.materialize_entities(e, !(proj.is_with && bare))?
+            };
             let after = self.aggregates.as_ref().map_or(0, |a| a.len());
             has_agg.push(after > before);
             let name = match (&item.alias, &item.expr.kind) {
@@ -934,12 +953,15 @@ impl<'a> Binder<'a> {
                 ExprKind::Variable(v) if proj.is_with => self.carried_rel_properties(v)?,
                 _ => None,
             };
-            carried_rels.push(rel_props.is_some());
+            carried_rels.push(match (&rel_props, &item.expr.kind) {
+                (Some(_), ExprKind::Variable(v)) => Some(self.rel_tables_of(v)),
+                _ => None,
+            });
             outputs.push((name.clone(), e));
             for (prop, e) in rel_props.unwrap_or_default() {
                 has_agg.push(false);
                 carried_nodes.push(None);
-                carried_rels.push(false);
+                carried_rels.push(None);
                 outputs.push((format!("_anon_{name}.{prop}"), e));
             }
         }
@@ -1071,12 +1093,13 @@ impl<'a> Binder<'a> {
         });
         self.values.clear();
         self.rels_carried.clear();
+        self.carried_rel_tables.clear();
         self.paths.clear();
         if !proj.is_with {
             return Ok(Vec::new());
         }
         // The next part's scope: carried nodes keep their identity.
-        for (((name, (slot, ty)), tables), is_rel) in names
+        for (((name, (slot, ty)), tables), rel_tables) in names
             .into_iter()
             .zip(&next_inputs)
             .zip(carried_nodes)
@@ -1090,8 +1113,13 @@ impl<'a> Binder<'a> {
                     properties: Vec::new(),
                     imported: true,
                 }),
-                None if is_rel => self.rels_carried.push((name, *slot)),
-                None => self.values.push((name, *slot, ty.clone())),
+                None => match rel_tables {
+                    Some(rel_tables) => {
+                        self.carried_rel_tables.push((name.clone(), rel_tables));
+                        self.rels_carried.push((name, *slot));
+                    }
+                    None => self.values.push((name, *slot, ty.clone())),
+                },
             }
         }
         self.part.inputs = next_inputs;
@@ -1153,6 +1181,7 @@ impl<'a> Binder<'a> {
         for (name, ident) in props {
             out.push((name, self.bind_property(var, &ident, Span::new(0, 0))?));
         }
+        out.extend(self.rel_endpoints(var));
         Ok(Some(out))
     }
 
@@ -1367,6 +1396,11 @@ impl<'a> Binder<'a> {
                 args,
             } => {
                 let lname = name.name.to_ascii_lowercase();
+                if let ([arg], false, false) = (args.as_slice(), *distinct, *star) {
+                    if let Some(e) = self.bind_entity_function(&lname, arg, span)? {
+                        return Ok(e);
+                    }
+                }
                 if let [ast::Expr {
                     kind: ExprKind::Variable(v),
                     ..

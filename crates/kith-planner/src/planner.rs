@@ -71,25 +71,6 @@ pub fn plan_query(
     catalog: &Catalog,
     cardinality: &dyn Fn(TableId) -> u64,
 ) -> Result<QueryPlan> {
-    plan_query_with(q, catalog, cardinality, false)
-}
-
-/// Plans the reading part of a statement with writing clauses: its hidden
-/// output columns may hold node and rel ids.
-pub fn plan_write_query(
-    q: BoundQuery,
-    catalog: &Catalog,
-    cardinality: &dyn Fn(TableId) -> u64,
-) -> Result<QueryPlan> {
-    plan_query_with(q, catalog, cardinality, true)
-}
-
-fn plan_query_with(
-    q: BoundQuery,
-    catalog: &Catalog,
-    cardinality: &dyn Fn(TableId) -> u64,
-    ids_allowed: bool,
-) -> Result<QueryPlan> {
     let mut parts = Vec::new();
     let mut names = Vec::new();
     let mut types = Vec::new();
@@ -104,15 +85,6 @@ fn plan_query_with(
         if i == last {
             names = part.outputs.iter().map(|(n, _)| n.clone()).collect();
             types = part.outputs.iter().map(|(_, e)| e.ty.clone()).collect();
-            for (name, e) in part.outputs.iter().filter(|_| !ids_allowed) {
-                if e.ty == LogicalType::InternalId {
-                    return Err(Error::at(
-                        ErrorKind::NotSupported,
-                        e.span,
-                        format!("returning a whole node or rel ('{name}') is not supported yet; return its properties"),
-                    ));
-                }
-            }
         }
         let from_rows = i > 0 || part.optional.is_some();
         let mut plan = plan_part(part, from_rows, catalog, cardinality)?;

@@ -29,8 +29,7 @@ pub(crate) fn run_write(
     let storage = &conn.db.storage;
     let mut txn = storage.begin_write()?;
     let base = Arc::clone(txn.base());
-    let plan =
-        kith_planner::planner::plan_write_query(w.query, &base.catalog, &|t| base.cardinality(t))?;
+    let plan = kith_planner::planner::plan_query(w.query, &base.catalog, &|t| base.cardinality(t))?;
     let chunks = crate::statement::execute_plan(conn, &plan, &base, params, cancel, settings)?;
     let mut rows: Vec<Vec<Value>> = Vec::new();
     for c in &chunks {

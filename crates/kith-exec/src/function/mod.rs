@@ -6,6 +6,7 @@
 use kith_common::{Error, Result, Value};
 
 pub mod conversion;
+pub mod graph;
 pub mod list;
 pub mod numeric;
 pub mod string;
@@ -35,6 +36,7 @@ pub fn lookup(lower_name: &str) -> Option<ScalarFunction> {
         .or_else(|| list::lookup(lower_name))
         .map(strict)
         .or_else(|| conversion::lookup(lower_name))
+        .or_else(|| graph::lookup(lower_name))
 }
 
 /// Calls function `lower_name` on `args` (slow path used by tests and

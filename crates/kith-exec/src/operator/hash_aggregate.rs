@@ -37,6 +37,9 @@ fn hash_value<H: Hasher>(v: &Value, h: &mut H) {
         Value::Null => 0u8.hash(h),
         Value::Bool(b) => b.hash(h),
         Value::String(s) => s.hash(h),
+        // Equal entities have equal ids (see `Value::total_cmp`).
+        Value::Node(n) => n.id.0.hash(h),
+        Value::Rel(r) => r.id.0.hash(h),
         Value::Double(_) | Value::Float(_) => {
             let f = v.as_f64().unwrap_or(0.0);
             if f.fract() == 0.0 && f.abs() < 9.0e15 {

@@ -1,0 +1,187 @@
+//! Nodes and rels as values. The binder rewrites `RETURN n`, `collect(r)`,
+//! `labels(n)`, `properties(r)`, ... into these internal calls, passing the
+//! entity's id and its properties as (name literal, value) pairs, so building
+//! the value is all that is left to do here.
+
+use kith_common::{Error, InternalId, NodeValue, RelValue, Result, Value};
+
+use super::ScalarFunction;
+
+pub fn lookup(name: &str) -> Option<ScalarFunction> {
+    let (func, propagate_nulls): (super::ScalarFn, bool) = match name {
+        // NULL properties belong in the value; a NULL id (an OPTIONAL MATCH
+        // without a match) makes the whole value NULL.
+        "_node" => (node, false),
+        "_rel" => (rel, false),
+        "_properties" => (properties, false),
+        "_label" => (label, true),
+        "_labels" => (labels, true),
+        "id" => (id, true),
+        _ => return None,
+    };
+    Some(ScalarFunction {
+        func,
+        propagate_nulls,
+    })
+}
+
+fn internal_id(what: &str, v: &Value) -> Result<Option<InternalId>> {
+    match v {
+        Value::Null => Ok(None),
+        Value::InternalId(id) => Ok(Some(*id)),
+        other => Err(Error::internal(format!(
+            "{what} expects an internal id, got {}",
+            other.logical_type()
+        ))),
+    }
+}
+
+/// `(name, value)` pairs from alternating arguments.
+fn property_pairs(args: &[Value]) -> Result<Vec<(String, Value)>> {
+    if !args.len().is_multiple_of(2) {
+        return Err(Error::internal("property arguments must come in pairs"));
+    }
+    args.chunks_exact(2)
+        .map(|pair| match &pair[0] {
+            Value::String(name) => Ok((name.clone(), pair[1].clone())),
+            other => Err(Error::internal(format!(
+                "property name must be a STRING, got {}",
+                other.logical_type()
+            ))),
+        })
+        .collect()
+}
+
+fn label_arg(v: Option<&Value>) -> Result<String> {
+    match v {
+        Some(Value::String(s)) => Ok(s.clone()),
+        _ => Err(Error::internal("entity constructor without a label")),
+    }
+}
+
+/// `_node(id, label, name1, value1, ...)`.
+fn node(args: &[Value]) -> Result<Value> {
+    let Some(first) = args.first() else {
+        return Err(Error::internal("_node() without arguments"));
+    };
+    let Some(id) = internal_id("_node()", first)? else {
+        return Ok(Value::Null);
+    };
+    Ok(Value::Node(Box::new(NodeValue {
+        id,
+        label: label_arg(args.get(1))?,
+        properties: property_pairs(&args[2.min(args.len())..])?,
+    })))
+}
+
+/// `_rel(id, src, dst, label, name1, value1, ...)`.
+fn rel(args: &[Value]) -> Result<Value> {
+    if args.len() < 4 {
+        return Err(Error::internal("_rel() needs id, endpoints and label"));
+    }
+    let (Some(id), Some(src), Some(dst)) = (
+        internal_id("_rel()", &args[0])?,
+        internal_id("_rel()", &args[1])?,
+        internal_id("_rel()", &args[2])?,
+    ) else {
+        return Ok(Value::Null);
+    };
+    Ok(Value::Rel(Box::new(RelValue {
+        id,
+        label: label_arg(args.get(3))?,
+        src,
+        dst,
+        properties: property_pairs(&args[4..])?,
+    })))
+}
+
+/// `_properties(id, name1, value1, ...)`: the properties as a struct.
+fn properties(args: &[Value]) -> Result<Value> {
+    let Some(first) = args.first() else {
+        return Err(Error::internal("_properties() without arguments"));
+    };
+    if internal_id("_properties()", first)?.is_none() {
+        return Ok(Value::Null);
+    }
+    Ok(Value::Struct(property_pairs(&args[1..])?))
+}
+
+/// The table name of an id: `names` is indexed by table id.
+fn table_name(args: &[Value]) -> Result<Value> {
+    let [id, Value::List(names)] = args else {
+        return Err(Error::internal(
+            "_label() expects an id and the table names",
+        ));
+    };
+    let Some(id) = internal_id("_label()", id)? else {
+        return Ok(Value::Null);
+    };
+    match names.get(id.table().0 as usize) {
+        Some(v @ Value::String(_)) => Ok(v.clone()),
+        _ => Err(Error::internal(format!(
+            "no table name for id {id} in _label()"
+        ))),
+    }
+}
+
+fn label(args: &[Value]) -> Result<Value> {
+    table_name(args)
+}
+
+fn labels(args: &[Value]) -> Result<Value> {
+    Ok(match table_name(args)? {
+        Value::Null => Value::Null,
+        v => Value::List(vec![v]),
+    })
+}
+
+fn id(args: &[Value]) -> Result<Value> {
+    match args {
+        [v @ Value::InternalId(_)] => Ok(v.clone()),
+        _ => Err(Error::runtime("id() expects a node or rel")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kith_common::TableId;
+
+    fn s(x: &str) -> Value {
+        Value::String(x.to_string())
+    }
+
+    #[test]
+    fn builds_nodes_and_rels_and_null_ids_give_null() {
+        let id = Value::InternalId(InternalId::new(TableId(1), 7));
+        let n = node(&[id.clone(), s("P"), s("name"), s("a"), s("age"), Value::Null]).unwrap();
+        let Value::Node(n) = n else {
+            panic!("not a node")
+        };
+        assert_eq!(n.label, "P");
+        assert_eq!(
+            n.properties,
+            vec![("name".into(), s("a")), ("age".into(), Value::Null)]
+        );
+        assert_eq!(node(&[Value::Null, s("P")]).unwrap(), Value::Null);
+        let r = rel(&[id.clone(), id.clone(), id.clone(), s("R")]).unwrap();
+        assert!(matches!(r, Value::Rel(_)));
+        assert_eq!(
+            rel(&[id.clone(), Value::Null, id.clone(), s("R")]).unwrap(),
+            Value::Null
+        );
+        assert!(node(&[id.clone(), s("P"), s("dangling")]).is_err());
+    }
+
+    #[test]
+    fn labels_come_from_the_table_of_the_id() {
+        let names = Value::List(vec![Value::Null, s("A"), s("B")]);
+        let id = |t| Value::InternalId(InternalId::new(TableId(t), 0));
+        assert_eq!(label(&[id(2), names.clone()]).unwrap(), s("B"));
+        assert_eq!(
+            labels(&[id(1), names.clone()]).unwrap(),
+            Value::List(vec![s("A")])
+        );
+        assert!(label(&[id(0), names]).is_err());
+    }
+}

@@ -1,0 +1,404 @@
+//! Nodes and rels as values: `RETURN n`, `collect(r)`, `[a, b]`, and the
+//! functions that look at a whole node or rel (`id`, `label`/`labels`,
+//! `type`, `properties`).
+//!
+//! Inside a query a node or rel variable is its internal id (joins, filters
+//! and WITH carry ids only). Where a projection hands the entity to the user,
+//! the binder rewrites the id into a constructor call (`_node`, `_rel`) whose
+//! arguments are the id and every property of the table, so the planner
+//! reads those properties like any other and the executor only assembles
+//! the value.
+
+use kith_common::{Error, LogicalType, Result, Span, TableId, Value};
+use kith_parser::ast;
+
+use super::{not_supported, Binder};
+use crate::expr::{BoundExpr, BoundExprKind, SlotId};
+
+/// Hidden values carried with a rel through WITH: its endpoint ids. The
+/// names cannot be written as Cypher identifiers (they start with a control
+/// character), so they never clash with a property.
+pub(crate) const CARRIED_SRC: &str = "\u{1}src";
+pub(crate) const CARRIED_DST: &str = "\u{1}dst";
+
+/// What a variable that holds an id stands for.
+enum Entity {
+    Node {
+        name: String,
+        tables: Vec<TableId>,
+    },
+    Rel {
+        name: String,
+        tables: Vec<TableId>,
+        src: SlotId,
+        dst: SlotId,
+    },
+}
+
+impl Binder<'_> {
+    /// The node or rel whose id lives in `slot`, if any.
+    fn entity_of_slot(&self, slot: SlotId, span: Span) -> Result<Option<Entity>> {
+        if let Some(n) = self.graph.nodes.iter().find(|n| n.id_slot == slot) {
+            return Ok(Some(Entity::Node {
+                name: n.name.clone(),
+                tables: n.tables.clone(),
+            }));
+        }
+        if let Some(r) = self.graph.rels.iter().find(|r| r.id_slot == slot) {
+            if r.recursive.is_some() {
+                return Err(not_supported(
+                    span,
+                    "using the rel variable of a variable-length pattern as a value",
+                ));
+            }
+            let (src, dst) = match r.direction {
+                ast::Direction::Left => (r.right, r.left),
+                _ => (r.left, r.right),
+            };
+            return Ok(Some(Entity::Rel {
+                name: r.name.clone(),
+                tables: r.tables.clone(),
+                src: self.graph.nodes[src].id_slot,
+                dst: self.graph.nodes[dst].id_slot,
+            }));
+        }
+        if let Some((name, _)) = self.rels_carried.iter().find(|r| r.1 == slot) {
+            let hidden = |which: &str| {
+                let key = format!("_anon_{name}.{which}");
+                self.values.iter().find(|v| v.0 == key).map(|v| v.1)
+            };
+            let (Some(src), Some(dst)) = (hidden(CARRIED_SRC), hidden(CARRIED_DST)) else {
+                return Err(Error::internal(format!(
+                    "rel '{name}' was carried without its endpoints"
+                )));
+            };
+            // The table is known from the hidden property values only; a
+            // carried rel keeps the tables of the pattern that bound it.
+            let tables = self
+                .carried_rel_tables
+                .iter()
+                .find(|t| &t.0 == name)
+                .map(|t| t.1.clone())
+                .unwrap_or_default();
+            return Ok(Some(Entity::Rel {
+                name: name.clone(),
+                tables,
+                src,
+                dst,
+            }));
+        }
+        Ok(None)
+    }
+
+    /// The candidate tables of rel variable `var` (bound here or carried).
+    pub(crate) fn rel_tables_of(&self, var: &str) -> Vec<TableId> {
+        if let Some(r) = self.graph.rels.iter().find(|r| r.name == var) {
+            return r.tables.clone();
+        }
+        self.carried_rel_tables
+            .iter()
+            .find(|t| t.0 == var)
+            .map(|t| t.1.clone())
+            .unwrap_or_default()
+    }
+
+    /// The endpoint ids of rel `var` of this part's graph, as the hidden
+    /// values a WITH carries along with it.
+    pub(crate) fn rel_endpoints(&self, var: &str) -> Vec<(String, BoundExpr)> {
+        let Some(r) = self.graph.rels.iter().find(|r| r.name == var) else {
+            return Vec::new();
+        };
+        let (src, dst) = match r.direction {
+            ast::Direction::Left => (r.right, r.left),
+            _ => (r.left, r.right),
+        };
+        let span = Span::new(0, 0);
+        [(CARRIED_SRC, src), (CARRIED_DST, dst)]
+            .into_iter()
+            .map(|(name, n)| {
+                let slot = self.graph.nodes[n].id_slot;
+                (
+                    name.to_string(),
+                    BoundExpr::slot(slot, LogicalType::InternalId, span),
+                )
+            })
+            .collect()
+    }
+
+    /// The one table of an entity, or a clear error.
+    fn entity_table(&self, tables: &[TableId], name: &str, span: Span) -> Result<TableId> {
+        match tables {
+            [t] => Ok(*t),
+            _ => Err(not_supported(
+                span,
+                &format!("using '{name}', which may come from several tables, as a value"),
+            )),
+        }
+    }
+
+    /// (name, value expression) of every property of `table`, read through
+    /// variable `var`.
+    fn entity_properties(
+        &mut self,
+        var: &str,
+        table: TableId,
+        span: Span,
+    ) -> Result<Vec<(String, BoundExpr)>> {
+        let names: Vec<String> = self
+            .catalog
+            .table(table)
+            .ok_or_else(|| Error::internal("table vanished from the catalog"))?
+            .properties
+            .iter()
+            .map(|p| p.name.clone())
+            .collect();
+        let mut out = Vec::with_capacity(names.len());
+        for name in names {
+            let key = ast::Ident {
+                name: name.clone(),
+                span,
+            };
+            out.push((name, self.bind_property(var, &key, span)?));
+        }
+        Ok(out)
+    }
+
+    fn table_name(&self, table: TableId) -> Result<String> {
+        self.catalog
+            .table(table)
+            .map(|t| t.name.clone())
+            .ok_or_else(|| Error::internal("table vanished from the catalog"))
+    }
+
+    /// The constructor call that turns the id in `slot` into a node or rel
+    /// value; `None` when the slot holds no entity.
+    fn entity_value(&mut self, slot: SlotId, span: Span) -> Result<Option<BoundExpr>> {
+        let Some(entity) = self.entity_of_slot(slot, span)? else {
+            return Ok(None);
+        };
+        let id = BoundExpr::slot(slot, LogicalType::InternalId, span);
+        let text = |s: &str| BoundExpr::literal(Value::String(s.to_string()), span);
+        // A variable over several tables is refused by the planner (with
+        // the binder's other errors reported first); keep its id.
+        let tables = match &entity {
+            Entity::Node { tables, .. } | Entity::Rel { tables, .. } => tables,
+        };
+        if tables.len() != 1 {
+            return Ok(None);
+        }
+        let (function, ty, mut args, name, table) = match entity {
+            Entity::Node { name, tables } => {
+                let table = self.entity_table(&tables, &name, span)?;
+                ("_node", LogicalType::Node, vec![id], name, table)
+            }
+            Entity::Rel {
+                name,
+                tables,
+                src,
+                dst,
+            } => {
+                let table = self.entity_table(&tables, &name, span)?;
+                let ends = [src, dst].map(|s| BoundExpr::slot(s, LogicalType::InternalId, span));
+                let mut args = vec![id];
+                args.extend(ends);
+                ("_rel", LogicalType::Rel, args, name, table)
+            }
+        };
+        args.push(text(&self.table_name(table)?));
+        for (prop, e) in self.entity_properties(&name, table, span)? {
+            args.push(text(&prop));
+            args.push(e);
+        }
+        Ok(Some(BoundExpr {
+            kind: BoundExprKind::Function(function.to_string(), args),
+            ty,
+            span,
+        }))
+    }
+
+    /// Rewrites the entity ids an expression hands out as values (the
+    /// expression itself when `top`, list elements, CASE results) into node
+    /// and rel values. Ids consumed by operators (`n = m`, `id(n)`) stay ids.
+    pub(crate) fn materialize_entities(&mut self, e: BoundExpr, top: bool) -> Result<BoundExpr> {
+        let span = e.span;
+        match e.kind {
+            BoundExprKind::Slot(s) if top && e.ty == LogicalType::InternalId => {
+                Ok(self.entity_value(s, span)?.unwrap_or(e))
+            }
+            BoundExprKind::List(items) => {
+                let items = items
+                    .into_iter()
+                    .map(|i| self.materialize_entities(i, true))
+                    .collect::<Result<Vec<_>>>()?;
+                let elem = items
+                    .iter()
+                    .map(|i| i.ty.clone())
+                    .find(|t| *t != LogicalType::Any);
+                let ty = match (&e.ty, elem) {
+                    (LogicalType::List(old), Some(t))
+                        if **old == LogicalType::InternalId || **old == LogicalType::Any =>
+                    {
+                        LogicalType::List(Box::new(t))
+                    }
+                    _ => e.ty,
+                };
+                Ok(BoundExpr {
+                    kind: BoundExprKind::List(items),
+                    ty,
+                    span,
+                })
+            }
+            BoundExprKind::Case {
+                operand,
+                whens,
+                else_,
+            } if top && e.ty == LogicalType::InternalId => {
+                let whens = whens
+                    .into_iter()
+                    .map(|(w, t)| Ok((w, self.materialize_entities(t, true)?)))
+                    .collect::<Result<Vec<_>>>()?;
+                let else_ = else_
+                    .map(|x| self.materialize_entities(*x, true).map(Box::new))
+                    .transpose()?;
+                let ty = whens
+                    .iter()
+                    .map(|(_, t)| &t.ty)
+                    .chain(else_.as_deref().map(|x| &x.ty))
+                    .find(|t| **t != LogicalType::Any)
+                    .cloned()
+                    .unwrap_or(e.ty);
+                Ok(BoundExpr {
+                    kind: BoundExprKind::Case {
+                        operand,
+                        whens,
+                        else_,
+                    },
+                    ty,
+                    span,
+                })
+            }
+            kind => Ok(BoundExpr { kind, ..e }),
+        }
+    }
+
+    /// Materializes the argument of `collect` aggregates registered at index
+    /// `from` or later (collecting nodes or rels gives a list of values).
+    pub(crate) fn materialize_collected(&mut self, from: usize) -> Result<()> {
+        let Some(aggs) = self.aggregates.take() else {
+            return Ok(());
+        };
+        let mut aggs = aggs;
+        let mut result = Ok(());
+        for a in aggs.iter_mut().skip(from) {
+            if a.function != "collect" {
+                continue;
+            }
+            let Some(arg) = a.arg.take() else { continue };
+            match self.materialize_entities(arg, true) {
+                Ok(arg) => {
+                    if matches!(arg.ty, LogicalType::Node | LogicalType::Rel) {
+                        a.ty = LogicalType::List(Box::new(arg.ty.clone()));
+                    }
+                    a.arg = Some(arg);
+                }
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        self.aggregates = Some(aggs);
+        result
+    }
+
+    /// `id(x)`, `label(x)`, `labels(x)`, `type(x)` and `properties(x)` of a
+    /// node or rel variable; `None` when `function` is none of them or the
+    /// argument is not an entity variable.
+    pub(crate) fn bind_entity_function(
+        &mut self,
+        function: &str,
+        arg: &ast::Expr,
+        span: Span,
+    ) -> Result<Option<BoundExpr>> {
+        if !matches!(function, "id" | "label" | "labels" | "type" | "properties") {
+            return Ok(None);
+        }
+        let ast::ExprKind::Variable(var) = &arg.kind else {
+            return Ok(None);
+        };
+        if self.values.iter().any(|v| &v.0 == var) {
+            return Ok(None);
+        }
+        let bound = self.bind_expr(arg)?;
+        let BoundExprKind::Slot(slot) = bound.kind else {
+            return Ok(None);
+        };
+        let Some(entity) = self.entity_of_slot(slot, span)? else {
+            return Ok(None);
+        };
+        let is_rel = matches!(entity, Entity::Rel { .. });
+        let (name, tables) = match entity {
+            Entity::Node { name, tables } | Entity::Rel { name, tables, .. } => (name, tables),
+        };
+        let id = BoundExpr::slot(slot, LogicalType::InternalId, span);
+        match function {
+            // A call, not the bare slot, so that projections hand out the
+            // id itself rather than the entity.
+            "id" => Ok(Some(BoundExpr {
+                kind: BoundExprKind::Function("id".to_string(), vec![id]),
+                ty: LogicalType::InternalId,
+                span,
+            })),
+            "label" | "labels" | "type" => {
+                if function == "type" && !is_rel {
+                    return Err(Error::at(
+                        kith_common::ErrorKind::Type,
+                        span,
+                        format!("type() expects a rel, but '{name}' is a node"),
+                    ));
+                }
+                // Table names indexed by table id, so one call serves
+                // variables that may come from several tables.
+                let mut names = Vec::new();
+                for t in &tables {
+                    let idx = t.0 as usize;
+                    if names.len() <= idx {
+                        names.resize(idx + 1, Value::Null);
+                    }
+                    names[idx] = Value::String(self.table_name(*t)?);
+                }
+                let names = BoundExpr::literal(Value::List(names), span);
+                let ty = if function == "labels" {
+                    LogicalType::List(Box::new(LogicalType::String))
+                } else {
+                    LogicalType::String
+                };
+                let f = if function == "labels" {
+                    "_labels"
+                } else {
+                    "_label"
+                };
+                Ok(Some(BoundExpr {
+                    kind: BoundExprKind::Function(f.to_string(), vec![id, names]),
+                    ty,
+                    span,
+                }))
+            }
+            _ => {
+                let table = self.entity_table(&tables, &name, span)?;
+                let mut args = vec![id];
+                let mut fields = Vec::new();
+                for (prop, e) in self.entity_properties(&name, table, span)? {
+                    fields.push((prop.clone(), e.ty.clone()));
+                    args.push(BoundExpr::literal(Value::String(prop), span));
+                    args.push(e);
+                }
+                Ok(Some(BoundExpr {
+                    kind: BoundExprKind::Function("_properties".to_string(), args),
+                    ty: LogicalType::Struct(fields),
+                    span,
+                }))
+            }
+        }
+    }
+}
