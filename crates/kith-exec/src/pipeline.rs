@@ -12,7 +12,9 @@ use parking_lot::Mutex;
 use kith_common::constants::{MORSEL_SIZE, VECTOR_CAPACITY};
 use kith_common::{Chunk, Error, LogicalType, Result, Span, TableId, Value, ValueVector};
 use kith_planner::expr::{BoundExpr, SlotId};
-use kith_planner::plan::{ExtendDirection, PartPlan, PropertyRead, QueryPlan, Sink, Source, Step};
+use kith_planner::plan::{
+    ExtendDirection, PartPlan, PropertyRead, QueryPlan, Sink, Source, Step, SubPlan,
+};
 use kith_sched::{MorselDispenser, Scheduler, Task, WorkerContext};
 use kith_storage::{NodeTableData, RelTableData, TableData};
 
@@ -21,6 +23,7 @@ use crate::expression::{EvalContext, Evaluated, Evaluator};
 use crate::operator::collect::Collect;
 use crate::operator::cross_product::CrossProduct;
 use crate::operator::extend::Extend;
+use crate::operator::fill_nulls::FillNulls;
 use crate::operator::filter::Filter;
 use crate::operator::hash_aggregate::{AggregateDef, GroupKey, HashAggregate};
 use crate::operator::order_by::{sort_chunk, OrderBy};
@@ -30,7 +33,7 @@ use crate::operator::scan_node::ScanNodes;
 use crate::operator::scan_properties::ScanProperties;
 use crate::operator::scan_rows::ScanRows;
 use crate::operator::single::SingleTuple;
-use crate::operator::{LocalSink, Operator, QueryContext};
+use crate::operator::{LocalSink, Operator, Pos, QueryContext};
 use crate::result_set::{ChunkState, DataChunk, ResultSet, SlotLayout};
 
 /// The shape of the factorized result set: vector types per chunk.
@@ -88,16 +91,33 @@ fn rel_data(ctx: &QueryContext, t: TableId) -> Result<Arc<RelTableData>> {
     }
 }
 
-fn columns_of(
+/// Property reads resolved against a table: (storage column, output
+/// vector) of each property it has, and the positions of those it lacks.
+type PlacedReads = (Vec<(usize, usize)>, Vec<Pos>);
+
+/// Places the property reads in chunk `chunk` of the layout: the storage
+/// column and output vector of each property the table has, and the
+/// vectors of those it lacks (filled with NULLs).
+fn place_reads(
+    b: &mut LayoutBuilder,
+    chunk: usize,
     reads: &[PropertyRead],
     column_of: impl Fn(kith_catalog::PropertyId) -> Option<usize>,
-) -> Result<Vec<usize>> {
-    reads
-        .iter()
-        .map(|r| {
-            column_of(r.property).ok_or_else(|| Error::internal("property has no storage column"))
-        })
-        .collect()
+) -> Result<PlacedReads> {
+    let mut columns = Vec::new();
+    let mut nulls = Vec::new();
+    for r in reads {
+        let vector = b.add(chunk, r.slot, r.ty.clone());
+        match r.property {
+            Some(p) => {
+                let c = column_of(p)
+                    .ok_or_else(|| Error::internal("property has no storage column"))?;
+                columns.push((c, vector));
+            }
+            None => nulls.push((chunk, vector)),
+        }
+    }
+    Ok((columns, nulls))
 }
 
 /// One step of the chain, resolved against storage and the layout.
@@ -125,6 +145,8 @@ enum Built {
         node: (usize, usize),
         columns: Vec<(usize, usize)>,
     },
+    /// Properties the previous operator's table lacks.
+    FillNulls(Vec<Pos>),
 }
 
 enum BuiltSource {
@@ -169,6 +191,7 @@ impl PipelineShape {
     ) -> Result<PipelineShape> {
         let mut b = LayoutBuilder::default();
         let first = b.add_chunk();
+        let mut source_nulls = Vec::new();
         let source = match plan_source {
             Source::Single => BuiltSource::Single(Arc::new(AtomicBool::new(false))),
             Source::ScanNodes {
@@ -178,12 +201,9 @@ impl PipelineShape {
             } => {
                 let data = node_data(ctx, *table)?;
                 let id = (first, b.add(first, *id_slot, LogicalType::InternalId));
-                let cols = columns_of(properties, |p| data.column_of(p))?;
-                let columns = cols
-                    .into_iter()
-                    .zip(properties)
-                    .map(|(c, r)| (c, (first, b.add(first, r.slot, r.ty.clone()))))
-                    .collect();
+                let (cols, nulls) = place_reads(&mut b, first, properties, |p| data.column_of(p))?;
+                source_nulls = nulls;
+                let columns = cols.into_iter().map(|(c, v)| (c, (first, v))).collect();
                 let morsels = Arc::new(MorselDispenser::new(data.num_rows, MORSEL_SIZE));
                 BuiltSource::Scan {
                     table: *table,
@@ -216,7 +236,11 @@ impl PipelineShape {
             }
         };
         let mut steps = Vec::new();
+        if !source_nulls.is_empty() {
+            steps.push(Built::FillNulls(source_nulls));
+        }
         for step in plan_steps {
+            let mut nulls = Vec::new();
             steps.push(match step {
                 Step::CrossProduct { build, columns } => {
                     let shape = PipelineShape::build(
@@ -270,12 +294,9 @@ impl PipelineShape {
                     let out = b.add_chunk();
                     let to = to.map(|s| (b.add(out, s, LogicalType::InternalId), *to_table));
                     let rel_id = rel_id.map(|s| b.add(out, s, LogicalType::InternalId));
-                    let cols = columns_of(properties, |p| data.column_of(p))?;
-                    let properties = cols
-                        .into_iter()
-                        .zip(properties)
-                        .map(|(c, r)| (c, b.add(out, r.slot, r.ty.clone())))
-                        .collect();
+                    let (properties, missing) =
+                        place_reads(&mut b, out, properties, |p| data.column_of(p))?;
+                    nulls = missing;
                     if to.is_none() && rel_id.is_none() && b.chunks[out].is_empty() {
                         // The chunk still needs a vector to carry its length.
                         b.add_anonymous(out, LogicalType::InternalId);
@@ -294,6 +315,20 @@ impl PipelineShape {
                 }
                 Step::ScanProperties {
                     node,
+                    table: _,
+                    properties,
+                } if properties.iter().all(|p| p.property.is_none()) => {
+                    // Nothing to read (the table has none of them, or the
+                    // node matches no table): all NULL.
+                    let node = b
+                        .layout
+                        .get(*node)
+                        .ok_or_else(|| Error::internal("property scan of an unplaced node"))?;
+                    let (_, missing) = place_reads(&mut b, node.0, properties, |_| None)?;
+                    Built::FillNulls(missing)
+                }
+                Step::ScanProperties {
+                    node,
                     table,
                     properties,
                 } => {
@@ -302,12 +337,9 @@ impl PipelineShape {
                         .layout
                         .get(*node)
                         .ok_or_else(|| Error::internal("property scan of an unplaced node"))?;
-                    let cols = columns_of(properties, |p| data.column_of(p))?;
-                    let columns = cols
-                        .into_iter()
-                        .zip(properties)
-                        .map(|(c, r)| (c, b.add(node.0, r.slot, r.ty.clone())))
-                        .collect();
+                    let (columns, missing) =
+                        place_reads(&mut b, node.0, properties, |p| data.column_of(p))?;
+                    nulls = missing;
                     Built::ScanProperties {
                         data,
                         node,
@@ -315,6 +347,9 @@ impl PipelineShape {
                     }
                 }
             });
+            if !nulls.is_empty() {
+                steps.push(Built::FillNulls(nulls));
+            }
         }
         Ok(PipelineShape {
             ctx: Arc::clone(ctx),
@@ -429,6 +464,10 @@ impl PipelineShape {
                     *node,
                     columns.clone(),
                 )),
+                Built::FillNulls(vectors) => Box::new(FillNulls {
+                    child: op,
+                    vectors: vectors.clone(),
+                }),
             };
         }
         Ok((op, self.builder.result_set()))
@@ -503,8 +542,8 @@ pub fn execute_query_with(
     let mut input: Option<Chunk> = None;
     let last = plan.parts.len().saturating_sub(1);
     for (i, part) in plan.parts.iter().enumerate() {
-        let rows = match &part.source {
-            Source::Rows { .. } => {
+        let rows = match part.from_rows {
+            true => {
                 // The first part starts from one empty row.
                 let mut base = input.take().unwrap_or_else(|| Chunk::new(&[], 1));
                 if let Some(join) = &part.recursive {
@@ -520,7 +559,7 @@ pub fn execute_query_with(
                 }
                 Some(Arc::new(apply_unwinds(base, part, &ctx)?))
             }
-            _ => None,
+            false => None,
         };
         // Each part has its own token under the statement's: a satisfied
         // LIMIT finishes only its part; interrupts and timeouts reach all.
@@ -659,15 +698,19 @@ fn execute_part(
     threads: usize,
 ) -> Result<Vec<Chunk>> {
     let input = rows.clone();
-    let shape = PipelineShape::build(
-        &plan.source,
-        &plan.steps,
-        ctx,
-        rows,
-        sched,
-        threads,
-        plan.recursive.is_some(),
-    )?;
+    // Each pipeline is resolved right before it runs (a cross product's
+    // build side runs while resolving).
+    let shape = |p: &SubPlan| {
+        PipelineShape::build(
+            &p.source,
+            &p.steps,
+            ctx,
+            rows.clone(),
+            sched,
+            threads,
+            plan.recursive.is_some(),
+        )
+    };
     let ordered = !plan.descending.is_empty();
     let rows: Vec<Chunk> = match &plan.sink {
         Sink::Collect { outputs } if ordered => {
@@ -681,31 +724,35 @@ fn execute_part(
             let types = plan.types.clone();
             let first_key = plan.num_visible;
             let descending = Arc::new(plan.descending.clone());
-            let sink_ctx = Arc::clone(ctx);
-            let out = Arc::clone(&collected);
-            run_pipeline(
-                sched,
-                threads,
-                shape,
-                move || {
-                    let evs = outputs
-                        .iter()
-                        .map(Evaluator::new)
-                        .collect::<Result<Vec<_>>>()?;
-                    Ok(OrderBy {
-                        inner: Collect::new(Arc::clone(&sink_ctx), evs, &types, None),
-                        first_key,
-                        descending: Arc::clone(&descending),
-                        keep,
-                    })
-                },
-                // Each worker sorts its own rows; the runs are merged below.
-                move |sink: OrderBy| {
-                    let sorted = sink.finish();
-                    out.lock().push(sorted);
-                    Ok(())
-                },
-            )?;
+            for p in &plan.pipelines {
+                let sink_ctx = Arc::clone(ctx);
+                let out = Arc::clone(&collected);
+                let (outputs, types, descending) =
+                    (Arc::clone(&outputs), types.clone(), Arc::clone(&descending));
+                run_pipeline(
+                    sched,
+                    threads,
+                    shape(p)?,
+                    move || {
+                        let evs = outputs
+                            .iter()
+                            .map(Evaluator::new)
+                            .collect::<Result<Vec<_>>>()?;
+                        Ok(OrderBy {
+                            inner: Collect::new(Arc::clone(&sink_ctx), evs, &types, None),
+                            first_key,
+                            descending: Arc::clone(&descending),
+                            keep,
+                        })
+                    },
+                    // Each worker sorts its own rows; the runs are merged below.
+                    move |sink: OrderBy| {
+                        let sorted = sink.finish();
+                        out.lock().push(sorted);
+                        Ok(())
+                    },
+                )?;
+            }
             let chunks = std::mem::take(&mut *collected.lock());
             chunks
         }
@@ -715,15 +762,26 @@ fn execute_part(
                 (Some(l), false) => Some(plan.skip.unwrap_or(0).saturating_add(l)),
                 _ => None,
             };
-            collect_all(
-                shape,
-                outputs.clone(),
-                &plan.types,
-                ctx,
-                sched,
-                threads,
-                wanted,
-            )?
+            let mut chunks = Vec::new();
+            let mut have = 0u64;
+            for p in &plan.pipelines {
+                let rest = wanted.map(|w| w.saturating_sub(have));
+                if rest == Some(0) {
+                    break;
+                }
+                let got = collect_all(
+                    shape(p)?,
+                    outputs.clone(),
+                    &plan.types,
+                    ctx,
+                    sched,
+                    threads,
+                    rest,
+                )?;
+                have += got.iter().map(|c| c.num_rows as u64).sum::<u64>();
+                chunks.extend(got);
+            }
+            chunks
         }
         Sink::Aggregate { keys, aggregates } => {
             let defs = Arc::new(
@@ -734,33 +792,40 @@ fn execute_part(
             );
             let key_exprs = Arc::new(keys.iter().map(|(e, _)| e.clone()).collect::<Vec<_>>());
             let merged: Arc<Mutex<Option<HashAggregate>>> = Arc::new(Mutex::new(None));
-            let sink_ctx = Arc::clone(ctx);
-            let sink_defs = Arc::clone(&defs);
-            let out = Arc::clone(&merged);
-            run_pipeline(
-                sched,
-                threads,
-                shape,
-                move || {
+            let make_sink = {
+                let (sink_ctx, sink_defs, key_exprs) =
+                    (Arc::clone(ctx), Arc::clone(&defs), Arc::clone(&key_exprs));
+                Arc::new(move || {
                     let evs = key_exprs
                         .iter()
                         .map(Evaluator::new)
                         .collect::<Result<Vec<_>>>()?;
                     HashAggregate::new(Arc::clone(&sink_ctx), evs, Arc::clone(&sink_defs))
-                },
-                move |sink: HashAggregate| {
-                    let mut slot = out.lock();
-                    match slot.as_mut() {
-                        Some(m) => m.merge(sink)?,
-                        None => *slot = Some(sink),
-                    }
-                    Ok(())
-                },
-            )?;
-            let agg = merged
-                .lock()
-                .take()
-                .ok_or_else(|| Error::internal("aggregate produced no state"))?;
+                })
+            };
+            for p in &plan.pipelines {
+                let out = Arc::clone(&merged);
+                let make = Arc::clone(&make_sink);
+                run_pipeline(
+                    sched,
+                    threads,
+                    shape(p)?,
+                    move || make(),
+                    move |sink: HashAggregate| {
+                        let mut slot = out.lock();
+                        match slot.as_mut() {
+                            Some(m) => m.merge(sink)?,
+                            None => *slot = Some(sink),
+                        }
+                        Ok(())
+                    },
+                )?;
+            }
+            // No pipeline (a pattern that cannot match): the empty state.
+            let agg = match merged.lock().take() {
+                Some(agg) => agg,
+                None => make_sink()?,
+            };
             let key_types: Vec<LogicalType> = keys.iter().map(|(e, _)| e.ty.clone()).collect();
             let agg_types: Vec<LogicalType> = aggregates.iter().map(|a| a.ty.clone()).collect();
             let groups = agg.finish(&key_types, &agg_types);

@@ -125,33 +125,41 @@ impl Binder<'_> {
             .collect()
     }
 
-    /// The one table of an entity, or a clear error.
-    fn entity_table(&self, tables: &[TableId], name: &str, span: Span) -> Result<TableId> {
-        match tables {
-            [t] => Ok(*t),
-            _ => Err(not_supported(
-                span,
-                &format!("using '{name}', which may come from several tables, as a value"),
-            )),
+    /// A list literal of the names of `tables`, indexed by table id (the
+    /// executor picks the name from an id's table).
+    fn table_names(&self, tables: &[TableId], span: Span) -> Result<BoundExpr> {
+        let mut names = Vec::new();
+        for t in tables {
+            let idx = t.0 as usize;
+            if names.len() <= idx {
+                names.resize(idx + 1, Value::Null);
+            }
+            names[idx] = Value::String(self.table_name(*t)?);
         }
+        Ok(BoundExpr::literal(Value::List(names), span))
     }
 
-    /// (name, value expression) of every property of `table`, read through
-    /// variable `var`.
+    /// (name, value expression) of every property of `tables` (in table
+    /// order, each name once), read through variable `var`; a row from a
+    /// table without the property reads NULL.
     fn entity_properties(
         &mut self,
         var: &str,
-        table: TableId,
+        tables: &[TableId],
         span: Span,
     ) -> Result<Vec<(String, BoundExpr)>> {
-        let names: Vec<String> = self
-            .catalog
-            .table(table)
-            .ok_or_else(|| Error::internal("table vanished from the catalog"))?
-            .properties
-            .iter()
-            .map(|p| p.name.clone())
-            .collect();
+        let mut names: Vec<String> = Vec::new();
+        for t in tables {
+            let entry = self
+                .catalog
+                .table(*t)
+                .ok_or_else(|| Error::internal("table vanished from the catalog"))?;
+            for p in &entry.properties {
+                if !names.contains(&p.name) {
+                    names.push(p.name.clone());
+                }
+            }
+        }
         let mut out = Vec::with_capacity(names.len());
         for name in names {
             let key = ast::Ident {
@@ -178,34 +186,29 @@ impl Binder<'_> {
         };
         let id = BoundExpr::slot(slot, LogicalType::InternalId, span);
         let text = |s: &str| BoundExpr::literal(Value::String(s.to_string()), span);
-        // A variable over several tables is refused by the planner (with
-        // the binder's other errors reported first); keep its id.
-        let tables = match &entity {
-            Entity::Node { tables, .. } | Entity::Rel { tables, .. } => tables,
-        };
-        if tables.len() != 1 {
-            return Ok(None);
-        }
-        let (function, ty, mut args, name, table) = match entity {
-            Entity::Node { name, tables } => {
-                let table = self.entity_table(&tables, &name, span)?;
-                ("_node", LogicalType::Node, vec![id], name, table)
-            }
+        let (function, ty, mut args, name, tables) = match entity {
+            Entity::Node { name, tables } => ("_node", LogicalType::Node, vec![id], name, tables),
             Entity::Rel {
                 name,
                 tables,
                 src,
                 dst,
             } => {
-                let table = self.entity_table(&tables, &name, span)?;
                 let ends = [src, dst].map(|s| BoundExpr::slot(s, LogicalType::InternalId, span));
                 let mut args = vec![id];
                 args.extend(ends);
-                ("_rel", LogicalType::Rel, args, name, table)
+                ("_rel", LogicalType::Rel, args, name, tables)
             }
         };
-        args.push(text(&self.table_name(table)?));
-        for (prop, e) in self.entity_properties(&name, table, span)? {
+        if tables.is_empty() {
+            // Matches nothing; any value it has is NULL.
+            return Ok(None);
+        }
+        args.push(match tables.as_slice() {
+            [t] => text(&self.table_name(*t)?),
+            _ => self.table_names(&tables, span)?,
+        });
+        for (prop, e) in self.entity_properties(&name, &tables, span)? {
             args.push(text(&prop));
             args.push(e);
         }
@@ -357,17 +360,7 @@ impl Binder<'_> {
                         format!("type() expects a rel, but '{name}' is a node"),
                     ));
                 }
-                // Table names indexed by table id, so one call serves
-                // variables that may come from several tables.
-                let mut names = Vec::new();
-                for t in &tables {
-                    let idx = t.0 as usize;
-                    if names.len() <= idx {
-                        names.resize(idx + 1, Value::Null);
-                    }
-                    names[idx] = Value::String(self.table_name(*t)?);
-                }
-                let names = BoundExpr::literal(Value::List(names), span);
+                let names = self.table_names(&tables, span)?;
                 let ty = if function == "labels" {
                     LogicalType::List(Box::new(LogicalType::String))
                 } else {
@@ -385,10 +378,9 @@ impl Binder<'_> {
                 }))
             }
             _ => {
-                let table = self.entity_table(&tables, &name, span)?;
                 let mut args = vec![id];
                 let mut fields = Vec::new();
-                for (prop, e) in self.entity_properties(&name, table, span)? {
+                for (prop, e) in self.entity_properties(&name, &tables, span)? {
                     fields.push((prop.clone(), e.ty.clone()));
                     args.push(BoundExpr::literal(Value::String(prop), span));
                     args.push(e);

@@ -25,7 +25,9 @@ pub enum ExtendDirection {
 /// A property a step reads into a slot.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PropertyRead {
-    pub property: PropertyId,
+    /// `None` when the table has no such property (the variable may match
+    /// several tables): the slot reads NULL.
+    pub property: Option<PropertyId>,
     pub slot: SlotId,
     pub ty: LogicalType,
 }
@@ -89,7 +91,8 @@ pub enum Sink {
     },
 }
 
-/// A pipeline without a sink: the build side of a cross product.
+/// A pipeline without a sink: one of a part's pipelines, or the build
+/// side of a cross product.
 #[derive(Debug, Clone)]
 pub struct SubPlan {
     pub source: Source,
@@ -152,8 +155,13 @@ pub struct PartPlan {
     /// Applied to the input rows (one empty row for the first part) before
     /// the pipeline runs.
     pub unwinds: Vec<BoundUnwind>,
-    pub source: Source,
-    pub steps: Vec<Step>,
+    /// Whether the pipelines read the input rows (else they scan or start
+    /// from one empty tuple).
+    pub from_rows: bool,
+    /// The pipelines, all feeding the one sink: one per way of matching
+    /// the pattern's variables to tables and undirected rels to directions
+    /// (usually one; none when the pattern can match nothing).
+    pub pipelines: Vec<SubPlan>,
     pub sink: Sink,
     /// Types of the rows the sink produces: the visible columns, then one
     /// column per ORDER BY key.
@@ -197,14 +205,6 @@ impl QueryPlan {
 
 impl PartPlan {
     fn explain_lines(&self, catalog: &Catalog, lines: &mut Vec<String>) {
-        let table = |t: TableId| catalog.table(t).map_or("?".to_string(), |e| e.name.clone());
-        let props = |p: &[PropertyRead]| -> String {
-            if p.is_empty() {
-                String::new()
-            } else {
-                format!(" [{} properties]", p.len())
-            }
-        };
         if self.limit.is_some() || self.skip.is_some() {
             lines.push(format!(
                 "Limit skip={} limit={}",
@@ -240,6 +240,40 @@ impl PartPlan {
                 ));
             }
         }
+        if self.pipelines.len() != 1 {
+            lines.push(format!(
+                "Union of {} pipelines (one per table combination), first: [{}]",
+                self.pipelines.len(),
+                self.pipelines
+                    .first()
+                    .map_or("no match possible".to_string(), |p| describe_sub(
+                        p, catalog
+                    ))
+            ));
+        } else {
+            for p in &self.pipelines {
+                p.explain_lines(catalog, lines);
+            }
+        }
+        if let Some(r) = &self.recursive {
+            lines.push(r.describe(catalog));
+        }
+        for _ in &self.unwinds {
+            lines.push("Unwind".to_string());
+        }
+    }
+}
+
+impl SubPlan {
+    fn explain_lines(&self, catalog: &Catalog, lines: &mut Vec<String>) {
+        let table = |t: TableId| catalog.table(t).map_or("?".to_string(), |e| e.name.clone());
+        let props = |p: &[PropertyRead]| -> String {
+            if p.is_empty() {
+                String::new()
+            } else {
+                format!(" [{} properties]", p.len())
+            }
+        };
         for step in self.steps.iter().rev() {
             lines.push(match step {
                 Step::Filter(e) => format!("Filter {}", describe_expr(e)),
@@ -279,12 +313,6 @@ impl PartPlan {
             } => format!("ScanNodes {}{}", table(*t), props(properties)),
             Source::Rows { columns } => format!("ScanRows ({} columns)", columns.len()),
         });
-        if let Some(r) = &self.recursive {
-            lines.push(r.describe(catalog));
-        }
-        for _ in &self.unwinds {
-            lines.push("Unwind".to_string());
-        }
     }
 }
 

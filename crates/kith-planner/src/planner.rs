@@ -44,20 +44,19 @@ fn reads(
     table: TableId,
     props: &[(String, SlotId, LogicalType)],
 ) -> Result<Vec<PropertyRead>> {
-    let entry: &TableEntry = catalog
-        .table(table)
-        .ok_or_else(|| Error::internal(format!("table {table:?} vanished from the catalog")))?;
+    let entry: Option<&TableEntry> =
+        if table == NO_TABLE {
+            None
+        } else {
+            Some(catalog.table(table).ok_or_else(|| {
+                Error::internal(format!("table {table:?} vanished from the catalog"))
+            })?)
+        };
     props
         .iter()
         .map(|(name, slot, ty)| {
-            let p = entry.property(name).ok_or_else(|| {
-                Error::semantic(format!(
-                    "property '{name}' does not exist in table '{}'",
-                    entry.name
-                ))
-            })?;
             Ok(PropertyRead {
-                property: p.id,
+                property: entry.and_then(|e| e.property(name)).map(|p| p.id),
                 slot: *slot,
                 ty: ty.clone(),
             })
@@ -98,6 +97,199 @@ pub fn plan_query(
     })
 }
 
+/// One way of matching a part's pattern: a table per node and per rel and
+/// a direction per rel (undirected rels are tried both ways).
+struct TableChoice {
+    node_tables: Vec<TableId>,
+    rel_tables: Vec<TableId>,
+    directions: Vec<Direction>,
+    /// Predicates this choice adds (an undirected self-loop is matched in
+    /// one direction only).
+    predicates: Vec<BoundExpr>,
+}
+
+/// The table of a node variable that can match no table.
+const NO_TABLE: TableId = TableId(u32::MAX);
+
+/// Most pipelines one part may expand into.
+const MAX_TABLE_CHOICES: usize = 256;
+
+/// Every consistent assignment of tables (and directions) to the pattern's
+/// variables. A pattern written with single tables that do not fit together
+/// is an error; otherwise no assignment means no match.
+fn table_choices(g: &QueryGraph, catalog: &Catalog) -> Result<Vec<TableChoice>> {
+    let mut node_choices: Vec<Vec<TableId>> = vec![Vec::new()];
+    for n in &g.nodes {
+        // A node carried from an earlier part that can match no table holds
+        // only NULLs (from an OPTIONAL MATCH): the rows still pass.
+        let candidates = if n.imported && n.tables.is_empty() {
+            vec![NO_TABLE]
+        } else {
+            n.tables.clone()
+        };
+        let mut next = Vec::new();
+        for prefix in &node_choices {
+            for &t in &candidates {
+                let mut c = prefix.clone();
+                c.push(t);
+                next.push(c);
+            }
+        }
+        node_choices = next;
+        if node_choices.len() > MAX_TABLE_CHOICES {
+            return Err(too_many_choices());
+        }
+    }
+    let mut out = Vec::new();
+    for node_tables in node_choices {
+        let mut partial: Vec<(Vec<TableId>, Vec<Direction>, Vec<BoundExpr>)> =
+            vec![(Vec::new(), Vec::new(), Vec::new())];
+        for r in &g.rels {
+            let dirs: &[Direction] = match r.direction {
+                Direction::Both => &[Direction::Right, Direction::Left],
+                Direction::Left => &[Direction::Left],
+                Direction::Right => &[Direction::Right],
+            };
+            let mut options = Vec::new();
+            for &t in &r.tables {
+                let entry = catalog
+                    .table(t)
+                    .ok_or_else(|| Error::internal("rel table vanished"))?;
+                let info = entry
+                    .rel_info()
+                    .ok_or_else(|| Error::internal("rel table without endpoints"))?;
+                for &d in dirs {
+                    let (src, dst) = match d {
+                        Direction::Left => (r.right, r.left),
+                        _ => (r.left, r.right),
+                    };
+                    if node_tables[src] != info.src || node_tables[dst] != info.dst {
+                        continue;
+                    }
+                    // Both directions fit a self-loop: keep it once.
+                    let extra = (r.direction == Direction::Both
+                        && d == Direction::Left
+                        && info.src == info.dst)
+                        .then(|| distinct_ends(g, r));
+                    options.push((t, d, extra));
+                }
+            }
+            let mut next = Vec::new();
+            for (tables, directions, preds) in &partial {
+                for (t, d, extra) in &options {
+                    let (mut t2, mut d2, mut p2) =
+                        (tables.clone(), directions.clone(), preds.clone());
+                    t2.push(*t);
+                    d2.push(*d);
+                    p2.extend(extra.clone());
+                    next.push((t2, d2, p2));
+                }
+            }
+            partial = next;
+            if partial.len() * out.len().max(1) > MAX_TABLE_CHOICES {
+                return Err(too_many_choices());
+            }
+        }
+        for (rel_tables, directions, predicates) in partial {
+            out.push(TableChoice {
+                node_tables: node_tables.clone(),
+                rel_tables,
+                directions,
+                predicates,
+            });
+        }
+    }
+    if out.is_empty() {
+        check_explicit_pattern(g, catalog)?;
+    }
+    Ok(out)
+}
+
+fn too_many_choices() -> Error {
+    Error::not_supported(format!(
+        "a pattern whose variables match more than {MAX_TABLE_CHOICES} combinations of tables; add labels"
+    ))
+}
+
+/// `_table_is(id, table)`, or-ed with `id IS NULL` when `with_nulls`.
+fn table_filter(id: SlotId, table: TableId, with_nulls: bool) -> BoundExpr {
+    use crate::expr::{BinaryOp, BoundExprKind, UnaryOp};
+    let span = kith_common::Span::new(0, 0);
+    let id = BoundExpr::slot(id, LogicalType::InternalId, span);
+    let bool_expr = |kind| BoundExpr {
+        kind,
+        ty: LogicalType::Bool,
+        span,
+    };
+    let is = bool_expr(BoundExprKind::Function(
+        "_table_is".to_string(),
+        vec![
+            id.clone(),
+            BoundExpr::literal(kith_common::Value::Int64(table.0 as i64), span),
+        ],
+    ));
+    if !with_nulls {
+        return is;
+    }
+    let null = bool_expr(BoundExprKind::Unary(UnaryOp::IsNull, Box::new(id)));
+    bool_expr(BoundExprKind::Binary(
+        BinaryOp::Or,
+        Box::new(null),
+        Box::new(is),
+    ))
+}
+
+/// `left <> right` for rel `r` (the two ends are different nodes).
+fn distinct_ends(g: &QueryGraph, r: &crate::bound::QueryRel) -> BoundExpr {
+    let span = kith_common::Span::new(0, 0);
+    let id = |n: usize| BoundExpr::slot(g.nodes[n].id_slot, LogicalType::InternalId, span);
+    BoundExpr {
+        kind: crate::expr::BoundExprKind::Binary(
+            crate::expr::BinaryOp::Ne,
+            Box::new(id(r.left)),
+            Box::new(id(r.right)),
+        ),
+        ty: LogicalType::Bool,
+        span,
+    }
+}
+
+/// A pattern whose every variable names one table and whose rels have a
+/// direction, but that cannot match: say which rel does not fit.
+fn check_explicit_pattern(g: &QueryGraph, catalog: &Catalog) -> Result<()> {
+    let name = |t: TableId| catalog.table(t).map_or("?".to_string(), |e| e.name.clone());
+    for r in &g.rels {
+        let ([t], [lt], [rt]) = (
+            r.tables.as_slice(),
+            g.nodes[r.left].tables.as_slice(),
+            g.nodes[r.right].tables.as_slice(),
+        ) else {
+            continue;
+        };
+        if r.direction == Direction::Both {
+            continue;
+        }
+        let Some(info) = catalog.table(*t).and_then(|e| e.rel_info()) else {
+            continue;
+        };
+        let (src, dst) = match r.direction {
+            Direction::Left => (*rt, *lt),
+            _ => (*lt, *rt),
+        };
+        if src != info.src || dst != info.dst {
+            return Err(Error::semantic(format!(
+                "rel table '{}' connects {} to {}, but the pattern uses it from {} to {}",
+                name(*t),
+                name(info.src),
+                name(info.dst),
+                name(src),
+                name(dst)
+            )));
+        }
+    }
+    Ok(())
+}
+
 fn plan_part(
     q: BoundPart,
     from_rows: bool,
@@ -105,46 +297,6 @@ fn plan_part(
     cardinality: &dyn Fn(TableId) -> u64,
 ) -> Result<PartPlan> {
     let from_rows = from_rows || !q.unwinds.is_empty();
-    let g: &QueryGraph = &q.graph;
-    let node_tables = g
-        .nodes
-        .iter()
-        .map(|n| single_table(&n.tables, "node", display_name(&n.name), ""))
-        .collect::<Result<Vec<_>>>()?;
-    let rel_tables = g
-        .rels
-        .iter()
-        .map(|r| single_table(&r.tables, "rel", display_name(&r.name), ""))
-        .collect::<Result<Vec<_>>>()?;
-    for (r, &t) in g.rels.iter().zip(&rel_tables) {
-        if r.direction == Direction::Both {
-            return Err(Error::not_supported(
-                "undirected relationship patterns are not supported yet",
-            ));
-        }
-        let entry = catalog
-            .table(t)
-            .ok_or_else(|| Error::internal("rel table vanished"))?;
-        let info = entry
-            .rel_info()
-            .ok_or_else(|| Error::internal("rel table without endpoints"))?;
-        let (src, dst) = match r.direction {
-            Direction::Left => (r.right, r.left),
-            _ => (r.left, r.right),
-        };
-        if node_tables[src] != info.src || node_tables[dst] != info.dst {
-            let name = |t: TableId| catalog.table(t).map_or("?".to_string(), |e| e.name.clone());
-            return Err(Error::semantic(format!(
-                "rel table '{}' connects {} to {}, but the pattern uses it from {} to {}",
-                entry.name,
-                name(info.src),
-                name(info.dst),
-                name(node_tables[src]),
-                name(node_tables[dst])
-            )));
-        }
-    }
-
     // Slots something downstream reads.
     let mut used: HashSet<SlotId> = HashSet::new();
     let mut collect = |e: &BoundExpr| {
@@ -161,16 +313,88 @@ fn plan_part(
     q.outputs.iter().for_each(|(_, e)| collect(e));
     q.order_by.iter().for_each(|k| collect(&k.expr));
 
+    let pipelines = table_choices(&q.graph, catalog)?
+        .into_iter()
+        .enumerate()
+        .map(|(i, choice)| {
+            plan_pipeline(&q, &choice, i == 0, from_rows, &used, catalog, cardinality)
+        })
+        .collect::<Result<Vec<_>>>()?;
+
+    let num_visible = q.outputs.len();
+    let descending: Vec<bool> = q.order_by.iter().map(|k| k.descending).collect();
+    let outputs: Vec<BoundExpr> = q
+        .outputs
+        .into_iter()
+        .map(|(_, e)| e)
+        .chain(q.order_by.into_iter().map(|k| k.expr))
+        .collect();
+    let types: Vec<LogicalType> = outputs.iter().map(|e| e.ty.clone()).collect();
+    let aggregating = !q.aggregates.is_empty();
+    let (sink, final_outputs) = if aggregating {
+        (
+            Sink::Aggregate {
+                keys: q.group_keys,
+                aggregates: q.aggregates,
+            },
+            outputs,
+        )
+    } else {
+        (Sink::Collect { outputs }, Vec::new())
+    };
+    Ok(PartPlan {
+        recursive: None,
+        inputs: q.inputs,
+        unwinds: q.unwinds,
+        from_rows,
+        pipelines,
+        sink,
+        types,
+        num_visible,
+        descending,
+        final_outputs,
+        distinct: q.distinct,
+        skip: q.skip,
+        limit: q.limit,
+        optional: q.optional,
+    })
+}
+
+/// The pipeline (source and steps) of one table choice.
+fn plan_pipeline(
+    q: &BoundPart,
+    choice: &TableChoice,
+    first: bool,
+    from_rows: bool,
+    used: &HashSet<SlotId>,
+    catalog: &Catalog,
+    cardinality: &dyn Fn(TableId) -> u64,
+) -> Result<SubPlan> {
+    let g: &QueryGraph = &q.graph;
+    let node_tables = &choice.node_tables;
+    let rel_tables = &choice.rel_tables;
+    let mut used = used.clone();
+    for e in &choice.predicates {
+        used.extend(expr_slots(e));
+    }
+    let used = &used;
     let mut available: HashSet<SlotId> = HashSet::new();
-    let mut pending: Vec<Option<BoundExpr>> = q.predicates.iter().cloned().map(Some).collect();
+    let mut pending: Vec<Option<BoundExpr>> = q
+        .predicates
+        .iter()
+        .chain(&choice.predicates)
+        .cloned()
+        .map(Some)
+        .collect();
     let mut steps = Vec::new();
 
     let ctx = ExtendCtx {
         g,
         catalog,
-        node_tables: &node_tables,
-        rel_tables: &rel_tables,
-        used: &used,
+        node_tables,
+        rel_tables,
+        directions: &choice.directions,
+        used,
     };
     let mut bound = vec![false; g.nodes.len()];
     let mut done = vec![false; g.rels.len()];
@@ -213,6 +437,12 @@ fn plan_part(
                 continue;
             }
             bound[i] = true;
+            if n.tables.len() > 1 {
+                // The input holds ids of several tables: this pipeline takes
+                // those of its table (and the first one the NULLs of an
+                // OPTIONAL MATCH).
+                steps.push(Step::Filter(table_filter(n.id_slot, node_tables[i], first)));
+            }
             if !n.properties.is_empty() {
                 steps.push(Step::ScanProperties {
                     node: n.id_slot,
@@ -291,44 +521,7 @@ fn plan_part(
             e.span
         )));
     }
-
-    let num_visible = q.outputs.len();
-    let descending: Vec<bool> = q.order_by.iter().map(|k| k.descending).collect();
-    let outputs: Vec<BoundExpr> = q
-        .outputs
-        .into_iter()
-        .map(|(_, e)| e)
-        .chain(q.order_by.into_iter().map(|k| k.expr))
-        .collect();
-    let types: Vec<LogicalType> = outputs.iter().map(|e| e.ty.clone()).collect();
-    let aggregating = !q.aggregates.is_empty();
-    let (sink, final_outputs) = if aggregating {
-        (
-            Sink::Aggregate {
-                keys: q.group_keys,
-                aggregates: q.aggregates,
-            },
-            outputs,
-        )
-    } else {
-        (Sink::Collect { outputs }, Vec::new())
-    };
-    Ok(PartPlan {
-        recursive: None,
-        inputs: q.inputs,
-        unwinds: q.unwinds,
-        source,
-        steps,
-        sink,
-        types,
-        num_visible,
-        descending,
-        final_outputs,
-        distinct: q.distinct,
-        skip: q.skip,
-        limit: q.limit,
-        optional: q.optional,
-    })
+    Ok(SubPlan { source, steps })
 }
 
 fn place_filters(
@@ -356,6 +549,8 @@ struct ExtendCtx<'a> {
     catalog: &'a Catalog,
     node_tables: &'a [TableId],
     rel_tables: &'a [TableId],
+    /// Per rel: the direction it is matched in (never `Both`).
+    directions: &'a [Direction],
     used: &'a HashSet<SlotId>,
 }
 
@@ -419,7 +614,7 @@ impl ExtendCtx<'_> {
             } else {
                 (r.right, r.left)
             };
-            let from_is_src = (from == r.left) == (r.direction != Direction::Left);
+            let from_is_src = (from == r.left) == (self.directions[ri] != Direction::Left);
             let direction = if from_is_src {
                 ExtendDirection::Fwd
             } else {

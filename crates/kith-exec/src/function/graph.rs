@@ -17,6 +17,7 @@ pub fn lookup(name: &str) -> Option<ScalarFunction> {
         "_label" => (label, true),
         "_labels" => (labels, true),
         "id" => (id, true),
+        "_table_is" => (table_is, true),
         _ => return None,
     };
     Some(ScalarFunction {
@@ -52,9 +53,17 @@ fn property_pairs(args: &[Value]) -> Result<Vec<(String, Value)>> {
         .collect()
 }
 
-fn label_arg(v: Option<&Value>) -> Result<String> {
+/// The label argument of a constructor: the table's name, or the names of
+/// the candidate tables indexed by table id.
+fn label_arg(id: InternalId, v: Option<&Value>) -> Result<String> {
     match v {
         Some(Value::String(s)) => Ok(s.clone()),
+        Some(names @ Value::List(_)) => {
+            match table_name(&[Value::InternalId(id), names.clone()])? {
+                Value::String(s) => Ok(s),
+                _ => Err(Error::internal("entity without a table name")),
+            }
+        }
         _ => Err(Error::internal("entity constructor without a label")),
     }
 }
@@ -69,7 +78,7 @@ fn node(args: &[Value]) -> Result<Value> {
     };
     Ok(Value::Node(Box::new(NodeValue {
         id,
-        label: label_arg(args.get(1))?,
+        label: label_arg(id, args.get(1))?,
         properties: property_pairs(&args[2.min(args.len())..])?,
     })))
 }
@@ -88,7 +97,7 @@ fn rel(args: &[Value]) -> Result<Value> {
     };
     Ok(Value::Rel(Box::new(RelValue {
         id,
-        label: label_arg(args.get(3))?,
+        label: label_arg(id, args.get(3))?,
         src,
         dst,
         properties: property_pairs(&args[4..])?,
@@ -133,6 +142,16 @@ fn labels(args: &[Value]) -> Result<Value> {
         Value::Null => Value::Null,
         v => Value::List(vec![v]),
     })
+}
+
+/// `_table_is(id, table)`: whether the id belongs to table number `table`.
+fn table_is(args: &[Value]) -> Result<Value> {
+    match args {
+        [Value::InternalId(id), t] => Ok(Value::Bool(t.as_i64() == Some(i64::from(id.table().0)))),
+        _ => Err(Error::internal(
+            "_table_is() expects an id and a table number",
+        )),
+    }
 }
 
 fn id(args: &[Value]) -> Result<Value> {

@@ -5,6 +5,7 @@
 pub mod collect;
 pub mod cross_product;
 pub mod extend;
+pub mod fill_nulls;
 pub mod filter;
 pub mod hash_aggregate;
 pub mod order_by;
