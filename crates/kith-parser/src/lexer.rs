@@ -12,7 +12,7 @@ pub enum TokenKind {
     Word(String),
     /// A `backtick quoted` identifier (backticks removed, doubled backticks unescaped).
     QuotedIdent(String),
-    /// An integer literal as written (decimal digits, or `0x` hex); range-checked by
+    /// An integer literal as written (decimal digits, `0x` hex or `0o` octal); range-checked by
     /// the parser so that `-9223372036854775808` can be accepted.
     Integer(String),
     Float(f64),
@@ -246,13 +246,25 @@ impl<'a> Lexer<'a> {
 
     fn number(&mut self) -> Result<()> {
         let start = self.pos;
-        // Hexadecimal integers.
-        if self.peek_byte(0) == Some(b'0')
-            && matches!(self.peek_byte(1), Some(b'x') | Some(b'X'))
-            && self.peek_byte(2).is_some_and(|b| b.is_ascii_hexdigit())
-        {
+        // Hexadecimal (`0x1F`) and octal (`0o17`) integers.
+        let radix_digit: Option<fn(&u8) -> bool> = match self.peek_byte(1) {
+            Some(b'x') | Some(b'X') => Some(u8::is_ascii_hexdigit),
+            Some(b'o') | Some(b'O') => Some(|b: &u8| (b'0'..=b'7').contains(b)),
+            _ => None,
+        };
+        if let (Some(b'0'), Some(is_digit)) = (self.peek_byte(0), radix_digit) {
+            if !self.peek_byte(2).is_some_and(|b| is_digit(&b)) {
+                // `0x` / `0o` without digits (or with invalid ones).
+                self.pos += 2;
+                return self.check_number_end(start).and_then(|()| {
+                    Err(Error::syntax(
+                        Span::new(start, self.pos),
+                        format!("invalid number '{}'", &self.text[start..self.pos]),
+                    ))
+                });
+            }
             self.pos += 2;
-            while self.peek_byte(0).is_some_and(|b| b.is_ascii_hexdigit()) {
+            while self.peek_byte(0).is_some_and(|b| is_digit(&b)) {
                 self.pos += 1;
             }
             let text = self.text[start..self.pos].to_string();

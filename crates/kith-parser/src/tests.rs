@@ -507,6 +507,9 @@ fn precedence() {
         ("$p + $1", "($p Add $1)"),
         ("[1, 'a', null, true]", "[1, 'a', null, true]"),
         ("a<-1", "(a Lt (Neg 1))"),
+        ("0x1F + 0o17 + 0X1f + 0O17", "(((31 Add 15) Add 31) Add 15)"),
+        ("-0x8000000000000000", "-9223372036854775808"),
+        ("-0o1000000000000000000000", "-9223372036854775808"),
     ];
     for (text, want) in cases {
         assert_eq!(show(&expr(text)), want, "{text}");
@@ -676,6 +679,20 @@ fn error_messages_and_spans() {
     assert_eq!(e.message, "integer literal out of range");
     assert_eq!(e.span, Some(Span::new(7, 26)));
     assert!(err("RETURN 99999999999999999999999")
+        .message
+        .contains("out of range"));
+    // Hex and octal literals: missing or invalid digits, range.
+    let e = err("RETURN 0o18");
+    assert_eq!(e.message, "invalid number '0o18'");
+    assert_eq!(e.span, Some(Span::new(7, 11)));
+    let e = err("RETURN 0x");
+    assert_eq!(e.message, "invalid number '0x'");
+    assert_eq!(e.span, Some(Span::new(7, 9)));
+    assert!(err("RETURN 0o9").message.contains("invalid number '0o9'"));
+    assert!(err("RETURN 0o1000000000000000000000")
+        .message
+        .contains("out of range"));
+    assert!(err("RETURN -0x8000000000000001")
         .message
         .contains("out of range"));
 

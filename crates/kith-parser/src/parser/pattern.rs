@@ -346,6 +346,8 @@ impl Parser<'_> {
 pub(super) fn parse_u64(text: &str) -> Option<u64> {
     if let Some(hex) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
         u64::from_str_radix(hex, 16).ok()
+    } else if let Some(oct) = text.strip_prefix("0o").or_else(|| text.strip_prefix("0O")) {
+        u64::from_str_radix(oct, 8).ok()
     } else {
         text.parse().ok()
     }
