@@ -238,9 +238,7 @@ impl Binder<'_> {
                     .map(|i| i.ty.clone())
                     .find(|t| *t != LogicalType::Any);
                 let ty = match (&e.ty, elem) {
-                    (LogicalType::List(old), Some(t))
-                        if **old == LogicalType::InternalId || **old == LogicalType::Any =>
-                    {
+                    (LogicalType::List(old), Some(t)) if **old == LogicalType::InternalId => {
                         LogicalType::List(Box::new(t))
                     }
                     _ => e.ty,

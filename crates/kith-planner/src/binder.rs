@@ -46,6 +46,12 @@ pub struct Binder<'a> {
     /// slot holding the path length (the cost for weighted shortest paths,
     /// flagged true).
     paths: Vec<(String, SlotId, bool)>,
+    /// Variables of the comprehensions, quantifiers and `reduce`s being
+    /// bound, innermost last: name, local index, type. They shadow every
+    /// other name.
+    locals: Vec<(String, u32, LogicalType)>,
+    /// Local indexes handed out so far in this statement.
+    next_local: u32,
 }
 
 fn not_supported(span: Span, what: &str) -> Error {
@@ -76,6 +82,12 @@ fn literal_value(e: &ast::Expr) -> Result<Value> {
         },
         ExprKind::List(items) => Ok(Value::List(
             items.iter().map(literal_value).collect::<Result<_>>()?,
+        )),
+        ExprKind::Map(entries) => Ok(Value::Struct(
+            entries
+                .iter()
+                .map(|(k, v)| Ok((k.name.clone(), literal_value(v)?)))
+                .collect::<Result<_>>()?,
         )),
         _ => Err(Error::at(
             ErrorKind::Semantic,
@@ -138,6 +150,8 @@ impl<'a> Binder<'a> {
             part: BoundPart::default(),
             parts: Vec::new(),
             paths: Vec::new(),
+            locals: Vec::new(),
+            next_local: 0,
         }
     }
 
@@ -254,7 +268,7 @@ impl<'a> Binder<'a> {
 
     fn bind_query(&mut self, q: &ast::Query) -> Result<BoundStatement> {
         if q.parts.len() != 1 {
-            return Err(not_supported(q.span, "UNION"));
+            return self.bind_union(q);
         }
         let clauses = &q.parts[0].clauses;
         // A standalone built-in call: `CALL show_tables() [RETURN *]`.
@@ -1289,6 +1303,9 @@ impl<'a> Binder<'a> {
 
     pub fn bind_expr(&mut self, e: &ast::Expr) -> Result<BoundExpr> {
         let span = e.span;
+        if let Some(local) = self.bind_local(e) {
+            return Ok(local);
+        }
         match &e.kind {
             ExprKind::Literal(_) => Ok(BoundExpr::literal(literal_value(e)?, span)),
             ExprKind::Parameter(name) => {
@@ -1340,8 +1357,10 @@ impl<'a> Binder<'a> {
                 ))
             }
             ExprKind::Property(target, key) => match &target.kind {
-                ExprKind::Variable(var) => self.bind_property(var, key, span),
-                _ => Err(not_supported(span, "property access on an expression")),
+                ExprKind::Variable(var) if !self.is_value_variable(var) => {
+                    self.bind_property(var, key, span)
+                }
+                _ => self.bind_field(target, key, span),
             },
             ExprKind::Unary(op, inner) => {
                 let inner = self.bind_expr(inner)?;
@@ -1439,7 +1458,18 @@ impl<'a> Binder<'a> {
                             let saved = self.aggregates.take();
                             let bound = self.bind_expr(a);
                             self.aggregates = saved;
-                            Some(bound?)
+                            let bound = bound?;
+                            if calls_function(&bound, "rand") {
+                                return Err(Error::at(
+                                    ErrorKind::Semantic,
+                                    a.span,
+                                    format!(
+                                        "the argument of {}() must not call rand() (aggregating a random value)",
+                                        name.name
+                                    ),
+                                ));
+                            }
+                            Some(bound)
                         }
                         _ => {
                             return Err(Error::at(
@@ -1547,6 +1577,12 @@ impl<'a> Binder<'a> {
                     span,
                 })
             }
+            ExprKind::Map(_)
+            | ExprKind::Index(..)
+            | ExprKind::Slice(..)
+            | ExprKind::ListComprehension { .. }
+            | ExprKind::Quantifier { .. }
+            | ExprKind::Reduce { .. } => self.bind_nested_expr(e),
             _ => Err(not_supported(span, "this expression")),
         }
     }
@@ -1583,10 +1619,9 @@ fn binary_type(op: BinaryOp, l: &LogicalType, r: &LogicalType) -> Result<Logical
             }
             T::Bool
         }
+        // Any two values compare: equality of different kinds is false (or
+        // NULL), ordering them is NULL (Cypher), decided per value at run time.
         BinaryOp::Eq | BinaryOp::Ne | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge => {
-            if !comparable(l, r) {
-                return Err(Error::type_error(format!("cannot compare {l} and {r}")));
-            }
             T::Bool
         }
         BinaryOp::In => T::Bool,
@@ -1641,7 +1676,13 @@ fn binary_type(op: BinaryOp, l: &LogicalType, r: &LogicalType) -> Result<Logical
             }
             (T::Date, T::Date) if op == BinaryOp::Sub => T::Int64,
             (T::Timestamp, T::Timestamp) if op == BinaryOp::Sub => T::Interval,
-            (T::List(a), T::List(_)) if op == BinaryOp::Add => T::List(a.clone()),
+            (T::List(a), T::List(b)) if op == BinaryOp::Add => {
+                T::List(Box::new(unify(a, b).unwrap_or(T::Any)))
+            }
+            // Appending or prepending one element.
+            (T::List(a), b) | (b, T::List(a)) if op == BinaryOp::Add => {
+                T::List(Box::new(unify(a, b).unwrap_or(T::Any)))
+            }
             _ => {
                 return Err(Error::type_error(format!(
                     "cannot apply {op:?} to {l} and {r}"
@@ -1666,18 +1707,6 @@ fn property_slot(
     *next_slot += 1;
     properties.push((name.to_string(), s, ty.clone()));
     s
-}
-
-/// Whether values of the two types can be compared (ANY defers to run time).
-fn comparable(a: &LogicalType, b: &LogicalType) -> bool {
-    use LogicalType as T;
-    match (a, b) {
-        (T::Any, _) | (_, T::Any) => true,
-        _ if a.is_numeric() && b.is_numeric() => true,
-        (T::Date | T::Timestamp, T::Date | T::Timestamp) => true,
-        (T::List(x), T::List(y)) => comparable(x, y),
-        _ => a == b,
-    }
 }
 
 fn split_conjuncts(e: BoundExpr, out: &mut Vec<BoundExpr>) {
@@ -1726,7 +1755,7 @@ fn strip(e: &BoundExpr) -> BoundExpr {
             else_: else_.as_ref().map(|o| b(o)),
         },
         BoundExprKind::List(items) => BoundExprKind::List(items.iter().map(strip).collect()),
-        other => other.clone(),
+        _ => e.map_children(&mut strip).kind,
     };
     BoundExpr {
         kind,
@@ -1766,7 +1795,7 @@ fn substitute(
             else_: else_.as_ref().map(|o| Box::new(sub(o))),
         },
         BoundExprKind::List(items) => BoundExprKind::List(items.iter().map(sub).collect()),
-        other => other.clone(),
+        _ => e.map_children(&mut |x| sub(x)).kind,
     };
     BoundExpr {
         kind,
@@ -1781,5 +1810,437 @@ fn direction_name(d: Direction) -> &'static str {
         Direction::Right => "->",
         Direction::Left => "<-",
         Direction::Both => "-",
+    }
+}
+
+/// Whether `.key` on a value of this type is a field access (maps and
+/// structs, node and rel values, or a type known only at run time).
+fn has_fields(t: &LogicalType) -> bool {
+    matches!(
+        t,
+        LogicalType::Struct(_)
+            | LogicalType::Map(..)
+            | LogicalType::Node
+            | LogicalType::Rel
+            | LogicalType::Any
+    )
+}
+
+/// The element type of a list-typed operand of `IN` in a comprehension,
+/// quantifier or `reduce`; a type error for anything but a list.
+fn element_type(list: &BoundExpr, what: &str) -> Result<LogicalType> {
+    match &list.ty {
+        LogicalType::List(e) => Ok((**e).clone()),
+        LogicalType::Any => Ok(LogicalType::Any),
+        other => Err(Error::at(
+            ErrorKind::Type,
+            list.span,
+            format!("{what} expects a LIST after IN, got {other}"),
+        )),
+    }
+}
+
+/// Checks that a predicate is a BOOL (or of a type known only at run time).
+fn check_predicate(p: &BoundExpr, what: &str) -> Result<()> {
+    if matches!(p.ty, LogicalType::Bool | LogicalType::Any) {
+        Ok(())
+    } else {
+        Err(Error::at(
+            ErrorKind::Type,
+            p.span,
+            format!("the WHERE of {what} expects a BOOL, got {}", p.ty),
+        ))
+    }
+}
+
+/// Checks the type of a list index or slice bound.
+fn check_integer(e: &BoundExpr, what: &str) -> Result<()> {
+    if e.ty.is_integer() || e.ty == LogicalType::Any {
+        Ok(())
+    } else {
+        Err(Error::at(
+            ErrorKind::Type,
+            e.span,
+            format!("{what} must be an INTEGER, got {}", e.ty),
+        ))
+    }
+}
+
+/// Binding of nested values and comprehensions: map literals, field access,
+/// indexing, slicing, list comprehensions, quantifiers and `reduce`.
+impl Binder<'_> {
+    /// A reference to a comprehension variable (these shadow every other name).
+    fn bind_local(&self, e: &ast::Expr) -> Option<BoundExpr> {
+        let ExprKind::Variable(name) = &e.kind else {
+            return None;
+        };
+        let (_, idx, ty) = self.locals.iter().rev().find(|l| &l.0 == name)?;
+        Some(BoundExpr {
+            kind: BoundExprKind::Local(*idx),
+            ty: ty.clone(),
+            span: e.span,
+        })
+    }
+
+    /// Whether `var.key` reads a field of a value (a comprehension variable,
+    /// a map or node value carried by WITH, a projection alias) rather than a
+    /// property of a node or rel variable of the pattern.
+    fn is_value_variable(&self, var: &str) -> bool {
+        if self.locals.iter().any(|l| l.0 == var) {
+            return true;
+        }
+        if self.graph.nodes.iter().any(|n| n.name == var)
+            || self.graph.rels.iter().any(|r| r.name == var)
+            || self.rels_carried.iter().any(|r| r.0 == var)
+        {
+            return false;
+        }
+        if let Some((_, e)) = self.aliases.iter().find(|a| a.0 == var) {
+            return has_fields(&e.ty);
+        }
+        self.values.iter().any(|v| v.0 == var && has_fields(&v.2))
+    }
+
+    /// `expr.key` on a value: a map's entry, a node's or rel's property.
+    fn bind_field(
+        &mut self,
+        target: &ast::Expr,
+        key: &ast::Ident,
+        span: Span,
+    ) -> Result<BoundExpr> {
+        let target = self.bind_expr(target)?;
+        let ty = match &target.ty {
+            LogicalType::Struct(fields) => fields
+                .iter()
+                .find(|f| f.0 == key.name)
+                .map_or(LogicalType::Any, |f| f.1.clone()),
+            LogicalType::Map(_, v) => (**v).clone(),
+            LogicalType::Node | LogicalType::Rel | LogicalType::Any => LogicalType::Any,
+            LogicalType::InternalId => {
+                return Err(not_supported(
+                    span,
+                    "property access on a node or rel that is not a pattern variable",
+                ))
+            }
+            other => {
+                return Err(Error::at(
+                    ErrorKind::Type,
+                    span,
+                    format!(
+                        "cannot read '{}' of a {other} value (expected a map, node or rel)",
+                        key.name
+                    ),
+                ))
+            }
+        };
+        Ok(BoundExpr {
+            kind: BoundExprKind::Field(Box::new(target), key.name.clone()),
+            ty,
+            span,
+        })
+    }
+
+    /// Binds `body` with `vars` (name, type) in scope as fresh locals and
+    /// aggregates disallowed; returns the locals' indexes and the result.
+    fn with_locals<T>(
+        &mut self,
+        vars: &[(&ast::Ident, LogicalType)],
+        body: impl FnOnce(&mut Self) -> Result<T>,
+    ) -> Result<(Vec<u32>, T)> {
+        let mut idxs = Vec::with_capacity(vars.len());
+        for (name, ty) in vars {
+            let idx = self.next_local;
+            self.next_local += 1;
+            self.locals.push((name.name.clone(), idx, ty.clone()));
+            idxs.push(idx);
+        }
+        let saved = self.aggregates.take();
+        let r = body(self);
+        self.aggregates = saved;
+        self.locals.truncate(self.locals.len() - vars.len());
+        Ok((idxs, r?))
+    }
+
+    fn bind_nested_expr(&mut self, e: &ast::Expr) -> Result<BoundExpr> {
+        let span = e.span;
+        let (kind, ty) = match &e.kind {
+            ExprKind::Map(entries) => {
+                let mut fields: Vec<(String, BoundExpr)> = Vec::with_capacity(entries.len());
+                for (k, v) in entries {
+                    let v = self.bind_expr(v)?;
+                    // A repeated key keeps the last value.
+                    match fields.iter_mut().find(|f| f.0 == k.name) {
+                        Some(f) => f.1 = v,
+                        None => fields.push((k.name.clone(), v)),
+                    }
+                }
+                let ty = LogicalType::Struct(
+                    fields
+                        .iter()
+                        .map(|(k, v)| (k.clone(), v.ty.clone()))
+                        .collect(),
+                );
+                (BoundExprKind::Map(fields), ty)
+            }
+            ExprKind::Index(target, index) => {
+                let target = self.bind_expr(target)?;
+                let index = self.bind_expr(index)?;
+                let ty = match &target.ty {
+                    LogicalType::List(elem) => {
+                        check_integer(&index, "a list index")?;
+                        (**elem).clone()
+                    }
+                    LogicalType::Struct(_)
+                    | LogicalType::Map(..)
+                    | LogicalType::Node
+                    | LogicalType::Rel => {
+                        if !matches!(index.ty, LogicalType::String | LogicalType::Any) {
+                            return Err(Error::at(
+                                ErrorKind::Type,
+                                index.span,
+                                format!("a map key must be a STRING, got {}", index.ty),
+                            ));
+                        }
+                        match (&target.ty, &index.kind) {
+                            (
+                                LogicalType::Struct(fields),
+                                BoundExprKind::Literal(Value::String(k)),
+                            ) => fields
+                                .iter()
+                                .find(|f| &f.0 == k)
+                                .map_or(LogicalType::Any, |f| f.1.clone()),
+                            (LogicalType::Map(_, v), _) => (**v).clone(),
+                            _ => LogicalType::Any,
+                        }
+                    }
+                    LogicalType::Any => {
+                        if !(index.ty.is_integer()
+                            || matches!(index.ty, LogicalType::String | LogicalType::Any))
+                        {
+                            return Err(Error::at(
+                                ErrorKind::Type,
+                                index.span,
+                                format!(
+                                    "an index must be an INTEGER (lists) or a STRING (maps), got {}",
+                                    index.ty
+                                ),
+                            ));
+                        }
+                        LogicalType::Any
+                    }
+                    other => {
+                        return Err(Error::at(
+                            ErrorKind::Type,
+                            target.span,
+                            format!("cannot index a {other} value (expected a list or map)"),
+                        ))
+                    }
+                };
+                (BoundExprKind::Index(Box::new(target), Box::new(index)), ty)
+            }
+            ExprKind::Slice(target, from, to) => {
+                let target = self.bind_expr(target)?;
+                if !matches!(target.ty, LogicalType::List(_) | LogicalType::Any) {
+                    return Err(Error::at(
+                        ErrorKind::Type,
+                        target.span,
+                        format!("cannot slice a {} value (expected a list)", target.ty),
+                    ));
+                }
+                let mut bound = |b: &Option<Box<ast::Expr>>| -> Result<Option<Box<BoundExpr>>> {
+                    match b {
+                        None => Ok(None),
+                        Some(b) => {
+                            let b = self.bind_expr(b)?;
+                            check_integer(&b, "a slice bound")?;
+                            Ok(Some(Box::new(b)))
+                        }
+                    }
+                };
+                let (from, to) = (bound(from)?, bound(to)?);
+                let ty = target.ty.clone();
+                (BoundExprKind::Slice(Box::new(target), from, to), ty)
+            }
+            ExprKind::ListComprehension {
+                variable,
+                list,
+                predicate,
+                projection,
+            } => {
+                let list = self.bind_expr(list)?;
+                let elem = element_type(&list, "a list comprehension")?;
+                let (vars, (predicate, projection)) =
+                    self.with_locals(&[(variable, elem.clone())], |b| {
+                        let p = predicate.as_ref().map(|p| b.bind_expr(p)).transpose()?;
+                        if let Some(p) = &p {
+                            check_predicate(p, "a list comprehension")?;
+                        }
+                        let q = projection.as_ref().map(|q| b.bind_expr(q)).transpose()?;
+                        Ok((p, q))
+                    })?;
+                let ty =
+                    LogicalType::List(Box::new(projection.as_ref().map_or(elem, |q| q.ty.clone())));
+                (
+                    BoundExprKind::ListComprehension {
+                        var: vars[0],
+                        list: Box::new(list),
+                        predicate: predicate.map(Box::new),
+                        projection: projection.map(Box::new),
+                    },
+                    ty,
+                )
+            }
+            ExprKind::Quantifier {
+                kind,
+                variable,
+                list,
+                predicate,
+            } => {
+                let what = match kind {
+                    ast::Quantifier::All => "all()",
+                    ast::Quantifier::Any => "any()",
+                    ast::Quantifier::None => "none()",
+                    ast::Quantifier::Single => "single()",
+                };
+                let list = self.bind_expr(list)?;
+                let elem = element_type(&list, what)?;
+                let (vars, predicate) = self.with_locals(&[(variable, elem)], |b| {
+                    let p = b.bind_expr(predicate)?;
+                    check_predicate(&p, what)?;
+                    Ok(p)
+                })?;
+                (
+                    BoundExprKind::Quantifier {
+                        kind: *kind,
+                        var: vars[0],
+                        list: Box::new(list),
+                        predicate: Box::new(predicate),
+                    },
+                    LogicalType::Bool,
+                )
+            }
+            ExprKind::Reduce {
+                accumulator,
+                init,
+                variable,
+                list,
+                expr,
+            } => {
+                let init = self.bind_expr(init)?;
+                let list = self.bind_expr(list)?;
+                let elem = element_type(&list, "reduce()")?;
+                // The accumulator's type is the common type of the initial
+                // value and the step (bound again when the step widens it).
+                let mut acc_ty = init.ty.clone();
+                let (vars, step) = loop {
+                    let (vars, step) = self.with_locals(
+                        &[(accumulator, acc_ty.clone()), (variable, elem.clone())],
+                        |b| b.bind_expr(expr),
+                    )?;
+                    let next = unify(&acc_ty, &step.ty).unwrap_or(LogicalType::Any);
+                    if acc_ty == LogicalType::Any || next == acc_ty {
+                        break (vars, step);
+                    }
+                    acc_ty = next;
+                };
+                (
+                    BoundExprKind::Reduce {
+                        acc: vars[0],
+                        init: Box::new(init),
+                        var: vars[1],
+                        list: Box::new(list),
+                        expr: Box::new(step),
+                    },
+                    acc_ty,
+                )
+            }
+            _ => return Err(not_supported(span, "this expression")),
+        };
+        Ok(BoundExpr { kind, ty, span })
+    }
+}
+
+/// Whether `e` calls scalar function `name` anywhere.
+fn calls_function(e: &BoundExpr, name: &str) -> bool {
+    match &e.kind {
+        BoundExprKind::Function(n, args) => {
+            n == name || args.iter().any(|a| calls_function(a, name))
+        }
+        BoundExprKind::Unary(_, x) | BoundExprKind::Cast(x) => calls_function(x, name),
+        BoundExprKind::Binary(_, x, y) => calls_function(x, name) || calls_function(y, name),
+        BoundExprKind::List(items) => items.iter().any(|a| calls_function(a, name)),
+        BoundExprKind::Case {
+            operand,
+            whens,
+            else_,
+        } => {
+            operand.iter().chain(else_).any(|x| calls_function(x, name))
+                || whens
+                    .iter()
+                    .any(|(w, t)| calls_function(w, name) || calls_function(t, name))
+        }
+        _ => {
+            let mut found = false;
+            e.for_each_child(&mut |c| found = found || calls_function(c, name));
+            found
+        }
+    }
+}
+
+impl Binder<'_> {
+    /// `q1 UNION [ALL] q2 ...`: each single query bound on its own (fresh
+    /// scope and slots); all must be read queries returning the same
+    /// column names, joined all by UNION or all by UNION ALL.
+    fn bind_union(&mut self, q: &ast::Query) -> Result<BoundStatement> {
+        let all = q.union_all.first().copied().unwrap_or(false);
+        if q.union_all.iter().any(|a| *a != all) {
+            return Err(Error::at(
+                ErrorKind::Semantic,
+                q.span,
+                "UNION and UNION ALL cannot be mixed in one query",
+            ));
+        }
+        let mut queries = Vec::with_capacity(q.parts.len());
+        let mut columns: Option<Vec<String>> = None;
+        for part in &q.parts {
+            let single = ast::Query {
+                parts: vec![part.clone()],
+                union_all: Vec::new(),
+                span: part.span,
+            };
+            let mut binder = Binder::new(self.catalog);
+            binder.params = self.params;
+            let query = match binder.bind_query(&single)? {
+                BoundStatement::Query(query) => *query,
+                _ => {
+                    return Err(not_supported(
+                        part.span,
+                        "UNION of queries with writing clauses or CALL",
+                    ))
+                }
+            };
+            let names: Vec<String> = query
+                .parts
+                .last()
+                .map(|p| p.outputs.iter().map(|(n, _)| n.clone()).collect())
+                .unwrap_or_default();
+            match &columns {
+                None => columns = Some(names),
+                Some(first) if *first != names => {
+                    return Err(Error::at(
+                        ErrorKind::Semantic,
+                        part.span,
+                        format!(
+                            "all queries of a UNION must return the same columns: ({}) here, ({}) in the first query",
+                            names.join(", "),
+                            first.join(", ")
+                        ),
+                    ))
+                }
+                Some(_) => {}
+            }
+            queries.push(query);
+        }
+        Ok(BoundStatement::Union { queries, all })
     }
 }

@@ -36,6 +36,13 @@ pub enum BoundStatement {
     /// A built-in table function such as `show_tables()`.
     TableCall(TableCall),
     Query(Box<BoundQuery>),
+    /// `q1 UNION [ALL] q2 ...`: the single queries run one after another and
+    /// their rows are concatenated (with `all` false, duplicates removed).
+    /// Every query returns the same column names.
+    Union {
+        queries: Vec<BoundQuery>,
+        all: bool,
+    },
     /// A query with writing clauses (CREATE, MERGE, SET, REMOVE, DELETE).
     Write(Box<BoundWrite>),
     Explain {

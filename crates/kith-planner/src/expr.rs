@@ -1,7 +1,7 @@
 //! Bound expressions: names resolved, types inferred, ready for the executor.
 
 use kith_common::{LogicalType, Span, Value};
-pub use kith_parser::ast::{BinaryOp, UnaryOp};
+pub use kith_parser::ast::{BinaryOp, Quantifier, UnaryOp};
 
 /// A value computed by an operator (a property, a node or rel id, an aggregate
 /// result, a projected column). Operators write slots into the result set; the
@@ -37,6 +37,43 @@ pub enum BoundExprKind {
         else_: Option<Box<BoundExpr>>,
     },
     List(Vec<BoundExpr>),
+    /// A map literal `{a: 1, b: 'x'}`; evaluates to a `Value::Struct`.
+    Map(Vec<(String, BoundExpr)>),
+    /// `expr.key` on a map, node or rel value (NULL when the key is absent).
+    Field(Box<BoundExpr>, String),
+    /// `list[i]` (negative from the end) or `map[key]`.
+    Index(Box<BoundExpr>, Box<BoundExpr>),
+    /// `list[from..to]`; a missing bound is open.
+    Slice(
+        Box<BoundExpr>,
+        Option<Box<BoundExpr>>,
+        Option<Box<BoundExpr>>,
+    ),
+    /// A variable local to the enclosing comprehension, quantifier or
+    /// `reduce` (by index into the evaluator's frame of locals).
+    Local(u32),
+    /// `[x IN list WHERE predicate | projection]`; `var` is the local `x`.
+    ListComprehension {
+        var: u32,
+        list: Box<BoundExpr>,
+        predicate: Option<Box<BoundExpr>>,
+        projection: Option<Box<BoundExpr>>,
+    },
+    /// `all/any/none/single(x IN list WHERE predicate)`.
+    Quantifier {
+        kind: Quantifier,
+        var: u32,
+        list: Box<BoundExpr>,
+        predicate: Box<BoundExpr>,
+    },
+    /// `reduce(acc = init, x IN list | expr)`.
+    Reduce {
+        acc: u32,
+        init: Box<BoundExpr>,
+        var: u32,
+        list: Box<BoundExpr>,
+        expr: Box<BoundExpr>,
+    },
 }
 
 impl BoundExpr {
@@ -61,7 +98,14 @@ impl BoundExpr {
     pub fn slots(&self, out: &mut Vec<SlotId>) {
         match &self.kind {
             BoundExprKind::Slot(s) => out.push(*s),
-            BoundExprKind::Literal(_) | BoundExprKind::Parameter(_) => {}
+            BoundExprKind::Literal(_) | BoundExprKind::Parameter(_) | BoundExprKind::Local(_) => {}
+            BoundExprKind::Map(_)
+            | BoundExprKind::Field(..)
+            | BoundExprKind::Index(..)
+            | BoundExprKind::Slice(..)
+            | BoundExprKind::ListComprehension { .. }
+            | BoundExprKind::Quantifier { .. }
+            | BoundExprKind::Reduce { .. } => self.for_each_child(&mut |c| c.slots(out)),
             BoundExprKind::Unary(_, e) | BoundExprKind::Cast(e) => e.slots(out),
             BoundExprKind::Binary(_, a, b) => {
                 a.slots(out);
@@ -86,6 +130,110 @@ impl BoundExpr {
                     e.slots(out);
                 }
             }
+        }
+    }
+
+    /// Calls `f` on every direct subexpression of the kinds added for nested
+    /// values and comprehensions (maps, field access, indexing, slicing,
+    /// comprehensions, quantifiers, reduce); other kinds are not visited.
+    pub fn for_each_child(&self, f: &mut dyn FnMut(&BoundExpr)) {
+        match &self.kind {
+            BoundExprKind::Map(items) => items.iter().for_each(|(_, e)| f(e)),
+            BoundExprKind::Field(x, _) => f(x),
+            BoundExprKind::Index(x, i) => {
+                f(x);
+                f(i);
+            }
+            BoundExprKind::Slice(x, a, b) => {
+                f(x);
+                a.iter().chain(b).for_each(|e| f(e));
+            }
+            BoundExprKind::ListComprehension {
+                list,
+                predicate,
+                projection,
+                ..
+            } => {
+                f(list);
+                predicate.iter().chain(projection).for_each(|e| f(e));
+            }
+            BoundExprKind::Quantifier {
+                list, predicate, ..
+            } => {
+                f(list);
+                f(predicate);
+            }
+            BoundExprKind::Reduce {
+                init, list, expr, ..
+            } => {
+                f(init);
+                f(list);
+                f(expr);
+            }
+            _ => {}
+        }
+    }
+
+    /// A copy with `f` applied to every direct subexpression of the kinds
+    /// [`BoundExpr::for_each_child`] visits (others are cloned as they are).
+    pub fn map_children(&self, f: &mut dyn FnMut(&BoundExpr) -> BoundExpr) -> BoundExpr {
+        let mut bx = |e: &BoundExpr| Box::new(f(e));
+        let kind = match &self.kind {
+            BoundExprKind::Map(items) => {
+                BoundExprKind::Map(items.iter().map(|(k, e)| (k.clone(), *bx(e))).collect())
+            }
+            BoundExprKind::Field(x, k) => BoundExprKind::Field(bx(x), k.clone()),
+            BoundExprKind::Index(x, i) => {
+                let x = bx(x);
+                BoundExprKind::Index(x, bx(i))
+            }
+            BoundExprKind::Slice(x, a, b) => {
+                let x = bx(x);
+                let a = a.as_deref().map(&mut bx);
+                let b = b.as_deref().map(&mut bx);
+                BoundExprKind::Slice(x, a, b)
+            }
+            BoundExprKind::ListComprehension {
+                var,
+                list,
+                predicate,
+                projection,
+            } => BoundExprKind::ListComprehension {
+                var: *var,
+                list: bx(list),
+                predicate: predicate.as_deref().map(&mut bx),
+                projection: projection.as_deref().map(&mut bx),
+            },
+            BoundExprKind::Quantifier {
+                kind,
+                var,
+                list,
+                predicate,
+            } => BoundExprKind::Quantifier {
+                kind: *kind,
+                var: *var,
+                list: bx(list),
+                predicate: bx(predicate),
+            },
+            BoundExprKind::Reduce {
+                acc,
+                init,
+                var,
+                list,
+                expr,
+            } => BoundExprKind::Reduce {
+                acc: *acc,
+                init: bx(init),
+                var: *var,
+                list: bx(list),
+                expr: bx(expr),
+            },
+            other => other.clone(),
+        };
+        BoundExpr {
+            kind,
+            ty: self.ty.clone(),
+            span: self.span,
         }
     }
 }

@@ -179,7 +179,7 @@ pub fn scalar_type(lower_name: &str, args: &[LogicalType]) -> Result<LogicalType
             check(n, args, &[Num, Num], 0)?;
             T::Double
         }
-        "pi" | "e" => {
+        "pi" | "e" | "rand" => {
             check(n, args, &[], 0)?;
             T::Double
         }
@@ -292,6 +292,31 @@ pub fn scalar_type(lower_name: &str, args: &[LogicalType]) -> Result<LogicalType
         "range" => {
             check(n, args, &[Int, Int, Int], 1)?;
             T::List(Box::new(T::Int64))
+        }
+        "properties" => {
+            check(n, args, &[AnyT], 0)?;
+            match &args[0] {
+                t @ (T::Struct(_) | T::Map(..)) => t.clone(),
+                T::Node | T::Rel | T::Any => T::Any,
+                t => {
+                    return Err(Error::type_error(format!(
+                        "properties() expects a MAP, NODE or REL, got {t}"
+                    )))
+                }
+            }
+        }
+        "keys" => {
+            check(n, args, &[AnyT], 0)?;
+            if !matches!(
+                args[0],
+                T::Struct(_) | T::Map(..) | T::Node | T::Rel | T::Any
+            ) {
+                return Err(Error::type_error(format!(
+                    "keys() expects a MAP, NODE or REL, got {}",
+                    args[0]
+                )));
+            }
+            T::List(Box::new(T::String))
         }
         "head" | "last" => {
             check(n, args, &[List], 0)?;

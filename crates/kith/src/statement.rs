@@ -293,6 +293,9 @@ fn run_statement(
                 silent: false,
             })
         }
+        BoundStatement::Union { queries, all } => {
+            run_union(conn, queries, all, &snapshot, params, &cancel, &settings)
+        }
         BoundStatement::Write(w) => crate::write::run_write(conn, *w, params, &settings, &cancel),
         BoundStatement::Explain { inner, .. } => match *inner {
             BoundStatement::Query(q) => {
@@ -312,11 +315,98 @@ fn run_statement(
                 }
                 Ok(message(plan.explain(&snapshot.catalog)))
             }
+            BoundStatement::Union { queries, all } => {
+                let mut parts = Vec::new();
+                for q in queries {
+                    let plan = kith_planner::planner::plan_query(q, &snapshot.catalog, &|_| 0)?;
+                    parts.push(plan.explain(&snapshot.catalog).trim_end().to_string());
+                }
+                let glue = if all { "\nUNION ALL\n" } else { "\nUNION\n" };
+                Ok(message(parts.join(glue)))
+            }
             _ => Err(Error::not_supported(
                 "EXPLAIN of statements other than queries",
             )),
         },
     }
+}
+
+/// `UNION [ALL]`: plans and runs the queries one after another on the same
+/// snapshot and concatenates their rows; without ALL, a row equal (as
+/// grouping keys compare: NULLs equal, 1 = 1.0) to an earlier one is dropped.
+/// A column whose type differs between the queries is returned as ANY.
+fn run_union(
+    conn: &Connection,
+    queries: Vec<kith_planner::bound::BoundQuery>,
+    all: bool,
+    snapshot: &Arc<kith_storage::Version>,
+    params: &HashMap<String, Value>,
+    cancel: &CancelToken,
+    settings: &crate::database::Settings,
+) -> Result<QueryResult> {
+    let mut names = Vec::new();
+    let mut types: Vec<LogicalType> = Vec::new();
+    let mut results = Vec::with_capacity(queries.len());
+    for (i, q) in queries.into_iter().enumerate() {
+        let plan =
+            kith_planner::planner::plan_query(q, &snapshot.catalog, &|t| snapshot.cardinality(t))?;
+        let chunks = execute_plan(conn, &plan, snapshot, params, cancel, settings)?;
+        if i == 0 {
+            names = plan.names;
+            types = plan.types.clone();
+        } else {
+            for (t, u) in types.iter_mut().zip(&plan.types) {
+                if t != u {
+                    *t = LogicalType::Any;
+                }
+            }
+        }
+        results.push((plan.types, chunks));
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for (query_types, chunks) in results {
+        for chunk in chunks {
+            if all && query_types == types {
+                out.push(chunk);
+                continue;
+            }
+            let mut copy = Chunk::new(&types, 0);
+            append_rows(&mut copy, &chunk, (!all).then_some(&mut seen))?;
+            if copy.num_rows > 0 {
+                out.push(copy);
+            }
+        }
+    }
+    Ok(QueryResult {
+        names,
+        types,
+        chunks: out,
+        silent: false,
+    })
+}
+
+/// Appends the rows of `chunk` to `out` (converting values to `out`'s column
+/// types), skipping rows already in `seen` when given.
+fn append_rows(
+    out: &mut Chunk,
+    chunk: &Chunk,
+    mut seen: Option<&mut std::collections::HashSet<kith_exec::operator::hash_aggregate::GroupKey>>,
+) -> Result<()> {
+    for pos in 0..chunk.num_rows {
+        let row = chunk.row(pos);
+        if let Some(seen) = seen.as_deref_mut() {
+            if !seen.insert(kith_exec::operator::hash_aggregate::GroupKey(row.clone())) {
+                continue;
+            }
+        }
+        for (col, v) in out.columns.iter_mut().zip(row) {
+            let v = kith_exec::expression::cast::coerce(v, &col.ty)?;
+            col.push_value(&v);
+        }
+        out.num_rows += 1;
+    }
+    Ok(())
 }
 
 /// The largest `var_length_max_depth`.

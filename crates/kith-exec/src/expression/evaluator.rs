@@ -1,7 +1,7 @@
 //! The compiled expression tree and its vectorized evaluation.
 
 use kith_common::{Error, LogicalType, Result, Value, ValueVector};
-use kith_planner::expr::{BinaryOp, BoundExpr, BoundExprKind, SlotId, UnaryOp};
+use kith_planner::expr::{BinaryOp, BoundExpr, BoundExprKind, Quantifier, SlotId, UnaryOp};
 use regex::Regex;
 
 use super::cast::{cast_value, coerce};
@@ -58,6 +58,48 @@ pub(super) enum Kind {
         slots: Vec<SlotId>,
     },
     List(Vec<Node>),
+    /// A map literal: keys and value nodes.
+    Map(Vec<String>, Vec<Node>),
+    Field(Box<Node>, String),
+    Index(Box<Node>, Box<Node>),
+    Slice(Box<Node>, Option<Box<Node>>, Option<Box<Node>>),
+    /// A comprehension variable: read from the frame of locals (only inside
+    /// the body of a [`Nested`], which is evaluated value at a time).
+    Local(u32),
+    /// A list comprehension, quantifier or `reduce`.
+    Nested(Box<Nested>),
+}
+
+/// What a [`Nested`] node computes from its list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum NestedOp {
+    Comprehension,
+    Quantifier(Quantifier),
+    Reduce,
+}
+
+/// A list comprehension, quantifier or `reduce`. The list is evaluated
+/// vectorized like any other child; then, per tuple, each element is moved
+/// into the frame of locals and the body (`predicate`, `projection`)
+/// evaluated value at a time against it. The frame is reused across tuples
+/// and elements, so the per-element work allocates nothing beyond what the
+/// body's own values need.
+pub(super) struct Nested {
+    op: NestedOp,
+    /// Local index of the element variable.
+    var: u32,
+    /// Local index of `reduce`'s accumulator.
+    acc: u32,
+    list: Node,
+    /// `reduce`'s initial value.
+    init: Option<Node>,
+    predicate: Option<Node>,
+    /// The projection of a comprehension, the step of `reduce`.
+    projection: Option<Node>,
+    /// Slots the body and `init` read (they decide the tuple positions).
+    slots: Vec<SlotId>,
+    /// The frame of locals used when this node is evaluated vectorized.
+    frame: Vec<Value>,
 }
 
 /// Iterates the selected positions of an unflat chunk state.
@@ -147,6 +189,67 @@ impl Node {
             BoundExprKind::List(items) => {
                 Kind::List(items.iter().map(Node::compile).collect::<Result<_>>()?)
             }
+            BoundExprKind::Map(items) => Kind::Map(
+                items.iter().map(|(k, _)| k.clone()).collect(),
+                items
+                    .iter()
+                    .map(|(_, v)| Node::compile(v))
+                    .collect::<Result<_>>()?,
+            ),
+            BoundExprKind::Field(x, key) => Kind::Field(Box::new(Node::compile(x)?), key.clone()),
+            BoundExprKind::Index(x, i) => {
+                Kind::Index(Box::new(Node::compile(x)?), Box::new(Node::compile(i)?))
+            }
+            BoundExprKind::Slice(x, a, b) => {
+                let bound = |b: &Option<Box<BoundExpr>>| -> Result<Option<Box<Node>>> {
+                    b.as_deref()
+                        .map(Node::compile)
+                        .transpose()
+                        .map(|n| n.map(Box::new))
+                };
+                Kind::Slice(Box::new(Node::compile(x)?), bound(a)?, bound(b)?)
+            }
+            BoundExprKind::Local(i) => Kind::Local(*i),
+            BoundExprKind::ListComprehension {
+                var,
+                list,
+                predicate,
+                projection,
+            } => Kind::Nested(Box::new(Nested::compile(
+                NestedOp::Comprehension,
+                (*var, 0),
+                list,
+                None,
+                predicate.as_deref(),
+                projection.as_deref(),
+            )?)),
+            BoundExprKind::Quantifier {
+                kind,
+                var,
+                list,
+                predicate,
+            } => Kind::Nested(Box::new(Nested::compile(
+                NestedOp::Quantifier(*kind),
+                (*var, 0),
+                list,
+                None,
+                Some(predicate),
+                None,
+            )?)),
+            BoundExprKind::Reduce {
+                acc,
+                init,
+                var,
+                list,
+                expr,
+            } => Kind::Nested(Box::new(Nested::compile(
+                NestedOp::Reduce,
+                (*var, *acc),
+                list,
+                Some(init),
+                None,
+                Some(expr),
+            )?)),
         };
         let mut out = ValueVector::new(e.ty.clone(), 0);
         if let Kind::Const(v) = &kind {
@@ -327,23 +430,87 @@ impl Node {
                     coerce(l, ty)
                 })
             }
-            Kind::Case { slots, .. } => {
-                let mut unflat = None;
-                for s in slots.iter() {
-                    let (c, _) = ctx.layout.get(*s).ok_or_else(|| {
-                        Error::internal(format!("slot {} is not in the result set layout", s.0))
-                    })?;
-                    if !ctx.rs.chunks[c].state.is_flat() {
-                        unflat = Some(c);
-                    }
+            Kind::Map(keys, items) => {
+                let mut modes = Vec::with_capacity(items.len());
+                for a in items.iter_mut() {
+                    modes.push(a.eval(ctx)?);
                 }
-                let modes = [unflat.map_or(Mode::Flat(0), Mode::Unflat)];
+                let vecs: Vec<&ValueVector> = items.iter().map(|a| a.vector(ctx)).collect();
+                let ty = &self.ty;
+                map_rows(&mut self.out, ctx, &modes, |p| {
+                    let m = Value::Struct(
+                        keys.iter()
+                            .zip(vecs.iter().zip(&modes))
+                            .map(|(k, (v, m))| (k.clone(), v.get_value(at(*m, p))))
+                            .collect(),
+                    );
+                    coerce(m, ty)
+                })
+            }
+            Kind::Field(x, key) => {
+                let mx = x.eval(ctx)?;
+                let src = x.vector(ctx);
+                let (ty, key) = (&self.ty, key.as_str());
+                map_rows(&mut self.out, ctx, &[mx], |p| {
+                    coerce(kernels::field(&src.get_value(at(mx, p)), key)?, ty)
+                })
+            }
+            Kind::Index(x, i) => {
+                let (mx, mi) = (x.eval(ctx)?, i.eval(ctx)?);
+                let (xv, iv) = (x.vector(ctx), i.vector(ctx));
+                let ty = &self.ty;
+                map_rows(&mut self.out, ctx, &[mx, mi], |p| {
+                    let v = kernels::index(&xv.get_value(at(mx, p)), &iv.get_value(at(mi, p)))?;
+                    coerce(v, ty)
+                })
+            }
+            Kind::Slice(x, a, b) => {
+                let mx = x.eval(ctx)?;
+                let ma = a.as_mut().map(|a| a.eval(ctx)).transpose()?;
+                let mb = b.as_mut().map(|b| b.eval(ctx)).transpose()?;
+                let xv = x.vector(ctx);
+                let av = a.as_ref().map(|a| a.vector(ctx));
+                let bv = b.as_ref().map(|b| b.vector(ctx));
+                let modes: Vec<Mode> = [Some(mx), ma, mb].into_iter().flatten().collect();
+                let ty = &self.ty;
+                map_rows(&mut self.out, ctx, &modes, |p| {
+                    let bound = |v: Option<&ValueVector>, m: Option<Mode>| match (v, m) {
+                        (Some(v), Some(m)) => Some(v.get_value(at(m, p))),
+                        _ => None,
+                    };
+                    let (from, to) = (bound(av, ma), bound(bv, mb));
+                    let v = kernels::slice(&xv.get_value(at(mx, p)), from.as_ref(), to.as_ref())?;
+                    coerce(v, ty)
+                })
+            }
+            Kind::Local(i) => Err(Error::internal(format!(
+                "comprehension variable #{i} read outside its comprehension"
+            ))),
+            Kind::Nested(n) => {
+                let ml = n.list.eval(ctx)?;
+                let modes = [ml, slots_mode(ctx, &n.slots)?];
+                let mut frame = std::mem::take(&mut n.frame);
+                let n: &Nested = n;
+                let src = n.list.vector(ctx);
+                let ty = &self.ty;
+                let r = map_rows(&mut self.out, ctx, &modes, |p| {
+                    let list = src.get_value(at(ml, p));
+                    coerce(n.apply(ctx, p, list, &mut frame)?, ty)
+                });
+                if let Kind::Nested(n) = &mut self.kind {
+                    n.frame = frame;
+                }
+                r
+            }
+            Kind::Case { slots, .. } => {
+                let modes = [slots_mode(ctx, slots)?];
                 let ty = self.ty.clone();
                 let mut out =
                     std::mem::replace(&mut self.out, ValueVector::new(LogicalType::Any, 0));
                 let this: &Node = self;
+                let mut frame = Vec::new();
                 let r = map_rows(&mut out, ctx, &modes, |p| {
-                    coerce(this.eval_row(ctx, p)?, &ty)
+                    coerce(this.eval_row(ctx, p, &mut frame)?, &ty)
                 });
                 self.out = out;
                 r
@@ -352,8 +519,9 @@ impl Node {
     }
 
     /// Value-at-a-time evaluation at physical position `p` of the unflat
-    /// chunk (flat slots read their current tuple).
-    fn eval_row(&self, ctx: &EvalContext, p: usize) -> Result<Value> {
+    /// chunk (flat slots read their current tuple); comprehension variables
+    /// are read from `locals`.
+    fn eval_row(&self, ctx: &EvalContext, p: usize, locals: &mut Vec<Value>) -> Result<Value> {
         Ok(match &self.kind {
             Kind::Const(v) => v.clone(),
             Kind::Param(name) => ctx
@@ -368,18 +536,18 @@ impl Node {
                 let chunk = &ctx.rs.chunks[c];
                 chunk.vectors[v].get_value(chunk.state.flat_position().unwrap_or(p))
             }
-            Kind::Unary(op, x) => kernels::unary(*op, &x.eval_row(ctx, p)?)?,
+            Kind::Unary(op, x) => kernels::unary(*op, &x.eval_row(ctx, p, locals)?)?,
             Kind::Binary {
                 op, l, r, regex, ..
             } => {
-                let a = l.eval_row(ctx, p)?;
-                let b = r.eval_row(ctx, p)?;
+                let a = l.eval_row(ctx, p, locals)?;
+                let b = r.eval_row(ctx, p, locals)?;
                 kernels::binary(*op, &a, &b, regex.as_ref())?
             }
             Kind::Function { f, args, .. } => {
                 let vals = args
                     .iter()
-                    .map(|a| a.eval_row(ctx, p))
+                    .map(|a| a.eval_row(ctx, p, locals))
                     .collect::<Result<Vec<_>>>()?;
                 if f.propagate_nulls && vals.iter().any(Value::is_null) {
                     Value::Null
@@ -387,32 +555,58 @@ impl Node {
                     (f.func)(&vals)?
                 }
             }
-            Kind::Cast(x) => cast_value(&x.eval_row(ctx, p)?, &self.ty)?,
+            Kind::Cast(x) => cast_value(&x.eval_row(ctx, p, locals)?, &self.ty)?,
             Kind::List(items) => Value::List(
                 items
                     .iter()
-                    .map(|a| a.eval_row(ctx, p))
+                    .map(|a| a.eval_row(ctx, p, locals))
                     .collect::<Result<_>>()?,
             ),
+            Kind::Map(keys, items) => {
+                let mut fields = Vec::with_capacity(keys.len());
+                for (k, v) in keys.iter().zip(items) {
+                    fields.push((k.clone(), v.eval_row(ctx, p, locals)?));
+                }
+                Value::Struct(fields)
+            }
+            Kind::Field(x, key) => kernels::field(&x.eval_row(ctx, p, locals)?, key)?,
+            Kind::Index(x, i) => {
+                let v = x.eval_row(ctx, p, locals)?;
+                kernels::index(&v, &i.eval_row(ctx, p, locals)?)?
+            }
+            Kind::Slice(x, a, b) => {
+                let v = x.eval_row(ctx, p, locals)?;
+                let from = a.as_ref().map(|a| a.eval_row(ctx, p, locals)).transpose()?;
+                let to = b.as_ref().map(|b| b.eval_row(ctx, p, locals)).transpose()?;
+                kernels::slice(&v, from.as_ref(), to.as_ref())?
+            }
+            Kind::Local(i) => locals.get(*i as usize).cloned().unwrap_or(Value::Null),
+            Kind::Nested(n) => {
+                let list = n.list.eval_row(ctx, p, locals)?;
+                n.apply(ctx, p, list, locals)?
+            }
             Kind::Case {
                 operand,
                 whens,
                 else_,
                 ..
             } => {
-                let subject = operand.as_ref().map(|o| o.eval_row(ctx, p)).transpose()?;
+                let subject = operand
+                    .as_ref()
+                    .map(|o| o.eval_row(ctx, p, locals))
+                    .transpose()?;
                 for (w, t) in whens {
-                    let wv = w.eval_row(ctx, p)?;
+                    let wv = w.eval_row(ctx, p, locals)?;
                     let hit = match &subject {
                         Some(s) => kernels::equals(s, &wv) == Some(true),
                         None => kernels::truth(&wv)? == Some(true),
                     };
                     if hit {
-                        return t.eval_row(ctx, p);
+                        return t.eval_row(ctx, p, locals);
                     }
                 }
                 match else_ {
-                    Some(e) => e.eval_row(ctx, p)?,
+                    Some(e) => e.eval_row(ctx, p, locals)?,
                     None => Value::Null,
                 }
             }
@@ -481,4 +675,145 @@ fn copy_value(dst: &mut ValueVector, dp: usize, src: &ValueVector, sp: usize) ->
         dst.set_value(dp, &v);
     }
     Ok(())
+}
+
+/// The mode of a value-at-a-time node reading `slots`: the unflat chunk
+/// among them, or flat.
+fn slots_mode(ctx: &EvalContext, slots: &[SlotId]) -> Result<Mode> {
+    let mut unflat = None;
+    for s in slots {
+        let (c, _) = ctx.layout.get(*s).ok_or_else(|| {
+            Error::internal(format!("slot {} is not in the result set layout", s.0))
+        })?;
+        if !ctx.rs.chunks[c].state.is_flat() {
+            unflat = Some(c);
+        }
+    }
+    Ok(unflat.map_or(Mode::Flat(0), Mode::Unflat))
+}
+
+impl Nested {
+    fn compile(
+        op: NestedOp,
+        (var, acc): (u32, u32),
+        list: &BoundExpr,
+        init: Option<&BoundExpr>,
+        predicate: Option<&BoundExpr>,
+        projection: Option<&BoundExpr>,
+    ) -> Result<Nested> {
+        let mut slots = Vec::new();
+        for e in init.iter().chain(&predicate).chain(&projection) {
+            e.slots(&mut slots);
+        }
+        slots.sort();
+        slots.dedup();
+        let compile = |e: Option<&BoundExpr>| e.map(Node::compile).transpose();
+        Ok(Nested {
+            op,
+            var,
+            acc,
+            list: Node::compile(list)?,
+            init: compile(init)?,
+            predicate: compile(predicate)?,
+            projection: compile(projection)?,
+            slots,
+            frame: Vec::new(),
+        })
+    }
+
+    /// Evaluates the body over the elements of `list` for tuple position `p`.
+    fn apply(
+        &self,
+        ctx: &EvalContext,
+        p: usize,
+        list: Value,
+        locals: &mut Vec<Value>,
+    ) -> Result<Value> {
+        let items = match list {
+            Value::Null => return Ok(Value::Null),
+            Value::List(items) => items,
+            other => {
+                let what = match self.op {
+                    NestedOp::Comprehension => "a list comprehension",
+                    NestedOp::Quantifier(_) => "a quantifier",
+                    NestedOp::Reduce => "reduce()",
+                };
+                return Err(Error::type_error(format!(
+                    "{what} expects a LIST after IN, got {}",
+                    other.logical_type()
+                )));
+            }
+        };
+        let var = self.var as usize;
+        let need = var.max(self.acc as usize) + 1;
+        if locals.len() < need {
+            locals.resize(need, Value::Null);
+        }
+        let holds = |node: &Node, locals: &mut Vec<Value>| -> Result<Option<bool>> {
+            kernels::truth(&node.eval_row(ctx, p, locals)?)
+        };
+        match self.op {
+            NestedOp::Comprehension => {
+                let mut out = Vec::with_capacity(items.len());
+                for item in items {
+                    locals[var] = item;
+                    if let Some(pred) = &self.predicate {
+                        if holds(pred, locals)? != Some(true) {
+                            continue;
+                        }
+                    }
+                    out.push(match &self.projection {
+                        Some(e) => e.eval_row(ctx, p, locals)?,
+                        None => std::mem::replace(&mut locals[var], Value::Null),
+                    });
+                }
+                Ok(Value::List(out))
+            }
+            NestedOp::Quantifier(kind) => {
+                let pred = self
+                    .predicate
+                    .as_ref()
+                    .ok_or_else(|| Error::internal("quantifier without a predicate"))?;
+                let (mut hits, mut unknown) = (0usize, false);
+                for item in items {
+                    locals[var] = item;
+                    match holds(pred, locals)? {
+                        Some(true) => {
+                            hits += 1;
+                            match kind {
+                                Quantifier::Any => return Ok(Value::Bool(true)),
+                                Quantifier::None => return Ok(Value::Bool(false)),
+                                Quantifier::Single if hits > 1 => return Ok(Value::Bool(false)),
+                                _ => {}
+                            }
+                        }
+                        Some(false) if kind == Quantifier::All => return Ok(Value::Bool(false)),
+                        Some(false) => {}
+                        None => unknown = true,
+                    }
+                }
+                // No element decided the outcome alone: NULL when some
+                // predicate was NULL (it might have been either).
+                Ok(match kind {
+                    _ if unknown => Value::Null,
+                    Quantifier::All | Quantifier::None => Value::Bool(true),
+                    Quantifier::Any => Value::Bool(false),
+                    Quantifier::Single => Value::Bool(hits == 1),
+                })
+            }
+            NestedOp::Reduce => {
+                let (init, step) = match (&self.init, &self.projection) {
+                    (Some(i), Some(s)) => (i, s),
+                    _ => return Err(Error::internal("reduce() without init or step")),
+                };
+                let acc = self.acc as usize;
+                locals[acc] = init.eval_row(ctx, p, locals)?;
+                for item in items {
+                    locals[var] = item;
+                    locals[acc] = step.eval_row(ctx, p, locals)?;
+                }
+                Ok(std::mem::replace(&mut locals[acc], Value::Null))
+            }
+        }
+    }
 }

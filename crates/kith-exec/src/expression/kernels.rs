@@ -96,6 +96,29 @@ pub fn equals(a: &Value, b: &Value) -> Option<bool> {
                 Some(true)
             }
         }
+        (Value::Struct(x), Value::Struct(y)) => {
+            // Maps are equal when they have the same keys (in any order)
+            // with equal values.
+            if x.len() != y.len() {
+                return Some(false);
+            }
+            let mut unknown = false;
+            for (k, p) in x {
+                let Some((_, q)) = y.iter().find(|(l, _)| l == k) else {
+                    return Some(false);
+                };
+                match equals(p, q) {
+                    Some(false) => return Some(false),
+                    None => unknown = true,
+                    Some(true) => {}
+                }
+            }
+            if unknown {
+                None
+            } else {
+                Some(true)
+            }
+        }
         _ => match compare(a, b) {
             Some(o) => Some(o == Ordering::Equal),
             None => Some(false),
@@ -259,10 +282,12 @@ pub fn arith(op: BinaryOp, a: &Value, b: &Value) -> Result<Value> {
         )));
     }
     Ok(match (op, a, b) {
+        (BinaryOp::Add, List(x), List(y)) => List(x.iter().chain(y).cloned().collect()),
+        (BinaryOp::Add, List(x), y) => List(x.iter().chain([y]).cloned().collect()),
+        (BinaryOp::Add, x, List(y)) => List([x].into_iter().chain(y).cloned().collect()),
         (BinaryOp::Add, String(x), String(y)) => String(format!("{x}{y}")),
         (BinaryOp::Add, String(x), y) => String(format!("{x}{y}")),
         (BinaryOp::Add, x, String(y)) => String(format!("{x}{y}")),
-        (BinaryOp::Add, List(x), List(y)) => List(x.iter().chain(y).cloned().collect()),
         (BinaryOp::Add, Date(d), Interval(i)) | (BinaryOp::Add, Interval(i), Date(d)) => {
             Date(date_add(*d, *i)?)
         }
@@ -312,7 +337,13 @@ pub fn comparison(op: BinaryOp, a: &Value, b: &Value) -> Option<bool> {
             if a.is_null() || b.is_null() {
                 return None;
             }
-            compare(a, b).map(|o| cmp_holds(op, o))
+            match compare(a, b) {
+                Some(o) => Some(cmp_holds(op, o)),
+                // Numbers always order; only NaN does not: every ordering
+                // with NaN is false.
+                None if is_num(a) && is_num(b) => Some(false),
+                None => None,
+            }
         }
     }
 }
@@ -388,6 +419,107 @@ pub fn binary(op: BinaryOp, a: &Value, b: &Value, regex: Option<&Regex>) -> Resu
             bool_value(string_pred(op, a, b, regex)?)
         }
     })
+}
+
+/// `value.key`: a map's entry or a node's or rel's property (NULL when
+/// absent or when `value` is NULL).
+pub fn field(v: &Value, key: &str) -> Result<Value> {
+    let find = |fields: &[(std::string::String, Value)]| {
+        fields
+            .iter()
+            .find(|(k, _)| k == key)
+            .map_or(Value::Null, |(_, v)| v.clone())
+    };
+    Ok(match v {
+        Value::Null => Value::Null,
+        Value::Struct(fields) => find(fields),
+        Value::Node(n) => find(&n.properties),
+        Value::Rel(r) => find(&r.properties),
+        Value::Map(entries) => entries
+            .iter()
+            .find(|(k, _)| k.as_str() == Some(key))
+            .map_or(Value::Null, |(_, v)| v.clone()),
+        other => {
+            return Err(Error::type_error(format!(
+                "cannot read '{key}' of a {} value (expected a map, node or rel)",
+                other.logical_type()
+            )))
+        }
+    })
+}
+
+/// The position `i` (negative: from the end) designates in a list of `len`
+/// elements, if any.
+fn list_position(len: usize, i: i64) -> Option<usize> {
+    let i = if i < 0 { i.checked_add(len as i64)? } else { i };
+    usize::try_from(i).ok().filter(|&i| i < len)
+}
+
+/// `list[i]` (NULL when out of range) and `map[key]`; NULL when either side
+/// is NULL.
+pub fn index(v: &Value, i: &Value) -> Result<Value> {
+    if v.is_null() || i.is_null() {
+        return Ok(Value::Null);
+    }
+    match v {
+        Value::List(items) => {
+            if !is_int(i) {
+                return Err(Error::type_error(format!(
+                    "a list index must be an INTEGER, got {}",
+                    i.logical_type()
+                )));
+            }
+            // An index beyond i64 is out of range either way.
+            Ok(i.as_i64()
+                .and_then(|i| list_position(items.len(), i))
+                .map_or(Value::Null, |p| items[p].clone()))
+        }
+        Value::Struct(_) | Value::Map(_) | Value::Node(_) | Value::Rel(_) => match i {
+            Value::String(key) => field(v, key),
+            other => Err(Error::type_error(format!(
+                "a map key must be a STRING, got {}",
+                other.logical_type()
+            ))),
+        },
+        other => Err(Error::type_error(format!(
+            "cannot index a {} value (expected a list or map)",
+            other.logical_type()
+        ))),
+    }
+}
+
+/// `list[from..to]`: a missing bound (`None`) is open, negative bounds count
+/// from the end, bounds beyond the list are clamped; NULL when the list or a
+/// given bound is NULL.
+pub fn slice(v: &Value, from: Option<&Value>, to: Option<&Value>) -> Result<Value> {
+    if v.is_null() || from.is_some_and(Value::is_null) || to.is_some_and(Value::is_null) {
+        return Ok(Value::Null);
+    }
+    let Value::List(items) = v else {
+        return Err(Error::type_error(format!(
+            "cannot slice a {} value (expected a list)",
+            v.logical_type()
+        )));
+    };
+    let len = items.len() as i64;
+    let bound = |b: Option<&Value>, default: i64| -> Result<i64> {
+        let Some(b) = b else { return Ok(default) };
+        if !is_int(b) {
+            return Err(Error::type_error(format!(
+                "a slice bound must be an INTEGER, got {}",
+                b.logical_type()
+            )));
+        }
+        let i = b.as_i64().unwrap_or(i64::MAX);
+        let i = if i < 0 { i.saturating_add(len) } else { i };
+        Ok(i.clamp(0, len))
+    };
+    let (a, b) = (bound(from, 0)?, bound(to, len)?);
+    Ok(Value::List(if a < b {
+        items[a as usize..b as usize].to_vec()
+    } else {
+        Vec::new()
+    }))
 }
 
 /// Unary operators on one value.

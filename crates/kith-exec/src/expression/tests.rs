@@ -573,3 +573,283 @@ fn bench_int32_filter() {
         (iters * n) as f64 / secs / 1e6
     );
 }
+
+fn ints(xs: &[i64]) -> Value {
+    Value::List(xs.iter().map(|x| Value::Int64(*x)).collect())
+}
+
+fn list_lit(xs: &[i64]) -> BoundExpr {
+    lit(ints(xs))
+}
+
+fn local(i: u32, ty: T) -> BoundExpr {
+    mk(BoundExprKind::Local(i), ty)
+}
+
+#[test]
+fn index_slice_and_field_kernels() {
+    let l = ints(&[1, 2, 3]);
+    let i = |x: i64| Value::Int64(x);
+    assert_eq!(kernels::index(&l, &i(0)).unwrap(), i(1));
+    assert_eq!(kernels::index(&l, &i(-1)).unwrap(), i(3));
+    assert_eq!(kernels::index(&l, &i(3)).unwrap(), Value::Null);
+    assert_eq!(kernels::index(&l, &i(-4)).unwrap(), Value::Null);
+    assert_eq!(kernels::index(&l, &i(i64::MIN)).unwrap(), Value::Null);
+    assert_eq!(kernels::index(&l, &Value::Null).unwrap(), Value::Null);
+    assert_eq!(kernels::index(&Value::Null, &i(0)).unwrap(), Value::Null);
+    let e = kernels::index(&l, &Value::Double(1.0)).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Type);
+    let e = kernels::index(&Value::String("ab".into()), &i(0)).unwrap_err();
+    assert!(e.message.contains("cannot index a STRING"), "{}", e.message);
+
+    let sl = |a: Option<Value>, b: Option<Value>| {
+        kernels::slice(&ints(&[1, 2, 3, 4, 5]), a.as_ref(), b.as_ref()).unwrap()
+    };
+    assert_eq!(sl(Some(i(1)), Some(i(3))), ints(&[2, 3]));
+    assert_eq!(sl(None, Some(i(-3))), ints(&[1, 2]));
+    assert_eq!(sl(Some(i(-2)), None), ints(&[4, 5]));
+    assert_eq!(sl(Some(i(3)), Some(i(1))), ints(&[]));
+    assert_eq!(sl(Some(i(-100)), Some(i(100))), ints(&[1, 2, 3, 4, 5]));
+    assert_eq!(
+        sl(Some(i(i64::MIN)), Some(i(i64::MAX))),
+        ints(&[1, 2, 3, 4, 5])
+    );
+    assert_eq!(sl(Some(Value::Null), None), Value::Null);
+    assert!(kernels::slice(&i(1), None, None).is_err());
+
+    let m = Value::Struct(vec![("a".into(), i(1)), ("b".into(), Value::Null)]);
+    assert_eq!(kernels::field(&m, "a").unwrap(), i(1));
+    assert_eq!(kernels::field(&m, "b").unwrap(), Value::Null);
+    assert_eq!(kernels::field(&m, "A").unwrap(), Value::Null);
+    assert_eq!(kernels::field(&Value::Null, "a").unwrap(), Value::Null);
+    assert_eq!(
+        kernels::index(&m, &Value::String("a".into())).unwrap(),
+        i(1)
+    );
+    assert_eq!(kernels::index(&m, &i(0)).unwrap_err().kind, ErrorKind::Type);
+    assert_eq!(
+        kernels::field(&i(1), "a").unwrap_err().kind,
+        ErrorKind::Type
+    );
+
+    // Map equality ignores key order; ordering maps is undefined.
+    let m2 = Value::Struct(vec![("b".into(), Value::Null), ("a".into(), i(1))]);
+    assert_eq!(kernels::equals(&m, &m2), None);
+    let m3 = Value::Struct(vec![("a".into(), i(1))]);
+    assert_eq!(kernels::equals(&m3, &m3.clone()), Some(true));
+    assert_eq!(kernels::equals(&m3, &m), Some(false));
+    assert_eq!(kernels::comparison(BinaryOp::Lt, &m3, &m3), None);
+    // NaN orders as false against numbers, NULL against other kinds.
+    let nan = Value::Double(f64::NAN);
+    assert_eq!(kernels::comparison(BinaryOp::Lt, &nan, &i(1)), Some(false));
+    assert_eq!(kernels::comparison(BinaryOp::Ge, &nan, &nan), Some(false));
+    assert_eq!(kernels::comparison(BinaryOp::Ne, &nan, &nan), Some(true));
+    assert_eq!(
+        kernels::comparison(BinaryOp::Lt, &nan, &Value::String("a".into())),
+        None
+    );
+    // Appending and prepending elements.
+    assert_eq!(
+        kernels::arith(BinaryOp::Add, &ints(&[1]), &i(2)).unwrap(),
+        ints(&[1, 2])
+    );
+    assert_eq!(
+        kernels::arith(BinaryOp::Add, &i(0), &ints(&[1])).unwrap(),
+        ints(&[0, 1])
+    );
+}
+
+#[test]
+fn comprehension_reads_outer_unflat_slots() {
+    let (rs, layout) = sample();
+    // [v IN [20, 30, 40] WHERE v < age | v + x]: age is unflat (NULL at 3),
+    // x flat (10).
+    let list_ty = T::List(Box::new(T::Int64));
+    let e = mk(
+        BoundExprKind::ListComprehension {
+            var: 0,
+            list: Box::new(list_lit(&[20, 30, 40])),
+            predicate: Some(Box::new(bin(
+                BinaryOp::Lt,
+                local(0, T::Int64),
+                slot(2, T::Int32),
+                T::Bool,
+            ))),
+            projection: Some(Box::new(bin(
+                BinaryOp::Add,
+                local(0, T::Int64),
+                slot(0, T::Int64),
+                T::Int64,
+            ))),
+        },
+        list_ty,
+    );
+    let (mode, vals) = eval(&e, &rs, &layout).unwrap();
+    assert_eq!(mode, Evaluated::Unflat(1));
+    assert_eq!(
+        vals,
+        vec![ints(&[30]), ints(&[30, 40]), ints(&[]), ints(&[30, 40])]
+    );
+    // A list that is not a list is a type error at run time.
+    let e = mk(
+        BoundExprKind::ListComprehension {
+            var: 3,
+            list: Box::new(slot(0, T::Int64)),
+            predicate: None,
+            projection: None,
+        },
+        T::List(Box::new(T::Any)),
+    );
+    let err = eval(&e, &rs, &layout).unwrap_err();
+    assert!(
+        err.message.contains("expects a LIST after IN, got INT64"),
+        "{}",
+        err.message
+    );
+}
+
+#[test]
+fn quantifiers_three_valued() {
+    let (rs, layout) = sample();
+    let q = |kind, items: Vec<Value>| {
+        // kind(v IN items WHERE v > 1)
+        let e = mk(
+            BoundExprKind::Quantifier {
+                kind,
+                var: 0,
+                list: Box::new(lit(Value::List(items))),
+                predicate: Box::new(bin(
+                    BinaryOp::Gt,
+                    local(0, T::Int64),
+                    lit(Value::Int64(1)),
+                    T::Bool,
+                )),
+            },
+            T::Bool,
+        );
+        eval(&e, &rs, &layout).unwrap().1[0].clone()
+    };
+    use kith_planner::expr::Quantifier::*;
+    let (t, f, n) = (Value::Bool(true), Value::Bool(false), Value::Null);
+    let i = |x: i64| Value::Int64(x);
+    for (kind, empty, two_three, one, one_null, two_null, two_three_null) in [
+        (All, &t, &t, &f, &f, &n, &n),
+        (Any, &f, &t, &f, &n, &t, &t),
+        (None, &t, &f, &t, &n, &f, &f),
+        (Single, &f, &f, &f, &n, &n, &f),
+    ] {
+        assert_eq!(&q(kind, vec![]), empty, "{kind:?} []");
+        assert_eq!(&q(kind, vec![i(2), i(3)]), two_three, "{kind:?} [2, 3]");
+        assert_eq!(&q(kind, vec![i(1)]), one, "{kind:?} [1]");
+        assert_eq!(
+            &q(kind, vec![i(1), n.clone()]),
+            one_null,
+            "{kind:?} [1, null]"
+        );
+        assert_eq!(
+            &q(kind, vec![i(2), n.clone()]),
+            two_null,
+            "{kind:?} [2, null]"
+        );
+        assert_eq!(
+            &q(kind, vec![i(2), i(3), n.clone()]),
+            two_three_null,
+            "{kind:?} [2, 3, null]"
+        );
+    }
+    assert_eq!(q(Single, vec![i(2)]), t);
+    assert_eq!(q(All, vec![i(2), n.clone(), i(0)]), f);
+}
+
+#[test]
+fn reduce_and_nested_comprehensions() {
+    let (rs, layout) = sample();
+    // reduce(acc = x, v IN [1, 2, 3] | acc * 2 + v) with x = 10 (flat).
+    let e = mk(
+        BoundExprKind::Reduce {
+            acc: 0,
+            init: Box::new(slot(0, T::Int64)),
+            var: 1,
+            list: Box::new(list_lit(&[1, 2, 3])),
+            expr: Box::new(bin(
+                BinaryOp::Add,
+                bin(
+                    BinaryOp::Mul,
+                    local(0, T::Int64),
+                    lit(Value::Int64(2)),
+                    T::Int64,
+                ),
+                local(1, T::Int64),
+                T::Int64,
+            )),
+        },
+        T::Int64,
+    );
+    let (mode, vals) = eval(&e, &rs, &layout).unwrap();
+    assert_eq!(mode, Evaluated::Flat);
+    assert_eq!(vals, vec![Value::Int64(((10 * 2 + 1) * 2 + 2) * 2 + 3)]);
+    // [l IN [[1, 2], [3]] | [v IN l | v * size(l)]]: the inner body reads
+    // both variables.
+    let lists = lit(Value::List(vec![ints(&[1, 2]), ints(&[3])]));
+    let inner = mk(
+        BoundExprKind::ListComprehension {
+            var: 1,
+            list: Box::new(local(0, T::List(Box::new(T::Int64)))),
+            predicate: None,
+            projection: Some(Box::new(bin(
+                BinaryOp::Mul,
+                local(1, T::Int64),
+                func("size", vec![local(0, T::Any)], T::Int64),
+                T::Int64,
+            ))),
+        },
+        T::List(Box::new(T::Int64)),
+    );
+    let e = mk(
+        BoundExprKind::ListComprehension {
+            var: 0,
+            list: Box::new(lists),
+            predicate: None,
+            projection: Some(Box::new(inner)),
+        },
+        T::List(Box::new(T::List(Box::new(T::Int64)))),
+    );
+    assert_eq!(
+        eval(&e, &rs, &layout).unwrap().1,
+        vec![Value::List(vec![ints(&[2, 4]), ints(&[3])])]
+    );
+    // Map literal, field access and slicing inside a CASE (value at a time).
+    let m = mk(
+        BoundExprKind::Map(vec![
+            ("name".into(), slot(3, T::String)),
+            ("age".into(), slot(2, T::Int32)),
+        ]),
+        T::Struct(vec![("name".into(), T::String), ("age".into(), T::Int32)]),
+    );
+    let e = mk(
+        BoundExprKind::Case {
+            operand: None,
+            whens: vec![(
+                lit(Value::Bool(true)),
+                mk(BoundExprKind::Field(Box::new(m), "name".into()), T::Any),
+            )],
+            else_: None,
+        },
+        T::Any,
+    );
+    assert_eq!(
+        eval(&e, &rs, &layout).unwrap().1,
+        ["ann", "bob", "cy", "bo"]
+            .map(|s| Value::String(s.into()))
+            .to_vec()
+    );
+    let e = mk(
+        BoundExprKind::Slice(
+            Box::new(list_lit(&[1, 2, 3, 4])),
+            Some(Box::new(lit(Value::Int64(1)))),
+            None,
+        ),
+        T::List(Box::new(T::Int64)),
+    );
+    assert_eq!(eval(&e, &rs, &layout).unwrap().1, vec![ints(&[2, 3, 4])]);
+}

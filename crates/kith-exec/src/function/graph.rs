@@ -14,6 +14,7 @@ pub fn lookup(name: &str) -> Option<ScalarFunction> {
         "_node" => (node, false),
         "_rel" => (rel, false),
         "_properties" => (properties, false),
+        "properties" => (value_properties, true),
         "_label" => (label, true),
         "_labels" => (labels, true),
         "id" => (id, true),
@@ -113,6 +114,21 @@ fn properties(args: &[Value]) -> Result<Value> {
         return Ok(Value::Null);
     }
     Ok(Value::Struct(property_pairs(&args[1..])?))
+}
+
+/// `properties(x)` of a value: a map as it is, the properties of a node or
+/// rel value (pattern variables are rewritten to `_properties` instead).
+fn value_properties(args: &[Value]) -> Result<Value> {
+    match args {
+        [m @ (Value::Struct(_) | Value::Map(_))] => Ok(m.clone()),
+        [Value::Node(n)] => Ok(Value::Struct(n.properties.clone())),
+        [Value::Rel(r)] => Ok(Value::Struct(r.properties.clone())),
+        [other] => Err(Error::type_error(format!(
+            "properties() expects a MAP, NODE or REL, got {}",
+            other.logical_type()
+        ))),
+        _ => Err(Error::runtime("properties() takes 1 argument")),
+    }
 }
 
 /// The table name of an id: `names` is indexed by table id.

@@ -1,4 +1,4 @@
-//! List functions: range, head, last, tail.
+//! List functions: range, head, last, tail, keys.
 
 use kith_common::{Error, Result, Value};
 
@@ -10,6 +10,7 @@ const MAX_RANGE: i64 = 1 << 26;
 pub(super) fn lookup(name: &str) -> Option<ScalarFn> {
     Some(match name {
         "range" => range,
+        "keys" => keys,
         "head" => |a| Ok(list_arg("head", a)?.first().cloned().unwrap_or(Value::Null)),
         "last" => |a| Ok(list_arg("last", a)?.last().cloned().unwrap_or(Value::Null)),
         "tail" => |a| {
@@ -30,6 +31,35 @@ fn list_arg<'a>(name: &str, args: &'a [Value]) -> Result<&'a [Value]> {
             v.logical_type()
         ))),
     }
+}
+
+/// `keys(map)`: the keys of a map (all of them, also those holding NULL) or
+/// the names of a node's or rel's non-NULL properties.
+fn keys(args: &[Value]) -> Result<Value> {
+    arity("keys", args, 1, 1)?;
+    let text = |k: &String| Value::String(k.clone());
+    Ok(Value::List(match &args[0] {
+        Value::Struct(fields) => fields.iter().map(|(k, _)| text(k)).collect(),
+        Value::Map(entries) => entries.iter().map(|(k, _)| k.clone()).collect(),
+        Value::Node(n) => n
+            .properties
+            .iter()
+            .filter(|(_, v)| !v.is_null())
+            .map(|(k, _)| text(k))
+            .collect(),
+        Value::Rel(r) => r
+            .properties
+            .iter()
+            .filter(|(_, v)| !v.is_null())
+            .map(|(k, _)| text(k))
+            .collect(),
+        v => {
+            return Err(Error::type_error(format!(
+                "keys() expects a MAP, NODE or REL, got {}",
+                v.logical_type()
+            )))
+        }
+    }))
 }
 
 /// `range(start, end[, step])`: inclusive of `end`, like Cypher.

@@ -29,7 +29,37 @@ pub(super) fn lookup(name: &str) -> Option<ScalarFn> {
         "atan2" => |a| binary("atan2", a, f64::atan2),
         "pi" => |_| Ok(Value::Double(std::f64::consts::PI)),
         "e" => |_| Ok(Value::Double(std::f64::consts::E)),
+        "rand" => |a| {
+            arity("rand", a, 0, 0)?;
+            Ok(Value::Double(rand_f64()))
+        },
         _ => return None,
+    })
+}
+
+/// A pseudo-random number in [0, 1): a per-thread xorshift generator seeded
+/// from the clock and the thread (not for cryptographic use).
+fn rand_f64() -> f64 {
+    use std::cell::Cell;
+    use std::hash::{BuildHasher, Hasher};
+    thread_local! {
+        static STATE: Cell<u64> = Cell::new({
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_u128(
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos()),
+            );
+            h.finish() | 1
+        });
+    }
+    STATE.with(|s| {
+        let mut x = s.get();
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        s.set(x);
+        (x >> 11) as f64 / (1u64 << 53) as f64
     })
 }
 
