@@ -12,6 +12,9 @@ Example::
         print(name, age)
     df = conn.execute("MATCH (p:Person) RETURN p.name, p.age").get_as_df()
 
+    people = pandas.DataFrame({"id": [7, 8], "name": ["Ann", "Ben"], "age": [40, 41]})
+    conn.execute("COPY Person FROM people")     # pandas, polars or pyarrow, through Arrow
+
 Statements run with the GIL released: Python threads using separate connections
 run queries concurrently, and ``Connection.interrupt()`` stops a running query.
 Engine errors raise :class:`kithdb.RuntimeError` (a subclass of the built-in
@@ -20,6 +23,7 @@ Engine errors raise :class:`kithdb.RuntimeError` (a subclass of the built-in
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from . import _kithdb
@@ -28,6 +32,84 @@ from ._kithdb import RuntimeError
 __all__ = ["Database", "Connection", "QueryResult", "RuntimeError", "__version__"]
 
 __version__: str = _kithdb.__version__
+
+
+def _as_arrow(obj: Any, name: str) -> Any:
+    """``obj`` as an object exporting an Arrow C stream (``__arrow_c_stream__``).
+
+    pandas DataFrames go through ``pyarrow.Table.from_pandas`` (without the
+    index), polars DataFrames (and LazyFrames, collected) through ``to_arrow()``,
+    pyarrow Tables, RecordBatches and RecordBatchReaders are used as they are,
+    and so is any other object implementing the Arrow PyCapsule stream protocol.
+    """
+    module = type(obj).__module__.split(".", 1)[0]
+    try:
+        if module == "pandas":
+            import pandas as pd
+
+            if isinstance(obj, pd.DataFrame):
+                import pyarrow as pa
+
+                return pa.Table.from_pandas(obj, preserve_index=False)
+        elif module == "polars":
+            import polars as pl
+
+            if isinstance(obj, pl.LazyFrame):
+                obj = obj.collect()
+            if isinstance(obj, pl.DataFrame):
+                return obj.to_arrow()
+        elif module == "pyarrow":
+            import pyarrow as pa
+
+            if isinstance(obj, pa.RecordBatch):
+                return pa.Table.from_batches([obj])
+            if isinstance(obj, (pa.Table, pa.RecordBatchReader)):
+                return obj
+    except RuntimeError:
+        raise
+    except Exception as e:  # conversion errors of pandas/pyarrow/polars
+        raise RuntimeError(
+            f"COPY FROM {name}: cannot convert the {type(obj).__name__} to Arrow: {e}"
+        ) from e
+    if hasattr(obj, "__arrow_c_stream__") and not isinstance(obj, type):
+        return obj
+    raise RuntimeError(
+        f"COPY FROM {name}: unsupported object of type {type(obj).__module__}.{type(obj).__qualname__}"
+        " (expected a pandas or polars DataFrame, or a pyarrow Table or RecordBatch)"
+    )
+
+
+_MISSING = object()
+
+
+def _copy_sources(
+    query: str, parameters: Optional[Mapping[str, Any]], frame: Any
+) -> Tuple[Optional[Dict[str, Any]], Optional[Mapping[str, Any]]]:
+    """The Arrow sources of the ``COPY T FROM name`` statements in ``query`` and
+    the parameters left for the statements themselves.
+
+    A name is looked up in ``parameters`` first, then in the caller's local and
+    global variables (as Kùzu and DuckDB do)."""
+    if "copy" not in query.lower():
+        return None, parameters
+    names = _kithdb._copy_source_names(query)
+    if not names:
+        return None, parameters
+    rest = dict(parameters) if parameters else {}
+    sources: Dict[str, Any] = {}
+    for name in names:
+        obj = rest.pop(name, _MISSING)
+        if obj is _MISSING and frame is not None:
+            obj = frame.f_locals.get(name, _MISSING)
+            if obj is _MISSING:
+                obj = frame.f_globals.get(name, _MISSING)
+        if obj is _MISSING:
+            raise RuntimeError(
+                f"COPY FROM {name}: no parameter and no variable named '{name}' in the calling "
+                f"scope (pass the DataFrame as parameters={{'{name}': df}})"
+            )
+        sources[name] = _as_arrow(obj, name)
+    return sources, rest
 
 
 class Connection(_kithdb.Connection):
@@ -43,12 +125,28 @@ class Connection(_kithdb.Connection):
         """Run ``query`` (one or more ``;``-separated statements) and return the last
         statement's result.
 
+        ``parameters`` gives values to ``$name`` parameters (int, float, str, bool,
+        None, date, datetime, timedelta, list, dict).
+
+        ``COPY T FROM df`` loads a pandas DataFrame, a polars DataFrame or a
+        pyarrow Table/RecordBatch into table ``T``: ``df`` is looked up in
+        ``parameters`` first (``execute("COPY T FROM df", {"df": frame})``), then
+        among the caller's local and global variables. The data crosses into the
+        engine through the Arrow C stream interface without per-value Python
+        objects (pandas is converted with ``pyarrow.Table.from_pandas``, its index
+        dropped; polars with ``to_arrow()``). Columns map to the table's
+        properties by position (for rel tables the first two columns are the
+        ``from`` and ``to`` primary keys), as for CSV files; nulls (``None``,
+        ``NaN``, ``pd.NA``) load as NULL. The COPY is all-or-nothing: a value that
+        does not convert, a duplicate or NULL primary key, a missing endpoint, or
+        a column count or type mismatch raises :class:`kithdb.RuntimeError` (rows
+        counted from 1) and leaves the database unchanged.
+
         The GIL is released while the query runs. Raises :class:`kithdb.RuntimeError`
         with the engine's message when a statement fails (or is interrupted).
-        ``parameters`` (``$name`` values) are not supported by the engine yet: a
-        non-empty mapping raises ``NotImplementedError``.
         """
-        return QueryResult(super().execute(query, parameters))
+        sources, parameters = _copy_sources(query, parameters, sys._getframe(1))
+        return QueryResult(super().execute(query, parameters, sources))
 
     def __enter__(self) -> "Connection":
         return self
@@ -159,28 +257,34 @@ class QueryResult:
         return pl.from_arrow(self.get_as_arrow(chunk_size=None))
 
     def get_as_networkx(self, directed: bool = True) -> Any:
-        """The nodes and rels of the result as a ``networkx`` (Multi)DiGraph / (Multi)Graph.
+        """The nodes and rels in the result as a ``networkx.MultiDiGraph`` (or a
+        ``networkx.MultiGraph`` with ``directed=False``), as Kùzu 0.11 returns them.
 
-        Node keys are ``"<label>_<offset>"``; node and edge attributes are the
-        properties plus ``_label`` (and ``_id``). Rows without graph values give an
-        empty graph.
+        Every node and rel value in any column (also inside paths and lists) is
+        added once, however many rows repeat it; other values are ignored. A node
+        is keyed by its internal id as a string ``"<table>:<offset>"`` (the
+        ``_id`` dict's ``table`` and ``offset``), with its properties, ``_label``
+        and ``_id`` as attributes. A rel becomes an edge from its source to its
+        destination node keyed by its own internal id string, with its properties,
+        ``_label`` and ``_id`` as attributes; an endpoint not returned as a node
+        appears without attributes. Parallel rels stay separate edges. Rows
+        without graph values give an empty graph.
         """
         import networkx as nx
 
         graph = nx.MultiDiGraph() if directed else nx.MultiGraph()
         nodes, rels = self._result._graph_values()
-        labels: Dict[Tuple[int, int], str] = {}
 
-        def key(node_id: Dict[str, int], label: Optional[str] = None) -> str:
-            ident = (node_id["table"], node_id["offset"])
-            if label is not None:
-                labels[ident] = label
-            return f"{labels.get(ident, node_id['table'])}_{node_id['offset']}"
+        def key(internal_id: Dict[str, int]) -> str:
+            return f"{internal_id['table']}:{internal_id['offset']}"
 
         for node in nodes:
-            graph.add_node(key(node["_id"], node["_label"]), **node)
+            k = key(node["_id"])
+            if k not in graph or not graph.nodes[k]:
+                graph.add_node(k, **node)
         for rel in rels:
             attrs = {k: v for k, v in rel.items() if k not in ("_src", "_dst")}
-            graph.add_edge(key(rel["_src"]), key(rel["_dst"]), **attrs)
+            src, dst, k = key(rel["_src"]), key(rel["_dst"]), key(rel["_id"])
+            if not graph.has_edge(src, dst, key=k):
+                graph.add_edge(src, dst, key=k, **attrs)
         return graph
-

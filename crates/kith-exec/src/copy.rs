@@ -1,5 +1,6 @@
-//! COPY FROM: plans the input files into morsels, parses them in parallel on
-//! the scheduler (kith-io), and hands the chunks in input order to the storage
+//! COPY FROM: plans the input files (or in-memory Arrow batches, for
+//! `COPY T FROM df` from Python) into morsels, parses them in parallel on the
+//! scheduler (kith-io), and hands the chunks in input order to the storage
 //! loader inside one write transaction. Nothing is visible until the commit,
 //! so any error leaves the database exactly as it was.
 
@@ -45,6 +46,7 @@ fn input_columns(
 enum FilePlan {
     Csv(Arc<kith_io::CsvPlan>),
     Parquet(Arc<kith_io::ParquetPlan>),
+    Arrow(Arc<ArrowSource>),
 }
 
 impl FilePlan {
@@ -52,9 +54,15 @@ impl FilePlan {
         match self {
             FilePlan::Csv(p) => p.num_morsels(),
             FilePlan::Parquet(p) => p.num_morsels(),
+            FilePlan::Arrow(p) => p.num_morsels(),
         }
     }
 }
+
+// Re-exported so that the facade can hand Arrow batches to COPY without a
+// direct arrow dependency of its own.
+pub use kith_io::arrow_source::{RecordBatch, Schema, SchemaRef};
+pub use kith_io::ArrowSource;
 
 fn is_parquet(path: &str) -> bool {
     Path::new(path)
@@ -72,6 +80,97 @@ pub fn copy_from(
     copy: &BoundCopy,
     progress: Option<ProgressFn>,
 ) -> Result<u64> {
+    let csv_options = CsvOptions::from_options(&copy.options)?;
+    copy_inputs(
+        storage,
+        sched,
+        threads,
+        cancel,
+        copy,
+        progress,
+        |table, names, _types| {
+            let mut plans = Vec::new();
+            for file in &copy.files {
+                if is_parquet(file) {
+                    let plan = kith_io::plan_parquet(Path::new(file))?;
+                    let got = plan.column_names();
+                    if got.len() != names.len() {
+                        return Err(Error::copy(format!(
+                            "{}: has {} columns, table {} expects {} ({})",
+                            plan.source(),
+                            got.len(),
+                            table.name,
+                            names.len(),
+                            names.join(", ")
+                        )));
+                    }
+                    plans.push(FilePlan::Parquet(Arc::new(plan)));
+                } else {
+                    let plan = kith_io::plan_csv(Path::new(file), &csv_options, COPY_MORSEL_BYTES)?;
+                    if let Some(header) = plan.header() {
+                        if header.len() != names.len() {
+                            return Err(Error::copy(format!(
+                                "{}:1: the header has {} columns, table {} expects {} ({})",
+                                plan.source(),
+                                header.len(),
+                                table.name,
+                                names.len(),
+                                names.join(", ")
+                            )));
+                        }
+                    }
+                    plans.push(FilePlan::Csv(Arc::new(plan)));
+                }
+            }
+            Ok(plans)
+        },
+    )
+}
+
+/// Runs `COPY table FROM <in-memory Arrow batches>` (`copy.files` is ignored):
+/// the same column mapping (by position; `from`, `to` first for rel tables),
+/// conversions, key checks and all-or-nothing commit as a file COPY. Returns
+/// the number of rows loaded.
+pub fn copy_from_arrow(
+    storage: &Storage,
+    sched: &Scheduler,
+    threads: usize,
+    cancel: &CancelToken,
+    copy: &BoundCopy,
+    source: Arc<ArrowSource>,
+    progress: Option<ProgressFn>,
+) -> Result<u64> {
+    if let Some((key, _)) = copy.options.first() {
+        return Err(Error::copy(format!(
+            "COPY from {} takes no options (got {key})",
+            source.source()
+        )));
+    }
+    copy_inputs(
+        storage,
+        sched,
+        threads,
+        cancel,
+        copy,
+        progress,
+        |table, names, types| {
+            source.check_columns(types, names, &table.name)?;
+            Ok(vec![FilePlan::Arrow(source)])
+        },
+    )
+}
+
+/// Plans the inputs with `plan` (given the table and the columns it expects),
+/// converts their morsels in parallel and loads them in one write transaction.
+fn copy_inputs(
+    storage: &Storage,
+    sched: &Scheduler,
+    threads: usize,
+    cancel: &CancelToken,
+    copy: &BoundCopy,
+    progress: Option<ProgressFn>,
+    plan: impl FnOnce(&TableEntry, &[String], &[LogicalType]) -> Result<Vec<FilePlan>>,
+) -> Result<u64> {
     let mut txn = storage.begin_write()?;
     let table = txn
         .catalog
@@ -79,41 +178,7 @@ pub fn copy_from(
         .cloned()
         .ok_or_else(|| Error::catalog("the table of this COPY was dropped"))?;
     let (names, types) = input_columns(&txn.catalog, &table)?;
-    let csv_options = CsvOptions::from_options(&copy.options)?;
-
-    let mut plans = Vec::new();
-    for file in &copy.files {
-        if is_parquet(file) {
-            let plan = kith_io::plan_parquet(Path::new(file))?;
-            let got = plan.column_names();
-            if got.len() != names.len() {
-                return Err(Error::copy(format!(
-                    "{}: has {} columns, table {} expects {} ({})",
-                    plan.source(),
-                    got.len(),
-                    table.name,
-                    names.len(),
-                    names.join(", ")
-                )));
-            }
-            plans.push(FilePlan::Parquet(Arc::new(plan)));
-        } else {
-            let plan = kith_io::plan_csv(Path::new(file), &csv_options, COPY_MORSEL_BYTES)?;
-            if let Some(header) = plan.header() {
-                if header.len() != names.len() {
-                    return Err(Error::copy(format!(
-                        "{}:1: the header has {} columns, table {} expects {} ({})",
-                        plan.source(),
-                        header.len(),
-                        table.name,
-                        names.len(),
-                        names.join(", ")
-                    )));
-                }
-            }
-            plans.push(FilePlan::Csv(Arc::new(plan)));
-        }
-    }
+    let plans = plan(&table, &names, &types)?;
 
     // Parse every morsel of every file in parallel, keeping input order.
     let mut index: Vec<(usize, usize)> = Vec::new();
@@ -127,8 +192,14 @@ pub fn copy_from(
     let names = Arc::new(names);
     let types = Arc::new(types);
     let parsed: Vec<(ParsedMorsel, Arc<str>)> = {
+        // The workers see the inputs through a weak reference that they
+        // upgrade per morsel, so that once the map returns this thread holds
+        // the only strong one and the inputs are dropped here, on the
+        // caller's thread, even if a worker drops its copy of the job later
+        // (in-memory Arrow batches may belong to a Python object whose
+        // release wants the caller's interpreter lock).
         let (plans, index, names, types) = (
-            Arc::clone(&plans),
+            Arc::downgrade(&plans),
             Arc::clone(&index),
             Arc::clone(&names),
             Arc::clone(&types),
@@ -137,6 +208,9 @@ pub fn copy_from(
         let done = Arc::clone(&done);
         sched.parallel_map(threads, cancel, index.len(), move |i| {
             let (f, m) = index[i];
+            let plans = plans
+                .upgrade()
+                .ok_or_else(|| Error::internal("COPY inputs dropped while in use"))?;
             let out = match &plans[f] {
                 FilePlan::Csv(p) => (
                     kith_io::parse_csv_morsel(p, m, &types, &names)?,
@@ -144,6 +218,10 @@ pub fn copy_from(
                 ),
                 FilePlan::Parquet(p) => (
                     kith_io::read_parquet_morsel(p, m, &types, &names)?,
+                    Arc::clone(p.source()),
+                ),
+                FilePlan::Arrow(p) => (
+                    kith_io::read_arrow_morsel(p, m, &types, &names)?,
                     Arc::clone(p.source()),
                 ),
             };
@@ -154,6 +232,8 @@ pub fn copy_from(
             Ok(out)
         })?
     };
+    // Release the inputs (file maps, Arrow batches) before loading.
+    drop(plans);
     let input: Vec<LoadChunk> = parsed
         .into_iter()
         .map(|(m, source)| LoadChunk {

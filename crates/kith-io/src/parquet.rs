@@ -4,26 +4,21 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow_array::cast::AsArray;
-use arrow_array::types::{
-    Date32Type, Date64Type, Float16Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type,
-    Int8Type, IntervalMonthDayNanoType, TimestampMicrosecondType, TimestampMillisecondType,
-    TimestampNanosecondType, TimestampSecondType, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
-};
 use arrow_array::{
-    Array, ArrayRef, BooleanArray, Date32Array, Float32Array, Float64Array, Int16Array, Int32Array,
+    ArrayRef, BooleanArray, Date32Array, Float32Array, Float64Array, Int16Array, Int32Array,
     Int64Array, Int8Array, RecordBatch, StringArray, TimestampMicrosecondArray, UInt16Array,
     UInt32Array, UInt64Array, UInt8Array,
 };
-use arrow_schema::{DataType, Field, IntervalUnit, Schema, SchemaRef, TimeUnit};
-use kith_common::{Chunk, Error, Interval, LogicalType, Result, VectorData};
+use arrow_schema::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use kith_common::{Chunk, Error, LogicalType, Result, VectorData};
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::file::properties::WriterProperties;
 
-use crate::column::{ColumnBuilder, FieldError};
-use crate::csv::{check_types, column_name, display_name, open_error, ParsedMorsel};
+use crate::arrow_source::{append_batch, logical_type};
+use crate::column::ColumnBuilder;
+use crate::csv::{check_types, display_name, open_error, ParsedMorsel};
 
 /// A Parquet file: its schema and row groups.
 #[derive(Debug)]
@@ -59,28 +54,6 @@ pub fn plan_parquet(path: &Path) -> Result<ParquetPlan> {
         source,
         row_starts,
     })
-}
-
-/// The KithDB type a Parquet column reads as by default (`ANY` when none fits).
-fn logical_type(dt: &DataType) -> LogicalType {
-    match dt {
-        DataType::Boolean => LogicalType::Bool,
-        DataType::Int8 => LogicalType::Int8,
-        DataType::Int16 => LogicalType::Int16,
-        DataType::Int32 => LogicalType::Int32,
-        DataType::Int64 => LogicalType::Int64,
-        DataType::UInt8 => LogicalType::UInt8,
-        DataType::UInt16 => LogicalType::UInt16,
-        DataType::UInt32 => LogicalType::UInt32,
-        DataType::UInt64 => LogicalType::UInt64,
-        DataType::Float16 | DataType::Float32 => LogicalType::Float,
-        DataType::Float64 => LogicalType::Double,
-        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => LogicalType::String,
-        DataType::Date32 | DataType::Date64 => LogicalType::Date,
-        DataType::Timestamp(_, _) => LogicalType::Timestamp,
-        DataType::Interval(IntervalUnit::MonthDayNano) => LogicalType::Interval,
-        _ => LogicalType::Any,
-    }
 }
 
 impl ParquetPlan {
@@ -146,17 +119,7 @@ pub fn read_parquet_morsel(
     let mut row = first;
     for batch in reader {
         let batch = batch.map_err(|e| parquet_error(source, e))?;
-        for (c, col) in cols.iter_mut().enumerate() {
-            convert(col, batch.column(c).as_ref()).map_err(|(i, text)| {
-                Error::copy(format!(
-                    "{source}:{}: column {} ({}): cannot convert {text} to {}",
-                    row + i as u64 + 1,
-                    c + 1,
-                    column_name(names, c),
-                    types[c]
-                ))
-            })?;
-        }
+        append_batch(&mut cols, &batch, row, source, types, names)?;
         row += batch.num_rows() as u64;
     }
     let num_rows = (row - first) as usize;
@@ -167,193 +130,6 @@ pub fn read_parquet_morsel(
         },
         lines: (first + 1..=row).collect(),
     })
-}
-
-/// Appends every value of `a` to `col`; on failure the position and a rendering
-/// of the offending value.
-fn convert(col: &mut ColumnBuilder, a: &dyn Array) -> std::result::Result<(), (usize, String)> {
-    fn each<T>(
-        col: &mut ColumnBuilder,
-        a: &dyn Array,
-        get: impl Fn(usize) -> T,
-        mut push: impl FnMut(&mut ColumnBuilder, T) -> std::result::Result<(), FieldError>,
-        show: impl Fn(&T) -> String,
-    ) -> std::result::Result<(), (usize, String)> {
-        for i in 0..a.len() {
-            if a.is_null(i) {
-                col.push_null();
-                continue;
-            }
-            let v = get(i);
-            let text = show(&v);
-            push(col, v).map_err(|_| (i, text))?;
-        }
-        Ok(())
-    }
-    macro_rules! ints {
-        ($t:ty) => {{
-            let p = a.as_primitive::<$t>();
-            each(
-                col,
-                a,
-                |i| p.value(i) as i128,
-                |c, v| c.push_int(v),
-                |v| format!("'{v}'"),
-            )
-        }};
-    }
-    let dt = a.data_type().clone();
-    let ts = |c: &mut ColumnBuilder, v: Option<i64>| match v {
-        Some(v) => c.push_timestamp(v),
-        None => Err(FieldError::Convert),
-    };
-    match &dt {
-        DataType::Int8 => ints!(Int8Type),
-        DataType::Int16 => ints!(Int16Type),
-        DataType::Int32 => ints!(Int32Type),
-        DataType::Int64 => ints!(Int64Type),
-        DataType::UInt8 => ints!(UInt8Type),
-        DataType::UInt16 => ints!(UInt16Type),
-        DataType::UInt32 => ints!(UInt32Type),
-        DataType::UInt64 => ints!(UInt64Type),
-        DataType::Float16 => {
-            let p = a.as_primitive::<Float16Type>();
-            each(
-                col,
-                a,
-                |i| p.value(i).to_f64(),
-                |c, v| c.push_float(v),
-                |v| format!("'{v}'"),
-            )
-        }
-        DataType::Float32 => {
-            let p = a.as_primitive::<Float32Type>();
-            each(
-                col,
-                a,
-                |i| p.value(i) as f64,
-                |c, v| c.push_float(v),
-                |v| format!("'{v}'"),
-            )
-        }
-        DataType::Float64 => {
-            let p = a.as_primitive::<Float64Type>();
-            each(
-                col,
-                a,
-                |i| p.value(i),
-                |c, v| c.push_float(v),
-                |v| format!("'{v}'"),
-            )
-        }
-        DataType::Boolean => {
-            let p = a.as_boolean();
-            each(
-                col,
-                a,
-                |i| p.value(i),
-                |c, v| c.push_bool(v),
-                |v| format!("'{v}'"),
-            )
-        }
-        DataType::Utf8 => {
-            let p = a.as_string::<i32>();
-            each(
-                col,
-                a,
-                |i| p.value(i),
-                |c, v| c.push_str(v),
-                |v| format!("'{v}'"),
-            )
-        }
-        DataType::LargeUtf8 => {
-            let p = a.as_string::<i64>();
-            each(
-                col,
-                a,
-                |i| p.value(i),
-                |c, v| c.push_str(v),
-                |v| format!("'{v}'"),
-            )
-        }
-        DataType::Utf8View => {
-            let p = a.as_string_view();
-            each(
-                col,
-                a,
-                |i| p.value(i),
-                |c, v| c.push_str(v),
-                |v| format!("'{v}'"),
-            )
-        }
-        DataType::Date32 => {
-            let p = a.as_primitive::<Date32Type>();
-            each(
-                col,
-                a,
-                |i| p.value(i) as i64,
-                |c, v| c.push_date(v),
-                |v| format!("'{}'", kith_common::Date(*v as i32)),
-            )
-        }
-        DataType::Date64 => {
-            let p = a.as_primitive::<Date64Type>();
-            each(
-                col,
-                a,
-                |i| p.value(i).div_euclid(86_400_000),
-                |c, v| c.push_date(v),
-                |v| format!("date {v}"),
-            )
-        }
-        DataType::Timestamp(unit, _) => {
-            let get: Box<dyn Fn(usize) -> Option<i64>> = match unit {
-                TimeUnit::Second => {
-                    let p = a.as_primitive::<TimestampSecondType>();
-                    Box::new(move |i| p.value(i).checked_mul(1_000_000))
-                }
-                TimeUnit::Millisecond => {
-                    let p = a.as_primitive::<TimestampMillisecondType>();
-                    Box::new(move |i| p.value(i).checked_mul(1_000))
-                }
-                TimeUnit::Microsecond => {
-                    let p = a.as_primitive::<TimestampMicrosecondType>();
-                    Box::new(move |i| Some(p.value(i)))
-                }
-                TimeUnit::Nanosecond => {
-                    let p = a.as_primitive::<TimestampNanosecondType>();
-                    Box::new(move |i| Some(p.value(i).div_euclid(1_000)))
-                }
-            };
-            each(col, a, get, ts, |v| match v {
-                Some(v) => format!("'{}'", kith_common::Timestamp(*v)),
-                None => "an out-of-range timestamp".to_string(),
-            })
-        }
-        DataType::Interval(IntervalUnit::MonthDayNano) => {
-            let p = a.as_primitive::<IntervalMonthDayNanoType>();
-            each(
-                col,
-                a,
-                |i| {
-                    let v = p.value(i);
-                    Interval {
-                        months: v.months,
-                        days: v.days,
-                        micros: v.nanoseconds.div_euclid(1_000),
-                    }
-                },
-                |c, v| c.push_interval(v),
-                |v| format!("'{v}'"),
-            )
-        }
-        other => {
-            if a.is_empty() {
-                return Ok(());
-            }
-            Err((0, format!("Parquet type {other}")))
-        }
-    }
 }
 
 fn arrow_type(ty: &LogicalType) -> Result<DataType> {

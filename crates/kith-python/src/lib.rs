@@ -11,7 +11,9 @@
 //!   `RuntimeError`) carrying the engine's message;
 //! * results convert to Arrow column by column from the engine's typed vectors
 //!   (no per-value Python objects) and cross into pyarrow through the Arrow C
-//!   data interface.
+//!   data interface;
+//! * `COPY T FROM df` imports the DataFrame's Arrow C stream zero-copy
+//!   (`copy_source.rs`) and loads it with the engine's Arrow COPY.
 
 use std::sync::{Arc, Mutex};
 
@@ -23,6 +25,7 @@ use pyo3::IntoPyObjectExt;
 
 mod arrow;
 mod convert;
+mod copy_source;
 
 create_exception!(
     kithdb,
@@ -160,12 +163,18 @@ impl PyConnection {
     }
 
     /// Runs `query` (one or more `;`-separated statements) and returns the last one's result.
-    #[pyo3(signature = (query, parameters=None))]
+    ///
+    /// `sources` maps the names that `COPY T FROM name` statements read to
+    /// objects exporting an Arrow C stream (`__arrow_c_stream__`, e.g. a
+    /// `pyarrow.Table`); the package's `Connection.execute` fills it from
+    /// DataFrames in the parameters or the caller's variables.
+    #[pyo3(signature = (query, parameters=None, sources=None))]
     fn execute(
         &self,
         py: Python<'_>,
         query: String,
         parameters: Option<&Bound<'_, PyAny>>,
+        sources: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyQueryResult> {
         let mut params: Vec<(String, kith::Value)> = Vec::new();
         if let Some(p) = parameters {
@@ -182,6 +191,40 @@ impl PyConnection {
                     params.push((name, convert::py_to_value(&v)?));
                 }
             }
+        }
+        let mut arrow_sources = std::collections::HashMap::new();
+        if let Some(s) = sources {
+            if !s.is_none() {
+                let dict = s.downcast::<pyo3::types::PyDict>().map_err(|_| {
+                    pyo3::exceptions::PyTypeError::new_err(
+                        "sources must be a dict of name -> Arrow stream exporter",
+                    )
+                })?;
+                for (k, v) in dict.iter() {
+                    let name: String = k.extract().map_err(|_| {
+                        pyo3::exceptions::PyTypeError::new_err("source names must be strings")
+                    })?;
+                    let source = copy_source::import_stream(&name, &v)?;
+                    arrow_sources.insert(name, Arc::new(source));
+                }
+            }
+        }
+        if !arrow_sources.is_empty() {
+            let conn = self.get()?;
+            // The batches are released inside the closure, without the GIL
+            // held by this thread (pyarrow takes it where its buffers need it).
+            let result = py
+                .allow_threads(move || {
+                    let refs: Vec<(&str, kith::Value)> = params
+                        .iter()
+                        .map(|(k, v)| (k.as_str(), v.clone()))
+                        .collect();
+                    let r = conn.query_with_arrow(&query, &refs, &arrow_sources);
+                    drop(arrow_sources);
+                    r
+                })
+                .map_err(engine_err)?;
+            return Ok(PyQueryResult::new(result));
         }
         if !params.is_empty() {
             let conn = self.get()?;
@@ -348,6 +391,13 @@ impl PyQueryResult {
     }
 }
 
+/// The names that the `COPY T FROM name` statements of `query` read from
+/// (empty when there are none or `query` does not parse).
+#[pyfunction]
+fn _copy_source_names(query: &str) -> Vec<String> {
+    kith::copy_source_names(query)
+}
+
 /// The version of the native module.
 #[pyfunction]
 fn _version() -> &'static str {
@@ -362,6 +412,7 @@ fn _kithdb(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyQueryResult>()?;
     m.add("RuntimeError", py.get_type::<RuntimeError>())?;
     m.add_function(wrap_pyfunction!(_version, m)?)?;
+    m.add_function(wrap_pyfunction!(_copy_source_names, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION").into_py_any(py)?)?;
     Ok(())
 }

@@ -4,11 +4,13 @@
 //! database's scheduler, over storage) and owns nothing the layers below own.
 //! It is the API boundary: a panic inside the engine becomes an internal error here.
 
+mod copy_arrow;
 mod database;
 mod result;
 mod statement;
 mod write;
 
+pub use copy_arrow::{copy_source_names, ArrowSource, RecordBatch, Schema, SchemaRef};
 pub use database::{Config, Connection, Database, Progress};
 pub use kith_common::{Chunk, Error, ErrorKind, LogicalType, Result, Value};
 pub use result::QueryResult;
