@@ -4,7 +4,8 @@
 //! configuration, so peak RSS is per configuration and a crash in an engine
 //! costs one configuration, not the run. KithDB's driver is this binary
 //! re-executed with the hidden `__kith-worker` subcommand (see `worker.rs`);
-//! Kùzu's is `bench/kuzu_driver.py`. The protocol is documented there.
+//! Kùzu's is `bench/kuzu_driver.py`, DuckDB's (SQL, an optional reference)
+//! `bench/duckdb_driver.py`. The protocol is documented in the former.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -18,6 +19,8 @@ use crate::json::{self, Json};
 pub enum EngineKind {
     Kith,
     Kuzu,
+    /// DuckDB through Python, fed the suites' SQL equivalents.
+    Duckdb,
 }
 
 impl EngineKind {
@@ -25,6 +28,7 @@ impl EngineKind {
         match s.trim().to_ascii_lowercase().as_str() {
             "kith" | "kithdb" => Some(EngineKind::Kith),
             "kuzu" | "kùzu" => Some(EngineKind::Kuzu),
+            "duckdb" => Some(EngineKind::Duckdb),
             _ => None,
         }
     }
@@ -32,7 +36,12 @@ impl EngineKind {
         match self {
             EngineKind::Kith => "kith",
             EngineKind::Kuzu => "kuzu",
+            EngineKind::Duckdb => "duckdb",
         }
+    }
+    /// Whether the engine is given the suites' SQL instead of Cypher.
+    pub fn speaks_sql(&self) -> bool {
+        *self == EngineKind::Duckdb
     }
 }
 
@@ -41,17 +50,26 @@ impl EngineKind {
 pub struct DriverSpawn {
     pub python: String,
     pub kuzu_script: PathBuf,
+    pub duckdb_script: PathBuf,
 }
 
 impl DriverSpawn {
-    /// `bench/kuzu_driver.py` next to the current directory's repository, or
-    /// the one in this crate's source tree.
-    pub fn default_kuzu_script() -> PathBuf {
-        let local = Path::new("bench/kuzu_driver.py");
+    /// `bench/<name>` in the current directory's repository, or the one in
+    /// this crate's source tree.
+    fn bench_script(name: &str) -> PathBuf {
+        let local = Path::new("bench").join(name);
         if local.exists() {
-            return local.to_path_buf();
+            return local;
         }
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/kuzu_driver.py")
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../bench")
+            .join(name)
+    }
+    pub fn default_kuzu_script() -> PathBuf {
+        Self::bench_script("kuzu_driver.py")
+    }
+    pub fn default_duckdb_script() -> PathBuf {
+        Self::bench_script("duckdb_driver.py")
     }
 }
 
@@ -89,6 +107,11 @@ impl Driver {
             EngineKind::Kuzu => {
                 let mut c = Command::new(&spawn.python);
                 c.arg(&spawn.kuzu_script);
+                c
+            }
+            EngineKind::Duckdb => {
+                let mut c = Command::new(&spawn.python);
+                c.arg(&spawn.duckdb_script);
                 c
             }
         };
@@ -263,7 +286,8 @@ mod tests {
         .unwrap();
         let spawn = DriverSpawn {
             python: "python3".into(),
-            kuzu_script: script,
+            kuzu_script: script.clone(),
+            duckdb_script: script,
         };
         let Ok(mut d) = Driver::start(&EngineKind::Kuzu, &spawn) else {
             eprintln!("python3 not available; skipping");

@@ -6,6 +6,8 @@ pub mod driver;
 pub mod fastfmt;
 pub mod gen;
 pub mod json;
+pub mod nn50;
+pub mod parquet_out;
 pub mod report;
 pub mod rng;
 pub mod runner;

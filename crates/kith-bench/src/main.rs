@@ -7,8 +7,10 @@ use std::process::ExitCode;
 use kith_bench::driver::{DriverSpawn, EngineKind};
 use kith_bench::gen::{self, ErParams, Rmat, RmatParams};
 use kith_bench::json;
+use kith_bench::nn50::{self, Nn50Params};
+use kith_bench::parquet_out::{self, OutFormat};
 use kith_bench::social::{self, Social, SocialParams};
-use kith_bench::suite::Dataset;
+use kith_bench::suite::{Dataset, LoadFormat};
 use kith_bench::{report, runner, suite, sys, worker};
 
 const USAGE: &str = "\
@@ -21,8 +23,12 @@ USAGE:
   kith-bench gen er --nodes N --degree D [--seed 42] [--gen-threads N] --out DIR
   kith-bench gen social --persons N [--seed 42] [--knows-per-person 10]
                         [--gen-threads N] --out DIR
+  kith-bench gen nn50 --nodes N [--k 50] [--gen-threads N] --out DIR
+                      (seed 004: node n -> (n+k) mod N for k = 1..K)
+  every gen also takes [--format csv|parquet|both] (default csv)
   kith-bench run --suites micro,recursive --data DIR [RUN OPTIONS]
   kith-bench all --suites micro,social [--scale 16] [--persons 10000] [--seed 42]
+                 [--nodes 1000000 --k 50] [--format csv|parquet|both]
                  [--data DIR] [RUN OPTIONS]  (generates the data each suite needs
                                               unless present, then runs)
   kith-bench suites                              (lists suites and their queries)
@@ -32,17 +38,22 @@ RUN OPTIONS:
   --timeout 120            per-query limit in seconds (0 = none): the engine is
                            asked to stop; a driver silent for 2x+30 s is killed
                            and restarted, and the run goes on
-  --quick                  smoke test: R-MAT scale 10 / 2000 persons (for `all`),
+  --quick                  smoke test: R-MAT scale 10 / 2000 persons / nn50 with
+                           10000 nodes (for `all`),
                            0 warm-up, 1 run, --timeout 20 unless given
   --threads 1,2            thread counts (default 1,2)
   --runs 5                 timed runs per query (default 5)
   --warmup 1               warm-up runs per query (default 1)
-  --engines kith,kuzu      engines (default kith,kuzu)
+  --engines kith,kuzu      engines (default kith,kuzu; add duckdb for the SQL
+                           reference where a suite has SQL: foundation, micro, sq)
+  --load-format csv        load from the .csv or the .parquet files (default csv;
+                           parquet when `all` is given --format parquet)
   --buffer-pool-mb 4096    buffer pool for every engine (0 = engine default)
   --json FILE              write results as JSON
   --markdown [FILE]        write the Markdown report to FILE (always printed to stdout)
   --python python3         interpreter for bench/kuzu_driver.py
   --kuzu-driver PATH       path of kuzu_driver.py (default bench/kuzu_driver.py)
+  --duckdb-driver PATH     path of duckdb_driver.py (default bench/duckdb_driver.py)
   --tmp-dir DIR            where the databases are created (default: system temp)
 ";
 
@@ -125,9 +136,18 @@ const GEN_RMAT_OPTS: &[&str] = &[
     "c",
     "gen-threads",
     "out",
+    "format",
 ];
-const GEN_ER_OPTS: &[&str] = &["nodes", "degree", "seed", "gen-threads", "out"];
-const GEN_SOCIAL_OPTS: &[&str] = &["persons", "knows-per-person", "seed", "gen-threads", "out"];
+const GEN_ER_OPTS: &[&str] = &["nodes", "degree", "seed", "gen-threads", "out", "format"];
+const GEN_SOCIAL_OPTS: &[&str] = &[
+    "persons",
+    "knows-per-person",
+    "seed",
+    "gen-threads",
+    "out",
+    "format",
+];
+const GEN_NN50_OPTS: &[&str] = &["nodes", "k", "gen-threads", "out", "format"];
 const RUN_OPTS: &[&str] = &[
     "suite",
     "suites",
@@ -143,7 +163,9 @@ const RUN_OPTS: &[&str] = &[
     "markdown",
     "python",
     "kuzu-driver",
+    "duckdb-driver",
     "tmp-dir",
+    "load-format",
 ];
 
 fn rmat_params(args: &Args, default_scale: u32) -> Result<RmatParams, String> {
@@ -170,9 +192,54 @@ fn gen_threads(args: &Args) -> Result<usize, String> {
     args.num("gen-threads", sys::cores())
 }
 
+fn out_format(args: &Args) -> Result<OutFormat, String> {
+    match args.get("format") {
+        None => Ok(OutFormat::Csv),
+        Some(f) => OutFormat::parse(f)
+            .ok_or_else(|| format!("--format: expected csv, parquet or both, got {f:?}")),
+    }
+}
+
+fn nn50_params(args: &Args) -> Result<Nn50Params, String> {
+    let default = if args.opts.contains_key("quick") {
+        10_000
+    } else {
+        1_000_000
+    };
+    Nn50Params::new(args.num("nodes", default)?, args.num("k", 50)?)
+}
+
+/// Writes the Parquet files of `dataset` in `dir` from its CSV files
+/// (keeping them when `format` is `both`).
+fn write_parquet(
+    dir: &std::path::Path,
+    dataset: Dataset,
+    format: OutFormat,
+    threads: usize,
+) -> Result<(), String> {
+    if !format.has_parquet() {
+        return Ok(());
+    }
+    let t0 = std::time::Instant::now();
+    let bytes = parquet_out::convert_dir(dir, dataset.files(), threads, format.has_csv())
+        .map_err(|e| format!("writing Parquet: {e}"))?;
+    eprintln!(
+        "[kith-bench] wrote {:.1} MiB of Parquet in {:.2} s",
+        bytes as f64 / (1024.0 * 1024.0),
+        t0.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
 fn cmd_gen(args: &Args) -> Result<(), String> {
     let kind = args.positional.get(1).map(String::as_str);
     let out = PathBuf::from(args.get("out").ok_or("--out DIR is required")?);
+    let format = out_format(args)?;
+    let dataset = match kind {
+        Some("social") => Dataset::Social,
+        Some("nn50") => Dataset::Nn50,
+        _ => Dataset::PersonKnows,
+    };
     let summary = match kind {
         Some("rmat") => {
             args.check_known(GEN_RMAT_OPTS)?;
@@ -220,7 +287,19 @@ fn cmd_gen(args: &Args) -> Result<(), String> {
             );
             social::generate(&out, &s, gen_threads(args)?)
         }
-        _ => return Err("gen: expected `rmat`, `er` or `social`".into()),
+        Some("nn50") => {
+            args.check_known(GEN_NN50_OPTS)?;
+            let p = nn50_params(args)?;
+            eprintln!(
+                "[kith-bench] nn50: {} nodes, {} edges (k = 1..{}) -> {}",
+                p.nodes,
+                p.edges(),
+                p.k,
+                out.display()
+            );
+            nn50::generate(&out, &p, gen_threads(args)?)
+        }
+        _ => return Err("gen: expected `rmat`, `er`, `social` or `nn50`".into()),
     }
     .map_err(|e| format!("writing {}: {e}", out.display()))?;
     eprintln!(
@@ -230,7 +309,7 @@ fn cmd_gen(args: &Args) -> Result<(), String> {
         summary.bytes as f64 / (1024.0 * 1024.0),
         summary.seconds
     );
-    Ok(())
+    write_parquet(&out, dataset, format, gen_threads(args)?)
 }
 
 fn social_params(args: &Args) -> Result<SocialParams, String> {
@@ -260,12 +339,21 @@ fn suites(args: &Args) -> Result<Vec<&'static suite::Suite>, String> {
         .collect()
 }
 
-fn check_data(suite: &suite::Suite, data: &std::path::Path) -> Result<(), String> {
-    for f in suite.dataset.required_files() {
-        if !data.join(f).exists() {
+fn check_data(
+    suite: &suite::Suite,
+    data: &std::path::Path,
+    format: LoadFormat,
+) -> Result<(), String> {
+    for f in suite.dataset.required_files(format) {
+        if !data.join(&f).exists() {
             let how = match suite.dataset {
                 Dataset::PersonKnows => "gen rmat --scale 16",
                 Dataset::Social => "gen social --persons 10000",
+                Dataset::Nn50 => "gen nn50 --nodes 1000000",
+            };
+            let how = match format {
+                LoadFormat::Csv => how.to_string(),
+                LoadFormat::Parquet => format!("{how} --format both"),
             };
             return Err(format!(
                 "suite {} needs the {} data set, but {} has no {f}; generate it with `kith-bench {how} --out {}`",
@@ -300,7 +388,8 @@ fn run_options(
         .collect::<Result<Vec<_>, _>>()?;
     let bp_mb: u64 = args.num("buffer-pool-mb", 4096)?;
     let timeout_s: f64 = args.num("timeout", if quick { 20.0 } else { 120.0 })?;
-    check_data(suite, &data)?;
+    let load_format = load_format(args)?;
+    check_data(suite, &data, load_format)?;
     Ok(runner::RunOptions {
         suite,
         data_dir: data,
@@ -317,9 +406,23 @@ fn run_options(
             kuzu_script: args
                 .get("kuzu-driver")
                 .map_or_else(DriverSpawn::default_kuzu_script, PathBuf::from),
+            duckdb_script: args
+                .get("duckdb-driver")
+                .map_or_else(DriverSpawn::default_duckdb_script, PathBuf::from),
         },
         timeout_ms: (timeout_s > 0.0).then_some((timeout_s * 1000.0) as u64),
+        load_format,
     })
+}
+
+/// `--load-format`, else Parquet when `--format parquet` made no CSV.
+fn load_format(args: &Args) -> Result<LoadFormat, String> {
+    match args.get("load-format") {
+        Some(f) => LoadFormat::parse(f)
+            .ok_or_else(|| format!("--load-format: expected csv or parquet, got {f:?}")),
+        None if out_format(args)? == OutFormat::Parquet => Ok(LoadFormat::Parquet),
+        None => Ok(LoadFormat::Csv),
+    }
 }
 
 fn run_and_report(args: &Args, runs: &[runner::RunOptions]) -> Result<(), String> {
@@ -397,6 +500,10 @@ fn ensure_data(args: &Args, dataset: Dataset) -> Result<PathBuf, String> {
                 Social::new(p).meta(),
             )
         }
+        Dataset::Nn50 => {
+            let p = nn50_params(args)?;
+            (format!("kith-bench-nn50-n{}-k{}", p.nodes, p.k), p.meta())
+        }
     };
     let data = match args.get("data") {
         Some(d) => PathBuf::from(d).join(&name),
@@ -405,15 +512,25 @@ fn ensure_data(args: &Args, dataset: Dataset) -> Result<PathBuf, String> {
     let have = std::fs::read_to_string(data.join("meta.json"))
         .ok()
         .and_then(|t| json::parse(&t).ok());
-    let matches = have
+    let same = have
         .as_ref()
-        .is_some_and(|h| want.iter().all(|(k, v)| h.get(k) == Some(v)))
-        && dataset
-            .required_files()
+        .is_some_and(|h| want.iter().all(|(k, v)| h.get(k) == Some(v)));
+    let has = |f: LoadFormat| {
+        dataset
+            .required_files(f)
             .iter()
-            .all(|f| data.join(f).exists());
-    if matches {
+            .all(|x| data.join(x).exists())
+    };
+    let format = out_format(args)?;
+    let need_csv = format.has_csv() || load_format(args)? == LoadFormat::Csv;
+    let need_parquet = format.has_parquet() || load_format(args)? == LoadFormat::Parquet;
+    if same && (!need_csv || has(LoadFormat::Csv)) && (!need_parquet || has(LoadFormat::Parquet)) {
         eprintln!("[kith-bench] using existing data in {}", data.display());
+        return Ok(data);
+    }
+    if same && has(LoadFormat::Csv) && need_parquet {
+        eprintln!("[kith-bench] adding Parquet files to {}", data.display());
+        write_parquet(&data, dataset, OutFormat::Both, gen_threads(args)?)?;
         return Ok(data);
     }
     eprintln!(
@@ -435,12 +552,19 @@ fn ensure_data(args: &Args, dataset: Dataset) -> Result<PathBuf, String> {
             &Social::new(social_params(args)?),
             gen_threads(args)?,
         ),
+        Dataset::Nn50 => nn50::generate(&data, &nn50_params(args)?, gen_threads(args)?),
     }
     .map_err(|e| format!("writing {}: {e}", data.display()))?;
     eprintln!(
         "[kith-bench] generated {} nodes, {} edges in {:.2} s",
         s.nodes, s.edges, s.seconds
     );
+    let format = match (need_csv, need_parquet) {
+        (_, false) => OutFormat::Csv,
+        (true, true) => OutFormat::Both,
+        (false, true) => OutFormat::Parquet,
+    };
+    write_parquet(&data, dataset, format, gen_threads(args)?)?;
     Ok(data)
 }
 
@@ -448,6 +572,7 @@ fn cmd_all(args: &Args) -> Result<(), String> {
     let mut known: Vec<&str> = RUN_OPTS.to_vec();
     known.extend_from_slice(GEN_RMAT_OPTS);
     known.extend_from_slice(GEN_SOCIAL_OPTS);
+    known.extend_from_slice(GEN_NN50_OPTS);
     args.check_known(&known)?;
     let mut runs = Vec::new();
     for s in suites(args)? {

@@ -79,11 +79,22 @@ pub fn equality(report: &Report, query: &str, threads: usize) -> String {
     }
     for (e, r) in &rows[1..] {
         if let Err(msg) = compare_rows(rows[0].1, r) {
+            // With a third engine, say which side it takes.
+            let agree: Vec<&str> = rows[1..]
+                .iter()
+                .filter(|(x, y)| x != e && compare_rows(rows[0].1, y).is_ok())
+                .map(|(x, _)| x.name())
+                .collect();
             return format!(
-                "**NO ({} vs {}): {}**",
+                "**NO ({} vs {}): {}{}**",
                 rows[0].0.name(),
                 e.name(),
-                short_err(&msg)
+                short_err(&msg),
+                if agree.is_empty() {
+                    String::new()
+                } else {
+                    format!("; {} = {}", agree.join(", "), rows[0].0.name())
+                }
             );
         }
     }
@@ -130,9 +141,10 @@ pub fn markdown(r: &Report) -> String {
     let _ = writeln!(o, "- engines: {}", versions.join(", "));
     let _ = writeln!(
         o,
-        "- method: fresh database per engine and thread count; {} warm-up + {} timed runs per query; times in ms as median (min–max), measured inside the driver process (execute + fetch all rows); buffer pool {}",
+        "- method: fresh database per engine and thread count; {} warm-up + {} timed runs per query; times in ms as median (min–max), measured inside the driver process (execute + fetch all rows); loads from {}; buffer pool {}",
         r.warmup,
         r.runs,
+        r.load_format.ext(),
         r.buffer_pool_bytes.map_or("engine default".into(), |b| format!("{:.0} MiB for every engine", b as f64 / MIB))
     );
     for c in r.configs.iter().filter(|c| c.error.is_some()) {
@@ -146,20 +158,39 @@ pub fn markdown(r: &Report) -> String {
     }
     let kith = EngineKind::Kith;
     let kuzu = EngineKind::Kuzu;
+    let duck = EngineKind::Duckdb;
+    // DuckDB (the SQL reference) gets its own columns only when it ran.
+    let with_duck = r.engines.contains(&duck);
     let _ = writeln!(o, "\n### Queries\n");
     let _ = writeln!(
         o,
-        "| query | threads | kith median ms | kuzu median ms | kuzu/kith ratio | results equal | kith Medges/s/core | kuzu Medges/s/core |"
+        "| query | threads | kith median ms | kuzu median ms | kuzu/kith ratio |{} results equal | kith Medges/s/core | kuzu Medges/s/core |",
+        if with_duck {
+            " duckdb median ms | duckdb/kith ratio |"
+        } else {
+            ""
+        }
     );
-    let _ = writeln!(o, "|---|---:|---:|---:|---:|---|---:|---:|");
+    let _ = writeln!(
+        o,
+        "|---|---:|---:|---:|---:|{}---|---:|---:|",
+        if with_duck { "---:|---:|" } else { "" }
+    );
     let mut mismatches = Vec::new();
     for q in r.suite.queries {
         for &t in &r.threads {
             let (kc, ks) = cell(r.config(&kith, t), q.name);
             let (zc, zs) = cell(r.config(&kuzu, t), q.name);
-            let ratio = match (ks, zs) {
+            let ratio_of = |k: Option<Summary>, z: Option<Summary>| match (k, z) {
                 (Some(k), Some(z)) if k.median > 0.0 => format!("{:.2}", z.median / k.median),
                 _ => "–".into(),
+            };
+            let ratio = ratio_of(ks, zs);
+            let duck_cells = if with_duck {
+                let (dc, ds) = cell(r.config(&duck, t), q.name);
+                format!(" {dc} | {} |", ratio_of(ks, ds))
+            } else {
+                String::new()
             };
             let eq = equality(r, q.name, t);
             if eq.starts_with("**NO") {
@@ -176,7 +207,7 @@ pub fn markdown(r: &Report) -> String {
             let f = |x: Option<f64>| x.map_or("–".into(), |v| format!("{:.1}", v / 1e6));
             let _ = writeln!(
                 o,
-                "| {} | {t} | {kc} | {zc} | {ratio} | {eq} | {} | {} |",
+                "| {} | {t} | {kc} | {zc} | {ratio} |{duck_cells} {eq} | {} | {} |",
                 q.name,
                 f(ke),
                 f(ze)
@@ -236,7 +267,7 @@ pub fn markdown(r: &Report) -> String {
     let mut head = String::from("| engine | threads |");
     let mut sep = String::from("|---|---:|");
     for l in r.suite.loads {
-        let _ = write!(head, " {} ms |", l.name);
+        let _ = write!(head, " {} ms |", l.name());
         sep.push_str("---:|");
     }
     head.push_str(" peak RSS MiB | start RSS MiB | DB size MiB |");
@@ -245,7 +276,7 @@ pub fn markdown(r: &Report) -> String {
     for c in &r.configs {
         let mut line = format!("| {} | {} |", c.engine.name(), c.threads);
         for l in r.suite.loads {
-            let s = c.loads.iter().find(|x| x.name == l.name);
+            let s = c.loads.iter().find(|x| x.name == l.name());
             let v = match s {
                 None => "–".into(),
                 Some(s) => match &s.error {
@@ -365,6 +396,7 @@ pub fn to_json(r: &Report) -> Json {
         ("edges".into(), Json::opt_u64(r.data.edges)),
         ("warmup".into(), Json::Int(r.warmup as i64)),
         ("runs".into(), Json::Int(r.runs as i64)),
+        ("load_format".into(), Json::str(r.load_format.ext())),
         (
             "buffer_pool_bytes".into(),
             Json::opt_u64(r.buffer_pool_bytes),
@@ -448,6 +480,7 @@ mod tests {
             engines: vec![EngineKind::Kith, EngineKind::Kuzu],
             threads: vec![1, 2],
             configs,
+            load_format: crate::suite::LoadFormat::Csv,
         }
     }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::driver::{Driver, DriverSpawn, EngineKind, HARD_TIMEOUT};
 use crate::json::{self, Json};
-use crate::suite::{self, Suite};
+use crate::suite::{self, LoadFormat, Suite};
 use crate::sys;
 
 #[derive(Clone, Debug)]
@@ -25,6 +25,8 @@ pub struct RunOptions {
     /// Per-query limit asked of the engine; a query that has not answered
     /// after twice this plus 30 s gets its driver killed and restarted.
     pub timeout_ms: Option<u64>,
+    /// Which files the loads read.
+    pub load_format: LoadFormat,
 }
 
 #[derive(Clone, Debug)]
@@ -192,6 +194,10 @@ impl DataInfo {
                 m.get("likes").map_or("?".into(), |v| v.to_string()),
                 m.get("seed").map_or("?".into(), |v| v.to_string()),
             ),
+            Some("nn50") => format!(
+                "seed 004 next-neighbours graph (node n → n+1..n+{} mod N)",
+                m.get("k").map_or("?".into(), |v| v.to_string()),
+            ),
             _ => "CSV files".to_string(),
         };
         s.push_str(&format!(
@@ -200,6 +206,8 @@ impl DataInfo {
             self.edges.map_or("?".into(), |n| n.to_string()),
             if m.get("self_loops").and_then(Json::as_str) == Some("dropped") {
                 "simple graph: self loops and duplicates dropped"
+            } else if m.get("self_loops").and_then(Json::as_str) == Some("none") {
+                "simple graph"
             } else {
                 "self loops and duplicates kept"
             },
@@ -244,6 +252,7 @@ pub struct Report {
     pub engines: Vec<EngineKind>,
     pub threads: Vec<usize>,
     pub configs: Vec<ConfigResult>,
+    pub load_format: LoadFormat,
 }
 
 impl Report {
@@ -271,6 +280,15 @@ fn run_config(opts: &RunOptions, engine: &EngineKind, threads: usize) -> ConfigR
         peak_rss_kb: None,
         db_bytes: None,
     };
+    let sql = engine.speaks_sql();
+    if sql && opts.suite.sql_ddl.is_empty() {
+        out.error = Some(format!(
+            "suite {} has no SQL version for {}",
+            opts.suite.name,
+            engine.name()
+        ));
+        return out;
+    }
     let mut driver = match Driver::start(engine, &opts.spawn) {
         Ok(d) => d,
         Err(e) => {
@@ -308,7 +326,12 @@ fn run_config(opts: &RunOptions, engine: &EngineKind, threads: usize) -> ConfigR
     }
     let data_dir = std::fs::canonicalize(&opts.data_dir).unwrap_or_else(|_| opts.data_dir.clone());
     let data = data_dir.to_string_lossy().to_string();
-    for stmt in opts.suite.ddl {
+    let ddl = if sql {
+        opts.suite.sql_ddl
+    } else {
+        opts.suite.ddl
+    };
+    for stmt in ddl {
         let r = driver.exec(stmt, None);
         if let Err(e) = &r {
             log(&format!("{} t={threads}: DDL error: {e}", engine.name()));
@@ -320,24 +343,25 @@ fn run_config(opts: &RunOptions, engine: &EngineKind, threads: usize) -> ConfigR
         });
     }
     for load in opts.suite.loads {
-        let q = suite::with_data_dir(load.cypher, &data);
-        log(&format!("{} t={threads}: {}", engine.name(), load.name));
+        let text = if sql {
+            load.sql(opts.load_format)
+        } else {
+            load.cypher(opts.load_format)
+        };
+        let q = suite::with_data_dir(&text, &data);
+        let name = load.name();
+        log(&format!("{} t={threads}: {name}", engine.name()));
         let r = driver.exec(&q, None);
         match &r {
             Ok(x) => log(&format!(
-                "{} t={threads}: {} took {:.1} ms",
+                "{} t={threads}: {name} took {:.1} ms",
                 engine.name(),
-                load.name,
                 x.ms
             )),
-            Err(e) => log(&format!(
-                "{} t={threads}: {} error: {e}",
-                engine.name(),
-                load.name
-            )),
+            Err(e) => log(&format!("{} t={threads}: {name} error: {e}", engine.name())),
         }
         out.loads.push(StepResult {
-            name: load.name.to_string(),
+            name,
             ms: r.as_ref().ok().map(|x| x.ms),
             error: r.err(),
         });
@@ -348,10 +372,15 @@ fn run_config(opts: &RunOptions, engine: &EngineKind, threads: usize) -> ConfigR
         .map(|ms| Duration::from_millis(2 * ms) + Duration::from_secs(30));
     let mut dead: Option<String> = None;
     for q in opts.suite.queries {
-        let bound = suite::bind(q.cypher, &data, &params);
+        let text = if sql { q.sql.unwrap_or("") } else { q.cypher };
+        let bound = if text.is_empty() {
+            Err(format!("no SQL equivalent of {}", q.name))
+        } else {
+            suite::bind(text, &data, &params)
+        };
         let mut run = QueryRun {
             name: q.name.to_string(),
-            cypher: bound.clone().unwrap_or_else(|_| q.cypher.to_string()),
+            cypher: bound.clone().unwrap_or_else(|_| text.to_string()),
             times_ms: vec![],
             rows: None,
             error: None,
@@ -482,6 +511,7 @@ pub fn run(opts: &RunOptions) -> Report {
         engines: opts.engines.clone(),
         threads: opts.threads.clone(),
         configs,
+        load_format: opts.load_format,
     }
 }
 

@@ -81,3 +81,65 @@ fn bad_arguments_fail_cleanly() {
         .unwrap();
     assert!(!out.status.success());
 }
+
+#[test]
+fn nn50_parquet_end_to_end() {
+    let exe = env!("CARGO_BIN_EXE_kith-bench");
+    let dir = std::env::temp_dir().join(format!("kith-bench-test-nn50-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let d = dir.to_str().unwrap();
+    let st = Command::new(exe)
+        .args([
+            "gen", "nn50", "--nodes", "2000", "--k", "4", "--format", "parquet", "--out", d,
+        ])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    assert!(dir.join("edges.parquet").exists());
+    assert!(
+        !dir.join("edges.csv").exists(),
+        "--format parquet keeps no CSV"
+    );
+    // CSV loads cannot run on this directory; the message says how to fix it.
+    let out = Command::new(exe)
+        .args(["run", "--suite", "sq", "--data", d, "--engines", "kith"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("nodes.csv"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = Command::new(exe)
+        .args([
+            "run",
+            "--suite",
+            "sq",
+            "--data",
+            d,
+            "--engines",
+            "kith",
+            "--threads",
+            "1",
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+            "--load-format",
+            "parquet",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(stdout.contains("loads from parquet"), "{stdout}");
+    // 2000 nodes; 4^4 outgoing 4-hop walks from node 777.
+    assert!(
+        stdout.contains("`SQ1-scan`: `[[2000,1999000,5995]]`"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("`SQ3-expand-out`: `[[256,"), "{stdout}");
+    assert!(!stdout.contains("error:"), "{stdout}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
