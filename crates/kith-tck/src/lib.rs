@@ -262,6 +262,33 @@ struct Ctx<'a> {
     /// Whether the last query was the scenario's main query (side effects
     /// refer to it) rather than a control query.
     side_effects_checked: bool,
+    /// The scenario's `parameters are` table, passed with every query.
+    params: Vec<(String, Value)>,
+}
+
+/// A parameter value as the engine takes it; nodes, rels and paths cannot
+/// be parameters.
+fn param_value(v: &value::TckValue) -> Result<Value, Outcome> {
+    use value::TckValue as T;
+    Ok(match v {
+        T::Null => Value::Null,
+        T::Bool(b) => Value::Bool(*b),
+        T::Int(i) => Value::Int64(*i),
+        T::Float(f) => Value::Double(*f),
+        T::String(s) => Value::String(s.clone()),
+        T::List(items) => Value::List(items.iter().map(param_value).collect::<Result<_, _>>()?),
+        T::Map(entries) => Value::Struct(
+            entries
+                .iter()
+                .map(|(k, v)| Ok((k.clone(), param_value(v)?)))
+                .collect::<Result<_, Outcome>>()?,
+        ),
+        T::Node(_) | T::Rel(_) | T::Path(..) => {
+            return Err(Outcome::Unsupported(
+                "a node, rel or path as a parameter".into(),
+            ))
+        }
+    })
 }
 
 fn unsupported<T>(why: impl Into<String>) -> Result<T, Outcome> {
@@ -303,6 +330,7 @@ pub fn run_scenario(s: &Scenario, graphs: Option<&Path>, timeout: Duration) -> O
         before: None,
         last: None,
         side_effects_checked: false,
+        params: Vec::new(),
     };
     for step in &s.steps {
         if let Err(o) = ctx.step(step) {
@@ -354,7 +382,12 @@ impl Ctx<'_> {
                     conn.interrupt();
                 }
             });
-            let r = conn.query(text);
+            let params: Vec<(&str, Value)> = self
+                .params
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.clone()))
+                .collect();
+            let r = conn.query_with_params(text, &params);
             let _ = tx.send(());
             r
         })
@@ -439,7 +472,17 @@ impl Ctx<'_> {
                     first_line(&e.to_string())
                 )),
             },
-            "parameters are" => unsupported("query parameters (the kith facade takes none)"),
+            "parameters are" => {
+                for row in step.table.iter().flatten() {
+                    let [name, text] = row.as_slice() else {
+                        return failed("a parameter row needs a name and a value");
+                    };
+                    let v = value::parse_value(text)
+                        .map_err(|e| Outcome::Failed(format!("parameter {name}: {e}")))?;
+                    self.params.push((name.clone(), param_value(&v)?));
+                }
+                Ok(())
+            }
             "executing query" => {
                 self.before = self.snapshot();
                 self.side_effects_checked = false;
