@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use kith_common::{Chunk, Error, ErrorKind, LogicalType, Result, Value};
+use kith_common::{Error, ErrorKind, Result, Value};
 use kith_parser::ast::{CopyDirection, CopySource, Ident, Statement};
 use kith_planner::bound::BoundStatement;
 use kith_sched::CancelToken;
@@ -50,18 +50,6 @@ pub fn copy_source_names(text: &str) -> Vec<String> {
         }
     }
     names
-}
-
-fn message(text: String) -> QueryResult {
-    let mut chunk = Chunk::new(&[LogicalType::String], 0);
-    chunk.columns[0].push_value(&Value::String(text));
-    chunk.num_rows = 1;
-    QueryResult {
-        names: vec!["result".to_string()],
-        types: vec![LogicalType::String],
-        chunks: vec![chunk],
-        silent: false,
-    }
 }
 
 /// Clears the connection's running token when the COPY ends.
@@ -169,7 +157,7 @@ impl Connection {
             progress,
         )
         .map_err(|e| e.or_span(copy.span))?;
-        Ok(message(format!(
+        Ok(crate::statement::message(format!(
             "{rows} tuples have been copied to the {table} table."
         )))
     }

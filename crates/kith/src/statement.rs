@@ -40,7 +40,8 @@ pub(crate) fn run_script_with_params(
     Ok(last)
 }
 
-fn message(text: String) -> QueryResult {
+/// A one-cell result carrying a status message ("Table P has been created.").
+pub(crate) fn message(text: String) -> QueryResult {
     let mut chunk = Chunk::new(&[LogicalType::String], 0);
     chunk.columns[0].push_value(&Value::String(text));
     chunk.num_rows = 1;
