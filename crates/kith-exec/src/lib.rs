@@ -9,6 +9,7 @@ pub mod expression;
 pub mod function;
 pub mod operator;
 pub mod pipeline;
+pub mod profile;
 pub mod result_set;
 
 pub use operator::QueryContext;

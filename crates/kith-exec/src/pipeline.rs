@@ -34,6 +34,7 @@ use crate::operator::scan_properties::ScanProperties;
 use crate::operator::scan_rows::ScanRows;
 use crate::operator::single::SingleTuple;
 use crate::operator::{LocalSink, Operator, Pos, QueryContext};
+use crate::profile::{OpStats, Profiled};
 use crate::result_set::{ChunkState, DataChunk, ResultSet, SlotLayout};
 
 /// The shape of the factorized result set: vector types per chunk.
@@ -88,6 +89,44 @@ fn rel_data(ctx: &QueryContext, t: TableId) -> Result<Arc<RelTableData>> {
     match ctx.version.table(t)?.as_ref() {
         TableData::Rel(r) => Ok(Arc::new(r.clone())),
         TableData::Node(_) => Err(Error::internal("expected rel table storage")),
+    }
+}
+
+fn table_name(ctx: &QueryContext, t: TableId) -> String {
+    ctx.version
+        .catalog
+        .table(t)
+        .map_or_else(|| format!("table {}", t.0), |e| e.name.clone())
+}
+
+/// PROFILE's name for a pipeline source.
+fn source_label(source: &Source, ctx: &QueryContext) -> String {
+    match source {
+        Source::Single => "SingleTuple".to_string(),
+        Source::ScanNodes { table, .. } => format!("ScanNodes {}", table_name(ctx, *table)),
+        Source::Rows { .. } => "ScanRows".to_string(),
+    }
+}
+
+/// PROFILE's name for a step.
+fn step_label(step: &Step, ctx: &QueryContext) -> String {
+    match step {
+        Step::Filter(_) => "Filter".to_string(),
+        Step::Extend {
+            rel_table,
+            direction,
+            to_table,
+            ..
+        } => format!(
+            "Extend {} {:?} -> {}",
+            table_name(ctx, *rel_table),
+            direction,
+            table_name(ctx, *to_table)
+        ),
+        Step::ScanProperties { table, .. } => {
+            format!("ScanProperties {}", table_name(ctx, *table))
+        }
+        Step::CrossProduct { .. } => "CrossProduct".to_string(),
     }
 }
 
@@ -175,6 +214,9 @@ struct PipelineShape {
     builder: LayoutBuilder,
     source: BuiltSource,
     steps: Vec<Built>,
+    /// Under PROFILE: the counters of the source and of each step (with the
+    /// last chunk of its output); FillNulls steps are not counted.
+    stats: Vec<Option<(Arc<OpStats>, usize)>>,
 }
 
 impl PipelineShape {
@@ -235,9 +277,18 @@ impl PipelineShape {
                 }
             }
         };
+        let pipeline = ctx.profile.as_ref().map(|p| p.next_pipeline());
+        let register = |label: String, chunk: usize| {
+            ctx.profile
+                .as_ref()
+                .zip(pipeline)
+                .map(|(p, n)| (p.register(n, label), chunk))
+        };
+        let mut stats = vec![register(source_label(plan_source, ctx), first)];
         let mut steps = Vec::new();
         if !source_nulls.is_empty() {
             steps.push(Built::FillNulls(source_nulls));
+            stats.push(None);
         }
         for step in plan_steps {
             let mut nulls = Vec::new();
@@ -347,8 +398,11 @@ impl PipelineShape {
                     }
                 }
             });
+            let last_chunk = b.chunks.len() - 1;
+            stats.push(register(step_label(step, ctx), last_chunk));
             if !nulls.is_empty() {
                 steps.push(Built::FillNulls(nulls));
+                stats.push(None);
             }
         }
         Ok(PipelineShape {
@@ -357,6 +411,7 @@ impl PipelineShape {
             builder: b,
             source,
             steps,
+            stats,
         })
     }
 
@@ -409,7 +464,18 @@ impl PipelineShape {
                 columns: columns.clone(),
             }),
         };
-        for step in &self.steps {
+        let profiled = |op: Box<dyn Operator>, i: usize| -> Box<dyn Operator> {
+            match self.stats.get(i) {
+                Some(Some((stats, last_chunk))) => Box::new(Profiled {
+                    child: op,
+                    stats: Arc::clone(stats),
+                    last_chunk: *last_chunk,
+                }),
+                _ => op,
+            }
+        };
+        op = profiled(op, 0);
+        for (i, step) in self.steps.iter().enumerate() {
             op = match step {
                 Built::CrossProduct {
                     rows,
@@ -469,6 +535,7 @@ impl PipelineShape {
                     vectors: vectors.clone(),
                 }),
             };
+            op = profiled(op, i + 1);
         }
         Ok((op, self.builder.result_set()))
     }
@@ -568,6 +635,7 @@ pub fn execute_query_with(
             pager: Arc::clone(&ctx.pager),
             params: ctx.params.clone(),
             cancel: ctx.cancel.child(),
+            profile: ctx.profile.clone(),
         });
         let chunks = execute_part(part, rows, &part_ctx, sched, threads)?;
         part_ctx.cancel.check()?;

@@ -298,6 +298,43 @@ fn run_statement(
             run_union(conn, queries, all, &snapshot, params, &cancel, &settings)
         }
         BoundStatement::Write(w) => crate::write::run_write(conn, *w, params, &settings, &cancel),
+        BoundStatement::Explain {
+            inner,
+            profile: true,
+        } => match *inner {
+            // PROFILE runs the query and reports, under the plan, each
+            // operator's tuples and time (totals over all workers).
+            BoundStatement::Query(q) => {
+                let plan = kith_planner::planner::plan_query(*q, &snapshot.catalog, &|t| {
+                    snapshot.cardinality(t)
+                })?;
+                let profile = Arc::new(kith_exec::profile::Profile::default());
+                let start = std::time::Instant::now();
+                let chunks = execute_plan_profiled(
+                    conn,
+                    &plan,
+                    &snapshot,
+                    params,
+                    &cancel,
+                    &settings,
+                    Some(Arc::clone(&profile)),
+                )?;
+                let elapsed = start.elapsed();
+                let rows: usize = chunks.iter().map(|c| c.num_rows).sum();
+                Ok(message(format!(
+                    "{}
+{}
+result: {rows} rows in {:.3} ms with {} threads (operator times are summed over threads and include the operators they pull from; sinks are not listed)",
+                    plan.explain(&snapshot.catalog).trim_end(),
+                    profile.report().trim_end(),
+                    elapsed.as_secs_f64() * 1e3,
+                    settings.threads
+                )))
+            }
+            _ => Err(Error::not_supported(
+                "PROFILE of statements other than single queries",
+            )),
+        },
         BoundStatement::Explain { inner, .. } => match *inner {
             BoundStatement::Query(q) => {
                 let mut plan = kith_planner::planner::plan_query(*q, &snapshot.catalog, &|_| 0)?;
@@ -421,11 +458,25 @@ pub(crate) fn execute_plan(
     cancel: &CancelToken,
     settings: &crate::database::Settings,
 ) -> Result<Vec<Chunk>> {
+    execute_plan_profiled(conn, plan, version, params, cancel, settings, None)
+}
+
+/// [`execute_plan`], counting every operator's output into `profile`.
+fn execute_plan_profiled(
+    conn: &Connection,
+    plan: &kith_planner::plan::QueryPlan,
+    version: &Arc<kith_storage::Version>,
+    params: &HashMap<String, Value>,
+    cancel: &CancelToken,
+    settings: &crate::database::Settings,
+    profile: Option<Arc<kith_exec::profile::Profile>>,
+) -> Result<Vec<Chunk>> {
     let ctx = Arc::new(QueryContext {
         version: Arc::clone(version),
         pager: Arc::clone(conn.db.storage.pager()),
         params: params.clone(),
         cancel: cancel.clone(),
+        profile,
     });
     let chunks = kith_exec::pipeline::execute_query_with(
         plan,

@@ -332,3 +332,28 @@ fn several_tables_union_of_pipelines() {
         );
     }
 }
+
+/// PROFILE runs the query and reports each operator's tuples: the scan sees
+/// every person, the filter keeps those older than 30, the extend counts
+/// their rels.
+#[test]
+fn profile_counts_tuples_per_operator() {
+    let db = Database::open(":memory:", Config::default()).unwrap();
+    let conn = Connection::new(&db);
+    load(&conn);
+    let text: String = conn
+        .query("PROFILE MATCH (a:Person)-[:Knows]->(b:Person) WHERE a.age > 30 RETURN count(*)")
+        .unwrap()
+        .rows()
+        .map(|row| format!("{}\n", row[0]))
+        .collect();
+    // 6 persons, 3 older than 30 (Alice 35, Carol 42, Dan 31) with 2+2+2 rels.
+    for want in [
+        "| ScanNodes Person | 6 |",
+        "| Filter | 3 |",
+        "| Extend Knows Fwd -> Person | 6 |",
+        "result: 1 rows",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in\n{text}");
+    }
+}

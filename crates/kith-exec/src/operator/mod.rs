@@ -32,6 +32,8 @@ pub struct QueryContext {
     pub pager: Arc<Pager>,
     pub params: HashMap<String, Value>,
     pub cancel: CancelToken,
+    /// Set when the statement runs under PROFILE.
+    pub profile: Option<Arc<crate::profile::Profile>>,
 }
 
 /// A pull operator: fills `rs` with its next batch of tuples.
