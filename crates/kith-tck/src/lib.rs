@@ -805,9 +805,12 @@ mod tests {
     }
 
     #[test]
-    fn parameters_are_unsupported() {
-        let o = run("Feature: f\n Scenario: s\n  Given any graph\n  And parameters are:\n   | x | 1 |\n  When executing query:\n   \"\"\"\n   RETURN $x AS x\n   \"\"\"\n  Then the result should be, in any order:\n   | x |\n   | 1 |\n");
-        assert!(matches!(o, Outcome::Unsupported(_)), "{o:?}");
+    fn parameters_reach_the_query() {
+        let scenario = |value: &str| {
+            format!("Feature: f\n Scenario: s\n  Given any graph\n  And parameters are:\n   | x | {value} |\n  When executing query:\n   \"\"\"\n   RETURN $x AS x\n   \"\"\"\n  Then the result should be, in any order:\n   | x |\n   | [1, 'a'] |\n")
+        };
+        assert_eq!(run(&scenario("[1, 'a']")), Outcome::Passed);
+        assert!(matches!(run(&scenario("[2, 'a']")), Outcome::Failed(_)));
     }
 
     #[test]
