@@ -8,7 +8,8 @@
 mod table;
 
 pub use table::{
-    Multiplicity, NodeTableInfo, Property, PropertyId, RelTableInfo, TableEntry, TableKind,
+    is_hidden, Multiplicity, NodeTableInfo, Property, PropertyId, RelTableInfo, TableEntry,
+    TableKind, HIDDEN_PREFIX, SERIAL_KEY,
 };
 
 use kith_common::codec::{Decoder, Encoder};
@@ -124,6 +125,8 @@ impl Catalog {
             properties,
             next_property_id,
             kind: TableKind::Node(NodeTableInfo { primary_key: pk }),
+            label: name.to_string(),
+            implicit: false,
         });
         Ok(id)
     }
@@ -165,6 +168,154 @@ impl Catalog {
                 dst,
                 multiplicity,
             }),
+            label: name.to_string(),
+            implicit: false,
+        });
+        Ok(id)
+    }
+
+    /// The node tables Cypher label `label` names ("" for the table of
+    /// unlabelled nodes).
+    pub fn node_tables_labelled<'s>(
+        &'s self,
+        label: &'s str,
+    ) -> impl Iterator<Item = &'s TableEntry> {
+        self.node_tables().filter(move |t| t.label == label)
+    }
+
+    /// The rel tables of Cypher rel type `rel_type`.
+    pub fn rel_tables_typed<'s>(
+        &'s self,
+        rel_type: &'s str,
+    ) -> impl Iterator<Item = &'s TableEntry> {
+        self.rel_tables().filter(move |t| t.label == rel_type)
+    }
+
+    /// A name for an implicit table that no table has yet: `base`, else
+    /// `base_2`, `base_3`, ...
+    fn free_name(&self, base: &str) -> String {
+        if self.table_by_name(base).is_none() && !base.is_empty() {
+            return base.to_string();
+        }
+        (2..)
+            .map(|i| format!("{base}_{i}"))
+            .find(|n| self.table_by_name(n).is_none())
+            .unwrap_or_else(|| base.to_string())
+    }
+
+    /// Adds the implicit node table of label `label` ("" for unlabelled
+    /// nodes, stored as table `_unlabelled`): no properties but the hidden
+    /// serial key.
+    pub fn create_implicit_node_table(&mut self, label: &str) -> Result<TableId> {
+        if let Some(t) = self.node_tables_labelled(label).next() {
+            return Err(Error::catalog(format!(
+                "label '{label}' already has table '{}'",
+                t.name
+            )));
+        }
+        let name = self.free_name(if label.is_empty() {
+            "_unlabelled"
+        } else {
+            label
+        });
+        let id = self.next_id()?;
+        self.tables.push(TableEntry {
+            id,
+            name,
+            properties: vec![Property {
+                id: PropertyId(0),
+                name: SERIAL_KEY.to_string(),
+                ty: LogicalType::Int64,
+            }],
+            next_property_id: 1,
+            kind: TableKind::Node(NodeTableInfo { primary_key: 0 }),
+            label: label.to_string(),
+            implicit: true,
+        });
+        Ok(id)
+    }
+
+    /// Adds the implicit rel table of type `rel_type` from node table `src`
+    /// to `dst`; it is named `rel_type` when that name is free, else
+    /// `rel_type_<src>_<dst>` (like a rel table group's members).
+    pub fn create_implicit_rel_table(
+        &mut self,
+        rel_type: &str,
+        src: TableId,
+        dst: TableId,
+    ) -> Result<TableId> {
+        let name_of = |t: TableId| {
+            self.table(t)
+                .map(|e| e.name.clone())
+                .ok_or_else(|| Error::catalog(format!("no node table with id {}", t.0)))
+        };
+        let base = if self.table_by_name(rel_type).is_none() {
+            rel_type.to_string()
+        } else {
+            format!("{rel_type}_{}_{}", name_of(src)?, name_of(dst)?)
+        };
+        let name = self.free_name(&base);
+        let id = self.next_id()?;
+        self.tables.push(TableEntry {
+            id,
+            name,
+            properties: Vec::new(),
+            next_property_id: 0,
+            kind: TableKind::Rel(RelTableInfo {
+                src,
+                dst,
+                multiplicity: Multiplicity::MANY_MANY,
+            }),
+            label: rel_type.to_string(),
+            implicit: true,
+        });
+        Ok(id)
+    }
+
+    /// Changes the type of a property (a schema-less column widened to ANY).
+    pub fn set_property_type(
+        &mut self,
+        table: TableId,
+        property: PropertyId,
+        ty: LogicalType,
+    ) -> Result<()> {
+        let p = self
+            .tables
+            .iter_mut()
+            .find(|t| t.id == table)
+            .and_then(|t| t.properties.iter_mut().find(|p| p.id == property))
+            .ok_or_else(|| {
+                Error::catalog(format!("no property {} in table {}", property.0, table.0))
+            })?;
+        p.ty = ty;
+        Ok(())
+    }
+
+    /// Adds property `name` of type `ty` to table `table` (schema-less writes,
+    /// ALTER TABLE ADD); existing rows read NULL.
+    pub fn add_property(
+        &mut self,
+        table: TableId,
+        name: &str,
+        ty: LogicalType,
+    ) -> Result<PropertyId> {
+        let t = self
+            .tables
+            .iter_mut()
+            .find(|t| t.id == table)
+            .ok_or_else(|| Error::catalog(format!("no table with id {}", table.0)))?;
+        if t.property(name).is_some() {
+            return Err(Error::catalog(format!(
+                "table '{}' already has a property '{name}'",
+                t.name
+            )));
+        }
+        let id = PropertyId(t.next_property_id);
+        t.next_property_id += 1;
+        t.properties.push(Property {
+            id,
+            name: name.to_string(),
+            ty,
         });
         Ok(id)
     }

@@ -91,6 +91,27 @@ pub struct TableEntry {
     /// Next unused property id (ids are never reused within a table).
     pub next_property_id: u32,
     pub kind: TableKind,
+    /// The label (node) or rel type Cypher sees. Equals `name` for declared
+    /// tables; several implicit rel tables share the type they were created
+    /// for (one per pair of endpoint tables); the table of unlabelled nodes
+    /// has the empty label.
+    pub label: String,
+    /// Created by a schema-less write (CREATE/MERGE/SET) rather than DDL: its
+    /// primary key is a hidden serial, properties are added on first write
+    /// and reading a property it lacks gives NULL.
+    pub implicit: bool,
+}
+
+/// Prefix of property names the engine adds for itself (the serial key of an
+/// implicit table); they are never shown as properties of an entity.
+pub const HIDDEN_PREFIX: char = '\u{1}';
+
+/// The hidden serial primary key of an implicit node table.
+pub const SERIAL_KEY: &str = "\u{1}id";
+
+/// Whether `name` is an engine-internal property.
+pub fn is_hidden(name: &str) -> bool {
+    name.starts_with(HIDDEN_PREFIX)
 }
 
 impl TableEntry {
@@ -124,6 +145,11 @@ impl TableEntry {
         self.properties.iter().position(|p| p.name == name)
     }
 
+    /// Whether `name` is the serial key of an implicit table.
+    pub fn is_serial_key(&self, property: &Property) -> bool {
+        self.implicit && property.name == SERIAL_KEY
+    }
+
     pub fn kind_name(&self) -> &'static str {
         if self.is_node() {
             "NODE"
@@ -155,6 +181,8 @@ impl TableEntry {
                 e.bool(info.multiplicity.dst_many);
             }
         }
+        e.str(&self.label);
+        e.bool(self.implicit);
     }
 
     pub(crate) fn decode(d: &mut Decoder<'_>) -> Result<TableEntry> {
@@ -190,12 +218,16 @@ impl TableEntry {
             }),
             k => return Err(Error::corruption(format!("unknown table kind {k}"))),
         };
+        let label = d.str()?;
+        let implicit = d.bool()?;
         Ok(TableEntry {
             id,
             name,
             properties,
             next_property_id,
             kind,
+            label,
+            implicit,
         })
     }
 }

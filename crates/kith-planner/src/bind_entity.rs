@@ -155,7 +155,7 @@ impl Binder<'_> {
                 .table(*t)
                 .ok_or_else(|| Error::internal("table vanished from the catalog"))?;
             for p in &entry.properties {
-                if !names.contains(&p.name) {
+                if !names.contains(&p.name) && !kith_catalog::is_hidden(&p.name) {
                     names.push(p.name.clone());
                 }
             }
@@ -174,7 +174,7 @@ impl Binder<'_> {
     fn table_name(&self, table: TableId) -> Result<String> {
         self.catalog
             .table(table)
-            .map(|t| t.name.clone())
+            .map(|t| t.label.clone())
             .ok_or_else(|| Error::internal("table vanished from the catalog"))
     }
 

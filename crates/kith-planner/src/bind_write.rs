@@ -315,36 +315,27 @@ impl Binder<'_> {
         Ok((t, key.name.clone()))
     }
 
-    /// The table a label or rel type of CREATE or MERGE names.
-    fn write_table(&self, name: &ast::Ident) -> Result<&kith_catalog::TableEntry> {
-        self.catalog.table_by_name(&name.name).ok_or_else(|| {
-            not_supported(
-                name.span,
-                &format!(
-                    "creating table '{}' implicitly (schema-less CREATE/MERGE)",
-                    name.name
-                ),
-            )
-        })
-    }
-
-    /// Checks that every property given for `table` exists in the catalog.
+    /// Checks that every property given for a declared table exists (an
+    /// implicit table gains missing properties at run time).
     fn check_properties(
         &self,
-        table: kith_common::TableId,
+        table: &WriteTable,
         props: &[(String, usize)],
         span: Span,
     ) -> Result<()> {
+        let WriteTable::Declared(table) = table else {
+            return Ok(());
+        };
         let entry = self
             .catalog
-            .table(table)
+            .table(*table)
             .ok_or_else(|| Error::internal("write table vanished"))?;
         for (name, _) in props {
             if entry.property(name).is_none() {
-                return Err(not_supported(
+                return Err(semantic(
                     span,
-                    &format!(
-                        "adding property '{name}' to table '{}' implicitly (schema-less CREATE/MERGE)",
+                    format!(
+                        "table '{}' has no property '{name}' (declared tables are not extended implicitly; use ALTER TABLE)",
                         entry.name
                     ),
                 ));
@@ -353,19 +344,13 @@ impl Binder<'_> {
         Ok(())
     }
 
-    /// The one node table a node pattern of CREATE or MERGE names.
-    fn write_label(&self, node: &ast::NodePattern) -> Result<kith_common::TableId> {
+    /// The table a node pattern of CREATE or MERGE writes to: the declared
+    /// node table of its label, else the implicit table of the label (no
+    /// label: the table of unlabelled nodes).
+    fn write_label(&self, node: &ast::NodePattern) -> Result<WriteTable> {
         let label = match &node.labels {
             ast::LabelExpr::All(l) if l.len() == 1 => &l[0],
-            ast::LabelExpr::None => {
-                // openCypher allows unlabelled nodes; KithDB's schema needs a
-                // node table until schema-less CREATE exists.
-                return Err(Error::at(
-                    ErrorKind::NotSupported,
-                    node.span,
-                    "creating a node without a label is not supported yet: give it the label of a node table",
-                ));
-            }
+            ast::LabelExpr::None => return Ok(WriteTable::Implicit(String::new())),
             _ => {
                 return Err(not_supported(
                     node.span,
@@ -373,14 +358,42 @@ impl Binder<'_> {
                 ))
             }
         };
-        let t = self.write_table(label)?;
-        if !t.is_node() {
-            return Err(semantic(
-                label.span,
-                format!("'{}' is a rel table, not a node table", label.name),
-            ));
+        if let Some(t) = self
+            .catalog
+            .node_tables_labelled(&label.name)
+            .find(|t| !t.implicit)
+        {
+            return Ok(WriteTable::Declared(t.id));
         }
-        Ok(t.id)
+        if let Some(t) = self.catalog.table_by_name(&label.name) {
+            if t.is_rel() && !t.implicit {
+                return Err(semantic(
+                    label.span,
+                    format!("'{}' is a rel table, not a node table", label.name),
+                ));
+            }
+        }
+        Ok(WriteTable::Implicit(label.name.clone()))
+    }
+
+    /// The table a rel of CREATE writes to (see [`Binder::write_label`]).
+    fn write_rel_type(&self, ty: &ast::Ident) -> Result<WriteTable> {
+        if let Some(t) = self
+            .catalog
+            .rel_tables_typed(&ty.name)
+            .find(|t| !t.implicit)
+        {
+            return Ok(WriteTable::Declared(t.id));
+        }
+        if let Some(t) = self.catalog.table_by_name(&ty.name) {
+            if t.is_node() && !t.implicit {
+                return Err(semantic(
+                    ty.span,
+                    format!("'{}' is a node table, not a rel table", ty.name),
+                ));
+            }
+        }
+        Ok(WriteTable::Implicit(ty.name.clone()))
     }
 
     /// The `{k: v, ...}` map of a pattern, as (key, column) pairs.
@@ -434,7 +447,7 @@ impl Binder<'_> {
         }
         let table = self.write_label(node)?;
         let properties = self.write_properties(node.properties.as_ref(), scope)?;
-        self.check_properties(table, &properties, node.span)?;
+        self.check_properties(&table, &properties, node.span)?;
         let var = match &node.variable {
             Some(v) => v.name.clone(),
             None => {
@@ -485,22 +498,16 @@ impl Binder<'_> {
                         "a rel to create needs exactly one rel type",
                     ));
                 };
-                let t = self.write_table(ty)?;
-                if t.is_node() {
-                    return Err(semantic(
-                        ty.span,
-                        format!("'{}' is a node table, not a rel table", ty.name),
-                    ));
-                }
+                let table = self.write_rel_type(ty)?;
                 let (src, dst) = match rel.direction {
                     Direction::Right => (left.clone(), right.clone()),
                     Direction::Left => (right.clone(), left.clone()),
                     _ => return Err(semantic(rel.span, "a rel to create needs a direction")),
                 };
                 let properties = self.write_properties(rel.properties.as_ref(), scope)?;
-                self.check_properties(t.id, &properties, rel.span)?;
+                self.check_properties(&table, &properties, rel.span)?;
                 rels.push(CreateRel {
-                    table: t.id,
+                    table,
                     src,
                     dst,
                     properties,
@@ -532,20 +539,22 @@ impl Binder<'_> {
             }
         }
         let table = self.write_label(node)?;
-        let entry = self
-            .catalog
-            .table(table)
-            .ok_or_else(|| Error::internal("merge table vanished"))?;
-        let pk = entry
-            .primary_key()
-            .map(|p| p.name.clone())
-            .unwrap_or_default();
         let properties = self.write_properties(node.properties.as_ref(), scope)?;
-        if properties.len() != 1 || properties[0].0 != pk {
-            return Err(not_supported(
-                node.span,
-                &format!("MERGE on anything but the primary key '{pk}' alone (set other properties with ON CREATE SET)"),
-            ));
+        if let WriteTable::Declared(id) = &table {
+            let entry = self
+                .catalog
+                .table(*id)
+                .ok_or_else(|| Error::internal("merge table vanished"))?;
+            let pk = entry
+                .primary_key()
+                .map(|p| p.name.clone())
+                .unwrap_or_default();
+            if properties.len() != 1 || properties[0].0 != pk {
+                return Err(not_supported(
+                    node.span,
+                    &format!("MERGE on anything but the primary key '{pk}' alone (set other properties with ON CREATE SET)"),
+                ));
+            }
         }
         let var = match &node.variable {
             Some(v) => v.name.clone(),
@@ -577,8 +586,8 @@ impl Binder<'_> {
         };
         let on_create = sets(on_create)?;
         let on_match = sets(on_match)?;
-        self.check_properties(table, &on_create, span)?;
-        self.check_properties(table, &on_match, span)?;
+        self.check_properties(&table, &on_create, span)?;
+        self.check_properties(&table, &on_match, span)?;
         scope.created.insert(var.clone());
         Ok(WriteClause::MergeNode {
             node: CreateNode {

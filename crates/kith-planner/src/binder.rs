@@ -539,20 +539,25 @@ impl<'a> Binder<'a> {
             }
             ast::LabelExpr::All(l) | ast::LabelExpr::Any(l) => l,
         };
-        names
-            .iter()
-            .map(|n| {
-                let t = self.table(n)?;
-                if !t.is_node() {
-                    return Err(Error::at(
-                        ErrorKind::Semantic,
-                        n.span,
-                        format!("'{}' is a rel table, not a node table", n.name),
-                    ));
+        // A label no table has matches nothing (openCypher); naming a
+        // declared rel table is an error.
+        let mut out = Vec::new();
+        for n in names {
+            let before = out.len();
+            out.extend(self.catalog.node_tables_labelled(&n.name).map(|t| t.id));
+            if out.len() == before {
+                if let Some(t) = self.catalog.table_by_name(&n.name) {
+                    if t.is_rel() && !t.implicit {
+                        return Err(Error::at(
+                            ErrorKind::Semantic,
+                            n.span,
+                            format!("'{}' is a rel table, not a node table", n.name),
+                        ));
+                    }
                 }
-                Ok(t.id)
-            })
-            .collect()
+            }
+        }
+        Ok(out)
     }
 
     fn bind_node(
@@ -703,20 +708,23 @@ impl<'a> Binder<'a> {
             let tables: Vec<TableId> = if rel.types.is_empty() {
                 self.catalog.rel_tables().map(|t| t.id).collect()
             } else {
-                rel.types
-                    .iter()
-                    .map(|n| {
-                        let t = self.table(n)?;
-                        if !t.is_rel() {
-                            return Err(Error::at(
-                                ErrorKind::Semantic,
-                                n.span,
-                                format!("'{}' is a node table, not a rel table", n.name),
-                            ));
+                let mut out = Vec::new();
+                for n in &rel.types {
+                    let before = out.len();
+                    out.extend(self.catalog.rel_tables_typed(&n.name).map(|t| t.id));
+                    if out.len() == before {
+                        if let Some(t) = self.catalog.table_by_name(&n.name) {
+                            if t.is_node() && !t.implicit {
+                                return Err(Error::at(
+                                    ErrorKind::Semantic,
+                                    n.span,
+                                    format!("'{}' is a node table, not a rel table", n.name),
+                                ));
+                            }
                         }
-                        Ok(t.id)
-                    })
-                    .collect::<Result<_>>()?
+                    }
+                }
+                out
             };
             let name = match &rel.variable {
                 Some(v) => {
@@ -982,6 +990,7 @@ impl<'a> Binder<'a> {
         // ORDER BY sees the projected aliases and (without aggregation or
         // DISTINCT) the variables before the projection.
         self.aliases = outputs.clone();
+        let projected_aggregates = self.aggregates.as_ref().map_or(0, |a| a.len());
         let order: Result<Vec<BoundSortKey>> = proj
             .order_by
             .iter()
@@ -995,6 +1004,14 @@ impl<'a> Binder<'a> {
         self.aliases.clear();
         let mut order_by = order?;
         let aggregates = self.aggregates.take().unwrap_or_default();
+        if projected_aggregates == 0 && !aggregates.is_empty() {
+            let span = order_by.first().map_or(proj.span, |k| k.expr.span);
+            return Err(Error::at(
+                ErrorKind::Semantic,
+                span,
+                format!("ORDER BY cannot aggregate when {what} does not (invalid aggregation)"),
+            ));
+        }
         let mut group_keys: Vec<(BoundExpr, SlotId)> = Vec::new();
         if !aggregates.is_empty() {
             // Non-aggregate items become grouping keys computed into slots.
@@ -1007,7 +1024,21 @@ impl<'a> Binder<'a> {
                     group_keys.push((key, slot));
                 }
             }
+            // Only simple grouping keys (a variable or a property) may be
+            // used around an aggregate: `a.x + b.x + count(*)` with the key
+            // `a.x + b.x` is ambiguous in openCypher. Other keys get a
+            // target that matches nothing.
             let targets: Vec<BoundExpr> = group_keys.iter().map(|(k, _)| strip(k)).collect();
+            let simple_targets: Vec<BoundExpr> = group_keys
+                .iter()
+                .map(|(k, _)| match strip(k) {
+                    k @ BoundExpr {
+                        kind: BoundExprKind::Slot(_),
+                        ..
+                    } => k,
+                    k => BoundExpr::literal(Value::String("\u{1}complex key".into()), k.span),
+                })
+                .collect();
             let allowed: Vec<SlotId> = group_keys
                 .iter()
                 .map(|k| k.1)
@@ -1019,7 +1050,7 @@ impl<'a> Binder<'a> {
                 if !has_agg[idx] {
                     continue;
                 }
-                *e = substitute(e, &targets, &|i, orig| {
+                *e = substitute(e, &simple_targets, &|i, orig| {
                     BoundExpr::slot(group_keys[i].1, orig.ty.clone(), orig.span)
                 });
                 let mut slots = Vec::new();
@@ -1234,6 +1265,14 @@ impl<'a> Binder<'a> {
                         }
                     }
                 }
+            }
+            // Schema-less: a property no implicit table has (yet) reads NULL.
+            let implicit = tables
+                .iter()
+                .filter_map(|t| catalog.table(*t))
+                .all(|t| t.implicit);
+            if ty.is_none() && implicit {
+                return Ok(LogicalType::Any);
             }
             ty.ok_or_else(|| {
                 let names: Vec<&str> = tables

@@ -236,18 +236,30 @@ pub struct RelRef {
     pub dst: usize,
 }
 
+/// The table a CREATE or MERGE writes to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WriteTable {
+    /// A declared table: its schema is strict.
+    Declared(TableId),
+    /// Schema-less: the implicit table of this label (node; "" for no
+    /// label) or rel type, found or created at run time, where missing
+    /// properties are added too. A rel's table also depends on the tables
+    /// of its endpoints.
+    Implicit(String),
+}
+
 /// A node a CREATE or MERGE makes: property name -> input column.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CreateNode {
     /// The variable (anonymous nodes get a hidden name).
     pub var: String,
-    pub table: TableId,
+    pub table: WriteTable,
     pub properties: Vec<(String, usize)>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct CreateRel {
-    pub table: TableId,
+    pub table: WriteTable,
     pub src: NodeRef,
     pub dst: NodeRef,
     pub properties: Vec<(String, usize)>,
@@ -276,7 +288,8 @@ pub enum WriteClause {
         nodes: Vec<CreateNode>,
         rels: Vec<CreateRel>,
     },
-    /// A node matched by primary key (the only property of the pattern), or
+    /// A node matched by primary key (the only property of the pattern) of a
+    /// declared table, or by all its properties in an implicit table;
     /// created when absent.
     MergeNode {
         node: CreateNode,

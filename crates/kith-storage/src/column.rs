@@ -12,7 +12,7 @@ use std::sync::Arc;
 use kith_common::codec::{Decoder, Encoder};
 use kith_common::constants::PAGE_SIZE;
 use kith_common::{
-    Error, InternalId, Interval, LogicalType, PhysicalType, Result, ValueVector, VectorData,
+    Error, InternalId, Interval, LogicalType, PhysicalType, Result, Value, ValueVector, VectorData,
 };
 use kith_pager::{OwnedPin, PageIdx, Pager};
 
@@ -132,6 +132,7 @@ fn physical_from_tag(t: u8) -> Result<PhysicalType> {
         11 => PhysicalType::String,
         12 => PhysicalType::Interval,
         13 => PhysicalType::InternalId,
+        14 => PhysicalType::Value,
         _ => return Err(Error::corruption(format!("unknown physical type tag {t}"))),
     })
 }
@@ -196,9 +197,9 @@ impl ColumnChunk {
         count: usize,
     ) -> Result<ColumnChunk> {
         let physical = vector.ty.physical();
-        if physical == PhysicalType::Value {
-            return Err(Error::not_supported(format!(
-                "storing {} columns is not supported yet",
+        if physical == PhysicalType::Value && !matches!(vector.data, VectorData::Value(_)) {
+            return Err(Error::internal(format!(
+                "{} column given as a typed vector",
                 vector.ty
             )));
         }
@@ -220,6 +221,27 @@ impl ColumnChunk {
         };
         let is_null = |idx: usize| any_null && (null_words[idx / 64] >> (idx % 64)) & 1 == 1;
         let (encoding, data) = match &vector.data {
+            // Variant values: each one encoded (`Encoder::value`) into a byte
+            // heap, laid out like strings.
+            VectorData::Value(values) => {
+                let mut e = Encoder::new();
+                let mut ends = ValueVector::new(LogicalType::UInt64, count);
+                if let VectorData::U64(out) = &mut ends.data {
+                    for (idx, end) in out.iter_mut().enumerate() {
+                        if !is_null(idx) {
+                            e.value(&values[start + idx])?;
+                        }
+                        *end = e.buf.len() as u64;
+                    }
+                }
+                let ends = ColumnChunk::write(pager, &ends, 0, count)?;
+                (
+                    Encoding::Strings {
+                        ends: Box::new(ends),
+                    },
+                    PageRun::write(pager, &e.buf)?,
+                )
+            }
             VectorData::Str(strings) => {
                 let first_valid = (0..count).find(|&i| !is_null(i));
                 let constant = first_valid.is_some_and(|f| {
@@ -543,6 +565,17 @@ impl PinnedColumn {
                     return Err(Error::internal("string ends not u64"));
                 };
                 let heap: &[u8] = self.data.as_deref().unwrap_or(&[]);
+                if let VectorData::Value(o) = &mut out.data {
+                    for idx in 0..count {
+                        let bytes = &heap[e[idx] as usize..e[idx + 1] as usize];
+                        o[out_pos + idx] = if bytes.is_empty() {
+                            Value::Null
+                        } else {
+                            Decoder::new(bytes).value()?
+                        };
+                    }
+                    return Ok(());
+                }
                 let VectorData::Str(o) = &mut out.data else {
                     return Err(Error::internal("string chunk read into wrong vector type"));
                 };
@@ -739,6 +772,16 @@ mod tests {
         fn string_round_trip(v in prop::collection::vec(prop::option::weighted(0.8, "[a-zé]{0,12}"), 0..200), s in 0usize..10) {
             let vals: Vec<Option<Value>> = v.into_iter().map(|x| x.map(Value::String)).collect();
             round_trip(LogicalType::String, &vals, s);
+        }
+
+        #[test]
+        fn variant_round_trip(v in prop::collection::vec(prop::option::weighted(0.8, prop_oneof![
+            any::<i64>().prop_map(Value::Int64),
+            "[a-z]{0,6}".prop_map(Value::String),
+            any::<bool>().prop_map(Value::Bool),
+            prop::collection::vec(any::<i32>().prop_map(|x| Value::Int64(x.into())), 0..4).prop_map(Value::List),
+        ]), 0..200), s in 0usize..10) {
+            round_trip(LogicalType::Any, &v, s);
         }
 
         #[test]

@@ -151,6 +151,14 @@ pub fn coerce_value(v: &Value, ty: &LogicalType) -> Option<Value> {
     if v.is_null() {
         return Some(Value::Null);
     }
+    if *ty == LogicalType::Any {
+        // A variant column takes every property value (entities are not
+        // property values).
+        return match v {
+            Value::InternalId(_) | Value::Node(_) | Value::Rel(_) | Value::Path(_) => None,
+            _ => Some(v.clone()),
+        };
+    }
     if v.logical_type() == *ty {
         return Some(v.clone());
     }
@@ -176,6 +184,28 @@ pub fn coerce_value(v: &Value, ty: &LogicalType) -> Option<Value> {
         LogicalType::Float => Value::Float(int()? as f32),
         _ => return None,
     })
+}
+
+/// Cypher equality of two non-NULL property values for MERGE: numbers compare
+/// by value across types (1 = 1.0), lists element-wise, others exactly.
+fn property_equals(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::List(x), Value::List(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| property_equals(a, b))
+        }
+        _ if a.is_null() || b.is_null() => false,
+        _ => match (a.as_f64(), b.as_f64()) {
+            (Some(x), Some(y))
+                if a.logical_type().is_numeric() && b.logical_type().is_numeric() =>
+            {
+                match (a.as_i64(), b.as_i64()) {
+                    (Some(i), Some(j)) => i == j,
+                    _ => x == y,
+                }
+            }
+            _ => a == b,
+        },
+    }
 }
 
 fn key_kind(ty: &LogicalType) -> KeyKind {
@@ -409,6 +439,175 @@ impl WriteTxn<'_> {
         }
     }
 
+    /// Creates the empty storage of `table`, which this transaction's
+    /// catalog has just gained (DDL or an implicit table of a schema-less
+    /// write).
+    pub fn create_table_storage(&mut self, table: TableId) -> Result<()> {
+        let entry = self.entry(table)?;
+        let ids: Vec<PropertyId> = entry.properties.iter().map(|p| p.id).collect();
+        let data = match &entry.kind {
+            TableKind::Node(info) => TableData::Node(NodeTableData::empty(ids, info.primary_key)),
+            TableKind::Rel(_) => TableData::Rel(RelTableData::empty(ids)),
+        };
+        self.tables.insert(table, Arc::new(data));
+        Ok(())
+    }
+
+    /// Adds the storage of `property`, which this transaction's catalog entry
+    /// of `table` has just gained: an all-NULL chunk in every node group (or
+    /// both CSR directions' groups), so existing rows read NULL.
+    /// Cost: one chunk write per group.
+    pub fn add_column(&mut self, table: TableId, property: PropertyId) -> Result<()> {
+        self.flush_pending()?;
+        let entry = self.entry(table)?;
+        let ty = entry
+            .properties
+            .iter()
+            .find(|p| p.id == property)
+            .map(|p| p.ty.clone())
+            .ok_or_else(|| Error::internal("added property missing from the catalog"))?;
+        let nulls = |n: u64| {
+            let mut v = ValueVector::new(ty.clone(), n as usize);
+            for i in 0..n as usize {
+                v.set_null(i, true);
+            }
+            v
+        };
+        if entry.is_node() {
+            let mut data = self.node_data(table)?;
+            for g in 0..data.groups.len() {
+                let chunk = self.write_chunk(&nulls(data.groups[g].num_rows))?;
+                data.groups[g].columns.push(chunk);
+            }
+            data.column_ids.push(property);
+            self.tables.insert(table, Arc::new(TableData::Node(data)));
+        } else {
+            let mut data = self.rel_data(table)?;
+            for csr in [&mut data.fwd, &mut data.bwd] {
+                for g in csr.groups.iter_mut() {
+                    let c = ColumnChunk::write(
+                        self.pager(),
+                        &nulls(g.num_rels),
+                        0,
+                        g.num_rels as usize,
+                    )?;
+                    self.local.track(&c);
+                    g.properties.push(c);
+                }
+            }
+            data.column_ids.push(property);
+            self.tables.insert(table, Arc::new(TableData::Rel(data)));
+        }
+        Ok(())
+    }
+
+    /// Turns the column of `property` into a variant (ANY) column, keeping
+    /// every value with its own type: a schema-less property that has been
+    /// written with values of different types. Cost: every chunk of the
+    /// column is rewritten.
+    pub fn widen_to_any(&mut self, table: TableId, property: PropertyId) -> Result<()> {
+        self.flush_pending()?;
+        let entry = self.entry(table)?;
+        let Some(pos) = entry.properties.iter().position(|p| p.id == property) else {
+            return Err(Error::internal("widened property missing from the catalog"));
+        };
+        let old_ty = entry.properties[pos].ty.clone();
+        let pager = Arc::clone(self.pager());
+        let widen = |old: &ColumnChunk, n: u64| -> Result<ValueVector> {
+            let mut v = ValueVector::new(old_ty.clone(), n as usize);
+            old.pin(&pager)?.read(0, n as usize, &mut v, 0)?;
+            let mut any = ValueVector::new(LogicalType::Any, n as usize);
+            for i in 0..n as usize {
+                any.set_value(i, &v.get_value(i));
+            }
+            Ok(any)
+        };
+        if entry.is_node() {
+            let mut data = self.node_data(table)?;
+            let c = data
+                .column_of(property)
+                .ok_or_else(|| Error::internal("widened property has no column"))?;
+            for g in 0..data.groups.len() {
+                let any = widen(&data.groups[g].columns[c], data.groups[g].num_rows)?;
+                let chunk = self.write_chunk(&any)?;
+                let old = std::mem::replace(&mut data.groups[g].columns[c], chunk);
+                self.retire(&chunk_pages(&[old]));
+            }
+            self.tables.insert(table, Arc::new(TableData::Node(data)));
+        } else {
+            let mut data = self.rel_data(table)?;
+            let c = data
+                .column_of(property)
+                .ok_or_else(|| Error::internal("widened property has no column"))?;
+            let mut retired = Vec::new();
+            for csr in [&mut data.fwd, &mut data.bwd] {
+                for g in csr.groups.iter_mut() {
+                    let any = widen(&g.properties[c], g.num_rels)?;
+                    let chunk = ColumnChunk::write(&pager, &any, 0, any.len())?;
+                    self.local.track(&chunk);
+                    retired.push(std::mem::replace(&mut g.properties[c], chunk));
+                }
+            }
+            self.retire(&chunk_pages(&retired));
+            self.tables.insert(table, Arc::new(TableData::Rel(data)));
+        }
+        self.catalog
+            .set_property_type(table, property, LogicalType::Any)
+    }
+
+    /// Offsets of the live nodes of `table` whose properties equal `props`
+    /// (MERGE on an implicit table, which has no key to look up). A NULL in
+    /// `props` matches nothing. Cost: a scan of the given columns.
+    pub fn find_nodes(
+        &mut self,
+        table: TableId,
+        props: &[(PropertyId, Value)],
+    ) -> Result<Vec<u64>> {
+        self.flush_pending()?;
+        if props.iter().any(|(_, v)| v.is_null()) {
+            return Ok(Vec::new());
+        }
+        let entry = self.entry(table)?;
+        let data = self.node_data(table)?;
+        let pager = Arc::clone(self.pager());
+        let mut cols = Vec::with_capacity(props.len());
+        for (p, v) in props {
+            let c = data
+                .column_of(*p)
+                .ok_or_else(|| Error::internal("merged property has no column"))?;
+            let ty = entry
+                .properties
+                .iter()
+                .find(|q| q.id == *p)
+                .map(|q| q.ty.clone())
+                .ok_or_else(|| Error::internal("merged property missing"))?;
+            cols.push((c, ty, v));
+        }
+        let mut out = Vec::new();
+        let mut first = 0u64;
+        for (g, group) in data.groups.iter().enumerate() {
+            let n = group.num_rows as usize;
+            let mut keep: Vec<bool> = (0..n as u64)
+                .map(|l| !group.deleted.as_ref().is_some_and(|d| d.contains(l)))
+                .collect();
+            for (c, ty, want) in &cols {
+                let mut v = ValueVector::new(ty.clone(), n);
+                data.pin_column(&pager, g, *c)?.read(0, n, &mut v, 0)?;
+                for (i, k) in keep.iter_mut().enumerate() {
+                    *k = *k && property_equals(&v.get_value(i), want);
+                }
+            }
+            out.extend(
+                keep.iter()
+                    .enumerate()
+                    .filter(|(_, k)| **k)
+                    .map(|(i, _)| first + i as u64),
+            );
+            first += group.num_rows;
+        }
+        Ok(out)
+    }
+
     /// The live node of `table` whose primary key is `key`, as this
     /// transaction sees it (for MERGE and for resolving rel endpoints).
     pub fn lookup_pk(&self, table: TableId, key: &Value) -> Result<Option<u64>> {
@@ -445,6 +644,21 @@ impl WriteTxn<'_> {
                 kith_common::ids::MAX_TABLE_ROWS
             )));
         }
+        // An implicit table's hidden serial key: the row's offset.
+        let serial_rows;
+        let rows = if entry.implicit {
+            let first = data.num_rows + self.local.pending_rows(table);
+            let mut owned = rows.to_vec();
+            for (i, row) in owned.iter_mut().enumerate() {
+                if let Some(k) = row.get_mut(pk_prop) {
+                    *k = Value::Int64((first + i as u64) as i64);
+                }
+            }
+            serial_rows = owned;
+            &serial_rows[..]
+        } else {
+            rows
+        };
         let new_cols = coerce_rows(&entry, rows, &types, |p| data.column_of(p), "table")?;
 
         // Primary keys.

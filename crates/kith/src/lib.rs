@@ -6,6 +6,7 @@
 
 mod copy_arrow;
 mod database;
+mod implicit_schema;
 mod result;
 mod statement;
 mod write;

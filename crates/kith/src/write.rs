@@ -8,11 +8,14 @@ use std::sync::Arc;
 
 use kith_catalog::TableEntry;
 use kith_common::{Error, Result, TableId, Value};
-use kith_planner::bound::{BoundWrite, CreateNode, NodeRef, RelRef, SetTarget, WriteClause};
+use kith_planner::bound::{
+    BoundWrite, CreateNode, CreateRel, NodeRef, RelRef, SetTarget, WriteClause, WriteTable,
+};
 use kith_sched::CancelToken;
 use kith_storage::WriteTxn;
 
 use crate::database::{Connection, Settings};
+use crate::implicit_schema::{self, entry};
 use crate::result::QueryResult;
 
 /// A node as (table, offset); created nodes per input row by variable.
@@ -46,13 +49,6 @@ pub(crate) fn run_write(
         silent: true,
         ..QueryResult::default()
     })
-}
-
-fn entry(txn: &WriteTxn<'_>, table: TableId) -> Result<TableEntry> {
-    txn.catalog
-        .table(table)
-        .cloned()
-        .ok_or_else(|| Error::internal(format!("no table with id {}", table.0)))
 }
 
 fn property_id(entry: &TableEntry, name: &str) -> Result<kith_catalog::PropertyId> {
@@ -110,9 +106,34 @@ fn set_node(
     name: &str,
     value: &Value,
 ) -> Result<()> {
+    if value.is_null() && entry(txn, table)?.property(name).is_none() {
+        // Removing a property an implicit table never had: nothing to do.
+        return Ok(());
+    }
+    implicit_schema::ensure_property(txn, table, name, std::iter::once(value))?;
     let e = entry(txn, table)?;
     let p = property_id(&e, name)?;
     txn.update_node_property(table, offset, p, value)
+}
+
+/// Adds the columns implicit table `table` lacks for `props` (values from
+/// the rows with `which` set).
+fn ensure_properties(
+    txn: &mut WriteTxn<'_>,
+    table: TableId,
+    props: &[(String, usize)],
+    rows: &[Vec<Value>],
+    which: &[bool],
+) -> Result<()> {
+    for (name, col) in props {
+        let values = rows
+            .iter()
+            .zip(which)
+            .filter(|(_, w)| **w)
+            .map(|(r, _)| &r[*col]);
+        implicit_schema::ensure_property(txn, table, name, values)?;
+    }
+    Ok(())
 }
 
 fn apply(
@@ -127,38 +148,7 @@ fn apply(
                 create_nodes(txn, n, rows, env)?;
             }
             for r in rels {
-                let e = entry(txn, r.table)?;
-                let info = e
-                    .rel_info()
-                    .ok_or_else(|| Error::internal("rel table without rel info"))?
-                    .clone();
-                let mut src = Vec::with_capacity(rows.len());
-                let mut dst = Vec::with_capacity(rows.len());
-                let mut props = Vec::with_capacity(rows.len());
-                for (row, env) in rows.iter().zip(env.iter()) {
-                    for (side, nref, want, out) in [
-                        ("source", &r.src, info.src, &mut src),
-                        ("destination", &r.dst, info.dst, &mut dst),
-                    ] {
-                        let Some((t, o)) = resolve(nref, row, env)? else {
-                            return Err(Error::runtime(format!(
-                                "cannot create a rel in '{}': its {side} node is NULL",
-                                e.name
-                            )));
-                        };
-                        if t != want {
-                            let want_name = entry(txn, want)?.name;
-                            let got = entry(txn, t)?.name;
-                            return Err(Error::runtime(format!(
-                                "cannot create a rel in '{}': its {side} must be a '{want_name}' node, not '{got}'",
-                                e.name
-                            )));
-                        }
-                        out.push(o);
-                    }
-                    props.push(property_row(&e, &r.properties, row)?);
-                }
-                txn.insert_rels(r.table, &src, &dst, &props)?;
+                create_rels(txn, r, rows, env)?;
             }
         }
         WriteClause::MergeNode {
@@ -166,30 +156,57 @@ fn apply(
             on_create,
             on_match,
         } => {
-            let e = entry(txn, node.table)?;
+            let table = implicit_schema::node_table(txn, &node.table)?;
+            let implicit = matches!(node.table, WriteTable::Implicit(_));
             for (row, env) in rows.iter().zip(env.iter_mut()) {
-                let key = &row[node.properties[0].1];
-                if key.is_null() {
-                    return Err(Error::runtime(format!(
-                        "cannot MERGE a '{}' node with a NULL primary key",
-                        e.name
-                    )));
-                }
-                let offset = match txn.lookup_pk(node.table, key)? {
-                    Some(o) => {
-                        for (name, col) in on_match {
-                            set_node(txn, (node.table, o), name, &row[*col])?;
+                let found = if implicit {
+                    let mut probe = Vec::with_capacity(node.properties.len());
+                    let e = entry(txn, table)?;
+                    let mut absent = false;
+                    for (name, col) in &node.properties {
+                        match e.property(name) {
+                            Some(p) => probe.push((p.id, row[*col].clone())),
+                            None => absent = true,
                         }
-                        o
                     }
-                    None => {
+                    if absent {
+                        Vec::new()
+                    } else {
+                        txn.find_nodes(table, &probe)?
+                    }
+                } else {
+                    let key = &row[node.properties[0].1];
+                    if key.is_null() {
+                        return Err(Error::runtime(format!(
+                            "cannot MERGE a '{}' node with a NULL primary key",
+                            entry(txn, table)?.name
+                        )));
+                    }
+                    txn.lookup_pk(table, key)?.into_iter().collect()
+                };
+                let offset = match found.as_slice() {
+                    [] => {
                         let mut props = node.properties.clone();
                         props.extend(on_create.iter().cloned());
+                        ensure_properties(txn, table, &props, std::slice::from_ref(row), &[true])?;
+                        let e = entry(txn, table)?;
                         let values = property_row(&e, &props, row)?;
-                        txn.insert_nodes(node.table, &[values])?[0]
+                        txn.insert_nodes(table, &[values])?[0]
+                    }
+                    [o] => {
+                        for (name, col) in on_match {
+                            set_node(txn, (table, *o), name, &row[*col])?;
+                        }
+                        *o
+                    }
+                    several => {
+                        return Err(Error::not_supported(format!(
+                            "MERGE matched {} nodes; binding several matches is not supported yet",
+                            several.len()
+                        )))
                     }
                 };
-                env.insert(node.var.clone(), (node.table, offset));
+                env.insert(node.var.clone(), (table, offset));
             }
         }
         WriteClause::Set(items) => {
@@ -204,6 +221,16 @@ fn apply(
                         }
                         SetTarget::Rel(r) => {
                             if let Some((t, src, dst, id)) = resolve_rel(r, row)? {
+                                if value.is_null() && entry(txn, t)?.property(&s.property).is_none()
+                                {
+                                    continue;
+                                }
+                                implicit_schema::ensure_property(
+                                    txn,
+                                    t,
+                                    &s.property,
+                                    std::iter::once(value),
+                                )?;
                                 let e = entry(txn, t)?;
                                 let p = property_id(&e, &s.property)?;
                                 txn.update_rel_property(t, src, dst, id, p, value)?;
@@ -252,14 +279,83 @@ fn create_nodes(
     rows: &[Vec<Value>],
     env: &mut Env,
 ) -> Result<()> {
-    let e = entry(txn, n.table)?;
+    let table = implicit_schema::node_table(txn, &n.table)?;
+    ensure_properties(txn, table, &n.properties, rows, &vec![true; rows.len()])?;
+    let e = entry(txn, table)?;
     let values: Vec<Vec<Value>> = rows
         .iter()
         .map(|row| property_row(&e, &n.properties, row))
         .collect::<Result<_>>()?;
-    let offsets = txn.insert_nodes(n.table, &values)?;
+    let offsets = txn.insert_nodes(table, &values)?;
     for (env, o) in env.iter_mut().zip(offsets) {
-        env.insert(n.var.clone(), (n.table, o));
+        env.insert(n.var.clone(), (table, o));
+    }
+    Ok(())
+}
+
+/// Inserts one rel per input row; rows are grouped by the rel table their
+/// endpoints' tables select (several for an implicit rel type).
+fn create_rels(
+    txn: &mut WriteTxn<'_>,
+    r: &CreateRel,
+    rows: &[Vec<Value>],
+    env: &Env,
+) -> Result<()> {
+    // (src node, dst node) per row.
+    let mut ends = Vec::with_capacity(rows.len());
+    for (row, env) in rows.iter().zip(env.iter()) {
+        let mut pair = [(TableId(0), 0u64); 2];
+        for (i, (side, nref)) in [("source", &r.src), ("destination", &r.dst)]
+            .into_iter()
+            .enumerate()
+        {
+            let Some(node) = resolve(nref, row, env)? else {
+                return Err(Error::runtime(format!(
+                    "cannot create a rel: its {side} node is NULL"
+                )));
+            };
+            pair[i] = node;
+        }
+        ends.push(pair);
+    }
+    let mut by_table: BTreeMap<TableId, Vec<usize>> = BTreeMap::new();
+    for (i, [s, d]) in ends.iter().enumerate() {
+        let t = implicit_schema::rel_table(txn, &r.table, s.0, d.0)?;
+        by_table.entry(t).or_default().push(i);
+    }
+    for (table, idx) in by_table {
+        let mut which = vec![false; rows.len()];
+        for &i in &idx {
+            which[i] = true;
+        }
+        ensure_properties(txn, table, &r.properties, rows, &which)?;
+        let e = entry(txn, table)?;
+        let info = e
+            .rel_info()
+            .ok_or_else(|| Error::internal("rel table without rel info"))?
+            .clone();
+        let mut src = Vec::with_capacity(idx.len());
+        let mut dst = Vec::with_capacity(idx.len());
+        let mut props = Vec::with_capacity(idx.len());
+        for &i in &idx {
+            let [s, d] = ends[i];
+            for (side, (t, o), want, out) in [
+                ("source", s, info.src, &mut src),
+                ("destination", d, info.dst, &mut dst),
+            ] {
+                if t != want {
+                    let want_name = entry(txn, want)?.name;
+                    let got = entry(txn, t)?.name;
+                    return Err(Error::runtime(format!(
+                        "cannot create a rel in '{}': its {side} must be a '{want_name}' node, not '{got}'",
+                        e.name
+                    )));
+                }
+                out.push(o);
+            }
+            props.push(property_row(&e, &r.properties, &rows[i])?);
+        }
+        txn.insert_rels(table, &src, &dst, &props)?;
     }
     Ok(())
 }

@@ -7,9 +7,9 @@
 //! CREATE NODE TABLE P(id INT64, PRIMARY KEY(id))
 //!
 //! statement error
-//! MATCH (a:Nope) RETURN a.x
+//! MATCH (a:P) RETURN a.x
 //! ----
-//! table 'Nope' does not exist          <- substring of the error message
+//! property 'x' does not exist          <- substring of the error message
 //!
 //! query rowsort                         <- or `query` for an exact order
 //! MATCH (a:P) RETURN a.id, a.name

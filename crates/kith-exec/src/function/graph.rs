@@ -156,6 +156,8 @@ fn label(args: &[Value]) -> Result<Value> {
 fn labels(args: &[Value]) -> Result<Value> {
     Ok(match table_name(args)? {
         Value::Null => Value::Null,
+        // The table of unlabelled nodes.
+        Value::String(s) if s.is_empty() => Value::List(Vec::new()),
         v => Value::List(vec![v]),
     })
 }
