@@ -170,6 +170,7 @@ impl Encoder {
                     self.value(val)?;
                 }
             }
+            Value::InternalId(_) | Value::Node(_) | Value::Rel(_) | Value::Path(_) => {
                 return Err(Error::type_error(format!(
                     "{v} cannot be stored as a property value"
                 )))
