@@ -229,9 +229,15 @@ pub fn to_json(value: &Value) -> Json {
         Value::Float(v) => float_json(v.to_string().parse::<f64>().unwrap_or(f64::from(*v))),
         Value::Double(v) => float_json(*v),
         Value::String(s) => Json::String(s.clone()),
-        Value::Date(_) | Value::Timestamp(_) | Value::Interval(_) | Value::InternalId(_) => {
-            Json::String(value.to_string())
-        }
+        Value::Date(_)
+        | Value::Timestamp(_)
+        | Value::Interval(_)
+        | Value::LocalTime(_)
+        | Value::Time(_)
+        | Value::LocalDateTime(_)
+        | Value::DateTime(_)
+        | Value::Duration(_)
+        | Value::InternalId(_) => Json::String(value.to_string()),
         Value::List(items) => Json::Array(items.iter().map(to_json).collect()),
         Value::Struct(fields) => {
             let mut obj = Map::new();

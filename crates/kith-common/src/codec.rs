@@ -4,6 +4,7 @@
 //! input is a corruption error.
 
 use crate::error::{Error, Result};
+use crate::temporal::{DateTime, Duration, LocalDateTime, LocalTime, Time, ZoneId};
 use crate::types::LogicalType;
 use crate::value::Value;
 use crate::{Date, Interval, Timestamp};
@@ -23,6 +24,11 @@ const V_INTERVAL: u8 = 10;
 const V_FLOAT: u8 = 11;
 const V_STRUCT: u8 = 12;
 const V_INT_SMALL: u8 = 13;
+const V_LOCAL_TIME: u8 = 14;
+const V_TIME: u8 = 15;
+const V_LOCAL_DATETIME: u8 = 16;
+const V_DATETIME: u8 = 17;
+const V_DURATION: u8 = 18;
 
 #[derive(Debug, Default, Clone)]
 pub struct Encoder {
@@ -169,6 +175,34 @@ impl Encoder {
                     self.str(k);
                     self.value(val)?;
                 }
+            }
+            Value::LocalTime(t) => {
+                self.u8(V_LOCAL_TIME);
+                self.i64(t.0);
+            }
+            Value::Time(t) => {
+                self.u8(V_TIME);
+                self.i64(t.time.0);
+                self.u32(t.offset as u32);
+            }
+            Value::LocalDateTime(t) => {
+                self.u8(V_LOCAL_DATETIME);
+                self.u32(t.date.0 as u32);
+                self.i64(t.time.0);
+            }
+            Value::DateTime(t) => {
+                self.u8(V_DATETIME);
+                self.u32(t.local.date.0 as u32);
+                self.i64(t.local.time.0);
+                self.u32(t.offset as u32);
+                self.str(t.zone.map_or("", |z| z.name()));
+            }
+            Value::Duration(d) => {
+                self.u8(V_DURATION);
+                self.u32(d.months as u32);
+                self.u32(d.days as u32);
+                self.i64(d.seconds);
+                self.u32(d.nanos as u32);
             }
             Value::InternalId(_) | Value::Node(_) | Value::Rel(_) | Value::Path(_) => {
                 return Err(Error::type_error(format!(
@@ -328,6 +362,42 @@ impl<'a> Decoder<'a> {
                 }
                 Value::Struct(fields)
             }
+            V_LOCAL_TIME => Value::LocalTime(LocalTime(self.i64()?)),
+            V_TIME => Value::Time(Time {
+                time: LocalTime(self.i64()?),
+                offset: self.u32()? as i32,
+            }),
+            V_LOCAL_DATETIME => Value::LocalDateTime(LocalDateTime {
+                date: Date(self.u32()? as i32),
+                time: LocalTime(self.i64()?),
+            }),
+            V_DATETIME => {
+                let local = LocalDateTime {
+                    date: Date(self.u32()? as i32),
+                    time: LocalTime(self.i64()?),
+                };
+                let offset = self.u32()? as i32;
+                let name = self.str()?;
+                let zone =
+                    if name.is_empty() {
+                        None
+                    } else {
+                        Some(ZoneId::parse(&name).ok_or_else(|| {
+                            Error::corruption(format!("unknown time zone '{name}'"))
+                        })?)
+                    };
+                Value::DateTime(DateTime {
+                    local,
+                    offset,
+                    zone,
+                })
+            }
+            V_DURATION => Value::Duration(Duration {
+                months: self.u32()? as i32,
+                days: self.u32()? as i32,
+                seconds: self.i64()?,
+                nanos: self.u32()? as i32,
+            }),
             t => return Err(Error::corruption(format!("unknown value tag {t}"))),
         })
     }

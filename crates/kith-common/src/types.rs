@@ -25,6 +25,16 @@ pub enum LogicalType {
     /// Microseconds since 1970-01-01 00:00:00 UTC.
     Timestamp,
     Interval,
+    /// openCypher LOCAL TIME: nanoseconds since midnight.
+    LocalTime,
+    /// openCypher ZONED TIME: a time of day with a UTC offset.
+    Time,
+    /// openCypher LOCAL DATETIME, nanosecond precision.
+    LocalDateTime,
+    /// openCypher ZONED DATETIME: local fields, offset and optional zone name.
+    DateTime,
+    /// openCypher DURATION: months, days, seconds and nanoseconds.
+    Duration,
     /// Internal node or rel identifier (table, offset).
     InternalId,
     List(Box<LogicalType>),
@@ -74,6 +84,11 @@ impl LogicalType {
             LogicalType::Interval => PhysicalType::Interval,
             LogicalType::InternalId => PhysicalType::InternalId,
             LogicalType::Any
+            | LogicalType::LocalTime
+            | LogicalType::Time
+            | LogicalType::LocalDateTime
+            | LogicalType::DateTime
+            | LogicalType::Duration
             | LogicalType::List(_)
             | LogicalType::Struct(_)
             | LogicalType::Map(_, _)
@@ -102,6 +117,11 @@ impl LogicalType {
             "DATE" => LogicalType::Date,
             "TIMESTAMP" => LogicalType::Timestamp,
             "INTERVAL" => LogicalType::Interval,
+            "LOCAL TIME" | "LOCAL_TIME" | "LOCALTIME" => LogicalType::LocalTime,
+            "ZONED TIME" | "ZONED_TIME" | "TIME" => LogicalType::Time,
+            "LOCAL DATETIME" | "LOCAL_DATETIME" | "LOCALDATETIME" => LogicalType::LocalDateTime,
+            "ZONED DATETIME" | "ZONED_DATETIME" | "DATETIME" => LogicalType::DateTime,
+            "DURATION" => LogicalType::Duration,
             "INTERNAL_ID" => LogicalType::InternalId,
             "NODE" => LogicalType::Node,
             "REL" | "RELATIONSHIP" => LogicalType::Rel,
@@ -154,6 +174,11 @@ impl LogicalType {
             LogicalType::Node => 20,
             LogicalType::Rel => 21,
             LogicalType::Path => 22,
+            LogicalType::LocalTime => 23,
+            LogicalType::Time => 24,
+            LogicalType::LocalDateTime => 25,
+            LogicalType::DateTime => 26,
+            LogicalType::Duration => 27,
         }
     }
 
@@ -180,6 +205,11 @@ impl LogicalType {
             20 => LogicalType::Node,
             21 => LogicalType::Rel,
             22 => LogicalType::Path,
+            23 => LogicalType::LocalTime,
+            24 => LogicalType::Time,
+            25 => LogicalType::LocalDateTime,
+            26 => LogicalType::DateTime,
+            27 => LogicalType::Duration,
             _ => return None,
         })
     }
@@ -204,6 +234,11 @@ impl fmt::Display for LogicalType {
             LogicalType::Date => write!(f, "DATE"),
             LogicalType::Timestamp => write!(f, "TIMESTAMP"),
             LogicalType::Interval => write!(f, "INTERVAL"),
+            LogicalType::LocalTime => write!(f, "LOCAL TIME"),
+            LogicalType::Time => write!(f, "ZONED TIME"),
+            LogicalType::LocalDateTime => write!(f, "LOCAL DATETIME"),
+            LogicalType::DateTime => write!(f, "ZONED DATETIME"),
+            LogicalType::Duration => write!(f, "DURATION"),
             LogicalType::InternalId => write!(f, "INTERNAL_ID"),
             LogicalType::List(t) => write!(f, "{t}[]"),
             LogicalType::Struct(fields) => {
@@ -230,7 +265,7 @@ mod tests {
 
     #[test]
     fn simple_tags_round_trip() {
-        for tag in 0..=22u8 {
+        for tag in 0..=27u8 {
             if let Some(t) = LogicalType::from_simple_tag(tag) {
                 assert_eq!(t.tag(), tag);
                 assert_eq!(

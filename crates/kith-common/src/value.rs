@@ -5,7 +5,9 @@ use std::cmp::Ordering;
 use std::fmt;
 
 use crate::ids::InternalId;
-use crate::temporal::{Date, Interval, Timestamp};
+use crate::temporal::{
+    Date, DateTime, Duration, Interval, LocalDateTime, LocalTime, Time, Timestamp,
+};
 use crate::types::LogicalType;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -26,6 +28,11 @@ pub enum Value {
     Date(Date),
     Timestamp(Timestamp),
     Interval(Interval),
+    LocalTime(LocalTime),
+    Time(Time),
+    LocalDateTime(LocalDateTime),
+    DateTime(DateTime),
+    Duration(Duration),
     InternalId(InternalId),
     List(Vec<Value>),
     /// Named fields in declaration order.
@@ -83,6 +90,11 @@ impl Value {
             Value::Date(_) => LogicalType::Date,
             Value::Timestamp(_) => LogicalType::Timestamp,
             Value::Interval(_) => LogicalType::Interval,
+            Value::LocalTime(_) => LogicalType::LocalTime,
+            Value::Time(_) => LogicalType::Time,
+            Value::LocalDateTime(_) => LogicalType::LocalDateTime,
+            Value::DateTime(_) => LogicalType::DateTime,
+            Value::Duration(_) => LogicalType::Duration,
             Value::InternalId(_) => LogicalType::InternalId,
             Value::List(items) => LogicalType::List(Box::new(
                 items
@@ -162,6 +174,13 @@ impl Value {
             (Date(a), Date(b)) => a.cmp(b),
             (Timestamp(a), Timestamp(b)) => a.cmp(b),
             (Interval(a), Interval(b)) => a.sort_key().cmp(&b.sort_key()),
+            (LocalTime(a), LocalTime(b)) => a.cmp(b),
+            (Time(a), Time(b)) => (a.utc_nanos(), a.offset).cmp(&(b.utc_nanos(), b.offset)),
+            (LocalDateTime(a), LocalDateTime(b)) => a.cmp(b),
+            (DateTime(a), DateTime(b)) => a.cmp_key().cmp(&b.cmp_key()),
+            (Duration(a), Duration(b)) => {
+                (a.sort_key(), a.months, a.days).cmp(&(b.sort_key(), b.months, b.days))
+            }
             (InternalId(a), InternalId(b)) => a.cmp(b),
             (List(a), List(b)) => {
                 for (x, y) in a.iter().zip(b) {
@@ -209,7 +228,12 @@ impl Value {
             Value::Timestamp(_) => 9,
             Value::Interval(_) => 10,
             Value::InternalId(_) => 11,
-            Value::Null => 12,
+            Value::Null => 17,
+            Value::LocalTime(_) => 12,
+            Value::Time(_) => 13,
+            Value::LocalDateTime(_) => 14,
+            Value::DateTime(_) => 15,
+            Value::Duration(_) => 16,
         }
     }
 }
@@ -261,6 +285,11 @@ impl fmt::Display for Value {
             Value::Date(v) => write!(f, "{v}"),
             Value::Timestamp(v) => write!(f, "{v}"),
             Value::Interval(v) => write!(f, "{v}"),
+            Value::LocalTime(v) => write!(f, "{v}"),
+            Value::Time(v) => write!(f, "{v}"),
+            Value::LocalDateTime(v) => write!(f, "{v}"),
+            Value::DateTime(v) => write!(f, "{v}"),
+            Value::Duration(v) => write!(f, "{v}"),
             Value::InternalId(v) => write!(f, "{v}"),
             Value::List(items) => {
                 write!(f, "[")?;

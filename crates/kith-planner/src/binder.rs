@@ -1409,6 +1409,7 @@ impl<'a> Binder<'a> {
                         if !inner.ty.is_numeric()
                             && inner.ty != LogicalType::Any
                             && inner.ty != LogicalType::Interval
+                            && inner.ty != LogicalType::Duration
                         {
                             return Err(Error::at(
                                 ErrorKind::Type,
@@ -1715,6 +1716,9 @@ fn binary_type(op: BinaryOp, l: &LogicalType, r: &LogicalType) -> Result<Logical
             }
             (T::Date, T::Date) if op == BinaryOp::Sub => T::Int64,
             (T::Timestamp, T::Timestamp) if op == BinaryOp::Sub => T::Interval,
+            (a, b) if functions::temporal_arith_type(op, a, b).is_some() => {
+                functions::temporal_arith_type(op, a, b).unwrap_or(T::Any)
+            }
             (T::List(a), T::List(b)) if op == BinaryOp::Add => {
                 T::List(Box::new(unify(a, b).unwrap_or(T::Any)))
             }
@@ -1862,7 +1866,7 @@ fn has_fields(t: &LogicalType) -> bool {
             | LogicalType::Node
             | LogicalType::Rel
             | LogicalType::Any
-    )
+    ) || functions::is_temporal(t)
 }
 
 /// The element type of a list-typed operand of `IN` in a comprehension,
@@ -1955,6 +1959,9 @@ impl Binder<'_> {
                 .map_or(LogicalType::Any, |f| f.1.clone()),
             LogicalType::Map(_, v) => (**v).clone(),
             LogicalType::Node | LogicalType::Rel | LogicalType::Any => LogicalType::Any,
+            t if functions::is_temporal(t) => {
+                functions::temporal_field_type(t, &key.name).unwrap_or(LogicalType::Any)
+            }
             LogicalType::InternalId => {
                 return Err(not_supported(
                     span,

@@ -79,7 +79,10 @@ fn fits(class: Class, t: &LogicalType) -> bool {
         Class::Int => t.is_integer(),
         Class::Str => *t == T::String,
         Class::List => matches!(t, T::List(_)),
-        Class::Temporal => matches!(t, T::Date | T::Timestamp),
+        Class::Temporal => matches!(
+            t,
+            T::Date | T::Timestamp | T::LocalTime | T::Time | T::LocalDateTime | T::DateTime
+        ),
         Class::AnyT => true,
     }
 }
@@ -90,7 +93,7 @@ fn class_name(c: Class) -> &'static str {
         Class::Int => "an integer",
         Class::Str => "a STRING",
         Class::List => "a LIST",
-        Class::Temporal => "a DATE or TIMESTAMP",
+        Class::Temporal => "a temporal value",
         Class::AnyT => "any value",
     }
 }
@@ -142,6 +145,85 @@ pub fn common_type(a: &LogicalType, b: &LogicalType) -> Option<LogicalType> {
         (T::List(x), T::List(y)) => common_type(x, y).map(|t| T::List(Box::new(t))),
         _ => None,
     }
+}
+
+/// The type an openCypher temporal constructor (`date`, `localtime`, `time`,
+/// `localdatetime`, `datetime`, also as `X.truncate`, `X.statement`,
+/// `X.transaction`, `X.realtime`) returns.
+fn temporal_kind(lower_name: &str) -> Option<LogicalType> {
+    use LogicalType as T;
+    let (base, suffix) = lower_name.split_once('.').unwrap_or((lower_name, ""));
+    if !matches!(
+        suffix,
+        "" | "truncate" | "statement" | "transaction" | "realtime"
+    ) {
+        return None;
+    }
+    Some(match base {
+        "date" => T::Date,
+        "localtime" => T::LocalTime,
+        "time" => T::Time,
+        "localdatetime" => T::LocalDateTime,
+        "datetime" => T::DateTime,
+        _ => return None,
+    })
+}
+
+/// Whether values of type `t` have components read as `value.field`
+/// (temporal values and durations).
+pub fn is_temporal(t: &LogicalType) -> bool {
+    use LogicalType as T;
+    matches!(
+        t,
+        T::Date
+            | T::Timestamp
+            | T::LocalTime
+            | T::Time
+            | T::LocalDateTime
+            | T::DateTime
+            | T::Duration
+    )
+}
+
+/// The type of component `key` of a temporal value or duration of type
+/// `t` (`d.year`, `t.timezone`, `dur.days`); `None` when `t` has no such
+/// component.
+pub fn temporal_field_type(t: &LogicalType, key: &str) -> Option<LogicalType> {
+    if !is_temporal(t) {
+        return None;
+    }
+    Some(match key.to_ascii_lowercase().as_str() {
+        "timezone" | "offset" => LogicalType::String,
+        _ => LogicalType::Int64,
+    })
+}
+
+/// The result type of `l op r` when a side is a DURATION: temporal ±
+/// duration keeps the temporal's type, duration ± duration, duration ×
+/// number and duration ÷ number are durations; `None` for other operands.
+/// (The binder's `binary_type` asks this before giving up.)
+pub fn temporal_arith_type(
+    op: crate::expr::BinaryOp,
+    l: &LogicalType,
+    r: &LogicalType,
+) -> Option<LogicalType> {
+    use crate::expr::BinaryOp as B;
+    use LogicalType as T;
+    let instant = |t: &T| {
+        matches!(
+            t,
+            T::Date | T::LocalTime | T::Time | T::LocalDateTime | T::DateTime | T::Duration
+        )
+    };
+    let number = |t: &T| t.is_numeric() || *t == T::Any;
+    Some(match (op, l, r) {
+        (B::Add | B::Sub, t, T::Duration) if instant(t) => t.clone(),
+        (B::Add, T::Duration, t) if instant(t) => t.clone(),
+        (B::Add | B::Sub, T::Any, T::Duration) | (B::Add, T::Duration, T::Any) => T::Any,
+        (B::Mul, T::Duration, n) | (B::Mul, n, T::Duration) if number(n) => T::Duration,
+        (B::Div, T::Duration, n) if number(n) => T::Duration,
+        _ => return None,
+    })
 }
 
 /// Result type of scalar function `lower_name` applied to `args`.
@@ -269,17 +351,37 @@ pub fn scalar_type(lower_name: &str, args: &[LogicalType]) -> Result<LogicalType
             }
             t
         }
-        "date" => {
-            check(n, args, &[AnyT], 0)?;
-            T::Date
-        }
-        "timestamp" | "datetime" => {
+        "timestamp" => {
             check(n, args, &[AnyT], 0)?;
             T::Timestamp
         }
-        "interval" | "duration" => {
+        "interval" => {
             check(n, args, &[Str], 0)?;
             T::Interval
+        }
+        "duration" => {
+            check(n, args, &[AnyT], 0)?;
+            T::Duration
+        }
+        "datetime.fromepoch" => {
+            check(n, args, &[Int, Int], 0)?;
+            T::DateTime
+        }
+        "datetime.fromepochmillis" => {
+            check(n, args, &[Int], 0)?;
+            T::DateTime
+        }
+        "duration.between" | "duration.inmonths" | "duration.indays" | "duration.inseconds" => {
+            check(n, args, &[AnyT, AnyT], 0)?;
+            T::Duration
+        }
+        _ if temporal_kind(n).is_some() => {
+            let (base, suffix) = n.split_once('.').unwrap_or((n, ""));
+            match suffix {
+                "truncate" => check(n, args, &[Str, AnyT, AnyT], 1)?,
+                _ => check(n, args, &[AnyT], 1)?,
+            }
+            temporal_kind(base).unwrap_or(T::Any)
         }
         "year" | "month" | "day" | "hour" | "minute" | "second" => {
             check(n, args, &[Temporal], 0)?;

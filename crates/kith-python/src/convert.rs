@@ -67,6 +67,13 @@ impl<'py> Ctx<'py> {
                 .timedelta
                 .call1((iv.months as i64 * 30 + iv.days as i64, 0, iv.micros))?
                 .unbind(),
+            // openCypher temporals go out as their ISO-8601 text for now
+            // (Python's datetime types hold microseconds, not nanoseconds).
+            Value::LocalTime(_)
+            | Value::Time(_)
+            | Value::LocalDateTime(_)
+            | Value::DateTime(_)
+            | Value::Duration(_) => v.to_string().into_py_any(py)?,
             Value::InternalId(id) => internal_id(py, *id)?,
             Value::List(items) => {
                 let list = PyList::empty(py);

@@ -439,9 +439,17 @@ pub fn values_match(actual: &Value, expected: &TckValue, o: CompareOpts) -> bool
         (Value::Float(a), TckValue::Float(b)) => float_eq(*a as f64, *b),
         (Value::Double(a), TckValue::Float(b)) => float_eq(*a, *b),
         (Value::String(a), TckValue::String(b)) => a == b,
-        (Value::Date(_) | Value::Timestamp(_) | Value::Interval(_), TckValue::String(b)) => {
-            actual.to_string() == *b
-        }
+        (
+            Value::Date(_)
+            | Value::Timestamp(_)
+            | Value::Interval(_)
+            | Value::LocalTime(_)
+            | Value::Time(_)
+            | Value::LocalDateTime(_)
+            | Value::DateTime(_)
+            | Value::Duration(_),
+            TckValue::String(b),
+        ) => actual.to_string() == *b,
         (Value::List(a), TckValue::List(b)) => {
             if o.ignore_list_order {
                 multiset_match(a, b, |x, y| values_match(x, y, o))

@@ -40,6 +40,12 @@ pub fn compare(a: &Value, b: &Value) -> Option<Ordering> {
         (Date(x), Timestamp(y)) => Some((x.0 as i64 * MICROS_PER_DAY).cmp(&y.0)),
         (Timestamp(x), Date(y)) => Some(x.0.cmp(&(y.0 as i64 * MICROS_PER_DAY))),
         (Interval(x), Interval(y)) => Some(x.sort_key().cmp(&y.sort_key())),
+        (LocalTime(x), LocalTime(y)) => Some(x.cmp(y)),
+        (Time(x), Time(y)) => Some((x.utc_nanos(), x.offset).cmp(&(y.utc_nanos(), y.offset))),
+        (LocalDateTime(x), LocalDateTime(y)) => Some(x.cmp(y)),
+        (DateTime(x), DateTime(y)) => Some(x.cmp_key().cmp(&y.cmp_key())),
+        // Durations are equal component by component but not ordered.
+        (Duration(x), Duration(y)) => (x == y).then_some(Ordering::Equal),
         (InternalId(x), InternalId(y)) => Some(x.cmp(y)),
         (Node(x), Node(y)) => Some(x.id.cmp(&y.id)),
         (Rel(x), Rel(y)) => Some(x.id.cmp(&y.id)),
@@ -316,7 +322,10 @@ pub fn arith(op: BinaryOp, a: &Value, b: &Value) -> Result<Value> {
             days: 0,
             micros: x.0.checked_sub(y.0).ok_or_else(|| overflow(op))?,
         }),
-        _ => return Err(type_mismatch(op, a, b)),
+        _ => match crate::function::temporal::arith(op, a, b) {
+            Some(r) => r?,
+            None => return Err(type_mismatch(op, a, b)),
+        },
     })
 }
 
@@ -439,6 +448,13 @@ pub fn field(v: &Value, key: &str) -> Result<Value> {
             .iter()
             .find(|(k, _)| k.as_str() == Some(key))
             .map_or(Value::Null, |(_, v)| v.clone()),
+        Value::Date(_)
+        | Value::Timestamp(_)
+        | Value::LocalTime(_)
+        | Value::Time(_)
+        | Value::LocalDateTime(_)
+        | Value::DateTime(_)
+        | Value::Duration(_) => crate::function::temporal::component(v, key)?,
         other => {
             return Err(Error::type_error(format!(
                 "cannot read '{key}' of a {} value (expected a map, node or rel)",
@@ -541,6 +557,10 @@ pub fn unary(op: UnaryOp, v: &Value) -> Result<Value> {
             Value::Float(f) => Value::Float(-f),
             Value::Double(f) => Value::Double(-f),
             Value::Interval(i) => Value::Interval(neg_interval(*i)),
+            Value::Duration(d) => Value::Duration(
+                d.checked_neg()
+                    .ok_or_else(|| Error::runtime("duration overflow in negation"))?,
+            ),
             x if is_int(x) => Value::Int64(
                 x.as_i64()
                     .and_then(i64::checked_neg)

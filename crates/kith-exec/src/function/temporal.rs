@@ -1,15 +1,48 @@
-//! Temporal functions: constructors from strings and field extraction.
+//! Temporal functions: constructors from strings, maps and other temporal
+//! values, truncation, durations between values and field extraction. The
+//! openCypher part lives in `temporal/cypher.rs`.
 
 use kith_common::temporal::{civil_from_days, MICROS_PER_DAY, MICROS_PER_SEC};
-use kith_common::{Date, Error, Interval, Result, Timestamp, Value};
+use kith_common::{Error, Interval, Result, Timestamp, Value};
 
 use super::{arg_str, arity, ScalarFn};
 
+mod cypher;
+pub(crate) use cypher::{arith, component};
+use cypher::{between, construct, duration, from_epoch_fn, now, truncate, Between, Kind};
+
 pub(super) fn lookup(name: &str) -> Option<ScalarFn> {
     Some(match name {
-        "date" => date,
-        "timestamp" | "datetime" => timestamp,
-        "interval" | "duration" => interval,
+        "date" => |a| construct(Kind::Date, a),
+        "localtime" => |a| construct(Kind::LocalTime, a),
+        "time" => |a| construct(Kind::Time, a),
+        "localdatetime" => |a| construct(Kind::LocalDateTime, a),
+        "datetime" => |a| construct(Kind::DateTime, a),
+        "date.truncate" => |a| truncate(Kind::Date, a),
+        "localtime.truncate" => |a| truncate(Kind::LocalTime, a),
+        "time.truncate" => |a| truncate(Kind::Time, a),
+        "localdatetime.truncate" => |a| truncate(Kind::LocalDateTime, a),
+        "datetime.truncate" => |a| truncate(Kind::DateTime, a),
+        "date.statement" | "date.transaction" | "date.realtime" => |a| now(Kind::Date, a),
+        "localtime.statement" | "localtime.transaction" | "localtime.realtime" => {
+            |a| now(Kind::LocalTime, a)
+        }
+        "time.statement" | "time.transaction" | "time.realtime" => |a| now(Kind::Time, a),
+        "localdatetime.statement" | "localdatetime.transaction" | "localdatetime.realtime" => {
+            |a| now(Kind::LocalDateTime, a)
+        }
+        "datetime.statement" | "datetime.transaction" | "datetime.realtime" => {
+            |a| now(Kind::DateTime, a)
+        }
+        "datetime.fromepoch" => |a| from_epoch_fn(false, a),
+        "datetime.fromepochmillis" => |a| from_epoch_fn(true, a),
+        "duration" => duration,
+        "duration.between" => |a| between(Between::Full, a),
+        "duration.inmonths" => |a| between(Between::Months, a),
+        "duration.indays" => |a| between(Between::Days, a),
+        "duration.inseconds" => |a| between(Between::Seconds, a),
+        "timestamp" => timestamp,
+        "interval" => interval,
         "year" => |a| part_fn("year", a),
         "month" => |a| part_fn("month", a),
         "day" => |a| part_fn("day", a),
@@ -21,25 +54,12 @@ pub(super) fn lookup(name: &str) -> Option<ScalarFn> {
     })
 }
 
-pub(crate) fn parse_date(s: &str) -> Result<Date> {
-    Date::parse(s.trim()).ok_or_else(|| Error::runtime(format!("invalid DATE '{s}'")))
-}
-
 pub(crate) fn parse_timestamp(s: &str) -> Result<Timestamp> {
     Timestamp::parse(s.trim()).ok_or_else(|| Error::runtime(format!("invalid TIMESTAMP '{s}'")))
 }
 
 pub(crate) fn parse_interval(s: &str) -> Result<Interval> {
     Interval::parse(s).ok_or_else(|| Error::runtime(format!("invalid INTERVAL '{s}'")))
-}
-
-fn date(args: &[Value]) -> Result<Value> {
-    arity("date", args, 1, 1)?;
-    Ok(match &args[0] {
-        Value::Date(d) => Value::Date(*d),
-        Value::Timestamp(t) => Value::Date(Date(t.0.div_euclid(MICROS_PER_DAY) as i32)),
-        v => Value::Date(parse_date(arg_str("date", v)?)?),
-    })
 }
 
 fn timestamp(args: &[Value]) -> Result<Value> {
@@ -67,10 +87,12 @@ pub(crate) fn extract(part: &str, v: &Value) -> Result<i64> {
             t.0.rem_euclid(MICROS_PER_DAY),
         ),
         other => {
-            return Err(Error::runtime(format!(
-                "cannot extract {part} from a value of type {}",
-                other.logical_type()
-            )))
+            return component(other, part)?.as_i64().ok_or_else(|| {
+                Error::runtime(format!(
+                    "cannot extract {part} from a value of type {}",
+                    other.logical_type()
+                ))
+            })
         }
     };
     let (y, m, d) = civil_from_days(days);
