@@ -5,7 +5,7 @@ mod demo;
 mod format;
 mod repl;
 
-use std::io::{self, IsTerminal, Read, Write};
+use std::io::{self, BufRead, IsTerminal, Write};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -147,8 +147,9 @@ pub enum Outcome {
 }
 
 /// Runs the statements of `script` one at a time, printing each result and
-/// flushing right after it; stops at the first error, which goes to `err`
-/// with its position in the script.
+/// flushing right after it (so whoever reads the output knows exactly which
+/// statements have finished, and committed); stops at the first error, which
+/// goes to `err` with its position in the script.
 pub fn run_script(
     exec: &dyn Execute,
     script: &str,
@@ -156,9 +157,25 @@ pub fn run_script(
     style: TableStyle,
     out: &mut dyn Write,
     err: &mut dyn Write,
+    after_each: impl FnMut(),
+) -> Outcome {
+    run_region(exec, script, script, format, style, out, err, after_each)
+}
+
+/// [`run_script`] for the statements of `region`, a slice of `script` (error
+/// positions count from the start of `script`).
+#[allow(clippy::too_many_arguments)]
+fn run_region(
+    exec: &dyn Execute,
+    script: &str,
+    region: &str,
+    format: Format,
+    style: TableStyle,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
     mut after_each: impl FnMut(),
 ) -> Outcome {
-    for stmt in kith::split_statements(script) {
+    for stmt in kith::split_statements(region) {
         let stmt = stmt.trim();
         let result = exec.execute(stmt);
         after_each();
@@ -256,6 +273,11 @@ impl Shell {
         }
     }
 
+    /// True while an explicit transaction is open (the prompt shows it).
+    pub fn in_transaction(&self) -> bool {
+        self.conn.in_transaction()
+    }
+
     fn finish_progress(&self) {
         if let Some(p) = &self.progress {
             p.finish();
@@ -337,6 +359,59 @@ fn run_batch(shell: &Shell, script: &str, format: Format) -> Outcome {
     )
 }
 
+/// Batch mode on standard input: runs the statements read so far as soon as
+/// the input ends with a terminating `;`, not at the end of the input, so a
+/// caller writing statements into a pipe reads each result (flushed) before it
+/// sends the next one, and knows which commits were acknowledged.
+fn run_stdin(shell: &Shell, input: &mut dyn BufRead, format: Format) -> Outcome {
+    let stdout = io::stdout();
+    let mut err = io::stderr();
+    let mut script = String::new();
+    // Start of the statements not run yet.
+    let mut start = 0;
+    loop {
+        let before = script.len();
+        match input.read_line(&mut script) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) => {
+                script.truncate(before);
+                let _ = writeln!(err, "Error reading standard input: {e}");
+                return Outcome::Failed;
+            }
+        }
+        if kith::is_complete_script(&script[start..]) {
+            let mut out = stdout.lock();
+            let region = &script[start..];
+            let outcome = run_region(
+                shell,
+                &script,
+                region,
+                format,
+                TableStyle::Ascii,
+                &mut out,
+                &mut err,
+                || {},
+            );
+            if outcome != Outcome::Ok {
+                return outcome;
+            }
+            start = script.len();
+        }
+    }
+    let mut out = stdout.lock();
+    run_region(
+        shell,
+        &script,
+        &script[start..],
+        format,
+        TableStyle::Ascii,
+        &mut out,
+        &mut err,
+        || {},
+    )
+}
+
 fn main() -> ExitCode {
     let args = Args::parse();
     let config = Config {
@@ -367,12 +442,7 @@ fn main() -> ExitCode {
         return exit_for(run_batch(&shell, cmd, args.format));
     }
     if !io::stdin().is_terminal() {
-        let mut script = String::new();
-        if let Err(e) = io::stdin().read_to_string(&mut script) {
-            eprintln!("Error reading standard input: {e}");
-            return ExitCode::FAILURE;
-        }
-        return exit_for(run_batch(&shell, &script, args.format));
+        return exit_for(run_stdin(&shell, &mut io::stdin().lock(), args.format));
     }
     repl::run(&shell, args.format);
     ExitCode::SUCCESS

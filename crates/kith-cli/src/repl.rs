@@ -10,6 +10,8 @@ use crate::format::{Format, TableStyle};
 use crate::{run_script, Outcome, Shell};
 
 const PROMPT: &str = "kith> ";
+/// The prompt while an explicit transaction is open.
+const TXN_PROMPT: &str = "kith*> ";
 const CONTINUATION: &str = "  ...> ";
 
 const HELP: &str = "\
@@ -84,10 +86,12 @@ pub fn run(shell: &Shell, mut format: Format) {
 
     let mut buffer = String::new();
     loop {
-        let prompt = if buffer.is_empty() {
-            PROMPT
-        } else {
+        let prompt = if !buffer.is_empty() {
             CONTINUATION
+        } else if shell.in_transaction() {
+            TXN_PROMPT
+        } else {
+            PROMPT
         };
         match editor.readline(prompt) {
             Ok(line) => {
@@ -129,6 +133,9 @@ pub fn run(shell: &Shell, mut format: Format) {
     }
     if let Some(path) = &history {
         let _ = editor.save_history(path);
+    }
+    if shell.in_transaction() {
+        eprintln!("The open transaction was rolled back.");
     }
 }
 

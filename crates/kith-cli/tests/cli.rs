@@ -224,3 +224,79 @@ fn example_commands_work_and_survive_reopen() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Piped statements run as soon as their `;` arrives, each result flushed
+/// before the next statement is read: the caller sees an acknowledgement
+/// while standard input is still open.
+#[test]
+fn stdin_statements_run_and_flush_before_input_ends() {
+    use std::io::{BufRead, BufReader};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kith"))
+        .args(["--format", "jsonl"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run kith");
+    let mut input = child.stdin.take().expect("stdin");
+    let mut output = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    for (stmt, want) in [
+        ("RETURN 1 AS a;\n", "{\"a\":1}\n"),
+        // A statement split over lines runs once its `;` is read.
+        ("RETURN\n", ""),
+        ("  2 AS b; // done\n", "{\"b\":2}\n"),
+    ] {
+        input.write_all(stmt.as_bytes()).expect("write stdin");
+        input.flush().expect("flush stdin");
+        if want.is_empty() {
+            continue;
+        }
+        line.clear();
+        output.read_line(&mut line).expect("read stdout");
+        assert_eq!(line, want);
+    }
+    drop(input);
+    let status = child.wait().expect("wait for kith");
+    assert!(status.success());
+}
+
+/// Transactions in batch mode: committed work stays, a transaction left
+/// open at the end of the input is rolled back, misuse stops the run.
+#[test]
+fn batch_transactions_commit_and_roll_back() {
+    let dir = std::env::temp_dir().join(format!("kith-cli-txn-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let db = dir.join("t.kith");
+    let db = db.to_str().expect("utf-8 path");
+    let out = kith_with_stdin(
+        &[db, "--format", "csv"],
+        "CREATE NODE TABLE T(id INT64, PRIMARY KEY(id));
+         BEGIN TRANSACTION;
+         CREATE (:T {id: 1});
+         MATCH (t:T) RETURN count(*) AS inside;
+         COMMIT;
+         BEGIN TRANSACTION;
+         CREATE (:T {id: 2});
+         ",
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).ends_with("inside\n1\n"),
+        "{}",
+        text(&out.stdout)
+    );
+    let out = kith_with_stdin(
+        &[db, "--format", "csv"],
+        "MATCH (t:T) RETURN count(*) AS n; ROLLBACK; RETURN 1;",
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(text(&out.stdout), "n\n1\n");
+    assert!(
+        text(&out.stderr).contains("ROLLBACK without an open transaction"),
+        "{}",
+        text(&out.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -216,10 +216,14 @@ impl<'a> Binder<'a> {
             }),
             Statement::Query(q) => self.bind_query(q),
             Statement::AlterTable { table, .. } => Err(not_supported(table.span, "ALTER TABLE")),
-            Statement::Begin { .. } | Statement::Commit | Statement::Rollback => Err(
-                Error::not_supported("explicit transactions are not supported yet"),
-            ),
-            Statement::Checkpoint => Err(Error::not_supported("CHECKPOINT is not supported yet")),
+            // The connection runs these itself (they change its transaction
+            // state, not the graph); they only get here nested, e.g. in EXPLAIN.
+            Statement::Begin { .. }
+            | Statement::Commit
+            | Statement::Rollback
+            | Statement::Checkpoint => Err(Error::not_supported(
+                "BEGIN, COMMIT, ROLLBACK and CHECKPOINT only as statements of their own",
+            )),
         }
     }
 

@@ -15,12 +15,21 @@
 //! the previous or the new version intact, and readers never see a half-done
 //! commit. Pages a commit stops using are recycled once no reader holds a version
 //! that still references them.
+//!
+//! A [`WriteTxn`] owns an `Arc` of its storage and the writer slot (not a
+//! borrowed lock guard), so a connection can keep one open across statements
+//! (`BEGIN TRANSACTION` … `COMMIT`) and move it between threads.
+//! [`WriteTxn::read_version`] gives the transaction's own statements a
+//! readable version of its uncommitted state. Checkpoints take the writer slot
+//! too: one running concurrently with a commit could reset the WAL right after
+//! that commit's record was appended, losing an acknowledged commit.
 
+use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use parking_lot::{Mutex, MutexGuard, RwLock};
+use parking_lot::{Condvar, Mutex, RwLock};
 
 use kith_catalog::Catalog;
 use kith_common::codec::{Decoder, Encoder};
@@ -59,13 +68,44 @@ struct PendingFree {
     pages: Vec<PageRun>,
 }
 
+/// The single writer's slot: a flag plus a condition variable instead of a
+/// mutex guard, so the holder can keep it across calls and threads.
+#[derive(Default)]
+struct WriterSlot {
+    busy: Mutex<bool>,
+    freed: Condvar,
+}
+
+impl WriterSlot {
+    /// Takes the slot, waiting up to `wait`; false when still busy then.
+    fn acquire(&self, wait: Duration) -> bool {
+        let deadline = Instant::now() + wait;
+        let mut busy = self.busy.lock();
+        while *busy {
+            if self.freed.wait_until(&mut busy, deadline).timed_out() && *busy {
+                return false;
+            }
+        }
+        *busy = true;
+        true
+    }
+
+    fn release(&self) {
+        *self.busy.lock() = false;
+        self.freed.notify_one();
+    }
+}
+
 pub struct Storage {
+    /// This storage's own `Arc` (weak, so it is no cycle): write transactions
+    /// hold a strong one.
+    me: Weak<Storage>,
     path: Option<PathBuf>,
     pager: Arc<Pager>,
     wal: Option<Wal>,
     read_only: bool,
     current: RwLock<Arc<Version>>,
-    writer: Mutex<()>,
+    writer: WriterSlot,
     pending: Mutex<Vec<PendingFree>>,
     /// Metadata blob pages of the newest and the previous header slot; freed two
     /// checkpoints later, when no header slot can point at them.
@@ -91,13 +131,14 @@ impl Storage {
             ..PagerConfig::default()
         };
         let Some(path) = path else {
-            return Ok(Arc::new(Storage {
+            return Ok(Arc::new_cyclic(|me| Storage {
+                me: me.clone(),
                 path: None,
                 pager: Arc::new(Pager::in_memory(pager_cfg)),
                 wal: None,
                 read_only: cfg.read_only,
                 current: RwLock::new(Arc::new(Version::default())),
-                writer: Mutex::new(()),
+                writer: WriterSlot::default(),
                 pending: Mutex::new(Vec::new()),
                 header_blobs: Mutex::new((None, None)),
             }));
@@ -141,21 +182,22 @@ impl Storage {
                 version = Version::decode(&rec[1..])?;
             }
         }
-        let storage = Storage {
+        let storage = Arc::new_cyclic(|me| Storage {
+            me: me.clone(),
             path: Some(path.to_path_buf()),
             pager,
             wal: Some(wal),
             read_only: cfg.read_only,
             current: RwLock::new(Arc::new(version)),
-            writer: Mutex::new(()),
+            writer: WriterSlot::default(),
             pending: Mutex::new(Vec::new()),
             header_blobs: Mutex::new((header_blob, None)),
-        };
+        });
         storage.rebuild_free_list();
         if replayed && !cfg.read_only {
             storage.checkpoint()?;
         }
-        Ok(Arc::new(storage))
+        Ok(storage)
     }
 
     /// Every page not referenced by the current version or a header blob is free.
@@ -199,27 +241,32 @@ impl Storage {
     }
 
     /// Starts the (single) write transaction, waiting up to [`WRITER_WAIT`] for
-    /// a running one to finish.
-    pub fn begin_write(&self) -> Result<WriteTxn<'_>> {
+    /// a running one to finish. The transaction owns what it needs (`'static`),
+    /// so it may outlive this borrow.
+    pub fn begin_write(&self) -> Result<WriteTxn<'static>> {
         if self.read_only {
             return Err(Error::new(
                 ErrorKind::Transaction,
                 "the database is open read-only; writes are not allowed",
             ));
         }
-        let guard = self.writer.try_lock_for(WRITER_WAIT).ok_or_else(|| {
-            Error::new(
+        let storage = self
+            .me
+            .upgrade()
+            .ok_or_else(|| Error::internal("storage used while being dropped"))?;
+        if !self.writer.acquire(WRITER_WAIT) {
+            return Err(Error::new(
                 ErrorKind::Transaction,
                 format!(
                     "another write transaction is still running after waiting {} s",
                     WRITER_WAIT.as_secs()
                 ),
-            )
-        })?;
+            ));
+        }
         let base = self.snapshot();
         Ok(WriteTxn {
-            storage: self,
-            _guard: guard,
+            storage,
+            _life: PhantomData,
             catalog: (*base.catalog).clone(),
             tables: base.tables.clone(),
             base,
@@ -300,15 +347,35 @@ impl Storage {
     }
 
     /// Folds the WAL into the database file: writes the current metadata to
-    /// fresh pages, points the header at it and empties the WAL.
+    /// fresh pages, points the header at it and empties the WAL. Waits up to
+    /// [`WRITER_WAIT`] for a running write transaction, then gives up with an
+    /// error.
     pub fn checkpoint(&self) -> Result<()> {
+        if self.wal.is_none() || self.read_only {
+            return Ok(());
+        }
+        if !self.writer.acquire(WRITER_WAIT) {
+            return Err(Error::new(
+                ErrorKind::Transaction,
+                format!(
+                    "cannot checkpoint: a write transaction is still running after waiting {} s",
+                    WRITER_WAIT.as_secs()
+                ),
+            ));
+        }
+        let result = self.checkpoint_locked();
+        self.writer.release();
+        result
+    }
+
+    /// [`Storage::checkpoint`] for a caller holding the writer slot.
+    fn checkpoint_locked(&self) -> Result<()> {
         let Some(wal) = &self.wal else {
             return Ok(());
         };
         if self.read_only {
             return Ok(());
         }
-        let _writer = self.writer.try_lock_for(WRITER_WAIT);
         let version = self.snapshot();
         let blob = version.encode();
         let run = PageRun::write(&self.pager, &blob)?;
@@ -334,9 +401,12 @@ impl Storage {
 /// The one write transaction: changes a private copy of the catalog and table
 /// metadata; new data goes to fresh pages. Dropping it without `commit` rolls
 /// back (its pages are unreferenced and are recovered as free space on reopen).
+///
+/// The lifetime is only nominal (every transaction is a `WriteTxn<'static>`):
+/// it keeps the `WriteTxn<'_>` signatures of the write operations valid.
 pub struct WriteTxn<'a> {
-    storage: &'a Storage,
-    _guard: MutexGuard<'a, ()>,
+    storage: Arc<Storage>,
+    _life: PhantomData<&'a Storage>,
     base: Arc<Version>,
     pub catalog: Catalog,
     pub tables: std::collections::BTreeMap<TableId, Arc<TableData>>,
@@ -349,6 +419,7 @@ impl Drop for WriteTxn<'_> {
     /// referenced by no version and go straight back to the free list.
     fn drop(&mut self) {
         self.local.release(&self.storage.pager);
+        self.storage.writer.release();
     }
 }
 
@@ -362,19 +433,30 @@ impl WriteTxn<'_> {
         &self.base
     }
 
+    /// A readable version of this transaction's current state (its own
+    /// writes included), for statements running inside it. Buffered inserts
+    /// are written first. Valid until the transaction's next write: pages the
+    /// transaction itself wrote and then replaced are freed at once.
+    pub fn read_version(&mut self) -> Result<Arc<Version>> {
+        self.flush_pending()?;
+        Ok(Arc::new(Version {
+            seq: self.base.seq,
+            catalog: Arc::new(self.catalog.clone()),
+            tables: self.tables.clone(),
+        }))
+    }
+
     pub fn commit(mut self) -> Result<()> {
         self.prepare_commit()?;
         // The new version references the pages written in this transaction.
         self.local.committed();
         let catalog = std::mem::take(&mut self.catalog);
         let tables = std::mem::take(&mut self.tables);
-        let storage = self.storage;
-        storage.commit(catalog, tables, &self.base)?;
-        // Checkpoint after releasing the writer lock: `checkpoint` takes it
-        // itself (holding it here made it wait out WRITER_WAIT first).
-        drop(self);
-        if storage.wants_checkpoint() {
-            storage.checkpoint()?;
+        self.storage.commit(catalog, tables, &self.base)?;
+        // Still holding the writer slot, so no other commit can append to
+        // the WAL between the snapshot and the WAL reset.
+        if self.storage.wants_checkpoint() {
+            self.storage.checkpoint_locked()?;
         }
         Ok(())
     }

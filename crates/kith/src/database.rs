@@ -1,5 +1,12 @@
 //! `Database` (one per file; owns storage and the worker pool) and `Connection`
-//! (per-client settings; runs statements).
+//! (per-client settings and explicit transaction; runs statements).
+//!
+//! Transactions: without `BEGIN TRANSACTION` every statement commits on its
+//! own. `BEGIN TRANSACTION` takes the database's single writer slot and keeps
+//! the write transaction in the connection until `COMMIT` or `ROLLBACK` (or
+//! until the connection is dropped, which rolls back); its statements read
+//! its own uncommitted writes. `BEGIN TRANSACTION READ ONLY` pins one
+//! snapshot for all its statements and takes no writer slot.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -7,9 +14,9 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use kith_common::{Error, Result, Value};
+use kith_common::{Error, ErrorKind, Result, Value};
 use kith_sched::{CancelToken, Scheduler};
-use kith_storage::{Storage, StorageConfig};
+use kith_storage::{Storage, StorageConfig, Version, WriteTxn};
 
 use crate::result::QueryResult;
 use crate::statement;
@@ -89,11 +96,72 @@ pub(crate) struct Settings {
     pub recursive: kith_exec::operator::recursive_join::RecursiveSettings,
 }
 
-/// A client session on a database: settings (threads, timeout) and statement
-/// execution. Several connections may run statements concurrently.
+/// The explicit transaction of a connection.
+pub(crate) enum TxnState {
+    /// None: every statement commits on its own.
+    Auto,
+    /// `BEGIN TRANSACTION READ ONLY`: every statement reads this snapshot.
+    ReadOnly(Arc<Version>),
+    /// `BEGIN TRANSACTION`: statements write into (and read) this.
+    Write(Box<WriteTxn<'static>>),
+    /// A write statement failed inside the transaction. Its partial effects
+    /// cannot be undone on their own (the write path frees pages it replaced
+    /// at once, so there is no cheap savepoint), so the whole transaction was
+    /// rolled back and only ROLLBACK is accepted, which ends it.
+    Aborted,
+}
+
+pub(crate) fn txn_error(message: impl Into<String>) -> Error {
+    Error::new(ErrorKind::Transaction, message)
+}
+
+pub(crate) const ABORTED: &str =
+    "the transaction was rolled back after an error in one of its statements; run ROLLBACK to end it";
+
+/// The write transaction a write statement runs in: its own (committed by
+/// [`WriteHandle::commit`]) or the connection's explicit one (left open).
+pub(crate) enum WriteHandle<'c> {
+    Auto(Box<WriteTxn<'static>>),
+    Explicit(parking_lot::MappedMutexGuard<'c, WriteTxn<'static>>),
+}
+
+impl WriteHandle<'_> {
+    /// Commits an auto-commit transaction; inside an explicit transaction the
+    /// changes wait for COMMIT.
+    pub(crate) fn commit(self) -> Result<()> {
+        match self {
+            WriteHandle::Auto(txn) => txn.commit(),
+            WriteHandle::Explicit(_) => Ok(()),
+        }
+    }
+}
+
+impl std::ops::Deref for WriteHandle<'_> {
+    type Target = WriteTxn<'static>;
+    fn deref(&self) -> &WriteTxn<'static> {
+        match self {
+            WriteHandle::Auto(t) => t,
+            WriteHandle::Explicit(t) => t,
+        }
+    }
+}
+
+impl std::ops::DerefMut for WriteHandle<'_> {
+    fn deref_mut(&mut self) -> &mut WriteTxn<'static> {
+        match self {
+            WriteHandle::Auto(t) => t,
+            WriteHandle::Explicit(t) => t,
+        }
+    }
+}
+
+/// A client session on a database: settings (threads, timeout), the explicit
+/// transaction, and statement execution. Several connections may run
+/// statements concurrently.
 pub struct Connection {
     pub(crate) db: Arc<DbInner>,
     pub(crate) settings: Mutex<Settings>,
+    pub(crate) txn: Mutex<TxnState>,
     pub(crate) running: Mutex<Option<CancelToken>>,
     pub(crate) progress: Option<ProgressCallback>,
 }
@@ -107,8 +175,40 @@ impl Connection {
                 timeout: None,
                 recursive: Default::default(),
             }),
+            txn: Mutex::new(TxnState::Auto),
             running: Mutex::new(None),
             progress: None,
+        }
+    }
+
+    /// True while an explicit transaction (`BEGIN TRANSACTION`) is open,
+    /// including one aborted by an error and waiting for ROLLBACK.
+    pub fn in_transaction(&self) -> bool {
+        !matches!(*self.txn.lock(), TxnState::Auto)
+    }
+
+    /// The transaction a write statement runs in: a new auto-commit one, or
+    /// the open explicit one (locked for the statement).
+    pub(crate) fn write_txn(&self) -> Result<WriteHandle<'_>> {
+        let state = self.txn.lock();
+        match &*state {
+            TxnState::Auto => {
+                drop(state);
+                Ok(WriteHandle::Auto(Box::new(self.db.storage.begin_write()?)))
+            }
+            TxnState::ReadOnly(_) => Err(txn_error(
+                "cannot write in a READ ONLY transaction; COMMIT or ROLLBACK it first",
+            )),
+            TxnState::Aborted => Err(txn_error(ABORTED)),
+            TxnState::Write(_) => {
+                let mapped = parking_lot::MutexGuard::try_map(state, |s| match s {
+                    TxnState::Write(t) => Some(&mut **t),
+                    _ => None,
+                });
+                mapped
+                    .map(WriteHandle::Explicit)
+                    .map_err(|_| Error::internal("the transaction vanished"))
+            }
         }
     }
 

@@ -3,6 +3,10 @@
 //! This crate wires the layers together (parser → planner → executor on the
 //! database's scheduler, over storage) and owns nothing the layers below own.
 //! It is the API boundary: a panic inside the engine becomes an internal error here.
+//!
+//! Statements auto-commit unless a connection opened a transaction with
+//! `BEGIN TRANSACTION [READ ONLY]` (see `database.rs`); the shell and the
+//! Python package get transactions through [`Connection`].
 
 mod copy_arrow;
 mod database;
@@ -50,10 +54,14 @@ fn scan_script(text: &str) -> ScriptScan<'_> {
     let mut pos = 0;
     let mut terminated = false;
     let mut open = false;
+    // The current piece has more than whitespace and comments (a piece with
+    // only a comment, e.g. after the last `;`, is no statement).
+    let mut code = false;
     while pos < bytes.len() {
         match bytes[pos] {
             q @ (b'\'' | b'"' | b'`') => {
                 terminated = false;
+                code = true;
                 pos += 1;
                 while pos < bytes.len() && bytes[pos] != q {
                     if bytes[pos] == b'\\' && q != b'`' {
@@ -77,17 +85,24 @@ fn scan_script(text: &str) -> ScriptScan<'_> {
                 pos += 1;
             }
             b';' => {
-                statements.push(&text[start..pos]);
+                if code {
+                    statements.push(&text[start..pos]);
+                }
                 start = pos + 1;
                 terminated = true;
+                code = false;
             }
             b if b.is_ascii_whitespace() => {}
-            _ => terminated = false,
+            _ => {
+                terminated = false;
+                code = true;
+            }
         }
         pos += 1;
     }
-    statements.push(&text[start.min(text.len())..]);
-    statements.retain(|s| !s.trim().is_empty());
+    if code {
+        statements.push(&text[start.min(text.len())..]);
+    }
     ScriptScan {
         statements,
         complete: terminated && !open,
@@ -114,5 +129,13 @@ mod tests {
         let parts = super::split_statements("RETURN ';'; // a;b\nRETURN 2 /* ; */;\n");
         assert_eq!(parts.len(), 2, "{parts:?}");
         assert_eq!(parts[0], "RETURN ';'");
+    }
+
+    #[test]
+    fn comment_only_pieces_are_no_statements() {
+        let parts = super::split_statements("RETURN 1; // done\n/* c */ ;; RETURN 2 // x\n");
+        assert_eq!(parts, ["RETURN 1", " RETURN 2 // x\n"], "{parts:?}");
+        assert!(super::split_statements("// only a comment\n").is_empty());
+        assert!(super::is_complete_script("RETURN 1; // done\n"));
     }
 }

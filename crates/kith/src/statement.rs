@@ -1,6 +1,7 @@
 //! Runs one parsed statement: DDL and COPY through a write transaction,
 //! settings on the connection, queries through planner and executor on a
-//! snapshot.
+//! snapshot; BEGIN/COMMIT/ROLLBACK/CHECKPOINT on the connection's transaction
+//! state (see `database.rs`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -13,7 +14,7 @@ use kith_planner::bound::{BoundStatement, TableCall};
 use kith_sched::CancelToken;
 use kith_storage::{NodeTableData, RelTableData, TableData};
 
-use crate::database::Connection;
+use crate::database::{txn_error, Connection, TxnState, ABORTED};
 use crate::result::QueryResult;
 
 pub(crate) fn run_script(conn: &Connection, text: &str) -> Result<QueryResult> {
@@ -77,14 +78,155 @@ impl Drop for Running<'_> {
     }
 }
 
+fn silent() -> QueryResult {
+    QueryResult {
+        silent: true,
+        ..QueryResult::default()
+    }
+}
+
+/// `BEGIN TRANSACTION [READ ONLY]`, `COMMIT`, `ROLLBACK`, `CHECKPOINT`; None
+/// for every other statement.
+fn run_transaction_control(
+    conn: &Connection,
+    stmt: &kith_parser::ast::Statement,
+) -> Option<Result<QueryResult>> {
+    use kith_parser::ast::Statement as S;
+    let storage = &conn.db.storage;
+    Some(match stmt {
+        S::Begin { read_only } => {
+            let mut state = conn.txn.lock();
+            if !matches!(*state, TxnState::Auto) {
+                return Some(Err(txn_error(
+                    "a transaction is already open on this connection; COMMIT or ROLLBACK it first",
+                )));
+            }
+            if *read_only {
+                *state = TxnState::ReadOnly(storage.snapshot());
+            } else {
+                match storage.begin_write() {
+                    Ok(txn) => *state = TxnState::Write(Box::new(txn)),
+                    Err(e) => return Some(Err(e)),
+                }
+            }
+            Ok(silent())
+        }
+        S::Commit => {
+            let mut state = conn.txn.lock();
+            match std::mem::replace(&mut *state, TxnState::Auto) {
+                TxnState::Auto => Err(txn_error(
+                    "COMMIT without an open transaction (start one with BEGIN TRANSACTION)",
+                )),
+                TxnState::ReadOnly(_) => Ok(silent()),
+                TxnState::Write(txn) => txn.commit().map(|()| silent()),
+                TxnState::Aborted => {
+                    *state = TxnState::Aborted;
+                    Err(txn_error(ABORTED))
+                }
+            }
+        }
+        S::Rollback => {
+            let mut state = conn.txn.lock();
+            match std::mem::replace(&mut *state, TxnState::Auto) {
+                TxnState::Auto => Err(txn_error(
+                    "ROLLBACK without an open transaction (start one with BEGIN TRANSACTION)",
+                )),
+                // Dropping the write transaction rolls it back.
+                _ => Ok(silent()),
+            }
+        }
+        S::Checkpoint => {
+            if conn.in_transaction() {
+                return Some(Err(txn_error(
+                    "CHECKPOINT cannot run inside a transaction; COMMIT or ROLLBACK it first",
+                )));
+            }
+            if storage.is_read_only() {
+                return Some(Ok(silent()));
+            }
+            // Fold the PK deltas into the indexes too, so the checkpointed
+            // metadata is compact.
+            let merged = storage
+                .begin_write()
+                .and_then(|mut txn| txn.merge_pk_deltas(true).and_then(|()| txn.commit()));
+            merged
+                .and_then(|()| storage.checkpoint())
+                .map(|()| silent())
+        }
+        _ => return None,
+    })
+}
+
 fn run_statement(
     conn: &Connection,
     stmt: &kith_parser::ast::Statement,
     params: &HashMap<String, Value>,
 ) -> Result<QueryResult> {
+    if let Some(result) = run_transaction_control(conn, stmt) {
+        return result;
+    }
     let storage = &conn.db.storage;
-    let snapshot = storage.snapshot();
+    // The version this statement reads: the newest snapshot, the pinned one
+    // of a READ ONLY transaction, or the open write transaction's own state.
+    let mut state = conn.txn.lock();
+    let (snapshot, in_write_txn, read_only_txn) = match &mut *state {
+        TxnState::Auto => (storage.snapshot(), false, false),
+        TxnState::ReadOnly(v) => (Arc::clone(v), false, true),
+        TxnState::Aborted => return Err(txn_error(ABORTED)),
+        TxnState::Write(txn) => match txn.read_version() {
+            Ok(v) => (v, true, false),
+            Err(e) => {
+                *state = TxnState::Aborted;
+                return Err(e);
+            }
+        },
+    };
     let bound = kith_planner::binder::bind_with_params(&snapshot.catalog, stmt, params)?;
+    let writes = matches!(
+        bound,
+        BoundStatement::CreateNodeTable { .. }
+            | BoundStatement::CreateRelTable { .. }
+            | BoundStatement::DropTable { .. }
+            | BoundStatement::CopyFrom(_)
+            | BoundStatement::Write(_)
+    );
+    if writes && read_only_txn {
+        return Err(txn_error(
+            "cannot write in a READ ONLY transaction; COMMIT or ROLLBACK it first",
+        ));
+    }
+    if in_write_txn && matches!(bound, BoundStatement::CopyFrom(_)) {
+        return Err(Error::not_supported(
+            "COPY inside an explicit transaction (run it outside BEGIN TRANSACTION ... COMMIT)",
+        ));
+    }
+    // A read inside the write transaction keeps it locked, so another thread
+    // of this connection cannot write (and free pages the read still uses)
+    // meanwhile; a write locks it again itself.
+    let _reading = if writes || !in_write_txn {
+        drop(state);
+        None
+    } else {
+        Some(state)
+    };
+    let result = run_bound(conn, bound, &snapshot, params);
+    if writes && in_write_txn && result.is_err() {
+        let mut state = conn.txn.lock();
+        if matches!(*state, TxnState::Write(_)) {
+            // Dropping the transaction rolls it back and frees the writer slot.
+            *state = TxnState::Aborted;
+        }
+    }
+    result
+}
+
+fn run_bound(
+    conn: &Connection,
+    bound: BoundStatement,
+    snapshot: &Arc<kith_storage::Version>,
+    params: &HashMap<String, Value>,
+) -> Result<QueryResult> {
+    let storage = &conn.db.storage;
     let settings = conn.settings.lock().clone();
     let cancel = match settings.timeout {
         Some(t) => CancelToken::with_timeout(t),
@@ -102,7 +244,7 @@ fn run_statement(
             if if_not_exists && snapshot.catalog.table_by_name(&name).is_some() {
                 return Ok(message(format!("Table {name} already exists.")));
             }
-            let mut txn = storage.begin_write()?;
+            let mut txn = conn.write_txn()?;
             let id = txn
                 .catalog
                 .create_node_table(&name, columns, &primary_key)?;
@@ -131,7 +273,7 @@ fn run_statement(
             if if_not_exists && snapshot.catalog.table_by_name(&name).is_some() {
                 return Ok(message(format!("Table {name} already exists.")));
             }
-            let mut txn = storage.begin_write()?;
+            let mut txn = conn.write_txn()?;
             let id = txn
                 .catalog
                 .create_rel_table(&name, &src, &dst, columns, multiplicity)?;
@@ -149,7 +291,7 @@ fn run_statement(
             if if_exists && snapshot.catalog.table_by_name(&name).is_none() {
                 return Ok(message(format!("Table {name} does not exist.")));
             }
-            let mut txn = storage.begin_write()?;
+            let mut txn = conn.write_txn()?;
             let id = txn.catalog.drop_table(&name)?;
             txn.tables.remove(&id);
             txn.commit()?;
@@ -286,7 +428,7 @@ fn run_statement(
             let plan = kith_planner::planner::plan_query(*q, &snapshot.catalog, &|t| {
                 snapshot.cardinality(t)
             })?;
-            let chunks = execute_plan(conn, &plan, &snapshot, params, &cancel, &settings)?;
+            let chunks = execute_plan(conn, &plan, snapshot, params, &cancel, &settings)?;
             Ok(QueryResult {
                 names: plan.names,
                 types: plan.types,
@@ -295,7 +437,7 @@ fn run_statement(
             })
         }
         BoundStatement::Union { queries, all } => {
-            run_union(conn, queries, all, &snapshot, params, &cancel, &settings)
+            run_union(conn, queries, all, snapshot, params, &cancel, &settings)
         }
         BoundStatement::Write(w) => crate::write::run_write(conn, *w, params, &settings, &cancel),
         BoundStatement::Explain {
@@ -313,7 +455,7 @@ fn run_statement(
                 let chunks = execute_plan_profiled(
                     conn,
                     &plan,
-                    &snapshot,
+                    snapshot,
                     params,
                     &cancel,
                     &settings,

@@ -29,9 +29,10 @@ pub(crate) fn run_write(
     settings: &Settings,
     cancel: &CancelToken,
 ) -> Result<QueryResult> {
-    let storage = &conn.db.storage;
-    let mut txn = storage.begin_write()?;
-    let base = Arc::clone(txn.base());
+    // Auto-commit, or the connection's explicit transaction; the reading part
+    // sees the transaction's own earlier writes.
+    let mut txn = conn.write_txn()?;
+    let base: Arc<kith_storage::Version> = txn.read_version()?;
     let plan = kith_planner::planner::plan_query(w.query, &base.catalog, &|t| base.cardinality(t))?;
     let chunks = crate::statement::execute_plan(conn, &plan, &base, params, cancel, settings)?;
     let mut rows: Vec<Vec<Value>> = Vec::new();
