@@ -9,7 +9,7 @@ mod table;
 
 pub use table::{
     is_hidden, Multiplicity, NodeTableInfo, Property, PropertyId, RelTableInfo, TableEntry,
-    TableKind, HIDDEN_PREFIX, SERIAL_KEY,
+    TableKind, HIDDEN_PREFIX, LABELS_KEY, SERIAL_KEY,
 };
 
 use kith_common::codec::{Decoder, Encoder};
@@ -127,6 +127,7 @@ impl Catalog {
             kind: TableKind::Node(NodeTableInfo { primary_key: pk }),
             label: name.to_string(),
             implicit: false,
+            extra_labels: Vec::new(),
         });
         Ok(id)
     }
@@ -170,8 +171,31 @@ impl Catalog {
             }),
             label: name.to_string(),
             implicit: false,
+            extra_labels: Vec::new(),
         });
         Ok(id)
+    }
+
+    /// Records that nodes of `table` may carry label `label`.
+    pub fn add_extra_label(&mut self, table: TableId, label: &str) -> Result<()> {
+        let t = self
+            .tables
+            .iter_mut()
+            .find(|t| t.id == table)
+            .ok_or_else(|| Error::catalog(format!("no table with id {}", table.0)))?;
+        if !t.may_have_label(label) {
+            t.extra_labels.push(label.to_string());
+        }
+        Ok(())
+    }
+
+    /// The node tables whose nodes may carry label `label` (their own, or
+    /// an extra one).
+    pub fn node_tables_with_label<'s>(
+        &'s self,
+        label: &'s str,
+    ) -> impl Iterator<Item = &'s TableEntry> {
+        self.node_tables().filter(move |t| t.may_have_label(label))
     }
 
     /// The node tables Cypher label `label` names ("" for the table of
@@ -231,6 +255,7 @@ impl Catalog {
             kind: TableKind::Node(NodeTableInfo { primary_key: 0 }),
             label: label.to_string(),
             implicit: true,
+            extra_labels: Vec::new(),
         });
         Ok(id)
     }
@@ -268,6 +293,7 @@ impl Catalog {
             }),
             label: rel_type.to_string(),
             implicit: true,
+            extra_labels: Vec::new(),
         });
         Ok(id)
     }

@@ -100,6 +100,10 @@ pub struct TableEntry {
     /// primary key is a hidden serial, properties are added on first write
     /// and reading a property it lacks gives NULL.
     pub implicit: bool,
+    /// Labels some node of this node table carries besides (or instead of)
+    /// `label`; such nodes keep their exact label list in the hidden
+    /// property [`LABELS_KEY`]. Only grows (a label once added stays here).
+    pub extra_labels: Vec<String>,
 }
 
 /// Prefix of property names the engine adds for itself (the serial key of an
@@ -108,6 +112,10 @@ pub const HIDDEN_PREFIX: char = '\u{1}';
 
 /// The hidden serial primary key of an implicit node table.
 pub const SERIAL_KEY: &str = "\u{1}id";
+
+/// The hidden property holding a node's labels when they differ from its
+/// table's label (several labels, SET/REMOVE of labels): a list of strings.
+pub const LABELS_KEY: &str = "\u{1}labels";
 
 /// Whether `name` is an engine-internal property.
 pub fn is_hidden(name: &str) -> bool {
@@ -143,6 +151,17 @@ impl TableEntry {
 
     pub fn property_index(&self, name: &str) -> Option<usize> {
         self.properties.iter().position(|p| p.name == name)
+    }
+
+    /// Whether nodes of this table may carry label `label`.
+    pub fn may_have_label(&self, label: &str) -> bool {
+        self.label == label || self.extra_labels.iter().any(|l| l == label)
+    }
+
+    /// Whether some node of this table has labels other than the table's
+    /// (its labels are then in the hidden property [`LABELS_KEY`]).
+    pub fn has_label_column(&self) -> bool {
+        self.property(LABELS_KEY).is_some()
     }
 
     /// Whether `name` is the serial key of an implicit table.
@@ -183,6 +202,10 @@ impl TableEntry {
         }
         e.str(&self.label);
         e.bool(self.implicit);
+        e.u64(self.extra_labels.len() as u64);
+        for l in &self.extra_labels {
+            e.str(l);
+        }
     }
 
     pub(crate) fn decode(d: &mut Decoder<'_>) -> Result<TableEntry> {
@@ -220,6 +243,11 @@ impl TableEntry {
         };
         let label = d.str()?;
         let implicit = d.bool()?;
+        let n = d.count(8)?;
+        let mut extra_labels = Vec::with_capacity(n);
+        for _ in 0..n {
+            extra_labels.push(d.str()?);
+        }
         Ok(TableEntry {
             id,
             name,
@@ -228,6 +256,7 @@ impl TableEntry {
             kind,
             label,
             implicit,
+            extra_labels,
         })
     }
 }

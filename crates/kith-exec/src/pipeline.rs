@@ -606,7 +606,20 @@ pub fn execute_query_with(
     threads: usize,
     recursive: &RecursiveSettings,
 ) -> Result<Vec<Chunk>> {
-    let mut input: Option<Chunk> = None;
+    execute_query_from(plan, None, ctx, sched, threads, recursive)
+}
+
+/// [`execute_query_with`] whose first part starts from the rows of `initial`
+/// (the continuation of a write statement) instead of one empty row.
+pub fn execute_query_from(
+    plan: &QueryPlan,
+    initial: Option<Chunk>,
+    ctx: Arc<QueryContext>,
+    sched: &Scheduler,
+    threads: usize,
+    recursive: &RecursiveSettings,
+) -> Result<Vec<Chunk>> {
+    let mut input: Option<Chunk> = initial;
     let last = plan.parts.len().saturating_sub(1);
     for (i, part) in plan.parts.iter().enumerate() {
         let rows = match part.from_rows {

@@ -171,6 +171,63 @@ impl Binder<'_> {
         Ok(out)
     }
 
+    /// Whether some of `tables` keeps per-node label lists.
+    fn any_label_column(&self, tables: &[TableId]) -> bool {
+        tables
+            .iter()
+            .filter_map(|t| self.catalog.table(*t))
+            .any(|t| t.has_label_column())
+    }
+
+    /// The hidden label list of node `var` (NULL where its tables keep
+    /// none, and for nodes whose labels are their table's).
+    fn hidden_labels(&mut self, var: &str, tables: &[TableId], span: Span) -> Result<BoundExpr> {
+        if !self.any_label_column(tables) {
+            return Ok(BoundExpr::literal(Value::Null, span));
+        }
+        let key = ast::Ident {
+            name: kith_catalog::LABELS_KEY.to_string(),
+            span,
+        };
+        self.bind_property(var, &key, span)
+    }
+
+    /// `var:L1:L2...`: whether node `var` carries every label (a rel: has
+    /// the type); NULL when `var` is NULL.
+    pub(crate) fn has_labels(
+        &mut self,
+        var: &str,
+        labels: &[String],
+        span: Span,
+    ) -> Result<BoundExpr> {
+        let (slot, tables, is_node) =
+            if let Some(n) = self.graph.nodes.iter().find(|n| n.name == var) {
+                (n.id_slot, n.tables.clone(), true)
+            } else if let Some(r) = self.graph.rels.iter().find(|r| r.name == var) {
+                (r.id_slot, r.tables.clone(), false)
+            } else {
+                return Err(not_supported(span, "a label test on this expression"));
+            };
+        let id = BoundExpr::slot(slot, LogicalType::InternalId, span);
+        let names = self.table_names(&tables, span)?;
+        let hidden = if is_node {
+            self.hidden_labels(var, &tables, span)?
+        } else {
+            BoundExpr::literal(Value::Null, span)
+        };
+        let mut args = vec![id, names, hidden];
+        args.extend(
+            labels
+                .iter()
+                .map(|l| BoundExpr::literal(Value::String(l.clone()), span)),
+        );
+        Ok(BoundExpr {
+            kind: BoundExprKind::Function("_has_labels".to_string(), args),
+            ty: LogicalType::Bool,
+            span,
+        })
+    }
+
     fn table_name(&self, table: TableId) -> Result<String> {
         self.catalog
             .table(table)
@@ -180,7 +237,7 @@ impl Binder<'_> {
 
     /// The constructor call that turns the id in `slot` into a node or rel
     /// value; `None` when the slot holds no entity.
-    fn entity_value(&mut self, slot: SlotId, span: Span) -> Result<Option<BoundExpr>> {
+    pub(super) fn entity_value(&mut self, slot: SlotId, span: Span) -> Result<Option<BoundExpr>> {
         let Some(entity) = self.entity_of_slot(slot, span)? else {
             return Ok(None);
         };
@@ -204,7 +261,20 @@ impl Binder<'_> {
             // Matches nothing; any value it has is NULL.
             return Ok(None);
         }
+        let labelled = function == "_node" && self.any_label_column(&tables);
         args.push(match tables.as_slice() {
+            _ if labelled => {
+                let names = self.table_names(&tables, span)?;
+                let hidden = self.hidden_labels(&name, &tables, span)?;
+                BoundExpr {
+                    kind: BoundExprKind::Function(
+                        "_label_text".to_string(),
+                        vec![args[0].clone(), names, hidden],
+                    ),
+                    ty: LogicalType::String,
+                    span,
+                }
+            }
             [t] => text(&self.table_name(*t)?),
             _ => self.table_names(&tables, span)?,
         });
@@ -321,7 +391,10 @@ impl Binder<'_> {
         arg: &ast::Expr,
         span: Span,
     ) -> Result<Option<BoundExpr>> {
-        if !matches!(function, "id" | "label" | "labels" | "type" | "properties") {
+        if !matches!(
+            function,
+            "id" | "label" | "labels" | "type" | "properties" | "keys"
+        ) {
             return Ok(None);
         }
         let ast::ExprKind::Variable(var) = &arg.kind else {
@@ -341,6 +414,17 @@ impl Binder<'_> {
         let (name, tables) = match entity {
             Entity::Node { name, tables } | Entity::Rel { name, tables, .. } => (name, tables),
         };
+        if function == "keys" {
+            // The keys of the entity value (its non-NULL properties).
+            let Some(value) = self.entity_value(slot, span)? else {
+                return Ok(None);
+            };
+            return Ok(Some(BoundExpr {
+                kind: BoundExprKind::Function("keys".to_string(), vec![value]),
+                ty: LogicalType::List(Box::new(LogicalType::String)),
+                span,
+            }));
+        }
         let id = BoundExpr::slot(slot, LogicalType::InternalId, span);
         match function {
             // A call, not the bare slot, so that projections hand out the
@@ -359,6 +443,17 @@ impl Binder<'_> {
                     ));
                 }
                 let names = self.table_names(&tables, span)?;
+                if function == "labels" && !is_rel && self.any_label_column(&tables) {
+                    let hidden = self.hidden_labels(&name, &tables, span)?;
+                    return Ok(Some(BoundExpr {
+                        kind: BoundExprKind::Function(
+                            "_labels".to_string(),
+                            vec![id, names, hidden],
+                        ),
+                        ty: LogicalType::List(Box::new(LogicalType::String)),
+                        span,
+                    }));
+                }
                 let ty = if function == "labels" {
                     LogicalType::List(Box::new(LogicalType::String))
                 } else {

@@ -17,6 +17,8 @@ use crate::expr::{BoundExpr, SlotId};
 struct WriteScope {
     items: Vec<ast::ProjectionItem>,
     created: HashSet<String>,
+    /// Named rels a CREATE makes.
+    created_rels: Vec<String>,
     /// Counter for the hidden names of anonymous created nodes.
     anon: usize,
     /// Property names a SET, REMOVE or MERGE so far may have changed: the
@@ -54,6 +56,24 @@ impl WriteScope {
     }
 }
 
+/// The labels of a node to create when there are several (each once, in
+/// order); empty for one or none.
+fn node_labels(node: &ast::NodePattern) -> Vec<String> {
+    let ast::LabelExpr::All(l) = &node.labels else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = Vec::new();
+    for x in l {
+        if !out.contains(&x.name) {
+            out.push(x.name.clone());
+        }
+    }
+    if out.len() < 2 {
+        out.clear();
+    }
+    out
+}
+
 fn semantic(span: Span, msg: impl Into<String>) -> Error {
     Error::at(ErrorKind::Semantic, span, msg.into())
 }
@@ -70,12 +90,14 @@ impl Binder<'_> {
         let mut scope = WriteScope {
             items: Vec::new(),
             created: HashSet::new(),
+            created_rels: Vec::new(),
             anon: 0,
             written: HashSet::new(),
             after_write: Vec::new(),
         };
         let mut out = Vec::new();
-        for clause in clauses {
+        let mut continuation = None;
+        for (idx, clause) in clauses.iter().enumerate() {
             match clause {
                 Clause::Create { patterns, .. } => {
                     out.push(self.bind_create(patterns, &mut scope)?);
@@ -94,6 +116,7 @@ impl Binder<'_> {
                 }
                 Clause::Set { items, .. } => {
                     let mut sets = Vec::new();
+                    let mut others = Vec::new();
                     for item in items {
                         match item {
                             ast::SetItem::Property { target, value } => {
@@ -106,22 +129,52 @@ impl Binder<'_> {
                                     value,
                                 });
                             }
-                            ast::SetItem::Replace { variable, .. }
-                            | ast::SetItem::Merge { variable, .. } => {
-                                return Err(not_supported(
+                            ast::SetItem::Replace { variable, value }
+                            | ast::SetItem::Merge { variable, value } => {
+                                let replace = matches!(item, ast::SetItem::Replace { .. });
+                                let target = match self.rel_ref(
+                                    &variable.name,
                                     variable.span,
-                                    "SET of a whole property map (= or +=)",
-                                ))
+                                    &mut scope,
+                                )? {
+                                    Some(r) => SetTarget::Rel(r),
+                                    None => SetTarget::Node(self.node_ref(
+                                        &variable.name,
+                                        variable.span,
+                                        &mut scope,
+                                    )?),
+                                };
+                                let value = scope.column(value.clone());
+                                // Every property may change: later values
+                                // must not read any.
+                                scope.written.insert("*".to_string());
+                                others.push(WriteClause::SetMap {
+                                    target,
+                                    value,
+                                    replace,
+                                });
                             }
-                            ast::SetItem::Labels { variable, .. } => {
-                                return Err(not_supported(variable.span, "SET of labels"))
+                            ast::SetItem::Labels { variable, labels } => {
+                                others.push(WriteClause::SetLabels {
+                                    node: self.node_ref(
+                                        &variable.name,
+                                        variable.span,
+                                        &mut scope,
+                                    )?,
+                                    labels: labels.iter().map(|l| l.name.clone()).collect(),
+                                    remove: false,
+                                });
                             }
                         }
                     }
-                    out.push(WriteClause::Set(sets));
+                    if !sets.is_empty() {
+                        out.push(WriteClause::Set(sets));
+                    }
+                    out.extend(others);
                 }
                 Clause::Remove { items, span } => {
                     let mut sets = Vec::new();
+                    let mut others = Vec::new();
                     for item in items {
                         match item {
                             ast::RemoveItem::Property(target) => {
@@ -136,15 +189,26 @@ impl Binder<'_> {
                                     value,
                                 });
                             }
-                            ast::RemoveItem::Labels { variable, .. } => {
-                                return Err(not_supported(variable.span, "REMOVE of labels"))
+                            ast::RemoveItem::Labels { variable, labels } => {
+                                others.push(WriteClause::SetLabels {
+                                    node: self.node_ref(
+                                        &variable.name,
+                                        variable.span,
+                                        &mut scope,
+                                    )?,
+                                    labels: labels.iter().map(|l| l.name.clone()).collect(),
+                                    remove: true,
+                                });
                             }
                         }
                     }
                     scope
                         .written
                         .extend(sets.iter().map(|s| s.property.clone()));
-                    out.push(WriteClause::Set(sets));
+                    if !sets.is_empty() {
+                        out.push(WriteClause::Set(sets));
+                    }
+                    out.extend(others);
                 }
                 Clause::Delete { detach, exprs, .. } => {
                     let mut nodes = Vec::new();
@@ -165,23 +229,12 @@ impl Binder<'_> {
                         rels,
                     });
                 }
-                Clause::Projection(p) => {
-                    return Err(not_supported(
-                        p.span,
-                        if p.is_with {
-                            "WITH after writing clauses"
-                        } else {
-                            "RETURN after writing clauses"
-                        },
-                    ))
-                }
-                Clause::Match { span, .. }
-                | Clause::Unwind { span, .. }
-                | Clause::Call { span, .. } => {
-                    return Err(not_supported(
-                        *span,
-                        "reading clauses after writing clauses",
-                    ))
+                Clause::Projection(_)
+                | Clause::Match { .. }
+                | Clause::Unwind { .. }
+                | Clause::Call { .. } => {
+                    continuation = Some(self.continuation(&clauses[idx..], &mut scope));
+                    break;
                 }
             }
         }
@@ -220,10 +273,9 @@ impl Binder<'_> {
                 let e = &part.outputs[c].1;
                 let mut slots = Vec::new();
                 e.slots(&mut slots);
-                if props
-                    .iter()
-                    .any(|(name, s)| written.contains(*name) && slots.contains(s))
-                {
+                if props.iter().any(|(name, s)| {
+                    (written.contains(*name) || written.contains("*")) && slots.contains(s)
+                }) {
                     return Err(not_supported(
                         e.span,
                         "reading a property after SET, REMOVE or MERGE in the same statement",
@@ -237,12 +289,82 @@ impl Binder<'_> {
                 num_slots: self.next_slot,
             },
             clauses: out,
+            continuation,
         })))
+    }
+
+    /// The clauses after the writes, with every named variable in scope:
+    /// matched nodes and values through hidden columns, created nodes by
+    /// name. Rels are not carried (yet): the continuation reports them as
+    /// undefined.
+    fn continuation(&self, clauses: &[Clause], scope: &mut WriteScope) -> WriteContinuation {
+        let mut vars: Vec<ContinuationVar> = Vec::new();
+        let named = |n: &str| !n.starts_with("_anon");
+        for n in &self.graph.nodes {
+            if named(&n.name) && !scope.created.contains(&n.name) {
+                vars.push(ContinuationVar {
+                    name: n.name.clone(),
+                    source: ContinuationSource::Column(scope.variable(&n.name, Span::new(0, 0))),
+                    kind: SeedKind::Node(n.tables.clone()),
+                });
+            }
+        }
+        let mut created: Vec<&String> = scope.created.iter().filter(|n| named(n)).collect();
+        created.sort();
+        for name in created {
+            vars.push(ContinuationVar {
+                name: name.clone(),
+                source: ContinuationSource::Created(name.clone()),
+                kind: SeedKind::Node(Vec::new()),
+            });
+        }
+        for r in &self.graph.rels {
+            if !named(&r.name) || r.recursive.is_some() {
+                continue;
+            }
+            let (src, dst) = match r.direction {
+                Direction::Left => (r.right, r.left),
+                _ => (r.left, r.right),
+            };
+            let span = Span::new(0, 0);
+            let source = ContinuationSource::Rel {
+                rel: scope.variable(&r.name, span),
+                src: scope.variable(&self.graph.nodes[src].name, span),
+                dst: scope.variable(&self.graph.nodes[dst].name, span),
+            };
+            vars.push(ContinuationVar {
+                name: r.name.clone(),
+                source,
+                kind: SeedKind::Rel(r.tables.clone()),
+            });
+        }
+        for name in &scope.created_rels {
+            vars.push(ContinuationVar {
+                name: name.clone(),
+                source: ContinuationSource::CreatedRel(name.clone()),
+                kind: SeedKind::Rel(Vec::new()),
+            });
+        }
+        for (name, _, ty) in &self.values {
+            if named(name) && !vars.iter().any(|v| v.name == *name) {
+                let ty = ty.clone();
+                vars.push(ContinuationVar {
+                    name: name.clone(),
+                    source: ContinuationSource::Column(scope.variable(name, Span::new(0, 0))),
+                    kind: SeedKind::Value(ty),
+                });
+            }
+        }
+        WriteContinuation {
+            clauses: clauses.to_vec(),
+            vars,
+        }
     }
 
     /// Whether `name` is bound (by the reading clauses or created).
     fn is_bound(&self, name: &str, scope: &WriteScope) -> bool {
         scope.created.contains(name)
+            || scope.created_rels.iter().any(|r| r == name)
             || self.graph.nodes.iter().any(|n| n.name == name)
             || self.graph.rels.iter().any(|r| r.name == name)
             || self.values.iter().any(|v| v.0 == name)
@@ -349,12 +471,14 @@ impl Binder<'_> {
     /// label: the table of unlabelled nodes).
     fn write_label(&self, node: &ast::NodePattern) -> Result<WriteTable> {
         let label = match &node.labels {
-            ast::LabelExpr::All(l) if l.len() == 1 => &l[0],
+            // Several labels: the node goes to the table of the first; the
+            // others are kept per node (`CreateNode::labels`).
+            ast::LabelExpr::All(l) if !l.is_empty() => &l[0],
             ast::LabelExpr::None => return Ok(WriteTable::Implicit(String::new())),
             _ => {
-                return Err(not_supported(
+                return Err(semantic(
                     node.span,
-                    "creating a node with several labels",
+                    "a node to create needs labels joined by ':', not alternatives",
                 ))
             }
         };
@@ -459,6 +583,7 @@ impl Binder<'_> {
         nodes.push(CreateNode {
             var: var.clone(),
             table,
+            labels: node_labels(node),
             properties,
         });
         Ok(NodeRef::Created(var))
@@ -506,7 +631,12 @@ impl Binder<'_> {
                 };
                 let properties = self.write_properties(rel.properties.as_ref(), scope)?;
                 self.check_properties(&table, &properties, rel.span)?;
+                let var = rel.variable.as_ref().map(|v| v.name.clone());
+                if let Some(v) = &var {
+                    scope.created_rels.push(v.clone());
+                }
                 rels.push(CreateRel {
+                    var,
                     table,
                     src,
                     dst,
@@ -593,6 +723,7 @@ impl Binder<'_> {
             node: CreateNode {
                 var,
                 table,
+                labels: node_labels(node),
                 properties,
             },
             on_create,

@@ -46,6 +46,9 @@ pub struct Binder<'a> {
     /// slot holding the path length (the cost for weighted shortest paths,
     /// flagged true).
     paths: Vec<(String, SlotId, bool)>,
+    /// Named fixed-length paths of the current part: name and the variables
+    /// of its nodes and rels in path order (node, rel, node, ...).
+    fixed_paths: Vec<(String, Vec<String>)>,
     /// Variables of the comprehensions, quantifiers and `reduce`s being
     /// bound, innermost last: name, local index, type. They shadow every
     /// other name.
@@ -150,6 +153,7 @@ impl<'a> Binder<'a> {
             part: BoundPart::default(),
             parts: Vec::new(),
             paths: Vec::new(),
+            fixed_paths: Vec::new(),
             locals: Vec::new(),
             next_local: 0,
         }
@@ -314,9 +318,11 @@ impl<'a> Binder<'a> {
                         )?;
                         continue;
                     }
+                    let first_rel = self.graph.rels.len();
                     for p in patterns {
                         self.bind_pattern(p, &mut predicates)?;
                     }
+                    self.distinct_rels(first_rel, &mut predicates);
                     if let Some(w) = where_ {
                         let e = self.bind_expr(w)?;
                         split_conjuncts(e, &mut predicates);
@@ -538,8 +544,15 @@ impl<'a> Binder<'a> {
     fn node_tables(&self, labels: &ast::LabelExpr, span: Span) -> Result<Vec<TableId>> {
         let names: &[ast::Ident] = match labels {
             ast::LabelExpr::None => return Ok(self.catalog.node_tables().map(|t| t.id).collect()),
+            // `:A:B`: the tables whose nodes may carry all of them.
             ast::LabelExpr::All(l) if l.len() > 1 => {
-                return Err(not_supported(span, "several labels on one node"))
+                let _ = span;
+                return Ok(self
+                    .catalog
+                    .node_tables()
+                    .filter(|t| l.iter().all(|x| t.may_have_label(&x.name)))
+                    .map(|t| t.id)
+                    .collect());
             }
             ast::LabelExpr::All(l) | ast::LabelExpr::Any(l) => l,
         };
@@ -548,7 +561,11 @@ impl<'a> Binder<'a> {
         let mut out = Vec::new();
         for n in names {
             let before = out.len();
-            out.extend(self.catalog.node_tables_labelled(&n.name).map(|t| t.id));
+            for t in self.catalog.node_tables_with_label(&n.name) {
+                if !out.contains(&t.id) {
+                    out.push(t.id);
+                }
+            }
             if out.len() == before {
                 if let Some(t) = self.catalog.table_by_name(&n.name) {
                     if t.is_rel() && !t.implicit {
@@ -570,6 +587,16 @@ impl<'a> Binder<'a> {
         predicates: &mut Vec<BoundExpr>,
     ) -> Result<usize> {
         let tables = self.node_tables(&n.labels, n.span)?;
+        if let Some(v) = n.variable.as_ref().filter(|v| self.is_path(&v.name)) {
+            return Err(Error::at(
+                ErrorKind::Semantic,
+                v.span,
+                format!(
+                    "'{}' is a path, not a node (variable type conflict)",
+                    v.name
+                ),
+            ));
+        }
         let idx = match &n.variable {
             Some(v) if self.graph.nodes.iter().any(|q| q.name == v.name) => {
                 let idx = self
@@ -618,6 +645,7 @@ impl<'a> Binder<'a> {
             }
         };
         let var = self.graph.nodes[idx].name.clone();
+        self.label_predicates(&var, &n.labels, n.span, predicates)?;
         self.bind_inline_props(&var, n.properties.as_ref(), n.span, predicates)?;
         if let Some(w) = &n.where_ {
             let e = self.bind_expr(w)?;
@@ -669,13 +697,36 @@ impl<'a> Binder<'a> {
     ) -> Result<()> {
         let single_recursive = p.chain.len() == 1 && p.chain[0].0.range.is_some();
         let mut len_slot = None;
+        let fixed = p.chain.iter().all(|(r, _)| r.range.is_none()) && p.shortest.is_none();
+        let mut fixed_path: Option<(String, Vec<String>)> = None;
         if let Some(v) = &p.variable {
-            if !single_recursive {
+            if !single_recursive && !fixed {
                 return Err(not_supported(
                     v.span,
-                    "named paths other than one variable-length relationship",
+                    "named paths mixing fixed and variable-length relationships",
                 ));
             }
+            if self.is_path(&v.name) {
+                return Err(Error::at(
+                    ErrorKind::Semantic,
+                    v.span,
+                    format!("variable '{}' is already bound", v.name),
+                ));
+            }
+        }
+        if let (Some(v), true) = (&p.variable, fixed && !single_recursive) {
+            if self.graph.nodes.iter().any(|n| n.name == v.name)
+                || self.graph.rels.iter().any(|r| r.name == v.name)
+                || self.values.iter().any(|x| x.0 == v.name)
+            {
+                return Err(Error::at(
+                    ErrorKind::Semantic,
+                    v.span,
+                    format!("variable '{}' is already bound", v.name),
+                ));
+            }
+            fixed_path = Some((v.name.clone(), Vec::new()));
+        } else if let Some(v) = &p.variable {
             if self.paths.iter().any(|(n, _, _)| *n == v.name)
                 || self.graph.nodes.iter().any(|n| n.name == v.name)
                 || self.graph.rels.iter().any(|r| r.name == v.name)
@@ -703,6 +754,9 @@ impl<'a> Binder<'a> {
             ));
         }
         let mut left = self.bind_node(&p.start, predicates)?;
+        if let Some((_, elems)) = &mut fixed_path {
+            elems.push(self.graph.nodes[left].name.clone());
+        }
         for (rel, node) in &p.chain {
             let recursive = match &rel.range {
                 None => None,
@@ -732,6 +786,13 @@ impl<'a> Binder<'a> {
             };
             let name = match &rel.variable {
                 Some(v) => {
+                    if self.is_path(&v.name) {
+                        return Err(Error::at(
+                            ErrorKind::Semantic,
+                            v.span,
+                            format!("'{}' is a path, not a rel (variable type conflict)", v.name),
+                        ));
+                    }
                     if self.rels_carried.iter().any(|r| r.0 == v.name) {
                         return Err(not_supported(
                             v.span,
@@ -767,9 +828,135 @@ impl<'a> Binder<'a> {
                 let e = self.bind_expr(w)?;
                 split_conjuncts(e, predicates);
             }
+            if let Some((_, elems)) = &mut fixed_path {
+                elems.push(name);
+                elems.push(self.graph.nodes[right].name.clone());
+            }
             left = right;
         }
+        if let Some(path) = fixed_path {
+            self.fixed_paths.push(path);
+        }
         Ok(())
+    }
+
+    /// openCypher relationship isomorphism: within one MATCH, two rel
+    /// variables never bind the same rel. Adds `r1 <> r2` for every pair of
+    /// fixed-length rels bound since `first` whose tables overlap.
+    fn distinct_rels(&self, first: usize, predicates: &mut Vec<BoundExpr>) {
+        let rels = &self.graph.rels[first..];
+        let span = Span::new(0, 0);
+        for (i, a) in rels.iter().enumerate() {
+            for b in &rels[i + 1..] {
+                if a.recursive.is_some()
+                    || b.recursive.is_some()
+                    || !a.tables.iter().any(|t| b.tables.contains(t))
+                {
+                    continue;
+                }
+                let id = |slot| BoundExpr::slot(slot, LogicalType::InternalId, span);
+                predicates.push(BoundExpr {
+                    kind: BoundExprKind::Binary(
+                        crate::expr::BinaryOp::Ne,
+                        Box::new(id(a.id_slot)),
+                        Box::new(id(b.id_slot)),
+                    ),
+                    ty: LogicalType::Bool,
+                    span,
+                });
+            }
+        }
+    }
+
+    /// Where the candidate tables of node `var` keep per-node label lists,
+    /// the test that a node really carries the pattern's labels.
+    fn label_predicates(
+        &mut self,
+        var: &str,
+        labels: &ast::LabelExpr,
+        span: Span,
+        predicates: &mut Vec<BoundExpr>,
+    ) -> Result<()> {
+        let tables = self
+            .graph
+            .nodes
+            .iter()
+            .find(|n| n.name == var)
+            .map(|n| n.tables.clone())
+            .unwrap_or_default();
+        let labelled = tables
+            .iter()
+            .filter_map(|t| self.catalog.table(*t))
+            .any(|t| t.has_label_column());
+        if !labelled {
+            return Ok(());
+        }
+        match labels {
+            ast::LabelExpr::None => {}
+            ast::LabelExpr::All(l) => {
+                let names: Vec<String> = l.iter().map(|x| x.name.clone()).collect();
+                predicates.push(self.has_labels(var, &names, span)?);
+            }
+            ast::LabelExpr::Any(l) => {
+                let mut any: Option<BoundExpr> = None;
+                for x in l {
+                    let t = self.has_labels(var, std::slice::from_ref(&x.name), span)?;
+                    any = Some(match any {
+                        None => t,
+                        Some(a) => BoundExpr {
+                            kind: BoundExprKind::Binary(
+                                crate::expr::BinaryOp::Or,
+                                Box::new(a),
+                                Box::new(t),
+                            ),
+                            ty: LogicalType::Bool,
+                            span,
+                        },
+                    });
+                }
+                predicates.extend(any);
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether `name` is a named path of this part.
+    fn is_path(&self, name: &str) -> bool {
+        self.paths.iter().any(|p| p.0 == name) || self.fixed_paths.iter().any(|p| p.0 == name)
+    }
+
+    /// The value of fixed-length path `name`: `_path(node, rel, node, ...)`
+    /// over the entity values of its variables.
+    fn fixed_path_value(&mut self, name: &str, span: Span) -> Result<Option<BoundExpr>> {
+        let Some((_, elems)) = self.fixed_paths.iter().find(|p| p.0 == name).cloned() else {
+            return Ok(None);
+        };
+        let mut args = Vec::with_capacity(elems.len());
+        for e in &elems {
+            let slot = self
+                .graph
+                .nodes
+                .iter()
+                .find(|n| n.name == *e)
+                .map(|n| n.id_slot)
+                .or_else(|| {
+                    self.graph
+                        .rels
+                        .iter()
+                        .find(|r| r.name == *e)
+                        .map(|r| r.id_slot)
+                })
+                .ok_or_else(|| Error::internal(format!("path element '{e}' is not bound")))?;
+            let value = self
+                .entity_value(slot, span)?
+                .ok_or_else(|| Error::internal(format!("path element '{e}' is no entity")))?;
+            args.push(value);
+        }
+        Ok(Some(BoundExpr {
+            kind: BoundExprKind::Function("_path".to_string(), args),
+            ty: LogicalType::Path,
+            span,
+        }))
     }
 
     /// Checks a variable-length rel pattern and resolves its kind and bounds
@@ -879,7 +1066,7 @@ impl<'a> Binder<'a> {
     fn bind_projection(
         &mut self,
         proj: &ast::Projection,
-        predicates: Vec<BoundExpr>,
+        mut predicates: Vec<BoundExpr>,
     ) -> Result<Vec<BoundExpr>> {
         let what = if proj.is_with { "WITH" } else { "RETURN" };
         for p in &predicates {
@@ -1008,6 +1195,36 @@ impl<'a> Binder<'a> {
         self.aliases.clear();
         let mut order_by = order?;
         let aggregates = self.aggregates.take().unwrap_or_default();
+        // The WHERE of a plain WITH (no aggregate, DISTINCT, ORDER BY, SKIP
+        // or LIMIT) may also use variables the WITH does not project
+        // (`WITH c WHERE r IS NULL`): it filters the rows before the
+        // projection, with the aliases standing for their expressions. When
+        // that does not bind (an alias used as a node, say), it is bound
+        // after the projection below.
+        let mut where_done = false;
+        if let (true, Some(w)) = (proj.is_with, &proj.where_) {
+            let plain = aggregates.is_empty()
+                && !proj.distinct
+                && proj.order_by.is_empty()
+                && proj.skip.is_none()
+                && proj.limit.is_none();
+            if plain {
+                self.aliases = outputs.clone();
+                let early = self.bind_expr(w);
+                self.aliases.clear();
+                if let Ok(e) = early {
+                    if e.ty != LogicalType::Bool && e.ty != LogicalType::Any {
+                        return Err(Error::at(
+                            ErrorKind::Type,
+                            e.span,
+                            format!("WHERE expects a BOOL expression, got {}", e.ty),
+                        ));
+                    }
+                    split_conjuncts(e, &mut predicates);
+                    where_done = true;
+                }
+            }
+        }
         if projected_aggregates == 0 && !aggregates.is_empty() {
             let span = order_by.first().map_or(proj.span, |k| k.expr.span);
             return Err(Error::at(
@@ -1144,6 +1361,7 @@ impl<'a> Binder<'a> {
         self.rels_carried.clear();
         self.carried_rel_tables.clear();
         self.paths.clear();
+        self.fixed_paths.clear();
         if !proj.is_with {
             return Ok(Vec::new());
         }
@@ -1173,7 +1391,7 @@ impl<'a> Binder<'a> {
         }
         self.part.inputs = next_inputs;
         let mut next = Vec::new();
-        if let Some(w) = &proj.where_ {
+        if let (false, Some(w)) = (where_done, &proj.where_) {
             let e = self.bind_expr(w)?;
             split_conjuncts(e, &mut next);
         }
@@ -1375,6 +1593,9 @@ impl<'a> Binder<'a> {
                 if let Some((_, e)) = self.aliases.iter().find(|a| &a.0 == name) {
                     return Ok(e.clone());
                 }
+                if let Some(path) = self.fixed_path_value(name, span)? {
+                    return Ok(path);
+                }
                 if self.paths.iter().any(|p| &p.0 == name) {
                     return Err(not_supported(
                         span,
@@ -1469,6 +1690,34 @@ impl<'a> Binder<'a> {
                     ..
                 }] = args.as_slice()
                 {
+                    if let Some(path) = self.fixed_path_value(v, span)? {
+                        let list = |ty: LogicalType, items: Vec<BoundExpr>| BoundExpr {
+                            kind: BoundExprKind::List(items),
+                            ty: LogicalType::List(Box::new(ty)),
+                            span,
+                        };
+                        let BoundExprKind::Function(_, items) = path.kind.clone() else {
+                            return Err(Error::internal("path constructor expected"));
+                        };
+                        match lname.as_str() {
+                            "length" | "size" => {
+                                return Ok(BoundExpr {
+                                    kind: BoundExprKind::Function("length".into(), vec![path]),
+                                    ty: LogicalType::Int64,
+                                    span,
+                                })
+                            }
+                            "nodes" => {
+                                let nodes = items.into_iter().step_by(2).collect();
+                                return Ok(list(LogicalType::Node, nodes));
+                            }
+                            "relationships" | "rels" => {
+                                let rels = items.into_iter().skip(1).step_by(2).collect();
+                                return Ok(list(LogicalType::Rel, rels));
+                            }
+                            _ => {}
+                        }
+                    }
                     if let Some(&(_, slot, weighted)) = self.paths.iter().find(|p| &p.0 == v) {
                         return match lname.as_str() {
                             "length" if !weighted => {
@@ -1627,6 +1876,26 @@ impl<'a> Binder<'a> {
             | ExprKind::ListComprehension { .. }
             | ExprKind::Quantifier { .. }
             | ExprKind::Reduce { .. } => self.bind_nested_expr(e),
+            ExprKind::HasLabels(inner, labels) => {
+                let names: Vec<String> = labels.iter().map(|l| l.name.clone()).collect();
+                match &inner.kind {
+                    ExprKind::Variable(v)
+                        if self.graph.nodes.iter().any(|n| &n.name == v)
+                            || self.graph.rels.iter().any(|r| &r.name == v) =>
+                    {
+                        self.has_labels(v, &names, span)
+                    }
+                    _ => {
+                        let x = self.bind_expr(inner)?;
+                        if x.ty == LogicalType::Any
+                            && matches!(x.kind, BoundExprKind::Literal(Value::Null))
+                        {
+                            return Ok(BoundExpr::literal(Value::Null, span));
+                        }
+                        Err(not_supported(span, "a label test on this expression"))
+                    }
+                }
+            }
             _ => Err(not_supported(span, "this expression")),
         }
     }
@@ -1780,6 +2049,99 @@ pub fn bind_with_params(
     let mut b = Binder::new(catalog);
     b.params = Some(params);
     b.bind(stmt)
+}
+
+/// Binds `clauses` as a query that starts from input rows holding `vars`
+/// (in column order): the continuation of a write statement, bound after
+/// its writes against the transaction's catalog.
+pub fn bind_continuation(
+    catalog: &Catalog,
+    vars: &[(String, SeedKind)],
+    clauses: &[Clause],
+    params: &HashMap<String, Value>,
+) -> Result<BoundStatement> {
+    let mut b = Binder::new(catalog);
+    b.params = Some(params);
+    for (name, kind) in vars {
+        let slot = b.new_slot();
+        match kind {
+            SeedKind::Node(tables) => {
+                b.part.inputs.push((slot, LogicalType::InternalId));
+                b.graph.nodes.push(QueryNode {
+                    name: name.clone(),
+                    tables: tables.clone(),
+                    id_slot: slot,
+                    properties: Vec::new(),
+                    imported: true,
+                });
+            }
+            SeedKind::Rel(tables) => {
+                // Like a rel carried through WITH: the id, then hidden
+                // values for the endpoints and every property.
+                b.part.inputs.push((slot, LogicalType::InternalId));
+                b.rels_carried.push((name.clone(), slot));
+                b.carried_rel_tables.push((name.clone(), tables.clone()));
+                let ends = [bind_entity::CARRIED_SRC, bind_entity::CARRIED_DST];
+                let hidden = ends
+                    .iter()
+                    .map(|e| (e.to_string(), LogicalType::InternalId))
+                    .chain(carried_rel_columns(catalog, tables));
+                for (prop, ty) in hidden {
+                    let s = b.new_slot();
+                    b.part.inputs.push((s, ty.clone()));
+                    b.values.push((format!("_anon_{name}.{prop}"), s, ty));
+                }
+            }
+            SeedKind::Value(ty) => {
+                b.part.inputs.push((slot, ty.clone()));
+                b.values.push((name.clone(), slot, ty.clone()));
+            }
+        }
+    }
+    let span = clauses.first().map_or(Span::new(0, 0), clause_span);
+    b.bind_query(&ast::Query {
+        parts: vec![ast::SingleQuery {
+            clauses: clauses.to_vec(),
+            span,
+        }],
+        union_all: Vec::new(),
+        span,
+    })
+}
+
+/// The properties a rel of `tables` carries into a continuation, in input
+/// column order: every visible property of the tables once, typed ANY where
+/// the tables disagree.
+pub fn carried_rel_columns(catalog: &Catalog, tables: &[TableId]) -> Vec<(String, LogicalType)> {
+    let mut out: Vec<(String, LogicalType)> = Vec::new();
+    for t in tables.iter().filter_map(|t| catalog.table(*t)) {
+        for p in t
+            .properties
+            .iter()
+            .filter(|p| !kith_catalog::is_hidden(&p.name))
+        {
+            match out.iter_mut().find(|(n, _)| *n == p.name) {
+                Some((_, ty)) if *ty != p.ty => *ty = LogicalType::Any,
+                Some(_) => {}
+                None => out.push((p.name.clone(), p.ty.clone())),
+            }
+        }
+    }
+    out
+}
+
+fn clause_span(c: &Clause) -> Span {
+    match c {
+        Clause::Match { span, .. }
+        | Clause::Unwind { span, .. }
+        | Clause::Create { span, .. }
+        | Clause::Merge { span, .. }
+        | Clause::Set { span, .. }
+        | Clause::Remove { span, .. }
+        | Clause::Delete { span, .. }
+        | Clause::Call { span, .. } => *span,
+        Clause::Projection(p) => p.span,
+    }
 }
 
 /// The expression with every span cleared, for structural comparison.

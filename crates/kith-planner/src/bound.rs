@@ -3,7 +3,7 @@
 
 use kith_catalog::Multiplicity;
 use kith_common::{LogicalType, Span, TableId, Value};
-use kith_parser::ast::Direction;
+use kith_parser::ast::{self, Direction};
 
 use crate::expr::{BoundExpr, SlotId};
 
@@ -216,6 +216,51 @@ pub struct BoundQuery {
 pub struct BoundWrite {
     pub query: BoundQuery,
     pub clauses: Vec<WriteClause>,
+    /// What follows the writes (`... CREATE (n) RETURN n`, `... SET ... WITH
+    /// ... MATCH ...`): bound at run time, after the writes, against the
+    /// transaction's catalog (the writes may create tables), and run over
+    /// the rows the writes leave.
+    pub continuation: Option<WriteContinuation>,
+}
+
+/// The clauses after the writes and the variables they see.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WriteContinuation {
+    pub clauses: Vec<ast::Clause>,
+    pub vars: Vec<ContinuationVar>,
+}
+
+/// A variable in scope after the writes: where its value comes from and
+/// what it is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContinuationVar {
+    pub name: String,
+    pub source: ContinuationSource,
+    pub kind: SeedKind,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ContinuationSource {
+    /// A column of the reading part's rows.
+    Column(usize),
+    /// A node created or merged by the writes.
+    Created(String),
+    /// A matched rel: the columns of its id and endpoint ids.
+    Rel { rel: usize, src: usize, dst: usize },
+    /// A rel created by the writes.
+    CreatedRel(String),
+}
+
+/// A variable a bound query starts with (see `binder::bind_continuation`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum SeedKind {
+    /// A node of one of these tables (its input column holds the id).
+    Node(Vec<TableId>),
+    /// A rel of one of these tables: its input columns hold the id, the
+    /// source and destination ids, then the properties
+    /// `binder::carried_rel_columns` lists.
+    Rel(Vec<TableId>),
+    Value(LogicalType),
 }
 
 /// A node a writing clause refers to.
@@ -254,11 +299,15 @@ pub struct CreateNode {
     /// The variable (anonymous nodes get a hidden name).
     pub var: String,
     pub table: WriteTable,
+    /// All its labels when they are not just the table's (`:A:B`).
+    pub labels: Vec<String>,
     pub properties: Vec<(String, usize)>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct CreateRel {
+    /// The variable, when named (a continuation may read it).
+    pub var: Option<String>,
     pub table: WriteTable,
     pub src: NodeRef,
     pub dst: NodeRef,
@@ -297,6 +346,19 @@ pub enum WriteClause {
         on_match: Vec<(String, usize)>,
     },
     Set(Vec<SetProperty>),
+    /// `SET n:A:B` (`remove`: `REMOVE n:A:B`).
+    SetLabels {
+        node: NodeRef,
+        labels: Vec<String>,
+        remove: bool,
+    },
+    /// `SET x = map` (`replace`: other properties become NULL) and
+    /// `SET x += map`; `value` is the input column of the map.
+    SetMap {
+        target: SetTarget,
+        value: usize,
+        replace: bool,
+    },
     Delete {
         detach: bool,
         nodes: Vec<NodeRef>,

@@ -407,6 +407,38 @@ pub fn scalar_type(lower_name: &str, args: &[LogicalType]) -> Result<LogicalType
                 }
             }
         }
+        // On values (a node or rel carried as a value, a path); pattern
+        // variables are rewritten by the binder before they get here.
+        "type" => {
+            check(n, args, &[AnyT], 0)?;
+            if !matches!(args[0], T::Rel | T::Any) {
+                return Err(Error::type_error(format!(
+                    "type() expects a REL, got {}",
+                    args[0]
+                )));
+            }
+            T::String
+        }
+        "labels" => {
+            check(n, args, &[AnyT], 0)?;
+            if !matches!(args[0], T::Node | T::Any) {
+                return Err(Error::type_error(format!(
+                    "labels() expects a NODE, got {}",
+                    args[0]
+                )));
+            }
+            T::List(Box::new(T::String))
+        }
+        "nodes" | "relationships" | "rels" => {
+            check(n, args, &[AnyT], 0)?;
+            if !matches!(args[0], T::Path | T::Any) {
+                return Err(Error::type_error(format!(
+                    "{n}() expects a PATH, got {}",
+                    args[0]
+                )));
+            }
+            T::List(Box::new(if n == "nodes" { T::Node } else { T::Rel }))
+        }
         "keys" => {
             check(n, args, &[AnyT], 0)?;
             if !matches!(

@@ -85,7 +85,9 @@ pub fn plan_query(
             names = part.outputs.iter().map(|(n, _)| n.clone()).collect();
             types = part.outputs.iter().map(|(_, e)| e.ty.clone()).collect();
         }
-        let from_rows = i > 0 || part.optional.is_some();
+        // A continuation after writes starts from the rows the writes hand
+        // over (its first part has inputs).
+        let from_rows = i > 0 || part.optional.is_some() || !part.inputs.is_empty();
         let mut plan = plan_part(part, from_rows, catalog, cardinality)?;
         plan.recursive = recursive;
         parts.push(plan);
@@ -118,18 +120,55 @@ const MAX_TABLE_CHOICES: usize = 256;
 /// variables. A pattern written with single tables that do not fit together
 /// is an error; otherwise no assignment means no match.
 fn table_choices(g: &QueryGraph, catalog: &Catalog) -> Result<Vec<TableChoice>> {
+    // A node carried from an earlier part that can match no table holds
+    // only NULLs (from an OPTIONAL MATCH): the rows still pass.
+    let mut candidates: Vec<Vec<TableId>> = g
+        .nodes
+        .iter()
+        .map(|n| {
+            if n.imported && n.tables.is_empty() {
+                vec![NO_TABLE]
+            } else {
+                n.tables.clone()
+            }
+        })
+        .collect();
+    // Keep only node tables some candidate rel table connects (repeated
+    // until nothing changes), so that unlabelled nodes between typed rels
+    // do not multiply into every table of the catalog.
+    loop {
+        let mut changed = false;
+        for r in &g.rels {
+            let mut ends: [Vec<TableId>; 2] = [Vec::new(), Vec::new()];
+            for t in &r.tables {
+                let Some(info) = catalog.table(*t).and_then(|e| e.rel_info()) else {
+                    continue;
+                };
+                let pairs: &[(TableId, TableId)] = match r.direction {
+                    Direction::Right => &[(info.src, info.dst)],
+                    Direction::Left => &[(info.dst, info.src)],
+                    Direction::Both => &[(info.src, info.dst), (info.dst, info.src)],
+                };
+                for &(l, rr) in pairs {
+                    ends[0].push(l);
+                    ends[1].push(rr);
+                }
+            }
+            for (node, allowed) in [(r.left, &ends[0]), (r.right, &ends[1])] {
+                let before = candidates[node].len();
+                candidates[node].retain(|t| *t == NO_TABLE || allowed.contains(t));
+                changed |= candidates[node].len() != before;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
     let mut node_choices: Vec<Vec<TableId>> = vec![Vec::new()];
-    for n in &g.nodes {
-        // A node carried from an earlier part that can match no table holds
-        // only NULLs (from an OPTIONAL MATCH): the rows still pass.
-        let candidates = if n.imported && n.tables.is_empty() {
-            vec![NO_TABLE]
-        } else {
-            n.tables.clone()
-        };
+    for candidates in &candidates {
         let mut next = Vec::new();
         for prefix in &node_choices {
-            for &t in &candidates {
+            for &t in candidates {
                 let mut c = prefix.clone();
                 c.push(t);
                 next.push(c);

@@ -555,6 +555,68 @@ impl WriteTxn<'_> {
             .set_property_type(table, property, LogicalType::Any)
     }
 
+    /// One property of node `offset` of `table`, as this transaction sees it.
+    pub fn read_node_property(
+        &mut self,
+        table: TableId,
+        offset: u64,
+        property: PropertyId,
+    ) -> Result<Value> {
+        self.flush_pending()?;
+        let entry = self.entry(table)?;
+        let data = self.node_data(table)?;
+        let ty = entry
+            .properties
+            .iter()
+            .find(|p| p.id == property)
+            .map(|p| p.ty.clone())
+            .ok_or_else(|| Error::internal("read of a property not in the catalog"))?;
+        let column = data
+            .column_of(property)
+            .ok_or_else(|| Error::internal("property without storage column"))?;
+        read_node_value(self.pager(), &data, column, &ty, offset)
+    }
+
+    /// The properties (catalog order) of rel `rel_id` of `table` from node
+    /// `src`, as this transaction sees it (RETURN after writes); None when
+    /// the rel does not exist (deleted). Cost: a scan of `src`'s forward CSR
+    /// range.
+    pub fn read_rel_properties(
+        &mut self,
+        table: TableId,
+        src: u64,
+        rel_id: u64,
+    ) -> Result<Option<Vec<Value>>> {
+        self.flush_pending()?;
+        let entry = self.entry(table)?;
+        let data = self.rel_data(table)?;
+        let pager = Arc::clone(self.pager());
+        let cols: Vec<usize> = entry
+            .properties
+            .iter()
+            .map(|p| {
+                data.column_of(p.id)
+                    .ok_or_else(|| Error::internal("rel property without storage column"))
+            })
+            .collect::<Result<_>>()?;
+        let g = (src / NODE_GROUP_SIZE) as usize;
+        let Some(group) = data.fwd.groups.get(g) else {
+            return Ok(None);
+        };
+        let pinned = group.pin(&pager, &cols)?;
+        let (s, e) = pinned.range(src % NODE_GROUP_SIZE);
+        let Some(pos) = (s..e).find(|&p| pinned.rel_ids.get_u64(p) == rel_id) else {
+            return Ok(None);
+        };
+        let mut out = Vec::with_capacity(cols.len());
+        for (p, col) in entry.properties.iter().zip(&pinned.properties) {
+            let mut v = ValueVector::new(p.ty.clone(), 1);
+            col.read(pos, 1, &mut v, 0)?;
+            out.push(v.get_value(0));
+        }
+        Ok(Some(out))
+    }
+
     /// Offsets of the live nodes of `table` whose properties equal `props`
     /// (MERGE on an implicit table, which has no key to look up). A NULL in
     /// `props` matches nothing. Cost: a scan of the given columns.

@@ -388,11 +388,13 @@ fn props_match(
 }
 
 fn node_match(actual: &NodeValue, expected: &TckNode, o: CompareOpts) -> bool {
-    let labels_ok = match expected.labels.as_slice() {
-        [] => actual.label.is_empty(),
-        [one] => &actual.label == one,
-        _ => false, // KithDB nodes have exactly one label (their table)
-    };
+    // Several labels print joined by ':' (see `_label_text`); compare as sets.
+    let mut have: Vec<&str> = actual.label.split(':').filter(|l| !l.is_empty()).collect();
+    let mut want: Vec<&str> = expected.labels.iter().map(String::as_str).collect();
+    have.sort_unstable();
+    want.sort_unstable();
+    want.dedup();
+    let labels_ok = have == want;
     labels_ok && props_match(&actual.properties, &expected.props, o)
 }
 

@@ -120,6 +120,27 @@ pub(crate) fn ensure_property<'v>(
     }
 }
 
+/// The hidden label-list column of node table `table` (added when missing,
+/// also to declared tables: it is not a user property), after recording
+/// `labels` as labels the table's nodes may carry.
+pub(crate) fn label_column(
+    txn: &mut WriteTxn<'_>,
+    table: TableId,
+    labels: &[String],
+) -> Result<kith_catalog::PropertyId> {
+    for l in labels {
+        txn.catalog.add_extra_label(table, l)?;
+    }
+    if let Some(p) = entry(txn, table)?.property(kith_catalog::LABELS_KEY) {
+        return Ok(p.id);
+    }
+    let id = txn
+        .catalog
+        .add_property(table, kith_catalog::LABELS_KEY, LogicalType::Any)?;
+    txn.add_column(table, id)?;
+    Ok(id)
+}
+
 pub(crate) fn entry(txn: &WriteTxn<'_>, table: TableId) -> Result<TableEntry> {
     txn.catalog
         .table(table)

@@ -603,6 +603,35 @@ pub(crate) fn execute_plan(
     execute_plan_profiled(conn, plan, version, params, cancel, settings, None)
 }
 
+/// [`execute_plan`] whose first part starts from the rows of `initial`.
+pub(crate) fn execute_plan_from(
+    conn: &Connection,
+    plan: &kith_planner::plan::QueryPlan,
+    initial: Chunk,
+    version: &Arc<kith_storage::Version>,
+    params: &HashMap<String, Value>,
+    cancel: &CancelToken,
+    settings: &crate::database::Settings,
+) -> Result<Vec<Chunk>> {
+    let ctx = Arc::new(QueryContext {
+        version: Arc::clone(version),
+        pager: Arc::clone(conn.db.storage.pager()),
+        params: params.clone(),
+        cancel: cancel.clone(),
+        profile: None,
+    });
+    let chunks = kith_exec::pipeline::execute_query_from(
+        plan,
+        Some(initial),
+        ctx,
+        &conn.db.sched,
+        settings.threads,
+        &settings.recursive,
+    )?;
+    cancel.check()?;
+    Ok(chunks)
+}
+
 /// [`execute_plan`], counting every operator's output into `profile`.
 fn execute_plan_profiled(
     conn: &Connection,

@@ -7,9 +7,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use kith_catalog::TableEntry;
-use kith_common::{Error, Result, TableId, Value};
+use kith_common::{Chunk, Error, InternalId, LogicalType, Result, TableId, Value, ValueVector};
 use kith_planner::bound::{
-    BoundWrite, CreateNode, CreateRel, NodeRef, RelRef, SetTarget, WriteClause, WriteTable,
+    BoundStatement, BoundWrite, ContinuationSource, CreateNode, CreateRel, NodeRef, RelRef,
+    SeedKind, SetTarget, WriteClause, WriteContinuation, WriteTable,
 };
 use kith_sched::CancelToken;
 use kith_storage::WriteTxn;
@@ -21,6 +22,8 @@ use crate::result::QueryResult;
 /// A node as (table, offset); created nodes per input row by variable.
 type Node = (TableId, u64);
 type Env = Vec<HashMap<String, Node>>;
+/// Named rels created per input row: (rel id, source id, destination id).
+type RelEnv = Vec<HashMap<String, [InternalId; 3]>>;
 
 pub(crate) fn run_write(
     conn: &Connection,
@@ -32,9 +35,32 @@ pub(crate) fn run_write(
     // Auto-commit, or the connection's explicit transaction; the reading part
     // sees the transaction's own earlier writes.
     let mut txn = conn.write_txn()?;
+    let result = run_write_in(conn, &mut txn, w, None, params, settings, cancel)?;
+    txn.commit()?;
+    Ok(result)
+}
+
+/// Runs `w` inside `txn`: the reading part (from the rows of `initial` when
+/// `w` continues an earlier write), the writes, then the continuation (a
+/// RETURN, or more reading and writing clauses) over the rows the writes
+/// leave, bound now against the transaction's catalog.
+fn run_write_in(
+    conn: &Connection,
+    txn: &mut WriteTxn<'_>,
+    w: BoundWrite,
+    initial: Option<Chunk>,
+    params: &HashMap<String, Value>,
+    settings: &Settings,
+    cancel: &CancelToken,
+) -> Result<QueryResult> {
     let base: Arc<kith_storage::Version> = txn.read_version()?;
     let plan = kith_planner::planner::plan_query(w.query, &base.catalog, &|t| base.cardinality(t))?;
-    let chunks = crate::statement::execute_plan(conn, &plan, &base, params, cancel, settings)?;
+    let chunks = match initial {
+        None => crate::statement::execute_plan(conn, &plan, &base, params, cancel, settings)?,
+        Some(rows) => {
+            crate::statement::execute_plan_from(conn, &plan, rows, &base, params, cancel, settings)?
+        }
+    };
     let mut rows: Vec<Vec<Value>> = Vec::new();
     for c in &chunks {
         for r in 0..c.num_rows {
@@ -42,14 +68,158 @@ pub(crate) fn run_write(
         }
     }
     let mut env: Env = vec![HashMap::new(); rows.len()];
+    let mut rel_env: RelEnv = vec![HashMap::new(); rows.len()];
     for clause in &w.clauses {
-        apply(&mut txn, clause, &rows, &mut env)?;
+        apply(txn, clause, &rows, &mut env, &mut rel_env)?;
     }
-    txn.commit()?;
-    Ok(QueryResult {
-        silent: true,
-        ..QueryResult::default()
-    })
+    let Some(cont) = w.continuation else {
+        return Ok(QueryResult {
+            silent: true,
+            ..QueryResult::default()
+        });
+    };
+    let (seeds, initial) = continuation_rows(txn, &cont, &rows, &env, &rel_env)?;
+    let bound =
+        kith_planner::binder::bind_continuation(&txn.catalog, &seeds, &cont.clauses, params)?;
+    match bound {
+        BoundStatement::Query(q) => {
+            let version = txn.read_version()?;
+            let plan = kith_planner::planner::plan_query(*q, &version.catalog, &|t| {
+                version.cardinality(t)
+            })?;
+            let chunks = crate::statement::execute_plan_from(
+                conn, &plan, initial, &version, params, cancel, settings,
+            )?;
+            Ok(QueryResult {
+                names: plan.names,
+                types: plan.types,
+                chunks,
+                silent: false,
+            })
+        }
+        BoundStatement::Write(next) => {
+            run_write_in(conn, txn, *next, Some(initial), params, settings, cancel)
+        }
+        _ => Err(Error::internal(
+            "a write continuation bound to another statement",
+        )),
+    }
+}
+
+/// The variables a continuation starts with and one input row per row the
+/// writes leave: matched nodes and values from the reading part's columns,
+/// created nodes (of whichever tables they went to) from `env`.
+fn continuation_rows(
+    txn: &mut WriteTxn<'_>,
+    cont: &WriteContinuation,
+    rows: &[Vec<Value>],
+    env: &Env,
+    rel_env: &RelEnv,
+) -> Result<(Vec<(String, SeedKind)>, Chunk)> {
+    let mut seeds = Vec::with_capacity(cont.vars.len());
+    let mut columns = Vec::with_capacity(cont.vars.len());
+    for v in &cont.vars {
+        let (kind, values): (SeedKind, Vec<Value>) = match (&v.source, &v.kind) {
+            (ContinuationSource::Rel { rel, src, dst }, kind) => {
+                let tables = match kind {
+                    SeedKind::Rel(t) => t.clone(),
+                    _ => Vec::new(),
+                };
+                let ids = rows
+                    .iter()
+                    .map(|r| match (&r[*rel], &r[*src], &r[*dst]) {
+                        (Value::InternalId(a), Value::InternalId(b), Value::InternalId(c)) => {
+                            Some([*a, *b, *c])
+                        }
+                        _ => None,
+                    })
+                    .collect::<Vec<_>>();
+                columns.extend(rel_columns(txn, &tables, &ids)?);
+                seeds.push((v.name.clone(), SeedKind::Rel(tables)));
+                continue;
+            }
+            (ContinuationSource::CreatedRel(name), _) => {
+                let ids: Vec<Option<[InternalId; 3]>> =
+                    rel_env.iter().map(|e| e.get(name).copied()).collect();
+                let mut tables: Vec<TableId> = ids.iter().flatten().map(|i| i[0].table()).collect();
+                tables.sort();
+                tables.dedup();
+                columns.extend(rel_columns(txn, &tables, &ids)?);
+                seeds.push((v.name.clone(), SeedKind::Rel(tables)));
+                continue;
+            }
+            (ContinuationSource::Column(c), kind) => {
+                (kind.clone(), rows.iter().map(|r| r[*c].clone()).collect())
+            }
+            (ContinuationSource::Created(name), _) => {
+                let nodes: Vec<Option<Node>> = env.iter().map(|e| e.get(name).copied()).collect();
+                let mut tables: Vec<TableId> = nodes.iter().flatten().map(|n| n.0).collect();
+                tables.sort();
+                tables.dedup();
+                let values = nodes
+                    .into_iter()
+                    .map(|n| {
+                        n.map_or(Value::Null, |(t, o)| {
+                            Value::InternalId(InternalId::new(t, o))
+                        })
+                    })
+                    .collect();
+                (SeedKind::Node(tables), values)
+            }
+        };
+        let ty = match &kind {
+            SeedKind::Node(_) | SeedKind::Rel(_) => LogicalType::InternalId,
+            SeedKind::Value(ty) => ty.clone(),
+        };
+        let mut col = ValueVector::new(ty, 0);
+        for value in &values {
+            col.push_value(value);
+        }
+        columns.push(col);
+        seeds.push((v.name.clone(), kind));
+    }
+    let chunk = Chunk {
+        columns,
+        num_rows: rows.len(),
+    };
+    Ok((seeds, chunk))
+}
+
+/// The input columns of a rel variable of a continuation (see
+/// `SeedKind::Rel`): id, endpoints, then its properties as the writes left
+/// them, read from the transaction.
+fn rel_columns(
+    txn: &mut WriteTxn<'_>,
+    tables: &[TableId],
+    ids: &[Option<[InternalId; 3]>],
+) -> Result<Vec<ValueVector>> {
+    let props = kith_planner::binder::carried_rel_columns(&txn.catalog, tables);
+    let mut cols: Vec<ValueVector> = (0..3)
+        .map(|_| ValueVector::new(LogicalType::InternalId, 0))
+        .chain(props.iter().map(|(_, ty)| ValueVector::new(ty.clone(), 0)))
+        .collect();
+    for id in ids {
+        let Some([rel, src, dst]) = id else {
+            for c in &mut cols {
+                c.push_value(&Value::Null);
+            }
+            continue;
+        };
+        for (c, v) in cols.iter_mut().zip([rel, src, dst]) {
+            c.push_value(&Value::InternalId(*v));
+        }
+        let e = entry(txn, rel.table())?;
+        // A rel the writes deleted keeps its id; its properties read NULL.
+        let values = txn.read_rel_properties(rel.table(), src.offset(), rel.offset())?;
+        for (c, (name, _)) in cols[3..].iter_mut().zip(&props) {
+            let v = match (&values, e.properties.iter().position(|p| p.name == *name)) {
+                (Some(values), Some(i)) => values[i].clone(),
+                _ => Value::Null,
+            };
+            c.push_value(&v);
+        }
+    }
+    Ok(cols)
 }
 
 fn property_id(entry: &TableEntry, name: &str) -> Result<kith_catalog::PropertyId> {
@@ -117,6 +287,90 @@ fn set_node(
     txn.update_node_property(table, offset, p, value)
 }
 
+/// The node or rel a SET of a whole map writes to.
+enum Entity {
+    Node(Node),
+    /// (table, src, dst, rel id)
+    Rel((TableId, u64, u64, u64)),
+}
+
+impl Entity {
+    fn table(&self) -> TableId {
+        match self {
+            Entity::Node(n) => n.0,
+            Entity::Rel(r) => r.0,
+        }
+    }
+
+    fn set(&self, txn: &mut WriteTxn<'_>, name: &str, value: &Value) -> Result<()> {
+        match self {
+            Entity::Node(n) => set_node(txn, *n, name, value),
+            Entity::Rel(r) => set_rel(txn, *r, name, value),
+        }
+    }
+}
+
+/// `SET r.name = value` on rel (table, src, dst, id).
+fn set_rel(
+    txn: &mut WriteTxn<'_>,
+    (table, src, dst, id): (TableId, u64, u64, u64),
+    name: &str,
+    value: &Value,
+) -> Result<()> {
+    if value.is_null() && entry(txn, table)?.property(name).is_none() {
+        return Ok(());
+    }
+    implicit_schema::ensure_property(txn, table, name, std::iter::once(value))?;
+    let e = entry(txn, table)?;
+    let p = property_id(&e, name)?;
+    txn.update_rel_property(table, src, dst, id, p, value)
+}
+
+/// `SET n:A:B` / `REMOVE n:A:B` on one node: its label list (the table's
+/// label unless it has its own) gains or loses the labels; a list equal to
+/// the table's is stored as NULL.
+fn set_labels(
+    txn: &mut WriteTxn<'_>,
+    (table, offset): Node,
+    labels: &[String],
+    remove: bool,
+) -> Result<()> {
+    let e = entry(txn, table)?;
+    let default: Vec<String> = if e.label.is_empty() {
+        Vec::new()
+    } else {
+        vec![e.label.clone()]
+    };
+    let current = match e.property(kith_catalog::LABELS_KEY) {
+        Some(p) => match txn.read_node_property(table, offset, p.id)? {
+            Value::List(l) => l
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect(),
+            _ => default.clone(),
+        },
+        None => default.clone(),
+    };
+    let mut next = current.clone();
+    for l in labels {
+        if remove {
+            next.retain(|x| x != l);
+        } else if !next.contains(l) {
+            next.push(l.clone());
+        }
+    }
+    if next == current {
+        return Ok(());
+    }
+    let value = if next == default {
+        Value::Null
+    } else {
+        Value::List(next.iter().map(|l| Value::String(l.clone())).collect())
+    };
+    let p = implicit_schema::label_column(txn, table, &next)?;
+    txn.update_node_property(table, offset, p, &value)
+}
+
 /// Adds the columns implicit table `table` lacks for `props` (values from
 /// the rows with `which` set).
 fn ensure_properties(
@@ -142,6 +396,7 @@ fn apply(
     clause: &WriteClause,
     rows: &[Vec<Value>],
     env: &mut Env,
+    rel_env: &mut RelEnv,
 ) -> Result<()> {
     match clause {
         WriteClause::Create { nodes, rels } => {
@@ -149,7 +404,7 @@ fn apply(
                 create_nodes(txn, n, rows, env)?;
             }
             for r in rels {
-                create_rels(txn, r, rows, env)?;
+                create_rels(txn, r, rows, env, rel_env)?;
             }
         }
         WriteClause::MergeNode {
@@ -221,23 +476,71 @@ fn apply(
                             }
                         }
                         SetTarget::Rel(r) => {
-                            if let Some((t, src, dst, id)) = resolve_rel(r, row)? {
-                                if value.is_null() && entry(txn, t)?.property(&s.property).is_none()
-                                {
-                                    continue;
-                                }
-                                implicit_schema::ensure_property(
-                                    txn,
-                                    t,
-                                    &s.property,
-                                    std::iter::once(value),
-                                )?;
-                                let e = entry(txn, t)?;
-                                let p = property_id(&e, &s.property)?;
-                                txn.update_rel_property(t, src, dst, id, p, value)?;
+                            if let Some(rel) = resolve_rel(r, row)? {
+                                set_rel(txn, rel, &s.property, value)?;
                             }
                         }
                     }
+                }
+            }
+        }
+        WriteClause::SetLabels {
+            node,
+            labels,
+            remove,
+        } => {
+            for (row, env) in rows.iter().zip(env.iter()) {
+                if let Some(n) = resolve(node, row, env)? {
+                    set_labels(txn, n, labels, *remove)?;
+                }
+            }
+        }
+        WriteClause::SetMap {
+            target,
+            value,
+            replace,
+        } => {
+            for (row, env) in rows.iter().zip(env.iter()) {
+                let entries: Vec<(String, Value)> = match &row[*value] {
+                    Value::Map(m) => m
+                        .iter()
+                        .map(|(k, v)| (k.as_str().unwrap_or_default().to_string(), v.clone()))
+                        .collect(),
+                    Value::Struct(f) => f.clone(),
+                    Value::Node(n) => n.properties.clone(),
+                    Value::Rel(r) => r.properties.clone(),
+                    Value::Null => Vec::new(),
+                    other => {
+                        return Err(Error::type_error(format!(
+                            "SET expects a map of properties, got {}",
+                            other.logical_type()
+                        )))
+                    }
+                };
+                let target = match target {
+                    SetTarget::Node(n) => match resolve(n, row, env)? {
+                        Some(node) => Entity::Node(node),
+                        None => continue,
+                    },
+                    SetTarget::Rel(r) => match resolve_rel(r, row)? {
+                        Some(rel) => Entity::Rel(rel),
+                        None => continue,
+                    },
+                };
+                if *replace {
+                    let e = entry(txn, target.table())?;
+                    let pk = e.primary_key().map(|p| p.id);
+                    for p in &e.properties {
+                        let keep = kith_catalog::is_hidden(&p.name)
+                            || Some(p.id) == pk
+                            || entries.iter().any(|(k, _)| *k == p.name);
+                        if !keep {
+                            target.set(txn, &p.name, &Value::Null)?;
+                        }
+                    }
+                }
+                for (k, v) in &entries {
+                    target.set(txn, k, v)?;
                 }
             }
         }
@@ -282,11 +585,27 @@ fn create_nodes(
 ) -> Result<()> {
     let table = implicit_schema::node_table(txn, &n.table)?;
     ensure_properties(txn, table, &n.properties, rows, &vec![true; rows.len()])?;
+    let labels = if n.labels.is_empty() {
+        None
+    } else {
+        Some(implicit_schema::label_column(txn, table, &n.labels)?)
+    };
     let e = entry(txn, table)?;
-    let values: Vec<Vec<Value>> = rows
+    let mut values: Vec<Vec<Value>> = rows
         .iter()
         .map(|row| property_row(&e, &n.properties, row))
         .collect::<Result<_>>()?;
+    if let Some(p) = labels {
+        let i = e
+            .properties
+            .iter()
+            .position(|q| q.id == p)
+            .ok_or_else(|| Error::internal("label column missing"))?;
+        let list = Value::List(n.labels.iter().map(|l| Value::String(l.clone())).collect());
+        for v in &mut values {
+            v[i] = list.clone();
+        }
+    }
     let offsets = txn.insert_nodes(table, &values)?;
     for (env, o) in env.iter_mut().zip(offsets) {
         env.insert(n.var.clone(), (table, o));
@@ -301,6 +620,7 @@ fn create_rels(
     r: &CreateRel,
     rows: &[Vec<Value>],
     env: &Env,
+    rel_env: &mut RelEnv,
 ) -> Result<()> {
     // (src node, dst node) per row.
     let mut ends = Vec::with_capacity(rows.len());
@@ -356,7 +676,19 @@ fn create_rels(
             }
             props.push(property_row(&e, &r.properties, &rows[i])?);
         }
-        txn.insert_rels(table, &src, &dst, &props)?;
+        let ids = txn.insert_rels(table, &src, &dst, &props)?;
+        if let Some(var) = &r.var {
+            for ((&i, id), (s, d)) in idx.iter().zip(ids).zip(src.iter().zip(&dst)) {
+                rel_env[i].insert(
+                    var.clone(),
+                    [
+                        InternalId::new(table, id),
+                        InternalId::new(info.src, *s),
+                        InternalId::new(info.dst, *d),
+                    ],
+                );
+            }
+        }
     }
     Ok(())
 }

@@ -3,7 +3,7 @@
 //! entity's id and its properties as (name literal, value) pairs, so building
 //! the value is all that is left to do here.
 
-use kith_common::{Error, InternalId, NodeValue, RelValue, Result, Value};
+use kith_common::{Error, InternalId, NodeValue, PathValue, RelValue, Result, Value};
 
 use super::ScalarFunction;
 
@@ -16,9 +16,16 @@ pub fn lookup(name: &str) -> Option<ScalarFunction> {
         "_properties" => (properties, false),
         "properties" => (value_properties, true),
         "_label" => (label, true),
-        "_labels" => (labels, true),
+        "_labels" => (labels, false),
+        "_label_text" => (label_text, false),
+        "_has_labels" => (has_labels, false),
         "id" => (id, true),
         "_table_is" => (table_is, true),
+        "_path" => (path, true),
+        "type" => (value_type, true),
+        "labels" => (value_labels, true),
+        "nodes" => (path_nodes, true),
+        "relationships" | "rels" => (path_rels, true),
         _ => return None,
     };
     Some(ScalarFunction {
@@ -105,6 +112,90 @@ fn rel(args: &[Value]) -> Result<Value> {
     })))
 }
 
+/// `_path(node, rel, node, ...)`: a path from its entity values.
+fn path(args: &[Value]) -> Result<Value> {
+    let mut nodes = Vec::with_capacity(args.len() / 2 + 1);
+    let mut rels = Vec::with_capacity(args.len() / 2);
+    for (i, a) in args.iter().enumerate() {
+        match (i % 2, a) {
+            (0, Value::Node(n)) => nodes.push((**n).clone()),
+            (1, Value::Rel(r)) => rels.push((**r).clone()),
+            (_, Value::Null) => return Ok(Value::Null),
+            (_, other) => {
+                return Err(Error::internal(format!(
+                    "_path() element {i} is a {}",
+                    other.logical_type()
+                )))
+            }
+        }
+    }
+    Ok(Value::Path(Box::new(PathValue { nodes, rels })))
+}
+
+/// `type(r)` of a rel value.
+fn value_type(args: &[Value]) -> Result<Value> {
+    match args {
+        [Value::Rel(r)] => Ok(Value::String(r.label.clone())),
+        [other] => Err(Error::type_error(format!(
+            "type() expects a REL, got {}",
+            other.logical_type()
+        ))),
+        _ => Err(Error::runtime("type() takes 1 argument")),
+    }
+}
+
+/// `labels(n)` of a node value (several labels are joined by ':').
+fn value_labels(args: &[Value]) -> Result<Value> {
+    match args {
+        [Value::Node(n)] => Ok(Value::List(
+            n.label
+                .split(':')
+                .filter(|l| !l.is_empty())
+                .map(|l| Value::String(l.to_string()))
+                .collect(),
+        )),
+        [other] => Err(Error::type_error(format!(
+            "labels() expects a NODE, got {}",
+            other.logical_type()
+        ))),
+        _ => Err(Error::runtime("labels() takes 1 argument")),
+    }
+}
+
+/// `nodes(p)` of a path value.
+fn path_nodes(args: &[Value]) -> Result<Value> {
+    match args {
+        [Value::Path(p)] => Ok(Value::List(
+            p.nodes
+                .iter()
+                .map(|n| Value::Node(Box::new(n.clone())))
+                .collect(),
+        )),
+        [other] => Err(Error::type_error(format!(
+            "nodes() expects a PATH, got {}",
+            other.logical_type()
+        ))),
+        _ => Err(Error::runtime("nodes() takes 1 argument")),
+    }
+}
+
+/// `relationships(p)` of a path value.
+fn path_rels(args: &[Value]) -> Result<Value> {
+    match args {
+        [Value::Path(p)] => Ok(Value::List(
+            p.rels
+                .iter()
+                .map(|r| Value::Rel(Box::new(r.clone())))
+                .collect(),
+        )),
+        [other] => Err(Error::type_error(format!(
+            "relationships() expects a PATH, got {}",
+            other.logical_type()
+        ))),
+        _ => Err(Error::runtime("relationships() takes 1 argument")),
+    }
+}
+
 /// `_properties(id, name1, value1, ...)`: the properties as a struct.
 fn properties(args: &[Value]) -> Result<Value> {
     let Some(first) = args.first() else {
@@ -153,13 +244,51 @@ fn label(args: &[Value]) -> Result<Value> {
     table_name(args)
 }
 
+/// `_labels(id, names [, hidden])`: a node's labels: the hidden label list
+/// when the node has one (several labels, SET/REMOVE of labels), else its
+/// table's label (none for the table of unlabelled nodes).
 fn labels(args: &[Value]) -> Result<Value> {
-    Ok(match table_name(args)? {
+    if args.first().is_none_or(Value::is_null) {
+        return Ok(Value::Null);
+    }
+    if let Some(hidden @ Value::List(_)) = args.get(2) {
+        return Ok(hidden.clone());
+    }
+    Ok(match table_name(&args[..2.min(args.len())])? {
         Value::Null => Value::Null,
         // The table of unlabelled nodes.
         Value::String(s) if s.is_empty() => Value::List(Vec::new()),
         v => Value::List(vec![v]),
     })
+}
+
+/// `_label_text(id, names, hidden)`: the labels joined by ':' (the label
+/// of a node value).
+fn label_text(args: &[Value]) -> Result<Value> {
+    Ok(match labels(args)? {
+        Value::List(l) => Value::String(
+            l.iter()
+                .filter_map(|v| v.as_str())
+                .collect::<Vec<_>>()
+                .join(":"),
+        ),
+        other => other,
+    })
+}
+
+/// `_has_labels(id, names, hidden, l1, l2, ...)`: whether the node (or the
+/// rel, by its type) carries every one of the labels; NULL for a NULL id.
+fn has_labels(args: &[Value]) -> Result<Value> {
+    if args.len() < 3 {
+        return Err(Error::internal("_has_labels() needs id, names and hidden"));
+    }
+    let have = match labels(&args[..3])? {
+        Value::List(l) => l,
+        _ => return Ok(Value::Null),
+    };
+    Ok(Value::Bool(
+        args[3..].iter().all(|want| have.contains(want)),
+    ))
 }
 
 /// `_table_is(id, table)`: whether the id belongs to table number `table`.
