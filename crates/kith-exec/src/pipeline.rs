@@ -178,6 +178,7 @@ enum Built {
         to: Option<(usize, TableId)>,
         rel_id: Option<usize>,
         properties: Vec<(usize, usize)>,
+        exclude: Option<((usize, usize), (usize, usize))>,
     },
     ScanProperties {
         data: Arc<NodeTableData>,
@@ -335,8 +336,20 @@ impl PipelineShape {
                     to_table,
                     rel_id,
                     properties,
+                    exclude,
                 } => {
                     let data = rel_data(ctx, *rel_table)?;
+                    let exclude = match exclude {
+                        None => None,
+                        Some((rel, gate)) => {
+                            let pos = |s: &SlotId| {
+                                b.layout.get(*s).ok_or_else(|| {
+                                    Error::internal("extend exclusion of an unplaced slot")
+                                })
+                            };
+                            Some((pos(rel)?, pos(gate)?))
+                        }
+                    };
                     let from = b
                         .layout
                         .get(*from)
@@ -362,6 +375,7 @@ impl PipelineShape {
                         to,
                         rel_id,
                         properties,
+                        exclude,
                     }
                 }
                 Step::ScanProperties {
@@ -506,19 +520,24 @@ impl PipelineShape {
                     to,
                     rel_id,
                     properties,
-                } => Box::new(Extend::new(
-                    op,
-                    Arc::clone(ctx),
-                    *rel_table,
-                    Arc::clone(data),
-                    *fwd,
-                    *from,
-                    *input_chunk,
-                    *output_chunk,
-                    *to,
-                    *rel_id,
-                    properties.clone(),
-                )),
+                    exclude,
+                } => {
+                    let mut e = Extend::new(
+                        op,
+                        Arc::clone(ctx),
+                        *rel_table,
+                        Arc::clone(data),
+                        *fwd,
+                        *from,
+                        *input_chunk,
+                        *output_chunk,
+                        *to,
+                        *rel_id,
+                        properties.clone(),
+                    );
+                    e.exclude = *exclude;
+                    Box::new(e)
+                }
                 Built::ScanProperties {
                     data,
                     node,

@@ -343,7 +343,25 @@ fn plan_part(
         e.slots(&mut v);
         used.extend(v);
     };
-    q.predicates.iter().for_each(&mut collect);
+    // Relationship-isomorphism predicates do not count: extends absorb
+    // them and produce the rel ids they need themselves.
+    // (Only between rels of one connected pattern: across a cross product
+    // the test is a filter that needs both ids.)
+    let component = components(&q.graph);
+    let rel_component = |slot: SlotId| {
+        q.graph
+            .rels
+            .iter()
+            .find(|r| r.id_slot == slot)
+            .map(|r| component[r.left])
+    };
+    q.predicates
+        .iter()
+        .filter(|e| match isomorphism_pair(&q.graph, e) {
+            Some((x, y)) => rel_component(x) != rel_component(y),
+            None => true,
+        })
+        .for_each(&mut collect);
     q.group_keys.iter().for_each(|(e, _)| collect(e));
     q.aggregates
         .iter()
@@ -619,6 +637,65 @@ impl ExtendCtx<'_> {
         })
     }
 
+    /// Takes the relationship-isomorphism predicates (`r1 <> r2`, see the
+    /// binder) between rel `ri`, about to be extended, and rels extended
+    /// before it: those whose tables differ in this choice always hold and
+    /// are dropped; one whose rel shares the table becomes the extend's
+    /// exclusion (several: all but the first stay filters).
+    fn isomorphism(
+        &self,
+        ri: usize,
+        from_is_src: bool,
+        done: &[bool],
+        available: &HashSet<SlotId>,
+        pending: &mut [Option<BoundExpr>],
+    ) -> Option<(SlotId, SlotId)> {
+        let g = self.g;
+        let me = g.rels[ri].id_slot;
+        let mut exclude = None;
+        for p in pending.iter_mut() {
+            let Some((x, y)) = p.as_ref().and_then(|e| isomorphism_pair(g, e)) else {
+                continue;
+            };
+            let other = match (x == me, y == me) {
+                (true, false) => y,
+                (false, true) => x,
+                _ => continue,
+            };
+            let Some(j) = g.rels.iter().position(|r| r.id_slot == other) else {
+                continue;
+            };
+            if j == ri || !done[j] || g.rels[j].recursive.is_some() {
+                continue;
+            }
+            if self.rel_tables[j] != self.rel_tables[ri] {
+                *p = None;
+                continue;
+            }
+            if exclude.is_some() {
+                continue;
+            }
+            // The earlier rel is in this extend's range only when its end on
+            // this side (its source for a forward extend) is the node
+            // extended from.
+            let rj = &g.rels[j];
+            let (src, dst) = if self.directions[j] == Direction::Left {
+                (rj.right, rj.left)
+            } else {
+                (rj.left, rj.right)
+            };
+            let gate = g.nodes[if from_is_src { src } else { dst }].id_slot;
+            // Both must be in this pipeline (not on a cross product's other
+            // side); otherwise the test stays a filter.
+            if !available.contains(&other) || !available.contains(&gate) {
+                continue;
+            }
+            exclude = Some((other, gate));
+            *p = None;
+        }
+        exclude
+    }
+
     fn extend_all(
         &self,
         bound: &mut [bool],
@@ -675,14 +752,22 @@ impl ExtendCtx<'_> {
             } else {
                 None
             };
+            let exclude = self.isomorphism(ri, from_is_src, done, available, pending);
+            // Its id is read downstream, or by an isomorphism test with a rel
+            // extended later (or placed as a filter).
+            let id_needed = used.contains(&r.id_slot)
+                || pending.iter().flatten().any(|e| {
+                    isomorphism_pair(g, e).is_some_and(|(x, y)| x == r.id_slot || y == r.id_slot)
+                });
             steps.push(Step::Extend {
                 rel_table: rel_tables[ri],
                 direction,
                 from: g.nodes[from].id_slot,
                 to: to_slot,
                 to_table: node_tables[to],
-                rel_id: used.contains(&r.id_slot).then_some(r.id_slot),
+                rel_id: id_needed.then_some(r.id_slot),
                 properties: reads(catalog, rel_tables[ri], &r.properties)?,
+                exclude,
             });
             available.insert(r.id_slot);
             available.extend(r.properties.iter().map(|p| p.1));
@@ -717,6 +802,44 @@ impl ExtendCtx<'_> {
         }
         Ok(())
     }
+}
+
+/// A connected-component number per node of `g` (through its rels).
+fn components(g: &QueryGraph) -> Vec<usize> {
+    let mut comp: Vec<usize> = (0..g.nodes.len()).collect();
+    loop {
+        let mut changed = false;
+        for r in &g.rels {
+            let m = comp[r.left].min(comp[r.right]);
+            for n in [r.left, r.right] {
+                if comp[n] != m {
+                    comp[n] = m;
+                    changed = true;
+                }
+            }
+        }
+        if !changed {
+            return comp;
+        }
+    }
+}
+
+/// `r1 <> r2` over the ids of two rels of `g` (relationship isomorphism):
+/// their id slots.
+fn isomorphism_pair(g: &QueryGraph, e: &BoundExpr) -> Option<(SlotId, SlotId)> {
+    use crate::expr::{BinaryOp, BoundExprKind};
+    let BoundExprKind::Binary(BinaryOp::Ne, x, y) = &e.kind else {
+        return None;
+    };
+    let (BoundExprKind::Slot(x), BoundExprKind::Slot(y)) = (&x.kind, &y.kind) else {
+        return None;
+    };
+    let is_rel = |s: &SlotId| {
+        g.rels
+            .iter()
+            .any(|r| r.id_slot == *s && r.recursive.is_none())
+    };
+    (is_rel(x) && is_rel(y)).then_some((*x, *y))
 }
 
 /// The types of every slot a part defines or receives.

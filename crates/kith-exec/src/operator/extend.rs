@@ -27,6 +27,13 @@ pub struct Extend {
     pub rel_id: Option<usize>,
     /// (storage column, vector in the output chunk)
     pub properties: Vec<(usize, usize)>,
+    /// Relationship isomorphism: (position of an earlier rel's id, position
+    /// of that rel's endpoint on this side); both are flat when this extend
+    /// runs. When the endpoint is the node extended from, that rel is
+    /// skipped in the range.
+    pub exclude: Option<(Pos, Pos)>,
+    /// Position in the current range of the rel to skip.
+    skip: Option<u64>,
     // Cursor state.
     has_input: bool,
     next_input: usize,
@@ -64,6 +71,8 @@ impl Extend {
             to,
             rel_id,
             properties,
+            exclude: None,
+            skip: None,
             has_input: false,
             next_input: 0,
             group: 0,
@@ -118,8 +127,56 @@ impl Extend {
         Ok(())
     }
 
+    /// The flat id at `pos` (an earlier, flattened group).
+    fn flat_id(rs: &ResultSet, pos: Pos) -> Result<Option<InternalId>> {
+        let chunk = &rs.chunks[pos.0];
+        let Some(p) = chunk.state.flat_position() else {
+            return Err(kith_common::Error::internal(
+                "extend exclusion reads an unflat group",
+            ));
+        };
+        let v = &chunk.vectors[pos.1];
+        if v.is_null(p) {
+            return Ok(None);
+        }
+        match &v.data {
+            VectorData::Id(ids) => Ok(Some(ids[p])),
+            _ => Err(kith_common::Error::internal("extend exclusion of a non-id")),
+        }
+    }
+
+    /// After a seek from node `from`: the position of the excluded rel in
+    /// the range, when it is there.
+    fn find_excluded(&mut self, rs: &ResultSet, from: InternalId) -> Result<()> {
+        self.skip = None;
+        let Some((rel_pos, gate_pos)) = self.exclude else {
+            return Ok(());
+        };
+        if Self::flat_id(rs, gate_pos)? != Some(from) {
+            return Ok(());
+        }
+        let Some(rel) = Self::flat_id(rs, rel_pos)? else {
+            return Ok(());
+        };
+        if rel.table() != self.rel_table || self.pos >= self.end {
+            return Ok(());
+        }
+        let Some(pinned) = self.pinned.get(self.group).and_then(|p| p.as_ref()) else {
+            return Ok(());
+        };
+        let n = (self.end - self.pos) as usize;
+        let mut ids = vec![0u64; n];
+        pinned.rel_ids.read_u64s(self.pos, n, &mut ids);
+        self.skip = ids
+            .iter()
+            .position(|&id| id == rel.offset())
+            .map(|i| self.pos + i as u64);
+        Ok(())
+    }
+
     fn emit(&mut self, rs: &mut ResultSet) -> Result<()> {
-        let n = ((self.end - self.pos) as usize).min(VECTOR_CAPACITY);
+        let limit = self.skip.map_or(self.end, |s| s.min(self.end));
+        let n = ((limit - self.pos) as usize).min(VECTOR_CAPACITY);
         let Some(pinned) = self.pinned.get(self.group).and_then(|p| p.as_ref()) else {
             return Err(kith_common::Error::internal(
                 "extend lost its pinned CSR group",
@@ -164,6 +221,11 @@ impl Extend {
 impl Operator for Extend {
     fn next(&mut self, rs: &mut ResultSet) -> Result<bool> {
         loop {
+            if self.skip == Some(self.pos) {
+                self.pos += 1;
+                self.skip = None;
+                continue;
+            }
             if self.pos < self.end {
                 self.emit(rs)?;
                 return Ok(true);
@@ -199,8 +261,11 @@ impl Operator for Extend {
                     "extend source is not an id vector",
                 ));
             };
-            let offset = v[p].offset();
-            self.seek(offset)?;
+            let from = v[p];
+            self.seek(from.offset())?;
+            if self.exclude.is_some() {
+                self.find_excluded(rs, from)?;
+            }
         }
     }
 }
