@@ -298,6 +298,74 @@ impl Catalog {
         Ok(id)
     }
 
+    /// Removes property `name` of `table` (ALTER TABLE DROP); the primary
+    /// key cannot be dropped. Returns its id.
+    pub fn drop_property(&mut self, table: TableId, name: &str) -> Result<PropertyId> {
+        let t = self
+            .tables
+            .iter_mut()
+            .find(|t| t.id == table)
+            .ok_or_else(|| Error::catalog(format!("no table with id {}", table.0)))?;
+        let idx = t
+            .property_index(name)
+            .filter(|_| !is_hidden(name))
+            .ok_or_else(|| {
+                Error::catalog(format!("table '{}' has no property '{name}'", t.name))
+            })?;
+        if let TableKind::Node(info) = &mut t.kind {
+            if info.primary_key == idx {
+                return Err(Error::catalog(format!(
+                    "cannot drop the primary key '{name}' of table '{}'",
+                    t.name
+                )));
+            }
+            if info.primary_key > idx {
+                info.primary_key -= 1;
+            }
+        }
+        Ok(t.properties.remove(idx).id)
+    }
+
+    /// Renames property `from` of `table` to `to` (ALTER TABLE RENAME).
+    pub fn rename_property(&mut self, table: TableId, from: &str, to: &str) -> Result<()> {
+        let t = self
+            .tables
+            .iter_mut()
+            .find(|t| t.id == table)
+            .ok_or_else(|| Error::catalog(format!("no table with id {}", table.0)))?;
+        if is_hidden(to) || to.is_empty() || t.property(to).is_some() {
+            return Err(Error::catalog(format!(
+                "table '{}' already has a property '{to}' (or the name is not allowed)",
+                t.name
+            )));
+        }
+        let p = t
+            .properties
+            .iter_mut()
+            .find(|p| p.name == from && !is_hidden(from))
+            .ok_or_else(|| {
+                Error::catalog(format!("table '{}' has no property '{from}'", t.name))
+            })?;
+        p.name = to.to_string();
+        Ok(())
+    }
+
+    /// Renames table `table` to `to`; a label or rel type that was the old
+    /// name follows it.
+    pub fn rename_table(&mut self, table: TableId, to: &str) -> Result<()> {
+        self.check_new_name(to)?;
+        let t = self
+            .tables
+            .iter_mut()
+            .find(|t| t.id == table)
+            .ok_or_else(|| Error::catalog(format!("no table with id {}", table.0)))?;
+        if t.label == t.name {
+            t.label = to.to_string();
+        }
+        t.name = to.to_string();
+        Ok(())
+    }
+
     /// Changes the type of a property (a schema-less column widened to ANY).
     pub fn set_property_type(
         &mut self,

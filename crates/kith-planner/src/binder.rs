@@ -219,7 +219,42 @@ impl<'a> Binder<'a> {
                 inner: Box::new(Binder::new(self.catalog).bind(inner)?),
             }),
             Statement::Query(q) => self.bind_query(q),
-            Statement::AlterTable { table, .. } => Err(not_supported(table.span, "ALTER TABLE")),
+            Statement::AlterTable { table, action } => {
+                let t = self.table(table)?;
+                let action = match action {
+                    ast::AlterAction::AddColumn {
+                        column,
+                        if_not_exists,
+                    } => {
+                        let ty = bind_type(&column.ty).map_err(|e| e.or_span(column.name.span))?;
+                        let default = match &column.default {
+                            None => Value::Null,
+                            Some(d) => literal_value(d)?,
+                        };
+                        BoundAlter::AddColumn {
+                            name: column.name.name.clone(),
+                            ty,
+                            default,
+                            if_not_exists: *if_not_exists,
+                        }
+                    }
+                    ast::AlterAction::DropColumn { name, if_exists } => BoundAlter::DropColumn {
+                        name: name.name.clone(),
+                        if_exists: *if_exists,
+                    },
+                    ast::AlterAction::RenameColumn { from, to } => BoundAlter::RenameColumn {
+                        from: from.name.clone(),
+                        to: to.name.clone(),
+                    },
+                    ast::AlterAction::RenameTable { to } => BoundAlter::RenameTable {
+                        to: to.name.clone(),
+                    },
+                };
+                Ok(BoundStatement::AlterTable {
+                    table: t.id,
+                    action,
+                })
+            }
             // The connection runs these itself (they change its transaction
             // state, not the graph); they only get here nested, e.g. in EXPLAIN.
             Statement::Begin { .. }

@@ -27,6 +27,10 @@ pub enum BoundStatement {
         name: String,
         if_exists: bool,
     },
+    AlterTable {
+        table: TableId,
+        action: BoundAlter,
+    },
     CopyFrom(BoundCopy),
     /// `CALL name = value`.
     SetOption {
@@ -221,6 +225,29 @@ pub struct BoundWrite {
     /// transaction's catalog (the writes may create tables), and run over
     /// the rows the writes leave.
     pub continuation: Option<WriteContinuation>,
+}
+
+/// What an ALTER TABLE does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BoundAlter {
+    /// Existing rows read `default` (NULL without DEFAULT).
+    AddColumn {
+        name: String,
+        ty: LogicalType,
+        default: Value,
+        if_not_exists: bool,
+    },
+    DropColumn {
+        name: String,
+        if_exists: bool,
+    },
+    RenameColumn {
+        from: String,
+        to: String,
+    },
+    RenameTable {
+        to: String,
+    },
 }
 
 /// The clauses after the writes and the variables they see.

@@ -458,6 +458,17 @@ impl WriteTxn<'_> {
     /// both CSR directions' groups), so existing rows read NULL.
     /// Cost: one chunk write per group.
     pub fn add_column(&mut self, table: TableId, property: PropertyId) -> Result<()> {
+        self.add_column_with(table, property, &Value::Null)
+    }
+
+    /// [`WriteTxn::add_column`] where existing rows read `fill` (ALTER TABLE
+    /// ADD ... DEFAULT).
+    pub fn add_column_with(
+        &mut self,
+        table: TableId,
+        property: PropertyId,
+        fill: &Value,
+    ) -> Result<()> {
         self.flush_pending()?;
         let entry = self.entry(table)?;
         let ty = entry
@@ -466,10 +477,13 @@ impl WriteTxn<'_> {
             .find(|p| p.id == property)
             .map(|p| p.ty.clone())
             .ok_or_else(|| Error::internal("added property missing from the catalog"))?;
+        let fill = coerce_value(fill, &ty).ok_or_else(|| {
+            Error::type_error(format!("the default {fill} does not fit type {ty}"))
+        })?;
         let nulls = |n: u64| {
             let mut v = ValueVector::new(ty.clone(), n as usize);
             for i in 0..n as usize {
-                v.set_null(i, true);
+                v.set_value(i, &fill);
             }
             v
         };
@@ -498,6 +512,43 @@ impl WriteTxn<'_> {
             data.column_ids.push(property);
             self.tables.insert(table, Arc::new(TableData::Rel(data)));
         }
+        Ok(())
+    }
+
+    /// Removes the storage of `property`, which this transaction's catalog
+    /// entry of `table` no longer has (ALTER TABLE DROP); its pages are
+    /// freed once no snapshot needs them.
+    pub fn drop_column(&mut self, table: TableId, property: PropertyId) -> Result<()> {
+        self.flush_pending()?;
+        let is_node = self.entry(table)?.is_node();
+        let mut retired = Vec::new();
+        if is_node {
+            let mut data = self.node_data(table)?;
+            let Some(c) = data.column_of(property) else {
+                return Err(Error::internal("dropped property has no column"));
+            };
+            data.column_ids.remove(c);
+            if data.pk_column > c {
+                data.pk_column -= 1;
+            }
+            for g in &mut data.groups {
+                retired.push(g.columns.remove(c));
+            }
+            self.tables.insert(table, Arc::new(TableData::Node(data)));
+        } else {
+            let mut data = self.rel_data(table)?;
+            let Some(c) = data.column_of(property) else {
+                return Err(Error::internal("dropped property has no column"));
+            };
+            data.column_ids.remove(c);
+            for csr in [&mut data.fwd, &mut data.bwd] {
+                for g in csr.groups.iter_mut() {
+                    retired.push(g.properties.remove(c));
+                }
+            }
+            self.tables.insert(table, Arc::new(TableData::Rel(data)));
+        }
+        self.retire(&chunk_pages(&retired));
         Ok(())
     }
 

@@ -42,6 +42,70 @@ pub(crate) fn run_script_with_params(
 }
 
 /// A one-cell result carrying a status message ("Table P has been created.").
+/// Applies an ALTER TABLE inside `txn`; returns the status message.
+fn alter_table(
+    txn: &mut kith_storage::WriteTxn<'_>,
+    table: kith_common::TableId,
+    action: kith_planner::bound::BoundAlter,
+) -> Result<String> {
+    use kith_planner::bound::BoundAlter;
+    let name = txn
+        .catalog
+        .table(table)
+        .map(|t| t.name.clone())
+        .ok_or_else(|| Error::internal("altered table vanished"))?;
+    match action {
+        BoundAlter::AddColumn {
+            name: column,
+            ty,
+            default,
+            if_not_exists,
+        } => {
+            if txn
+                .catalog
+                .table(table)
+                .and_then(|t| t.property(&column))
+                .is_some()
+            {
+                if if_not_exists {
+                    return Ok(format!("Property {column} already exists in table {name}."));
+                }
+                return Err(Error::catalog(format!(
+                    "table '{name}' already has a property '{column}'"
+                )));
+            }
+            let id = txn.catalog.add_property(table, &column, ty)?;
+            txn.add_column_with(table, id, &default)?;
+            Ok(format!("Table {name} altered."))
+        }
+        BoundAlter::DropColumn {
+            name: column,
+            if_exists,
+        } => {
+            if if_exists
+                && txn
+                    .catalog
+                    .table(table)
+                    .and_then(|t| t.property(&column))
+                    .is_none()
+            {
+                return Ok(format!("Property {column} does not exist in table {name}."));
+            }
+            let id = txn.catalog.drop_property(table, &column)?;
+            txn.drop_column(table, id)?;
+            Ok(format!("Table {name} altered."))
+        }
+        BoundAlter::RenameColumn { from, to } => {
+            txn.catalog.rename_property(table, &from, &to)?;
+            Ok(format!("Table {name} altered."))
+        }
+        BoundAlter::RenameTable { to } => {
+            txn.catalog.rename_table(table, &to)?;
+            Ok(format!("Table {name} altered."))
+        }
+    }
+}
+
 pub(crate) fn message(text: String) -> QueryResult {
     let mut chunk = Chunk::new(&[LogicalType::String], 0);
     chunk.columns[0].push_value(&Value::String(text));
@@ -187,6 +251,7 @@ fn run_statement(
         BoundStatement::CreateNodeTable { .. }
             | BoundStatement::CreateRelTable { .. }
             | BoundStatement::DropTable { .. }
+            | BoundStatement::AlterTable { .. }
             | BoundStatement::CopyFrom(_)
             | BoundStatement::Write(_)
     );
@@ -296,6 +361,12 @@ fn run_bound(
             txn.tables.remove(&id);
             txn.commit()?;
             Ok(message(format!("Table {name} has been dropped.")))
+        }
+        BoundStatement::AlterTable { table, action } => {
+            let mut txn = conn.write_txn()?;
+            let message_text = alter_table(&mut txn, table, action)?;
+            txn.commit()?;
+            Ok(message(message_text))
         }
         BoundStatement::CopyFrom(copy) => {
             let table = snapshot
