@@ -172,3 +172,77 @@ impl Graph for StorageCsr {
         }
     }
 }
+
+/// Several stored CSRs (rel tables, each in one direction) over several node
+/// tables as one graph: node table `i` owns the dense ids
+/// `bases[i]..bases[i] + sizes[i]`. A rel id is reported as the raw
+/// `InternalId` of (its table, its offset), so ids of different tables
+/// never collide.
+pub struct UnionCsr {
+    bases: Vec<u64>,
+    num_nodes: u64,
+    num_edges: u64,
+    /// (index of the table walked from, index of the table reached, the
+    /// rel table, its CSR in the walked direction)
+    members: Vec<(usize, usize, kith_common::TableId, StorageCsr)>,
+}
+
+impl UnionCsr {
+    /// `sizes`: the row count of each node table, in node-space order;
+    /// `members`: (from table index, to table index, rel table, CSR).
+    pub fn new(
+        sizes: &[u64],
+        members: Vec<(usize, usize, kith_common::TableId, StorageCsr)>,
+    ) -> UnionCsr {
+        let mut bases = Vec::with_capacity(sizes.len());
+        let mut total = 0;
+        for &n in sizes {
+            bases.push(total);
+            total += n;
+        }
+        let num_edges = members.iter().map(|m| m.3.num_edges()).sum();
+        UnionCsr {
+            bases,
+            num_nodes: total,
+            num_edges,
+            members,
+        }
+    }
+
+    /// The dense id of `offset` in node table number `table`.
+    pub fn global(&self, table: usize, offset: u64) -> u64 {
+        self.bases[table] + offset
+    }
+
+    /// (node table number, offset) of dense id `id`.
+    pub fn local(&self, id: u64) -> (usize, u64) {
+        let t = self.bases.partition_point(|&b| b <= id).saturating_sub(1);
+        (t, id - self.bases[t])
+    }
+}
+
+impl Graph for UnionCsr {
+    type Scratch = StorageScratch;
+
+    fn num_nodes(&self) -> u64 {
+        self.num_nodes
+    }
+
+    fn num_edges(&self) -> u64 {
+        self.num_edges
+    }
+
+    #[inline]
+    fn neighbors<F: FnMut(u64, u64)>(&self, node: u64, s: &mut StorageScratch, mut f: F) {
+        let (t, local) = self.local(node);
+        for (from, to, rel_table, csr) in &self.members {
+            if *from != t || local >= csr.num_nodes() {
+                continue;
+            }
+            let base = self.bases[*to];
+            csr.neighbors(local, s, |n, r| {
+                f(base + n, kith_common::InternalId::new(*rel_table, r).0)
+            });
+        }
+    }
+}

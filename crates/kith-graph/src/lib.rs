@@ -37,4 +37,4 @@ pub use compute::{
     WalkCounts, WeightedShortest, MAX_UPPER,
 };
 pub use engine::{run_ife, CollectSink, Compute, IfeOptions, Nodes, Policy, RunStats, Sink, Visit};
-pub use graph::{Graph, InMemoryCsr, StorageCsr, StorageScratch};
+pub use graph::{Graph, InMemoryCsr, StorageCsr, StorageScratch, UnionCsr};

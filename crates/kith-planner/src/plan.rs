@@ -117,6 +117,14 @@ pub struct RecursiveJoin {
     /// The node table of both endpoints.
     pub node_table: TableId,
     pub direction: ExtendDirection,
+    /// Every rel table the pattern may walk, with its direction (the first
+    /// is `rel_table`); several when it has several types or unlabelled
+    /// rels over several tables.
+    pub rel_tables: Vec<(TableId, ExtendDirection)>,
+    /// The node tables the walk may visit (the first is `node_table`).
+    pub node_tables: Vec<TableId>,
+    /// The tables the destination may be in (results elsewhere are dropped).
+    pub dst_tables: Vec<TableId>,
     pub lower: u64,
     /// `None`: the connection's `var_length_max_depth`.
     pub upper: Option<u64>,
@@ -138,11 +146,13 @@ impl RecursiveJoin {
             RecursiveMode::AllShortest => "all shortest",
             RecursiveMode::WeightedShortest => "weighted shortest",
         };
+        let names =
+            |ts: &mut dyn Iterator<Item = TableId>| ts.map(table).collect::<Vec<_>>().join("|");
         format!(
             "RecursiveJoin (IFE {mode}) {} {:?} -> {} *{}..{} policy={}",
-            table(self.rel_table),
+            names(&mut self.rel_tables.iter().map(|r| r.0)),
             self.direction,
-            table(self.node_table),
+            names(&mut self.dst_tables.iter().copied()),
             self.lower,
             self.upper
                 .map_or("max_depth".to_string(), |u| u.to_string()),

@@ -916,31 +916,70 @@ fn split_recursive(
         .recursive
         .clone()
         .ok_or_else(|| Error::internal("lost spec"))?;
-    let rel_table = single_table(&r.tables, "rel", display_name(&r.name), "")?;
-    let left_table = single_table(&g.nodes[r.left].tables, "node", &g.nodes[r.left].name, "")?;
-    let right_table = single_table(&g.nodes[r.right].tables, "node", &g.nodes[r.right].name, "")?;
-    let entry = catalog
-        .table(rel_table)
-        .ok_or_else(|| Error::internal("rel table vanished"))?;
-    let info = entry
-        .rel_info()
-        .ok_or_else(|| Error::internal("rel table without endpoints"))?;
-    if info.src != info.dst {
-        return Err(Error::not_supported(format!(
-            "variable-length relationships over '{}' (which connects two different node tables) are not supported yet",
-            entry.name
-        )));
+    if r.tables.is_empty()
+        || g.nodes[r.left].tables.is_empty()
+        || g.nodes[r.right].tables.is_empty()
+    {
+        // Nothing can match: the single-table checks below say why when the
+        // pattern names tables.
+        single_table(&r.tables, "rel", display_name(&r.name), "")?;
     }
-    if left_table != info.src || right_table != info.src {
-        let name = |t: TableId| catalog.table(t).map_or("?".to_string(), |e| e.name.clone());
-        return Err(Error::semantic(format!(
-            "rel table '{}' connects {} to {}, but the pattern uses it between {} and {}",
-            entry.name,
-            name(info.src),
-            name(info.dst),
-            name(left_table),
-            name(right_table)
-        )));
+    let direction = if r.direction == Direction::Left {
+        ExtendDirection::Bwd
+    } else {
+        ExtendDirection::Fwd
+    };
+    // The rel tables and the node tables they connect: one node space.
+    let mut node_tables: Vec<TableId> = Vec::new();
+    let add_node = |t: TableId, v: &mut Vec<TableId>| {
+        if !v.contains(&t) {
+            v.push(t);
+        }
+    };
+    for t in &g.nodes[r.left].tables {
+        add_node(*t, &mut node_tables);
+    }
+    let mut entries = Vec::with_capacity(r.tables.len());
+    for t in &r.tables {
+        let entry = catalog
+            .table(*t)
+            .ok_or_else(|| Error::internal("rel table vanished"))?;
+        let info = entry
+            .rel_info()
+            .ok_or_else(|| Error::internal("rel table without endpoints"))?;
+        add_node(info.src, &mut node_tables);
+        add_node(info.dst, &mut node_tables);
+        entries.push(entry);
+    }
+    let entry = *entries
+        .first()
+        .ok_or_else(|| Error::internal("variable-length rel without tables"))?;
+    let rel_table = entry.id;
+    if let ([l], [rt], [_]) = (
+        g.nodes[r.left].tables.as_slice(),
+        g.nodes[r.right].tables.as_slice(),
+        r.tables.as_slice(),
+    ) {
+        // One table each: the pattern must fit it (a clear error otherwise).
+        let info = entry
+            .rel_info()
+            .ok_or_else(|| Error::internal("rel table without endpoints"))?;
+        if info.src != info.dst && (*l != info.src || *rt != info.dst) {
+            let name = |t: TableId| catalog.table(t).map_or("?".to_string(), |e| e.name.clone());
+            return Err(Error::semantic(format!(
+                "rel table '{}' connects {} to {}, but the pattern uses it between {} and {}",
+                entry.name,
+                name(info.src),
+                name(info.dst),
+                name(*l),
+                name(*rt)
+            )));
+        }
+    }
+    if spec.weight.is_some() && entries.len() > 1 {
+        return Err(Error::not_supported(
+            "weighted shortest paths over several rel tables",
+        ));
     }
     // The component of the right end without this rel.
     let mut right_comp = vec![false; g.nodes.len()];
@@ -1091,16 +1130,14 @@ fn split_recursive(
             Some((p.id, p.ty.clone()))
         }
     };
-    let direction = if r.direction == Direction::Left {
-        ExtendDirection::Bwd
-    } else {
-        ExtendDirection::Fwd
-    };
     let join = RecursiveJoin {
         mode: spec.mode,
         rel_table,
-        node_table: info.src,
+        node_table: node_tables[0],
         direction,
+        rel_tables: r.tables.iter().map(|t| (*t, direction)).collect(),
+        dst_tables: g.nodes[r.right].tables.clone(),
+        node_tables,
         lower: spec.lower,
         upper: spec.upper,
         src_column,

@@ -12,7 +12,7 @@ use kith_common::{
 };
 use kith_graph::{
     run_ife, AllShortestCounts, CollectSink, CostRow, IfeOptions, LenRow, ShortestLengths,
-    StorageCsr, WalkCounts, WeightedShortest, MAX_UPPER,
+    StorageCsr, UnionCsr, WalkCounts, WeightedShortest, MAX_UPPER,
 };
 pub use kith_graph::{Policy, RunStats};
 use kith_planner::bound::RecursiveMode;
@@ -86,6 +86,9 @@ pub fn recursive_join(
     settings: &RecursiveSettings,
 ) -> Result<(Chunk, RunStats)> {
     let (lower, upper) = bounds(join, settings)?;
+    if join.rel_tables.len() > 1 || join.node_tables.len() > 1 {
+        return union_join(join, rows, ctx, sched, threads, (lower, upper), settings);
+    }
     let rel = match ctx.version.table(join.rel_table)?.as_ref() {
         TableData::Rel(r) => r.clone(),
         TableData::Node(_) => return Err(Error::internal("expected rel table storage")),
@@ -186,12 +189,47 @@ pub fn recursive_join(
         }
     }
     ctx.cancel.check()?;
+    let dst_id = |d: u64| Some(InternalId::new(join.node_table, d));
+    let found = Found {
+        row_src: &row_src,
+        index_of: &index_of,
+        num_sources: sources.len(),
+        rows: &found,
+        weighted,
+    };
+    let out = emit_rows(join, rows, ctx, &found, &dst_id)?;
+    Ok((out, stats))
+}
+
+/// What a search found, for [`emit_rows`].
+struct Found<'a> {
+    /// Per input row, its source (None: NULL).
+    row_src: &'a [Option<u64>],
+    index_of: &'a HashMap<u64, usize>,
+    num_sources: usize,
+    /// (source index, destination, length or cost bits, count)
+    rows: &'a [(usize, u64, u64, u64)],
+    weighted: bool,
+}
+
+/// The join's output: each input row repeated once per destination found
+/// from its source, with the destination id, the length (cost) and the
+/// count. `dst_id` maps a destination to its id (None: dropped).
+fn emit_rows(
+    join: &RecursiveJoin,
+    rows: &Chunk,
+    ctx: &QueryContext,
+    f: &Found<'_>,
+    dst_id: &dyn Fn(u64) -> Option<InternalId>,
+) -> Result<Chunk> {
+    let (row_src, index_of, found, weighted) = (f.row_src, f.index_of, f.rows, f.weighted);
+    let sources = f.num_sources;
     // Counting sort by source: `start[i]..start[i + 1]` are source i's rows.
-    let mut start = vec![0usize; sources.len() + 1];
-    for f in &found {
+    let mut start = vec![0usize; sources + 1];
+    for f in found {
         start[f.0 + 1] += 1;
     }
-    for i in 0..sources.len() {
+    for i in 0..sources {
         start[i + 1] += start[i];
     }
     let mut cursor = start.clone();
@@ -212,8 +250,11 @@ pub fn recursive_join(
         };
         for &k in &order[start[si]..start[si + 1]] {
             let f = &found[k as usize];
+            let Some(dst) = dst_id(f.1) else {
+                continue;
+            };
             input_rows.push(r as u64);
-            dsts.push(InternalId::new(join.node_table, f.1));
+            dsts.push(dst);
             if join.with_len {
                 if weighted {
                     lens_f.push(f64::from_bits(f.2));
@@ -244,10 +285,131 @@ pub fn recursive_join(
         });
     }
     columns.push(typed(COUNT_TYPE, VectorData::U64(counts)));
-    let out = Chunk {
+    Ok(Chunk {
         columns,
         num_rows: n,
+    })
+}
+
+/// [`recursive_join`] over several rel tables and node tables: one
+/// [`UnionCsr`] whose dense node ids concatenate the node tables.
+fn union_join(
+    join: &RecursiveJoin,
+    rows: &Chunk,
+    ctx: &QueryContext,
+    sched: &Scheduler,
+    threads: usize,
+    (lower, upper): (u32, u32),
+    settings: &RecursiveSettings,
+) -> Result<(Chunk, RunStats)> {
+    let index_of_table = |t: kith_common::TableId| join.node_tables.iter().position(|x| *x == t);
+    let mut sizes = Vec::with_capacity(join.node_tables.len());
+    for t in &join.node_tables {
+        sizes.push(match ctx.version.table(*t)?.as_ref() {
+            TableData::Node(n) => n.num_rows,
+            TableData::Rel(_) => return Err(Error::internal("expected node table storage")),
+        });
+    }
+    let mut members = Vec::new();
+    for (t, d) in &join.rel_tables {
+        let rel = match ctx.version.table(*t)?.as_ref() {
+            TableData::Rel(r) => r.clone(),
+            TableData::Node(_) => return Err(Error::internal("expected rel table storage")),
+        };
+        let info = ctx
+            .version
+            .catalog
+            .table(*t)
+            .and_then(|e| e.rel_info().cloned())
+            .ok_or_else(|| Error::internal("rel table without endpoints"))?;
+        let (from, to, dir) = match d {
+            ExtendDirection::Fwd => (info.src, info.dst, RelDirection::Fwd),
+            ExtendDirection::Bwd => (info.dst, info.src, RelDirection::Bwd),
+        };
+        let (Some(from), Some(to)) = (index_of_table(from), index_of_table(to)) else {
+            return Err(Error::internal("rel table outside the node space"));
+        };
+        members.push((from, to, *t, StorageCsr::new(&ctx.pager, rel.csr(dir))?));
+    }
+    let graph = Arc::new(UnionCsr::new(&sizes, members));
+    let src_col = rows
+        .columns
+        .get(join.src_column)
+        .ok_or_else(|| Error::internal("recursive join source column missing"))?;
+    let mut sources = Vec::new();
+    let mut seen = HashSet::new();
+    let mut row_src = Vec::with_capacity(rows.num_rows);
+    for r in 0..rows.num_rows {
+        let s = match src_col.get_value(r) {
+            Value::InternalId(id) => index_of_table(id.table()).map(|t| {
+                let g = graph.global(t, id.offset());
+                if seen.insert(g) {
+                    sources.push(g);
+                }
+                g
+            }),
+            _ => None,
+        };
+        row_src.push(s);
+    }
+    let opts = IfeOptions {
+        policy: settings.policy,
+        threads,
+        k: settings.k,
     };
+    let index_of: HashMap<u64, usize> = sources.iter().enumerate().map(|(i, &s)| (s, i)).collect();
+    let sink = Arc::new(CollectSink::<LenRow>::default());
+    macro_rules! run {
+        ($compute:expr) => {
+            run_ife(
+                sched,
+                Arc::clone(&graph),
+                Arc::new($compute),
+                &sources,
+                &opts,
+                &ctx.cancel,
+                sink.clone(),
+            )?
+        };
+    }
+    let stats = match join.mode {
+        RecursiveMode::Walk => run!(WalkCounts { lower, upper }),
+        RecursiveMode::Shortest => run!(ShortestLengths { lower, upper }),
+        RecursiveMode::AllShortest => run!(AllShortestCounts { lower, upper }),
+        RecursiveMode::WeightedShortest => {
+            return Err(Error::not_supported(
+                "weighted shortest paths over several rel tables",
+            ))
+        }
+    };
+    let found: Vec<(usize, u64, u64, u64)> = sink
+        .take()
+        .into_iter()
+        .filter(|r| r.count > 0)
+        .map(|r| {
+            let si = index_of
+                .get(&r.src)
+                .copied()
+                .ok_or_else(|| Error::internal("recursive result for an unknown source"))?;
+            Ok((si, r.dst, r.len as u64, r.count))
+        })
+        .collect::<Result<_>>()?;
+    ctx.cancel.check()?;
+    let dst_id = |d: u64| {
+        let (t, off) = graph.local(d);
+        let table = join.node_tables[t];
+        join.dst_tables
+            .contains(&table)
+            .then(|| InternalId::new(table, off))
+    };
+    let found = Found {
+        row_src: &row_src,
+        index_of: &index_of,
+        num_sources: sources.len(),
+        rows: &found,
+        weighted: false,
+    };
+    let out = emit_rows(join, rows, ctx, &found, &dst_id)?;
     Ok((out, stats))
 }
 
