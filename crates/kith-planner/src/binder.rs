@@ -1715,6 +1715,19 @@ impl<'a> Binder<'a> {
                 args,
             } => {
                 let lname = name.name.to_ascii_lowercase();
+                // openCypher allows a pattern as an expression only as a
+                // predicate (WHERE, EXISTS), not as a value.
+                if let Some(p) = args
+                    .iter()
+                    .find(|a| matches!(a.kind, ExprKind::PatternPredicate(_)))
+                    .filter(|_| lname != "exists")
+                {
+                    return Err(Error::at(
+                        ErrorKind::Syntax,
+                        p.span,
+                        format!("a pattern cannot be an argument of {}(); use it as a predicate (unexpected syntax)", name.name),
+                    ));
+                }
                 if let ([arg], false, false) = (args.as_slice(), *distinct, *star) {
                     if let Some(e) = self.bind_entity_function(&lname, arg, span)? {
                         return Ok(e);

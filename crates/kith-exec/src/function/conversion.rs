@@ -25,9 +25,32 @@ pub(super) fn lookup(name: &str) -> Option<ScalarFunction> {
 }
 
 /// Cypher's `toX()` functions return NULL for text that does not convert.
+/// Values of other kinds (lists, maps, nodes, rels, paths; a FLOAT for
+/// toBoolean) are a type error, as openCypher asks.
 fn convert(name: &str, args: &[Value], to: &LogicalType) -> Result<Value> {
     arity(name, args, 1, 1)?;
-    Ok(try_cast_value(&args[0], to).unwrap_or(Value::Null))
+    let v = &args[0];
+    let t = v.logical_type();
+    let ok = match to {
+        LogicalType::Bool => matches!(v, Value::String(_) | Value::Bool(_)) || t.is_integer(),
+        LogicalType::String => !matches!(
+            v,
+            Value::List(_)
+                | Value::Map(_)
+                | Value::Struct(_)
+                | Value::Node(_)
+                | Value::Rel(_)
+                | Value::Path(_)
+                | Value::InternalId(_)
+        ),
+        _ => matches!(v, Value::String(_) | Value::Bool(_)) || t.is_numeric(),
+    };
+    if !ok {
+        return Err(kith_common::Error::type_error(format!(
+            "{name}() cannot convert a {t} value (invalid argument value)"
+        )));
+    }
+    Ok(try_cast_value(v, to).unwrap_or(Value::Null))
 }
 
 fn coalesce(args: &[Value]) -> Result<Value> {
