@@ -982,9 +982,11 @@ impl<'a> Binder<'a> {
                         .map(|r| r.id_slot)
                 })
                 .ok_or_else(|| Error::internal(format!("path element '{e}' is not bound")))?;
-            let value = self
-                .entity_value(slot, span)?
-                .ok_or_else(|| Error::internal(format!("path element '{e}' is no entity")))?;
+            // An element that can match no table: the pattern matches
+            // nothing, and the path is NULL wherever it is read.
+            let Some(value) = self.entity_value(slot, span)? else {
+                return Ok(Some(BoundExpr::literal(Value::Null, span)));
+            };
             args.push(value);
         }
         Ok(Some(BoundExpr {
