@@ -238,6 +238,37 @@ impl Driver {
         })
     }
 
+    /// Runs `query` once per row of `rows` (values bound to `names`), timed
+    /// as a whole inside the driver: `per_tx` rows per explicit transaction
+    /// (1: auto-commit), stopping at the first transaction boundary after
+    /// `max_ms` (0: never). Returns (ms, rows done, transactions).
+    pub fn exec_params(
+        &mut self,
+        query: &str,
+        names: &[&str],
+        rows: Vec<Json>,
+        per_tx: usize,
+        max_ms: u64,
+    ) -> Result<(f64, u64, u64), String> {
+        let r = self.call(Json::Obj(vec![
+            ("cmd".into(), Json::str("exec_params")),
+            ("query".into(), Json::str(query)),
+            (
+                "names".into(),
+                Json::Arr(names.iter().map(|n| Json::str(*n)).collect()),
+            ),
+            ("rows".into(), Json::Arr(rows)),
+            ("per_tx".into(), Json::Int(per_tx as i64)),
+            ("max_ms".into(), Json::Int(max_ms as i64)),
+        ]))?;
+        let int = |k: &str| r.get(k).and_then(Json::as_i64).unwrap_or(0).max(0) as u64;
+        Ok((
+            r.get("ms").and_then(Json::as_f64).unwrap_or(f64::NAN),
+            int("rows_done"),
+            int("txns"),
+        ))
+    }
+
     /// Peak RSS of the driver process in kB.
     pub fn peak_rss_kb(&mut self) -> Option<u64> {
         let r = self

@@ -5,6 +5,7 @@
 pub mod driver;
 pub mod fastfmt;
 pub mod gen;
+pub mod insert;
 pub mod json;
 pub mod nn50;
 pub mod parquet_out;

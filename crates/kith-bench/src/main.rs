@@ -11,7 +11,7 @@ use kith_bench::nn50::{self, Nn50Params};
 use kith_bench::parquet_out::{self, OutFormat};
 use kith_bench::social::{self, Social, SocialParams};
 use kith_bench::suite::{Dataset, LoadFormat};
-use kith_bench::{report, runner, suite, sys, worker};
+use kith_bench::{insert, report, runner, suite, sys, worker};
 
 const USAGE: &str = "\
 kith-bench: graph generators and KithDB vs Kùzu benchmarks
@@ -32,6 +32,8 @@ USAGE:
                  [--data DIR] [RUN OPTIONS]  (generates the data each suite needs
                                               unless present, then runs)
   kith-bench suites                              (lists suites and their queries)
+  kith-bench run --suites insert [--insert-scale 1] [RUN OPTIONS]
+                 (issue 5 write benchmark, no data set needed; see INSERT OPTIONS)
 
 RUN OPTIONS:
   --suites a,b             suites to run (also --suite; default foundation)
@@ -55,6 +57,17 @@ RUN OPTIONS:
   --kuzu-driver PATH       path of kuzu_driver.py (default bench/kuzu_driver.py)
   --duckdb-driver PATH     path of duckdb_driver.py (default bench/duckdb_driver.py)
   --tmp-dir DIR            where the databases are created (default: system temp)
+
+INSERT OPTIONS (suite `insert`; --timeout defaults to 600 s per statement there):
+  --insert-rows 20000      rows of the single-row phases (--quick: 2000)
+  --insert-max-s 5         auto-commit phase stops after this long
+  --insert-per-tx 1000     rows per BEGIN TRANSACTION .. COMMIT in the batched phase
+  --insert-scale 1         bulk size: scale x (1 M nodes + 10 M rels) (--quick: 0.01)
+  --insert-rels N          bulk rels instead of scale x 10 M (0: nodes only)
+  --insert-chunk 100000    rows per UNWIND statement in the bulk phase
+  --insert-phases autocommit,batched,bulk (also rels-batched: bulk nodes, then
+                           --insert-rows single-rel CREATEs by id, --insert-per-tx per
+                           transaction, stopping after --insert-max-s)
 ";
 
 struct Args {
@@ -149,6 +162,13 @@ const GEN_SOCIAL_OPTS: &[&str] = &[
 ];
 const GEN_NN50_OPTS: &[&str] = &["nodes", "k", "gen-threads", "out", "format"];
 const RUN_OPTS: &[&str] = &[
+    "insert-rows",
+    "insert-max-s",
+    "insert-per-tx",
+    "insert-scale",
+    "insert-chunk",
+    "insert-rels",
+    "insert-phases",
     "suite",
     "suites",
     "timeout",
@@ -327,11 +347,21 @@ fn social_params(args: &Args) -> Result<SocialParams, String> {
     Ok(p)
 }
 
-fn suites(args: &Args) -> Result<Vec<&'static suite::Suite>, String> {
+/// Suite names given, `foundation` by default.
+fn suite_names(args: &Args) -> Vec<&str> {
     args.get("suites")
         .or(args.get("suite"))
         .unwrap_or("foundation")
         .split(',')
+        .map(str::trim)
+        .collect()
+}
+
+/// The read suites asked for (`insert` is run apart: it needs no data set).
+fn suites(args: &Args) -> Result<Vec<&'static suite::Suite>, String> {
+    suite_names(args)
+        .into_iter()
+        .filter(|n| *n != "insert")
         .map(|n| {
             suite::get(n.trim())
                 .ok_or_else(|| format!("unknown suite {n:?} (see `kith-bench suites`)"))
@@ -452,8 +482,90 @@ fn run_and_report(args: &Args, runs: &[runner::RunOptions]) -> Result<(), String
     Ok(())
 }
 
+/// Options of the `insert` suite from the command line.
+fn insert_options(args: &Args) -> Result<insert::InsertOptions, String> {
+    let quick = args.opts.contains_key("quick");
+    let threads = args
+        .get("threads")
+        .unwrap_or("1,2")
+        .split(',')
+        .map(|t| t.trim().parse::<usize>().ok().filter(|&n| n > 0))
+        .collect::<Option<Vec<_>>>()
+        .ok_or("--threads: expected a list like 1,2")?;
+    let engines = args
+        .get("engines")
+        .unwrap_or("kith,kuzu")
+        .split(',')
+        .map(|e| EngineKind::parse(e).ok_or_else(|| format!("unknown engine {e:?}")))
+        .filter(|e| e.as_ref().map_or(true, |e| !e.speaks_sql()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let scale: f64 = args.num("insert-scale", if quick { 0.01 } else { 1.0 })?;
+    if !(scale > 0.0 && scale <= 100.0) {
+        return Err("--insert-scale must be in (0, 100]".into());
+    }
+    let phases: Vec<String> = args
+        .get("insert-phases")
+        .unwrap_or("autocommit,batched,bulk")
+        .split(',')
+        .map(|p| p.trim().to_string())
+        .collect();
+    if let Some(p) = phases
+        .iter()
+        .find(|p| !insert::PHASES.contains(&p.as_str()))
+    {
+        return Err(format!(
+            "--insert-phases: unknown phase {p:?} (expected {})",
+            insert::PHASES.join(",")
+        ));
+    }
+    let bp_mb: u64 = args.num("buffer-pool-mb", 4096)?;
+    let timeout_s: f64 = args.num("timeout", if quick { 60.0 } else { 600.0 })?;
+    let max_s: f64 = args.num("insert-max-s", 5.0)?;
+    Ok(insert::InsertOptions {
+        threads,
+        engines,
+        single_rows: args.num("insert-rows", if quick { 2000 } else { 20_000 })?,
+        single_max_ms: (max_s * 1000.0) as u64,
+        per_tx: args.num("insert-per-tx", 1000)?,
+        nodes: ((insert::FULL_NODES as f64 * scale) as u64).max(1),
+        rels: args.num("insert-rels", (insert::FULL_RELS as f64 * scale) as u64)?,
+        chunk: args.num("insert-chunk", 100_000)?,
+        phases,
+        buffer_pool_bytes: (bp_mb > 0).then_some(bp_mb << 20),
+        tmp_dir: args
+            .get("tmp-dir")
+            .map_or_else(std::env::temp_dir, PathBuf::from),
+        spawn: DriverSpawn {
+            python: args.get("python").unwrap_or("python3").to_string(),
+            kuzu_script: args
+                .get("kuzu-driver")
+                .map_or_else(DriverSpawn::default_kuzu_script, PathBuf::from),
+            duckdb_script: args
+                .get("duckdb-driver")
+                .map_or_else(DriverSpawn::default_duckdb_script, PathBuf::from),
+        },
+        timeout_ms: (timeout_s > 0.0).then_some((timeout_s * 1000.0) as u64),
+    })
+}
+
+/// Runs the `insert` suite when asked for; its report is printed (and
+/// appended to `--markdown FILE` by the caller's order).
+fn run_insert(args: &Args) -> Result<Option<String>, String> {
+    if !suite_names(args).contains(&"insert") {
+        return Ok(None);
+    }
+    let rep = insert::run(&insert_options(args)?);
+    let md = rep.markdown();
+    println!("{md}");
+    Ok(Some(md))
+}
+
 fn cmd_run(args: &Args) -> Result<(), String> {
     args.check_known(RUN_OPTS)?;
+    let insert_md = run_insert(args)?;
+    if suites(args)?.is_empty() {
+        return write_insert_md(args, insert_md);
+    }
     let data = PathBuf::from(args.get("data").ok_or("--data DIR is required")?);
     let runs = suites(args)?
         .into_iter()
@@ -574,12 +686,25 @@ fn cmd_all(args: &Args) -> Result<(), String> {
     known.extend_from_slice(GEN_SOCIAL_OPTS);
     known.extend_from_slice(GEN_NN50_OPTS);
     args.check_known(&known)?;
+    let insert_md = run_insert(args)?;
+    if suites(args)?.is_empty() {
+        return write_insert_md(args, insert_md);
+    }
     let mut runs = Vec::new();
     for s in suites(args)? {
         let data = ensure_data(args, s.dataset)?;
         runs.push(run_options(args, s, data)?);
     }
     run_and_report(args, &runs)
+}
+
+/// `--markdown FILE` for a run of the `insert` suite alone.
+fn write_insert_md(args: &Args, md: Option<String>) -> Result<(), String> {
+    if let (Some(path), Some(md)) = (args.get("markdown").filter(|p| !p.is_empty()), md) {
+        std::fs::write(path, md).map_err(|e| format!("writing {path}: {e}"))?;
+        eprintln!("[kith-bench] wrote {path}");
+    }
+    Ok(())
 }
 
 fn cmd_suites() {
@@ -590,6 +715,13 @@ fn cmd_suites() {
             println!("  {}: {}", q.name, q.cypher);
         }
     }
+    println!("insert: issue 5 write throughput (no data set): auto-commit and batched single-row CREATE, bulk UNWIND CREATE of nodes and rels");
+    println!("  single row: {}", insert::INSERT_ONE);
+    println!("  bulk nodes: {}", insert::nodes_stmt(0, 99_999));
+    println!(
+        "  bulk rels:  {}",
+        insert::rels_stmt(0, 99_999, insert::FULL_NODES)
+    );
 }
 
 fn main() -> ExitCode {

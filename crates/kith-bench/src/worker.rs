@@ -133,6 +133,10 @@ fn handle(state: &mut State, req: &Json) -> Json {
                 Err(e) => err(e.to_string()),
             }
         }
+        Some("exec_params") => match state.conn.as_ref() {
+            None => err("no open database"),
+            Some(conn) => exec_params(conn, req),
+        },
         Some("stats") => ok(vec![
             ("peak_rss_kb".into(), Json::opt_u64(proc_status_kb("VmHWM"))),
             ("rss_kb".into(), Json::opt_u64(proc_status_kb("VmRSS"))),
@@ -144,6 +148,86 @@ fn handle(state: &mut State, req: &Json) -> Json {
         }
         other => err(format!("unknown command: {other:?}")),
     }
+}
+
+/// A JSON parameter value as a KithDB value (the insert suite sends
+/// integers, doubles and strings only).
+fn param_value(v: &Json) -> kith::Value {
+    match v {
+        Json::Int(x) => kith::Value::Int64(*x),
+        Json::Float(x) => kith::Value::Double(*x),
+        Json::Str(s) => kith::Value::String(s.clone()),
+        Json::Bool(b) => kith::Value::Bool(*b),
+        _ => kith::Value::Null,
+    }
+}
+
+/// `exec_params`: the same statement once per parameter row, timed as a
+/// whole inside this process, so that per-statement protocol round trips
+/// (which would dominate single-row inserts) are not measured. With
+/// `per_tx` > 1 the rows go `per_tx` to a `BEGIN TRANSACTION` … `COMMIT`;
+/// otherwise each statement auto-commits. `max_ms` > 0 stops at the first
+/// transaction boundary after that much time.
+fn exec_params(conn: &kith::Connection, req: &Json) -> Json {
+    let Some(q) = req.get("query").and_then(Json::as_str) else {
+        return err("exec_params: missing query");
+    };
+    let names: Vec<&str> = req
+        .get("names")
+        .and_then(Json::as_arr)
+        .unwrap_or(&[])
+        .iter()
+        .filter_map(Json::as_str)
+        .collect();
+    let rows = req.get("rows").and_then(Json::as_arr).unwrap_or(&[]);
+    let per_tx = req.get("per_tx").and_then(Json::as_i64).unwrap_or(1).max(1) as usize;
+    let max_ms = req.get("max_ms").and_then(Json::as_i64).unwrap_or(0).max(0) as f64;
+    // Values are converted before the clock starts: building them is the
+    // client's work, the same for every engine.
+    let params: Vec<Vec<(&str, kith::Value)>> = rows
+        .iter()
+        .map(|r| {
+            names
+                .iter()
+                .zip(r.as_arr().unwrap_or(&[]))
+                .map(|(n, v)| (*n, param_value(v)))
+                .collect()
+        })
+        .collect();
+    let t0 = Instant::now();
+    let mut done = 0usize;
+    let mut txns = 0usize;
+    for group in params.chunks(per_tx) {
+        if per_tx > 1 {
+            if let Err(e) = conn.query("BEGIN TRANSACTION") {
+                return err(format!("BEGIN TRANSACTION after {done} rows: {e}"));
+            }
+        }
+        for p in group {
+            if let Err(e) = conn.query_with_params(q, p) {
+                if per_tx > 1 {
+                    let _ = conn.query("ROLLBACK");
+                }
+                return err(format!("row {done}: {e}"));
+            }
+            done += 1;
+        }
+        if per_tx > 1 {
+            if let Err(e) = conn.query("COMMIT") {
+                return err(format!("COMMIT after {done} rows: {e}"));
+            }
+        }
+        txns += 1;
+        if max_ms > 0.0 && t0.elapsed().as_secs_f64() * 1e3 >= max_ms {
+            break;
+        }
+    }
+    let ms = t0.elapsed().as_secs_f64() * 1e3;
+    ok(vec![
+        ("ms".into(), Json::Float(ms)),
+        ("rows_done".into(), Json::Int(done as i64)),
+        ("txns".into(), Json::Int(txns as i64)),
+    ])
 }
 
 /// Serves requests until `quit` or end of input.

@@ -143,3 +143,59 @@ fn nn50_parquet_end_to_end() {
     assert!(!stdout.contains("error:"), "{stdout}");
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// The `insert` suite needs no data set: every phase runs on KithDB at a
+/// tiny size and its check query matches the row formula.
+#[test]
+fn insert_suite_runs_and_checks() {
+    let exe = env!("CARGO_BIN_EXE_kith-bench");
+    let dir = std::env::temp_dir().join(format!("kith-bench-test-insert-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = Command::new(exe)
+        .args([
+            "run",
+            "--suites",
+            "insert",
+            "--engines",
+            "kith",
+            "--threads",
+            "1",
+            "--insert-rows",
+            "250",
+            "--insert-per-tx",
+            "100",
+            "--insert-scale",
+            "0.0005",
+            "--insert-chunk",
+            "200",
+            "--insert-phases",
+            "autocommit,batched,bulk,rels-batched",
+            "--tmp-dir",
+            dir.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for step in [
+        "| auto-commit single-row CREATE | 1 |",
+        "| batched single-row CREATE | 1 |",
+        "| bulk nodes | 1 |",
+        "| bulk rels | 1 |",
+        "| batched single-rel MATCH by id + CREATE | 1 |",
+    ] {
+        assert!(stdout.contains(step), "{step}\n{stdout}");
+    }
+    // 500 nodes, 5,000 rels in chunks of 200; 250 single rows (ages sum to
+    // 2 * 4950 + 0 + .. + 49).
+    assert!(stdout.contains("ok [[250,11125,31125]]"), "{stdout}");
+    assert!(stdout.contains("ok [[500,24750,124750]]"), "{stdout}");
+    assert!(!stdout.contains("MISMATCH"), "{stdout}");
+    assert!(!stdout.contains("error"), "{stdout}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,623 @@
+//! The `insert` suite (issue 5): write throughput, KithDB and Kùzu side by
+//! side, through the same drivers as the read suites.
+//!
+//! Schema `P(id INT64 PRIMARY KEY, name STRING, age INT64)`,
+//! `K(FROM P TO P, since INT64)`. Row i is
+//! `{id: i, name: 'n<i>', age: i % 100}` (the issue writes `toString(i)`;
+//! Kùzu 0.11 has no `toString`, so both engines get `to_string`).
+//! Four phases, each on a fresh on-disk database in a fresh driver process
+//! (so peak RSS and DB size are per phase):
+//!
+//! 1. `autocommit`: `CREATE (:P {id: $id, name: $name, age: $age})` once per
+//!    row, each its own transaction, until `single_rows` rows or
+//!    `single_max_ms` have passed (checked after each transaction).
+//! 2. `batched`: the same rows and statement, `per_tx` per
+//!    `BEGIN TRANSACTION` … `COMMIT`.
+//! 3. `bulk`: `nodes` nodes by `UNWIND range(..) … CREATE`, then `rels`
+//!    relationships by `UNWIND range(..) MATCH (a), (b) CREATE (a)-[:K]->(b)`,
+//!    `chunk` rows per statement (same chunks for both engines).
+//! 4. `rels-batched` (not in the issue; added because the UNWIND form of 3
+//!    is a cross product in both engines): `nodes` nodes as in 3, then
+//!    `MATCH (a:P {id: $a}), (b:P {id: $b}) CREATE (a)-[:K {since: $s}]->(b)`
+//!    once per rel, `per_tx` per transaction, capped like phase 1.
+//!
+//! Phases 1 and 2 loop inside the driver (`exec_params`): one protocol round
+//! trip per phase, so the figures are the engines' (plus, for Kùzu, its
+//! Python binding, which is how Kùzu is driven everywhere here), not the
+//! pipe's. Every phase ends with a check query whose answer is compared with
+//! the value computed here from the row formula, which also makes the
+//! engines' answers comparable with each other.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::driver::{Driver, DriverSpawn, EngineKind};
+use crate::json::Json;
+use crate::runner::RunMeta;
+use crate::sys;
+
+pub const DDL: &[&str] = &[
+    "CREATE NODE TABLE P(id INT64 PRIMARY KEY, name STRING, age INT64)",
+    "CREATE REL TABLE K(FROM P TO P, since INT64)",
+];
+
+pub const INSERT_ONE: &str = "CREATE (:P {id: $id, name: $name, age: $age})";
+
+/// Issue 5's full size: 1 M nodes, 10 M relationships.
+pub const FULL_NODES: u64 = 1_000_000;
+pub const FULL_RELS: u64 = 10_000_000;
+
+#[derive(Clone, Debug)]
+pub struct InsertOptions {
+    pub threads: Vec<usize>,
+    pub engines: Vec<EngineKind>,
+    pub single_rows: u64,
+    pub single_max_ms: u64,
+    pub per_tx: usize,
+    pub nodes: u64,
+    pub rels: u64,
+    pub chunk: u64,
+    /// Which phases to run (`autocommit`, `batched`, `bulk`).
+    pub phases: Vec<String>,
+    pub buffer_pool_bytes: Option<u64>,
+    pub tmp_dir: PathBuf,
+    pub spawn: DriverSpawn,
+    pub timeout_ms: Option<u64>,
+}
+
+pub const PHASES: &[&str] = &["autocommit", "batched", "bulk", "rels-batched"];
+
+/// One relationship per statement, endpoints found by primary key: the
+/// index-lookup form that a client inserting edges one at a time uses.
+pub const INSERT_REL: &str =
+    "MATCH (a:P {id: $a}), (b:P {id: $b}) CREATE (a)-[:K {since: $s}]->(b)";
+
+/// Statement creating nodes `lo..=hi`.
+pub fn nodes_stmt(lo: u64, hi: u64) -> String {
+    format!(
+        "UNWIND range({lo}, {hi}) AS i CREATE (:P {{id: i, name: 'n' + to_string(i), age: i % 100}})"
+    )
+}
+
+/// Statement creating relationships `lo..=hi` among `nodes` nodes.
+pub fn rels_stmt(lo: u64, hi: u64, nodes: u64) -> String {
+    format!(
+        "UNWIND range({lo}, {hi}) AS i MATCH (a:P {{id: i % {nodes}}}), (b:P {{id: (i * 7919) % {nodes}}}) CREATE (a)-[:K {{since: i}}]->(b)"
+    )
+}
+
+pub const NODE_CHECK: &str = "MATCH (p:P) RETURN count(*), sum(p.age), sum(p.id)";
+pub const REL_CHECK: &str =
+    "MATCH (a:P)-[k:K]->(b:P) RETURN count(*), sum(k.since), sum(a.id), sum(b.id)";
+
+/// Expected answer of [`NODE_CHECK`] after rows `0..n`.
+pub fn node_check_expected(n: u64) -> Json {
+    let ages: u64 = (n / 100) * 4950 + (0..n % 100).sum::<u64>();
+    let ids = n * n.saturating_sub(1) / 2;
+    Json::Arr(vec![Json::Arr(vec![
+        Json::Int(n as i64),
+        Json::Int(ages as i64),
+        Json::Int(ids as i64),
+    ])])
+}
+
+/// Expected answer of [`REL_CHECK`] after relationships `0..m` among `nodes`.
+pub fn rel_check_expected(m: u64, nodes: u64) -> Json {
+    let mut a = 0u128;
+    let mut b = 0u128;
+    for i in 0..m {
+        a += u128::from(i % nodes);
+        b += u128::from(i.wrapping_mul(7919) % nodes);
+    }
+    let since = u128::from(m) * u128::from(m.saturating_sub(1)) / 2;
+    Json::Arr(vec![Json::Arr(vec![
+        Json::Int(m as i64),
+        Json::Int(since as i64),
+        Json::Int(a as i64),
+        Json::Int(b as i64),
+    ])])
+}
+
+/// Row `i` as parameter values in the order `id, name, age`.
+pub fn row(i: u64) -> Json {
+    Json::Arr(vec![
+        Json::Int(i as i64),
+        Json::Str(format!("n{i}")),
+        Json::Int((i % 100) as i64),
+    ])
+}
+
+#[derive(Clone, Debug)]
+pub struct Step {
+    pub name: String,
+    pub rows: u64,
+    pub txns: u64,
+    pub ms: f64,
+    pub error: Option<String>,
+}
+
+impl Step {
+    pub fn rows_per_s(&self) -> f64 {
+        self.rows as f64 / (self.ms / 1e3)
+    }
+    pub fn txns_per_s(&self) -> f64 {
+        self.txns as f64 / (self.ms / 1e3)
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Check {
+    pub query: String,
+    pub got: Result<Json, String>,
+    pub expected: Json,
+}
+
+impl Check {
+    pub fn ok(&self) -> bool {
+        self.got
+            .as_ref()
+            .is_ok_and(|g| crate::runner::compare_rows(g, &self.expected).is_ok())
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct PhaseResult {
+    pub engine: EngineKind,
+    pub version: Option<String>,
+    pub threads: usize,
+    pub phase: String,
+    pub steps: Vec<Step>,
+    pub checks: Vec<Check>,
+    pub error: Option<String>,
+    pub peak_rss_kb: Option<u64>,
+    pub db_bytes: Option<u64>,
+    /// 1-minute load average before and after the phase.
+    pub load: (Option<f64>, Option<f64>),
+}
+
+pub fn load_avg() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+fn log(msg: &str) {
+    eprintln!("[kith-bench insert] {msg}");
+}
+
+fn run_phase(o: &InsertOptions, engine: &EngineKind, threads: usize, phase: &str) -> PhaseResult {
+    let mut out = PhaseResult {
+        engine: engine.clone(),
+        version: None,
+        threads,
+        phase: phase.to_string(),
+        steps: vec![],
+        checks: vec![],
+        error: None,
+        peak_rss_kb: None,
+        db_bytes: None,
+        load: (load_avg(), None),
+    };
+    let mut d = match Driver::start(engine, &o.spawn) {
+        Ok(d) => d,
+        Err(e) => {
+            out.error = Some(e);
+            return out;
+        }
+    };
+    out.version = d
+        .hello
+        .get("version")
+        .and_then(Json::as_str)
+        .map(String::from);
+    let dir = o.tmp_dir.join(format!(
+        "kith-bench-insert-{}-{}-t{threads}-{phase}",
+        std::process::id(),
+        engine.name()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        out.error = Some(format!("cannot create {}: {e}", dir.display()));
+        d.quit();
+        return out;
+    }
+    if let Err(e) = d.open(&dir.join("db"), threads, o.buffer_pool_bytes) {
+        out.error = Some(format!("open: {e}"));
+        d.quit();
+        let _ = std::fs::remove_dir_all(&dir);
+        return out;
+    }
+    d.hard_timeout = o
+        .timeout_ms
+        .map(|ms| Duration::from_millis(2 * ms) + Duration::from_secs(30));
+    let tag = format!("{} t={threads} {phase}", engine.name());
+    for s in DDL {
+        if let Err(e) = d.exec(s, o.timeout_ms) {
+            out.error = Some(format!("DDL: {e}"));
+        }
+    }
+    if out.error.is_none() {
+        match phase {
+            "autocommit" | "batched" => {
+                let (per_tx, max_ms, name) = if phase == "autocommit" {
+                    (1, o.single_max_ms, "auto-commit single-row CREATE")
+                } else {
+                    (o.per_tx, 0, "batched single-row CREATE")
+                };
+                let rows: Vec<Json> = (0..o.single_rows).map(row).collect();
+                let r = d.exec_params(INSERT_ONE, &["id", "name", "age"], rows, per_tx, max_ms);
+                match r {
+                    Ok((ms, n, t)) => {
+                        log(&format!("{tag}: {n} rows in {t} txns, {ms:.0} ms"));
+                        out.steps.push(Step {
+                            name: name.into(),
+                            rows: n,
+                            txns: t,
+                            ms,
+                            error: None,
+                        });
+                        out.checks
+                            .push(check(&mut d, NODE_CHECK, node_check_expected(n)));
+                    }
+                    Err(e) => {
+                        log(&format!("{tag}: error: {e}"));
+                        out.error = Some(e);
+                    }
+                }
+            }
+            "rels-batched" => {
+                // Nodes first (timed and reported, but not the point), then
+                // rel i = (i % nodes) -> (i * 7919 % nodes), as in `bulk`.
+                let nodes = o.nodes;
+                if bulk_step(
+                    &mut d,
+                    o,
+                    &tag,
+                    "setup: bulk nodes",
+                    nodes,
+                    &mut out,
+                    nodes_stmt,
+                ) {
+                    let rows: Vec<Json> = (0..o.single_rows)
+                        .map(|i| {
+                            Json::Arr(vec![
+                                Json::Int((i % nodes) as i64),
+                                Json::Int((i.wrapping_mul(7919) % nodes) as i64),
+                                Json::Int(i as i64),
+                            ])
+                        })
+                        .collect();
+                    match d.exec_params(
+                        INSERT_REL,
+                        &["a", "b", "s"],
+                        rows,
+                        o.per_tx,
+                        o.single_max_ms,
+                    ) {
+                        Ok((ms, n, t)) => {
+                            log(&format!("{tag}: {n} rels in {t} txns, {ms:.0} ms"));
+                            out.steps.push(Step {
+                                name: "batched single-rel MATCH by id + CREATE".into(),
+                                rows: n,
+                                txns: t,
+                                ms,
+                                error: None,
+                            });
+                            out.checks
+                                .push(check(&mut d, REL_CHECK, rel_check_expected(n, nodes)));
+                        }
+                        Err(e) => {
+                            log(&format!("{tag}: error: {e}"));
+                            out.error = Some(e);
+                        }
+                    }
+                }
+            }
+            _ => {
+                let ok_nodes =
+                    bulk_step(&mut d, o, &tag, "bulk nodes", o.nodes, &mut out, nodes_stmt);
+                if ok_nodes {
+                    out.checks
+                        .push(check(&mut d, NODE_CHECK, node_check_expected(o.nodes)));
+                }
+                if ok_nodes && o.rels > 0 {
+                    let nodes = o.nodes;
+                    if bulk_step(&mut d, o, &tag, "bulk rels", o.rels, &mut out, |lo, hi| {
+                        rels_stmt(lo, hi, nodes)
+                    }) {
+                        out.checks.push(check(
+                            &mut d,
+                            REL_CHECK,
+                            rel_check_expected(o.rels, nodes),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    for c in &out.checks {
+        if !c.ok() {
+            log(&format!(
+                "{tag}: CHECK FAILED {}: got {:?}, expected {}",
+                c.query, c.got, c.expected
+            ));
+        }
+    }
+    d.hard_timeout = None;
+    out.peak_rss_kb = d.peak_rss_kb();
+    if let Err(e) = d.close() {
+        log(&format!("{tag}: close: {e}"));
+    }
+    d.quit();
+    out.db_bytes = Some(sys::disk_usage(&dir));
+    let _ = std::fs::remove_dir_all(&dir);
+    out.load.1 = load_avg();
+    out
+}
+
+fn check(d: &mut Driver, query: &str, expected: Json) -> Check {
+    Check {
+        query: query.to_string(),
+        got: d.exec(query, None).map(|r| r.rows),
+        expected,
+    }
+}
+
+/// Runs `total` rows in statements of `chunk` rows; false on error.
+fn bulk_step(
+    d: &mut Driver,
+    o: &InsertOptions,
+    tag: &str,
+    name: &str,
+    total: u64,
+    out: &mut PhaseResult,
+    stmt: impl Fn(u64, u64) -> String,
+) -> bool {
+    let mut step = Step {
+        name: name.to_string(),
+        rows: 0,
+        txns: 0,
+        ms: 0.0,
+        error: None,
+    };
+    let chunk = o.chunk.max(1);
+    let mut lo = 0;
+    while lo < total {
+        let hi = (lo + chunk).min(total) - 1;
+        match d.exec(&stmt(lo, hi), o.timeout_ms) {
+            Ok(r) => {
+                step.ms += r.ms;
+                step.rows = hi + 1;
+                step.txns += 1;
+            }
+            Err(e) => {
+                log(&format!("{tag}: {name} rows {lo}..={hi}: error: {e}"));
+                step.error = Some(format!("rows {lo}..={hi}: {e}"));
+                break;
+            }
+        }
+        lo = hi + 1;
+    }
+    log(&format!(
+        "{tag}: {name}: {} rows in {:.0} ms{}",
+        step.rows,
+        step.ms,
+        step.error
+            .as_deref()
+            .map_or(String::new(), |e| format!(" ({e})"))
+    ));
+    let ok = step.error.is_none();
+    out.steps.push(step);
+    ok
+}
+
+#[derive(Clone, Debug)]
+pub struct InsertReport {
+    pub meta: RunMeta,
+    pub opts: InsertOptions,
+    pub results: Vec<PhaseResult>,
+}
+
+pub fn run(o: &InsertOptions) -> InsertReport {
+    let mut results = Vec::new();
+    'engines: for engine in &o.engines {
+        for &t in &o.threads {
+            for phase in &o.phases {
+                log(&format!("== {} with {t} thread(s): {phase}", engine.name()));
+                let r = run_phase(o, engine, t, phase);
+                let fatal = r.error.as_deref().is_some_and(|e| !e.starts_with("DDL"))
+                    && r.steps.is_empty()
+                    && r.version.is_none();
+                results.push(r);
+                if fatal {
+                    log(&format!("!! {} cannot run; skipping it", engine.name()));
+                    continue 'engines;
+                }
+            }
+        }
+    }
+    InsertReport {
+        meta: RunMeta::collect(),
+        opts: o.clone(),
+        results,
+    }
+}
+
+fn fmt_int(x: f64) -> String {
+    let s = format!("{:.0}", x.max(0.0));
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+impl InsertReport {
+    fn find(&self, e: &EngineKind, t: usize, phase: &str) -> Option<&PhaseResult> {
+        self.results
+            .iter()
+            .find(|r| &r.engine == e && r.threads == t && r.phase == phase)
+    }
+
+    pub fn markdown(&self) -> String {
+        let o = &self.opts;
+        let m = &self.meta;
+        let mut s = String::new();
+        s.push_str("## insert (issue 5): write throughput\n\n");
+        s.push_str(&format!(
+            "- date {}, git `{}`, {} cores{}{}\n",
+            m.date,
+            m.git_rev,
+            m.cores,
+            m.mem_bytes.map_or(String::new(), |b| format!(
+                ", {:.1} GiB",
+                b as f64 / (1u64 << 30) as f64
+            )),
+            m.cpu.as_deref().map_or(String::new(), |c| format!(", {c}"))
+        ));
+        s.push_str(&format!("- command: `{}`\n", m.command));
+        let versions: Vec<String> = o
+            .engines
+            .iter()
+            .filter_map(|e| {
+                self.results
+                    .iter()
+                    .find(|r| &r.engine == e && r.version.is_some())
+                    .map(|r| format!("{} {}", e.name(), r.version.as_deref().unwrap_or("?")))
+            })
+            .collect();
+        s.push_str(&format!("- engines: {}\n", versions.join(", ")));
+        s.push_str(&format!(
+            "- single-row phases: up to {} rows (auto-commit stops after {} ms), batched {} rows per BEGIN TRANSACTION … COMMIT; bulk: {} nodes + {} rels, {} rows per UNWIND statement\n",
+            o.single_rows, o.single_max_ms, o.per_tx, o.nodes, o.rels, o.chunk
+        ));
+        s.push_str("- throughput: rows/s (transactions/s where it differs), time in the driver; ratio = kith throughput / kuzu throughput (> 1: KithDB faster)\n\n");
+        let kith = EngineKind::Kith;
+        let kuzu = EngineKind::Kuzu;
+        s.push_str("| step | threads | kith | kuzu | ratio kith/kuzu | load avg (kith; kuzu) |\n|---|---:|---:|---:|---:|---|\n");
+        let cell = |st: Option<&Step>| -> String {
+            match st {
+                None => "–".into(),
+                Some(st) if st.error.is_some() => {
+                    format!("error: {}", st.error.as_deref().unwrap_or(""))
+                }
+                Some(st) => {
+                    let mut c = format!("{} rows/s", fmt_int(st.rows_per_s()));
+                    if st.txns != st.rows && st.txns > 1 {
+                        let tps = st.txns_per_s();
+                        let tps = if tps < 10.0 {
+                            format!("{tps:.2}")
+                        } else {
+                            fmt_int(tps)
+                        };
+                        c.push_str(&format!(" ({tps} tx/s)"));
+                    }
+                    c.push_str(&format!(
+                        " [{} rows, {:.2} s]",
+                        fmt_int(st.rows as f64),
+                        st.ms / 1e3
+                    ));
+                    c
+                }
+            }
+        };
+        let load = |r: Option<&PhaseResult>| -> String {
+            r.map_or("–".into(), |r| {
+                format!(
+                    "{}→{}",
+                    r.load.0.map_or("?".into(), |x| format!("{x:.2}")),
+                    r.load.1.map_or("?".into(), |x| format!("{x:.2}"))
+                )
+            })
+        };
+        for phase in &o.phases {
+            for &t in &o.threads {
+                let a = self.find(&kith, t, phase);
+                let b = self.find(&kuzu, t, phase);
+                let names: Vec<String> = a
+                    .or(b)
+                    .map(|r| r.steps.iter().map(|s| s.name.clone()).collect())
+                    .unwrap_or_default();
+                for n in names {
+                    let sa = a.and_then(|r| r.steps.iter().find(|s| s.name == n));
+                    let sb = b.and_then(|r| r.steps.iter().find(|s| s.name == n));
+                    let ratio = match (sa, sb) {
+                        (Some(x), Some(y)) if x.error.is_none() && y.error.is_none() => {
+                            format!("{:.2}", x.rows_per_s() / y.rows_per_s())
+                        }
+                        _ => "–".into(),
+                    };
+                    s.push_str(&format!(
+                        "| {n} | {t} | {} | {} | {ratio} | {}; {} |\n",
+                        cell(sa),
+                        cell(sb),
+                        load(a),
+                        load(b)
+                    ));
+                }
+                for (e, r) in [(&kith, a), (&kuzu, b)] {
+                    if let Some(err) = r.and_then(|r| r.error.as_deref()) {
+                        s.push_str(&format!(
+                            "| {phase} | {t} | {}: error: {err} | | | |\n",
+                            e.name()
+                        ));
+                    }
+                }
+            }
+        }
+        s.push_str("\n| engine | threads | phase | peak RSS MiB | DB size MiB | checks |\n|---|---:|---|---:|---:|---|\n");
+        for r in &self.results {
+            let checks: Vec<String> = r
+                .checks
+                .iter()
+                .map(|c| match &c.got {
+                    Ok(g) if c.ok() => format!("ok {g}"),
+                    Ok(g) => format!("**MISMATCH** got {g}, expected {}", c.expected),
+                    Err(e) => format!("error: {e}"),
+                })
+                .collect();
+            s.push_str(&format!(
+                "| {} | {} | {} | {} | {} | {} |\n",
+                r.engine.name(),
+                r.threads,
+                r.phase,
+                r.peak_rss_kb
+                    .map_or("?".into(), |k| format!("{:.0}", k as f64 / 1024.0)),
+                r.db_bytes
+                    .map_or("?".into(), |b| format!("{:.1}", b as f64 / 1048576.0)),
+                checks.join("; ")
+            ));
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expected_checks() {
+        // Brute force for small sizes.
+        for n in [0u64, 1, 99, 100, 101, 1234] {
+            let ages: u64 = (0..n).map(|i| i % 100).sum();
+            let ids: u64 = (0..n).sum();
+            assert_eq!(
+                node_check_expected(n).to_string(),
+                format!("[[{n},{ages},{ids}]]")
+            );
+        }
+        assert_eq!(rel_check_expected(3, 2).to_string(), "[[3,3,1,1]]");
+        assert_eq!(
+            rels_stmt(0, 9, 10),
+            "UNWIND range(0, 9) AS i MATCH (a:P {id: i % 10}), (b:P {id: (i * 7919) % 10}) CREATE (a)-[:K {since: i}]->(b)"
+        );
+        assert_eq!(row(7).to_string(), "[7,\"n7\",7]");
+    }
+}
