@@ -109,8 +109,20 @@ impl Binder<'_> {
                     span,
                 } => {
                     let merge = self.bind_merge(pattern, on_create, on_match, *span, &mut scope)?;
-                    if let WriteClause::MergeNode { on_match, .. } = &merge {
-                        scope.written.extend(on_match.iter().map(|p| p.0.clone()));
+                    match &merge {
+                        WriteClause::MergeNode { on_match, .. } => {
+                            scope.written.extend(on_match.iter().map(|p| p.0.clone()));
+                        }
+                        WriteClause::MergeRel {
+                            on_match,
+                            on_create,
+                            ..
+                        } => {
+                            let props =
+                                on_match.iter().chain(on_create).map(|p| p.property.clone());
+                            scope.written.extend(props);
+                        }
+                        _ => {}
                     }
                     out.push(merge);
                 }
@@ -359,6 +371,110 @@ impl Binder<'_> {
             clauses: clauses.to_vec(),
             vars,
         }
+    }
+
+    /// `MERGE (a)-[r:T {..}]->(b)` with `a` and `b` bound.
+    fn bind_merge_rel(
+        &self,
+        pattern: &ast::PathPattern,
+        on_create: &[ast::SetItem],
+        on_match: &[ast::SetItem],
+        span: Span,
+        scope: &mut WriteScope,
+    ) -> Result<WriteClause> {
+        let (rel, right) = &pattern.chain[0];
+        let mut ends = Vec::with_capacity(2);
+        for n in [&pattern.start, right] {
+            let bound = n
+                .variable
+                .as_ref()
+                .filter(|v| self.is_bound(&v.name, scope));
+            let Some(v) = bound else {
+                return Err(not_supported(
+                    n.span,
+                    "MERGE of a rel whose end nodes are not bound by earlier clauses",
+                ));
+            };
+            if n.properties.is_some() || !matches!(n.labels, ast::LabelExpr::None) {
+                return Err(semantic(
+                    v.span,
+                    format!("variable '{}' is already defined", v.name),
+                ));
+            }
+            ends.push(self.node_ref(&v.name, v.span, scope)?);
+        }
+        let [ty] = rel.types.as_slice() else {
+            return Err(semantic(
+                rel.span,
+                "a rel to merge needs exactly one rel type",
+            ));
+        };
+        if rel.range.is_some() {
+            return Err(semantic(
+                rel.span,
+                "MERGE cannot make a variable-length rel",
+            ));
+        }
+        let var = match &rel.variable {
+            Some(v) if self.is_bound(&v.name, scope) => {
+                return Err(semantic(
+                    v.span,
+                    format!("variable '{}' is already defined", v.name),
+                ))
+            }
+            Some(v) => Some(v.name.clone()),
+            None => None,
+        };
+        let table = self.write_rel_type(ty)?;
+        let properties = self.write_properties(rel.properties.as_ref(), scope)?;
+        self.check_properties(&table, &properties, rel.span)?;
+        let (left, right) = (ends[0].clone(), ends[1].clone());
+        let (src, dst) = match rel.direction {
+            Direction::Left => (right, left),
+            _ => (left, right),
+        };
+        let mut sets = |items: &[ast::SetItem]| -> Result<Vec<MergeSet>> {
+            let mut out = Vec::new();
+            for item in items {
+                let ast::SetItem::Property { target, value } = item else {
+                    return Err(not_supported(span, "this ON CREATE / ON MATCH item"));
+                };
+                let ExprKind::Property(v, key) = &target.kind else {
+                    return Err(not_supported(target.span, "this SET target"));
+                };
+                let ExprKind::Variable(name) = &v.kind else {
+                    return Err(not_supported(target.span, "this SET target"));
+                };
+                let node = if var.as_deref() == Some(name.as_str()) {
+                    None
+                } else {
+                    Some(self.node_ref(name, v.span, scope)?)
+                };
+                out.push(MergeSet {
+                    node,
+                    property: key.name.clone(),
+                    value: scope.column(value.clone()),
+                });
+            }
+            Ok(out)
+        };
+        let on_create = sets(on_create)?;
+        let on_match = sets(on_match)?;
+        if let Some(v) = &var {
+            scope.created_rels.push(v.clone());
+        }
+        Ok(WriteClause::MergeRel {
+            rel: CreateRel {
+                var,
+                table,
+                src,
+                dst,
+                properties,
+            },
+            either_direction: rel.direction == Direction::Both,
+            on_create,
+            on_match,
+        })
     }
 
     /// Whether `name` is bound (by the reading clauses or created).
@@ -656,8 +772,14 @@ impl Binder<'_> {
         span: Span,
         scope: &mut WriteScope,
     ) -> Result<WriteClause> {
+        if pattern.chain.len() == 1 && pattern.variable.is_none() {
+            return self.bind_merge_rel(pattern, on_create, on_match, span, scope);
+        }
         if !pattern.chain.is_empty() || pattern.variable.is_some() {
-            return Err(not_supported(span, "MERGE of anything but a single node"));
+            return Err(not_supported(
+                span,
+                "MERGE of a path longer than one rel, or named",
+            ));
         }
         let node = &pattern.start;
         if let Some(v) = &node.variable {

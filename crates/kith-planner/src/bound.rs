@@ -341,6 +341,15 @@ pub struct CreateRel {
     pub properties: Vec<(String, usize)>,
 }
 
+/// An ON CREATE / ON MATCH item of a rel MERGE: the merged rel (`None`) or
+/// a node, a property and the input column of its value.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MergeSet {
+    pub node: Option<NodeRef>,
+    pub property: String,
+    pub value: usize,
+}
+
 /// The target of `SET x.prop = value`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SetTarget {
@@ -373,6 +382,16 @@ pub enum WriteClause {
         on_match: Vec<(String, usize)>,
     },
     Set(Vec<SetProperty>),
+    /// `MERGE (a)-[r:T {..}]->(b)` between bound nodes: the rel is matched
+    /// (type, endpoints, properties) or created; then `on_match` or
+    /// `on_create` items run (their targets may be the merged rel).
+    MergeRel {
+        rel: CreateRel,
+        /// Also match the rel from `dst` to `src` (an undirected pattern).
+        either_direction: bool,
+        on_create: Vec<MergeSet>,
+        on_match: Vec<MergeSet>,
+    },
     /// `SET n:A:B` (`remove`: `REMOVE n:A:B`).
     SetLabels {
         node: NodeRef,

@@ -446,6 +446,18 @@ impl WriteTxn<'_> {
         }))
     }
 
+    /// This transaction's catalog and tables *without* its buffered inserts:
+    /// for planning and running a reading part that scans no table (a
+    /// CREATE from literals or an UNWIND), so a transaction of many small
+    /// CREATEs does not rewrite the last node group per statement.
+    pub fn catalog_version(&self) -> Arc<Version> {
+        Arc::new(Version {
+            seq: self.base.seq,
+            catalog: Arc::new(self.catalog.clone()),
+            tables: self.tables.clone(),
+        })
+    }
+
     pub fn commit(mut self) -> Result<()> {
         self.prepare_commit()?;
         // The new version references the pages written in this transaction.

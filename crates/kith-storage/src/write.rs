@@ -668,6 +668,62 @@ impl WriteTxn<'_> {
         Ok(Some(out))
     }
 
+    /// Ids of the rels of `table` from `src` to `dst` whose properties equal
+    /// `props` (MERGE of a rel). Cost: a scan of `src`'s forward range.
+    pub fn find_rels(
+        &mut self,
+        table: TableId,
+        src: u64,
+        dst: u64,
+        props: &[(PropertyId, Value)],
+    ) -> Result<Vec<u64>> {
+        self.flush_pending()?;
+        if props.iter().any(|(_, v)| v.is_null()) {
+            return Ok(Vec::new());
+        }
+        let entry = self.entry(table)?;
+        let data = self.rel_data(table)?;
+        let pager = Arc::clone(self.pager());
+        let mut cols = Vec::with_capacity(props.len());
+        let mut types = Vec::with_capacity(props.len());
+        for (p, _) in props {
+            cols.push(
+                data.column_of(*p)
+                    .ok_or_else(|| Error::internal("merged property has no column"))?,
+            );
+            types.push(
+                entry
+                    .properties
+                    .iter()
+                    .find(|q| q.id == *p)
+                    .map(|q| q.ty.clone())
+                    .ok_or_else(|| Error::internal("merged property missing"))?,
+            );
+        }
+        let g = (src / NODE_GROUP_SIZE) as usize;
+        let Some(group) = data.fwd.groups.get(g) else {
+            return Ok(Vec::new());
+        };
+        let pinned = group.pin(&pager, &cols)?;
+        let (s, e) = pinned.range(src % NODE_GROUP_SIZE);
+        let mut out = Vec::new();
+        for pos in s..e {
+            if pinned.neighbors.get_u64(pos) != dst {
+                continue;
+            }
+            let mut all = true;
+            for ((col, ty), (_, want)) in pinned.properties.iter().zip(&types).zip(props) {
+                let mut v = ValueVector::new(ty.clone(), 1);
+                col.read(pos, 1, &mut v, 0)?;
+                all &= property_equals(&v.get_value(0), want);
+            }
+            if all {
+                out.push(pinned.rel_ids.get_u64(pos));
+            }
+        }
+        Ok(out)
+    }
+
     /// Offsets of the live nodes of `table` whose properties equal `props`
     /// (MERGE on an implicit table, which has no key to look up). A NULL in
     /// `props` matches nothing. Cost: a scan of the given columns.

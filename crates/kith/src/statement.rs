@@ -237,13 +237,10 @@ fn run_statement(
         TxnState::Auto => (storage.snapshot(), false, false),
         TxnState::ReadOnly(v) => (Arc::clone(v), false, true),
         TxnState::Aborted => return Err(txn_error(ABORTED)),
-        TxnState::Write(txn) => match txn.read_version() {
-            Ok(v) => (v, true, false),
-            Err(e) => {
-                *state = TxnState::Aborted;
-                return Err(e);
-            }
-        },
+        // Binding needs only the catalog; reads flush the transaction's
+        // buffered inserts below (flushing per statement would rewrite the
+        // last node group for every CREATE of a batch).
+        TxnState::Write(txn) => (txn.catalog_version(), true, false),
     };
     let bound = kith_planner::binder::bind_with_params(&snapshot.catalog, stmt, params)?;
     let writes = matches!(
@@ -255,6 +252,16 @@ fn run_statement(
             | BoundStatement::CopyFrom(_)
             | BoundStatement::Write(_)
     );
+    let snapshot = match &mut *state {
+        TxnState::Write(txn) if !writes => match txn.read_version() {
+            Ok(v) => v,
+            Err(e) => {
+                *state = TxnState::Aborted;
+                return Err(e);
+            }
+        },
+        _ => snapshot,
+    };
     if writes && read_only_txn {
         return Err(txn_error(
             "cannot write in a READ ONLY transaction; COMMIT or ROLLBACK it first",

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use kith_catalog::TableEntry;
 use kith_common::{Chunk, Error, InternalId, LogicalType, Result, TableId, Value, ValueVector};
 use kith_planner::bound::{
-    BoundStatement, BoundWrite, ContinuationSource, CreateNode, CreateRel, NodeRef, RelRef,
-    SeedKind, SetTarget, WriteClause, WriteContinuation, WriteTable,
+    BoundStatement, BoundWrite, ContinuationSource, CreateNode, CreateRel, MergeSet, NodeRef,
+    RelRef, SeedKind, SetTarget, WriteClause, WriteContinuation, WriteTable,
 };
 use kith_sched::CancelToken;
 use kith_storage::WriteTxn;
@@ -53,7 +53,18 @@ fn run_write_in(
     settings: &Settings,
     cancel: &CancelToken,
 ) -> Result<QueryResult> {
-    let base: Arc<kith_storage::Version> = txn.read_version()?;
+    // A reading part that scans no table needs no flush of the
+    // transaction's buffered inserts.
+    let scans = w
+        .query
+        .parts
+        .iter()
+        .any(|p| !p.graph.nodes.is_empty() || !p.graph.rels.is_empty());
+    let base: Arc<kith_storage::Version> = if scans {
+        txn.read_version()?
+    } else {
+        txn.catalog_version()
+    };
     let plan = kith_planner::planner::plan_query(w.query, &base.catalog, &|t| base.cardinality(t))?;
     let chunks = match initial {
         None => crate::statement::execute_plan(conn, &plan, &base, params, cancel, settings)?,
@@ -310,6 +321,113 @@ impl Entity {
     }
 }
 
+/// One row of `MERGE (a)-[r:T {..}]->(b)`: the first matching rel from a
+/// to b (or b to a when `either`), else a new one; then the ON MATCH or ON
+/// CREATE items.
+fn merge_rel(
+    txn: &mut WriteTxn<'_>,
+    rel: &CreateRel,
+    either: bool,
+    (on_create, on_match): (&[MergeSet], &[MergeSet]),
+    row: &[Value],
+    env: &HashMap<String, Node>,
+    rel_env: &mut HashMap<String, [InternalId; 3]>,
+) -> Result<()> {
+    let (Some(src), Some(dst)) = (resolve(&rel.src, row, env)?, resolve(&rel.dst, row, env)?)
+    else {
+        return Err(Error::runtime("cannot MERGE a rel whose end node is NULL"));
+    };
+    let mut found: Option<(TableId, Node, Node, u64)> = None;
+    let tries: &[(Node, Node)] = if either {
+        &[(src, dst), (dst, src)]
+    } else {
+        &[(src, dst)]
+    };
+    for &(s, d) in tries {
+        let candidates: Vec<TableId> = match &rel.table {
+            WriteTable::Declared(t) => vec![*t],
+            WriteTable::Implicit(ty) => txn
+                .catalog
+                .rel_tables_typed(ty)
+                .filter(|e| e.rel_info().is_some_and(|i| i.src == s.0 && i.dst == d.0))
+                .map(|e| e.id)
+                .collect(),
+        };
+        for t in candidates {
+            let e = entry(txn, t)?;
+            if e.rel_info().is_some_and(|i| i.src != s.0 || i.dst != d.0) {
+                continue;
+            }
+            let mut probe = Vec::new();
+            let mut absent = false;
+            for (name, col) in &rel.properties {
+                match e.property(name) {
+                    Some(p) => probe.push((p.id, row[*col].clone())),
+                    None => absent = true,
+                }
+            }
+            if absent {
+                continue;
+            }
+            if let Some(&id) = txn.find_rels(t, s.1, d.1, &probe)?.first() {
+                found = Some((t, s, d, id));
+                break;
+            }
+        }
+        if found.is_some() {
+            break;
+        }
+    }
+    let (table, s, d, id, sets) = match found {
+        Some((t, s, d, id)) => (t, s, d, id, on_match),
+        None => {
+            let table = implicit_schema::rel_table(txn, &rel.table, src.0, dst.0)?;
+            ensure_properties(
+                txn,
+                table,
+                &rel.properties,
+                std::slice::from_ref(&row.to_vec()),
+                &[true],
+            )?;
+            let e = entry(txn, table)?;
+            let info = e
+                .rel_info()
+                .ok_or_else(|| Error::internal("rel table without rel info"))?;
+            if info.src != src.0 || info.dst != dst.0 {
+                return Err(Error::runtime(format!(
+                    "cannot MERGE a rel in '{}': its endpoints are of other tables",
+                    e.name
+                )));
+            }
+            let props = property_row(&e, &rel.properties, row)?;
+            let id = txn.insert_rels(table, &[src.1], &[dst.1], &[props])?[0];
+            (table, src, dst, id, on_create)
+        }
+    };
+    if let Some(var) = &rel.var {
+        rel_env.insert(
+            var.clone(),
+            [
+                InternalId::new(table, id),
+                InternalId::new(s.0, s.1),
+                InternalId::new(d.0, d.1),
+            ],
+        );
+    }
+    for set in sets {
+        let value = &row[set.value];
+        match &set.node {
+            None => set_rel(txn, (table, s.1, d.1, id), &set.property, value)?,
+            Some(n) => {
+                if let Some(node) = resolve(n, row, env)? {
+                    set_node(txn, node, &set.property, value)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// `SET r.name = value` on rel (table, src, dst, id).
 fn set_rel(
     txn: &mut WriteTxn<'_>,
@@ -482,6 +600,24 @@ fn apply(
                         }
                     }
                 }
+            }
+        }
+        WriteClause::MergeRel {
+            rel,
+            either_direction,
+            on_create,
+            on_match,
+        } => {
+            for (i, row) in rows.iter().enumerate() {
+                merge_rel(
+                    txn,
+                    rel,
+                    *either_direction,
+                    (on_create, on_match),
+                    row,
+                    &env[i],
+                    &mut rel_env[i],
+                )?;
             }
         }
         WriteClause::SetLabels {
