@@ -598,42 +598,39 @@ impl Binder<'_> {
                 ))
             }
         };
-        if let Some(t) = self
-            .catalog
-            .node_tables_labelled(&label.name)
-            .find(|t| !t.implicit)
-        {
-            return Ok(WriteTable::Declared(t.id));
-        }
-        if let Some(t) = self.catalog.table_by_name(&label.name) {
-            if t.is_rel() && !t.implicit {
-                return Err(semantic(
-                    label.span,
-                    format!("'{}' is a rel table, not a node table", label.name),
-                ));
-            }
-        }
-        Ok(WriteTable::Implicit(label.name.clone()))
+        self.write_target(label, true)
     }
 
     /// The table a rel of CREATE writes to (see [`Binder::write_label`]).
     fn write_rel_type(&self, ty: &ast::Ident) -> Result<WriteTable> {
-        if let Some(t) = self
+        self.write_target(ty, false)
+    }
+
+    /// The declared table of label (`node`) or rel type `name`, else its
+    /// implicit table; naming a declared table of the other kind is an error.
+    fn write_target(&self, name: &ast::Ident, node: bool) -> Result<WriteTable> {
+        let declared = self
             .catalog
-            .rel_tables_typed(&ty.name)
-            .find(|t| !t.implicit)
-        {
+            .tables()
+            .iter()
+            .find(|t| t.label == name.name && t.is_node() == node && !t.implicit);
+        if let Some(t) = declared {
             return Ok(WriteTable::Declared(t.id));
         }
-        if let Some(t) = self.catalog.table_by_name(&ty.name) {
-            if t.is_node() && !t.implicit {
+        if let Some(t) = self.catalog.table_by_name(&name.name) {
+            if t.is_node() != node && !t.implicit {
+                let (is, not) = if node {
+                    ("rel", "node")
+                } else {
+                    ("node", "rel")
+                };
                 return Err(semantic(
-                    ty.span,
-                    format!("'{}' is a node table, not a rel table", ty.name),
+                    name.span,
+                    format!("'{}' is a {is} table, not a {not} table", name.name),
                 ));
             }
         }
-        Ok(WriteTable::Implicit(ty.name.clone()))
+        Ok(WriteTable::Implicit(name.name.clone()))
     }
 
     /// The `{k: v, ...}` map of a pattern, as (key, column) pairs.

@@ -186,6 +186,28 @@ pub fn coerce_value(v: &Value, ty: &LogicalType) -> Option<Value> {
     })
 }
 
+/// (storage column, type) of each property of a MERGE probe.
+fn probe_columns(
+    entry: &TableEntry,
+    props: &[(PropertyId, Value)],
+    column_of: impl Fn(PropertyId) -> Option<usize>,
+) -> Result<Vec<(usize, LogicalType)>> {
+    props
+        .iter()
+        .map(|(p, _)| {
+            let c =
+                column_of(*p).ok_or_else(|| Error::internal("merged property has no column"))?;
+            let ty = entry
+                .properties
+                .iter()
+                .find(|q| q.id == *p)
+                .map(|q| q.ty.clone())
+                .ok_or_else(|| Error::internal("merged property missing"))?;
+            Ok((c, ty))
+        })
+        .collect()
+}
+
 /// Cypher equality of two non-NULL property values for MERGE: numbers compare
 /// by value across types (1 = 1.0), lists element-wise, others exactly.
 fn property_equals(a: &Value, b: &Value) -> bool {
@@ -684,22 +706,10 @@ impl WriteTxn<'_> {
         let entry = self.entry(table)?;
         let data = self.rel_data(table)?;
         let pager = Arc::clone(self.pager());
-        let mut cols = Vec::with_capacity(props.len());
-        let mut types = Vec::with_capacity(props.len());
-        for (p, _) in props {
-            cols.push(
-                data.column_of(*p)
-                    .ok_or_else(|| Error::internal("merged property has no column"))?,
-            );
-            types.push(
-                entry
-                    .properties
-                    .iter()
-                    .find(|q| q.id == *p)
-                    .map(|q| q.ty.clone())
-                    .ok_or_else(|| Error::internal("merged property missing"))?,
-            );
-        }
+        let (cols, types): (Vec<usize>, Vec<LogicalType>) =
+            probe_columns(&entry, props, |p| data.column_of(p))?
+                .into_iter()
+                .unzip();
         let g = (src / NODE_GROUP_SIZE) as usize;
         let Some(group) = data.fwd.groups.get(g) else {
             return Ok(Vec::new());
@@ -739,19 +749,12 @@ impl WriteTxn<'_> {
         let entry = self.entry(table)?;
         let data = self.node_data(table)?;
         let pager = Arc::clone(self.pager());
-        let mut cols = Vec::with_capacity(props.len());
-        for (p, v) in props {
-            let c = data
-                .column_of(*p)
-                .ok_or_else(|| Error::internal("merged property has no column"))?;
-            let ty = entry
-                .properties
-                .iter()
-                .find(|q| q.id == *p)
-                .map(|q| q.ty.clone())
-                .ok_or_else(|| Error::internal("merged property missing"))?;
-            cols.push((c, ty, v));
-        }
+        let cols: Vec<(usize, LogicalType, &Value)> =
+            probe_columns(&entry, props, |p| data.column_of(p))?
+                .into_iter()
+                .zip(props)
+                .map(|((c, ty), (_, v))| (c, ty, v))
+                .collect();
         let mut out = Vec::new();
         let mut first = 0u64;
         for (g, group) in data.groups.iter().enumerate() {

@@ -691,29 +691,38 @@ pub(crate) fn execute_plan_from(
     cancel: &CancelToken,
     settings: &crate::database::Settings,
 ) -> Result<Vec<Chunk>> {
-    let ctx = Arc::new(QueryContext {
-        version: Arc::clone(version),
-        pager: Arc::clone(conn.db.storage.pager()),
-        params: params.clone(),
-        cancel: cancel.clone(),
-        profile: None,
-    });
-    let chunks = kith_exec::pipeline::execute_query_from(
+    run_plan(
+        conn,
         plan,
         Some(initial),
-        ctx,
-        &conn.db.sched,
-        settings.threads,
-        &settings.recursive,
-    )?;
-    cancel.check()?;
-    Ok(chunks)
+        version,
+        params,
+        cancel,
+        settings,
+        None,
+    )
 }
 
 /// [`execute_plan`], counting every operator's output into `profile`.
 fn execute_plan_profiled(
     conn: &Connection,
     plan: &kith_planner::plan::QueryPlan,
+    version: &Arc<kith_storage::Version>,
+    params: &HashMap<String, Value>,
+    cancel: &CancelToken,
+    settings: &crate::database::Settings,
+    profile: Option<Arc<kith_exec::profile::Profile>>,
+) -> Result<Vec<Chunk>> {
+    run_plan(conn, plan, None, version, params, cancel, settings, profile)
+}
+
+/// Runs `plan` on `version` with the connection's settings; its first part
+/// starts from `initial` when given.
+#[allow(clippy::too_many_arguments)]
+fn run_plan(
+    conn: &Connection,
+    plan: &kith_planner::plan::QueryPlan,
+    initial: Option<Chunk>,
     version: &Arc<kith_storage::Version>,
     params: &HashMap<String, Value>,
     cancel: &CancelToken,
@@ -727,8 +736,9 @@ fn execute_plan_profiled(
         cancel: cancel.clone(),
         profile,
     });
-    let chunks = kith_exec::pipeline::execute_query_with(
+    let chunks = kith_exec::pipeline::execute_query_from(
         plan,
+        initial,
         ctx,
         &conn.db.sched,
         settings.threads,

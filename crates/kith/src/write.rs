@@ -282,20 +282,8 @@ fn property_row(
     Ok(out)
 }
 
-fn set_node(
-    txn: &mut WriteTxn<'_>,
-    (table, offset): Node,
-    name: &str,
-    value: &Value,
-) -> Result<()> {
-    if value.is_null() && entry(txn, table)?.property(name).is_none() {
-        // Removing a property an implicit table never had: nothing to do.
-        return Ok(());
-    }
-    implicit_schema::ensure_property(txn, table, name, std::iter::once(value))?;
-    let e = entry(txn, table)?;
-    let p = property_id(&e, name)?;
-    txn.update_node_property(table, offset, p, value)
+fn set_node(txn: &mut WriteTxn<'_>, node: Node, name: &str, value: &Value) -> Result<()> {
+    Entity::Node(node).set(txn, name, value)
 }
 
 /// The node or rel a SET of a whole map writes to.
@@ -313,10 +301,19 @@ impl Entity {
         }
     }
 
+    /// `SET x.name = value`; an implicit table gains the column (or widens
+    /// it) first.
     fn set(&self, txn: &mut WriteTxn<'_>, name: &str, value: &Value) -> Result<()> {
-        match self {
-            Entity::Node(n) => set_node(txn, *n, name, value),
-            Entity::Rel(r) => set_rel(txn, *r, name, value),
+        let table = self.table();
+        if value.is_null() && entry(txn, table)?.property(name).is_none() {
+            // Removing a property an implicit table never had: nothing to do.
+            return Ok(());
+        }
+        implicit_schema::ensure_property(txn, table, name, std::iter::once(value))?;
+        let p = property_id(&entry(txn, table)?, name)?;
+        match *self {
+            Entity::Node((t, offset)) => txn.update_node_property(t, offset, p, value),
+            Entity::Rel((t, src, dst, id)) => txn.update_rel_property(t, src, dst, id, p, value),
         }
     }
 }
@@ -431,17 +428,11 @@ fn merge_rel(
 /// `SET r.name = value` on rel (table, src, dst, id).
 fn set_rel(
     txn: &mut WriteTxn<'_>,
-    (table, src, dst, id): (TableId, u64, u64, u64),
+    rel: (TableId, u64, u64, u64),
     name: &str,
     value: &Value,
 ) -> Result<()> {
-    if value.is_null() && entry(txn, table)?.property(name).is_none() {
-        return Ok(());
-    }
-    implicit_schema::ensure_property(txn, table, name, std::iter::once(value))?;
-    let e = entry(txn, table)?;
-    let p = property_id(&e, name)?;
-    txn.update_rel_property(table, src, dst, id, p, value)
+    Entity::Rel(rel).set(txn, name, value)
 }
 
 /// `SET n:A:B` / `REMOVE n:A:B` on one node: its label list (the table's

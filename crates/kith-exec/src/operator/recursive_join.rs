@@ -102,27 +102,7 @@ pub fn recursive_join(
         ExtendDirection::Bwd => RelDirection::Bwd,
     };
     let graph = Arc::new(StorageCsr::new(&ctx.pager, rel.csr(dir))?.with_num_nodes(num_nodes));
-    // Distinct sources, in first-seen order.
-    let mut sources = Vec::new();
-    let mut seen = HashSet::new();
-    let src_col = rows
-        .columns
-        .get(join.src_column)
-        .ok_or_else(|| Error::internal("recursive join source column missing"))?;
-    let mut row_src = Vec::with_capacity(rows.num_rows);
-    for r in 0..rows.num_rows {
-        let s = match src_col.get_value(r) {
-            Value::InternalId(id) => {
-                let off = id.offset();
-                if seen.insert(off) {
-                    sources.push(off);
-                }
-                Some(off)
-            }
-            _ => None,
-        };
-        row_src.push(s);
-    }
+    let (sources, row_src, index_of) = collect_sources(join, rows, |id| Some(id.offset()))?;
     let opts = IfeOptions {
         policy: settings.policy,
         threads,
@@ -130,7 +110,6 @@ pub fn recursive_join(
     };
     // Rows found per source: (dst, length or cost, count), with the
     // length as i64 or the cost's f64 bits.
-    let index_of: HashMap<u64, usize> = sources.iter().enumerate().map(|(i, &s)| (s, i)).collect();
     let weighted = join.mode == RecursiveMode::WeightedShortest;
     let found: Vec<(usize, u64, u64, u64)>;
     let stats;
@@ -199,6 +178,38 @@ pub fn recursive_join(
     };
     let out = emit_rows(join, rows, ctx, &found, &dst_id)?;
     Ok((out, stats))
+}
+
+/// The sources of a join (distinct, in first-seen order), each input row's
+/// source (None: NULL or outside the graph) and each source's index;
+/// `node` maps an id to its node in the graph.
+#[allow(clippy::type_complexity)]
+fn collect_sources(
+    join: &RecursiveJoin,
+    rows: &Chunk,
+    node: impl Fn(InternalId) -> Option<u64>,
+) -> Result<(Vec<u64>, Vec<Option<u64>>, HashMap<u64, usize>)> {
+    let src_col = rows
+        .columns
+        .get(join.src_column)
+        .ok_or_else(|| Error::internal("recursive join source column missing"))?;
+    let mut sources = Vec::new();
+    let mut seen = HashSet::new();
+    let mut row_src = Vec::with_capacity(rows.num_rows);
+    for r in 0..rows.num_rows {
+        let s = match src_col.get_value(r) {
+            Value::InternalId(id) => node(id),
+            _ => None,
+        };
+        if let Some(g) = s {
+            if seen.insert(g) {
+                sources.push(g);
+            }
+        }
+        row_src.push(s);
+    }
+    let index_of = sources.iter().enumerate().map(|(i, &s)| (s, i)).collect();
+    Ok((sources, row_src, index_of))
 }
 
 /// What a search found, for [`emit_rows`].
@@ -332,32 +343,14 @@ fn union_join(
         members.push((from, to, *t, StorageCsr::new(&ctx.pager, rel.csr(dir))?));
     }
     let graph = Arc::new(UnionCsr::new(&sizes, members));
-    let src_col = rows
-        .columns
-        .get(join.src_column)
-        .ok_or_else(|| Error::internal("recursive join source column missing"))?;
-    let mut sources = Vec::new();
-    let mut seen = HashSet::new();
-    let mut row_src = Vec::with_capacity(rows.num_rows);
-    for r in 0..rows.num_rows {
-        let s = match src_col.get_value(r) {
-            Value::InternalId(id) => index_of_table(id.table()).map(|t| {
-                let g = graph.global(t, id.offset());
-                if seen.insert(g) {
-                    sources.push(g);
-                }
-                g
-            }),
-            _ => None,
-        };
-        row_src.push(s);
-    }
+    let (sources, row_src, index_of) = collect_sources(join, rows, |id| {
+        index_of_table(id.table()).map(|t| graph.global(t, id.offset()))
+    })?;
     let opts = IfeOptions {
         policy: settings.policy,
         threads,
         k: settings.k,
     };
-    let index_of: HashMap<u64, usize> = sources.iter().enumerate().map(|(i, &s)| (s, i)).collect();
     let sink = Arc::new(CollectSink::<LenRow>::default());
     macro_rules! run {
         ($compute:expr) => {
