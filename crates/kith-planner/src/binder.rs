@@ -1717,6 +1717,46 @@ impl<'a> Binder<'a> {
                 args,
             } => {
                 let lname = name.name.to_ascii_lowercase();
+                // percentileDisc/percentileCont(x, p): the exact percentile of
+                // the group's values, computed from collect(x).
+                if let ("percentiledisc" | "percentilecont", [x, p], false) =
+                    (lname.as_str(), args.as_slice(), *star)
+                {
+                    let collected = self.bind_expr(&ast::Expr {
+                        kind: ExprKind::Function {
+                            name: ast::Ident {
+                                name: "collect".to_string(),
+                                span: name.span,
+                            },
+                            distinct: *distinct,
+                            star: false,
+                            args: vec![x.clone()],
+                        },
+                        span,
+                    })?;
+                    let elem = match &collected.ty {
+                        LogicalType::List(t) => (**t).clone(),
+                        _ => LogicalType::Any,
+                    };
+                    if !(elem.is_numeric() || elem == LogicalType::Any) {
+                        return Err(Error::at(
+                            ErrorKind::Type,
+                            x.span,
+                            format!("{}() expects numbers, got {elem}", name.name),
+                        ));
+                    }
+                    let p = self.bind_expr(p)?;
+                    let (f, ty) = if lname == "percentiledisc" {
+                        ("_percentile_disc", elem)
+                    } else {
+                        ("_percentile_cont", LogicalType::Double)
+                    };
+                    return Ok(BoundExpr {
+                        kind: BoundExprKind::Function(f.to_string(), vec![collected, p]),
+                        ty,
+                        span,
+                    });
+                }
                 // openCypher allows a pattern as an expression only as a
                 // predicate (WHERE, EXISTS), not as a value.
                 if let Some(p) = args

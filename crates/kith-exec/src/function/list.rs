@@ -11,6 +11,8 @@ pub(super) fn lookup(name: &str) -> Option<ScalarFn> {
     Some(match name {
         "range" => range,
         "keys" => keys,
+        "_percentile_disc" => percentile_disc,
+        "_percentile_cont" => percentile_cont,
         "head" => |a| Ok(list_arg("head", a)?.first().cloned().unwrap_or(Value::Null)),
         "last" => |a| Ok(list_arg("last", a)?.last().cloned().unwrap_or(Value::Null)),
         "tail" => |a| {
@@ -35,6 +37,62 @@ fn list_arg<'a>(name: &str, args: &'a [Value]) -> Result<&'a [Value]> {
 
 /// `keys(map)`: the keys of a map (all of them, also those holding NULL) or
 /// the names of a node's or rel's non-NULL properties.
+/// The sorted numbers of a collected group and the percentile `p` (which
+/// must lie in 0..=1).
+fn percentile_input(name: &str, args: &[Value]) -> Result<(Vec<Value>, f64)> {
+    arity(name, args, 2, 2)?;
+    let p = args[1]
+        .as_f64()
+        .filter(|p| (0.0..=1.0).contains(p))
+        .ok_or_else(|| {
+            Error::runtime(format!(
+                "{name}() expects a percentile between 0.0 and 1.0, got {} (number out of range)",
+                args[1]
+            ))
+        })?;
+    let Value::List(items) = &args[0] else {
+        return Err(Error::internal(format!("{name}() of a non-list")));
+    };
+    let mut v: Vec<Value> = items.iter().filter(|x| !x.is_null()).cloned().collect();
+    for x in &v {
+        if x.as_f64().is_none() {
+            return Err(Error::type_error(format!(
+                "{name}() expects numbers, got {}",
+                x.logical_type()
+            )));
+        }
+    }
+    v.sort_by(|a, b| {
+        a.as_f64()
+            .unwrap_or(0.0)
+            .total_cmp(&b.as_f64().unwrap_or(0.0))
+    });
+    Ok((v, p))
+}
+
+/// `percentileDisc`: the value at nearest rank `ceil(p * n)` (the first for
+/// p = 0); NULL for no values.
+fn percentile_disc(args: &[Value]) -> Result<Value> {
+    let (v, p) = percentile_input("percentileDisc", args)?;
+    if v.is_empty() {
+        return Ok(Value::Null);
+    }
+    let rank = ((p * v.len() as f64).ceil() as usize).max(1);
+    Ok(v[rank.min(v.len()) - 1].clone())
+}
+
+/// `percentileCont`: linear interpolation between the closest ranks.
+fn percentile_cont(args: &[Value]) -> Result<Value> {
+    let (v, p) = percentile_input("percentileCont", args)?;
+    if v.is_empty() {
+        return Ok(Value::Null);
+    }
+    let pos = p * (v.len() - 1) as f64;
+    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
+    let (a, b) = (v[lo].as_f64().unwrap_or(0.0), v[hi].as_f64().unwrap_or(0.0));
+    Ok(Value::Double(a + (pos - lo as f64) * (b - a)))
+}
+
 fn keys(args: &[Value]) -> Result<Value> {
     arity("keys", args, 1, 1)?;
     let text = |k: &String| Value::String(k.clone());
