@@ -312,12 +312,14 @@ impl Storage {
             let mut cur = self.current.write();
             std::mem::replace(&mut *cur, Arc::new(version))
         };
-        if !freed.is_empty() {
-            self.pending.lock().push(PendingFree {
-                last_user: Arc::downgrade(&old),
-                pages: freed,
-            });
-        }
+        // An entry even when nothing is freed: reclaiming stops at the first
+        // entry whose version is still read, so every version must have one,
+        // or a reader of it would not hold back the frees of later commits
+        // (which may drop pages it shares with the versions after it).
+        self.pending.lock().push(PendingFree {
+            last_user: Arc::downgrade(&old),
+            pages: freed,
+        });
         drop(old);
         self.reclaim();
         Ok(())
