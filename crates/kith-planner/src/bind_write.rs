@@ -167,15 +167,7 @@ impl Binder<'_> {
                                 });
                             }
                             ast::SetItem::Labels { variable, labels } => {
-                                others.push(WriteClause::SetLabels {
-                                    node: self.node_ref(
-                                        &variable.name,
-                                        variable.span,
-                                        &mut scope,
-                                    )?,
-                                    labels: labels.iter().map(|l| l.name.clone()).collect(),
-                                    remove: false,
-                                });
+                                others.push(self.set_labels(variable, labels, false, &mut scope)?);
                             }
                         }
                     }
@@ -202,15 +194,7 @@ impl Binder<'_> {
                                 });
                             }
                             ast::RemoveItem::Labels { variable, labels } => {
-                                others.push(WriteClause::SetLabels {
-                                    node: self.node_ref(
-                                        &variable.name,
-                                        variable.span,
-                                        &mut scope,
-                                    )?,
-                                    labels: labels.iter().map(|l| l.name.clone()).collect(),
-                                    remove: true,
-                                });
+                                others.push(self.set_labels(variable, labels, true, &mut scope)?);
                             }
                         }
                     }
@@ -474,6 +458,21 @@ impl Binder<'_> {
             either_direction: rel.direction == Direction::Both,
             on_create,
             on_match,
+        })
+    }
+
+    /// `SET n:A:B` (`remove`: `REMOVE n:A:B`).
+    fn set_labels(
+        &self,
+        variable: &ast::Ident,
+        labels: &[ast::Ident],
+        remove: bool,
+        scope: &mut WriteScope,
+    ) -> Result<WriteClause> {
+        Ok(WriteClause::SetLabels {
+            node: self.node_ref(&variable.name, variable.span, scope)?,
+            labels: labels.iter().map(|l| l.name.clone()).collect(),
+            remove,
         })
     }
 

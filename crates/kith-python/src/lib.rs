@@ -50,6 +50,29 @@ pub struct PyDatabase {
     read_only: bool,
 }
 
+/// The (name, value) entries of an optional dict argument (None: none);
+/// `not_dict` / `not_str` are the errors for a non-dict and a non-string key.
+fn named_entries<'py>(
+    obj: Option<&Bound<'py, PyAny>>,
+    not_dict: &'static str,
+    not_str: &'static str,
+) -> PyResult<Vec<(String, Bound<'py, PyAny>)>> {
+    let Some(obj) = obj.filter(|o| !o.is_none()) else {
+        return Ok(Vec::new());
+    };
+    let dict = obj
+        .downcast::<pyo3::types::PyDict>()
+        .map_err(|_| pyo3::exceptions::PyTypeError::new_err(not_dict))?;
+    dict.iter()
+        .map(|(k, v)| {
+            let name: String = k
+                .extract()
+                .map_err(|_| pyo3::exceptions::PyTypeError::new_err(not_str))?;
+            Ok((name, v))
+        })
+        .collect()
+}
+
 #[pymethods]
 impl PyDatabase {
     #[new]
@@ -177,37 +200,21 @@ impl PyConnection {
         sources: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyQueryResult> {
         let mut params: Vec<(String, kith::Value)> = Vec::new();
-        if let Some(p) = parameters {
-            if !p.is_none() {
-                let dict = p.downcast::<pyo3::types::PyDict>().map_err(|_| {
-                    pyo3::exceptions::PyTypeError::new_err(
-                        "parameters must be a dict of name -> value",
-                    )
-                })?;
-                for (k, v) in dict.iter() {
-                    let name: String = k.extract().map_err(|_| {
-                        pyo3::exceptions::PyTypeError::new_err("parameter names must be strings")
-                    })?;
-                    params.push((name, convert::py_to_value(&v)?));
-                }
-            }
+        for (name, v) in named_entries(
+            parameters,
+            "parameters must be a dict of name -> value",
+            "parameter names must be strings",
+        )? {
+            params.push((name, convert::py_to_value(&v)?));
         }
         let mut arrow_sources = std::collections::HashMap::new();
-        if let Some(s) = sources {
-            if !s.is_none() {
-                let dict = s.downcast::<pyo3::types::PyDict>().map_err(|_| {
-                    pyo3::exceptions::PyTypeError::new_err(
-                        "sources must be a dict of name -> Arrow stream exporter",
-                    )
-                })?;
-                for (k, v) in dict.iter() {
-                    let name: String = k.extract().map_err(|_| {
-                        pyo3::exceptions::PyTypeError::new_err("source names must be strings")
-                    })?;
-                    let source = copy_source::import_stream(&name, &v)?;
-                    arrow_sources.insert(name, Arc::new(source));
-                }
-            }
+        for (name, v) in named_entries(
+            sources,
+            "sources must be a dict of name -> Arrow stream exporter",
+            "source names must be strings",
+        )? {
+            let source = copy_source::import_stream(&name, &v)?;
+            arrow_sources.insert(name, Arc::new(source));
         }
         if !arrow_sources.is_empty() {
             let conn = self.get()?;

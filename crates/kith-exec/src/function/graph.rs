@@ -282,13 +282,21 @@ fn has_labels(args: &[Value]) -> Result<Value> {
     if args.len() < 3 {
         return Err(Error::internal("_has_labels() needs id, names and hidden"));
     }
-    let have = match labels(&args[..3])? {
-        Value::List(l) => l,
-        _ => return Ok(Value::Null),
-    };
-    Ok(Value::Bool(
-        args[3..].iter().all(|want| have.contains(want)),
-    ))
+    if args[0].is_null() {
+        return Ok(Value::Null);
+    }
+    let wants = &args[3..];
+    // Per row: test the hidden list or the table's one label in place
+    // (no label list is built).
+    if let Value::List(have) = &args[2] {
+        return Ok(Value::Bool(wants.iter().all(|w| have.contains(w))));
+    }
+    Ok(match table_name(&args[..2])? {
+        Value::Null => Value::Null,
+        // The table of unlabelled nodes.
+        Value::String(s) if s.is_empty() => Value::Bool(wants.is_empty()),
+        label => Value::Bool(wants.iter().all(|w| *w == label)),
+    })
 }
 
 /// `_table_is(id, table)`: whether the id belongs to table number `table`.

@@ -164,13 +164,17 @@ impl Extend {
         let Some(pinned) = self.pinned.get(self.group).and_then(|p| p.as_ref()) else {
             return Ok(());
         };
-        let n = (self.end - self.pos) as usize;
-        let mut ids = vec![0u64; n];
-        pinned.rel_ids.read_u64s(self.pos, n, &mut ids);
-        self.skip = ids
-            .iter()
-            .position(|&id| id == rel.offset())
-            .map(|i| self.pos + i as u64);
+        // Scan the range's rel ids a vector at a time in the scratch buffer.
+        let mut at = self.pos;
+        while at < self.end {
+            let n = ((self.end - at) as usize).min(self.scratch.len());
+            pinned.rel_ids.read_u64s(at, n, &mut self.scratch[..n]);
+            if let Some(i) = self.scratch[..n].iter().position(|&id| id == rel.offset()) {
+                self.skip = Some(at + i as u64);
+                return Ok(());
+            }
+            at += n as u64;
+        }
         Ok(())
     }
 
