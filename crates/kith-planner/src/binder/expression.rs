@@ -1,0 +1,855 @@
+//! Binding and typing of expressions: operators, functions, CASE, nested
+//! values (maps, field access, indexing, slicing) and comprehensions.
+
+use super::*;
+
+impl Binder<'_> {
+    pub fn bind_expr(&mut self, e: &ast::Expr) -> Result<BoundExpr> {
+        let span = e.span;
+        if let Some(local) = self.bind_local(e) {
+            return Ok(local);
+        }
+        match &e.kind {
+            ExprKind::Literal(_) => Ok(BoundExpr::literal(literal_value(e)?, span)),
+            ExprKind::Parameter(name) => {
+                let ty = match self.params {
+                    None => LogicalType::Any,
+                    Some(p) => match p.get(name) {
+                        Some(v) => v.logical_type(),
+                        None => {
+                            return Err(Error::at(
+                                ErrorKind::Semantic,
+                                span,
+                                format!("parameter ${name} was not given a value"),
+                            ))
+                        }
+                    },
+                };
+                Ok(BoundExpr {
+                    kind: BoundExprKind::Parameter(name.clone()),
+                    ty,
+                    span,
+                })
+            }
+            ExprKind::Variable(name) => {
+                if let Some((_, e)) = self.aliases.iter().find(|a| &a.0 == name) {
+                    return Ok(e.clone());
+                }
+                if let Some(path) = self.fixed_path_value(name, span)? {
+                    return Ok(path);
+                }
+                if self.paths.iter().any(|p| &p.0 == name) {
+                    return Err(not_supported(
+                        span,
+                        "using a path value (only length(p) is supported)",
+                    ));
+                }
+                if let Some(n) = self.graph.nodes.iter().find(|n| &n.name == name) {
+                    return Ok(BoundExpr::slot(n.id_slot, LogicalType::InternalId, span));
+                }
+                if let Some(r) = self.graph.rels.iter().find(|r| &r.name == name) {
+                    return Ok(BoundExpr::slot(r.id_slot, LogicalType::InternalId, span));
+                }
+                if let Some((_, slot, ty)) = self.values.iter().find(|v| &v.0 == name) {
+                    return Ok(BoundExpr::slot(*slot, ty.clone(), span));
+                }
+                if let Some((_, slot)) = self.rels_carried.iter().find(|r| &r.0 == name) {
+                    return Ok(BoundExpr::slot(*slot, LogicalType::InternalId, span));
+                }
+                Err(Error::at(
+                    ErrorKind::Semantic,
+                    span,
+                    format!("variable '{name}' is not defined"),
+                ))
+            }
+            ExprKind::Property(target, key) => match &target.kind {
+                ExprKind::Variable(var) if !self.is_value_variable(var) => {
+                    self.bind_property(var, key, span)
+                }
+                _ => self.bind_field(target, key, span),
+            },
+            ExprKind::Unary(op, inner) => {
+                let inner = self.bind_expr(inner)?;
+                let ty = match op {
+                    UnaryOp::Not | UnaryOp::IsNull | UnaryOp::IsNotNull => LogicalType::Bool,
+                    UnaryOp::Neg | UnaryOp::Plus => {
+                        if !inner.ty.is_numeric()
+                            && inner.ty != LogicalType::Any
+                            && inner.ty != LogicalType::Interval
+                            && inner.ty != LogicalType::Duration
+                        {
+                            return Err(Error::at(
+                                ErrorKind::Type,
+                                span,
+                                format!("cannot negate a value of type {}", inner.ty),
+                            ));
+                        }
+                        if inner.ty.is_integer() {
+                            LogicalType::Int64
+                        } else {
+                            inner.ty.clone()
+                        }
+                    }
+                };
+                if *op == UnaryOp::Not && !matches!(inner.ty, LogicalType::Bool | LogicalType::Any)
+                {
+                    return Err(Error::at(
+                        ErrorKind::Type,
+                        span,
+                        format!("NOT expects a BOOL, got {}", inner.ty),
+                    ));
+                }
+                Ok(BoundExpr {
+                    kind: BoundExprKind::Unary(*op, Box::new(inner)),
+                    ty,
+                    span,
+                })
+            }
+            ExprKind::Binary(op, l, r) => {
+                let l = self.bind_expr(l)?;
+                let r = self.bind_expr(r)?;
+                let ty = binary_type(*op, &l.ty, &r.ty).map_err(|e| e.or_span(span))?;
+                Ok(BoundExpr {
+                    kind: BoundExprKind::Binary(*op, Box::new(l), Box::new(r)),
+                    ty,
+                    span,
+                })
+            }
+            ExprKind::Function {
+                name,
+                distinct,
+                star,
+                args,
+            } => {
+                let lname = name.name.to_ascii_lowercase();
+                // percentileDisc/percentileCont(x, p): the exact percentile of
+                // the group's values, computed from collect(x).
+                if let ("percentiledisc" | "percentilecont", [x, p], false) =
+                    (lname.as_str(), args.as_slice(), *star)
+                {
+                    let collected = self.bind_expr(&ast::Expr {
+                        kind: ExprKind::Function {
+                            name: ast::Ident {
+                                name: "collect".to_string(),
+                                span: name.span,
+                            },
+                            distinct: *distinct,
+                            star: false,
+                            args: vec![x.clone()],
+                        },
+                        span,
+                    })?;
+                    let elem = match &collected.ty {
+                        LogicalType::List(t) => (**t).clone(),
+                        _ => LogicalType::Any,
+                    };
+                    if !(elem.is_numeric() || elem == LogicalType::Any) {
+                        return Err(Error::at(
+                            ErrorKind::Type,
+                            x.span,
+                            format!("{}() expects numbers, got {elem}", name.name),
+                        ));
+                    }
+                    let p = self.bind_expr(p)?;
+                    let (f, ty) = if lname == "percentiledisc" {
+                        ("_percentile_disc", elem)
+                    } else {
+                        ("_percentile_cont", LogicalType::Double)
+                    };
+                    return Ok(BoundExpr {
+                        kind: BoundExprKind::Function(f.to_string(), vec![collected, p]),
+                        ty,
+                        span,
+                    });
+                }
+                // openCypher allows a pattern as an expression only as a
+                // predicate (WHERE, EXISTS), not as a value.
+                if let Some(p) = args
+                    .iter()
+                    .find(|a| matches!(a.kind, ExprKind::PatternPredicate(_)))
+                    .filter(|_| lname != "exists")
+                {
+                    return Err(Error::at(
+                        ErrorKind::Syntax,
+                        p.span,
+                        format!("a pattern cannot be an argument of {}(); use it as a predicate (unexpected syntax)", name.name),
+                    ));
+                }
+                if let ([arg], false, false) = (args.as_slice(), *distinct, *star) {
+                    if let Some(e) = self.bind_entity_function(&lname, arg, span)? {
+                        return Ok(e);
+                    }
+                }
+                if let [ast::Expr {
+                    kind: ExprKind::Variable(v),
+                    ..
+                }] = args.as_slice()
+                {
+                    if let Some(path) = self.fixed_path_value(v, span)? {
+                        let list = |ty: LogicalType, items: Vec<BoundExpr>| BoundExpr {
+                            kind: BoundExprKind::List(items),
+                            ty: LogicalType::List(Box::new(ty)),
+                            span,
+                        };
+                        let BoundExprKind::Function(_, items) = path.kind.clone() else {
+                            return Err(Error::internal("path constructor expected"));
+                        };
+                        match lname.as_str() {
+                            "length" | "size" => {
+                                return Ok(BoundExpr {
+                                    kind: BoundExprKind::Function("length".into(), vec![path]),
+                                    ty: LogicalType::Int64,
+                                    span,
+                                })
+                            }
+                            "nodes" => {
+                                let nodes = items.into_iter().step_by(2).collect();
+                                return Ok(list(LogicalType::Node, nodes));
+                            }
+                            "relationships" | "rels" => {
+                                let rels = items.into_iter().skip(1).step_by(2).collect();
+                                return Ok(list(LogicalType::Rel, rels));
+                            }
+                            _ => {}
+                        }
+                    }
+                    if let Some(&(_, slot, weighted)) = self.paths.iter().find(|p| &p.0 == v) {
+                        return match lname.as_str() {
+                            "length" if !weighted => {
+                                Ok(BoundExpr::slot(slot, LogicalType::Int64, span))
+                            }
+                            "cost" if weighted => {
+                                Ok(BoundExpr::slot(slot, LogicalType::Double, span))
+                            }
+                            "length" => Err(not_supported(
+                                span,
+                                "length() of a weighted shortest path (use cost(p))",
+                            )),
+                            _ => Err(not_supported(
+                                span,
+                                &format!("{}() of a path (only length(p))", name.name),
+                            )),
+                        };
+                    }
+                }
+                if functions::is_aggregate(&lname) {
+                    if self.aggregates.is_none() {
+                        return Err(Error::at(
+                            ErrorKind::Semantic,
+                            span,
+                            format!("aggregate function {}() is not allowed here", name.name),
+                        ));
+                    }
+                    let arg = match (star, args.as_slice()) {
+                        (true, []) if lname == "count" => None,
+                        (false, [a]) => {
+                            let saved = self.aggregates.take();
+                            let bound = self.bind_expr(a);
+                            self.aggregates = saved;
+                            let bound = bound?;
+                            if calls_function(&bound, "rand") {
+                                return Err(Error::at(
+                                    ErrorKind::Semantic,
+                                    a.span,
+                                    format!(
+                                        "the argument of {}() must not call rand() (aggregating a random value)",
+                                        name.name
+                                    ),
+                                ));
+                            }
+                            Some(bound)
+                        }
+                        _ => {
+                            return Err(Error::at(
+                                ErrorKind::Semantic,
+                                span,
+                                format!("{}() takes exactly one argument", name.name),
+                            ))
+                        }
+                    };
+                    let ty = functions::aggregate_type(&lname, arg.as_ref().map(|a| &a.ty))
+                        .map_err(|e| e.or_span(span))?;
+                    let slot = self.new_slot();
+                    if let Some(aggs) = &mut self.aggregates {
+                        aggs.push(BoundAggregate {
+                            function: lname,
+                            distinct: *distinct,
+                            arg,
+                            slot,
+                            ty: ty.clone(),
+                        });
+                    }
+                    return Ok(BoundExpr::slot(slot, ty, span));
+                }
+                if *distinct || *star {
+                    return Err(Error::at(
+                        ErrorKind::Semantic,
+                        span,
+                        format!(
+                            "DISTINCT and * are only allowed in aggregates, not in {}()",
+                            name.name
+                        ),
+                    ));
+                }
+                let args = args
+                    .iter()
+                    .map(|a| self.bind_expr(a))
+                    .collect::<Result<Vec<_>>>()?;
+                let types: Vec<LogicalType> = args.iter().map(|a| a.ty.clone()).collect();
+                let ty =
+                    functions::scalar_type(&lname, &types).map_err(|e| e.or_span(name.span))?;
+                Ok(BoundExpr {
+                    kind: BoundExprKind::Function(lname, args),
+                    ty,
+                    span,
+                })
+            }
+            ExprKind::List(items) => {
+                let items = items
+                    .iter()
+                    .map(|a| self.bind_expr(a))
+                    .collect::<Result<Vec<_>>>()?;
+                // The common element type (numeric widening); ANY when the
+                // elements disagree.
+                let elem = items
+                    .iter()
+                    .try_fold(LogicalType::Any, |acc, i| unify(&acc, &i.ty))
+                    .unwrap_or(LogicalType::Any);
+                Ok(BoundExpr {
+                    kind: BoundExprKind::List(items),
+                    ty: LogicalType::List(Box::new(elem)),
+                    span,
+                })
+            }
+            ExprKind::Case {
+                operand,
+                whens,
+                else_,
+            } => {
+                let operand = operand
+                    .as_ref()
+                    .map(|o| self.bind_expr(o))
+                    .transpose()?
+                    .map(Box::new);
+                let mut bound_whens = Vec::new();
+                let mut ty = LogicalType::Any;
+                for (w, t) in whens {
+                    let w = self.bind_expr(w)?;
+                    let t = self.bind_expr(t)?;
+                    ty = unify(&ty, &t.ty).ok_or_else(|| {
+                        Error::at(
+                            ErrorKind::Type,
+                            t.span,
+                            "CASE branches have incompatible types",
+                        )
+                    })?;
+                    bound_whens.push((w, t));
+                }
+                let else_ = else_.as_ref().map(|e| self.bind_expr(e)).transpose()?;
+                if let Some(e) = &else_ {
+                    ty = unify(&ty, &e.ty).ok_or_else(|| {
+                        Error::at(
+                            ErrorKind::Type,
+                            e.span,
+                            "CASE branches have incompatible types",
+                        )
+                    })?;
+                }
+                Ok(BoundExpr {
+                    kind: BoundExprKind::Case {
+                        operand,
+                        whens: bound_whens,
+                        else_: else_.map(Box::new),
+                    },
+                    ty,
+                    span,
+                })
+            }
+            ExprKind::Map(_)
+            | ExprKind::Index(..)
+            | ExprKind::Slice(..)
+            | ExprKind::ListComprehension { .. }
+            | ExprKind::Quantifier { .. }
+            | ExprKind::Reduce { .. } => self.bind_nested_expr(e),
+            ExprKind::HasLabels(inner, labels) => {
+                let names: Vec<String> = labels.iter().map(|l| l.name.clone()).collect();
+                match &inner.kind {
+                    ExprKind::Variable(v)
+                        if self.graph.nodes.iter().any(|n| &n.name == v)
+                            || self.graph.rels.iter().any(|r| &r.name == v) =>
+                    {
+                        self.has_labels(v, &names, span)
+                    }
+                    _ => {
+                        let x = self.bind_expr(inner)?;
+                        if x.ty == LogicalType::Any
+                            && matches!(x.kind, BoundExprKind::Literal(Value::Null))
+                        {
+                            return Ok(BoundExpr::literal(Value::Null, span));
+                        }
+                        Err(not_supported(span, "a label test on this expression"))
+                    }
+                }
+            }
+            _ => Err(not_supported(span, "this expression")),
+        }
+    }
+}
+
+/// The common type of two branch types (numeric widening; ANY yields the other).
+pub(super) fn unify(a: &LogicalType, b: &LogicalType) -> Option<LogicalType> {
+    if a == b || *b == LogicalType::Any {
+        return Some(a.clone());
+    }
+    if *a == LogicalType::Any {
+        return Some(b.clone());
+    }
+    if a.is_integer() && b.is_integer() {
+        return Some(LogicalType::Int64);
+    }
+    if a.is_numeric() && b.is_numeric() {
+        return Some(LogicalType::Double);
+    }
+    None
+}
+
+pub(super) fn binary_type(op: BinaryOp, l: &LogicalType, r: &LogicalType) -> Result<LogicalType> {
+    use LogicalType as T;
+    let any = |t: &T| *t == T::Any;
+    Ok(match op {
+        BinaryOp::Or | BinaryOp::Xor | BinaryOp::And => {
+            for t in [l, r] {
+                if !matches!(t, T::Bool | T::Any) {
+                    return Err(Error::type_error(format!(
+                        "{op:?} expects BOOL operands, got {t}"
+                    )));
+                }
+            }
+            T::Bool
+        }
+        // Any two values compare: equality of different kinds is false (or
+        // NULL), ordering them is NULL (Cypher), decided per value at run time.
+        BinaryOp::Eq | BinaryOp::Ne | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge => {
+            T::Bool
+        }
+        BinaryOp::In => T::Bool,
+        BinaryOp::RegexMatch | BinaryOp::StartsWith | BinaryOp::EndsWith | BinaryOp::Contains => {
+            T::Bool
+        }
+        BinaryOp::Add
+            if (*l == T::String || any(l))
+                && (*r == T::String || any(r))
+                && (*l == T::String || *r == T::String) =>
+        {
+            T::String
+        }
+        BinaryOp::Add
+        | BinaryOp::Sub
+        | BinaryOp::Mul
+        | BinaryOp::Div
+        | BinaryOp::Mod
+        | BinaryOp::Pow => match (l, r) {
+            _ if op == BinaryOp::Pow
+                && (l.is_numeric() || any(l))
+                && (r.is_numeric() || any(r)) =>
+            {
+                T::Double
+            }
+            (a, b)
+                if (a.is_integer() || any(a))
+                    && (b.is_integer() || any(b))
+                    && !(any(a) && any(b)) =>
+            {
+                T::Int64
+            }
+            (a, b) if (a.is_numeric() || any(a)) && (b.is_numeric() || any(b)) => {
+                if any(a) && any(b) {
+                    T::Any
+                } else {
+                    T::Double
+                }
+            }
+            (T::Date, T::Interval) | (T::Interval, T::Date)
+                if matches!(op, BinaryOp::Add | BinaryOp::Sub) =>
+            {
+                T::Date
+            }
+            (T::Timestamp, T::Interval) | (T::Interval, T::Timestamp)
+                if matches!(op, BinaryOp::Add | BinaryOp::Sub) =>
+            {
+                T::Timestamp
+            }
+            (T::Interval, T::Interval) if matches!(op, BinaryOp::Add | BinaryOp::Sub) => {
+                T::Interval
+            }
+            (T::Date, T::Date) if op == BinaryOp::Sub => T::Int64,
+            (T::Timestamp, T::Timestamp) if op == BinaryOp::Sub => T::Interval,
+            (a, b) if functions::temporal_arith_type(op, a, b).is_some() => {
+                functions::temporal_arith_type(op, a, b).unwrap_or(T::Any)
+            }
+            (T::List(a), T::List(b)) if op == BinaryOp::Add => {
+                T::List(Box::new(unify(a, b).unwrap_or(T::Any)))
+            }
+            // Appending or prepending one element.
+            (T::List(a), b) | (b, T::List(a)) if op == BinaryOp::Add => {
+                T::List(Box::new(unify(a, b).unwrap_or(T::Any)))
+            }
+            _ => {
+                return Err(Error::type_error(format!(
+                    "cannot apply {op:?} to {l} and {r}"
+                )))
+            }
+        },
+    })
+}
+
+/// The slot of property `name` in a variable's read list, added (with a fresh
+/// slot) the first time the query reads it.
+pub(super) fn property_slot(
+    properties: &mut Vec<(String, SlotId, LogicalType)>,
+    next_slot: &mut u32,
+    name: &str,
+    ty: &LogicalType,
+) -> SlotId {
+    if let Some(p) = properties.iter().find(|p| p.0 == name) {
+        return p.1;
+    }
+    let s = SlotId(*next_slot);
+    *next_slot += 1;
+    properties.push((name.to_string(), s, ty.clone()));
+    s
+}
+
+pub(super) fn split_conjuncts(e: BoundExpr, out: &mut Vec<BoundExpr>) {
+    match e.kind {
+        BoundExprKind::Binary(BinaryOp::And, l, r) => {
+            split_conjuncts(*l, out);
+            split_conjuncts(*r, out);
+        }
+        kind => out.push(BoundExpr { kind, ..e }),
+    }
+}
+
+/// Binding of nested values and comprehensions: map literals, field access,
+/// indexing, slicing, list comprehensions, quantifiers and `reduce`.
+impl Binder<'_> {
+    /// A reference to a comprehension variable (these shadow every other name).
+    pub(super) fn bind_local(&self, e: &ast::Expr) -> Option<BoundExpr> {
+        let ExprKind::Variable(name) = &e.kind else {
+            return None;
+        };
+        let (_, idx, ty) = self.locals.iter().rev().find(|l| &l.0 == name)?;
+        Some(BoundExpr {
+            kind: BoundExprKind::Local(*idx),
+            ty: ty.clone(),
+            span: e.span,
+        })
+    }
+
+    /// Whether `var.key` reads a field of a value (a comprehension variable,
+    /// a map or node value carried by WITH, a projection alias) rather than a
+    /// property of a node or rel variable of the pattern.
+    pub(super) fn is_value_variable(&self, var: &str) -> bool {
+        if self.locals.iter().any(|l| l.0 == var) {
+            return true;
+        }
+        if self.graph.nodes.iter().any(|n| n.name == var)
+            || self.graph.rels.iter().any(|r| r.name == var)
+            || self.rels_carried.iter().any(|r| r.0 == var)
+        {
+            return false;
+        }
+        if let Some((_, e)) = self.aliases.iter().find(|a| a.0 == var) {
+            return has_fields(&e.ty);
+        }
+        self.values.iter().any(|v| v.0 == var && has_fields(&v.2))
+    }
+
+    /// `expr.key` on a value: a map's entry, a node's or rel's property.
+    pub(super) fn bind_field(
+        &mut self,
+        target: &ast::Expr,
+        key: &ast::Ident,
+        span: Span,
+    ) -> Result<BoundExpr> {
+        let target = self.bind_expr(target)?;
+        let ty = match &target.ty {
+            LogicalType::Struct(fields) => fields
+                .iter()
+                .find(|f| f.0 == key.name)
+                .map_or(LogicalType::Any, |f| f.1.clone()),
+            LogicalType::Map(_, v) => (**v).clone(),
+            LogicalType::Node | LogicalType::Rel | LogicalType::Any => LogicalType::Any,
+            t if functions::is_temporal(t) => {
+                functions::temporal_field_type(t, &key.name).unwrap_or(LogicalType::Any)
+            }
+            LogicalType::InternalId => {
+                return Err(not_supported(
+                    span,
+                    "property access on a node or rel that is not a pattern variable",
+                ))
+            }
+            other => {
+                return Err(Error::at(
+                    ErrorKind::Type,
+                    span,
+                    format!(
+                        "cannot read '{}' of a {other} value (expected a map, node or rel)",
+                        key.name
+                    ),
+                ))
+            }
+        };
+        Ok(BoundExpr {
+            kind: BoundExprKind::Field(Box::new(target), key.name.clone()),
+            ty,
+            span,
+        })
+    }
+
+    /// Binds `body` with `vars` (name, type) in scope as fresh locals and
+    /// aggregates disallowed; returns the locals' indexes and the result.
+    pub(super) fn with_locals<T>(
+        &mut self,
+        vars: &[(&ast::Ident, LogicalType)],
+        body: impl FnOnce(&mut Self) -> Result<T>,
+    ) -> Result<(Vec<u32>, T)> {
+        let mut idxs = Vec::with_capacity(vars.len());
+        for (name, ty) in vars {
+            let idx = self.next_local;
+            self.next_local += 1;
+            self.locals.push((name.name.clone(), idx, ty.clone()));
+            idxs.push(idx);
+        }
+        let saved = self.aggregates.take();
+        let r = body(self);
+        self.aggregates = saved;
+        self.locals.truncate(self.locals.len() - vars.len());
+        Ok((idxs, r?))
+    }
+
+    pub(super) fn bind_nested_expr(&mut self, e: &ast::Expr) -> Result<BoundExpr> {
+        let span = e.span;
+        let (kind, ty) = match &e.kind {
+            ExprKind::Map(entries) => {
+                let mut fields: Vec<(String, BoundExpr)> = Vec::with_capacity(entries.len());
+                for (k, v) in entries {
+                    let v = self.bind_expr(v)?;
+                    // A repeated key keeps the last value.
+                    match fields.iter_mut().find(|f| f.0 == k.name) {
+                        Some(f) => f.1 = v,
+                        None => fields.push((k.name.clone(), v)),
+                    }
+                }
+                let ty = LogicalType::Struct(
+                    fields
+                        .iter()
+                        .map(|(k, v)| (k.clone(), v.ty.clone()))
+                        .collect(),
+                );
+                (BoundExprKind::Map(fields), ty)
+            }
+            ExprKind::Index(target, index) => {
+                let target = self.bind_expr(target)?;
+                let index = self.bind_expr(index)?;
+                let ty = match &target.ty {
+                    LogicalType::List(elem) => {
+                        check_integer(&index, "a list index")?;
+                        (**elem).clone()
+                    }
+                    LogicalType::Struct(_)
+                    | LogicalType::Map(..)
+                    | LogicalType::Node
+                    | LogicalType::Rel => {
+                        if !matches!(index.ty, LogicalType::String | LogicalType::Any) {
+                            return Err(Error::at(
+                                ErrorKind::Type,
+                                index.span,
+                                format!("a map key must be a STRING, got {}", index.ty),
+                            ));
+                        }
+                        match (&target.ty, &index.kind) {
+                            (
+                                LogicalType::Struct(fields),
+                                BoundExprKind::Literal(Value::String(k)),
+                            ) => fields
+                                .iter()
+                                .find(|f| &f.0 == k)
+                                .map_or(LogicalType::Any, |f| f.1.clone()),
+                            (LogicalType::Map(_, v), _) => (**v).clone(),
+                            _ => LogicalType::Any,
+                        }
+                    }
+                    LogicalType::Any => {
+                        if !(index.ty.is_integer()
+                            || matches!(index.ty, LogicalType::String | LogicalType::Any))
+                        {
+                            return Err(Error::at(
+                                ErrorKind::Type,
+                                index.span,
+                                format!(
+                                    "an index must be an INTEGER (lists) or a STRING (maps), got {}",
+                                    index.ty
+                                ),
+                            ));
+                        }
+                        LogicalType::Any
+                    }
+                    other => {
+                        return Err(Error::at(
+                            ErrorKind::Type,
+                            target.span,
+                            format!("cannot index a {other} value (expected a list or map)"),
+                        ))
+                    }
+                };
+                (BoundExprKind::Index(Box::new(target), Box::new(index)), ty)
+            }
+            ExprKind::Slice(target, from, to) => {
+                let target = self.bind_expr(target)?;
+                if !matches!(target.ty, LogicalType::List(_) | LogicalType::Any) {
+                    return Err(Error::at(
+                        ErrorKind::Type,
+                        target.span,
+                        format!("cannot slice a {} value (expected a list)", target.ty),
+                    ));
+                }
+                let mut bound = |b: &Option<Box<ast::Expr>>| -> Result<Option<Box<BoundExpr>>> {
+                    match b {
+                        None => Ok(None),
+                        Some(b) => {
+                            let b = self.bind_expr(b)?;
+                            check_integer(&b, "a slice bound")?;
+                            Ok(Some(Box::new(b)))
+                        }
+                    }
+                };
+                let (from, to) = (bound(from)?, bound(to)?);
+                let ty = target.ty.clone();
+                (BoundExprKind::Slice(Box::new(target), from, to), ty)
+            }
+            ExprKind::ListComprehension {
+                variable,
+                list,
+                predicate,
+                projection,
+            } => {
+                let list = self.bind_expr(list)?;
+                let elem = element_type(&list, "a list comprehension")?;
+                let (vars, (predicate, projection)) =
+                    self.with_locals(&[(variable, elem.clone())], |b| {
+                        let p = predicate.as_ref().map(|p| b.bind_expr(p)).transpose()?;
+                        if let Some(p) = &p {
+                            check_predicate(p, "a list comprehension")?;
+                        }
+                        let q = projection.as_ref().map(|q| b.bind_expr(q)).transpose()?;
+                        Ok((p, q))
+                    })?;
+                let ty =
+                    LogicalType::List(Box::new(projection.as_ref().map_or(elem, |q| q.ty.clone())));
+                (
+                    BoundExprKind::ListComprehension {
+                        var: vars[0],
+                        list: Box::new(list),
+                        predicate: predicate.map(Box::new),
+                        projection: projection.map(Box::new),
+                    },
+                    ty,
+                )
+            }
+            ExprKind::Quantifier {
+                kind,
+                variable,
+                list,
+                predicate,
+            } => {
+                let what = match kind {
+                    ast::Quantifier::All => "all()",
+                    ast::Quantifier::Any => "any()",
+                    ast::Quantifier::None => "none()",
+                    ast::Quantifier::Single => "single()",
+                };
+                let list = self.bind_expr(list)?;
+                let elem = element_type(&list, what)?;
+                let (vars, predicate) = self.with_locals(&[(variable, elem)], |b| {
+                    let p = b.bind_expr(predicate)?;
+                    check_predicate(&p, what)?;
+                    Ok(p)
+                })?;
+                (
+                    BoundExprKind::Quantifier {
+                        kind: *kind,
+                        var: vars[0],
+                        list: Box::new(list),
+                        predicate: Box::new(predicate),
+                    },
+                    LogicalType::Bool,
+                )
+            }
+            ExprKind::Reduce {
+                accumulator,
+                init,
+                variable,
+                list,
+                expr,
+            } => {
+                let init = self.bind_expr(init)?;
+                let list = self.bind_expr(list)?;
+                let elem = element_type(&list, "reduce()")?;
+                // The accumulator's type is the common type of the initial
+                // value and the step (bound again when the step widens it).
+                let mut acc_ty = init.ty.clone();
+                let (vars, step) = loop {
+                    let (vars, step) = self.with_locals(
+                        &[(accumulator, acc_ty.clone()), (variable, elem.clone())],
+                        |b| b.bind_expr(expr),
+                    )?;
+                    let next = unify(&acc_ty, &step.ty).unwrap_or(LogicalType::Any);
+                    if acc_ty == LogicalType::Any || next == acc_ty {
+                        break (vars, step);
+                    }
+                    acc_ty = next;
+                };
+                (
+                    BoundExprKind::Reduce {
+                        acc: vars[0],
+                        init: Box::new(init),
+                        var: vars[1],
+                        list: Box::new(list),
+                        expr: Box::new(step),
+                    },
+                    acc_ty,
+                )
+            }
+            _ => return Err(not_supported(span, "this expression")),
+        };
+        Ok(BoundExpr { kind, ty, span })
+    }
+}
+
+/// Whether `e` calls scalar function `name` anywhere.
+pub(super) fn calls_function(e: &BoundExpr, name: &str) -> bool {
+    match &e.kind {
+        BoundExprKind::Function(n, args) => {
+            n == name || args.iter().any(|a| calls_function(a, name))
+        }
+        BoundExprKind::Unary(_, x) | BoundExprKind::Cast(x) => calls_function(x, name),
+        BoundExprKind::Binary(_, x, y) => calls_function(x, name) || calls_function(y, name),
+        BoundExprKind::List(items) => items.iter().any(|a| calls_function(a, name)),
+        BoundExprKind::Case {
+            operand,
+            whens,
+            else_,
+        } => {
+            operand.iter().chain(else_).any(|x| calls_function(x, name))
+                || whens
+                    .iter()
+                    .any(|(w, t)| calls_function(w, name) || calls_function(t, name))
+        }
+        _ => {
+            let mut found = false;
+            e.for_each_child(&mut |c| found = found || calls_function(c, name));
+            found
+        }
+    }
+}

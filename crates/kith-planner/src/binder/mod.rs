@@ -1,0 +1,706 @@
+//! The binder: resolves names against a catalog snapshot, types expressions and
+//! produces a [`BoundStatement`]. Every error names what is wrong and carries the
+//! span of the offending text.
+
+use std::collections::HashMap;
+
+use kith_catalog::{Catalog, Multiplicity, TableEntry};
+use kith_common::{Error, ErrorKind, LogicalType, Result, Span, TableId, Value};
+use kith_parser::ast::{self, BinaryOp, Clause, Direction, ExprKind, Literal, Statement, UnaryOp};
+
+use crate::bound::*;
+use crate::expr::{BoundExpr, BoundExprKind, SlotId};
+use crate::functions;
+
+#[path = "../bind_write.rs"]
+mod bind_write;
+
+#[path = "../bind_entity.rs"]
+mod bind_entity;
+
+mod expression;
+mod pattern;
+mod projection;
+mod recursive;
+mod union;
+
+use expression::{property_slot, split_conjuncts};
+
+pub struct Binder<'a> {
+    catalog: &'a Catalog,
+    graph: QueryGraph,
+    next_slot: u32,
+    /// Aggregates found while binding a projection; `None` when not allowed.
+    aggregates: Option<Vec<BoundAggregate>>,
+    /// Statement parameters, when known at bind time (types and SKIP/LIMIT).
+    params: Option<&'a HashMap<String, Value>>,
+    /// Scalar variables in scope (from WITH and UNWIND): name, slot, type.
+    values: Vec<(String, SlotId, LogicalType)>,
+    /// Rel variables carried through WITH: name and id slot. Their
+    /// properties travel as hidden values named `_anon_<name>.<property>`.
+    rels_carried: Vec<(String, SlotId)>,
+    /// Set while binding the hidden projection of a write statement, whose
+    /// columns carry node and rel ids to the write clauses.
+    ids_projection: bool,
+    /// The candidate tables of each carried rel (to build its value).
+    carried_rel_tables: Vec<(String, Vec<TableId>)>,
+    /// Projection aliases visible while binding ORDER BY.
+    aliases: Vec<(String, BoundExpr)>,
+    /// The part being bound: inputs and unwinds (its graph is `graph`).
+    part: BoundPart,
+    /// Finished parts.
+    parts: Vec<BoundPart>,
+    /// Named paths of the current part (`p = (a)-[*]->(b)`): name and the
+    /// slot holding the path length (the cost for weighted shortest paths,
+    /// flagged true).
+    paths: Vec<(String, SlotId, bool)>,
+    /// Named fixed-length paths of the current part: name and the variables
+    /// of its nodes and rels in path order (node, rel, node, ...).
+    fixed_paths: Vec<(String, Vec<String>)>,
+    /// Variables of the comprehensions, quantifiers and `reduce`s being
+    /// bound, innermost last: name, local index, type. They shadow every
+    /// other name.
+    locals: Vec<(String, u32, LogicalType)>,
+    /// Local indexes handed out so far in this statement.
+    next_local: u32,
+}
+
+fn not_supported(span: Span, what: &str) -> Error {
+    Error::at(
+        ErrorKind::NotSupported,
+        span,
+        format!("{what} is not supported yet"),
+    )
+}
+
+fn literal_value(e: &ast::Expr) -> Result<Value> {
+    match &e.kind {
+        ExprKind::Literal(l) => Ok(match l {
+            Literal::Null => Value::Null,
+            Literal::Bool(b) => Value::Bool(*b),
+            Literal::Integer(i) => Value::Int64(*i),
+            Literal::Float(f) => Value::Double(*f),
+            Literal::String(s) => Value::String(s.clone()),
+        }),
+        ExprKind::Unary(UnaryOp::Neg, inner) => match literal_value(inner)? {
+            Value::Int64(i) => Ok(Value::Int64(-i)),
+            Value::Double(f) => Ok(Value::Double(-f)),
+            _ => Err(Error::at(
+                ErrorKind::Semantic,
+                e.span,
+                "expected a literal value",
+            )),
+        },
+        ExprKind::List(items) => Ok(Value::List(
+            items.iter().map(literal_value).collect::<Result<_>>()?,
+        )),
+        ExprKind::Map(entries) => Ok(Value::Struct(
+            entries
+                .iter()
+                .map(|(k, v)| Ok((k.name.clone(), literal_value(v)?)))
+                .collect::<Result<_>>()?,
+        )),
+        _ => Err(Error::at(
+            ErrorKind::Semantic,
+            e.span,
+            "expected a literal value",
+        )),
+    }
+}
+
+/// The logical type of a DDL type name.
+pub fn bind_type(t: &ast::TypeName) -> Result<LogicalType> {
+    match t {
+        ast::TypeName::Named(name, span) => LogicalType::from_name(name)
+            .filter(|t| {
+                !matches!(
+                    t,
+                    LogicalType::Node
+                        | LogicalType::Rel
+                        | LogicalType::Path
+                        | LogicalType::InternalId
+                )
+            })
+            .ok_or_else(|| Error::at(ErrorKind::Semantic, *span, format!("unknown type '{name}'"))),
+        ast::TypeName::List(_)
+        | ast::TypeName::Array(..)
+        | ast::TypeName::Struct(_)
+        | ast::TypeName::Map(..) => Err(Error::not_supported(
+            "LIST, ARRAY, STRUCT and MAP columns are not supported yet",
+        )),
+    }
+}
+
+fn bind_columns(cols: &[ast::ColumnDef]) -> Result<Vec<(String, LogicalType)>> {
+    cols.iter()
+        .map(|c| {
+            if let Some(d) = &c.default {
+                return Err(not_supported(d.span, "DEFAULT"));
+            }
+            Ok((
+                c.name.name.clone(),
+                bind_type(&c.ty).map_err(|e| e.or_span(c.name.span))?,
+            ))
+        })
+        .collect()
+}
+
+impl<'a> Binder<'a> {
+    pub fn new(catalog: &'a Catalog) -> Binder<'a> {
+        Binder {
+            catalog,
+            graph: QueryGraph::default(),
+            next_slot: 0,
+            aggregates: None,
+            params: None,
+            values: Vec::new(),
+            rels_carried: Vec::new(),
+            carried_rel_tables: Vec::new(),
+            ids_projection: false,
+            aliases: Vec::new(),
+            part: BoundPart::default(),
+            parts: Vec::new(),
+            paths: Vec::new(),
+            fixed_paths: Vec::new(),
+            locals: Vec::new(),
+            next_local: 0,
+        }
+    }
+
+    fn new_slot(&mut self) -> SlotId {
+        let s = SlotId(self.next_slot);
+        self.next_slot += 1;
+        s
+    }
+
+    pub fn bind(mut self, stmt: &Statement) -> Result<BoundStatement> {
+        match stmt {
+            Statement::CreateNodeTable(t) => {
+                let pk = t.primary_key.as_ref().ok_or_else(|| {
+                    Error::at(
+                        ErrorKind::Semantic,
+                        t.name.span,
+                        format!("node table '{}' needs a PRIMARY KEY", t.name.name),
+                    )
+                })?;
+                Ok(BoundStatement::CreateNodeTable {
+                    name: t.name.name.clone(),
+                    columns: bind_columns(&t.columns)?,
+                    primary_key: pk.name.clone(),
+                    if_not_exists: t.if_not_exists,
+                })
+            }
+            Statement::CreateRelTable(t) => {
+                if t.connections.len() != 1 {
+                    return Err(not_supported(
+                        t.span,
+                        "a rel table with several FROM/TO pairs",
+                    ));
+                }
+                let (src, dst) = &t.connections[0];
+                let multiplicity = match &t.multiplicity {
+                    None => Multiplicity::MANY_MANY,
+                    Some(m) => Multiplicity::parse(&m.name).ok_or_else(|| {
+                        Error::at(ErrorKind::Semantic, m.span, format!("unknown multiplicity '{}': expected MANY_MANY, MANY_ONE, ONE_MANY or ONE_ONE", m.name))
+                    })?,
+                };
+                Ok(BoundStatement::CreateRelTable {
+                    name: t.name.name.clone(),
+                    src: src.name.clone(),
+                    dst: dst.name.clone(),
+                    columns: bind_columns(&t.columns)?,
+                    multiplicity,
+                    if_not_exists: t.if_not_exists,
+                })
+            }
+            Statement::DropTable { name, if_exists } => Ok(BoundStatement::DropTable {
+                name: name.name.clone(),
+                if_exists: *if_exists,
+            }),
+            Statement::Copy(c) => self.bind_copy(c),
+            Statement::SetOption { name, value } => Ok(BoundStatement::SetOption {
+                name: name.name.to_ascii_lowercase(),
+                value: literal_value(value)?,
+            }),
+            Statement::Explain { profile, inner } => Ok(BoundStatement::Explain {
+                profile: *profile,
+                inner: Box::new(Binder::new(self.catalog).bind(inner)?),
+            }),
+            Statement::Query(q) => self.bind_query(q),
+            Statement::AlterTable { table, action } => {
+                let t = self.table(table)?;
+                let action = match action {
+                    ast::AlterAction::AddColumn {
+                        column,
+                        if_not_exists,
+                    } => {
+                        let ty = bind_type(&column.ty).map_err(|e| e.or_span(column.name.span))?;
+                        let default = match &column.default {
+                            None => Value::Null,
+                            Some(d) => literal_value(d)?,
+                        };
+                        BoundAlter::AddColumn {
+                            name: column.name.name.clone(),
+                            ty,
+                            default,
+                            if_not_exists: *if_not_exists,
+                        }
+                    }
+                    ast::AlterAction::DropColumn { name, if_exists } => BoundAlter::DropColumn {
+                        name: name.name.clone(),
+                        if_exists: *if_exists,
+                    },
+                    ast::AlterAction::RenameColumn { from, to } => BoundAlter::RenameColumn {
+                        from: from.name.clone(),
+                        to: to.name.clone(),
+                    },
+                    ast::AlterAction::RenameTable { to } => BoundAlter::RenameTable {
+                        to: to.name.clone(),
+                    },
+                };
+                Ok(BoundStatement::AlterTable {
+                    table: t.id,
+                    action,
+                })
+            }
+            // The connection runs these itself (they change its transaction
+            // state, not the graph); they only get here nested, e.g. in EXPLAIN.
+            Statement::Begin { .. }
+            | Statement::Commit
+            | Statement::Rollback
+            | Statement::Checkpoint => Err(Error::not_supported(
+                "BEGIN, COMMIT, ROLLBACK and CHECKPOINT only as statements of their own",
+            )),
+        }
+    }
+
+    fn bind_copy(&mut self, c: &ast::Copy) -> Result<BoundStatement> {
+        let ast::CopyDirection::From {
+            table,
+            columns,
+            source,
+        } = &c.direction
+        else {
+            return Err(not_supported(c.span, "COPY TO"));
+        };
+        if !columns.is_empty() {
+            return Err(not_supported(c.span, "COPY with a column list"));
+        }
+        let entry = self.table(table)?;
+        let files = match source {
+            ast::CopySource::Files(f) => f.clone(),
+            ast::CopySource::Variable(v) => {
+                return Err(not_supported(v.span, "COPY from a variable"))
+            }
+            ast::CopySource::Query(_) => return Err(not_supported(c.span, "COPY from a subquery")),
+        };
+        let options = c
+            .options
+            .iter()
+            .map(|(k, v)| Ok((k.name.to_ascii_uppercase(), literal_value(v)?)))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(BoundStatement::CopyFrom(BoundCopy {
+            table: entry.id,
+            files,
+            options,
+            span: c.span,
+        }))
+    }
+
+    fn table(&self, name: &ast::Ident) -> Result<&'a TableEntry> {
+        self.catalog.table_by_name(&name.name).ok_or_else(|| {
+            Error::at(
+                ErrorKind::Semantic,
+                name.span,
+                format!("table '{}' does not exist", name.name),
+            )
+        })
+    }
+
+    fn bind_query(&mut self, q: &ast::Query) -> Result<BoundStatement> {
+        if q.parts.len() != 1 {
+            return self.bind_union(q);
+        }
+        let clauses = &q.parts[0].clauses;
+        // A standalone built-in call: `CALL show_tables() [RETURN *]`.
+        if let Some(Clause::Call {
+            procedure,
+            args,
+            span,
+            ..
+        }) = clauses.first()
+        {
+            if clauses.len() > 2 {
+                return Err(not_supported(*span, "CALL followed by further clauses"));
+            }
+            return self.bind_table_call(procedure, args);
+        }
+        let mut predicates = Vec::new();
+        let mut returned = false;
+        for (idx, clause) in clauses.iter().enumerate() {
+            if returned {
+                return Err(Error::at(
+                    ErrorKind::Semantic,
+                    q.span,
+                    "RETURN must be the last clause of a query",
+                ));
+            }
+            match clause {
+                Clause::Match {
+                    optional,
+                    patterns,
+                    where_,
+                    span,
+                } => {
+                    if *optional {
+                        predicates = self.bind_optional_match(
+                            patterns,
+                            where_.as_ref(),
+                            *span,
+                            std::mem::take(&mut predicates),
+                        )?;
+                        continue;
+                    }
+                    let first_rel = self.graph.rels.len();
+                    for p in patterns {
+                        self.bind_pattern(p, &mut predicates)?;
+                    }
+                    self.distinct_rels(first_rel, &mut predicates);
+                    if let Some(w) = where_ {
+                        let e = self.bind_expr(w)?;
+                        split_conjuncts(e, &mut predicates);
+                    }
+                }
+                Clause::Unwind { expr, alias, span } => {
+                    let mut expr = expr.clone();
+                    if !predicates.is_empty()
+                        || !self.graph.nodes.is_empty()
+                        || !self.graph.rels.is_empty()
+                    {
+                        // UNWIND after MATCH (or reading nodes carried by a
+                        // WITH): carry every named variable and the list into
+                        // a new part whose input rows it expands.
+                        let hidden = format!("_anon_unwind_{}", self.next_slot);
+                        let item = ast::ProjectionItem {
+                            expr: expr.clone(),
+                            alias: Some(ast::Ident {
+                                name: hidden.clone(),
+                                span: expr.span,
+                            }),
+                            text: hidden.clone(),
+                        };
+                        expr = ast::Expr {
+                            kind: ExprKind::Variable(hidden),
+                            span: expr.span,
+                        };
+                        let star = ast::Projection {
+                            is_with: true,
+                            distinct: false,
+                            star: true,
+                            items: vec![item],
+                            order_by: Vec::new(),
+                            skip: None,
+                            limit: None,
+                            where_: None,
+                            span: *span,
+                        };
+                        predicates =
+                            self.bind_projection(&star, std::mem::take(&mut predicates))?;
+                    }
+                    let e = self.bind_expr(&expr)?;
+                    let ty = match &e.ty {
+                        LogicalType::List(t) => (**t).clone(),
+                        other => other.clone(),
+                    };
+                    self.check_new_variable(alias)?;
+                    let slot = self.new_slot();
+                    self.part.unwinds.push(BoundUnwind {
+                        expr: e,
+                        slot,
+                        ty: ty.clone(),
+                    });
+                    self.values.push((alias.name.clone(), slot, ty));
+                }
+                Clause::Projection(p) if p.is_with => {
+                    predicates = self.bind_projection(p, std::mem::take(&mut predicates))?;
+                }
+                Clause::Projection(p) => {
+                    if idx + 1 != clauses.len() {
+                        return Err(Error::at(
+                            ErrorKind::Semantic,
+                            p.span,
+                            "RETURN must be the last clause of a query",
+                        ));
+                    }
+                    self.bind_projection(p, std::mem::take(&mut predicates))?;
+                    returned = true;
+                }
+                Clause::Create { .. }
+                | Clause::Merge { .. }
+                | Clause::Set { .. }
+                | Clause::Remove { .. }
+                | Clause::Delete { .. } => {
+                    return self.bind_writes(
+                        &clauses[idx..],
+                        std::mem::take(&mut predicates),
+                        q.span,
+                    );
+                }
+                Clause::Call { span, .. } => {
+                    return Err(not_supported(*span, "CALL inside a query"))
+                }
+            }
+        }
+        if !returned {
+            return Err(Error::at(
+                ErrorKind::Semantic,
+                q.span,
+                "a query must end with RETURN",
+            ));
+        }
+        Ok(BoundStatement::Query(Box::new(BoundQuery {
+            parts: std::mem::take(&mut self.parts),
+            num_slots: self.next_slot,
+        })))
+    }
+}
+
+/// Binds a parsed statement against `catalog`.
+pub fn bind(catalog: &Catalog, stmt: &Statement) -> Result<BoundStatement> {
+    Binder::new(catalog).bind(stmt)
+}
+
+/// Binds with the statement's parameter values (their types, SKIP/LIMIT).
+pub fn bind_with_params(
+    catalog: &Catalog,
+    stmt: &Statement,
+    params: &HashMap<String, Value>,
+) -> Result<BoundStatement> {
+    let mut b = Binder::new(catalog);
+    b.params = Some(params);
+    b.bind(stmt)
+}
+
+/// Binds `clauses` as a query that starts from input rows holding `vars`
+/// (in column order): the continuation of a write statement, bound after
+/// its writes against the transaction's catalog.
+pub fn bind_continuation(
+    catalog: &Catalog,
+    vars: &[(String, SeedKind)],
+    clauses: &[Clause],
+    params: &HashMap<String, Value>,
+) -> Result<BoundStatement> {
+    let mut b = Binder::new(catalog);
+    b.params = Some(params);
+    for (name, kind) in vars {
+        let slot = b.new_slot();
+        match kind {
+            SeedKind::Node(tables) => {
+                b.part.inputs.push((slot, LogicalType::InternalId));
+                b.graph.nodes.push(QueryNode {
+                    name: name.clone(),
+                    tables: tables.clone(),
+                    id_slot: slot,
+                    properties: Vec::new(),
+                    imported: true,
+                });
+            }
+            SeedKind::Rel(tables) => {
+                // Like a rel carried through WITH: the id, then hidden
+                // values for the endpoints and every property.
+                b.part.inputs.push((slot, LogicalType::InternalId));
+                b.rels_carried.push((name.clone(), slot));
+                b.carried_rel_tables.push((name.clone(), tables.clone()));
+                let ends = [bind_entity::CARRIED_SRC, bind_entity::CARRIED_DST];
+                let hidden = ends
+                    .iter()
+                    .map(|e| (e.to_string(), LogicalType::InternalId))
+                    .chain(carried_rel_columns(catalog, tables));
+                for (prop, ty) in hidden {
+                    let s = b.new_slot();
+                    b.part.inputs.push((s, ty.clone()));
+                    b.values.push((format!("_anon_{name}.{prop}"), s, ty));
+                }
+            }
+            SeedKind::Value(ty) => {
+                b.part.inputs.push((slot, ty.clone()));
+                b.values.push((name.clone(), slot, ty.clone()));
+            }
+        }
+    }
+    let span = clauses.first().map_or(Span::new(0, 0), clause_span);
+    b.bind_query(&ast::Query {
+        parts: vec![ast::SingleQuery {
+            clauses: clauses.to_vec(),
+            span,
+        }],
+        union_all: Vec::new(),
+        span,
+    })
+}
+
+/// The properties a rel of `tables` carries into a continuation, in input
+/// column order: every visible property of the tables once, typed ANY where
+/// the tables disagree.
+pub fn carried_rel_columns(catalog: &Catalog, tables: &[TableId]) -> Vec<(String, LogicalType)> {
+    let mut out: Vec<(String, LogicalType)> = Vec::new();
+    for t in tables.iter().filter_map(|t| catalog.table(*t)) {
+        for p in t
+            .properties
+            .iter()
+            .filter(|p| !kith_catalog::is_hidden(&p.name))
+        {
+            match out.iter_mut().find(|(n, _)| *n == p.name) {
+                Some((_, ty)) if *ty != p.ty => *ty = LogicalType::Any,
+                Some(_) => {}
+                None => out.push((p.name.clone(), p.ty.clone())),
+            }
+        }
+    }
+    out
+}
+
+fn clause_span(c: &Clause) -> Span {
+    match c {
+        Clause::Match { span, .. }
+        | Clause::Unwind { span, .. }
+        | Clause::Create { span, .. }
+        | Clause::Merge { span, .. }
+        | Clause::Set { span, .. }
+        | Clause::Remove { span, .. }
+        | Clause::Delete { span, .. }
+        | Clause::Call { span, .. } => *span,
+        Clause::Projection(p) => p.span,
+    }
+}
+
+/// The expression with every span cleared, for structural comparison.
+fn strip(e: &BoundExpr) -> BoundExpr {
+    let b = |x: &BoundExpr| Box::new(strip(x));
+    let kind = match &e.kind {
+        BoundExprKind::Unary(op, x) => BoundExprKind::Unary(*op, b(x)),
+        BoundExprKind::Binary(op, x, y) => BoundExprKind::Binary(*op, b(x), b(y)),
+        BoundExprKind::Function(n, args) => {
+            BoundExprKind::Function(n.clone(), args.iter().map(strip).collect())
+        }
+        BoundExprKind::Cast(x) => BoundExprKind::Cast(b(x)),
+        BoundExprKind::Case {
+            operand,
+            whens,
+            else_,
+        } => BoundExprKind::Case {
+            operand: operand.as_ref().map(|o| b(o)),
+            whens: whens.iter().map(|(w, t)| (strip(w), strip(t))).collect(),
+            else_: else_.as_ref().map(|o| b(o)),
+        },
+        BoundExprKind::List(items) => BoundExprKind::List(items.iter().map(strip).collect()),
+        _ => e.map_children(&mut strip).kind,
+    };
+    BoundExpr {
+        kind,
+        ty: e.ty.clone(),
+        span: Span::new(0, 0),
+    }
+}
+
+/// Replaces every subexpression structurally equal to one of `targets`
+/// (already stripped) by `replace(index, original)`.
+fn substitute(
+    e: &BoundExpr,
+    targets: &[BoundExpr],
+    replace: &dyn Fn(usize, &BoundExpr) -> BoundExpr,
+) -> BoundExpr {
+    let stripped = strip(e);
+    if let Some(i) = targets.iter().position(|t| *t == stripped) {
+        return replace(i, e);
+    }
+    let sub = |x: &BoundExpr| substitute(x, targets, replace);
+    let kind = match &e.kind {
+        BoundExprKind::Unary(op, x) => BoundExprKind::Unary(*op, Box::new(sub(x))),
+        BoundExprKind::Binary(op, x, y) => {
+            BoundExprKind::Binary(*op, Box::new(sub(x)), Box::new(sub(y)))
+        }
+        BoundExprKind::Function(n, args) => {
+            BoundExprKind::Function(n.clone(), args.iter().map(sub).collect())
+        }
+        BoundExprKind::Cast(x) => BoundExprKind::Cast(Box::new(sub(x))),
+        BoundExprKind::Case {
+            operand,
+            whens,
+            else_,
+        } => BoundExprKind::Case {
+            operand: operand.as_ref().map(|o| Box::new(sub(o))),
+            whens: whens.iter().map(|(w, t)| (sub(w), sub(t))).collect(),
+            else_: else_.as_ref().map(|o| Box::new(sub(o))),
+        },
+        BoundExprKind::List(items) => BoundExprKind::List(items.iter().map(sub).collect()),
+        _ => e.map_children(&mut |x| sub(x)).kind,
+    };
+    BoundExpr {
+        kind,
+        ty: e.ty.clone(),
+        span: e.span,
+    }
+}
+
+#[allow(dead_code)]
+fn direction_name(d: Direction) -> &'static str {
+    match d {
+        Direction::Right => "->",
+        Direction::Left => "<-",
+        Direction::Both => "-",
+    }
+}
+
+/// Whether `.key` on a value of this type is a field access (maps and
+/// structs, node and rel values, or a type known only at run time).
+fn has_fields(t: &LogicalType) -> bool {
+    matches!(
+        t,
+        LogicalType::Struct(_)
+            | LogicalType::Map(..)
+            | LogicalType::Node
+            | LogicalType::Rel
+            | LogicalType::Any
+    ) || functions::is_temporal(t)
+}
+
+/// The element type of a list-typed operand of `IN` in a comprehension,
+/// quantifier or `reduce`; a type error for anything but a list.
+fn element_type(list: &BoundExpr, what: &str) -> Result<LogicalType> {
+    match &list.ty {
+        LogicalType::List(e) => Ok((**e).clone()),
+        LogicalType::Any => Ok(LogicalType::Any),
+        other => Err(Error::at(
+            ErrorKind::Type,
+            list.span,
+            format!("{what} expects a LIST after IN, got {other}"),
+        )),
+    }
+}
+
+/// Checks that a predicate is a BOOL (or of a type known only at run time).
+fn check_predicate(p: &BoundExpr, what: &str) -> Result<()> {
+    if matches!(p.ty, LogicalType::Bool | LogicalType::Any) {
+        Ok(())
+    } else {
+        Err(Error::at(
+            ErrorKind::Type,
+            p.span,
+            format!("the WHERE of {what} expects a BOOL, got {}", p.ty),
+        ))
+    }
+}
+
+/// Checks the type of a list index or slice bound.
+fn check_integer(e: &BoundExpr, what: &str) -> Result<()> {
+    if e.ty.is_integer() || e.ty == LogicalType::Any {
+        Ok(())
+    } else {
+        Err(Error::at(
+            ErrorKind::Type,
+            e.span,
+            format!("{what} must be an INTEGER, got {}", e.ty),
+        ))
+    }
+}

@@ -1,0 +1,546 @@
+//! Binding of MATCH patterns: node and rel patterns, labels, inline
+//! property maps, OPTIONAL MATCH parts, table calls and fixed-length named paths.
+
+use super::*;
+
+impl Binder<'_> {
+    /// `OPTIONAL MATCH`: a part of its own over the rows so far (after an
+    /// implicit `WITH *` when needed), projecting every variable, whose
+    /// finishing phase pads input rows without a match with NULLs.
+    pub(super) fn bind_optional_match(
+        &mut self,
+        patterns: &[ast::PathPattern],
+        where_: Option<&ast::Expr>,
+        span: Span,
+        mut predicates: Vec<BoundExpr>,
+    ) -> Result<Vec<BoundExpr>> {
+        let star = ast::Projection {
+            is_with: true,
+            distinct: false,
+            star: true,
+            items: Vec::new(),
+            order_by: Vec::new(),
+            skip: None,
+            limit: None,
+            where_: None,
+            span,
+        };
+        let fresh = predicates.is_empty()
+            && self.graph.nodes.iter().all(|n| n.imported)
+            && self.graph.rels.is_empty()
+            && self.part.unwinds.is_empty();
+        if !fresh {
+            predicates = self.bind_projection(&star, predicates)?;
+        }
+        debug_assert!(predicates.is_empty());
+        let inputs: Vec<SlotId> = self.part.inputs.iter().map(|i| i.0).collect();
+        for p in patterns {
+            self.bind_pattern(p, &mut predicates)?;
+        }
+        if let Some(w) = where_ {
+            let e = self.bind_expr(w)?;
+            split_conjuncts(e, &mut predicates);
+        }
+        let next = self.bind_projection(&star, predicates)?;
+        let row_slot = self.new_slot();
+        let part = self
+            .parts
+            .last_mut()
+            .ok_or_else(|| Error::internal("optional match without a part"))?;
+        part.optional = Some(
+            part.outputs
+                .iter()
+                .map(|(_, e)| match e.kind {
+                    BoundExprKind::Slot(s) => inputs.iter().position(|x| *x == s),
+                    _ => None,
+                })
+                .collect(),
+        );
+        part.inputs.push((row_slot, LogicalType::Int64));
+        part.order_by.push(BoundSortKey {
+            expr: BoundExpr::slot(row_slot, LogicalType::Int64, span),
+            descending: false,
+        });
+        Ok(next)
+    }
+
+    /// Fails when `name` is already bound in the current scope.
+    pub(super) fn check_new_variable(&self, name: &ast::Ident) -> Result<()> {
+        let n = &name.name;
+        if self.graph.nodes.iter().any(|x| &x.name == n)
+            || self.graph.rels.iter().any(|x| &x.name == n)
+            || self.values.iter().any(|x| &x.0 == n)
+            || self.rels_carried.iter().any(|x| &x.0 == n)
+        {
+            return Err(Error::at(
+                ErrorKind::Semantic,
+                name.span,
+                format!("variable '{n}' is already defined"),
+            ));
+        }
+        Ok(())
+    }
+
+    pub(super) fn bind_table_call(
+        &mut self,
+        procedure: &ast::Ident,
+        args: &[ast::Expr],
+    ) -> Result<BoundStatement> {
+        let call = match procedure.name.to_ascii_lowercase().as_str() {
+            "show_tables" if args.is_empty() => TableCall::ShowTables,
+            "table_info" if args.len() == 1 => {
+                let name = literal_value(&args[0])?;
+                let name = name.as_str().ok_or_else(|| {
+                    Error::at(
+                        ErrorKind::Semantic,
+                        args[0].span,
+                        "table_info expects a table name string",
+                    )
+                })?;
+                let t = self.catalog.table_by_name(name).ok_or_else(|| {
+                    Error::at(
+                        ErrorKind::Semantic,
+                        args[0].span,
+                        format!("table '{name}' does not exist"),
+                    )
+                })?;
+                TableCall::TableInfo(t.id)
+            }
+            "show_tables" | "table_info" => {
+                return Err(Error::at(
+                    ErrorKind::Semantic,
+                    procedure.span,
+                    format!("wrong number of arguments for {}()", procedure.name),
+                ))
+            }
+            _ => {
+                return Err(Error::at(
+                    ErrorKind::Semantic,
+                    procedure.span,
+                    format!("unknown procedure '{}'", procedure.name),
+                ))
+            }
+        };
+        Ok(BoundStatement::TableCall(call))
+    }
+
+    pub(super) fn node_tables(&self, labels: &ast::LabelExpr, span: Span) -> Result<Vec<TableId>> {
+        let names: &[ast::Ident] = match labels {
+            ast::LabelExpr::None => return Ok(self.catalog.node_tables().map(|t| t.id).collect()),
+            // `:A:B`: the tables whose nodes may carry all of them.
+            ast::LabelExpr::All(l) if l.len() > 1 => {
+                let _ = span;
+                return Ok(self
+                    .catalog
+                    .node_tables()
+                    .filter(|t| l.iter().all(|x| t.may_have_label(&x.name)))
+                    .map(|t| t.id)
+                    .collect());
+            }
+            ast::LabelExpr::All(l) | ast::LabelExpr::Any(l) => l,
+        };
+        // A label no table has matches nothing (openCypher); naming a
+        // declared rel table is an error.
+        let mut out = Vec::new();
+        for n in names {
+            let before = out.len();
+            for t in self.catalog.node_tables_with_label(&n.name) {
+                if !out.contains(&t.id) {
+                    out.push(t.id);
+                }
+            }
+            if out.len() == before {
+                if let Some(t) = self.catalog.table_by_name(&n.name) {
+                    if t.is_rel() && !t.implicit {
+                        return Err(Error::at(
+                            ErrorKind::Semantic,
+                            n.span,
+                            format!("'{}' is a rel table, not a node table", n.name),
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    pub(super) fn bind_node(
+        &mut self,
+        n: &ast::NodePattern,
+        predicates: &mut Vec<BoundExpr>,
+    ) -> Result<usize> {
+        let tables = self.node_tables(&n.labels, n.span)?;
+        if let Some(v) = n.variable.as_ref().filter(|v| self.is_path(&v.name)) {
+            return Err(Error::at(
+                ErrorKind::Semantic,
+                v.span,
+                format!(
+                    "'{}' is a path, not a node (variable type conflict)",
+                    v.name
+                ),
+            ));
+        }
+        let idx = match &n.variable {
+            Some(v) if self.graph.nodes.iter().any(|q| q.name == v.name) => {
+                let idx = self
+                    .graph
+                    .nodes
+                    .iter()
+                    .position(|q| q.name == v.name)
+                    .unwrap_or(0);
+                if !matches!(n.labels, ast::LabelExpr::None) {
+                    let existing = &mut self.graph.nodes[idx];
+                    existing.tables.retain(|t| tables.contains(t));
+                }
+                idx
+            }
+            Some(v)
+                if self.values.iter().any(|x| x.0 == v.name)
+                    || self.rels_carried.iter().any(|x| x.0 == v.name) =>
+            {
+                return Err(Error::at(
+                    ErrorKind::Semantic,
+                    v.span,
+                    format!("'{}' is already bound to a value, not a node", v.name),
+                ));
+            }
+            Some(v) if self.graph.rels.iter().any(|r| r.name == v.name) => {
+                return Err(Error::at(
+                    ErrorKind::Semantic,
+                    v.span,
+                    format!("'{}' is already a rel variable", v.name),
+                ));
+            }
+            _ => {
+                let name = match &n.variable {
+                    Some(v) => v.name.clone(),
+                    None => format!("_anon_node_{}", self.graph.nodes.len()),
+                };
+                let id_slot = self.new_slot();
+                self.graph.nodes.push(QueryNode {
+                    name,
+                    tables,
+                    id_slot,
+                    properties: Vec::new(),
+                    imported: false,
+                });
+                self.graph.nodes.len() - 1
+            }
+        };
+        let var = self.graph.nodes[idx].name.clone();
+        self.label_predicates(&var, &n.labels, n.span, predicates)?;
+        self.bind_inline_props(&var, n.properties.as_ref(), n.span, predicates)?;
+        if let Some(w) = &n.where_ {
+            let e = self.bind_expr(w)?;
+            split_conjuncts(e, predicates);
+        }
+        Ok(idx)
+    }
+
+    pub(super) fn bind_inline_props(
+        &mut self,
+        var: &str,
+        props: Option<&ast::Expr>,
+        span: Span,
+        predicates: &mut Vec<BoundExpr>,
+    ) -> Result<()> {
+        let Some(props) = props else { return Ok(()) };
+        let ExprKind::Map(entries) = &props.kind else {
+            return Err(Error::at(
+                ErrorKind::Semantic,
+                props.span,
+                "expected a map of properties",
+            ));
+        };
+        for (key, value) in entries {
+            let target = ast::Expr {
+                kind: ExprKind::Property(
+                    Box::new(ast::Expr {
+                        kind: ExprKind::Variable(var.to_string()),
+                        span,
+                    }),
+                    key.clone(),
+                ),
+                span: key.span,
+            };
+            let eq = ast::Expr {
+                kind: ExprKind::Binary(BinaryOp::Eq, Box::new(target), Box::new(value.clone())),
+                span: key.span.to(value.span),
+            };
+            let e = self.bind_expr(&eq)?;
+            predicates.push(e);
+        }
+        Ok(())
+    }
+
+    pub(super) fn bind_pattern(
+        &mut self,
+        p: &ast::PathPattern,
+        predicates: &mut Vec<BoundExpr>,
+    ) -> Result<()> {
+        let single_recursive = p.chain.len() == 1 && p.chain[0].0.range.is_some();
+        let mut len_slot = None;
+        let fixed = p.chain.iter().all(|(r, _)| r.range.is_none()) && p.shortest.is_none();
+        let mut fixed_path: Option<(String, Vec<String>)> = None;
+        if let Some(v) = &p.variable {
+            if !single_recursive && !fixed {
+                return Err(not_supported(
+                    v.span,
+                    "named paths mixing fixed and variable-length relationships",
+                ));
+            }
+            if self.is_path(&v.name) {
+                return Err(Error::at(
+                    ErrorKind::Semantic,
+                    v.span,
+                    format!("variable '{}' is already bound", v.name),
+                ));
+            }
+        }
+        if let (Some(v), true) = (&p.variable, fixed && !single_recursive) {
+            if self.graph.nodes.iter().any(|n| n.name == v.name)
+                || self.graph.rels.iter().any(|r| r.name == v.name)
+                || self.values.iter().any(|x| x.0 == v.name)
+            {
+                return Err(Error::at(
+                    ErrorKind::Semantic,
+                    v.span,
+                    format!("variable '{}' is already bound", v.name),
+                ));
+            }
+            fixed_path = Some((v.name.clone(), Vec::new()));
+        } else if let Some(v) = &p.variable {
+            if self.paths.iter().any(|(n, _, _)| *n == v.name)
+                || self.graph.nodes.iter().any(|n| n.name == v.name)
+                || self.graph.rels.iter().any(|r| r.name == v.name)
+            {
+                return Err(Error::at(
+                    ErrorKind::Semantic,
+                    v.span,
+                    format!("variable '{}' is already bound", v.name),
+                ));
+            }
+            let slot = self.new_slot();
+            let weighted = p.chain[0].0.range.as_ref().is_some_and(|r| {
+                matches!(
+                    r.kind,
+                    ast::RecursiveKind::WeightedShortest | ast::RecursiveKind::AllWeightedShortest
+                )
+            });
+            self.paths.push((v.name.clone(), slot, weighted));
+            len_slot = Some(slot);
+        }
+        if p.shortest.is_some() && !single_recursive {
+            return Err(not_supported(
+                p.span,
+                "shortestPath/allShortestPaths over anything but one variable-length relationship",
+            ));
+        }
+        let mut left = self.bind_node(&p.start, predicates)?;
+        if let Some((_, elems)) = &mut fixed_path {
+            elems.push(self.graph.nodes[left].name.clone());
+        }
+        for (rel, node) in &p.chain {
+            let recursive = match &rel.range {
+                None => None,
+                Some(spec) => Some(self.bind_recursive(rel, spec, p.shortest, len_slot)?),
+            };
+            let right = self.bind_node(node, predicates)?;
+            let tables: Vec<TableId> = if rel.types.is_empty() {
+                self.catalog.rel_tables().map(|t| t.id).collect()
+            } else {
+                let mut out = Vec::new();
+                for n in &rel.types {
+                    let before = out.len();
+                    out.extend(self.catalog.rel_tables_typed(&n.name).map(|t| t.id));
+                    if out.len() == before {
+                        if let Some(t) = self.catalog.table_by_name(&n.name) {
+                            if t.is_node() && !t.implicit {
+                                return Err(Error::at(
+                                    ErrorKind::Semantic,
+                                    n.span,
+                                    format!("'{}' is a node table, not a rel table", n.name),
+                                ));
+                            }
+                        }
+                    }
+                }
+                out
+            };
+            let name = match &rel.variable {
+                Some(v) => {
+                    if self.is_path(&v.name) {
+                        return Err(Error::at(
+                            ErrorKind::Semantic,
+                            v.span,
+                            format!("'{}' is a path, not a rel (variable type conflict)", v.name),
+                        ));
+                    }
+                    if self.rels_carried.iter().any(|r| r.0 == v.name) {
+                        return Err(not_supported(
+                            v.span,
+                            "matching a rel variable bound by an earlier clause",
+                        ));
+                    }
+                    if self.graph.rels.iter().any(|r| r.name == v.name)
+                        || self.graph.nodes.iter().any(|n| n.name == v.name)
+                    {
+                        return Err(Error::at(
+                            ErrorKind::Semantic,
+                            v.span,
+                            format!("variable '{}' is already bound", v.name),
+                        ));
+                    }
+                    v.name.clone()
+                }
+                None => format!("_anon_rel_{}", self.graph.rels.len()),
+            };
+            let id_slot = self.new_slot();
+            self.graph.rels.push(QueryRel {
+                name: name.clone(),
+                tables,
+                left,
+                right,
+                direction: rel.direction,
+                id_slot,
+                properties: Vec::new(),
+                recursive,
+            });
+            self.bind_inline_props(&name, rel.properties.as_ref(), rel.span, predicates)?;
+            if let Some(w) = &rel.where_ {
+                let e = self.bind_expr(w)?;
+                split_conjuncts(e, predicates);
+            }
+            if let Some((_, elems)) = &mut fixed_path {
+                elems.push(name);
+                elems.push(self.graph.nodes[right].name.clone());
+            }
+            left = right;
+        }
+        if let Some(path) = fixed_path {
+            self.fixed_paths.push(path);
+        }
+        Ok(())
+    }
+
+    /// openCypher relationship isomorphism: within one MATCH, two rel
+    /// variables never bind the same rel. Adds `r1 <> r2` for every pair of
+    /// fixed-length rels bound since `first` whose tables overlap.
+    pub(super) fn distinct_rels(&self, first: usize, predicates: &mut Vec<BoundExpr>) {
+        let rels = &self.graph.rels[first..];
+        let span = Span::new(0, 0);
+        for (i, a) in rels.iter().enumerate() {
+            for b in &rels[i + 1..] {
+                if a.recursive.is_some()
+                    || b.recursive.is_some()
+                    || !a.tables.iter().any(|t| b.tables.contains(t))
+                {
+                    continue;
+                }
+                let id = |slot| BoundExpr::slot(slot, LogicalType::InternalId, span);
+                predicates.push(BoundExpr {
+                    kind: BoundExprKind::Binary(
+                        crate::expr::BinaryOp::Ne,
+                        Box::new(id(a.id_slot)),
+                        Box::new(id(b.id_slot)),
+                    ),
+                    ty: LogicalType::Bool,
+                    span,
+                });
+            }
+        }
+    }
+
+    /// Where the candidate tables of node `var` keep per-node label lists,
+    /// the test that a node really carries the pattern's labels.
+    pub(super) fn label_predicates(
+        &mut self,
+        var: &str,
+        labels: &ast::LabelExpr,
+        span: Span,
+        predicates: &mut Vec<BoundExpr>,
+    ) -> Result<()> {
+        let tables = self
+            .graph
+            .nodes
+            .iter()
+            .find(|n| n.name == var)
+            .map(|n| n.tables.clone())
+            .unwrap_or_default();
+        let labelled = tables
+            .iter()
+            .filter_map(|t| self.catalog.table(*t))
+            .any(|t| t.has_label_column());
+        if !labelled {
+            return Ok(());
+        }
+        match labels {
+            ast::LabelExpr::None => {}
+            ast::LabelExpr::All(l) => {
+                let names: Vec<String> = l.iter().map(|x| x.name.clone()).collect();
+                predicates.push(self.has_labels(var, &names, span)?);
+            }
+            ast::LabelExpr::Any(l) => {
+                let mut any: Option<BoundExpr> = None;
+                for x in l {
+                    let t = self.has_labels(var, std::slice::from_ref(&x.name), span)?;
+                    any = Some(match any {
+                        None => t,
+                        Some(a) => BoundExpr {
+                            kind: BoundExprKind::Binary(
+                                crate::expr::BinaryOp::Or,
+                                Box::new(a),
+                                Box::new(t),
+                            ),
+                            ty: LogicalType::Bool,
+                            span,
+                        },
+                    });
+                }
+                predicates.extend(any);
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether `name` is a named path of this part.
+    pub(super) fn is_path(&self, name: &str) -> bool {
+        self.paths.iter().any(|p| p.0 == name) || self.fixed_paths.iter().any(|p| p.0 == name)
+    }
+
+    /// The value of fixed-length path `name`: `_path(node, rel, node, ...)`
+    /// over the entity values of its variables.
+    pub(super) fn fixed_path_value(&mut self, name: &str, span: Span) -> Result<Option<BoundExpr>> {
+        let Some((_, elems)) = self.fixed_paths.iter().find(|p| p.0 == name).cloned() else {
+            return Ok(None);
+        };
+        let mut args = Vec::with_capacity(elems.len());
+        for e in &elems {
+            let slot = self
+                .graph
+                .nodes
+                .iter()
+                .find(|n| n.name == *e)
+                .map(|n| n.id_slot)
+                .or_else(|| {
+                    self.graph
+                        .rels
+                        .iter()
+                        .find(|r| r.name == *e)
+                        .map(|r| r.id_slot)
+                })
+                .ok_or_else(|| Error::internal(format!("path element '{e}' is not bound")))?;
+            // An element that can match no table: the pattern matches
+            // nothing, and the path is NULL wherever it is read.
+            let Some(value) = self.entity_value(slot, span)? else {
+                return Ok(Some(BoundExpr::literal(Value::Null, span)));
+            };
+            args.push(value);
+        }
+        Ok(Some(BoundExpr {
+            kind: BoundExprKind::Function("_path".to_string(), args),
+            ty: LogicalType::Path,
+            span,
+        }))
+    }
+}

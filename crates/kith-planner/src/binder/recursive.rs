@@ -1,0 +1,106 @@
+//! Binding of variable-length rel patterns (`*l..u`, shortest, weighted).
+
+use super::*;
+
+impl Binder<'_> {
+    /// Checks a variable-length rel pattern and resolves its kind and bounds
+    /// (the rel table and endpoints are checked by the planner).
+    pub(super) fn bind_recursive(
+        &self,
+        rel: &ast::RelPattern,
+        spec: &ast::RecursiveSpec,
+        shortest: Option<ast::ShortestKind>,
+        len_slot: Option<SlotId>,
+    ) -> Result<RecursiveRel> {
+        use ast::RecursiveKind as K;
+        let kind = match (shortest, spec.kind) {
+            (Some(ast::ShortestKind::Shortest), K::Walk | K::Shortest) => RecursiveMode::Shortest,
+            (Some(ast::ShortestKind::AllShortest), K::Walk | K::AllShortest) => {
+                RecursiveMode::AllShortest
+            }
+            (Some(_), _) => {
+                return Err(Error::at(
+                    ErrorKind::Semantic,
+                    spec.span,
+                    "shortestPath/allShortestPaths cannot be combined with another path mode",
+                ))
+            }
+            (None, K::Walk) => RecursiveMode::Walk,
+            (None, K::Shortest) => RecursiveMode::Shortest,
+            (None, K::AllShortest) => RecursiveMode::AllShortest,
+            (None, K::Trail) => return Err(not_supported(spec.span, "TRAIL paths")),
+            (None, K::Acyclic) => return Err(not_supported(spec.span, "ACYCLIC paths")),
+            (None, K::WeightedShortest) => RecursiveMode::WeightedShortest,
+            (None, K::AllWeightedShortest) => {
+                return Err(not_supported(
+                    spec.span,
+                    "ALL WSHORTEST (all weighted shortest paths)",
+                ))
+            }
+        };
+        if spec.predicate.is_some() || spec.rel_var.is_some() || spec.node_var.is_some() {
+            return Err(not_supported(
+                spec.span,
+                "predicates inside a variable-length relationship",
+            ));
+        }
+        if let Some(v) = &rel.variable {
+            return Err(not_supported(
+                v.span,
+                "binding the variable of a variable-length relationship",
+            ));
+        }
+        if rel.properties.is_some() || rel.where_.is_some() {
+            return Err(not_supported(
+                rel.span,
+                "property conditions on a variable-length relationship",
+            ));
+        }
+        if rel.types.len() > 1 {
+            return Err(not_supported(
+                rel.span,
+                "variable-length relationships over several rel types",
+            ));
+        }
+        if rel.direction == ast::Direction::Both {
+            return Err(not_supported(
+                rel.span,
+                "undirected variable-length relationships",
+            ));
+        }
+        let weight = match (kind, &spec.weight) {
+            (RecursiveMode::WeightedShortest, Some(w)) => Some(w.name.clone()),
+            (RecursiveMode::WeightedShortest, None) => {
+                return Err(Error::at(
+                    ErrorKind::Semantic,
+                    spec.span,
+                    "WSHORTEST needs a weight property: * WSHORTEST(weight)",
+                ))
+            }
+            _ => None,
+        };
+        if weight.is_some() && (spec.max.is_some() || spec.min.is_some_and(|m| m > 1)) {
+            return Err(not_supported(
+                spec.span,
+                "length bounds on weighted shortest paths (only 0 or 1 as the lower bound)",
+            ));
+        }
+        let lower = spec.min.unwrap_or(1);
+        if let Some(u) = spec.max {
+            if u < lower {
+                return Err(Error::at(
+                    ErrorKind::Semantic,
+                    spec.span,
+                    format!("the lower bound {lower} is greater than the upper bound {u}"),
+                ));
+            }
+        }
+        Ok(RecursiveRel {
+            mode: kind,
+            lower,
+            upper: spec.max,
+            len_slot,
+            weight,
+        })
+    }
+}

@@ -1,0 +1,266 @@
+//! Planning of variable-length rels: a part is split at each one into the part
+//! before it, a recursive join (the IFE operator) and the part after it.
+
+use super::*;
+
+/// Splits a part at its first variable-length rel: part A matches everything
+/// not only reachable through that rel and outputs the slots read later
+/// (the source node id among them); the recursive join adds the destination,
+/// length and count columns; part B matches the rest from the destination.
+/// Both halves are split further while they hold variable-length rels.
+pub(super) fn split_recursive(
+    part: BoundPart,
+    catalog: &Catalog,
+    next_slot: &mut u32,
+) -> Result<Vec<(BoundPart, Option<RecursiveJoin>)>> {
+    let g = &part.graph;
+    let Some(ri) = g.rels.iter().position(|r| r.recursive.is_some()) else {
+        return Ok(vec![(part, None)]);
+    };
+    if part.optional.is_some() {
+        return Err(Error::not_supported(
+            "variable-length relationships in OPTIONAL MATCH are not supported yet",
+        ));
+    }
+    let r = &g.rels[ri];
+    let spec = r
+        .recursive
+        .clone()
+        .ok_or_else(|| Error::internal("lost spec"))?;
+    if r.tables.is_empty()
+        || g.nodes[r.left].tables.is_empty()
+        || g.nodes[r.right].tables.is_empty()
+    {
+        // Nothing can match: the single-table checks below say why when the
+        // pattern names tables.
+        single_table(&r.tables, "rel", display_name(&r.name), "")?;
+    }
+    let direction = if r.direction == Direction::Left {
+        ExtendDirection::Bwd
+    } else {
+        ExtendDirection::Fwd
+    };
+    // The rel tables and the node tables they connect: one node space.
+    let mut node_tables: Vec<TableId> = Vec::new();
+    let add_node = |t: TableId, v: &mut Vec<TableId>| {
+        if !v.contains(&t) {
+            v.push(t);
+        }
+    };
+    for t in &g.nodes[r.left].tables {
+        add_node(*t, &mut node_tables);
+    }
+    let mut entries = Vec::with_capacity(r.tables.len());
+    for t in &r.tables {
+        let entry = catalog
+            .table(*t)
+            .ok_or_else(|| Error::internal("rel table vanished"))?;
+        let info = entry
+            .rel_info()
+            .ok_or_else(|| Error::internal("rel table without endpoints"))?;
+        add_node(info.src, &mut node_tables);
+        add_node(info.dst, &mut node_tables);
+        entries.push(entry);
+    }
+    let entry = *entries
+        .first()
+        .ok_or_else(|| Error::internal("variable-length rel without tables"))?;
+    let rel_table = entry.id;
+    if let ([l], [rt], [_]) = (
+        g.nodes[r.left].tables.as_slice(),
+        g.nodes[r.right].tables.as_slice(),
+        r.tables.as_slice(),
+    ) {
+        // One table each: the pattern must fit it (a clear error otherwise).
+        let info = entry
+            .rel_info()
+            .ok_or_else(|| Error::internal("rel table without endpoints"))?;
+        if info.src != info.dst && (*l != info.src || *rt != info.dst) {
+            let name = |t: TableId| catalog.table(t).map_or("?".to_string(), |e| e.name.clone());
+            return Err(Error::semantic(format!(
+                "rel table '{}' connects {} to {}, but the pattern uses it between {} and {}",
+                entry.name,
+                name(info.src),
+                name(info.dst),
+                name(*l),
+                name(*rt)
+            )));
+        }
+    }
+    if spec.weight.is_some() && entries.len() > 1 {
+        return Err(Error::not_supported(
+            "weighted shortest paths over several rel tables",
+        ));
+    }
+    // The component of the right end without this rel.
+    let mut right_comp = vec![false; g.nodes.len()];
+    right_comp[r.right] = true;
+    loop {
+        let mut changed = false;
+        for (i, o) in g.rels.iter().enumerate() {
+            if i != ri && right_comp[o.left] != right_comp[o.right] {
+                right_comp[o.left] = true;
+                right_comp[o.right] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    let separate = !right_comp[r.left]
+        && !g
+            .nodes
+            .iter()
+            .enumerate()
+            .any(|(i, n)| right_comp[i] && n.imported);
+    let in_a: Vec<bool> = (0..g.nodes.len())
+        .map(|i| !separate || !right_comp[i])
+        .collect();
+    let in_b: Vec<bool> = (0..g.nodes.len())
+        .map(|i| separate && right_comp[i])
+        .collect();
+    let graph_a = subgraph(g, &in_a, ri);
+    let mut graph_b = subgraph(g, &in_b, ri);
+    let types = slot_types(&part);
+    let a_part = BoundPart {
+        inputs: part.inputs.clone(),
+        unwinds: part.unwinds.clone(),
+        graph: graph_a,
+        ..BoundPart::default()
+    };
+    let a_available: HashSet<SlotId> = slot_types(&a_part).into_keys().collect();
+    let (a_preds, mut b_preds): (Vec<BoundExpr>, Vec<BoundExpr>) = part
+        .predicates
+        .iter()
+        .cloned()
+        .partition(|e| expr_slots(e).iter().all(|s| a_available.contains(s)));
+    let src_slot = g.nodes[r.left].id_slot;
+    let dst_slot = if separate {
+        g.nodes[r.right].id_slot
+    } else {
+        let tmp = SlotId(*next_slot);
+        *next_slot += 1;
+        let span = kith_common::Span::new(0, 0);
+        b_preds.push(BoundExpr {
+            kind: crate::expr::BoundExprKind::Binary(
+                crate::expr::BinaryOp::Eq,
+                Box::new(BoundExpr::slot(tmp, LogicalType::InternalId, span)),
+                Box::new(BoundExpr::slot(
+                    g.nodes[r.right].id_slot,
+                    LogicalType::InternalId,
+                    span,
+                )),
+            ),
+            ty: LogicalType::Bool,
+            span,
+        });
+        tmp
+    };
+    // Slots read after the join.
+    let mut needed: HashSet<SlotId> = HashSet::new();
+    needed.insert(src_slot);
+    b_preds.iter().for_each(|e| needed.extend(expr_slots(e)));
+    part.group_keys
+        .iter()
+        .for_each(|(e, _)| needed.extend(expr_slots(e)));
+    part.aggregates
+        .iter()
+        .filter_map(|a| a.arg.as_ref())
+        .for_each(|e| needed.extend(expr_slots(e)));
+    part.outputs
+        .iter()
+        .for_each(|(_, e)| needed.extend(expr_slots(e)));
+    part.order_by
+        .iter()
+        .for_each(|k| needed.extend(expr_slots(&k.expr)));
+    let mut carried: Vec<SlotId> = needed
+        .into_iter()
+        .filter(|s| a_available.contains(s))
+        .collect();
+    carried.sort();
+    let carried: Vec<(SlotId, LogicalType)> = carried
+        .into_iter()
+        .map(|s| {
+            let ty = types
+                .get(&s)
+                .cloned()
+                .ok_or_else(|| Error::internal(format!("slot {s:?} has no type")))?;
+            Ok((s, ty))
+        })
+        .collect::<Result<_>>()?;
+    let src_column = carried
+        .iter()
+        .position(|c| c.0 == src_slot)
+        .ok_or_else(|| Error::internal("source slot not carried"))?;
+    let span = kith_common::Span::new(0, 0);
+    let a_part = BoundPart {
+        predicates: a_preds,
+        outputs: carried
+            .iter()
+            .map(|(s, ty)| {
+                (
+                    format!("_slot{}", s.0),
+                    BoundExpr::slot(*s, ty.clone(), span),
+                )
+            })
+            .collect(),
+        output_slots: carried.iter().map(|c| c.0).collect(),
+        ..a_part
+    };
+    let mut b_inputs = carried.clone();
+    b_inputs.push((dst_slot, LogicalType::InternalId));
+    if let Some(l) = spec.len_slot {
+        b_inputs.push((l, spec.len_type()));
+    }
+    if let Some(i) = graph_b.nodes.iter().position(|n| n.id_slot == dst_slot) {
+        graph_b.nodes[i].imported = true;
+    }
+    let b_part = BoundPart {
+        inputs: b_inputs,
+        unwinds: Vec::new(),
+        graph: graph_b,
+        predicates: b_preds,
+        ..part
+    };
+    let weight = match &spec.weight {
+        None => None,
+        Some(w) => {
+            let p = entry.property(w).ok_or_else(|| {
+                Error::semantic(format!(
+                    "property '{w}' does not exist in rel table '{}'",
+                    entry.name
+                ))
+            })?;
+            if !p.ty.is_numeric() {
+                return Err(Error::semantic(format!(
+                    "the weight '{w}' of a weighted shortest path must be numeric, not {}",
+                    p.ty
+                )));
+            }
+            Some((p.id, p.ty.clone()))
+        }
+    };
+    let join = RecursiveJoin {
+        mode: spec.mode,
+        rel_table,
+        node_table: node_tables[0],
+        direction,
+        rel_tables: r.tables.iter().map(|t| (*t, direction)).collect(),
+        dst_tables: g.nodes[r.right].tables.clone(),
+        node_tables,
+        lower: spec.lower,
+        upper: spec.upper,
+        src_column,
+        with_len: spec.len_slot.is_some(),
+        weight,
+        policy: None,
+    };
+    let mut out = split_recursive(a_part, catalog, next_slot)?;
+    let mut rest = split_recursive(b_part, catalog, next_slot)?;
+    if let Some(first) = rest.first_mut() {
+        first.1 = Some(join);
+    }
+    out.append(&mut rest);
+    Ok(out)
+}
