@@ -40,6 +40,24 @@ pub fn open_locked(path: &Path, read_only: bool, create: bool) -> Result<File> {
     Ok(file)
 }
 
+/// fsyncs the directory holding `path`, so a file just created there survives a power
+/// loss (an fsync of the file itself does not cover its directory entry). File systems
+/// that cannot sync a directory (EINVAL) are not an error.
+pub fn sync_parent_dir(path: &Path) -> Result<()> {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let synced = File::open(parent).and_then(|dir| dir.sync_all());
+    match synced {
+        Ok(()) => Ok(()),
+        Err(e) if matches!(e.kind(), IoErrorKind::InvalidInput | IoErrorKind::Unsupported) => {
+            Ok(())
+        }
+        Err(e) => Err(io_error(parent, "fsync the directory", &e)),
+    }
+}
+
 pub fn io_error(path: &Path, action: &str, err: &std::io::Error) -> Error {
     Error::io(format!("cannot {action} '{}': {err}", path.display()))
 }

@@ -94,6 +94,16 @@ impl FreeList {
         self.runs.insert(start, len);
     }
 
+    /// Grows the file to `end_page` pages (no-op if it is that long already); the new pages
+    /// are free. Recovery uses it for pages the WAL restores past the end of the file.
+    pub fn extend_to(&mut self, end_page: u32) {
+        if end_page > self.end_page {
+            let old_end = self.end_page;
+            self.end_page = end_page;
+            self.free(old_end, end_page - old_end);
+        }
+    }
+
     /// Replaces the free list (the storage layer rebuilds it from its metadata on open).
     pub fn set(&mut self, runs: impl IntoIterator<Item = (u32, u32)>) {
         self.runs.clear();
@@ -146,6 +156,17 @@ mod tests {
         assert_eq!(list.allocate(5, u32::MAX), Some(8));
         assert_eq!(list.end_page(), 13);
         assert!(list.runs().is_empty());
+    }
+
+    #[test]
+    fn extend_to_adds_free_pages() {
+        let mut list = FreeList::new(10);
+        list.free(8, 2);
+        list.extend_to(14);
+        assert_eq!(list.end_page(), 14);
+        assert_eq!(list.runs(), vec![(8, 6)]);
+        list.extend_to(12);
+        assert_eq!(list.end_page(), 14);
     }
 
     #[test]

@@ -10,18 +10,19 @@
 //! dirty pages: `write_pages` goes straight to the file and drops any cached copy, and a
 //! later pin reads the new bytes back.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use kith_common::constants::PAGE_SIZE;
 use kith_common::{Error, ErrorKind, Result};
 use parking_lot::Mutex;
 
 use crate::config::{PageIdx, PagerConfig};
-use crate::data_file::{io_error, open_locked, read_at_most};
+use crate::data_file::{io_error, open_locked, read_at_most, sync_parent_dir};
 use crate::free_list::FreeList;
 use crate::header::{self, HEADER_PAGES};
 use crate::page_state::{pins, wait_for_unlock, PageState, LOCKED, PINS_MAX, REFERENCED, RESIDENT};
@@ -57,12 +58,19 @@ pub struct Pager {
     alloc: Mutex<FreeList>,
     clock_hand: AtomicU32,
     header: Mutex<HeaderState>,
+    /// Page images that replace the file's bytes on load: what a read-only open
+    /// recovered from the WAL but may not write to the file. Set once, before any pin.
+    overlay: OnceLock<HashMap<u32, Box<[u8]>>>,
 }
 
 impl Pager {
     /// Opens (or, unless read-only, creates) a database file and locks it.
     pub fn open(path: &Path, cfg: PagerConfig) -> Result<Pager> {
+        let existed = path.exists();
         let file = open_locked(path, cfg.read_only, true)?;
+        if !existed && !cfg.read_only {
+            sync_parent_dir(path)?;
+        }
         let len_bytes = file
             .metadata()
             .map_err(|e| io_error(path, "stat", &e))?
@@ -128,6 +136,7 @@ impl Pager {
             alloc: Mutex::new(FreeList::new(HEADER_PAGES)),
             clock_hand: AtomicU32::new(0),
             header: Mutex::new(HeaderState::default()),
+            overlay: OnceLock::new(),
         })
     }
 
@@ -224,6 +233,49 @@ impl Pager {
             self.state(page).store(unlocked, Ordering::Release);
         }
         result
+    }
+
+    /// Recovery: writes the image of pages a WAL record carries, growing the file when
+    /// they lie past its end (the grown pages count as free until the storage layer
+    /// rebuilds the free list). Not durable until [`Pager::sync`].
+    pub fn write_recovered(&self, first: PageIdx, bytes: &[u8]) -> Result<()> {
+        self.extend_for(first, bytes.len())?;
+        self.write_pages(first, bytes)
+    }
+
+    /// Recovery of a read-only database: `pages` (page index -> one page of bytes)
+    /// replace what the file holds for those pages whenever they are loaded, since the
+    /// file may not be written. Call once, before anything is pinned.
+    pub fn install_overlay(&self, pages: HashMap<u32, Box<[u8]>>) -> Result<()> {
+        if pages.values().any(|p| p.len() != PAGE_SIZE) {
+            return Err(Error::internal("overlay page of the wrong size"));
+        }
+        for &page in pages.keys() {
+            self.extend_for(PageIdx(page), PAGE_SIZE)?;
+        }
+        self.overlay
+            .set(pages)
+            .map_err(|_| Error::internal("the page overlay is installed twice"))
+    }
+
+    /// Grows the page count so that `len_bytes` from `first` lie inside the file.
+    fn extend_for(&self, first: PageIdx, len_bytes: usize) -> Result<()> {
+        let count = u32::try_from(len_bytes.div_ceil(PAGE_SIZE))
+            .map_err(|_| Error::corruption("recovered page run too long"))?;
+        let end = first
+            .0
+            .checked_add(count)
+            .filter(|&end| end <= self.capacity_pages && first.0 >= HEADER_PAGES)
+            .ok_or_else(|| {
+                Error::corruption(format!(
+                    "recovered pages {}..+{count} outside the database's pages",
+                    first.0
+                ))
+            })?;
+        let mut alloc = self.alloc.lock();
+        alloc.extend_to(end);
+        self.num_pages.store(alloc.end_page(), Ordering::Release);
+        Ok(())
     }
 
     /// Pins `count` pages from `first` as one contiguous slice, loading what is not
@@ -452,6 +504,13 @@ impl Pager {
         let read_bytes = read_at_most(file, buf, first as u64 * PAGE_BYTES)
             .map_err(|e| io_error(&self.path, "read", &e))?;
         buf[read_bytes..].fill(0);
+        if let Some(overlay) = self.overlay.get() {
+            for (i, page_buf) in buf.chunks_exact_mut(PAGE_SIZE).enumerate() {
+                if let Some(image) = overlay.get(&(first + i as u32)) {
+                    page_buf.copy_from_slice(image);
+                }
+            }
+        }
         Ok(())
     }
 

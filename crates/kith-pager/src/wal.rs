@@ -21,7 +21,7 @@ use kith_common::{Error, Result};
 use parking_lot::Mutex;
 
 use crate::crc32::Crc32;
-use crate::data_file::{io_error, read_at_most};
+use crate::data_file::{io_error, read_at_most, sync_parent_dir};
 
 pub const FRAME_HEADER_BYTES: usize = 8;
 /// Largest payload one frame may carry; bigger lengths read back are treated as garbage.
@@ -40,6 +40,7 @@ impl Wal {
     /// Opens the log, creating it if missing. Falls back to read-only when the file
     /// exists but cannot be opened for writing (a read-only database directory).
     pub fn open(path: &Path) -> Result<Wal> {
+        let existed = path.exists();
         let writable = OpenOptions::new()
             .read(true)
             .write(true)
@@ -61,6 +62,11 @@ impl Wal {
             }
             Err(e) => return Err(io_error(path, "open", &e)),
         };
+        if !existed && !read_only {
+            // A commit is durable once its frame is synced; the file's directory entry
+            // must be durable before that, or a power loss could lose the whole log.
+            sync_parent_dir(path)?;
+        }
         let len_bytes = file
             .metadata()
             .map_err(|e| io_error(path, "stat", &e))?

@@ -2,19 +2,34 @@
 //! checkpoint and recovery.
 //!
 //! ```text
-//!  write txn ──writes new chunks to fresh pages──┐
-//!     │                                          ▼
-//!  commit:  pager.sync()  ──►  WAL: [COMMIT | metadata blob], fsync  ──►  publish Version
+//!  write txn ──writes new chunks to fresh pages of the data file (not synced)──┐
+//!     │                                                                       ▼
+//!  commit:  WAL: [COMMIT_PAGES | metadata | image of every new page], one fdatasync
+//!           ──►  publish Version
+//!           (a commit whose new pages exceed `wal_page_log_max_bytes`:
+//!            pager.sync(), then WAL: [COMMIT | metadata], fdatasync)
 //!                                                                           │
-//!  checkpoint (WAL large, or close):  blob → fresh pages, sync, header slot ◄┘, WAL reset
-//!  recovery (open):  header → version; replay WAL COMMIT records (last wins; a torn
-//!                    tail is dropped); free list = every page no version references
+//!  checkpoint (WAL large, or close):  blob → fresh pages, pager.sync(),    │
+//!                                     header slot ◄─────────────────────────┘, WAL reset
+//!  recovery (open):  header → version (sequence number h); of the WAL records with a
+//!                    sequence number above h (older ones are in the checkpoint), the
+//!                    last gives the version; the page images of the records after the
+//!                    last synced COMMIT are written back in log order; a torn tail is
+//!                    dropped; free list = every page no version references
 //! ```
 //!
-//! Committed pages are never overwritten, so a crash at any point leaves either
-//! the previous or the new version intact, and readers never see a half-done
-//! commit. Pages a commit stops using are recycled once no reader holds a version
-//! that still references them.
+//! So a committed transaction costs one fdatasync (of the WAL); the data file is
+//! synced at checkpoint. Durability: a version is published (and COMMIT returns)
+//! only after its WAL record is synced, and every page it references was either
+//! synced by a checkpoint or a synced COMMIT, or travels as an image in a synced
+//! COMMIT_PAGES record at or after the last of those, which recovery writes back in
+//! order. Committed pages are never overwritten, and a page is only reused after the
+//! commit that dropped it is durable, so the latest image of a referenced page is its
+//! content. Replaying only records newer than the header keeps an interrupted
+//! checkpoint's stale records from overwriting pages the checkpoint reused; starting
+//! images after the last synced COMMIT keeps older images from overwriting pages such
+//! a commit reused. Readers never see a half-done commit. Pages a commit stops using
+//! are recycled once no reader holds a version that still references them.
 //!
 //! A [`WriteTxn`] owns an `Arc` of its storage and the writer slot (not a
 //! borrowed lock guard), so a connection can keep one open across statements
@@ -33,6 +48,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 
 use kith_catalog::Catalog;
 use kith_common::codec::{Decoder, Encoder};
+use kith_common::constants::PAGE_SIZE;
 use kith_common::{Error, ErrorKind, Result, TableId};
 use kith_pager::{PageIdx, Pager, PagerConfig, Wal};
 
@@ -41,16 +57,32 @@ use crate::version::{TableData, Version};
 
 /// WAL size above which a commit triggers a checkpoint.
 pub const CHECKPOINT_WAL_BYTES: u64 = 16 << 20;
-/// How long a second writer waits for the first before giving up.
+/// How long a second writer waits for the first before giving up (default of
+/// [`StorageConfig::writer_wait`]).
 pub const WRITER_WAIT: Duration = Duration::from_secs(5);
+/// Default of [`StorageConfig::wal_page_log_max_bytes`].
+pub const WAL_PAGE_LOG_MAX_BYTES: u64 = 1 << 20;
 
+/// WAL record of a commit whose new pages were synced to the data file before
+/// the record was written: `[1][metadata]`.
 const WAL_COMMIT: u8 = 1;
+/// WAL record of a commit that carries its new pages:
+/// `[2][bytes: metadata][u64: runs]` then per run `[u32: first][u32: count][bytes: image]`.
+const WAL_COMMIT_PAGES: u8 = 2;
 const HEADER_FORMAT: u32 = 1;
 
 #[derive(Debug, Clone)]
 pub struct StorageConfig {
     pub memory_limit_bytes: u64,
     pub read_only: bool,
+    /// How long `begin_write` and `checkpoint` wait for a running write
+    /// transaction before failing with a transaction error.
+    pub writer_wait: Duration,
+    /// A commit whose new pages take at most this many bytes logs them in its
+    /// WAL record (one fdatasync per commit); a larger one syncs the data file
+    /// first and logs only the metadata (two fdatasyncs, but its pages are
+    /// written once). 0 logs no pages.
+    pub wal_page_log_max_bytes: u64,
 }
 
 impl Default for StorageConfig {
@@ -58,7 +90,67 @@ impl Default for StorageConfig {
         StorageConfig {
             memory_limit_bytes: PagerConfig::default_memory_limit(),
             read_only: false,
+            writer_wait: WRITER_WAIT,
+            wal_page_log_max_bytes: WAL_PAGE_LOG_MAX_BYTES,
         }
+    }
+}
+
+/// One parsed WAL commit record.
+struct CommitRecord<'a> {
+    seq: u64,
+    metadata: &'a [u8],
+    /// Its new pages were synced to the data file before it was logged.
+    synced: bool,
+    /// `(first page, image of the run)` for a COMMIT_PAGES record.
+    images: Vec<(u32, &'a [u8])>,
+}
+
+impl<'a> CommitRecord<'a> {
+    fn parse(rec: &'a [u8]) -> Result<CommitRecord<'a>> {
+        let (kind, body) = rec
+            .split_first()
+            .ok_or_else(|| Error::corruption("empty WAL record"))?;
+        let (metadata, synced, images) = match *kind {
+            WAL_COMMIT => (body, true, Vec::new()),
+            WAL_COMMIT_PAGES => {
+                let mut d = Decoder::new(body);
+                let metadata = d.bytes()?;
+                let runs = d.count(16)?;
+                let mut images = Vec::with_capacity(runs);
+                for _ in 0..runs {
+                    let first = d.u32()?;
+                    let count = d.u32()?;
+                    let image = d.bytes()?;
+                    if image.len() as u64 != count as u64 * PAGE_SIZE as u64 || count == 0 {
+                        return Err(Error::corruption(format!(
+                            "WAL page image of {} bytes for {count} pages",
+                            image.len()
+                        )));
+                    }
+                    images.push((first, image));
+                }
+                if !d.is_done() {
+                    return Err(Error::corruption("trailing bytes after a WAL record"));
+                }
+                (metadata, false, images)
+            }
+            k => {
+                return Err(Error::corruption(format!(
+                    "unknown WAL record kind {k} (written by a newer build?)"
+                )))
+            }
+        };
+        // The metadata starts with its format (u32) and the version's sequence number.
+        let mut d = Decoder::new(metadata);
+        d.u32()?;
+        let seq = d.u64()?;
+        Ok(CommitRecord {
+            seq,
+            metadata,
+            synced,
+            images,
+        })
     }
 }
 
@@ -106,6 +198,8 @@ pub struct Storage {
     read_only: bool,
     current: RwLock<Arc<Version>>,
     writer: WriterSlot,
+    writer_wait: Duration,
+    wal_page_log_max_bytes: u64,
     pending: Mutex<Vec<PendingFree>>,
     /// Metadata blob pages of the newest and the previous header slot; freed two
     /// checkpoints later, when no header slot can point at them.
@@ -116,6 +210,15 @@ fn wal_path(path: &Path) -> PathBuf {
     let mut p = path.as_os_str().to_owned();
     p.push(".wal");
     PathBuf::from(p)
+}
+
+/// "5 s", "250 ms": how long a writer waited, for error messages.
+fn wait_text(wait: Duration) -> String {
+    if wait.subsec_millis() == 0 {
+        format!("{} s", wait.as_secs())
+    } else {
+        format!("{} ms", wait.as_millis())
+    }
 }
 
 fn checksum(bytes: &[u8]) -> u64 {
@@ -139,6 +242,8 @@ impl Storage {
                 read_only: cfg.read_only,
                 current: RwLock::new(Arc::new(Version::default())),
                 writer: WriterSlot::default(),
+                writer_wait: cfg.writer_wait,
+                wal_page_log_max_bytes: cfg.wal_page_log_max_bytes,
                 pending: Mutex::new(Vec::new()),
                 header_blobs: Mutex::new((None, None)),
             }));
@@ -177,11 +282,41 @@ impl Storage {
         };
         let records = wal.read_records()?;
         let replayed = !records.is_empty();
-        for rec in records {
-            if rec.first() == Some(&WAL_COMMIT) {
-                version = Version::decode(&rec[1..])?;
+        let mut commits = Vec::with_capacity(records.len());
+        for rec in &records {
+            commits.push(CommitRecord::parse(rec)?);
+        }
+        // Records up to the header's version are already in the checkpoint (a crash
+        // between writing the header and resetting the WAL leaves them behind).
+        let header_seq = version.seq;
+        commits.retain(|c| c.seq > header_seq);
+        if let Some(last) = commits.last() {
+            version = Version::decode(last.metadata)?;
+        }
+        // Images logged before a synced commit are on disk already, and writing them
+        // again could overwrite pages that commit reused.
+        let replay_from = commits.iter().rposition(|c| c.synced).map_or(0, |i| i + 1);
+        let images = commits[replay_from..].iter().flat_map(|c| c.images.iter());
+        if cfg.read_only {
+            let mut overlay = std::collections::HashMap::new();
+            for &(first, image) in images {
+                for (i, page) in image.chunks_exact(PAGE_SIZE).enumerate() {
+                    let idx = first
+                        .checked_add(i as u32)
+                        .ok_or_else(|| Error::corruption("WAL page index overflow"))?;
+                    overlay.insert(idx, Box::<[u8]>::from(page));
+                }
+            }
+            if !overlay.is_empty() {
+                pager.install_overlay(overlay)?;
+            }
+        } else {
+            for &(first, image) in images {
+                pager.write_recovered(PageIdx(first), image)?;
             }
         }
+        drop(commits);
+        drop(records);
         let storage = Arc::new_cyclic(|me| Storage {
             me: me.clone(),
             path: Some(path.to_path_buf()),
@@ -190,6 +325,8 @@ impl Storage {
             read_only: cfg.read_only,
             current: RwLock::new(Arc::new(version)),
             writer: WriterSlot::default(),
+            writer_wait: cfg.writer_wait,
+            wal_page_log_max_bytes: cfg.wal_page_log_max_bytes,
             pending: Mutex::new(Vec::new()),
             header_blobs: Mutex::new((header_blob, None)),
         });
@@ -240,8 +377,8 @@ impl Storage {
         Arc::clone(&self.current.read())
     }
 
-    /// Starts the (single) write transaction, waiting up to [`WRITER_WAIT`] for
-    /// a running one to finish. The transaction owns what it needs (`'static`),
+    /// Starts the (single) write transaction, waiting up to
+    /// [`StorageConfig::writer_wait`] for a running one to finish. The transaction owns what it needs (`'static`),
     /// so it may outlive this borrow.
     pub fn begin_write(&self) -> Result<WriteTxn<'static>> {
         if self.read_only {
@@ -254,12 +391,12 @@ impl Storage {
             .me
             .upgrade()
             .ok_or_else(|| Error::internal("storage used while being dropped"))?;
-        if !self.writer.acquire(WRITER_WAIT) {
+        if !self.writer.acquire(self.writer_wait) {
             return Err(Error::new(
                 ErrorKind::Transaction,
                 format!(
-                    "another write transaction is still running after waiting {} s",
-                    WRITER_WAIT.as_secs()
+                    "another write transaction is still running after waiting {}",
+                    wait_text(self.writer_wait)
                 ),
             ));
         }
@@ -285,29 +422,34 @@ impl Storage {
             catalog: Arc::new(txn_catalog),
             tables,
         };
+        let mut new_pages = version.pages();
+        new_pages.sort_by_key(|r| r.first);
+        let mut base_pages = base.pages();
+        base_pages.sort_by_key(|r| r.first);
+        let not_in = |runs: &[PageRun], r: &PageRun| {
+            r.count > 0 && runs.binary_search_by_key(&r.first, |n| n.first).is_err()
+        };
         if let Some(wal) = &self.wal {
-            // Data pages first, then the commit record: a durable record never
-            // points at pages that did not reach the disk.
-            self.pager.sync()?;
-            let mut rec = Vec::with_capacity(1 + 1024);
-            rec.push(WAL_COMMIT);
-            rec.extend_from_slice(&version.encode());
+            // Pages the new version references and the old one does not: exactly
+            // those this transaction wrote (pages are copy-on-write, and the base's
+            // pages stay allocated until after this commit).
+            let added: Vec<PageRun> = new_pages
+                .iter()
+                .filter(|r| not_in(&base_pages, r))
+                .copied()
+                .collect();
+            let rec = self.commit_record(&version, &added)?;
             wal.append(&rec)?;
+            // The commit point: only now may the version be published, COMMIT
+            // return, or a page the old version used be reused.
             wal.sync()?;
         }
         // Pages the old version used that the new one does not.
-        let mut new_pages = version.pages();
-        new_pages.sort_by_key(|r| r.first);
-        let mut freed: Vec<PageRun> = base
-            .pages()
-            .into_iter()
-            .filter(|r| {
-                new_pages
-                    .binary_search_by_key(&r.first, |n| n.first)
-                    .is_err()
-            })
+        let freed: Vec<PageRun> = base_pages
+            .iter()
+            .filter(|r| not_in(&new_pages, r))
+            .copied()
             .collect();
-        freed.sort_by_key(|r| r.first);
         let old = {
             let mut cur = self.current.write();
             std::mem::replace(&mut *cur, Arc::new(version))
@@ -323,6 +465,40 @@ impl Storage {
         drop(old);
         self.reclaim();
         Ok(())
+    }
+
+    /// The WAL record of a commit of `version`, whose new page runs are `added`.
+    /// Small commits carry the images of their pages, so the one sync of the WAL
+    /// makes everything durable; large ones sync the data file first (a durable
+    /// record never points at pages that did not reach the disk).
+    fn commit_record(&self, version: &Version, added: &[PageRun]) -> Result<Vec<u8>> {
+        let metadata = version.encode();
+        let added_bytes: u64 = added
+            .iter()
+            .map(|r| r.count as u64 * PAGE_SIZE as u64)
+            .sum();
+        if added_bytes > self.wal_page_log_max_bytes {
+            self.pager.sync()?;
+            let mut rec = Vec::with_capacity(1 + metadata.len());
+            rec.push(WAL_COMMIT);
+            rec.extend_from_slice(&metadata);
+            return Ok(rec);
+        }
+        let mut e = Encoder::new();
+        e.buf
+            .reserve(metadata.len() + added_bytes as usize + 24 * added.len() + 32);
+        e.u8(WAL_COMMIT_PAGES);
+        e.bytes(&metadata);
+        e.u64(added.len() as u64);
+        for run in added {
+            let pin = run
+                .pin(&self.pager)?
+                .ok_or_else(|| Error::internal("a committed page run has no pages"))?;
+            e.u32(run.first);
+            e.u32(run.count);
+            e.bytes(&pin);
+        }
+        Ok(e.finish())
     }
 
     /// Whether the WAL has grown past [`CHECKPOINT_WAL_BYTES`].
@@ -349,19 +525,20 @@ impl Storage {
     }
 
     /// Folds the WAL into the database file: writes the current metadata to
-    /// fresh pages, points the header at it and empties the WAL. Waits up to
-    /// [`WRITER_WAIT`] for a running write transaction, then gives up with an
-    /// error.
+    /// fresh pages, syncs the data file (which makes every page the WAL logged
+    /// durable), points the header at it and empties the WAL. Waits up to
+    /// [`StorageConfig::writer_wait`] for a running write transaction, then
+    /// gives up with an error.
     pub fn checkpoint(&self) -> Result<()> {
         if self.wal.is_none() || self.read_only {
             return Ok(());
         }
-        if !self.writer.acquire(WRITER_WAIT) {
+        if !self.writer.acquire(self.writer_wait) {
             return Err(Error::new(
                 ErrorKind::Transaction,
                 format!(
-                    "cannot checkpoint: a write transaction is still running after waiting {} s",
-                    WRITER_WAIT.as_secs()
+                    "cannot checkpoint: a write transaction is still running after waiting {}",
+                    wait_text(self.writer_wait)
                 ),
             ));
         }
