@@ -6,9 +6,10 @@
 
 use std::collections::HashSet;
 
-use kith_common::{Error, ErrorKind, Result, Span};
+use kith_common::{Error, ErrorKind, LogicalType, Result, Span};
 use kith_parser::ast::{self, Clause, Direction, ExprKind};
 
+use super::bind_entity::{CARRIED_DST, CARRIED_SRC};
 use super::{not_supported, Binder};
 use crate::bound::*;
 use crate::expr::{BoundExpr, SlotId};
@@ -27,6 +28,10 @@ struct WriteScope {
     written: HashSet<String>,
     /// Columns added after writes, with the property names written before.
     after_write: Vec<(usize, HashSet<String>)>,
+    /// Columns of DELETE expressions, checked to be entities once bound.
+    deleted_values: Vec<(usize, Span)>,
+    /// Variables whose entity a clause so far set, removed from or deleted.
+    dirty: HashSet<String>,
 }
 
 impl WriteScope {
@@ -74,6 +79,202 @@ fn node_labels(node: &ast::NodePattern) -> Vec<String> {
     out
 }
 
+/// The variables whose entities `clause` writes to (SET, REMOVE and DELETE
+/// targets, the targets of ON CREATE / ON MATCH items).
+fn write_targets(clause: &Clause) -> Vec<String> {
+    fn base(e: &ast::Expr) -> Option<String> {
+        match &e.kind {
+            ExprKind::Variable(v) => Some(v.clone()),
+            ExprKind::Property(x, _) => base(x),
+            _ => None,
+        }
+    }
+    let set_item = |item: &ast::SetItem| match item {
+        ast::SetItem::Property { target, .. } => base(target),
+        ast::SetItem::Replace { variable, .. }
+        | ast::SetItem::Merge { variable, .. }
+        | ast::SetItem::Labels { variable, .. } => Some(variable.name.clone()),
+    };
+    match clause {
+        Clause::Set { items, .. } => items.iter().filter_map(set_item).collect(),
+        Clause::Merge {
+            on_create,
+            on_match,
+            ..
+        } => on_create
+            .iter()
+            .chain(on_match)
+            .filter_map(set_item)
+            .collect(),
+        Clause::Remove { items, .. } => items
+            .iter()
+            .filter_map(|item| match item {
+                ast::RemoveItem::Property(target) => base(target),
+                ast::RemoveItem::Labels { variable, .. } => Some(variable.name.clone()),
+            })
+            .collect(),
+        Clause::Delete { exprs, .. } => exprs.iter().filter_map(base).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Whether `clause` reads what the clauses before it wrote: a value mentions
+/// a created, set or deleted variable, or it refers to a created rel at all
+/// (a created rel has no input column). Such a clause starts a continuation.
+fn reads_written(clause: &Clause, scope: &WriteScope) -> bool {
+    let created_rel = |v: &str| scope.created_rels.iter().any(|r| r == v);
+    let dirty = |v: &str| scope.dirty.contains(v) || scope.created.contains(v) || created_rel(v);
+    let mut values: Vec<&ast::Expr> = Vec::new();
+    let mut refs: Vec<&ast::Expr> = Vec::new();
+    fn pattern<'a>(
+        p: &'a ast::PathPattern,
+        values: &mut Vec<&'a ast::Expr>,
+        created_rel: &dyn Fn(&str) -> bool,
+    ) -> bool {
+        values.extend(p.start.properties.as_ref());
+        let mut rel = false;
+        for (r, node) in &p.chain {
+            values.extend(r.properties.as_ref());
+            values.extend(node.properties.as_ref());
+            rel |= r.variable.as_ref().is_some_and(|v| created_rel(&v.name));
+        }
+        rel
+    }
+    fn set_items<'a>(
+        items: &'a [ast::SetItem],
+        values: &mut Vec<&'a ast::Expr>,
+        created_rel: &dyn Fn(&str) -> bool,
+    ) -> bool {
+        let mut rel = false;
+        for item in items {
+            match item {
+                ast::SetItem::Property { target, value } => {
+                    rel |= mentions(target, created_rel);
+                    values.push(value);
+                }
+                ast::SetItem::Replace { variable, value }
+                | ast::SetItem::Merge { variable, value } => {
+                    rel |= created_rel(&variable.name);
+                    values.push(value);
+                }
+                ast::SetItem::Labels { .. } => {}
+            }
+        }
+        rel
+    }
+    let rel = match clause {
+        Clause::Create { patterns, .. } => {
+            // Every pattern's values are collected (no short-circuit).
+            let mut rel = false;
+            for p in patterns {
+                rel |= pattern(p, &mut values, &created_rel);
+            }
+            rel
+        }
+        Clause::Merge {
+            pattern: p,
+            on_create,
+            on_match,
+            ..
+        } => {
+            let r = pattern(p, &mut values, &created_rel);
+            let c = set_items(on_create, &mut values, &created_rel);
+            set_items(on_match, &mut values, &created_rel) || c || r
+        }
+        Clause::Set { items, .. } => set_items(items, &mut values, &created_rel),
+        Clause::Remove { items, .. } => {
+            for item in items {
+                if let ast::RemoveItem::Property(target) = item {
+                    refs.push(target);
+                }
+            }
+            false
+        }
+        Clause::Delete { exprs, .. } => {
+            for e in exprs {
+                match &e.kind {
+                    ExprKind::Variable(_) => refs.push(e),
+                    _ => values.push(e),
+                }
+            }
+            false
+        }
+        _ => false,
+    };
+    rel || refs.iter().any(|e| mentions(e, &created_rel))
+        || values.iter().any(|e| mentions(e, &dirty))
+}
+
+/// Whether expression `e` mentions a variable `hit` accepts (patterns and
+/// subqueries count as mentioning every variable).
+fn mentions(e: &ast::Expr, hit: &dyn Fn(&str) -> bool) -> bool {
+    let any = |items: &mut dyn Iterator<Item = &ast::Expr>| {
+        for x in items {
+            if mentions(x, hit) {
+                return true;
+            }
+        }
+        false
+    };
+    match &e.kind {
+        ExprKind::Literal(_) | ExprKind::Parameter(_) => false,
+        ExprKind::Variable(v) => hit(v),
+        ExprKind::Property(x, _) | ExprKind::Unary(_, x) | ExprKind::HasLabels(x, _) => {
+            mentions(x, hit)
+        }
+        ExprKind::Binary(_, a, b) | ExprKind::Index(a, b) => mentions(a, hit) || mentions(b, hit),
+        ExprKind::Function { args, .. } | ExprKind::List(args) => any(&mut args.iter()),
+        ExprKind::Map(entries) => any(&mut entries.iter().map(|(_, v)| v)),
+        ExprKind::Slice(a, b, c) => {
+            mentions(a, hit) || any(&mut b.iter().chain(c).map(|x| x.as_ref()))
+        }
+        ExprKind::Case {
+            operand,
+            whens,
+            else_,
+        } => {
+            any(&mut operand.iter().chain(else_).map(|x| x.as_ref()))
+                || any(&mut whens.iter().flat_map(|(w, t)| [w, t]))
+        }
+        ExprKind::ListComprehension {
+            list,
+            predicate,
+            projection,
+            ..
+        } => {
+            mentions(list, hit) || any(&mut predicate.iter().chain(projection).map(|x| x.as_ref()))
+        }
+        ExprKind::Quantifier {
+            list, predicate, ..
+        } => mentions(list, hit) || mentions(predicate, hit),
+        ExprKind::Reduce {
+            init, list, expr, ..
+        } => mentions(init, hit) || mentions(list, hit) || mentions(expr, hit),
+        ExprKind::PatternPredicate(_)
+        | ExprKind::PatternComprehension { .. }
+        | ExprKind::Exists(_)
+        | ExprKind::CountSubquery(_) => true,
+    }
+}
+
+/// A DELETE expression of type `ty` can hold something to delete.
+fn check_deletable(ty: &LogicalType, span: Span) -> Result<()> {
+    match ty {
+        LogicalType::Any
+        | LogicalType::InternalId
+        | LogicalType::Node
+        | LogicalType::Rel
+        | LogicalType::Path => Ok(()),
+        other => Err(Error::at(
+            ErrorKind::Type,
+            span,
+            format!(
+                "DELETE expects a node, rel or path, not a {other} value (InvalidArgumentType)"
+            ),
+        )),
+    }
+}
+
 fn semantic(span: Span, msg: impl Into<String>) -> Error {
     Error::at(ErrorKind::Semantic, span, msg.into())
 }
@@ -94,10 +295,19 @@ impl Binder<'_> {
             anon: 0,
             written: HashSet::new(),
             after_write: Vec::new(),
+            deleted_values: Vec::new(),
+            dirty: HashSet::new(),
         };
         let mut out = Vec::new();
         let mut continuation = None;
         for (idx, clause) in clauses.iter().enumerate() {
+            if idx > 0 && reads_written(clause, &scope) {
+                // Values computed before the writes would be stale: the
+                // clause runs on rows read again after them.
+                continuation = Some(self.continuation(&clauses[idx..], &mut scope));
+                break;
+            }
+            scope.dirty.extend(write_targets(clause));
             match clause {
                 Clause::Create { patterns, .. } => {
                     out.push(self.bind_create(patterns, &mut scope)?);
@@ -207,23 +417,7 @@ impl Binder<'_> {
                     out.extend(others);
                 }
                 Clause::Delete { detach, exprs, .. } => {
-                    let mut nodes = Vec::new();
-                    let mut rels = Vec::new();
-                    for e in exprs {
-                        let ExprKind::Variable(v) = &e.kind else {
-                            return Err(not_supported(e.span, "DELETE of an expression"));
-                        };
-                        if let Some(r) = self.rel_ref(v, e.span, &mut scope)? {
-                            rels.push(r);
-                        } else {
-                            nodes.push(self.node_ref(v, e.span, &mut scope)?);
-                        }
-                    }
-                    out.push(WriteClause::Delete {
-                        detach: *detach,
-                        nodes,
-                        rels,
-                    });
+                    out.push(self.bind_delete(*detach, exprs, &mut scope)?);
                 }
                 Clause::Projection(_)
                 | Clause::Match { .. }
@@ -257,6 +451,9 @@ impl Binder<'_> {
         self.ids_projection = false;
         bound?;
         if let Some(part) = self.parts.last() {
+            for (c, span) in std::mem::take(&mut scope.deleted_values) {
+                check_deletable(&part.outputs[c].1.ty, span)?;
+            }
             let props: Vec<(&str, SlotId)> = part
                 .graph
                 .nodes
@@ -283,6 +480,7 @@ impl Binder<'_> {
             query: BoundQuery {
                 parts: std::mem::take(&mut self.parts),
                 num_slots: self.next_slot,
+                subqueries: std::mem::take(&mut self.subqueries),
             },
             clauses: out,
             continuation,
@@ -291,8 +489,7 @@ impl Binder<'_> {
 
     /// The clauses after the writes, with every named variable in scope:
     /// matched nodes and values through hidden columns, created nodes by
-    /// name. Rels are not carried (yet): the continuation reports them as
-    /// undefined.
+    /// name, matched, carried and created rels with their endpoints.
     fn continuation(&self, clauses: &[Clause], scope: &mut WriteScope) -> WriteContinuation {
         let mut vars: Vec<ContinuationVar> = Vec::new();
         let named = |n: &str| !n.starts_with("_anon");
@@ -332,6 +529,26 @@ impl Binder<'_> {
                 name: r.name.clone(),
                 source,
                 kind: SeedKind::Rel(r.tables.clone()),
+            });
+        }
+        let carried: Vec<String> = self.rels_carried.iter().map(|r| r.0.clone()).collect();
+        for name in carried {
+            let span = Span::new(0, 0);
+            if !named(&name) || vars.iter().any(|v| v.name == name) {
+                continue;
+            }
+            // A carried rel always has its hidden endpoints.
+            let Ok(Some(rel)) = self.rel_ref(&name, span, scope) else {
+                continue;
+            };
+            vars.push(ContinuationVar {
+                kind: SeedKind::Rel(self.rel_tables_of(&name)),
+                name,
+                source: ContinuationSource::Rel {
+                    rel: rel.rel,
+                    src: rel.src,
+                    dst: rel.dst,
+                },
             });
         }
         for name in &scope.created_rels {
@@ -503,10 +720,23 @@ impl Binder<'_> {
         Err(semantic(span, format!("variable '{name}' is not defined")))
     }
 
-    /// The matched rel `name` (None when `name` is not a rel variable).
+    /// The matched rel `name` (None when `name` is not a rel variable):
+    /// one of this part's pattern (matched in either direction: the
+    /// executor orients an undirected one) or one carried through WITH (its
+    /// endpoints are hidden values).
     fn rel_ref(&self, name: &str, span: Span, scope: &mut WriteScope) -> Result<Option<RelRef>> {
         if self.rels_carried.iter().any(|r| r.0 == name) {
-            return Err(not_supported(span, "writing a rel carried through WITH"));
+            let [src, dst] = [CARRIED_SRC, CARRIED_DST].map(|end| format!("_anon_{name}.{end}"));
+            if !self.values.iter().any(|v| v.0 == src) || !self.values.iter().any(|v| v.0 == dst) {
+                return Err(Error::internal(format!(
+                    "rel '{name}' was carried without its endpoints"
+                )));
+            }
+            return Ok(Some(RelRef {
+                rel: scope.variable(name, span),
+                src: scope.variable(&src, span),
+                dst: scope.variable(&dst, span),
+            }));
         }
         let Some(rel) = self.graph.rels.iter().find(|r| r.name == name) else {
             return Ok(None);
@@ -517,20 +747,71 @@ impl Binder<'_> {
         let left = self.graph.nodes[rel.left].name.clone();
         let right = self.graph.nodes[rel.right].name.clone();
         let (src, dst) = match rel.direction {
-            Direction::Right => (left, right),
             Direction::Left => (right, left),
-            _ => {
-                return Err(not_supported(
-                    span,
-                    "writing a rel matched without a direction",
-                ))
-            }
+            _ => (left, right),
         };
         Ok(Some(RelRef {
             rel: scope.variable(name, span),
             src: scope.variable(&src, span),
             dst: scope.variable(&dst, span),
         }))
+    }
+
+    /// `[DETACH] DELETE e, ...`: node and rel variables by reference, any
+    /// other expression (a path, `list[0]`, `map.key`) by its value, which
+    /// must be a node, rel or path.
+    fn bind_delete(
+        &self,
+        detach: bool,
+        exprs: &[ast::Expr],
+        scope: &mut WriteScope,
+    ) -> Result<WriteClause> {
+        let mut nodes = Vec::new();
+        let mut rels = Vec::new();
+        let mut values = Vec::new();
+        for e in exprs {
+            match &e.kind {
+                ExprKind::HasLabels(..) => {
+                    return Err(Error::at(
+                        ErrorKind::Syntax,
+                        e.span,
+                        "DELETE takes nodes, rels or paths, not a label test (remove labels with REMOVE n:Label) (InvalidDelete)",
+                    ))
+                }
+                ExprKind::Variable(v) if scope.created_rels.iter().any(|r| r == v) => {
+                    return Err(not_supported(
+                        e.span,
+                        "DELETE of a rel created by the same statement",
+                    ))
+                }
+                ExprKind::Variable(v)
+                    if scope.created.contains(v) || self.graph.nodes.iter().any(|n| n.name == *v) =>
+                {
+                    nodes.push(self.node_ref(v, e.span, scope)?);
+                }
+                ExprKind::Variable(v) if !self.is_bound(v, scope) && !self.is_path(v) => {
+                    return Err(semantic(e.span, format!("variable '{v}' is not defined")));
+                }
+                ExprKind::Variable(v) => match self.rel_ref(v, e.span, scope)? {
+                    Some(r) => rels.push(r),
+                    None => values.push(self.delete_value(e, scope)),
+                },
+                _ => values.push(self.delete_value(e, scope)),
+            }
+        }
+        Ok(WriteClause::Delete {
+            detach,
+            nodes,
+            rels,
+            values,
+        })
+    }
+
+    /// A DELETE expression computed by the reading part.
+    fn delete_value(&self, e: &ast::Expr, scope: &mut WriteScope) -> usize {
+        let c = scope.column(e.clone());
+        scope.deleted_values.push((c, e.span));
+        c
     }
 
     /// `x.prop` of a SET or REMOVE.

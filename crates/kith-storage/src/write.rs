@@ -1527,4 +1527,19 @@ impl WriteTxn<'_> {
         self.tables.insert(table, Arc::new(TableData::Rel(data)));
         Ok(())
     }
+
+    /// Whether rel `rel_id` of rel table `table` leaves node `src`, as this
+    /// transaction sees it (false once deleted): orients a rel matched
+    /// without a direction. Cost: a scan of `src`'s forward CSR range.
+    pub fn rel_leaves(&mut self, table: TableId, src: u64, rel_id: u64) -> Result<bool> {
+        self.flush_pending()?;
+        let data = self.rel_data(table)?;
+        let pager = Arc::clone(self.pager());
+        let Some(group) = data.fwd.groups.get((src / NODE_GROUP_SIZE) as usize) else {
+            return Ok(false);
+        };
+        let pinned = group.pin(&pager, &[])?;
+        let (s, e) = pinned.range(src % NODE_GROUP_SIZE);
+        Ok((s..e).any(|p| pinned.rel_ids.get_u64(p) == rel_id))
+    }
 }

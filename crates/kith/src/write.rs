@@ -210,11 +210,16 @@ fn rel_columns(
         .chain(props.iter().map(|(_, ty)| ValueVector::new(ty.clone(), 0)))
         .collect();
     for id in ids {
-        let Some([rel, src, dst]) = id else {
+        let Some([rel, a, b]) = id else {
             for c in &mut cols {
                 c.push_value(&Value::Null);
             }
             continue;
+        };
+        // A rel matched without a direction: its ends in rel order.
+        let (src, dst) = match rel_swapped(txn, *rel, *a, *b)? {
+            Some(true) => (b, a),
+            _ => (a, b),
         };
         for (c, v) in cols.iter_mut().zip([rel, src, dst]) {
             c.push_value(&Value::InternalId(*v));
@@ -256,14 +261,141 @@ fn resolve(r: &NodeRef, row: &[Value], env: &HashMap<String, Node>) -> Result<Op
     }
 }
 
-/// (table, src, dst, rel id) of a matched rel (None: NULL).
-fn resolve_rel(r: &RelRef, row: &[Value]) -> Result<Option<(TableId, u64, u64, u64)>> {
-    let (Value::InternalId(id), Value::InternalId(s), Value::InternalId(d)) =
+/// A rel as (table, src offset, dst offset, rel id).
+type RelKey = (TableId, u64, u64, u64);
+
+/// The rel `r` refers to in `row`, oriented (a rel matched without a
+/// direction comes with its end nodes in either order), and whether it
+/// still exists (None: NULL).
+fn resolve_rel(
+    txn: &mut WriteTxn<'_>,
+    r: &RelRef,
+    row: &[Value],
+) -> Result<Option<(RelKey, bool)>> {
+    let (Value::InternalId(id), Value::InternalId(a), Value::InternalId(b)) =
         (&row[r.rel], &row[r.src], &row[r.dst])
     else {
         return Ok(None);
     };
-    Ok(Some((id.table(), s.offset(), d.offset(), id.offset())))
+    orient_rel(txn, *id, *a, *b).map(Some)
+}
+
+/// Rel `id` between nodes `a` and `b` as (src, dst) (see [`rel_swapped`]);
+/// `(a, b)` and false when it leaves neither (deleted).
+fn orient_rel(
+    txn: &mut WriteTxn<'_>,
+    id: InternalId,
+    a: InternalId,
+    b: InternalId,
+) -> Result<(RelKey, bool)> {
+    let t = id.table();
+    Ok(match rel_swapped(txn, id, a, b)? {
+        Some(false) => ((t, a.offset(), b.offset(), id.offset()), true),
+        Some(true) => ((t, b.offset(), a.offset(), id.offset()), true),
+        None => ((t, a.offset(), b.offset(), id.offset()), false),
+    })
+}
+
+/// Whether rel `id` between nodes `a` and `b` goes from `b` to `a`: the
+/// order whose tables fit the rel table and whose source the rel leaves
+/// (None: it leaves neither, it was deleted).
+fn rel_swapped(
+    txn: &mut WriteTxn<'_>,
+    id: InternalId,
+    a: InternalId,
+    b: InternalId,
+) -> Result<Option<bool>> {
+    let table = id.table();
+    let e = entry(txn, table)?;
+    let info = e
+        .rel_info()
+        .ok_or_else(|| Error::internal(format!("'{}' is not a rel table", e.name)))?
+        .clone();
+    for (s, d, swapped) in [(a, b, false), (b, a, true)] {
+        if s.table() == info.src
+            && d.table() == info.dst
+            && txn.rel_leaves(table, s.offset(), id.offset())?
+        {
+            return Ok(Some(swapped));
+        }
+    }
+    Ok(None)
+}
+
+/// The rel a SET writes to; an error once it was deleted.
+fn rel_to_set(txn: &mut WriteTxn<'_>, r: &RelRef, row: &[Value]) -> Result<Option<RelKey>> {
+    match resolve_rel(txn, r, row)? {
+        None => Ok(None),
+        Some((key, true)) => Ok(Some(key)),
+        Some(((t, _, _, id), false)) => Err(Error::runtime(format!(
+            "cannot set a property of rel {}: it was deleted (EntityNotFound)",
+            InternalId::new(t, id)
+        ))),
+    }
+}
+
+/// The nodes and rels one DELETE clause removes (rels first).
+#[derive(Default)]
+struct Doomed {
+    /// table -> rel id -> (src, dst)
+    rels: BTreeMap<TableId, BTreeMap<u64, (u64, u64)>>,
+    nodes: BTreeMap<TableId, Vec<u64>>,
+}
+
+impl Doomed {
+    fn rel(&mut self, ((t, s, d, id), exists): (RelKey, bool)) {
+        // A rel deleted already (by an earlier clause) is skipped.
+        if exists {
+            self.rels.entry(t).or_default().insert(id, (s, d));
+        }
+    }
+
+    fn node(&mut self, id: InternalId) {
+        self.nodes.entry(id.table()).or_default().push(id.offset());
+    }
+
+    /// The entities of a DELETE expression's value: a node, a rel, every
+    /// node and rel of a path; NULL deletes nothing.
+    fn value(&mut self, txn: &mut WriteTxn<'_>, v: &Value) -> Result<()> {
+        match v {
+            Value::Null => {}
+            Value::Node(n) => self.node(n.id),
+            Value::Rel(r) => self.rel(orient_rel(txn, r.id, r.src, r.dst)?),
+            Value::Path(p) => {
+                for r in &p.rels {
+                    self.rel(orient_rel(txn, r.id, r.src, r.dst)?);
+                }
+                for n in &p.nodes {
+                    self.node(n.id);
+                }
+            }
+            Value::InternalId(id) if entry(txn, id.table())?.is_node() => self.node(*id),
+            Value::InternalId(_) => {
+                return Err(Error::not_supported(
+                    "DELETE of a rel computed in the deleting clause itself (not a rel variable or a value carried by WITH) is not supported yet",
+                ))
+            }
+            other => {
+                return Err(Error::type_error(format!(
+                    "DELETE expects a node, rel or path, got {} value {other} (InvalidArgumentType)",
+                    other.logical_type()
+                )))
+            }
+        }
+        Ok(())
+    }
+
+    fn apply(self, txn: &mut WriteTxn<'_>, detach: bool) -> Result<()> {
+        for (t, ids) in self.rels {
+            let list: Vec<(u64, u64, u64)> =
+                ids.into_iter().map(|(id, (s, d))| (s, d, id)).collect();
+            txn.delete_rels(t, &list)?;
+        }
+        for (t, offsets) in self.nodes {
+            txn.delete_nodes(t, &offsets, detach)?;
+        }
+        Ok(())
+    }
 }
 
 /// One row of values for every catalog property of `entry` (NULL where not given).
@@ -585,7 +717,7 @@ fn apply(
                             }
                         }
                         SetTarget::Rel(r) => {
-                            if let Some(rel) = resolve_rel(r, row)? {
+                            if let Some(rel) = rel_to_set(txn, r, row)? {
                                 set_rel(txn, rel, &s.property, value)?;
                             }
                         }
@@ -649,7 +781,7 @@ fn apply(
                         Some(node) => Entity::Node(node),
                         None => continue,
                     },
-                    SetTarget::Rel(r) => match resolve_rel(r, row)? {
+                    SetTarget::Rel(r) => match rel_to_set(txn, r, row)? {
                         Some(rel) => Entity::Rel(rel),
                         None => continue,
                     },
@@ -675,29 +807,25 @@ fn apply(
             detach,
             nodes,
             rels,
+            values,
         } => {
-            let mut rel_del: BTreeMap<TableId, BTreeMap<u64, (u64, u64)>> = BTreeMap::new();
-            let mut node_del: BTreeMap<TableId, Vec<u64>> = BTreeMap::new();
+            let mut doomed = Doomed::default();
             for (row, env) in rows.iter().zip(env.iter()) {
                 for r in rels {
-                    if let Some((t, s, d, id)) = resolve_rel(r, row)? {
-                        rel_del.entry(t).or_default().insert(id, (s, d));
+                    if let Some(rel) = resolve_rel(txn, r, row)? {
+                        doomed.rel(rel);
                     }
                 }
                 for n in nodes {
                     if let Some((t, o)) = resolve(n, row, env)? {
-                        node_del.entry(t).or_default().push(o);
+                        doomed.node(InternalId::new(t, o));
                     }
                 }
+                for c in values {
+                    doomed.value(txn, &row[*c])?;
+                }
             }
-            for (t, ids) in rel_del {
-                let list: Vec<(u64, u64, u64)> =
-                    ids.into_iter().map(|(id, (s, d))| (s, d, id)).collect();
-                txn.delete_rels(t, &list)?;
-            }
-            for (t, offsets) in node_del {
-                txn.delete_nodes(t, &offsets, *detach)?;
-            }
+            doomed.apply(txn, *detach)?;
         }
     }
     Ok(())

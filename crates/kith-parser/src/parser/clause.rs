@@ -330,7 +330,17 @@ impl Parser<'_> {
     fn set_items(&mut self) -> Result<Vec<SetItem>> {
         let mut items = Vec::new();
         loop {
-            let variable = self.variable("a variable in SET")?;
+            let variable = if self.eat(&TokenKind::LParen) {
+                // `SET (n).p = e`: a parenthesised variable before a property.
+                let v = self.variable("a variable in SET")?;
+                self.expect(&TokenKind::RParen, " after the variable in SET")?;
+                if !self.check(&TokenKind::Dot) {
+                    return Err(self.unexpected("'.' after '(variable)' in SET"));
+                }
+                v
+            } else {
+                self.variable("a variable in SET")?
+            };
             if self.check(&TokenKind::Dot) {
                 let target = self.property_chain(variable)?;
                 self.expect(&TokenKind::Eq, " after the property in SET")?;
