@@ -11,6 +11,7 @@ pub mod operator;
 pub mod pipeline;
 pub mod profile;
 pub mod result_set;
+pub mod subquery;
 
 pub use operator::QueryContext;
 pub use pipeline::execute_query;

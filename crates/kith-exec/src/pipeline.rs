@@ -36,6 +36,7 @@ use crate::operator::single::SingleTuple;
 use crate::operator::{LocalSink, Operator, Pos, QueryContext};
 use crate::profile::{OpStats, Profiled};
 use crate::result_set::{ChunkState, DataChunk, ResultSet, SlotLayout};
+use crate::subquery::SubqueryTable;
 
 /// The shape of the factorized result set: vector types per chunk.
 #[derive(Default)]
@@ -638,6 +639,7 @@ pub fn execute_query_from(
     threads: usize,
     recursive: &RecursiveSettings,
 ) -> Result<Vec<Chunk>> {
+    let ctx = run_subqueries(plan, ctx, sched, threads, recursive)?;
     let mut input: Option<Chunk> = initial;
     let last = plan.parts.len().saturating_sub(1);
     for (i, part) in plan.parts.iter().enumerate() {
@@ -668,6 +670,7 @@ pub fn execute_query_from(
             params: ctx.params.clone(),
             cancel: ctx.cancel.child(),
             profile: ctx.profile.clone(),
+            subqueries: Arc::clone(&ctx.subqueries),
         });
         let chunks = execute_part(part, rows, &part_ctx, sched, threads)?;
         part_ctx.cancel.check()?;
@@ -677,6 +680,31 @@ pub fn execute_query_from(
         input = Some(concat(chunks, &part.types[..part.num_visible]));
     }
     Ok(Vec::new())
+}
+
+/// Runs the plan's subqueries (each a query of its own, with its own
+/// subqueries) and returns the context whose expressions probe their tables.
+fn run_subqueries(
+    plan: &QueryPlan,
+    ctx: Arc<QueryContext>,
+    sched: &Scheduler,
+    threads: usize,
+    recursive: &RecursiveSettings,
+) -> Result<Arc<QueryContext>> {
+    let mut tables = Vec::with_capacity(plan.subqueries.len());
+    for s in &plan.subqueries {
+        let rows = execute_query_from(&s.plan, None, Arc::clone(&ctx), sched, threads, recursive)?;
+        ctx.cancel.check()?;
+        tables.push(SubqueryTable::from_rows(s.kind, s.num_keys, &rows)?);
+    }
+    Ok(Arc::new(QueryContext {
+        version: Arc::clone(&ctx.version),
+        pager: Arc::clone(&ctx.pager),
+        params: ctx.params.clone(),
+        cancel: ctx.cancel.clone(),
+        profile: ctx.profile.clone(),
+        subqueries: Arc::new(tables),
+    }))
 }
 
 /// One chunk holding the rows of `chunks` in order.
@@ -973,6 +1001,7 @@ fn project_rows(
         rs: &rs,
         layout,
         params: &ctx.params,
+        subqueries: &ctx.subqueries,
     };
     let mut out = Chunk::new(types, 0);
     for (col, e) in out.columns.iter_mut().zip(outputs) {

@@ -106,6 +106,10 @@ pub struct QueryRel {
 pub enum RecursiveMode {
     /// Every walk (rels may repeat); each walk is one result row.
     Walk,
+    /// Every trail (`* TRAIL`: no rel repeats), each one row.
+    Trail,
+    /// Every acyclic path (`* ACYCLIC`: no node repeats), each one row.
+    Acyclic,
     /// One row per reachable destination at its shortest length.
     Shortest,
     /// One row per shortest path (as a multiplicity).
@@ -125,9 +129,25 @@ pub struct RecursiveRel {
     pub len_slot: Option<SlotId>,
     /// Weight property of weighted shortest paths.
     pub weight: Option<String>,
+    /// Slot of the path value (`PATH`) of this segment, source to
+    /// destination, when a named path or `nodes(p)` needs it.
+    pub path_slot: Option<SlotId>,
+    /// Slot of the rel variable (`r` of `-[r*1..3]->`): a `LIST(REL)`.
+    pub rels_slot: Option<SlotId>,
+    /// `[:R* {k: v}]`: every rel of the path has property `k` equal to
+    /// the constant `v` (a literal or a parameter).
+    pub rel_conditions: Vec<(String, BoundExpr)>,
 }
 
 impl RecursiveRel {
+    /// The type of `path_slot`.
+    pub const PATH_TYPE: LogicalType = LogicalType::Path;
+
+    /// The type of `rels_slot`.
+    pub fn rels_type() -> LogicalType {
+        LogicalType::List(Box::new(LogicalType::Rel))
+    }
+
     /// The type of `len_slot`.
     pub fn len_type(&self) -> LogicalType {
         if self.mode == RecursiveMode::WeightedShortest {
@@ -210,6 +230,32 @@ pub struct BoundQuery {
     pub parts: Vec<BoundPart>,
     /// Number of slots allocated.
     pub num_slots: u32,
+    /// The subqueries its expressions use (`BoundExprKind::Subquery`).
+    pub subqueries: Vec<BoundSubquery>,
+}
+
+/// What a decorrelated subquery yields per key (the ids of the outer
+/// variables it uses); keys it does not produce read the default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SubqueryKind {
+    /// `EXISTS { ... }` and pattern predicates: TRUE when it has rows
+    /// (default FALSE). Rows are `keys...`.
+    Exists,
+    /// `COUNT { ... }`: its number of rows (default 0). Rows are
+    /// `keys..., count`.
+    Count,
+    /// A pattern comprehension: the list of projected values (default an
+    /// empty list). Rows are `keys..., list`.
+    Collect,
+}
+
+/// A subquery of an expression, bound as a query of its own whose rows
+/// start with the ids of the correlated outer variables.
+#[derive(Debug, Clone)]
+pub struct BoundSubquery {
+    pub query: BoundQuery,
+    pub kind: SubqueryKind,
+    pub num_keys: usize,
 }
 
 /// A statement with writing clauses. `query` computes the input rows (one per
@@ -300,7 +346,8 @@ pub enum NodeRef {
 }
 
 /// A matched rel: input columns of its id and of its source and destination
-/// node ids.
+/// node ids (for a rel matched without a direction, its two end nodes in
+/// either order: the executor finds which is the source).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RelRef {
     pub rel: usize,
@@ -405,9 +452,13 @@ pub enum WriteClause {
         value: usize,
         replace: bool,
     },
+    /// `DELETE`: matched or created nodes, matched rels, and `values`:
+    /// input columns of other expressions (a node, rel or path value, or
+    /// an entity id; NULL deletes nothing).
     Delete {
         detach: bool,
         nodes: Vec<NodeRef>,
         rels: Vec<RelRef>,
+        values: Vec<usize>,
     },
 }

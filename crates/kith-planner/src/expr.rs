@@ -74,6 +74,12 @@ pub enum BoundExprKind {
         list: Box<BoundExpr>,
         expr: Box<BoundExpr>,
     },
+    /// A subquery in an expression (`EXISTS { ... }`, `COUNT { ... }`, a
+    /// pattern predicate or a pattern comprehension), decorrelated: the
+    /// query's subquery `index` runs once before the query and yields a table
+    /// from the ids of the outer variables it uses (`keys`, node or rel ids)
+    /// to its value for them; this looks the row's keys up.
+    Subquery { index: usize, keys: Vec<BoundExpr> },
 }
 
 impl BoundExpr {
@@ -105,7 +111,8 @@ impl BoundExpr {
             | BoundExprKind::Slice(..)
             | BoundExprKind::ListComprehension { .. }
             | BoundExprKind::Quantifier { .. }
-            | BoundExprKind::Reduce { .. } => self.for_each_child(&mut |c| c.slots(out)),
+            | BoundExprKind::Reduce { .. }
+            | BoundExprKind::Subquery { .. } => self.for_each_child(&mut |c| c.slots(out)),
             BoundExprKind::Unary(_, e) | BoundExprKind::Cast(e) => e.slots(out),
             BoundExprKind::Binary(_, a, b) => {
                 a.slots(out);
@@ -135,7 +142,8 @@ impl BoundExpr {
 
     /// Calls `f` on every direct subexpression of the kinds added for nested
     /// values and comprehensions (maps, field access, indexing, slicing,
-    /// comprehensions, quantifiers, reduce); other kinds are not visited.
+    /// comprehensions, quantifiers, reduce, subquery keys); other kinds are not
+    /// visited.
     pub fn for_each_child(&self, f: &mut dyn FnMut(&BoundExpr)) {
         match &self.kind {
             BoundExprKind::Map(items) => items.iter().for_each(|(_, e)| f(e)),
@@ -170,6 +178,7 @@ impl BoundExpr {
                 f(list);
                 f(expr);
             }
+            BoundExprKind::Subquery { keys, .. } => keys.iter().for_each(f),
             _ => {}
         }
     }
@@ -227,6 +236,10 @@ impl BoundExpr {
                 var: *var,
                 list: bx(list),
                 expr: bx(expr),
+            },
+            BoundExprKind::Subquery { index, keys } => BoundExprKind::Subquery {
+                index: *index,
+                keys: keys.iter().map(|k| *bx(k)).collect(),
             },
             other => other.clone(),
         };

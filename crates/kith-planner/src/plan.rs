@@ -12,7 +12,7 @@ use std::fmt::Write;
 use kith_catalog::{Catalog, PropertyId};
 use kith_common::{LogicalType, TableId};
 
-use crate::bound::{BoundAggregate, BoundUnwind, RecursiveMode};
+use crate::bound::{BoundAggregate, BoundUnwind, RecursiveMode, SubqueryKind};
 use crate::expr::{BoundExpr, SlotId};
 
 /// Which CSR a step reads: by source (`Fwd`) or by destination (`Bwd`).
@@ -133,6 +133,19 @@ pub struct RecursiveJoin {
     pub with_len: bool,
     /// The weight property (rel table column) of weighted shortest paths.
     pub weight: Option<(PropertyId, LogicalType)>,
+    /// Output the path value (`PATH`, after the length): the paths are
+    /// enumerated, one row each, instead of counted.
+    pub with_path: bool,
+    /// Output the rels of the path as a `LIST(REL)` (after the path).
+    pub with_rels: bool,
+    /// Undirected: every rel table is walked both ways (`rel_tables` lists
+    /// each twice); a self-loop is walked once.
+    pub undirected: bool,
+    /// Every rel of the path has these property values (name, constant).
+    pub rel_conditions: Vec<(String, BoundExpr)>,
+    /// Left outer join (OPTIONAL MATCH): an input row without any result
+    /// gives one row with a NULL destination (and NULL length and path).
+    pub left_outer: bool,
     /// The dispatch policy (filled in from the connection for EXPLAIN).
     pub policy: Option<String>,
 }
@@ -140,11 +153,24 @@ pub struct RecursiveJoin {
 impl RecursiveJoin {
     pub fn describe(&self, catalog: &Catalog) -> String {
         let table = |t: TableId| catalog.table(t).map_or("?".to_string(), |e| e.name.clone());
-        let mode = match self.mode {
-            RecursiveMode::Walk => "walks",
-            RecursiveMode::Shortest => "shortest",
-            RecursiveMode::AllShortest => "all shortest",
-            RecursiveMode::WeightedShortest => "weighted shortest",
+        let paths = self.with_path || self.with_rels;
+        let mode = match (self.mode, paths) {
+            (RecursiveMode::Walk, false) => "walks",
+            (RecursiveMode::Walk, true) => "walk paths",
+            (RecursiveMode::Trail, _) => "trail paths",
+            (RecursiveMode::Acyclic, _) => "acyclic paths",
+            (RecursiveMode::Shortest, false) => "shortest",
+            (RecursiveMode::Shortest, true) => "shortest paths",
+            (RecursiveMode::AllShortest, false) => "all shortest",
+            (RecursiveMode::AllShortest, true) => "all shortest paths",
+            (RecursiveMode::WeightedShortest, false) => "weighted shortest",
+            (RecursiveMode::WeightedShortest, true) => "weighted shortest paths",
+        };
+        let mode = match (self.undirected, self.left_outer) {
+            (false, false) => mode.to_string(),
+            (true, false) => format!("{mode}, undirected"),
+            (false, true) => format!("{mode}, optional"),
+            (true, true) => format!("{mode}, undirected, optional"),
         };
         let names =
             |ts: &mut dyn Iterator<Item = TableId>| ts.map(table).collect::<Vec<_>>().join("|");
@@ -159,6 +185,15 @@ impl RecursiveJoin {
             self.policy.as_deref().unwrap_or("nTkS"),
         )
     }
+}
+
+/// A decorrelated subquery: its rows are the key ids (then the count or
+/// list for `Count` / `Collect`).
+#[derive(Debug, Clone)]
+pub struct SubqueryPlan {
+    pub plan: QueryPlan,
+    pub kind: SubqueryKind,
+    pub num_keys: usize,
 }
 
 /// One part of a query: a pipeline and its finishing phase.
@@ -198,6 +233,8 @@ pub struct PartPlan {
 #[derive(Debug, Clone)]
 pub struct QueryPlan {
     pub parts: Vec<PartPlan>,
+    /// The subqueries its expressions look up, run before its first part.
+    pub subqueries: Vec<SubqueryPlan>,
     /// Output column names and types of the last part, in order.
     pub names: Vec<String>,
     pub types: Vec<LogicalType>,

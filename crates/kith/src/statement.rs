@@ -735,6 +735,7 @@ fn run_plan(
         params: params.clone(),
         cancel: cancel.clone(),
         profile,
+        subqueries: Arc::default(),
     });
     let chunks = kith_exec::pipeline::execute_query_from(
         plan,

@@ -68,6 +68,13 @@ pub(super) enum Kind {
     Local(u32),
     /// A list comprehension, quantifier or `reduce`.
     Nested(Box<Nested>),
+    /// A probe of subquery table `index` with the row's key ids.
+    Subquery {
+        index: usize,
+        keys: Vec<Node>,
+        buf: Vec<Value>,
+        ids: Vec<u64>,
+    },
 }
 
 /// What a [`Nested`] node computes from its list.
@@ -250,6 +257,12 @@ impl Node {
                 None,
                 Some(expr),
             )?)),
+            BoundExprKind::Subquery { index, keys } => Kind::Subquery {
+                index: *index,
+                keys: keys.iter().map(Node::compile).collect::<Result<_>>()?,
+                buf: Vec::with_capacity(keys.len()),
+                ids: Vec::with_capacity(keys.len()),
+            },
         };
         let mut out = ValueVector::new(e.ty.clone(), 0);
         if let Kind::Const(v) = &kind {
@@ -486,6 +499,25 @@ impl Node {
             Kind::Local(i) => Err(Error::internal(format!(
                 "comprehension variable #{i} read outside its comprehension"
             ))),
+            Kind::Subquery {
+                index,
+                keys,
+                buf,
+                ids,
+            } => {
+                let table = subquery_table(ctx, *index)?;
+                let mut modes = Vec::with_capacity(keys.len());
+                for k in keys.iter_mut() {
+                    modes.push(k.eval(ctx)?);
+                }
+                let vecs: Vec<&ValueVector> = keys.iter().map(|k| k.vector(ctx)).collect();
+                let ty = &self.ty;
+                map_rows(&mut self.out, ctx, &modes, |p| {
+                    buf.clear();
+                    buf.extend(vecs.iter().zip(&modes).map(|(v, m)| v.get_value(at(*m, p))));
+                    coerce(table.lookup(buf, ids)?, ty)
+                })
+            }
             Kind::Nested(n) => {
                 let ml = n.list.eval(ctx)?;
                 let modes = [ml, slots_mode(ctx, &n.slots)?];
@@ -581,6 +613,14 @@ impl Node {
                 kernels::slice(&v, from.as_ref(), to.as_ref())?
             }
             Kind::Local(i) => locals.get(*i as usize).cloned().unwrap_or(Value::Null),
+            Kind::Subquery { index, keys, .. } => {
+                let vals = keys
+                    .iter()
+                    .map(|k| k.eval_row(ctx, p, locals))
+                    .collect::<Result<Vec<_>>>()?;
+                let v = subquery_table(ctx, *index)?.lookup(&vals, &mut Vec::new())?;
+                coerce(v, &self.ty)?
+            }
             Kind::Nested(n) => {
                 let list = n.list.eval_row(ctx, p, locals)?;
                 n.apply(ctx, p, list, locals)?
@@ -612,6 +652,16 @@ impl Node {
             }
         })
     }
+}
+
+/// The table of subquery `index` (run before the plan's first part).
+fn subquery_table<'a>(
+    ctx: &EvalContext<'a>,
+    index: usize,
+) -> Result<&'a crate::subquery::SubqueryTable> {
+    ctx.subqueries.get(index).ok_or_else(|| {
+        Error::not_supported("a subquery (EXISTS, COUNT or a pattern) in this clause is not supported yet")
+    })
 }
 
 /// Physical position to read for tuple position `p` given a child's mode.

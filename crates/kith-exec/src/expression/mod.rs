@@ -15,6 +15,7 @@ use kith_common::{LogicalType, Result, Value, ValueVector};
 use kith_planner::expr::BoundExpr;
 
 use crate::result_set::{ResultSet, SlotLayout};
+use crate::subquery::SubqueryTable;
 
 pub mod cast;
 mod evaluator;
@@ -27,6 +28,8 @@ pub struct EvalContext<'a> {
     pub rs: &'a ResultSet,
     pub layout: &'a SlotLayout,
     pub params: &'a HashMap<String, Value>,
+    /// The tables `BoundExprKind::Subquery` nodes probe.
+    pub subqueries: &'a [SubqueryTable],
 }
 
 /// Shape of an evaluation result.
@@ -82,10 +85,16 @@ impl Evaluator {
         rs: &mut ResultSet,
         layout: &SlotLayout,
         params: &HashMap<String, Value>,
+        subqueries: &[SubqueryTable],
     ) -> Result<bool> {
         let mut out = std::mem::replace(&mut self.pred_out, ValueVector::new(LogicalType::Bool, 0));
         let res = {
-            let ctx = EvalContext { rs, layout, params };
+            let ctx = EvalContext {
+                rs,
+                layout,
+                params,
+                subqueries,
+            };
             self.root.evaluate_root(&ctx, &mut out)
         };
         let res = match res {

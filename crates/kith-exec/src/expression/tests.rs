@@ -122,7 +122,12 @@ fn eval_with(
     params: &HashMap<String, Value>,
 ) -> kith_common::Result<(Evaluated, Vec<Value>)> {
     let mut ev = Evaluator::new(e)?;
-    let ctx = EvalContext { rs, layout, params };
+    let ctx = EvalContext {
+        rs,
+        layout,
+        params,
+        subqueries: &[],
+    };
     let mut out = ValueVector::new(ev.result_type().clone(), 0);
     // Twice, to exercise scratch reuse.
     ev.evaluate(&ctx, &mut out)?;
@@ -206,7 +211,7 @@ fn select_narrows_selection() {
         T::Bool,
     );
     let mut ev = Evaluator::new(&e).unwrap();
-    assert!(ev.select(&mut rs, &layout, &params).unwrap());
+    assert!(ev.select(&mut rs, &layout, &params, &[]).unwrap());
     // 99 at position 1 is not selected; NULL at 3 drops.
     assert_eq!(rs.chunks[1].state.sel, Some(vec![2, 4]));
     // Filter on the flat chunk only: state untouched.
@@ -217,7 +222,7 @@ fn select_narrows_selection() {
         T::Bool,
     );
     let mut ev = Evaluator::new(&e).unwrap();
-    assert!(ev.select(&mut rs, &layout, &params).unwrap());
+    assert!(ev.select(&mut rs, &layout, &params, &[]).unwrap());
     let e = bin(
         BinaryOp::Eq,
         slot(0, T::Int64),
@@ -225,7 +230,7 @@ fn select_narrows_selection() {
         T::Bool,
     );
     let mut ev = Evaluator::new(&e).unwrap();
-    assert!(!ev.select(&mut rs, &layout, &params).unwrap());
+    assert!(!ev.select(&mut rs, &layout, &params, &[]).unwrap());
     assert_eq!(rs.chunks[0].state.flat, Some(1));
     // A predicate nothing passes.
     let e = bin(
@@ -235,7 +240,7 @@ fn select_narrows_selection() {
         T::Bool,
     );
     let mut ev = Evaluator::new(&e).unwrap();
-    assert!(!ev.select(&mut rs, &layout, &params).unwrap());
+    assert!(!ev.select(&mut rs, &layout, &params, &[]).unwrap());
     assert_eq!(rs.chunks[1].state.sel, Some(vec![]));
     // A non-fast-path predicate (NOT over a nullable bool).
     let (mut rs, layout) = sample();
@@ -244,7 +249,7 @@ fn select_narrows_selection() {
         T::Bool,
     );
     let mut ev = Evaluator::new(&e).unwrap();
-    assert!(ev.select(&mut rs, &layout, &params).unwrap());
+    assert!(ev.select(&mut rs, &layout, &params, &[]).unwrap());
     assert_eq!(rs.chunks[1].state.sel, Some(vec![2]));
 }
 
@@ -564,7 +569,7 @@ fn bench_int32_filter() {
     let mut kept = 0;
     for _ in 0..iters {
         rs.chunks[0].state.sel = None;
-        ev.select(&mut rs, &layout, &params).unwrap();
+        ev.select(&mut rs, &layout, &params, &[]).unwrap();
         kept += rs.chunks[0].state.selected_len();
     }
     let secs = start.elapsed().as_secs_f64();

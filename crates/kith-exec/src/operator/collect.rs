@@ -47,6 +47,7 @@ impl LocalSink for Collect {
             rs,
             layout,
             params: &self.ctx.params,
+            subqueries: &self.ctx.subqueries,
         };
         let mut kinds = Vec::with_capacity(self.outputs.len());
         for (ev, out) in self.outputs.iter_mut().zip(self.scratch.iter_mut()) {

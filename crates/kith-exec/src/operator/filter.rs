@@ -21,7 +21,7 @@ impl Operator for Filter {
             if !self.child.next(rs)? {
                 return Ok(false);
             }
-            if self.predicate.select(rs, &self.layout, &self.ctx.params)? {
+            if self.predicate.select(rs, &self.layout, &self.ctx.params, &self.ctx.subqueries)? {
                 return Ok(true);
             }
         }

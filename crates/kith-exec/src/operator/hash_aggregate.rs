@@ -216,6 +216,7 @@ impl LocalSink for HashAggregate {
             rs,
             layout,
             params: &self.ctx.params,
+            subqueries: &self.ctx.subqueries,
         };
         // Reused across calls: consume runs once per extended node.
         let mut key_kinds = std::mem::take(&mut self.key_kinds);

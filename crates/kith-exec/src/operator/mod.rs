@@ -25,6 +25,7 @@ use kith_sched::CancelToken;
 use kith_storage::Version;
 
 use crate::result_set::{ResultSet, SlotLayout};
+use crate::subquery::SubqueryTable;
 
 /// What every operator of one statement shares (read-only).
 pub struct QueryContext {
@@ -34,6 +35,8 @@ pub struct QueryContext {
     pub cancel: CancelToken,
     /// Set when the statement runs under PROFILE.
     pub profile: Option<Arc<crate::profile::Profile>>,
+    /// The tables of the plan's subqueries (filled in before its first part).
+    pub subqueries: Arc<Vec<SubqueryTable>>,
 }
 
 /// A pull operator: fills `rs` with its next batch of tuples.

@@ -12,7 +12,7 @@ use kith_common::{
 };
 use kith_graph::{
     run_ife, AllShortestCounts, CollectSink, CostRow, IfeOptions, LenRow, ShortestLengths,
-    StorageCsr, UnionCsr, WalkCounts, WeightedShortest, MAX_UPPER,
+    StorageCsr, UnionCsr, UnionMember, WalkCounts, WeightedShortest, MAX_UPPER,
 };
 pub use kith_graph::{Policy, RunStats};
 use kith_planner::bound::RecursiveMode;
@@ -165,6 +165,9 @@ pub fn recursive_join(
                 .filter(|r| lower == 0 || r.src != r.dst)
                 .map(|r| Ok((src_index(r.src)?, r.dst, r.cost.to_bits(), 1)))
                 .collect::<Result<_>>()?;
+        }
+        RecursiveMode::Trail | RecursiveMode::Acyclic => {
+            return Err(Error::not_supported("TRAIL and ACYCLIC path semantics"))
         }
     }
     ctx.cancel.check()?;
@@ -340,7 +343,13 @@ fn union_join(
         let (Some(from), Some(to)) = (index_of_table(from), index_of_table(to)) else {
             return Err(Error::internal("rel table outside the node space"));
         };
-        members.push((from, to, *t, StorageCsr::new(&ctx.pager, rel.csr(dir))?));
+        members.push(UnionMember {
+            from,
+            to,
+            rel_table: *t,
+            csr: StorageCsr::new(&ctx.pager, rel.csr(dir))?,
+            skip_self_loops: false,
+        });
     }
     let graph = Arc::new(UnionCsr::new(&sizes, members));
     let (sources, row_src, index_of) = collect_sources(join, rows, |id| {
@@ -373,6 +382,9 @@ fn union_join(
             return Err(Error::not_supported(
                 "weighted shortest paths over several rel tables",
             ))
+        }
+        RecursiveMode::Trail | RecursiveMode::Acyclic => {
+            return Err(Error::not_supported("TRAIL and ACYCLIC path semantics"))
         }
     };
     let found: Vec<(usize, u64, u64, u64)> = sink

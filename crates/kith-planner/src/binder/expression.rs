@@ -391,7 +391,10 @@ impl Binder<'_> {
                     }
                 }
             }
-            _ => Err(not_supported(span, "this expression")),
+            ExprKind::Exists(_)
+            | ExprKind::CountSubquery(_)
+            | ExprKind::PatternPredicate(_)
+            | ExprKind::PatternComprehension { .. } => self.bind_subquery_expr(e),
         }
     }
 }

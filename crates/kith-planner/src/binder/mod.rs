@@ -22,6 +22,7 @@ mod expression;
 mod pattern;
 mod projection;
 mod recursive;
+mod subquery;
 mod union;
 
 use expression::{property_slot, split_conjuncts};
@@ -63,6 +64,11 @@ pub struct Binder<'a> {
     locals: Vec<(String, u32, LogicalType)>,
     /// Local indexes handed out so far in this statement.
     next_local: u32,
+    /// The subqueries bound so far (`BoundExprKind::Subquery` indexes).
+    subqueries: Vec<BoundSubquery>,
+    /// Set while binding projection items, where a pattern predicate is a
+    /// syntax error (openCypher allows it in WHERE only).
+    in_projection: bool,
 }
 
 fn not_supported(span: Span, what: &str) -> Error {
@@ -164,6 +170,8 @@ impl<'a> Binder<'a> {
             fixed_paths: Vec::new(),
             locals: Vec::new(),
             next_local: 0,
+            subqueries: Vec::new(),
+            in_projection: false,
         }
     }
 
@@ -461,6 +469,7 @@ impl<'a> Binder<'a> {
         Ok(BoundStatement::Query(Box::new(BoundQuery {
             parts: std::mem::take(&mut self.parts),
             num_slots: self.next_slot,
+            subqueries: std::mem::take(&mut self.subqueries),
         })))
     }
 }

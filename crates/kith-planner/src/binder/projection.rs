@@ -66,7 +66,10 @@ impl Binder<'_> {
         let mut carried_rels: Vec<Option<Vec<TableId>>> = Vec::new();
         for item in &items {
             let before = self.aggregates.as_ref().map_or(0, |a| a.len());
-            let e = self.bind_expr(&item.expr)?;
+            self.in_projection = true;
+            let e = self.bind_expr(&item.expr);
+            self.in_projection = false;
+            let e = e?;
             // Nodes and rels handed out as values (RETURN n, [a, b],
             // collect(r)); a WITH of the bare variable keeps its identity.
             let bare = matches!(item.expr.kind, ExprKind::Variable(_));

@@ -101,6 +101,9 @@ impl Binder<'_> {
             upper: spec.max,
             len_slot,
             weight,
+            path_slot: None,
+            rels_slot: None,
+            rel_conditions: Vec::new(),
         })
     }
 }

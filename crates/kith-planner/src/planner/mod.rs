@@ -16,6 +16,7 @@ use crate::bound::{BoundPart, BoundQuery, QueryGraph};
 use crate::expr::{BoundExpr, SlotId};
 use crate::plan::{
     ExtendDirection, PartPlan, PropertyRead, QueryPlan, RecursiveJoin, Sink, Source, Step, SubPlan,
+    SubqueryPlan,
 };
 
 mod recursive;
@@ -73,6 +74,17 @@ pub fn plan_query(
     catalog: &Catalog,
     cardinality: &dyn Fn(TableId) -> u64,
 ) -> Result<QueryPlan> {
+    let subqueries = q
+        .subqueries
+        .into_iter()
+        .map(|s| {
+            Ok(SubqueryPlan {
+                plan: plan_query(s.query, catalog, cardinality)?,
+                kind: s.kind,
+                num_keys: s.num_keys,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
     let mut parts = Vec::new();
     let mut names = Vec::new();
     let mut types = Vec::new();
@@ -97,6 +109,7 @@ pub fn plan_query(
     }
     Ok(QueryPlan {
         parts,
+        subqueries,
         names,
         types,
     })

@@ -254,6 +254,11 @@ pub(super) fn split_recursive(
         src_column,
         with_len: spec.len_slot.is_some(),
         weight,
+        with_path: false,
+        with_rels: false,
+        undirected: false,
+        rel_conditions: Vec::new(),
+        left_outer: false,
         policy: None,
     };
     let mut out = split_recursive(a_part, catalog, next_slot)?;

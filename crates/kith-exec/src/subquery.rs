@@ -1,0 +1,120 @@
+//! The tables of decorrelated subqueries (`EXISTS { ... }`, `COUNT { ... }`,
+//! pattern predicates and comprehensions). Each subquery of a plan runs
+//! once, before the plan's first part; its rows (the ids of the outer
+//! variables it uses, then its value) become a hash table that expressions
+//! probe with their row's ids (`BoundExprKind::Subquery`).
+
+use std::collections::HashMap;
+
+use kith_common::{Chunk, Error, Result, Value};
+use kith_planner::bound::SubqueryKind;
+
+/// One subquery's results: key ids → value.
+#[derive(Debug)]
+pub struct SubqueryTable {
+    kind: SubqueryKind,
+    num_keys: usize,
+    rows: HashMap<Box<[u64]>, Value>,
+}
+
+impl SubqueryTable {
+    /// Builds the table from the subquery's rows (`num_keys` id columns,
+    /// then the count or list for `Count` / `Collect`).
+    pub fn from_rows(kind: SubqueryKind, num_keys: usize, chunks: &[Chunk]) -> Result<SubqueryTable> {
+        let mut rows = HashMap::new();
+        let mut key = Vec::with_capacity(num_keys);
+        for c in chunks {
+            for r in 0..c.num_rows {
+                key.clear();
+                for col in &c.columns[..num_keys] {
+                    match col.get_value(r) {
+                        Value::InternalId(id) => key.push(id.0),
+                        other => {
+                            return Err(Error::internal(format!(
+                                "subquery key is not an id: {other:?}"
+                            )))
+                        }
+                    }
+                }
+                let value = match kind {
+                    SubqueryKind::Exists => Value::Bool(true),
+                    SubqueryKind::Count | SubqueryKind::Collect => c
+                        .columns
+                        .get(num_keys)
+                        .map(|col| col.get_value(r))
+                        .ok_or_else(|| Error::internal("subquery row without its value"))?,
+                };
+                rows.insert(key.clone().into_boxed_slice(), value);
+            }
+        }
+        Ok(SubqueryTable {
+            kind,
+            num_keys,
+            rows,
+        })
+    }
+
+    /// The value for the ids in `keys` (node or rel ids); NULL when one of
+    /// them is NULL (an unmatched OPTIONAL MATCH variable).
+    pub fn lookup(&self, keys: &[Value], scratch: &mut Vec<u64>) -> Result<Value> {
+        if keys.len() != self.num_keys {
+            return Err(Error::internal("subquery probed with the wrong number of keys"));
+        }
+        scratch.clear();
+        for k in keys {
+            match k {
+                Value::InternalId(id) => scratch.push(id.0),
+                Value::Null => return Ok(Value::Null),
+                other => {
+                    return Err(Error::internal(format!(
+                        "subquery probed with a non-id key: {other:?}"
+                    )))
+                }
+            }
+        }
+        Ok(match self.rows.get(scratch.as_slice()) {
+            Some(v) => v.clone(),
+            None => match self.kind {
+                SubqueryKind::Exists => Value::Bool(false),
+                SubqueryKind::Count => Value::Int64(0),
+                SubqueryKind::Collect => Value::List(Vec::new()),
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kith_common::{InternalId, LogicalType, TableId};
+
+    fn id(t: u32, o: u64) -> Value {
+        Value::InternalId(InternalId::new(TableId(t), o))
+    }
+
+    fn chunk(rows: &[(Value, Value)]) -> Chunk {
+        let mut c = Chunk::new(&[LogicalType::InternalId, LogicalType::Int64], 0);
+        for (k, v) in rows {
+            c.columns[0].push_value(k);
+            c.columns[1].push_value(v);
+            c.num_rows += 1;
+        }
+        c
+    }
+
+    #[test]
+    fn lookups_hit_miss_and_null() {
+        let rows = chunk(&[(id(1, 5), Value::Int64(3)), (id(2, 5), Value::Int64(7))]);
+        let mut s = Vec::new();
+        let count = SubqueryTable::from_rows(SubqueryKind::Count, 1, &[rows]).unwrap();
+        assert_eq!(count.lookup(&[id(1, 5)], &mut s).unwrap(), Value::Int64(3));
+        assert_eq!(count.lookup(&[id(2, 5)], &mut s).unwrap(), Value::Int64(7));
+        // Same offset, other table: a different entity.
+        assert_eq!(count.lookup(&[id(3, 5)], &mut s).unwrap(), Value::Int64(0));
+        assert_eq!(count.lookup(&[Value::Null], &mut s).unwrap(), Value::Null);
+        let exists = SubqueryTable::from_rows(SubqueryKind::Exists, 1, &[chunk(&[(id(1, 1), Value::Int64(1))])]).unwrap();
+        assert_eq!(exists.lookup(&[id(1, 1)], &mut s).unwrap(), Value::Bool(true));
+        assert_eq!(exists.lookup(&[id(1, 2)], &mut s).unwrap(), Value::Bool(false));
+        assert!(exists.lookup(&[], &mut s).is_err());
+    }
+}

@@ -1,0 +1,480 @@
+//! Subqueries inside expressions: `EXISTS { ... }`, `COUNT { ... }`, pattern
+//! predicates `WHERE (a)-[:R]->()` and pattern comprehensions
+//! `[(a)-->(b) | b.x]`.
+//!
+//! Each is decorrelated into a query of its own. The outer node and rel
+//! variables it mentions become its *keys*: the subquery matches them like
+//! any pattern variable (over the whole graph), carries them through its
+//! projections (so an aggregate inside groups per key, as a correlated
+//! subquery evaluates per outer row) and returns their ids, then the count
+//! or list. It runs once, before the outer query, into a table from key ids
+//! to value; the outer expression looks its row's ids up. One hash lookup
+//! per row instead of one subquery run per row.
+
+use std::collections::BTreeSet;
+
+use super::*;
+
+/// Whether an outer variable is a node or a rel.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum EntityKind {
+    Node,
+    Rel,
+}
+
+impl Binder<'_> {
+    /// Binds an `Exists`, `CountSubquery`, `PatternPredicate` or
+    /// `PatternComprehension` expression.
+    pub(super) fn bind_subquery_expr(&mut self, e: &ast::Expr) -> Result<BoundExpr> {
+        let span = e.span;
+        let (mut clauses, kind, projection) = match &e.kind {
+            ExprKind::Exists(q) => (q.clauses.clone(), SubqueryKind::Exists, None),
+            ExprKind::CountSubquery(q) => (q.clauses.clone(), SubqueryKind::Count, None),
+            ExprKind::PatternPredicate(p) => {
+                if self.in_projection {
+                    return Err(Error::at(
+                        ErrorKind::Syntax,
+                        span,
+                        "a pattern predicate is only allowed in WHERE (use EXISTS { ... } or a pattern comprehension to project it)",
+                    ));
+                }
+                self.check_pattern_predicate(p)?;
+                (vec![match_clause(vec![(**p).clone()], None, p.span)], SubqueryKind::Exists, None)
+            }
+            ExprKind::PatternComprehension {
+                pattern,
+                predicate,
+                projection,
+            } => (
+                vec![match_clause(
+                    vec![(**pattern).clone()],
+                    predicate.as_deref().cloned(),
+                    pattern.span,
+                )],
+                SubqueryKind::Collect,
+                Some((**projection).clone()),
+            ),
+            _ => return Err(Error::internal("bind_subquery_expr: not a subquery")),
+        };
+        for c in &clauses {
+            if !matches!(c, Clause::Match { .. } | Clause::Projection(_) | Clause::Unwind { .. }) {
+                return Err(not_supported(
+                    clause_span(c),
+                    "a subquery with clauses other than MATCH, WITH, UNWIND and RETURN",
+                ));
+            }
+        }
+
+        // The outer variables the subquery mentions (over-approximated by
+        // every name in it: a local that shadows an outer entity only adds
+        // a key that every row of the subquery has).
+        let mut names = BTreeSet::new();
+        for c in &clauses {
+            names_in_clause(c, &mut names);
+        }
+        if let Some(p) = &projection {
+            names_in_expr(p, &mut names);
+        }
+        let mut keys: Vec<(String, EntityKind)> = Vec::new();
+        for name in names {
+            match self.outer_entity(&name) {
+                Some(kind) => keys.push((name, kind)),
+                None if self.values.iter().any(|v| v.0 == name)
+                    || self.is_path(&name)
+                    || self.aliases.iter().any(|a| a.0 == name) =>
+                {
+                    return Err(not_supported(
+                        span,
+                        &format!(
+                            "using the value '{name}' of the outer query inside a subquery (only its node and rel variables)"
+                        ),
+                    ))
+                }
+                None => {}
+            }
+        }
+
+        let has_keys = !keys.is_empty();
+        // The keys are matched first, then carried through every projection.
+        let first = match clauses.first() {
+            Some(Clause::Match {
+                optional: false, ..
+            }) => 0,
+            _ => {
+                clauses.insert(0, match_clause(Vec::new(), None, span));
+                0
+            }
+        };
+        if let Clause::Match { patterns, .. } = &mut clauses[first] {
+            let mut bound = BTreeSet::new();
+            for p in patterns.iter() {
+                names_in_pattern(p, &mut bound);
+            }
+            for (name, kind) in &keys {
+                if !bound.contains(name) {
+                    patterns.push(entity_pattern(name, *kind, span));
+                }
+            }
+        }
+        let mut clauses: Vec<Clause> = clauses
+            .into_iter()
+            .map(|c| match c {
+                // A final RETURN becomes a WITH: its rows are what the
+                // subquery counts or tests.
+                Clause::Projection(mut p) => {
+                    if has_keys
+                        && (p.skip.is_some() || p.limit.is_some() || !p.order_by.is_empty())
+                    {
+                        return Err(not_supported(
+                            p.span,
+                            "ORDER BY, SKIP or LIMIT inside a subquery that uses outer variables",
+                        ));
+                    }
+                    p.is_with = true;
+                    if !p.star {
+                        for (name, _) in &keys {
+                            let projected = p.items.iter().any(|it| {
+                                let out = it.alias.as_ref().map(|a| &a.name);
+                                match &it.expr.kind {
+                                    ExprKind::Variable(v) => out.unwrap_or(v) == name,
+                                    _ => out == Some(name),
+                                }
+                            });
+                            if !projected {
+                                p.items.push(ast::ProjectionItem {
+                                    expr: variable(name, p.span),
+                                    alias: None,
+                                    text: name.clone(),
+                                });
+                            }
+                        }
+                    }
+                    Ok(Clause::Projection(p))
+                }
+                other => Ok(other),
+            })
+            .collect::<Result<_>>()?;
+
+        // RETURN id(key)..., then the count or the list.
+        let mut items: Vec<ast::ProjectionItem> = keys
+            .iter()
+            .enumerate()
+            .map(|(i, (name, _))| item(call("id", vec![variable(name, span)], span), &format!("_key{i}"), span))
+            .collect();
+        items.push(match (kind, projection) {
+            (SubqueryKind::Exists, _) => item(
+                ast::Expr {
+                    kind: ExprKind::Literal(Literal::Bool(true)),
+                    span,
+                },
+                "_exists",
+                span,
+            ),
+            (SubqueryKind::Count, _) => item(
+                ast::Expr {
+                    kind: ExprKind::Function {
+                        name: ast::Ident {
+                            name: "count".to_string(),
+                            span,
+                        },
+                        distinct: false,
+                        star: true,
+                        args: Vec::new(),
+                    },
+                    span,
+                },
+                "_count",
+                span,
+            ),
+            (SubqueryKind::Collect, Some(p)) => item(call("collect", vec![p], span), "_list", span),
+            (SubqueryKind::Collect, None) => {
+                return Err(Error::internal("pattern comprehension without projection"))
+            }
+        });
+        clauses.push(Clause::Projection(ast::Projection {
+            is_with: false,
+            distinct: kind == SubqueryKind::Exists,
+            star: false,
+            items,
+            order_by: Vec::new(),
+            skip: None,
+            limit: None,
+            where_: None,
+            span,
+        }));
+        let stmt = Statement::Query(ast::Query {
+            parts: vec![ast::SingleQuery {
+                clauses,
+                span,
+            }],
+            union_all: Vec::new(),
+            span,
+        });
+
+        let mut inner = Binder::new(self.catalog);
+        inner.params = self.params;
+        let query = match inner.bind(&stmt)? {
+            BoundStatement::Query(q) => *q,
+            _ => return Err(not_supported(span, "this kind of subquery")),
+        };
+        let key_exprs = keys
+            .iter()
+            .map(|(name, _)| self.bind_expr(&variable(name, span)))
+            .collect::<Result<Vec<_>>>()?;
+        let ty = match kind {
+            SubqueryKind::Exists => LogicalType::Bool,
+            SubqueryKind::Count => LogicalType::Int64,
+            SubqueryKind::Collect => {
+                let last = query.parts.last().and_then(|p| p.outputs.last());
+                last.map_or(LogicalType::List(Box::new(LogicalType::Any)), |(_, e)| e.ty.clone())
+            }
+        };
+        let index = self.subqueries.len();
+        self.subqueries.push(BoundSubquery {
+            query,
+            kind,
+            num_keys: keys.len(),
+        });
+        Ok(BoundExpr {
+            kind: BoundExprKind::Subquery {
+                index,
+                keys: key_exprs,
+            },
+            ty,
+            span,
+        })
+    }
+
+    /// A node or rel variable of the outer query by that name.
+    fn outer_entity(&self, name: &str) -> Option<EntityKind> {
+        if self.graph.nodes.iter().any(|n| n.name == name) {
+            Some(EntityKind::Node)
+        } else if self.graph.rels.iter().any(|r| r.name == name)
+            || self.rels_carried.iter().any(|r| r.0 == name)
+        {
+            Some(EntityKind::Rel)
+        } else {
+            None
+        }
+    }
+
+    /// A pattern predicate may not introduce variables: each named one must
+    /// be an outer node or rel.
+    fn check_pattern_predicate(&self, p: &ast::PathPattern) -> Result<()> {
+        if let Some(v) = &p.variable {
+            return Err(Error::at(
+                ErrorKind::Syntax,
+                v.span,
+                format!("a pattern predicate cannot name its path ('{}')", v.name),
+            ));
+        }
+        let nodes = std::iter::once(&p.start).chain(p.chain.iter().map(|(_, n)| n));
+        let vars = nodes
+            .filter_map(|n| n.variable.as_ref())
+            .chain(p.chain.iter().filter_map(|(r, _)| r.variable.as_ref()));
+        for v in vars {
+            if self.outer_entity(&v.name).is_none() {
+                return Err(Error::at(
+                    ErrorKind::Syntax,
+                    v.span,
+                    format!(
+                        "variable '{}' is not defined (a pattern predicate cannot introduce new variables)",
+                        v.name
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn match_clause(patterns: Vec<ast::PathPattern>, where_: Option<ast::Expr>, span: Span) -> Clause {
+    Clause::Match {
+        optional: false,
+        patterns,
+        where_,
+        span,
+    }
+}
+
+fn variable(name: &str, span: Span) -> ast::Expr {
+    ast::Expr {
+        kind: ExprKind::Variable(name.to_string()),
+        span,
+    }
+}
+
+fn call(name: &str, args: Vec<ast::Expr>, span: Span) -> ast::Expr {
+    ast::Expr {
+        kind: ExprKind::Function {
+            name: ast::Ident {
+                name: name.to_string(),
+                span,
+            },
+            distinct: false,
+            star: false,
+            args,
+        },
+        span,
+    }
+}
+
+fn item(expr: ast::Expr, alias: &str, span: Span) -> ast::ProjectionItem {
+    ast::ProjectionItem {
+        expr,
+        alias: Some(ast::Ident {
+            name: alias.to_string(),
+            span,
+        }),
+        text: alias.to_string(),
+    }
+}
+
+/// `(name)` for a node key, `()-[name]->()` for a rel key.
+fn entity_pattern(name: &str, kind: EntityKind, span: Span) -> ast::PathPattern {
+    let ident = Some(ast::Ident {
+        name: name.to_string(),
+        span,
+    });
+    let node = |variable| ast::NodePattern {
+        variable,
+        labels: ast::LabelExpr::None,
+        properties: None,
+        where_: None,
+        span,
+    };
+    match kind {
+        EntityKind::Node => ast::PathPattern {
+            variable: None,
+            shortest: None,
+            start: node(ident),
+            chain: Vec::new(),
+            span,
+        },
+        EntityKind::Rel => ast::PathPattern {
+            variable: None,
+            shortest: None,
+            start: node(None),
+            chain: vec![(
+                ast::RelPattern {
+                    variable: ident,
+                    types: Vec::new(),
+                    direction: ast::Direction::Right,
+                    properties: None,
+                    range: None,
+                    where_: None,
+                    span,
+                },
+                node(None),
+            )],
+            span,
+        },
+    }
+}
+
+fn names_in_clause(c: &Clause, out: &mut BTreeSet<String>) {
+    match c {
+        Clause::Match {
+            patterns, where_, ..
+        } => {
+            patterns.iter().for_each(|p| names_in_pattern(p, out));
+            where_.iter().for_each(|w| names_in_expr(w, out));
+        }
+        Clause::Unwind { expr, .. } => names_in_expr(expr, out),
+        Clause::Projection(p) => {
+            p.items.iter().for_each(|i| names_in_expr(&i.expr, out));
+            p.order_by.iter().for_each(|s| names_in_expr(&s.expr, out));
+            p.where_.iter().for_each(|w| names_in_expr(w, out));
+        }
+        _ => {}
+    }
+}
+
+fn names_in_pattern(p: &ast::PathPattern, out: &mut BTreeSet<String>) {
+    let node = |n: &ast::NodePattern, out: &mut BTreeSet<String>| {
+        if let Some(v) = &n.variable {
+            out.insert(v.name.clone());
+        }
+        n.properties.iter().for_each(|e| names_in_expr(e, out));
+        n.where_.iter().for_each(|e| names_in_expr(e, out));
+    };
+    node(&p.start, out);
+    for (r, n) in &p.chain {
+        if let Some(v) = &r.variable {
+            out.insert(v.name.clone());
+        }
+        r.properties.iter().for_each(|e| names_in_expr(e, out));
+        r.where_.iter().for_each(|e| names_in_expr(e, out));
+        node(n, out);
+    }
+}
+
+fn names_in_query(q: &ast::SingleQuery, out: &mut BTreeSet<String>) {
+    q.clauses.iter().for_each(|c| names_in_clause(c, out));
+}
+
+/// Every variable name `e` mentions (including those of nested subqueries).
+fn names_in_expr(e: &ast::Expr, out: &mut BTreeSet<String>) {
+    let mut rec = |x: &ast::Expr| names_in_expr(x, out);
+    match &e.kind {
+        ExprKind::Literal(_) | ExprKind::Parameter(_) => {}
+        ExprKind::Variable(v) => {
+            out.insert(v.clone());
+        }
+        ExprKind::Property(x, _) | ExprKind::Unary(_, x) | ExprKind::HasLabels(x, _) => rec(x),
+        ExprKind::Binary(_, a, b) | ExprKind::Index(a, b) => {
+            rec(a);
+            rec(b);
+        }
+        ExprKind::Function { args, .. } | ExprKind::List(args) => args.iter().for_each(rec),
+        ExprKind::Map(items) => items.iter().for_each(|(_, x)| rec(x)),
+        ExprKind::Slice(x, a, b) => {
+            rec(x);
+            a.iter().chain(b).for_each(|y| rec(y));
+        }
+        ExprKind::Case {
+            operand,
+            whens,
+            else_,
+        } => {
+            operand.iter().chain(else_).for_each(|y| rec(y));
+            for (w, t) in whens {
+                rec(w);
+                rec(t);
+            }
+        }
+        ExprKind::ListComprehension {
+            list,
+            predicate,
+            projection,
+            ..
+        } => {
+            rec(list);
+            predicate.iter().chain(projection).for_each(|y| rec(y));
+        }
+        ExprKind::Quantifier {
+            list, predicate, ..
+        } => {
+            rec(list);
+            rec(predicate);
+        }
+        ExprKind::Reduce {
+            init, list, expr, ..
+        } => {
+            rec(init);
+            rec(list);
+            rec(expr);
+        }
+        ExprKind::PatternPredicate(p) => names_in_pattern(p, out),
+        ExprKind::PatternComprehension {
+            pattern,
+            predicate,
+            projection,
+        } => {
+            names_in_pattern(pattern, out);
+            predicate.iter().for_each(|y| names_in_expr(y, out));
+            names_in_expr(projection, out);
+        }
+        ExprKind::Exists(q) | ExprKind::CountSubquery(q) => names_in_query(q, out),
+    }
+}
