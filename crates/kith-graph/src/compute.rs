@@ -48,7 +48,7 @@ pub struct PathRow {
     pub rels: Vec<u64>,
 }
 
-fn check_bounds(lower: u32, upper: u32) -> Result<()> {
+pub(crate) fn check_bounds(lower: u32, upper: u32) -> Result<()> {
     if lower > upper {
         return Err(Error::semantic(format!(
             "lower bound {lower} is greater than upper bound {upper}"

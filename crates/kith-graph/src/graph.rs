@@ -103,6 +103,9 @@ pub struct StorageCsr {
     groups: Vec<PinnedCsrGroup>,
     num_nodes: u64,
     num_edges: u64,
+    /// Bit `r` set: rel id `r` may be walked (rel property conditions of
+    /// the pattern); `None`: every rel. Ids beyond the mask are skipped.
+    rel_mask: Option<Arc<[u64]>>,
 }
 
 /// Decode buffers of one worker for [`StorageCsr`].
@@ -131,6 +134,7 @@ impl StorageCsr {
             groups,
             num_nodes,
             num_edges,
+            rel_mask: None,
         })
     }
 
@@ -138,6 +142,20 @@ impl StorageCsr {
         self.num_nodes = self.num_nodes.max(num_nodes);
         self
     }
+
+    /// Only the rels whose id has its bit set in `mask` (64 ids a word) are
+    /// walked.
+    pub fn with_rel_mask(mut self, mask: Arc<[u64]>) -> StorageCsr {
+        self.rel_mask = Some(mask);
+        self
+    }
+}
+
+/// Whether bit `r` of `mask` is set (false beyond its end).
+#[inline]
+pub fn mask_has(mask: &[u64], r: u64) -> bool {
+    mask.get((r / 64) as usize)
+        .is_some_and(|w| w & (1 << (r % 64)) != 0)
 }
 
 impl Graph for StorageCsr {
@@ -167,40 +185,60 @@ impl Graph for StorageCsr {
         }
         g.neighbors.read_u64s(a, len, &mut s.nbrs[..len]);
         g.rel_ids.read_u64s(a, len, &mut s.rels[..len]);
-        for (n, r) in s.nbrs[..len].iter().zip(&s.rels[..len]) {
-            f(*n, *r);
+        match &self.rel_mask {
+            None => {
+                for (n, r) in s.nbrs[..len].iter().zip(&s.rels[..len]) {
+                    f(*n, *r);
+                }
+            }
+            Some(mask) => {
+                for (n, r) in s.nbrs[..len].iter().zip(&s.rels[..len]) {
+                    if mask_has(mask, *r) {
+                        f(*n, *r);
+                    }
+                }
+            }
         }
     }
+}
+
+/// One CSR of a [`UnionCsr`]: a rel table walked in one direction.
+pub struct UnionMember {
+    /// Index of the node table walked from.
+    pub from: usize,
+    /// Index of the node table reached.
+    pub to: usize,
+    pub rel_table: kith_common::TableId,
+    /// The rel table's CSR in the walked direction.
+    pub csr: StorageCsr,
+    /// Skip self-loops: set on the backward copy of a rel table walked in
+    /// both directions (undirected patterns), so that a self-loop is
+    /// walked once, as openCypher matches it.
+    pub skip_self_loops: bool,
 }
 
 /// Several stored CSRs (rel tables, each in one direction) over several node
 /// tables as one graph: node table `i` owns the dense ids
 /// `bases[i]..bases[i] + sizes[i]`. A rel id is reported as the raw
 /// `InternalId` of (its table, its offset), so ids of different tables
-/// never collide.
+/// never collide (and a rel walked in both directions keeps one id).
 pub struct UnionCsr {
     bases: Vec<u64>,
     num_nodes: u64,
     num_edges: u64,
-    /// (index of the table walked from, index of the table reached, the
-    /// rel table, its CSR in the walked direction)
-    members: Vec<(usize, usize, kith_common::TableId, StorageCsr)>,
+    members: Vec<UnionMember>,
 }
 
 impl UnionCsr {
-    /// `sizes`: the row count of each node table, in node-space order;
-    /// `members`: (from table index, to table index, rel table, CSR).
-    pub fn new(
-        sizes: &[u64],
-        members: Vec<(usize, usize, kith_common::TableId, StorageCsr)>,
-    ) -> UnionCsr {
+    /// `sizes`: the row count of each node table, in node-space order.
+    pub fn new(sizes: &[u64], members: Vec<UnionMember>) -> UnionCsr {
         let mut bases = Vec::with_capacity(sizes.len());
         let mut total = 0;
         for &n in sizes {
             bases.push(total);
             total += n;
         }
-        let num_edges = members.iter().map(|m| m.3.num_edges()).sum();
+        let num_edges = members.iter().map(|m| m.csr.num_edges()).sum();
         UnionCsr {
             bases,
             num_nodes: total,
@@ -235,14 +273,23 @@ impl Graph for UnionCsr {
     #[inline]
     fn neighbors<F: FnMut(u64, u64)>(&self, node: u64, s: &mut StorageScratch, mut f: F) {
         let (t, local) = self.local(node);
-        for (from, to, rel_table, csr) in &self.members {
-            if *from != t || local >= csr.num_nodes() {
+        for m in &self.members {
+            if m.from != t || local >= m.csr.num_nodes() {
                 continue;
             }
-            let base = self.bases[*to];
-            csr.neighbors(local, s, |n, r| {
-                f(base + n, kith_common::InternalId::new(*rel_table, r).0)
-            });
+            let base = self.bases[m.to];
+            let rel_table = m.rel_table;
+            if m.skip_self_loops && m.from == m.to {
+                m.csr.neighbors(local, s, |n, r| {
+                    if n != local {
+                        f(base + n, kith_common::InternalId::new(rel_table, r).0)
+                    }
+                });
+            } else {
+                m.csr.neighbors(local, s, |n, r| {
+                    f(base + n, kith_common::InternalId::new(rel_table, r).0)
+                });
+            }
         }
     }
 }

@@ -14,7 +14,10 @@
 //!   propagated per node level by level (never enumerated);
 //! - [`WeightedShortest`]: frontier relaxation on a rel-id-indexed weight array;
 //! - [`ShortestPaths`]: one or all shortest paths, from [`compute::Parents`]
-//!   (per-worker arenas linked into a dense head array with CAS).
+//!   (per-worker arenas linked into a dense head array with CAS);
+//! - [`WalkPaths`]: every walk, trail or acyclic path enumerated by a
+//!   per-source DFS with a node/rel stack (when the paths themselves are
+//!   needed: a bound rel variable, a named path).
 //!
 //! Parallelism follows the paper's morsel dispatching policies ([`Policy`]:
 //! 1T1S, nT1S, nTkS, nTkMS) on the shared [`kith_sched::Scheduler`], with the
@@ -22,14 +25,17 @@
 //! with a sparse list when below 1/8 of the nodes. Every policy and thread
 //! count produces the same rows (in a different order).
 //!
-//! Boundaries: no parsing, no planning, no predicates on path nodes/rels
-//! and no trail/acyclic semantics yet; the planner maps a query to a
+//! Rel conditions are a rel-id mask on [`StorageCsr`]; undirected patterns
+//! are a [`UnionCsr`] with both directions of a table.
+//!
+//! Boundaries: no parsing, no planning, no predicates on path nodes; the planner maps a query to a
 //! [`Compute`], a [`Graph`], the source list and the destination handling.
 
 pub mod bits;
 pub mod compute;
 pub mod engine;
 pub mod graph;
+pub mod paths;
 
 pub use compute::{
     all_shortest_counts, shortest_lengths, shortest_paths, walk_counts, weighted_shortest,
@@ -37,4 +43,5 @@ pub use compute::{
     WalkCounts, WeightedShortest, MAX_UPPER,
 };
 pub use engine::{run_ife, CollectSink, Compute, IfeOptions, Nodes, Policy, RunStats, Sink, Visit};
-pub use graph::{Graph, InMemoryCsr, StorageCsr, StorageScratch, UnionCsr};
+pub use graph::{mask_has, Graph, InMemoryCsr, StorageCsr, StorageScratch, UnionCsr, UnionMember};
+pub use paths::{walk_paths, PathSemantics, WalkPaths};

@@ -105,6 +105,22 @@ fn check_shape(sched: &Scheduler, s: &Shape, lo: u32, hi: u32, opts: &IfeOptions
     let one_sorted = one;
     assert_eq!(one_sorted, expect_one, "one path {ctx}");
 
+    // Enumerated paths: every walk / trail / acyclic path, each a row.
+    let psrcs = &srcs[..srcs.len().min(s.n as usize + 5)];
+    let phi = if small { hi.min(4) } else { hi.min(2) };
+    let plo = lo.min(phi);
+    for sem in [PathSemantics::Walk, PathSemantics::Trail, PathSemantics::Acyclic] {
+        let got = walk_paths(sched, &g, psrcs, plo, phi, sem, opts, &cancel).unwrap();
+        let expect = ref_paths(&adj, psrcs, plo, phi, sem);
+        assert_eq!(got, expect, "paths {sem:?} {ctx}");
+        if sem == PathSemantics::Walk {
+            // Consistent with the counting computation.
+            let counts = walk_counts(sched, &g, psrcs, plo, phi, opts, &cancel).unwrap();
+            let total: u64 = counts.iter().map(|r| r.count).sum();
+            assert_eq!(total as usize, got.len(), "path count {ctx}");
+        }
+    }
+
     let w = dyadic_weights(rng, s.edges.len());
     let got = weighted_shortest(sched, &g, &srcs, w.clone(), opts, &cancel).unwrap();
     assert_eq!(got, ref_dijkstra(&adj, &w, &srcs), "weighted {ctx}");
@@ -281,4 +297,37 @@ proptest! {
         let opts = IfeOptions { policy: Policy::ALL[policy], threads, k: None };
         check_shape(&sched, &s, lo, lo + extra, &opts, &mut Rng(seed | 1));
     }
+}
+
+#[test]
+fn paths_trail_and_acyclic_on_cycles() {
+    // A triangle with a self loop and a parallel edge: walks repeat rels,
+    // trails repeat nodes only, acyclic paths neither.
+    let sched = Scheduler::new(2);
+    let cancel = CancelToken::new();
+    let edges = [(0, 1), (1, 2), (2, 0), (0, 0), (0, 1)];
+    let g = Arc::new(InMemoryCsr::from_edges(3, &edges));
+    let adj = adjacency(3, &edges);
+    for opts in configs() {
+        for sem in [PathSemantics::Walk, PathSemantics::Trail, PathSemantics::Acyclic] {
+            let got = walk_paths(&sched, &g, &[0, 1], 0, 6, sem, &opts, &cancel).unwrap();
+            assert_eq!(got, ref_paths(&adj, &[0, 1], 0, 6, sem), "{sem:?} {opts:?}");
+        }
+    }
+    let o = IfeOptions::default();
+    let trails = walk_paths(&sched, &g, &[0], 1, 30, PathSemantics::Trail, &o, &cancel).unwrap();
+    // No trail is longer than the number of rels.
+    assert!(trails.iter().all(|p| p.rels.len() <= edges.len()));
+    let acyclic = walk_paths(&sched, &g, &[0], 1, 30, PathSemantics::Acyclic, &o, &cancel).unwrap();
+    assert!(acyclic.iter().all(|p| p.nodes.len() <= 3));
+    // The self loop: a walk and a trail, never an acyclic path.
+    assert!(trails.iter().any(|p| p.rels == [3]));
+    assert!(!acyclic.iter().any(|p| p.rels == [3]));
+    // Bounds are checked; a cancelled token stops the enumeration.
+    assert!(walk_paths(&sched, &g, &[0], 3, 2, PathSemantics::Walk, &o, &cancel).is_err());
+    let stop = CancelToken::new();
+    stop.cancel();
+    let big = Arc::new(InMemoryCsr::from_edges(1, &[(0, 0), (0, 0)]));
+    let e = walk_paths(&sched, &big, &[0], 0, 40, PathSemantics::Walk, &o, &stop).unwrap_err();
+    assert_eq!(e.kind, kith_common::ErrorKind::Interrupted);
 }

@@ -303,3 +303,43 @@ pub fn ref_dijkstra(adj: &[Vec<(u64, u64)>], w: &[f64], srcs: &[u64]) -> Vec<Cos
     rows.sort_by_key(|r| (r.src, r.dst));
     rows
 }
+
+/// Every path of length `lo..=hi` from each source (a source listed twice
+/// twice) under `semantics`, by a plain recursive DFS.
+pub fn ref_paths(
+    adj: &[Vec<(u64, u64)>],
+    srcs: &[u64],
+    lo: u32,
+    hi: u32,
+    semantics: kith_graph::PathSemantics,
+) -> Vec<PathRow> {
+    use kith_graph::PathSemantics as S;
+    let mut rows = Vec::new();
+    for &s in srcs {
+        enumerate_walks(adj, s, hi, &mut |nodes, rels| {
+            let ok = match semantics {
+                S::Walk => true,
+                S::Trail => {
+                    let mut r = rels.to_vec();
+                    r.sort_unstable();
+                    r.windows(2).all(|w| w[0] != w[1])
+                }
+                S::Acyclic => {
+                    let mut n = nodes.to_vec();
+                    n.sort_unstable();
+                    n.windows(2).all(|w| w[0] != w[1])
+                }
+            };
+            if ok && rels.len() as u32 >= lo {
+                rows.push(PathRow {
+                    src: s,
+                    dst: *nodes.last().unwrap(),
+                    nodes: nodes.to_vec(),
+                    rels: rels.to_vec(),
+                });
+            }
+        });
+    }
+    rows.sort_unstable();
+    rows
+}

@@ -1,0 +1,242 @@
+//! Path enumeration for variable-length patterns whose paths are needed
+//! (a bound rel variable, a named path, `nodes(p)`): every walk, trail or
+//! acyclic path of length `lower..=upper` from each source, one row each.
+//!
+//! Unlike the counting computations, the number of result rows is the
+//! number of paths, so the work per source is a depth-first search with an
+//! explicit node/rel stack: no level frontier to share, and memory bounded
+//! by the depth times the degrees on the stack. Parallelism is across
+//! source morsels (every policy runs one source per morsel; nT1S runs the
+//! sources one after another). Rows are produced in DFS order per source,
+//! so every policy and thread count yields the same multiset of rows.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use kith_common::{Error, Result};
+use kith_sched::{CancelToken, Scheduler};
+
+use crate::compute::{check_bounds, PathRow};
+use crate::engine::{run_ife, CollectSink, Compute, IfeOptions, Nodes, Visit};
+use crate::graph::Graph;
+use std::sync::Arc;
+
+/// Which paths a variable-length pattern enumerates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PathSemantics {
+    /// Nodes and rels may repeat (Kùzu's default).
+    Walk,
+    /// No rel repeats (openCypher relationship isomorphism, Kùzu `TRAIL`).
+    Trail,
+    /// No node repeats (Kùzu `ACYCLIC`).
+    Acyclic,
+}
+
+impl PathSemantics {
+    pub fn name(self) -> &'static str {
+        match self {
+            PathSemantics::Walk => "walk",
+            PathSemantics::Trail => "trail",
+            PathSemantics::Acyclic => "acyclic",
+        }
+    }
+}
+
+/// Every path of length `lower..=upper` under `semantics`, enumerated by a
+/// per-source depth-first search.
+pub struct WalkPaths {
+    pub lower: u32,
+    pub upper: u32,
+    pub semantics: PathSemantics,
+    /// Checked every [`CANCEL_EVERY`] expanded nodes (a single source can
+    /// have exponentially many walks).
+    pub cancel: Option<CancelToken>,
+}
+
+const CANCEL_EVERY: u32 = 4096;
+
+/// Per source morsel: set once the DFS of its source ran (a source is the
+/// only node of its level-0 frontier, but a frontier morsel is never
+/// processed twice; the flag documents and asserts that).
+pub struct WalkPathsAux {
+    done: AtomicBool,
+}
+
+/// One DFS frame: the frame's neighbours are `edges[start..end]`, the next
+/// to try is `edges[cursor]`.
+#[derive(Clone, Copy)]
+struct Frame {
+    start: usize,
+    cursor: usize,
+    end: usize,
+}
+
+/// Reusable DFS buffers (one per call; reused across the sources of a morsel).
+#[derive(Default)]
+struct Dfs {
+    /// Neighbour lists of the nodes on the stack, back to back.
+    edges: Vec<(u64, u64)>,
+    frames: Vec<Frame>,
+    nodes: Vec<u64>,
+    rels: Vec<u64>,
+}
+
+impl WalkPaths {
+    pub fn new(lower: u32, upper: u32, semantics: PathSemantics) -> Result<WalkPaths> {
+        check_bounds(lower, upper)?;
+        Ok(WalkPaths {
+            lower,
+            upper,
+            semantics,
+            cancel: None,
+        })
+    }
+
+    /// Whether extending the current path with `(w, r)` keeps the semantics.
+    #[inline]
+    fn admissible(&self, dfs: &Dfs, w: u64, r: u64) -> bool {
+        match self.semantics {
+            PathSemantics::Walk => true,
+            PathSemantics::Trail => !dfs.rels.contains(&r),
+            PathSemantics::Acyclic => !dfs.nodes.contains(&w),
+        }
+    }
+
+    /// Pushes `node` with its neighbour list (unless at the upper bound).
+    fn push<G: Graph>(&self, dfs: &mut Dfs, g: &G, scratch: &mut G::Scratch, node: u64) {
+        let start = dfs.edges.len();
+        if (dfs.rels.len() as u32) < self.upper {
+            let edges = &mut dfs.edges;
+            g.neighbors(node, scratch, |w, r| edges.push((w, r)));
+        }
+        dfs.frames.push(Frame {
+            start,
+            cursor: start,
+            end: dfs.edges.len(),
+        });
+    }
+
+    fn emit(&self, dfs: &Dfs, src: u64, out: &mut Vec<PathRow>) {
+        if (dfs.rels.len() as u32) >= self.lower {
+            out.push(PathRow {
+                src,
+                dst: *dfs.nodes.last().unwrap_or(&src),
+                nodes: dfs.nodes.clone(),
+                rels: dfs.rels.clone(),
+            });
+        }
+    }
+
+    /// Every admissible path from `src`, in DFS order (neighbours in CSR order).
+    fn run<G: Graph>(
+        &self,
+        g: &G,
+        scratch: &mut G::Scratch,
+        src: u64,
+        out: &mut Vec<PathRow>,
+    ) -> Result<()> {
+        let mut dfs = Dfs::default();
+        dfs.nodes.push(src);
+        self.emit(&dfs, src, out);
+        self.push(&mut dfs, g, scratch, src);
+        let mut steps = 0u32;
+        while let Some(top) = dfs.frames.last_mut() {
+            if top.cursor == top.end {
+                let start = top.start;
+                dfs.frames.pop();
+                dfs.edges.truncate(start);
+                dfs.nodes.pop();
+                dfs.rels.pop();
+                continue;
+            }
+            let (w, r) = dfs.edges[top.cursor];
+            top.cursor += 1;
+            if !self.admissible(&dfs, w, r) {
+                continue;
+            }
+            dfs.nodes.push(w);
+            dfs.rels.push(r);
+            self.emit(&dfs, src, out);
+            self.push(&mut dfs, g, scratch, w);
+            steps += 1;
+            if steps == CANCEL_EVERY {
+                steps = 0;
+                if let Some(c) = &self.cancel {
+                    c.check()?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Compute for WalkPaths {
+    type Aux = WalkPathsAux;
+    type Row = PathRow;
+
+    /// All the work happens on the source's level-0 frontier.
+    fn upper(&self) -> u32 {
+        0
+    }
+
+    fn new_aux(&self, _n: u64, _srcs: &[u64], _workers: usize) -> WalkPathsAux {
+        WalkPathsAux {
+            done: AtomicBool::new(false),
+        }
+    }
+
+    fn process<G: Graph>(
+        &self,
+        aux: &WalkPathsAux,
+        v: &mut Visit<'_, G, PathRow>,
+        nodes: Nodes<'_>,
+    ) -> Result<()> {
+        if v.iter != 0 {
+            return Err(Error::internal("path enumeration past level 0"));
+        }
+        if aux.done.swap(true, Ordering::Relaxed) {
+            return Err(Error::internal("path enumeration ran twice for a source"));
+        }
+        // The level-0 frontier is the (deduplicated) source; the source
+        // list is authoritative (a source listed twice has two morsels).
+        let mut any = false;
+        nodes.for_each(|_| {
+            any = true;
+            Ok(())
+        })?;
+        if !any {
+            return Ok(());
+        }
+        let src = v.srcs[0];
+        self.run(v.graph, v.scratch, src, v.out)
+    }
+}
+
+/// Every path of length `lower..=upper` under `semantics` from each source,
+/// sorted.
+#[allow(clippy::too_many_arguments)]
+pub fn walk_paths<G: Graph>(
+    sched: &Scheduler,
+    graph: &Arc<G>,
+    sources: &[u64],
+    lower: u32,
+    upper: u32,
+    semantics: PathSemantics,
+    opts: &IfeOptions,
+    cancel: &CancelToken,
+) -> Result<Vec<PathRow>> {
+    let mut c = WalkPaths::new(lower, upper, semantics)?;
+    c.cancel = Some(cancel.clone());
+    let sink = Arc::new(CollectSink::<PathRow>::default());
+    run_ife(
+        sched,
+        Arc::clone(graph),
+        Arc::new(c),
+        sources,
+        opts,
+        cancel,
+        sink.clone(),
+    )?;
+    let mut rows = sink.take();
+    rows.sort_unstable();
+    Ok(rows)
+}
