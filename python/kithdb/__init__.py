@@ -27,9 +27,49 @@ import sys
 from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple
 
 from . import _kithdb
-from ._kithdb import RuntimeError
+from ._kithdb import ParameterTypeError, RuntimeError
 
-__all__ = ["Database", "Connection", "QueryResult", "RuntimeError", "__version__"]
+__all__ = [
+    "Database",
+    "Connection",
+    "QueryResult",
+    "RuntimeError",
+    "ParameterTypeError",
+    "Duration",
+    "__version__",
+]
+
+
+class Duration:
+    """A Cypher DURATION that ``datetime.timedelta`` cannot hold (it has months).
+
+    Months, days and seconds are kept apart, as Cypher does: a month has no fixed
+    number of days. Returned for DURATION values with months; accepted as a
+    parameter.
+    """
+
+    __slots__ = ("months", "days", "seconds", "nanoseconds")
+
+    def __init__(self, months: int = 0, days: int = 0, seconds: int = 0, nanoseconds: int = 0):
+        self.months = int(months)
+        self.days = int(days)
+        self.seconds = int(seconds)
+        self.nanoseconds = int(nanoseconds)
+
+    def _key(self) -> Tuple[int, int, int, int]:
+        return (self.months, self.days, self.seconds, self.nanoseconds)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Duration) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (
+            f"kithdb.Duration(months={self.months}, days={self.days}, "
+            f"seconds={self.seconds}, nanoseconds={self.nanoseconds})"
+        )
 
 __version__: str = _kithdb.__version__
 

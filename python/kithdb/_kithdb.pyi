@@ -8,6 +8,9 @@ import builtins
 
 class RuntimeError(builtins.RuntimeError): ...
 
+class ParameterTypeError(RuntimeError, builtins.TypeError):
+    """A query parameter of a type or value the engine cannot take."""
+
 def _copy_source_names(query: str) -> List[str]: ...
 
 class Database:

@@ -139,3 +139,30 @@ def test_arrow_chunk_size(graph):
     pytest.importorskip("pyarrow")
     t = graph.execute("MATCH (p:Person) RETURN p.id, p.name").get_as_arrow(chunk_size=4)
     assert t.num_rows == 6 and max(b.num_rows for b in t.to_batches()) <= 4
+
+
+def test_temporal_values_round_trip(conn):
+    import datetime
+
+    utc2 = datetime.timezone(datetime.timedelta(hours=2))
+    row = conn.execute(
+        "RETURN localtime('12:34:56.789') AS lt, time('12:34:56+02:00') AS zt, "
+        "localdatetime('2024-02-29T13:45:01') AS ldt, "
+        "datetime('2024-02-29T13:45:01+02:00') AS zdt, "
+        "duration('P1DT2H') AS d, duration('P1M2D') AS dm"
+    ).get_next()
+    lt, zt, ldt, zdt, d, dm = row
+    assert lt == datetime.time(12, 34, 56, 789000)
+    assert zt == datetime.time(12, 34, 56, tzinfo=utc2)
+    assert ldt == datetime.datetime(2024, 2, 29, 13, 45, 1)
+    assert zdt == datetime.datetime(2024, 2, 29, 13, 45, 1, tzinfo=utc2)
+    assert d == datetime.timedelta(days=1, hours=2)
+    assert dm == kithdb.Duration(months=1, days=2)
+    # Each comes back as it went in when passed as a parameter.
+    for v in (lt, zt, ldt, zdt, d, dm):
+        assert conn.execute("RETURN $v AS v", {"v": v}).get_next()[0] == v
+
+
+def test_parameter_type_error_is_both_kinds():
+    assert issubclass(kithdb.ParameterTypeError, kithdb.RuntimeError)
+    assert issubclass(kithdb.ParameterTypeError, TypeError)

@@ -418,6 +418,28 @@ fn _kithdb(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyConnection>()?;
     m.add_class::<PyQueryResult>()?;
     m.add("RuntimeError", py.get_type::<RuntimeError>())?;
+    // A bad parameter is both a kithdb error and a TypeError, so callers can
+    // catch either; create_exception! takes one base, `type()` takes two.
+    let bases = PyTuple::new(
+        py,
+        [
+            py.get_type::<RuntimeError>().into_any(),
+            py.get_type::<pyo3::exceptions::PyTypeError>().into_any(),
+        ],
+    )?;
+    let attrs = pyo3::types::PyDict::new(py);
+    attrs.set_item("__module__", "kithdb")?;
+    attrs.set_item(
+        "__doc__",
+        "A query parameter of a type or value the engine cannot take.",
+    )?;
+    let parameter_error = py
+        .import("builtins")?
+        .getattr("type")?
+        .call1(("ParameterTypeError", bases, attrs))?
+        .downcast_into::<pyo3::types::PyType>()?;
+    let _ = convert::PARAMETER_TYPE_ERROR.set(py, parameter_error.clone().unbind());
+    m.add("ParameterTypeError", parameter_error)?;
     m.add_function(wrap_pyfunction!(_version, m)?)?;
     m.add_function(wrap_pyfunction!(_copy_source_names, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION").into_py_any(py)?)?;
