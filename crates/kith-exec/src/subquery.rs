@@ -20,7 +20,11 @@ pub struct SubqueryTable {
 impl SubqueryTable {
     /// Builds the table from the subquery's rows (`num_keys` id columns,
     /// then the count or list for `Count` / `Collect`).
-    pub fn from_rows(kind: SubqueryKind, num_keys: usize, chunks: &[Chunk]) -> Result<SubqueryTable> {
+    pub fn from_rows(
+        kind: SubqueryKind,
+        num_keys: usize,
+        chunks: &[Chunk],
+    ) -> Result<SubqueryTable> {
         let mut rows = HashMap::new();
         let mut key = Vec::with_capacity(num_keys);
         for c in chunks {
@@ -58,7 +62,9 @@ impl SubqueryTable {
     /// them is NULL (an unmatched OPTIONAL MATCH variable).
     pub fn lookup(&self, keys: &[Value], scratch: &mut Vec<u64>) -> Result<Value> {
         if keys.len() != self.num_keys {
-            return Err(Error::internal("subquery probed with the wrong number of keys"));
+            return Err(Error::internal(
+                "subquery probed with the wrong number of keys",
+            ));
         }
         scratch.clear();
         for k in keys {
@@ -112,9 +118,20 @@ mod tests {
         // Same offset, other table: a different entity.
         assert_eq!(count.lookup(&[id(3, 5)], &mut s).unwrap(), Value::Int64(0));
         assert_eq!(count.lookup(&[Value::Null], &mut s).unwrap(), Value::Null);
-        let exists = SubqueryTable::from_rows(SubqueryKind::Exists, 1, &[chunk(&[(id(1, 1), Value::Int64(1))])]).unwrap();
-        assert_eq!(exists.lookup(&[id(1, 1)], &mut s).unwrap(), Value::Bool(true));
-        assert_eq!(exists.lookup(&[id(1, 2)], &mut s).unwrap(), Value::Bool(false));
+        let exists = SubqueryTable::from_rows(
+            SubqueryKind::Exists,
+            1,
+            &[chunk(&[(id(1, 1), Value::Int64(1))])],
+        )
+        .unwrap();
+        assert_eq!(
+            exists.lookup(&[id(1, 1)], &mut s).unwrap(),
+            Value::Bool(true)
+        );
+        assert_eq!(
+            exists.lookup(&[id(1, 2)], &mut s).unwrap(),
+            Value::Bool(false)
+        );
         assert!(exists.lookup(&[], &mut s).is_err());
     }
 }

@@ -109,7 +109,11 @@ fn check_shape(sched: &Scheduler, s: &Shape, lo: u32, hi: u32, opts: &IfeOptions
     let psrcs = &srcs[..srcs.len().min(s.n as usize + 5)];
     let phi = if small { hi.min(4) } else { hi.min(2) };
     let plo = lo.min(phi);
-    for sem in [PathSemantics::Walk, PathSemantics::Trail, PathSemantics::Acyclic] {
+    for sem in [
+        PathSemantics::Walk,
+        PathSemantics::Trail,
+        PathSemantics::Acyclic,
+    ] {
         let got = walk_paths(sched, &g, psrcs, plo, phi, sem, opts, &cancel).unwrap();
         let expect = ref_paths(&adj, psrcs, plo, phi, sem);
         assert_eq!(got, expect, "paths {sem:?} {ctx}");
@@ -309,7 +313,11 @@ fn paths_trail_and_acyclic_on_cycles() {
     let g = Arc::new(InMemoryCsr::from_edges(3, &edges));
     let adj = adjacency(3, &edges);
     for opts in configs() {
-        for sem in [PathSemantics::Walk, PathSemantics::Trail, PathSemantics::Acyclic] {
+        for sem in [
+            PathSemantics::Walk,
+            PathSemantics::Trail,
+            PathSemantics::Acyclic,
+        ] {
             let got = walk_paths(&sched, &g, &[0, 1], 0, 6, sem, &opts, &cancel).unwrap();
             assert_eq!(got, ref_paths(&adj, &[0, 1], 0, 6, sem), "{sem:?} {opts:?}");
         }

@@ -51,7 +51,12 @@ pub fn sync_parent_dir(path: &Path) -> Result<()> {
     let synced = File::open(parent).and_then(|dir| dir.sync_all());
     match synced {
         Ok(()) => Ok(()),
-        Err(e) if matches!(e.kind(), IoErrorKind::InvalidInput | IoErrorKind::Unsupported) => {
+        Err(e)
+            if matches!(
+                e.kind(),
+                IoErrorKind::InvalidInput | IoErrorKind::Unsupported
+            ) =>
+        {
             Ok(())
         }
         Err(e) => Err(io_error(parent, "fsync the directory", &e)),

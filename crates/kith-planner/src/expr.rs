@@ -79,7 +79,10 @@ pub enum BoundExprKind {
     /// query's subquery `index` runs once before the query and yields a table
     /// from the ids of the outer variables it uses (`keys`, node or rel ids)
     /// to its value for them; this looks the row's keys up.
-    Subquery { index: usize, keys: Vec<BoundExpr> },
+    Subquery {
+        index: usize,
+        keys: Vec<BoundExpr>,
+    },
 }
 
 impl BoundExpr {

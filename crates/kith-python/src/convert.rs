@@ -204,12 +204,8 @@ impl<'py> Ctx<'py> {
     }
 
     fn local_time(&self, t: LocalTime) -> PyResult<Bound<'py, PyAny>> {
-        self.time.call1((
-            t.hour(),
-            t.minute(),
-            t.second(),
-            t.nanosecond() / 1000,
-        ))
+        self.time
+            .call1((t.hour(), t.minute(), t.second(), t.nanosecond() / 1000))
     }
 
     /// `datetime.timezone(timedelta(seconds=offset))`.

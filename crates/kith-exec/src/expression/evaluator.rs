@@ -660,7 +660,9 @@ fn subquery_table<'a>(
     index: usize,
 ) -> Result<&'a crate::subquery::SubqueryTable> {
     ctx.subqueries.get(index).ok_or_else(|| {
-        Error::not_supported("a subquery (EXISTS, COUNT or a pattern) in this clause is not supported yet")
+        Error::not_supported(
+            "a subquery (EXISTS, COUNT or a pattern) in this clause is not supported yet",
+        )
     })
 }
 

@@ -21,7 +21,10 @@ impl Operator for Filter {
             if !self.child.next(rs)? {
                 return Ok(false);
             }
-            if self.predicate.select(rs, &self.layout, &self.ctx.params, &self.ctx.subqueries)? {
+            if self
+                .predicate
+                .select(rs, &self.layout, &self.ctx.params, &self.ctx.subqueries)?
+            {
                 return Ok(true);
             }
         }

@@ -39,7 +39,11 @@ impl Binder<'_> {
                     ));
                 }
                 self.check_pattern_predicate(p)?;
-                (vec![match_clause(vec![(**p).clone()], None, p.span)], SubqueryKind::Exists, None)
+                (
+                    vec![match_clause(vec![(**p).clone()], None, p.span)],
+                    SubqueryKind::Exists,
+                    None,
+                )
             }
             ExprKind::PatternComprehension {
                 pattern,
@@ -57,7 +61,10 @@ impl Binder<'_> {
             _ => return Err(Error::internal("bind_subquery_expr: not a subquery")),
         };
         for c in &clauses {
-            if !matches!(c, Clause::Match { .. } | Clause::Projection(_) | Clause::Unwind { .. }) {
+            if !matches!(
+                c,
+                Clause::Match { .. } | Clause::Projection(_) | Clause::Unwind { .. }
+            ) {
                 return Err(not_supported(
                     clause_span(c),
                     "a subquery with clauses other than MATCH, WITH, UNWIND and RETURN",
@@ -122,8 +129,7 @@ impl Binder<'_> {
                 // A final RETURN becomes a WITH: its rows are what the
                 // subquery counts or tests.
                 Clause::Projection(mut p) => {
-                    if has_keys
-                        && (p.skip.is_some() || p.limit.is_some() || !p.order_by.is_empty())
+                    if has_keys && (p.skip.is_some() || p.limit.is_some() || !p.order_by.is_empty())
                     {
                         return Err(not_supported(
                             p.span,
@@ -159,7 +165,13 @@ impl Binder<'_> {
         let mut items: Vec<ast::ProjectionItem> = keys
             .iter()
             .enumerate()
-            .map(|(i, (name, _))| item(call("id", vec![variable(name, span)], span), &format!("_key{i}"), span))
+            .map(|(i, (name, _))| {
+                item(
+                    call("id", vec![variable(name, span)], span),
+                    &format!("_key{i}"),
+                    span,
+                )
+            })
             .collect();
         items.push(match (kind, projection) {
             (SubqueryKind::Exists, _) => item(
@@ -203,10 +215,7 @@ impl Binder<'_> {
             span,
         }));
         let stmt = Statement::Query(ast::Query {
-            parts: vec![ast::SingleQuery {
-                clauses,
-                span,
-            }],
+            parts: vec![ast::SingleQuery { clauses, span }],
             union_all: Vec::new(),
             span,
         });
@@ -226,7 +235,9 @@ impl Binder<'_> {
             SubqueryKind::Count => LogicalType::Int64,
             SubqueryKind::Collect => {
                 let last = query.parts.last().and_then(|p| p.outputs.last());
-                last.map_or(LogicalType::List(Box::new(LogicalType::Any)), |(_, e)| e.ty.clone())
+                last.map_or(LogicalType::List(Box::new(LogicalType::Any)), |(_, e)| {
+                    e.ty.clone()
+                })
             }
         };
         let index = self.subqueries.len();
