@@ -298,6 +298,22 @@ impl Binder<'_> {
             BoundExprKind::Slot(s) if top && e.ty == LogicalType::InternalId => {
                 Ok(self.entity_value(s, span)?.unwrap_or(e))
             }
+            // `collect(n)`: the aggregate now collects node values
+            // (`materialize_collected`), so its slot has their list type.
+            BoundExprKind::Slot(s)
+                if e.ty == LogicalType::List(Box::new(LogicalType::InternalId)) =>
+            {
+                let ty = self
+                    .aggregates
+                    .as_ref()
+                    .and_then(|aggs| aggs.iter().find(|a| a.slot == s))
+                    .map_or(e.ty, |a| a.ty.clone());
+                Ok(BoundExpr {
+                    kind: e.kind,
+                    ty,
+                    span,
+                })
+            }
             BoundExprKind::List(items) => {
                 let items = items
                     .into_iter()

@@ -312,6 +312,9 @@ fn table_is(args: &[Value]) -> Result<Value> {
 fn id(args: &[Value]) -> Result<Value> {
     match args {
         [v @ Value::InternalId(_)] => Ok(v.clone()),
+        // Entities carried as values (collected, unwound, coalesced).
+        [Value::Node(n)] => Ok(Value::InternalId(n.id)),
+        [Value::Rel(r)] => Ok(Value::InternalId(r.id)),
         _ => Err(Error::runtime("id() expects a node or rel")),
     }
 }

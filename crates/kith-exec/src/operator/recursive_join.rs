@@ -171,7 +171,9 @@ pub fn recursive_join(
         }
     }
     ctx.cancel.check()?;
-    let dst_id = |d: u64| Some(InternalId::new(join.node_table, d));
+    // A destination label no table has (`(b:Missing)`) leaves no table.
+    let dst_ok = join.dst_tables.contains(&join.node_table);
+    let dst_id = |d: u64| dst_ok.then(|| InternalId::new(join.node_table, d));
     let found = Found {
         row_src: &row_src,
         index_of: &index_of,

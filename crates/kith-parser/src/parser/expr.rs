@@ -79,6 +79,9 @@ impl Parser<'_> {
     fn comparison(&mut self) -> Result<Expr> {
         let base = self.height;
         let mut l = self.predicate_expr()?;
+        // `a < b < c` means `a < b AND b < c` (openCypher chains the
+        // comparison operators); `prev` is the right operand of the last one.
+        let mut prev: Option<Expr> = None;
         loop {
             let op = match self.kind() {
                 TokenKind::Eq => BinaryOp::Eq,
@@ -93,7 +96,12 @@ impl Parser<'_> {
             self.advance();
             let r = self.predicate_expr()?;
             self.grow()?;
-            l = bin(op, l, r);
+            let chains = !matches!(op, BinaryOp::RegexMatch);
+            l = match prev.take() {
+                Some(p) if chains => bin(BinaryOp::And, l, bin(op, p, r.clone())),
+                _ => bin(op, l, r.clone()),
+            };
+            prev = chains.then_some(r);
         }
     }
 

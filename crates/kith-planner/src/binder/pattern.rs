@@ -195,13 +195,62 @@ impl Binder<'_> {
                 idx
             }
             Some(v)
+                if self.values.iter().any(|x| {
+                    x.0 == v.name
+                        && matches!(
+                            x.2,
+                            LogicalType::Node | LogicalType::InternalId | LogicalType::Any
+                        )
+                }) =>
+            {
+                // A node carried as a value (`UNWIND collect(n) AS m`,
+                // `coalesce(a, b) AS x`, `null AS a`): its id, computed by a
+                // one-element UNWIND before matching, is the node's id slot;
+                // NULL matches nothing.
+                let Some(pos) = self.values.iter().position(|x| x.0 == v.name) else {
+                    return Err(Error::internal("carried value vanished"));
+                };
+                let (name, value_slot, value_ty) = self.values.remove(pos);
+                let id = BoundExpr {
+                    kind: BoundExprKind::Function(
+                        "id".to_string(),
+                        vec![BoundExpr::slot(value_slot, value_ty, v.span)],
+                    ),
+                    ty: LogicalType::InternalId,
+                    span: v.span,
+                };
+                let id_slot = self.new_slot();
+                self.part.unwinds.push(BoundUnwind {
+                    expr: BoundExpr {
+                        kind: BoundExprKind::List(vec![id]),
+                        ty: LogicalType::List(Box::new(LogicalType::InternalId)),
+                        span: v.span,
+                    },
+                    slot: id_slot,
+                    ty: LogicalType::InternalId,
+                });
+                self.graph.nodes.push(QueryNode {
+                    name,
+                    tables,
+                    id_slot,
+                    properties: Vec::new(),
+                    imported: true,
+                });
+                self.graph.nodes.len() - 1
+            }
+            Some(v)
                 if self.values.iter().any(|x| x.0 == v.name)
                     || self.rels_carried.iter().any(|x| x.0 == v.name) =>
             {
                 return Err(Error::at(
                     ErrorKind::Semantic,
                     v.span,
-                    format!("'{}' is already bound to a value, not a node", v.name),
+                    match self.values.iter().find(|x| x.0 == v.name) {
+                        Some((_, _, ty)) => {
+                            format!("'{}' is already bound to a {ty} value, not a node", v.name)
+                        }
+                        None => format!("'{}' is already bound to a rel, not a node", v.name),
+                    },
                 ));
             }
             Some(v) if self.graph.rels.iter().any(|r| r.name == v.name) => {

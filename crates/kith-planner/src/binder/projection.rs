@@ -180,6 +180,26 @@ impl Binder<'_> {
                 format!("ORDER BY cannot aggregate when {what} does not (invalid aggregation)"),
             ));
         }
+        // ORDER BY may repeat an aggregate of the projection but not add
+        // one: the rows it sorts are the projection's groups.
+        let (projected, added) = aggregates.split_at(projected_aggregates.min(aggregates.len()));
+        if let Some(a) = added.iter().find(|a| {
+            !projected.iter().any(|p| {
+                p.function == a.function
+                    && p.distinct == a.distinct
+                    && p.arg.as_ref().map(strip) == a.arg.as_ref().map(strip)
+            })
+        }) {
+            let span = a.arg.as_ref().map_or(proj.span, |e| e.span);
+            return Err(Error::at(
+                ErrorKind::Semantic,
+                span,
+                format!(
+                    "ORDER BY uses the aggregate {}() that {what} does not project",
+                    a.function
+                ),
+            ));
+        }
         let mut group_keys: Vec<(BoundExpr, SlotId)> = Vec::new();
         if !aggregates.is_empty() {
             // Non-aggregate items become grouping keys computed into slots.
@@ -409,6 +429,16 @@ impl Binder<'_> {
         };
         match v.as_ref().and_then(|v| v.as_i64()) {
             Some(n) if n >= 0 => Ok(n as u64),
+            // A parameter's value is a run-time input: a bad one is a
+            // run-time error (openCypher), not a compile-time one.
+            _ if matches!(e.kind, ExprKind::Parameter(_)) => Err(Error::at(
+                ErrorKind::Runtime,
+                e.span,
+                format!(
+                    "{what} expects a non-negative integer, got {}",
+                    v.as_ref().map_or("no value".to_string(), |v| v.to_string())
+                ),
+            )),
             _ => Err(Error::at(
                 ErrorKind::Semantic,
                 e.span,

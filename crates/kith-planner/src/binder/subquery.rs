@@ -136,6 +136,20 @@ impl Binder<'_> {
                             "ORDER BY, SKIP or LIMIT inside a subquery that uses outer variables",
                         ));
                     }
+                    if !p.is_with {
+                        // A WITH needs names: the RETURN's unnamed
+                        // expressions (`RETURN true`) get hidden ones.
+                        for (i, it) in p.items.iter_mut().enumerate() {
+                            let named =
+                                it.alias.is_some() || matches!(it.expr.kind, ExprKind::Variable(_));
+                            if !named {
+                                it.alias = Some(ast::Ident {
+                                    name: format!("_ret{i}"),
+                                    span: it.expr.span,
+                                });
+                            }
+                        }
+                    }
                     p.is_with = true;
                     if !p.star {
                         for (name, _) in &keys {
