@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use kith_catalog::TableEntry;
+use kith_catalog::{PropertyId, TableEntry};
 use kith_common::{Chunk, Error, InternalId, LogicalType, Result, TableId, Value, ValueVector};
 use kith_planner::bound::{
     BoundStatement, BoundWrite, ContinuationSource, CreateNode, CreateRel, MergeSet, NodeRef,
@@ -681,6 +681,11 @@ fn apply(
                     }
                     txn.lookup_pk(table, key)?.into_iter().collect()
                 };
+                if found.is_empty()
+                    && matches!(&node.table, WriteTable::Implicit(l) if l.is_empty())
+                {
+                    unlabeled_merge_elsewhere(txn, table, node, row)?;
+                }
                 let offset = match found.as_slice() {
                     [] => {
                         let mut props = node.properties.clone();
@@ -943,6 +948,38 @@ fn create_rels(
                     ],
                 );
             }
+        }
+    }
+    Ok(())
+}
+
+/// `MERGE (n {..})` without a label matches nodes of every table, but binds
+/// only the unlabeled table's: rather than create a duplicate of a node
+/// another table holds, refuse (not supported) when one matches.
+fn unlabeled_merge_elsewhere(
+    txn: &mut WriteTxn<'_>,
+    own: TableId,
+    node: &CreateNode,
+    row: &[Value],
+) -> Result<()> {
+    let others: Vec<TableEntry> = txn
+        .catalog
+        .node_tables()
+        .filter(|t| t.id != own)
+        .cloned()
+        .collect();
+    for e in others {
+        let probe: Option<Vec<(PropertyId, Value)>> = node
+            .properties
+            .iter()
+            .map(|(name, col)| e.property(name).map(|p| (p.id, row[*col].clone())))
+            .collect();
+        let Some(probe) = probe else { continue };
+        if !txn.find_nodes(e.id, &probe)?.is_empty() {
+            return Err(Error::not_supported(format!(
+                "MERGE of a node without a label that matches nodes of table '{}' (give the label)",
+                e.name
+            )));
         }
     }
     Ok(())

@@ -4,6 +4,20 @@
 use super::*;
 
 impl Binder<'_> {
+    /// The string a map/entity key expression names when it is a literal or
+    /// a parameter with a value.
+    fn constant_key(&self, e: &ast::Expr) -> Option<String> {
+        let v = match (&e.kind, self.params) {
+            (ExprKind::Parameter(name), Some(params)) => params.get(name).cloned(),
+            (ExprKind::Literal(_), _) => literal_value(e).ok(),
+            _ => None,
+        };
+        match v {
+            Some(Value::String(s)) => Some(s),
+            _ => None,
+        }
+    }
+
     pub fn bind_expr(&mut self, e: &ast::Expr) -> Result<BoundExpr> {
         let span = e.span;
         if let Some(local) = self.bind_local(e) {
@@ -68,6 +82,26 @@ impl Binder<'_> {
                 }
                 _ => self.bind_field(target, key, span),
             },
+            // `n['name']` / `n[$key]` on a node or rel variable: a property
+            // access whose key is known when the query is bound.
+            ExprKind::Index(target, index)
+                if matches!(&target.kind, ExprKind::Variable(v)
+                    if !self.is_value_variable(v)
+                        && (self.graph.nodes.iter().any(|n| &n.name == v)
+                            || self.graph.rels.iter().any(|r| &r.name == v)))
+                    && self.constant_key(index).is_some() =>
+            {
+                let (ExprKind::Variable(var), Some(name)) =
+                    (&target.kind, self.constant_key(index))
+                else {
+                    return Err(Error::internal("dynamic property access"));
+                };
+                let key = ast::Ident {
+                    name,
+                    span: index.span,
+                };
+                self.bind_property(var, &key, span)
+            }
             ExprKind::Unary(op, inner) => {
                 let inner = self.bind_expr(inner)?;
                 let ty = match op {
@@ -653,7 +687,16 @@ impl Binder<'_> {
                 (BoundExprKind::Map(fields), ty)
             }
             ExprKind::Index(target, index) => {
-                let target = self.bind_expr(target)?;
+                let entity = matches!(&target.kind, ExprKind::Variable(v)
+                    if !self.is_value_variable(v)
+                        && (self.graph.nodes.iter().any(|n| &n.name == v)
+                            || self.graph.rels.iter().any(|r| &r.name == v)));
+                let mut target = self.bind_expr(target)?;
+                if entity {
+                    // `n[key]` with a key computed per row: index the node
+                    // (or rel) value, which carries every property.
+                    target = self.materialize_entities(target, true)?;
+                }
                 let index = self.bind_expr(index)?;
                 let ty = match &target.ty {
                     LogicalType::List(elem) => {

@@ -401,7 +401,12 @@ impl Binder<'_> {
                 let mut out = Vec::new();
                 for n in &rel.types {
                     let before = out.len();
-                    out.extend(self.catalog.rel_tables_typed(&n.name).map(|t| t.id));
+                    for t in self.catalog.rel_tables_typed(&n.name) {
+                        // `[:T|T]` names a table once (no duplicate rows).
+                        if !out.contains(&t.id) {
+                            out.push(t.id);
+                        }
+                    }
                     if out.len() == before {
                         if let Some(t) = self.catalog.table_by_name(&n.name) {
                             if t.is_node() && !t.implicit {
