@@ -81,7 +81,7 @@ fn run_write_in(
     let mut env: Env = vec![HashMap::new(); rows.len()];
     let mut rel_env: RelEnv = vec![HashMap::new(); rows.len()];
     for clause in &w.clauses {
-        apply(txn, clause, &rows, &mut env, &mut rel_env)?;
+        apply(txn, clause, &mut rows, &mut env, &mut rel_env)?;
     }
     let Some(cont) = w.continuation else {
         return Ok(QueryResult {
@@ -460,13 +460,12 @@ fn merge_rel(
     (on_create, on_match): (&[MergeSet], &[MergeSet]),
     row: &[Value],
     env: &HashMap<String, Node>,
-    rel_env: &mut HashMap<String, [InternalId; 3]>,
-) -> Result<()> {
+) -> Result<Vec<[InternalId; 3]>> {
     let (Some(src), Some(dst)) = (resolve(&rel.src, row, env)?, resolve(&rel.dst, row, env)?)
     else {
         return Err(Error::runtime("cannot MERGE a rel whose end node is NULL"));
     };
-    let mut found: Option<(TableId, Node, Node, u64)> = None;
+    let mut found: Vec<(TableId, Node, Node, u64)> = Vec::new();
     let tries: &[(Node, Node)] = if either {
         &[(src, dst), (dst, src)]
     } else {
@@ -498,63 +497,91 @@ fn merge_rel(
             if absent {
                 continue;
             }
-            if let Some(&id) = txn.find_rels(t, s.1, d.1, &probe)?.first() {
-                found = Some((t, s, d, id));
-                break;
+            for id in txn.find_rels(t, s.1, d.1, &probe)? {
+                found.push((t, s, d, id));
             }
         }
-        if found.is_some() {
+        if s == d {
+            // A self-loop would be found again in the other direction.
             break;
         }
     }
-    let (table, s, d, id, sets) = match found {
-        Some((t, s, d, id)) => (t, s, d, id, on_match),
-        None => {
-            let table = implicit_schema::rel_table(txn, &rel.table, src.0, dst.0)?;
-            ensure_properties(
-                txn,
-                table,
-                &rel.properties,
-                std::slice::from_ref(&row.to_vec()),
-                &[true],
-            )?;
-            let e = entry(txn, table)?;
-            let info = e
-                .rel_info()
-                .ok_or_else(|| Error::internal("rel table without rel info"))?;
-            if info.src != src.0 || info.dst != dst.0 {
-                return Err(Error::runtime(format!(
-                    "cannot MERGE a rel in '{}': its endpoints are of other tables",
-                    e.name
-                )));
-            }
-            let props = property_row(&e, &rel.properties, row)?;
-            let id = txn.insert_rels(table, &[src.1], &[dst.1], &[props])?[0];
-            (table, src, dst, id, on_create)
+    let (bindings, sets) = if !found.is_empty() {
+        (found, on_match)
+    } else {
+        let table = implicit_schema::rel_table(txn, &rel.table, src.0, dst.0)?;
+        ensure_properties(
+            txn,
+            table,
+            &rel.properties,
+            std::slice::from_ref(&row.to_vec()),
+            &[true],
+        )?;
+        let e = entry(txn, table)?;
+        let info = e
+            .rel_info()
+            .ok_or_else(|| Error::internal("rel table without rel info"))?;
+        if info.src != src.0 || info.dst != dst.0 {
+            return Err(Error::runtime(format!(
+                "cannot MERGE a rel in '{}': its endpoints are of other tables",
+                e.name
+            )));
         }
+        let props = property_row(&e, &rel.properties, row)?;
+        let id = txn.insert_rels(table, &[src.1], &[dst.1], &[props])?[0];
+        (vec![(table, src, dst, id)], on_create)
     };
-    if let Some(var) = &rel.var {
-        rel_env.insert(
-            var.clone(),
-            [
-                InternalId::new(table, id),
-                InternalId::new(s.0, s.1),
-                InternalId::new(d.0, d.1),
-            ],
-        );
-    }
-    for set in sets {
-        let value = &row[set.value];
-        match &set.node {
-            None => set_rel(txn, (table, s.1, d.1, id), &set.property, value)?,
-            Some(n) => {
-                if let Some(node) = resolve(n, row, env)? {
-                    set_node(txn, node, &set.property, value)?;
+    let mut out = Vec::with_capacity(bindings.len());
+    for (table, s, d, id) in bindings {
+        for set in sets {
+            let value = &row[set.value];
+            match &set.node {
+                None => set_rel(txn, (table, s.1, d.1, id), &set.property, value)?,
+                Some(n) => {
+                    if let Some(node) = resolve(n, row, env)? {
+                        set_node(txn, node, &set.property, value)?;
+                    }
                 }
             }
         }
+        out.push([
+            InternalId::new(table, id),
+            InternalId::new(s.0, s.1),
+            InternalId::new(d.0, d.1),
+        ]);
     }
-    Ok(())
+    Ok(out)
+}
+
+/// Binds what a MERGE found for each input row: `bound[i]` lists row i's
+/// matches (at least one), and a row with several becomes one row per match
+/// (openCypher binds every match).
+fn fan_out<T>(
+    rows: &mut Vec<Vec<Value>>,
+    env: &mut Env,
+    rel_env: &mut RelEnv,
+    bound: Vec<Vec<T>>,
+    bind: impl Fn(&mut HashMap<String, Node>, &mut HashMap<String, [InternalId; 3]>, &T),
+) {
+    if bound.iter().all(|b| b.len() == 1) {
+        for ((b, e), r) in bound.iter().zip(env.iter_mut()).zip(rel_env.iter_mut()) {
+            bind(e, r, &b[0]);
+        }
+        return;
+    }
+    let old_rows = std::mem::take(rows);
+    let old_env = std::mem::take(env);
+    let old_rel = std::mem::take(rel_env);
+    for (((b, row), e), r) in bound.iter().zip(old_rows).zip(old_env).zip(old_rel) {
+        for t in b {
+            let mut e = e.clone();
+            let mut r = r.clone();
+            bind(&mut e, &mut r, t);
+            rows.push(row.clone());
+            env.push(e);
+            rel_env.push(r);
+        }
+    }
 }
 
 /// `SET r.name = value` on rel (table, src, dst, id).
@@ -635,7 +662,7 @@ fn ensure_properties(
 fn apply(
     txn: &mut WriteTxn<'_>,
     clause: &WriteClause,
-    rows: &[Vec<Value>],
+    rows: &mut Vec<Vec<Value>>,
     env: &mut Env,
     rel_env: &mut RelEnv,
 ) -> Result<()> {
@@ -655,22 +682,30 @@ fn apply(
         } => {
             let table = implicit_schema::node_table(txn, &node.table)?;
             let implicit = matches!(node.table, WriteTable::Implicit(_));
-            for (row, env) in rows.iter().zip(env.iter_mut()) {
-                let found = if implicit {
-                    let mut probe = Vec::with_capacity(node.properties.len());
-                    let e = entry(txn, table)?;
-                    let mut absent = false;
-                    for (name, col) in &node.properties {
-                        match e.property(name) {
-                            Some(p) => probe.push((p.id, row[*col].clone())),
-                            None => absent = true,
+            // An unlabeled MERGE matches nodes of every table.
+            let unlabeled = matches!(&node.table, WriteTable::Implicit(l) if l.is_empty());
+            let mut bound: Vec<Vec<Node>> = Vec::with_capacity(rows.len());
+            for row in rows.iter() {
+                let found: Vec<Node> = if implicit {
+                    let mut tables = vec![entry(txn, table)?];
+                    if unlabeled {
+                        tables.extend(txn.catalog.node_tables().filter(|t| t.id != table).cloned());
+                    }
+                    let mut out = Vec::new();
+                    for e in tables {
+                        let probe: Option<Vec<(PropertyId, Value)>> = node
+                            .properties
+                            .iter()
+                            .map(|(name, col)| e.property(name).map(|p| (p.id, row[*col].clone())))
+                            .collect();
+                        // A property the table lacks matches nothing there.
+                        if let Some(probe) = probe {
+                            out.extend(
+                                txn.find_nodes(e.id, &probe)?.into_iter().map(|o| (e.id, o)),
+                            );
                         }
                     }
-                    if absent {
-                        Vec::new()
-                    } else {
-                        txn.find_nodes(table, &probe)?
-                    }
+                    out
                 } else {
                     let key = &row[node.properties[0].1];
                     if key.is_null() {
@@ -679,37 +714,31 @@ fn apply(
                             entry(txn, table)?.name
                         )));
                     }
-                    txn.lookup_pk(table, key)?.into_iter().collect()
+                    txn.lookup_pk(table, key)?
+                        .into_iter()
+                        .map(|o| (table, o))
+                        .collect()
                 };
-                if found.is_empty()
-                    && matches!(&node.table, WriteTable::Implicit(l) if l.is_empty())
-                {
-                    unlabeled_merge_elsewhere(txn, table, node, row)?;
-                }
-                let offset = match found.as_slice() {
-                    [] => {
-                        let mut props = node.properties.clone();
-                        props.extend(on_create.iter().cloned());
-                        ensure_properties(txn, table, &props, std::slice::from_ref(row), &[true])?;
-                        let e = entry(txn, table)?;
-                        let values = property_row(&e, &props, row)?;
-                        txn.insert_nodes(table, &[values])?[0]
-                    }
-                    [o] => {
+                if found.is_empty() {
+                    let mut props = node.properties.clone();
+                    props.extend(on_create.iter().cloned());
+                    ensure_properties(txn, table, &props, std::slice::from_ref(row), &[true])?;
+                    let e = entry(txn, table)?;
+                    let values = property_row(&e, &props, row)?;
+                    bound.push(vec![(table, txn.insert_nodes(table, &[values])?[0])]);
+                } else {
+                    // Every match is bound, one row each (ON MATCH on each).
+                    for &n in &found {
                         for (name, col) in on_match {
-                            set_node(txn, (table, *o), name, &row[*col])?;
+                            set_node(txn, n, name, &row[*col])?;
                         }
-                        *o
                     }
-                    several => {
-                        return Err(Error::not_supported(format!(
-                            "MERGE matched {} nodes; binding several matches is not supported yet",
-                            several.len()
-                        )))
-                    }
-                };
-                env.insert(node.var.clone(), (table, offset));
+                    bound.push(found);
+                }
             }
+            fan_out(rows, env, rel_env, bound, |env, _, &n| {
+                env.insert(node.var.clone(), n);
+            });
         }
         WriteClause::Set(items) => {
             for (row, env) in rows.iter().zip(env.iter()) {
@@ -736,17 +765,22 @@ fn apply(
             on_create,
             on_match,
         } => {
+            let mut bound = Vec::with_capacity(rows.len());
             for (i, row) in rows.iter().enumerate() {
-                merge_rel(
+                bound.push(merge_rel(
                     txn,
                     rel,
                     *either_direction,
                     (on_create, on_match),
                     row,
                     &env[i],
-                    &mut rel_env[i],
-                )?;
+                )?);
             }
+            fan_out(rows, env, rel_env, bound, |_, rel_env, ids| {
+                if let Some(var) = &rel.var {
+                    rel_env.insert(var.clone(), *ids);
+                }
+            });
         }
         WriteClause::SetLabels {
             node,
@@ -948,38 +982,6 @@ fn create_rels(
                     ],
                 );
             }
-        }
-    }
-    Ok(())
-}
-
-/// `MERGE (n {..})` without a label matches nodes of every table, but binds
-/// only the unlabeled table's: rather than create a duplicate of a node
-/// another table holds, refuse (not supported) when one matches.
-fn unlabeled_merge_elsewhere(
-    txn: &mut WriteTxn<'_>,
-    own: TableId,
-    node: &CreateNode,
-    row: &[Value],
-) -> Result<()> {
-    let others: Vec<TableEntry> = txn
-        .catalog
-        .node_tables()
-        .filter(|t| t.id != own)
-        .cloned()
-        .collect();
-    for e in others {
-        let probe: Option<Vec<(PropertyId, Value)>> = node
-            .properties
-            .iter()
-            .map(|(name, col)| e.property(name).map(|p| (p.id, row[*col].clone())))
-            .collect();
-        let Some(probe) = probe else { continue };
-        if !txn.find_nodes(e.id, &probe)?.is_empty() {
-            return Err(Error::not_supported(format!(
-                "MERGE of a node without a label that matches nodes of table '{}' (give the label)",
-                e.name
-            )));
         }
     }
     Ok(())
