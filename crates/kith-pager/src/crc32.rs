@@ -1,7 +1,7 @@
-//! CRC-32 (IEEE 802.3, reflected polynomial 0xEDB88320) for WAL frames and header slots.
+//! CRC-32 (IEEE 802.3, reflected polynomial 0xEDB88320) for the header slots.
 //!
-//! A byte-at-a-time table version: the WAL and the header are small next to the data
-//! pages, so a dependency for a faster variant is not worth it yet.
+//! A byte-at-a-time table version: a header slot is one small page, so a faster
+//! variant is not worth it (WAL frames, which carry page images, use XXH3).
 
 const POLYNOMIAL: u32 = 0xEDB8_8320;
 

@@ -13,18 +13,23 @@
 //!                 pin (CAS; waits while LOCKED)         loader: CAS +LOCKED,
 //!   ABSENT  ───────────────────────────────►  ABSENT,pinned ──── pread ────┐
 //!     ▲  ▲                                                                │
-//!     │  │ write_pages / free: CAS to LOCKED                              ▼
+//!     │  │ free: CAS to LOCKED                                             ▼
 //!     │  │ only when pins == 0, discard, store 0             RESIDENT,pinned
 //!     │  └────────────────────────────────────────────┐                   │ last unpin
 //!     │                                               │                   ▼
 //!     └── store 0 ◄── EVICTING (LOCKED) ◄── clock: CAS ── RESIDENT, pins == 0
 //!                       madvise(DONTNEED)     (second chance via REFERENCED)
+//!
+//!   write_pages: CAS to LOCKED (keeping RESIDENT) only when pins == 0, write the file,
+//!   copy the bytes into the frame, store RESIDENT (write-through; a page it cannot
+//!   cache, or a failed write, is discarded and stored 0)
 //! ```
 //!
 //! Why this is safe without a page table lock:
 //! - A page is only *written* (loaded, discarded, overwritten) by the thread that set
 //!   LOCKED, and LOCKED is only set on a page that is either pinned by the locker and not
-//!   resident (loading), or has no pins at all (evicting, `write_pages`, `free`).
+//!   resident (loading), or has no pins at all (evicting, `write_pages`, `free`); the
+//!   clock and `free` skip LOCKED pages, so a RESIDENT page being overwritten stays put.
 //! - Pinning waits while LOCKED, so no new reader can appear while a page changes, and a
 //!   page with pins is never evicted or overwritten. A pin hands out bytes only after
 //!   every page of it is RESIDENT, so readers never see a half-loaded page.

@@ -7,8 +7,8 @@
 //! state words is in `page_state.rs`.
 //!
 //! Data pages are immutable once written (storage is copy-on-write), so the pool has no
-//! dirty pages: `write_pages` goes straight to the file and drops any cached copy, and a
-//! later pin reads the new bytes back.
+//! dirty pages: `write_pages` goes straight to the file and writes the same bytes
+//! through to the cached copy, so a later pin finds them without a read.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -191,48 +191,76 @@ impl Pager {
         self.num_pages.store(alloc.end_page(), Ordering::Release);
     }
 
-    /// Returns a run to the free list (coalescing with its neighbours) and drops its
-    /// cached copy where nobody pins it.
+    /// Returns a run to the free list (coalescing with its neighbours); in memory it
+    /// also drops the cached copy where nobody pins it.
     pub fn free(&self, first: PageIdx, count: u32) {
         self.alloc.lock().free(first.0, count);
-        for page in first.0..first.0 + count {
-            self.try_evict(page, false);
+        // In memory the frame is the only copy: drop it, so a reused page starts
+        // zeroed. A file's frames stay cached until the clock takes them or a write
+        // reusing the page overwrites them, which saves an madvise and a page fault
+        // per page a commit retires.
+        if self.file.is_none() {
+            for page in first.0..first.0 + count {
+                self.try_evict(page, false);
+            }
         }
     }
 
-    /// Writes `bytes` to the pages starting at `first`, zero-padding the last page. Any
-    /// cached copy is dropped (file) or replaced (in memory), so later pins see the new data.
+    /// Writes `bytes` to the pages starting at `first`, zero-padding the last page.
+    /// Write-through: the cached copy becomes the new bytes (kept or made resident when
+    /// the memory limit allows), so the pin that follows a write (the WAL image of a
+    /// commit, the next statement's read) needs no read and no page fault.
     pub fn write_pages(&self, first: PageIdx, bytes: &[u8]) -> Result<()> {
         self.check_writable()?;
         let count = u32::try_from(bytes.len().div_ceil(PAGE_SIZE))
             .map_err(|_| Error::internal("write of more than 2^32 pages"))?;
         self.check_range(first, count, "write")?;
         let pages = first.0..first.0 + count;
+        let mut resident = 0u64;
         for page in pages.clone() {
-            if let Err(e) = self.lock_exclusive(page) {
-                for locked in first.0..page {
-                    self.state(locked).store(0, Ordering::Release);
+            match self.lock_exclusive(page) {
+                Ok(was_resident) => resident += u64::from(was_resident),
+                Err(e) => {
+                    self.unlock_after_failed_write(first.0..page);
+                    return Err(e);
                 }
-                return Err(e);
             }
         }
+        let newly = count as u64 - resident;
         let result = match &self.file {
             Some(file) => {
                 write_padded(file, first, bytes).map_err(|e| io_error(&self.path, "write", &e))
             }
-            None => self
-                .reserve(count as u64)
-                .map(|()| self.copy_in(first, count, bytes)),
+            None => self.reserve(newly),
         };
-        let unlocked = if self.file.is_none() && result.is_ok() {
-            RESIDENT
-        } else {
-            0
-        };
-        for page in pages {
-            self.state(page).store(unlocked, Ordering::Release);
+        if let Err(e) = result {
+            self.unlock_after_failed_write(pages);
+            return Err(e);
         }
-        result
+        // The file holds the bytes now; caching them is optional for a file.
+        let cached = newly == 0 || self.file.is_none() || self.reserve(newly).is_ok();
+        if cached {
+            self.copy_in(first, count, bytes);
+            for page in pages {
+                self.state(page).store(RESIDENT, Ordering::Release);
+            }
+        } else {
+            self.unlock_after_failed_write(pages);
+        }
+        Ok(())
+    }
+
+    /// Unlocks pages [`Pager::lock_exclusive`] took for a write that did not complete
+    /// (or is not cached): their cached copies, which may be stale, are dropped.
+    fn unlock_after_failed_write(&self, pages: std::ops::Range<u32>) {
+        for page in pages {
+            let state = self.state(page);
+            if state.load(Ordering::Acquire) & RESIDENT != 0 {
+                self.region.discard(page as usize * PAGE_SIZE, PAGE_SIZE);
+                self.resident_pages.fetch_sub(1, Ordering::AcqRel);
+            }
+            state.store(0, Ordering::Release);
+        }
     }
 
     /// Recovery: writes the image of pages a WAL record carries, growing the file when
@@ -587,9 +615,10 @@ impl Pager {
         true
     }
 
-    /// Takes a page LOCKED for overwriting, dropping its cached copy. Fails if pinned:
-    /// pinned pages are immutable.
-    fn lock_exclusive(&self, page: u32) -> Result<()> {
+    /// Takes a page LOCKED for overwriting, keeping its cached copy (the writer replaces
+    /// it) and its RESIDENT bit; returns whether it was resident. Fails if pinned: pinned
+    /// pages are immutable.
+    fn lock_exclusive(&self, page: u32) -> Result<bool> {
         let state = self.state(page);
         loop {
             let current = state.load(Ordering::Acquire);
@@ -602,15 +631,17 @@ impl Pager {
                     "page {page} is written while pinned"
                 )));
             }
+            let resident = current & RESIDENT;
             if state
-                .compare_exchange(current, LOCKED, Ordering::Acquire, Ordering::Relaxed)
+                .compare_exchange(
+                    current,
+                    LOCKED | resident,
+                    Ordering::Acquire,
+                    Ordering::Relaxed,
+                )
                 .is_ok()
             {
-                if current & RESIDENT != 0 {
-                    self.region.discard(page as usize * PAGE_SIZE, PAGE_SIZE);
-                    self.resident_pages.fetch_sub(1, Ordering::AcqRel);
-                }
-                return Ok(());
+                return Ok(resident != 0);
             }
         }
     }

@@ -373,3 +373,43 @@ fn growing_past_the_reservation_is_an_error() {
     assert!(err.message.contains("vm_reserve_bytes"), "{}", err.message);
     assert!(pager.allocate(10).is_ok());
 }
+
+#[test]
+fn writes_go_through_the_cache_within_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let pager = open(&path, 4);
+    let first = pager.allocate(3).unwrap();
+    let bytes = page_bytes(first.0, 3 * PAGE_SIZE);
+    pager.write_pages(first, &bytes).unwrap();
+    // Write-through: resident right away, and the file holds the same bytes.
+    assert_eq!(pager.resident_bytes(), 3 * PAGE_SIZE as u64);
+    assert_eq!(&pager.pin_owned(first, 3).unwrap()[..], &bytes[..]);
+    // Overwriting a resident page keeps it resident with the new bytes.
+    let again = page_bytes(first.0 + 9, PAGE_SIZE);
+    pager.write_pages(first, &again).unwrap();
+    assert_eq!(pager.resident_bytes(), 3 * PAGE_SIZE as u64);
+    assert_eq!(&pager.pin_owned(first, 1).unwrap()[..], &again[..]);
+    // Past the limit the writes still reach the file; what is not cached is read back.
+    let more = pager.allocate(4).unwrap();
+    let big = page_bytes(more.0, 4 * PAGE_SIZE);
+    pager.write_pages(more, &big).unwrap();
+    assert!(pager.resident_bytes() <= 4 * PAGE_SIZE as u64);
+    assert_eq!(&pager.pin_owned(more, 4).unwrap()[..], &big[..]);
+    assert_eq!(&pager.pin_owned(first, 1).unwrap()[..], &again[..]);
+    // A freed page keeps its frame until reused; the reuse overwrites it.
+    pager.free(first, 1);
+    let reused = pager.allocate(1).unwrap();
+    assert_eq!(reused, first);
+    let fresh = page_bytes(77, 10);
+    pager.write_pages(reused, &fresh).unwrap();
+    let pin = pager.pin_owned(reused, 1).unwrap();
+    assert_eq!(&pin[..10], &fresh[..]);
+    assert!(pin[10..].iter().all(|&b| b == 0));
+    drop(pin);
+    // And the file agrees after a reopen.
+    pager.sync().unwrap();
+    drop(pager);
+    let reopened = open(&path, 4);
+    assert_eq!(&reopened.pin_owned(more, 4).unwrap()[..], &big[..]);
+}
