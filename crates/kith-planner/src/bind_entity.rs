@@ -314,6 +314,24 @@ impl Binder<'_> {
                     span,
                 })
             }
+            // `{a: n, r: r}`: entity fields become node/rel values.
+            BoundExprKind::Map(fields) => {
+                let fields = fields
+                    .into_iter()
+                    .map(|(k, v)| Ok((k, self.materialize_entities(v, true)?)))
+                    .collect::<Result<Vec<_>>>()?;
+                let ty = LogicalType::Struct(
+                    fields
+                        .iter()
+                        .map(|(k, v)| (k.clone(), v.ty.clone()))
+                        .collect(),
+                );
+                Ok(BoundExpr {
+                    kind: BoundExprKind::Map(fields),
+                    ty,
+                    span,
+                })
+            }
             BoundExprKind::List(items) => {
                 let items = items
                     .into_iter()
