@@ -1,6 +1,13 @@
 //! The binder: resolves names against a catalog snapshot, types expressions and
 //! produces a [`BoundStatement`]. Every error names what is wrong and carries the
 //! span of the offending text.
+//!
+//! One file per kind of thing bound: `pattern` (MATCH patterns), `recursive`
+//! (variable-length rels), `projection` (WITH / RETURN: aggregation, DISTINCT,
+//! ORDER BY, SKIP / LIMIT), `expression`, `subquery` (EXISTS / COUNT / pattern
+//! predicates and comprehensions, decorrelated into queries of their own),
+//! `union`, `write` (CREATE / MERGE / SET / REMOVE / DELETE) and `entity`
+//! (nodes and rels as values).
 
 use std::collections::HashMap;
 
@@ -12,18 +19,14 @@ use crate::bound::*;
 use crate::expr::{BoundExpr, BoundExprKind, SlotId};
 use crate::functions;
 
-#[path = "../bind_write.rs"]
-mod bind_write;
-
-#[path = "../bind_entity.rs"]
-mod bind_entity;
-
+mod entity;
 mod expression;
 mod pattern;
 mod projection;
 mod recursive;
 mod subquery;
 mod union;
+mod write;
 
 use expression::{property_slot, split_conjuncts};
 
@@ -520,7 +523,7 @@ pub fn bind_continuation(
                 b.part.inputs.push((slot, LogicalType::InternalId));
                 b.rels_carried.push((name.clone(), slot));
                 b.carried_rel_tables.push((name.clone(), tables.clone()));
-                let ends = [bind_entity::CARRIED_SRC, bind_entity::CARRIED_DST];
+                let ends = [entity::CARRIED_SRC, entity::CARRIED_DST];
                 let hidden = ends
                     .iter()
                     .map(|e| (e.to_string(), LogicalType::InternalId))

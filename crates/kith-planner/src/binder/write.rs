@@ -9,7 +9,7 @@ use std::collections::HashSet;
 use kith_common::{Error, ErrorKind, LogicalType, Result, Span};
 use kith_parser::ast::{self, Clause, Direction, ExprKind};
 
-use super::bind_entity::{CARRIED_DST, CARRIED_SRC};
+use super::entity::{CARRIED_DST, CARRIED_SRC};
 use super::{not_supported, Binder};
 use crate::bound::*;
 use crate::expr::{BoundExpr, SlotId};
