@@ -33,6 +33,8 @@ impl Binder<'_> {
                 .chain(self.graph.rels.iter().map(|r| r.name.clone()))
                 .chain(self.values.iter().map(|v| v.0.clone()))
                 .chain(self.rels_carried.iter().map(|r| r.0.clone()))
+                .chain(self.paths.iter().map(|p| p.0.clone()))
+                .chain(self.fixed_paths.iter().map(|p| p.0.clone()))
                 .filter(|n| !n.starts_with("_anon_"))
                 .collect();
             names.sort();
