@@ -419,6 +419,16 @@ pub fn scalar_type(lower_name: &str, args: &[LogicalType]) -> Result<LogicalType
             }
             T::String
         }
+        "id" => {
+            check(n, args, &[AnyT], 0)?;
+            if !matches!(args[0], T::Node | T::Rel | T::InternalId | T::Any) {
+                return Err(Error::type_error(format!(
+                    "id() expects a NODE or REL, got {}",
+                    args[0]
+                )));
+            }
+            T::InternalId
+        }
         "labels" => {
             check(n, args, &[AnyT], 0)?;
             if !matches!(args[0], T::Node | T::Any) {

@@ -256,6 +256,8 @@ fn resolve(r: &NodeRef, row: &[Value], env: &HashMap<String, Node>) -> Result<Op
         NodeRef::Column(c) => match &row[*c] {
             Value::Null => Ok(None),
             Value::InternalId(id) => Ok(Some((id.table(), id.offset()))),
+            // A node carried as a value (`UNWIND collect(n) AS m SET m.x = 1`).
+            Value::Node(n) => Ok(Some((n.id.table(), n.id.offset()))),
             other => Err(Error::runtime(format!("{other} is not a node"))),
         },
     }

@@ -558,8 +558,34 @@ impl Binder<'_> {
                 kind: SeedKind::Rel(Vec::new()),
             });
         }
+        let all_nodes: Vec<kith_common::TableId> =
+            self.catalog.node_tables().map(|t| t.id).collect();
         for (name, _, ty) in &self.values {
-            if named(name) && !vars.iter().any(|v| v.name == *name) {
+            if named(name) && !vars.iter().any(|v| v.name == *name) && *ty == LogicalType::Node {
+                // A node value continues as the node itself (by its id), so
+                // what the writes changed is read back, not the old value.
+                let span = Span::new(0, 0);
+                let id = ast::Expr {
+                    kind: ExprKind::Function {
+                        name: ast::Ident {
+                            name: "id".to_string(),
+                            span,
+                        },
+                        distinct: false,
+                        star: false,
+                        args: vec![ast::Expr {
+                            kind: ExprKind::Variable(name.clone()),
+                            span,
+                        }],
+                    },
+                    span,
+                };
+                vars.push(ContinuationVar {
+                    name: name.clone(),
+                    source: ContinuationSource::Column(scope.column(id)),
+                    kind: SeedKind::Node(all_nodes.clone()),
+                });
+            } else if named(name) && !vars.iter().any(|v| v.name == *name) {
                 let ty = ty.clone();
                 vars.push(ContinuationVar {
                     name: name.clone(),
@@ -708,6 +734,14 @@ impl Binder<'_> {
             return Ok(NodeRef::Created(name.to_string()));
         }
         if self.graph.nodes.iter().any(|n| n.name == name) {
+            return Ok(NodeRef::Column(scope.variable(name, span)));
+        }
+        // A node value (collected and unwound, say): its column holds the node.
+        if self
+            .values
+            .iter()
+            .any(|v| v.0 == name && matches!(v.2, LogicalType::Node | LogicalType::Any))
+        {
             return Ok(NodeRef::Column(scope.variable(name, span)));
         }
         if self.is_bound(name, scope) {
