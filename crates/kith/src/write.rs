@@ -408,10 +408,18 @@ fn property_row(
 ) -> Result<Vec<Value>> {
     let mut out = vec![Value::Null; entry.properties.len()];
     for (name, col) in props {
-        let i = entry.property_index(name).ok_or_else(|| {
-            Error::runtime(format!("table '{}' has no property '{name}'", entry.name))
-        })?;
-        out[i] = row[*col].clone();
+        match entry.property_index(name) {
+            Some(i) => out[i] = row[*col].clone(),
+            // Writing NULL is leaving the property out (a schema-less table
+            // gains no column for a value that is only ever NULL).
+            None if row[*col].is_null() => {}
+            None => {
+                return Err(Error::runtime(format!(
+                    "table '{}' has no property '{name}'",
+                    entry.name
+                )))
+            }
+        }
     }
     Ok(out)
 }
@@ -467,6 +475,11 @@ fn merge_rel(
     else {
         return Err(Error::runtime("cannot MERGE a rel whose end node is NULL"));
     };
+    if let Some((name, _)) = rel.properties.iter().find(|(_, c)| row[*c].is_null()) {
+        return Err(Error::runtime(format!(
+            "cannot MERGE a rel whose property '{name}' is NULL"
+        )));
+    }
     let mut found: Vec<(TableId, Node, Node, u64)> = Vec::new();
     let tries: &[(Node, Node)] = if either {
         &[(src, dst), (dst, src)]
@@ -688,6 +701,13 @@ fn apply(
             let unlabeled = matches!(&node.table, WriteTable::Implicit(l) if l.is_empty());
             let mut bound: Vec<Vec<Node>> = Vec::with_capacity(rows.len());
             for row in rows.iter() {
+                if let Some((name, _)) = node.properties.iter().find(|(_, c)| row[*c].is_null()) {
+                    // NULL never equals anything, so the MERGE could only
+                    // ever create (openCypher refuses it).
+                    return Err(Error::runtime(format!(
+                        "cannot MERGE a node whose property '{name}' is NULL"
+                    )));
+                }
                 let found: Vec<Node> = if implicit {
                     let mut tables = vec![entry(txn, table)?];
                     if unlabeled {

@@ -522,8 +522,19 @@ impl Binder<'_> {
         }
         if self.rels_carried.iter().any(|r| r.0 == var) {
             let hidden = format!("_anon_{var}.{}", key.name);
+            let implicit = self
+                .carried_rel_tables
+                .iter()
+                .find(|(n, _)| n == var)
+                .is_some_and(|(_, ts)| {
+                    ts.iter()
+                        .filter_map(|t| self.catalog.table(*t))
+                        .all(|t| t.implicit)
+                });
             return match self.values.iter().find(|v| v.0 == hidden) {
                 Some((_, slot, ty)) => Ok(BoundExpr::slot(*slot, ty.clone(), span)),
+                // Schema-less: a property no implicit table has reads NULL.
+                None if implicit => Ok(BoundExpr::literal(Value::Null, span)),
                 None => Err(Error::at(
                     ErrorKind::Semantic,
                     key.span,
