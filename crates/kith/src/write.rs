@@ -612,6 +612,29 @@ fn set_rel(
 /// `SET n:A:B` / `REMOVE n:A:B` on one node: its label list (the table's
 /// label unless it has its own) gains or loses the labels; a list equal to
 /// the table's is stored as NULL.
+/// The labels node `(table, offset)` carries: its table's label and any
+/// extra ones (the hidden label column, where set).
+fn node_labels(txn: &mut WriteTxn<'_>, (table, offset): Node) -> Result<Vec<String>> {
+    let e = entry(txn, table)?;
+    let default = || {
+        if e.label.is_empty() {
+            Vec::new()
+        } else {
+            vec![e.label.clone()]
+        }
+    };
+    Ok(match e.property(kith_catalog::LABELS_KEY) {
+        Some(p) => match txn.read_node_property(table, offset, p.id)? {
+            Value::List(l) => l
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect(),
+            _ => default(),
+        },
+        None => default(),
+    })
+}
+
 fn set_labels(
     txn: &mut WriteTxn<'_>,
     (table, offset): Node,
@@ -624,16 +647,7 @@ fn set_labels(
     } else {
         vec![e.label.clone()]
     };
-    let current = match e.property(kith_catalog::LABELS_KEY) {
-        Some(p) => match txn.read_node_property(table, offset, p.id)? {
-            Value::List(l) => l
-                .iter()
-                .filter_map(|v| v.as_str().map(str::to_string))
-                .collect(),
-            _ => default.clone(),
-        },
-        None => default.clone(),
-    };
+    let current = node_labels(txn, (table, offset))?;
     let mut next = current.clone();
     for l in labels {
         if remove {
@@ -741,13 +755,29 @@ fn apply(
                         .map(|o| (table, o))
                         .collect()
                 };
+                // `MERGE (n:A:B)`: a match carries every label.
+                let mut found = found;
+                if !node.labels.is_empty() {
+                    let mut keep = Vec::with_capacity(found.len());
+                    for n in found {
+                        let have = node_labels(txn, n)?;
+                        if node.labels.iter().all(|l| have.contains(l)) {
+                            keep.push(n);
+                        }
+                    }
+                    found = keep;
+                }
                 if found.is_empty() {
                     let mut props = node.properties.clone();
                     props.extend(on_create.iter().cloned());
                     ensure_properties(txn, table, &props, std::slice::from_ref(row), &[true])?;
                     let e = entry(txn, table)?;
                     let values = property_row(&e, &props, row)?;
-                    bound.push(vec![(table, txn.insert_nodes(table, &[values])?[0])]);
+                    let created = (table, txn.insert_nodes(table, &[values])?[0]);
+                    if !node.labels.is_empty() {
+                        set_labels(txn, created, &node.labels, false)?;
+                    }
+                    bound.push(vec![created]);
                 } else {
                     // Every match is bound, one row each (ON MATCH on each).
                     for &n in &found {

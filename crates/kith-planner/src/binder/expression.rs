@@ -225,8 +225,28 @@ impl Binder<'_> {
                             ty: LogicalType::List(Box::new(ty)),
                             span,
                         };
-                        let BoundExprKind::Function(_, items) = path.kind.clone() else {
-                            return Err(Error::internal("path constructor expected"));
+                        let items = match path.kind.clone() {
+                            BoundExprKind::Function(_, items) => items,
+                            // No path can match (no rel table yet, say): the
+                            // functions read the NULL path value.
+                            _ => {
+                                let ty = match lname.as_str() {
+                                    "length" | "size" => LogicalType::Int64,
+                                    "nodes" => LogicalType::List(Box::new(LogicalType::Node)),
+                                    "relationships" | "rels" => {
+                                        LogicalType::List(Box::new(LogicalType::Rel))
+                                    }
+                                    _ => LogicalType::Any,
+                                };
+                                if ty != LogicalType::Any {
+                                    return Ok(BoundExpr {
+                                        kind: BoundExprKind::Literal(Value::Null),
+                                        ty,
+                                        span,
+                                    });
+                                }
+                                Vec::new()
+                            }
                         };
                         match lname.as_str() {
                             "length" | "size" => {
