@@ -273,13 +273,42 @@ impl Binder<'_> {
             }
         } else if proj.distinct {
             let targets: Vec<BoundExpr> = outputs.iter().map(|(_, e)| strip(e)).collect();
+            // A node or rel projected as itself fixes its id and properties
+            // within a distinct row, so ORDER BY may read them (`RETURN
+            // DISTINCT n ORDER BY n.name`).
+            let mut dependent: Vec<SlotId> = Vec::new();
+            for item in &items {
+                let ExprKind::Variable(v) = &item.expr.kind else {
+                    continue;
+                };
+                if self.values.iter().any(|x| &x.0 == v) {
+                    continue;
+                }
+                let entity = self
+                    .graph
+                    .nodes
+                    .iter()
+                    .find(|n| &n.name == v)
+                    .map(|n| (n.id_slot, &n.properties))
+                    .or_else(|| {
+                        self.graph
+                            .rels
+                            .iter()
+                            .find(|r| &r.name == v)
+                            .map(|r| (r.id_slot, &r.properties))
+                    });
+                if let Some((id, props)) = entity {
+                    dependent.push(id);
+                    dependent.extend(props.iter().map(|p| p.1));
+                }
+            }
             for key in &order_by {
                 let covered = substitute(&key.expr, &targets, &|_, orig| {
                     BoundExpr::literal(Value::Null, orig.span)
                 });
                 let mut slots = Vec::new();
                 covered.slots(&mut slots);
-                if !slots.is_empty() {
+                if slots.iter().any(|s| !dependent.contains(s)) {
                     return Err(Error::at(
                         ErrorKind::Semantic,
                         key.expr.span,
