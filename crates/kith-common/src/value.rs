@@ -198,7 +198,14 @@ impl Value {
                     return a.cmp(&b);
                 }
                 if let (Some(a), Some(b)) = (self.as_f64(), other.as_f64()) {
-                    return a.total_cmp(&b);
+                    // NaN sorts after every number whatever its sign bit
+                    // (0.0 / 0.0 is a negative NaN on x86).
+                    return match (a.is_nan(), b.is_nan()) {
+                        (true, true) => Ordering::Equal,
+                        (true, false) => Ordering::Greater,
+                        (false, true) => Ordering::Less,
+                        (false, false) => a.total_cmp(&b),
+                    };
                 }
                 self.kind_rank().cmp(&other.kind_rank())
             }
@@ -361,6 +368,17 @@ mod tests {
             Value::Int32(3).total_cmp(&Value::Double(3.5)),
             Ordering::Less
         );
+    }
+
+    #[test]
+    fn nan_sorts_after_numbers_whatever_its_sign() {
+        let neg_nan = Value::Double(-f64::NAN);
+        for nan in [Value::Double(f64::NAN), neg_nan.clone()] {
+            assert_eq!(nan.total_cmp(&Value::Double(1e300)), Ordering::Greater);
+            assert_eq!(Value::Int64(i64::MAX).total_cmp(&nan), Ordering::Less);
+            assert_eq!(nan.total_cmp(&Value::Null), Ordering::Less);
+            assert_eq!(nan.total_cmp(&neg_nan), Ordering::Equal);
+        }
     }
 
     #[test]

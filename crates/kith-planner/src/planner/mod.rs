@@ -324,7 +324,15 @@ fn check_explicit_pattern(g: &QueryGraph, catalog: &Catalog) -> Result<()> {
         if r.direction == Direction::Both {
             continue;
         }
-        let Some(info) = catalog.table(*t).and_then(|e| e.rel_info()) else {
+        let Some(entry) = catalog.table(*t) else {
+            continue;
+        };
+        // A schema-less rel type has no declared endpoints: a pattern it does
+        // not fit simply matches nothing (as in openCypher).
+        if entry.implicit {
+            continue;
+        }
+        let Some(info) = entry.rel_info() else {
             continue;
         };
         let (src, dst) = match r.direction {
