@@ -118,6 +118,17 @@ pub enum RecursiveMode {
     WeightedShortest,
 }
 
+impl RecursiveMode {
+    /// Whether its paths can be enumerated (a path or rel variable bound):
+    /// walks, trails and acyclic paths.
+    pub fn enumerable(self) -> bool {
+        matches!(
+            self,
+            RecursiveMode::Walk | RecursiveMode::Trail | RecursiveMode::Acyclic
+        )
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct RecursiveRel {
     pub mode: RecursiveMode,

@@ -372,6 +372,18 @@ fn settings_are_silent_and_explain_shows_the_recursive_join() {
         text.contains("RecursiveJoin (IFE shortest) E Fwd -> N *2..5 policy=nTkMS k=5 threads=1"),
         "{text}"
     );
+    // Lengths of a named path or rel list are counted; the paths are
+    // enumerated only when read.
+    let explain = |q: &str| -> String {
+        let r = conn.query(&format!("EXPLAIN {q}")).unwrap();
+        r.rows().map(|row| format!("{}\n", row[0])).collect()
+    };
+    let text = explain("MATCH p = (a:N)-[r:E*1..3]->(b:N) RETURN sum(length(p)), sum(size(r))");
+    assert!(text.contains("RecursiveJoin (IFE walks)"), "{text}");
+    let text = explain("MATCH p = (a:N)-[:E*1..3]->(b:N) RETURN nodes(p)");
+    assert!(text.contains("RecursiveJoin (IFE walk paths)"), "{text}");
+    let text = explain("MATCH (a:N)-[:E* TRAIL 1..3]->(b:N) RETURN count(*)");
+    assert!(text.contains("RecursiveJoin (IFE trail paths)"), "{text}");
     let err = conn
         .query("MATCH (a:N)-[:E*1..8]->(b:N) RETURN count(*)")
         .unwrap_err()

@@ -11,8 +11,9 @@ use kith_common::{
     Chunk, Error, InternalId, LogicalType, NullMask, Result, Value, ValueVector, VectorData,
 };
 use kith_graph::{
-    run_ife, AllShortestCounts, CollectSink, CostRow, IfeOptions, LenRow, ShortestLengths,
-    StorageCsr, UnionCsr, UnionMember, WalkCounts, WeightedShortest, MAX_UPPER,
+    run_ife, AllShortestCounts, CollectSink, CostRow, Graph, IfeOptions, LenRow, PathRow,
+    PathSemantics, ShortestLengths, StorageCsr, UnionCsr, UnionMember, WalkCounts, WalkPaths,
+    WeightedShortest, MAX_UPPER,
 };
 pub use kith_graph::{Policy, RunStats};
 use kith_planner::bound::RecursiveMode;
@@ -20,6 +21,7 @@ use kith_planner::plan::{ExtendDirection, RecursiveJoin};
 use kith_sched::Scheduler;
 use kith_storage::{RelDirection, RelTableData, TableData};
 
+use super::path_values::PathValues;
 use super::QueryContext;
 
 /// The largest accepted `var_length_max_depth`.
@@ -108,6 +110,30 @@ pub fn recursive_join(
         threads,
         k: settings.k,
     };
+    if enumerates(join) {
+        let (node_table, rel_table) = (join.node_table, join.rel_table);
+        let ids = PathIds {
+            node: &|d| InternalId::new(node_table, d),
+            rel: &|r| InternalId::new(rel_table, r),
+            dst_ok: &|_| true,
+        };
+        let srcs = Sources {
+            list: &sources,
+            row_src: &row_src,
+            index_of: &index_of,
+        };
+        return paths_join(
+            join,
+            rows,
+            ctx,
+            sched,
+            &opts,
+            graph,
+            &srcs,
+            (lower, upper),
+            &ids,
+        );
+    }
     // Rows found per source: (dst, length or cost, count), with the
     // length as i64 or the cost's f64 bits.
     let weighted = join.mode == RecursiveMode::WeightedShortest;
@@ -167,7 +193,7 @@ pub fn recursive_join(
                 .collect::<Result<_>>()?;
         }
         RecursiveMode::Trail | RecursiveMode::Acyclic => {
-            return Err(Error::not_supported("TRAIL and ACYCLIC path semantics"))
+            return Err(Error::internal("TRAIL and ACYCLIC paths are enumerated"))
         }
     }
     ctx.cancel.check()?;
@@ -178,8 +204,161 @@ pub fn recursive_join(
         num_sources: sources.len(),
         rows: &found,
         weighted,
+        paths: None,
+        rel_lists: None,
     };
     let out = emit_rows(join, rows, ctx, &found, &dst_id)?;
+    Ok((out, stats))
+}
+
+/// Whether `join` enumerates its paths (one row per path) instead of
+/// counting them: trails and acyclic paths always (their counts do not
+/// follow from per-node counts), walks when the path or its rels are output.
+fn enumerates(join: &RecursiveJoin) -> bool {
+    matches!(join.mode, RecursiveMode::Trail | RecursiveMode::Acyclic)
+        || join.with_path
+        || join.with_rels
+}
+
+/// The found row at `k` of an optional per-row value list.
+fn f_paths(values: Option<&[Value]>, k: u32) -> Result<Option<Value>> {
+    match values {
+        None => Ok(None),
+        Some(v) => v
+            .get(k as usize)
+            .cloned()
+            .map(Some)
+            .ok_or_else(|| Error::internal("path value missing")),
+    }
+}
+
+/// Maps the dense node and rel ids of a graph to internal ids.
+struct PathIds<'a> {
+    node: &'a dyn Fn(u64) -> InternalId,
+    rel: &'a dyn Fn(u64) -> InternalId,
+    /// Whether a destination lies in one of the pattern's tables.
+    dst_ok: &'a dyn Fn(InternalId) -> bool,
+}
+
+/// The sources of a join, as [`collect_sources`] returns them.
+struct Sources<'a> {
+    list: &'a [u64],
+    row_src: &'a [Option<u64>],
+    index_of: &'a HashMap<u64, usize>,
+}
+
+/// The recursive join by path enumeration ([`WalkPaths`]): with the path
+/// or rels columns one row per path, else one row per (source,
+/// destination, length) with the number of paths as its count.
+#[allow(clippy::too_many_arguments)]
+fn paths_join<G: Graph>(
+    join: &RecursiveJoin,
+    rows: &Chunk,
+    ctx: &QueryContext,
+    sched: &Scheduler,
+    opts: &IfeOptions,
+    graph: Arc<G>,
+    srcs: &Sources<'_>,
+    (lower, upper): (u32, u32),
+    ids: &PathIds<'_>,
+) -> Result<(Chunk, RunStats)> {
+    let semantics = match join.mode {
+        RecursiveMode::Walk => PathSemantics::Walk,
+        RecursiveMode::Trail => PathSemantics::Trail,
+        RecursiveMode::Acyclic => PathSemantics::Acyclic,
+        _ => {
+            return Err(Error::not_supported(
+                "the path or rel variable of a shortest path",
+            ))
+        }
+    };
+    let mut compute = WalkPaths::new(lower, upper, semantics)?;
+    compute.cancel = Some(ctx.cancel.clone());
+    let sink = Arc::new(CollectSink::<PathRow>::default());
+    let stats = run_ife(
+        sched,
+        graph,
+        Arc::new(compute),
+        srcs.list,
+        opts,
+        &ctx.cancel,
+        sink.clone(),
+    )?;
+    let mut found_paths = sink.take();
+    // Same order whatever the policy and thread count.
+    found_paths.sort_unstable();
+    ctx.cancel.check()?;
+    let src_index = |s: u64| -> Result<usize> {
+        srcs.index_of
+            .get(&s)
+            .copied()
+            .ok_or_else(|| Error::internal("recursive result for an unknown source"))
+    };
+    let mut found: Vec<(usize, u64, u64, u64)> = Vec::new();
+    let mut dst_ids: Vec<InternalId> = Vec::new();
+    let (mut paths, mut rel_lists) = (Vec::new(), Vec::new());
+    if join.with_path || join.with_rels {
+        let mut values = PathValues::new(ctx);
+        let mut node_buf: Vec<InternalId> = Vec::new();
+        let mut rel_buf: Vec<InternalId> = Vec::new();
+        for (i, p) in found_paths.iter().enumerate() {
+            let dst = (ids.node)(p.dst);
+            if !(ids.dst_ok)(dst) {
+                continue;
+            }
+            found.push((
+                src_index(p.src)?,
+                found.len() as u64,
+                p.rels.len() as u64,
+                1,
+            ));
+            dst_ids.push(dst);
+            rel_buf.clear();
+            rel_buf.extend(p.rels.iter().map(|r| (ids.rel)(*r)));
+            if join.with_path {
+                node_buf.clear();
+                node_buf.extend(p.nodes.iter().map(|n| (ids.node)(*n)));
+                paths.push(values.path(&node_buf, &rel_buf)?);
+            }
+            if join.with_rels {
+                rel_lists.push(values.rel_list(&rel_buf)?);
+            }
+            if i % 1024 == 0 {
+                ctx.cancel.check()?;
+            }
+        }
+    } else {
+        // Count the paths of each (source, destination, length).
+        let mut counts: HashMap<(u64, u64, u64), u64> = HashMap::new();
+        for p in &found_paths {
+            *counts
+                .entry((p.src, p.dst, p.rels.len() as u64))
+                .or_default() += 1;
+        }
+        let mut keyed: Vec<_> = counts.into_iter().collect();
+        keyed.sort_unstable();
+        for ((s, d, len), count) in keyed {
+            let dst = (ids.node)(d);
+            if !(ids.dst_ok)(dst) {
+                continue;
+            }
+            found.push((src_index(s)?, found.len() as u64, len, count));
+            dst_ids.push(dst);
+        }
+    }
+    drop(found_paths);
+    // The destination column of a found row is its index into `dst_ids`.
+    let dst_id = |k: u64| dst_ids.get(k as usize).copied();
+    let f = Found {
+        row_src: srcs.row_src,
+        index_of: srcs.index_of,
+        num_sources: srcs.list.len(),
+        rows: &found,
+        weighted: false,
+        paths: join.with_path.then_some(paths.as_slice()),
+        rel_lists: join.with_rels.then_some(rel_lists.as_slice()),
+    };
+    let out = emit_rows(join, rows, ctx, &f, &dst_id)?;
     Ok((out, stats))
 }
 
@@ -224,6 +403,10 @@ struct Found<'a> {
     /// (source index, destination, length or cost bits, count)
     rows: &'a [(usize, u64, u64, u64)],
     weighted: bool,
+    /// Per found row, its path value (`with_path`).
+    paths: Option<&'a [Value]>,
+    /// Per found row, its rels as a `LIST(REL)` (`with_rels`).
+    rel_lists: Option<&'a [Value]>,
 }
 
 /// The join's output: each input row repeated once per destination found
@@ -236,6 +419,7 @@ fn emit_rows(
     f: &Found<'_>,
     dst_id: &dyn Fn(u64) -> Option<InternalId>,
 ) -> Result<Chunk> {
+    let f_all = f;
     let (row_src, index_of, found, weighted) = (f.row_src, f.index_of, f.rows, f.weighted);
     let sources = f.num_sources;
     // Counting sort by source: `start[i]..start[i + 1]` are source i's rows.
@@ -258,6 +442,8 @@ fn emit_rows(
     let mut lens_i: Vec<i64> = Vec::new();
     let mut lens_f: Vec<f64> = Vec::new();
     let mut counts: Vec<u64> = Vec::new();
+    let mut paths: Vec<Value> = Vec::new();
+    let mut rel_lists: Vec<Value> = Vec::new();
     for (r, s) in row_src.iter().enumerate() {
         let Some(si) = s.and_then(|s| index_of.get(&s).copied()) else {
             continue;
@@ -275,6 +461,12 @@ fn emit_rows(
                 } else {
                     lens_i.push(f.2 as i64);
                 }
+            }
+            if let Some(p) = f_paths(f_all.paths, k)? {
+                paths.push(p);
+            }
+            if let Some(p) = f_paths(f_all.rel_lists, k)? {
+                rel_lists.push(p);
             }
             counts.push(f.3);
         }
@@ -297,6 +489,15 @@ fn emit_rows(
         } else {
             typed(LogicalType::Int64, VectorData::I64(lens_i))
         });
+    }
+    if f_all.paths.is_some() {
+        columns.push(typed(LogicalType::Path, VectorData::Value(paths)));
+    }
+    if f_all.rel_lists.is_some() {
+        columns.push(typed(
+            super::path_values::rels_type(),
+            VectorData::Value(rel_lists),
+        ));
     }
     columns.push(typed(COUNT_TYPE, VectorData::U64(counts)));
     Ok(Chunk {
@@ -360,6 +561,34 @@ fn union_join(
         threads,
         k: settings.k,
     };
+    if enumerates(join) {
+        let g = Arc::clone(&graph);
+        let node = move |d: u64| {
+            let (t, off) = g.local(d);
+            InternalId::new(join.node_tables[t], off)
+        };
+        let ids = PathIds {
+            node: &node,
+            rel: &InternalId,
+            dst_ok: &|id: InternalId| join.dst_tables.contains(&id.table()),
+        };
+        let srcs = Sources {
+            list: &sources,
+            row_src: &row_src,
+            index_of: &index_of,
+        };
+        return paths_join(
+            join,
+            rows,
+            ctx,
+            sched,
+            &opts,
+            graph,
+            &srcs,
+            (lower, upper),
+            &ids,
+        );
+    }
     let sink = Arc::new(CollectSink::<LenRow>::default());
     macro_rules! run {
         ($compute:expr) => {
@@ -384,7 +613,7 @@ fn union_join(
             ))
         }
         RecursiveMode::Trail | RecursiveMode::Acyclic => {
-            return Err(Error::not_supported("TRAIL and ACYCLIC path semantics"))
+            return Err(Error::internal("TRAIL and ACYCLIC paths are enumerated"))
         }
     };
     let found: Vec<(usize, u64, u64, u64)> = sink
@@ -413,6 +642,8 @@ fn union_join(
         num_sources: sources.len(),
         rows: &found,
         weighted: false,
+        paths: None,
+        rel_lists: None,
     };
     let out = emit_rows(join, rows, ctx, &found, &dst_id)?;
     Ok((out, stats))

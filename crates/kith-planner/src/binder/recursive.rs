@@ -28,8 +28,8 @@ impl Binder<'_> {
             (None, K::Walk) => RecursiveMode::Walk,
             (None, K::Shortest) => RecursiveMode::Shortest,
             (None, K::AllShortest) => RecursiveMode::AllShortest,
-            (None, K::Trail) => return Err(not_supported(spec.span, "TRAIL paths")),
-            (None, K::Acyclic) => return Err(not_supported(spec.span, "ACYCLIC paths")),
+            (None, K::Trail) => RecursiveMode::Trail,
+            (None, K::Acyclic) => RecursiveMode::Acyclic,
             (None, K::WeightedShortest) => RecursiveMode::WeightedShortest,
             (None, K::AllWeightedShortest) => {
                 return Err(not_supported(
@@ -44,10 +44,10 @@ impl Binder<'_> {
                 "predicates inside a variable-length relationship",
             ));
         }
-        if let Some(v) = &rel.variable {
+        if let (Some(v), false) = (&rel.variable, kind.enumerable()) {
             return Err(not_supported(
                 v.span,
-                "binding the variable of a variable-length relationship",
+                "binding the rel variable of a shortest path",
             ));
         }
         if rel.properties.is_some() || rel.where_.is_some() {

@@ -22,6 +22,8 @@ pub(super) fn split_recursive(
             "variable-length relationships in OPTIONAL MATCH are not supported yet",
         ));
     }
+    let part = read_lengths(part, ri, next_slot);
+    let g = &part.graph;
     let r = &g.rels[ri];
     let spec = r
         .recursive
@@ -208,10 +210,22 @@ pub(super) fn split_recursive(
         output_slots: carried.iter().map(|c| c.0).collect(),
         ..a_part
     };
+    // The path and rel list are built (the paths enumerated) only when
+    // read after the join.
+    let mut reads: HashSet<SlotId> = HashSet::new();
+    for_each_expr(&part, &mut |e| reads.extend(expr_slots(e)));
+    let with_path = spec.path_slot.filter(|s| reads.contains(s));
+    let with_rels = spec.rels_slot.filter(|s| reads.contains(s));
     let mut b_inputs = carried.clone();
     b_inputs.push((dst_slot, LogicalType::InternalId));
     if let Some(l) = spec.len_slot {
         b_inputs.push((l, spec.len_type()));
+    }
+    if let Some(p) = with_path {
+        b_inputs.push((p, crate::bound::RecursiveRel::PATH_TYPE));
+    }
+    if let Some(r) = with_rels {
+        b_inputs.push((r, crate::bound::RecursiveRel::rels_type()));
     }
     if let Some(i) = graph_b.nodes.iter().position(|n| n.id_slot == dst_slot) {
         graph_b.nodes[i].imported = true;
@@ -254,8 +268,8 @@ pub(super) fn split_recursive(
         src_column,
         with_len: spec.len_slot.is_some(),
         weight,
-        with_path: false,
-        with_rels: false,
+        with_path: with_path.is_some(),
+        with_rels: with_rels.is_some(),
         undirected: false,
         rel_conditions: Vec::new(),
         left_outer: false,
@@ -268,4 +282,105 @@ pub(super) fn split_recursive(
     }
     out.append(&mut rest);
     Ok(out)
+}
+
+/// Gives the variable-length rel `ri` a length slot when its path or rels
+/// are bound, and reads `length(p)`, `size(p)`, `size(r)` and `length(r)`
+/// from it, so that a query needing only lengths counts its paths instead
+/// of enumerating them.
+fn read_lengths(mut part: BoundPart, ri: usize, next_slot: &mut u32) -> BoundPart {
+    let Some(spec) = part.graph.rels[ri].recursive.as_mut() else {
+        return part;
+    };
+    let targets: Vec<SlotId> = spec
+        .path_slot
+        .iter()
+        .chain(&spec.rels_slot)
+        .copied()
+        .collect();
+    if targets.is_empty() {
+        return part;
+    }
+    let len = match spec.len_slot {
+        Some(l) => l,
+        None => {
+            let l = SlotId(*next_slot);
+            *next_slot += 1;
+            spec.len_slot = Some(l);
+            l
+        }
+    };
+    let f = &mut |e: &BoundExpr| rewrite_length(e, &targets, len);
+    for e in part.predicates.iter_mut() {
+        *e = f(e);
+    }
+    for (e, _) in part.group_keys.iter_mut() {
+        *e = f(e);
+    }
+    for a in part.aggregates.iter_mut() {
+        if let Some(e) = &mut a.arg {
+            *e = f(e);
+        }
+    }
+    for (_, e) in part.outputs.iter_mut() {
+        *e = f(e);
+    }
+    for k in part.order_by.iter_mut() {
+        k.expr = f(&k.expr);
+    }
+    part
+}
+
+/// `e` with `length(x)` / `size(x)` of a slot in `targets` replaced by the
+/// slot `len`.
+fn rewrite_length(e: &BoundExpr, targets: &[SlotId], len: SlotId) -> BoundExpr {
+    use crate::expr::BoundExprKind as K;
+    let rec = |x: &BoundExpr| rewrite_length(x, targets, len);
+    let bx = |x: &BoundExpr| Box::new(rewrite_length(x, targets, len));
+    let kind = match &e.kind {
+        K::Function(name, args) if matches!(name.as_str(), "length" | "size") => {
+            if let [BoundExpr {
+                kind: K::Slot(s), ..
+            }] = args.as_slice()
+            {
+                if targets.contains(s) {
+                    return BoundExpr::slot(len, LogicalType::Int64, e.span);
+                }
+            }
+            K::Function(name.clone(), args.iter().map(rec).collect())
+        }
+        K::Function(name, args) => K::Function(name.clone(), args.iter().map(rec).collect()),
+        K::List(items) => K::List(items.iter().map(rec).collect()),
+        K::Unary(op, x) => K::Unary(*op, bx(x)),
+        K::Cast(x) => K::Cast(bx(x)),
+        K::Binary(op, a, b) => K::Binary(*op, bx(a), bx(b)),
+        K::Case {
+            operand,
+            whens,
+            else_,
+        } => K::Case {
+            operand: operand.as_deref().map(bx),
+            whens: whens.iter().map(|(w, t)| (rec(w), rec(t))).collect(),
+            else_: else_.as_deref().map(bx),
+        },
+        _ => return e.map_children(&mut |c| rewrite_length(c, targets, len)),
+    };
+    BoundExpr {
+        kind,
+        ty: e.ty.clone(),
+        span: e.span,
+    }
+}
+
+/// Calls `f` on every expression of `part` (predicates, keys, aggregate
+/// arguments, outputs, sort keys).
+fn for_each_expr(part: &BoundPart, f: &mut dyn FnMut(&BoundExpr)) {
+    part.predicates.iter().for_each(&mut *f);
+    part.group_keys.iter().for_each(|(e, _)| f(e));
+    part.aggregates
+        .iter()
+        .filter_map(|a| a.arg.as_ref())
+        .for_each(&mut *f);
+    part.outputs.iter().for_each(|(_, e)| f(e));
+    part.order_by.iter().for_each(|k| f(&k.expr));
 }
