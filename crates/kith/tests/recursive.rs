@@ -397,3 +397,36 @@ fn settings_are_silent_and_explain_shows_the_recursive_join() {
     assert_eq!(rows[0][0], Value::Int64(0));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `[:R* {k: $p}]`: a parameter in the property map of a variable-length
+/// rel is read at execution (a rel-id mask), like a constant.
+#[test]
+fn rel_property_map_takes_parameters() {
+    let db = Database::open(":memory:", Config::default()).unwrap();
+    let conn = Connection::new(&db);
+    conn.query(
+        "CREATE NODE TABLE N(id INT64, PRIMARY KEY(id)); CREATE REL TABLE E(FROM N TO N, w INT64); \
+         UNWIND range(0, 4) AS i CREATE (:N {id: i}); \
+         UNWIND range(0, 3) AS i MATCH (a:N), (b:N) WHERE a.id = i AND b.id = i + 1 CREATE (a)-[:E {w: i % 2}]->(b)",
+    )
+    .unwrap();
+    let count = |w: Value| -> Value {
+        let r = conn
+            .query_with_params(
+                "MATCH (a:N)-[:E*1..4 {w: $w}]->(b:N) RETURN count(*)",
+                &[("w", w)],
+            )
+            .unwrap();
+        let rows: Vec<Vec<Value>> = r.rows().collect();
+        rows[0][0].clone()
+    };
+    // Rels 0->1 and 2->3 have w = 0, 1->2 and 3->4 have w = 1: one hop each.
+    assert_eq!(count(Value::Int64(0)), Value::Int64(2));
+    assert_eq!(count(Value::Int64(1)), Value::Int64(2));
+    assert_eq!(count(Value::Int64(7)), Value::Int64(0));
+    let r = conn
+        .query("MATCH (a:N)-[:E*1..4]->(b:N) RETURN count(*)")
+        .unwrap();
+    let rows: Vec<Vec<Value>> = r.rows().collect();
+    assert_eq!(rows[0][0], Value::Int64(10));
+}

@@ -23,6 +23,9 @@ use kith_storage::{RelDirection, RelTableData, TableData};
 
 use super::path_values::PathValues;
 use super::QueryContext;
+use crate::expression::kernels::equals;
+use kith_common::TableId;
+use kith_planner::expr::BoundExprKind;
 
 /// The largest accepted `var_length_max_depth`.
 pub const MAX_DEPTH_LIMIT: u32 = MAX_UPPER;
@@ -103,7 +106,11 @@ pub fn recursive_join(
         ExtendDirection::Fwd => RelDirection::Fwd,
         ExtendDirection::Bwd => RelDirection::Bwd,
     };
-    let graph = Arc::new(StorageCsr::new(&ctx.pager, rel.csr(dir))?.with_num_nodes(num_nodes));
+    let mut csr = StorageCsr::new(&ctx.pager, rel.csr(dir))?.with_num_nodes(num_nodes);
+    if let Some(mask) = rel_mask(join, join.rel_table, &rel, ctx)? {
+        csr = csr.with_rel_mask(mask);
+    }
+    let graph = Arc::new(csr);
     let (sources, row_src, index_of) = collect_sources(join, rows, |id| Some(id.offset()))?;
     let opts = IfeOptions {
         policy: settings.policy,
@@ -526,6 +533,7 @@ fn union_join(
         });
     }
     let mut members = Vec::new();
+    let mut masks: Vec<(TableId, Arc<[u64]>)> = Vec::new();
     for (t, d) in &join.rel_tables {
         let rel = match ctx.version.table(*t)?.as_ref() {
             TableData::Rel(r) => r.clone(),
@@ -544,12 +552,26 @@ fn union_join(
         let (Some(from), Some(to)) = (index_of_table(from), index_of_table(to)) else {
             return Err(Error::internal("rel table outside the node space"));
         };
+        let mut csr = StorageCsr::new(&ctx.pager, rel.csr(dir))?;
+        if !join.rel_conditions.is_empty() {
+            let mask = match masks.iter().find(|m: &&(TableId, Arc<[u64]>)| m.0 == *t) {
+                Some(m) => Arc::clone(&m.1),
+                None => {
+                    let m = rel_mask(join, *t, &rel, ctx)?
+                        .ok_or_else(|| Error::internal("rel conditions without a mask"))?;
+                    masks.push((*t, Arc::clone(&m)));
+                    m
+                }
+            };
+            csr = csr.with_rel_mask(mask);
+        }
         members.push(UnionMember {
             from,
             to,
             rel_table: *t,
-            csr: StorageCsr::new(&ctx.pager, rel.csr(dir))?,
-            skip_self_loops: false,
+            csr,
+            // Undirected: a self-loop is walked once, forward.
+            skip_self_loops: join.undirected && *d == ExtendDirection::Bwd,
         });
     }
     let graph = Arc::new(UnionCsr::new(&sizes, members));
@@ -647,6 +669,81 @@ fn union_join(
     };
     let out = emit_rows(join, rows, ctx, &found, &dst_id)?;
     Ok((out, stats))
+}
+
+/// The rels of `table` that satisfy the join's property conditions
+/// (`[:R* {k: v}]`) as a rel-id bitmask; `None` without conditions. A rel
+/// whose property is NULL, or a table without the property, matches none.
+fn rel_mask(
+    join: &RecursiveJoin,
+    table: TableId,
+    rel: &RelTableData,
+    ctx: &QueryContext,
+) -> Result<Option<Arc<[u64]>>> {
+    if join.rel_conditions.is_empty() {
+        return Ok(None);
+    }
+    let entry = ctx
+        .version
+        .catalog
+        .table(table)
+        .ok_or_else(|| Error::internal("rel table vanished from the catalog"))?;
+    let mut wanted = Vec::with_capacity(join.rel_conditions.len());
+    let mut columns = Vec::with_capacity(join.rel_conditions.len());
+    let mut types = Vec::with_capacity(join.rel_conditions.len());
+    let mut mask = vec![0u64; (rel.next_rel_id.max(rel.num_rels) as usize).div_ceil(64)];
+    for (name, e) in &join.rel_conditions {
+        let value =
+            match &e.kind {
+                BoundExprKind::Literal(v) => v.clone(),
+                BoundExprKind::Parameter(p) => ctx.params.get(p).cloned().ok_or_else(|| {
+                    Error::runtime(format!("parameter ${p} was not given a value"))
+                })?,
+                _ => return Err(Error::internal("rel condition is not a constant")),
+            };
+        let column = entry.property(name).and_then(|p| {
+            types.push(p.ty.clone());
+            rel.column_of(p.id)
+        });
+        match column {
+            // NULL never equals anything; a missing property is NULL.
+            Some(c) if !value.is_null() => {
+                columns.push(c);
+                wanted.push(value);
+            }
+            _ => return Ok(Some(mask.into())),
+        }
+    }
+    let mut ids = Vec::new();
+    for g in &rel.fwd.groups {
+        if g.num_rels == 0 {
+            continue;
+        }
+        let pinned = g.pin(&ctx.pager, &columns)?;
+        let n = g.num_rels as usize;
+        ids.resize(n, 0);
+        pinned.rel_ids.read_u64s(0, n, &mut ids);
+        let mut keep = vec![true; n];
+        for ((col, want), ty) in pinned.properties.iter().zip(&wanted).zip(&types) {
+            let mut values = ValueVector::new(ty.clone(), n);
+            col.read(0, n, &mut values, 0)?;
+            for (i, k) in keep.iter_mut().enumerate() {
+                if *k && equals(&values.get_value(i), want) != Some(true) {
+                    *k = false;
+                }
+            }
+        }
+        for (i, &id) in ids.iter().enumerate() {
+            if keep[i] {
+                let w = mask
+                    .get_mut((id / 64) as usize)
+                    .ok_or_else(|| Error::internal(format!("rel id {id} out of range")))?;
+                *w |= 1 << (id % 64);
+            }
+        }
+        ctx.cancel.check()?;
+    }
+    Ok(Some(mask.into()))
 }
 
 /// The weight property of every rel, indexed by rel id (read from the

@@ -449,8 +449,10 @@ impl Binder<'_> {
                 properties: Vec::new(),
                 recursive,
             });
-            self.bind_inline_props(&name, rel.properties.as_ref(), rel.span, predicates)?;
-            if let Some(w) = &rel.where_ {
+            if rel.range.is_none() {
+                self.bind_inline_props(&name, rel.properties.as_ref(), rel.span, predicates)?;
+            }
+            if let Some(w) = rel.where_.as_ref().filter(|_| rel.range.is_none()) {
                 let e = self.bind_expr(w)?;
                 split_conjuncts(e, predicates);
             }

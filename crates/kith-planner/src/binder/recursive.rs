@@ -6,7 +6,7 @@ impl Binder<'_> {
     /// Checks a variable-length rel pattern and resolves its kind and bounds
     /// (the rel table and endpoints are checked by the planner).
     pub(super) fn bind_recursive(
-        &self,
+        &mut self,
         rel: &ast::RelPattern,
         spec: &ast::RecursiveSpec,
         shortest: Option<ast::ShortestKind>,
@@ -50,22 +50,23 @@ impl Binder<'_> {
                 "binding the rel variable of a shortest path",
             ));
         }
-        if rel.properties.is_some() || rel.where_.is_some() {
+        if rel.where_.is_some() {
             return Err(not_supported(
                 rel.span,
-                "property conditions on a variable-length relationship",
+                "a WHERE inside a variable-length relationship (use (r, n | WHERE ...))",
             ));
         }
-        if rel.types.len() > 1 {
+        let rel_conditions = self.bind_rel_conditions(rel)?;
+        if kind == RecursiveMode::WeightedShortest && !rel_conditions.is_empty() {
             return Err(not_supported(
                 rel.span,
-                "variable-length relationships over several rel types",
+                "property conditions on a weighted shortest path",
             ));
         }
-        if rel.direction == ast::Direction::Both {
+        if kind == RecursiveMode::WeightedShortest && rel.direction == ast::Direction::Both {
             return Err(not_supported(
                 rel.span,
-                "undirected variable-length relationships",
+                "undirected weighted shortest paths",
             ));
         }
         let weight = match (kind, &spec.weight) {
@@ -103,7 +104,37 @@ impl Binder<'_> {
             weight,
             path_slot: None,
             rels_slot: None,
-            rel_conditions: Vec::new(),
+            rel_conditions,
         })
+    }
+
+    /// `[:R* {k: v}]`: every rel of the path has property `k` equal to `v`,
+    /// a constant or a parameter (evaluated once, into a rel-id mask).
+    fn bind_rel_conditions(&mut self, rel: &ast::RelPattern) -> Result<Vec<(String, BoundExpr)>> {
+        let Some(props) = &rel.properties else {
+            return Ok(Vec::new());
+        };
+        let ExprKind::Map(entries) = &props.kind else {
+            return Err(Error::at(
+                ErrorKind::Semantic,
+                props.span,
+                "expected a map of properties",
+            ));
+        };
+        let mut out = Vec::with_capacity(entries.len());
+        for (key, value) in entries {
+            let e = self.bind_expr(value)?;
+            if !matches!(
+                e.kind,
+                BoundExprKind::Literal(_) | BoundExprKind::Parameter(_)
+            ) {
+                return Err(not_supported(
+                    value.span,
+                    "a property condition on a variable-length relationship other than a constant or a parameter",
+                ));
+            }
+            out.push((key.name.clone(), e));
+        }
+        Ok(out)
     }
 }

@@ -42,6 +42,8 @@ pub(super) fn split_recursive(
     } else {
         ExtendDirection::Fwd
     };
+    // Undirected: every rel table is walked both ways.
+    let undirected = r.direction == Direction::Both;
     // The rel tables and the node tables they connect: one node space.
     let mut node_tables: Vec<TableId> = Vec::new();
     let add_node = |t: TableId, v: &mut Vec<TableId>| {
@@ -52,8 +54,15 @@ pub(super) fn split_recursive(
     for t in &g.nodes[r.left].tables {
         add_node(*t, &mut node_tables);
     }
-    let mut entries = Vec::with_capacity(r.tables.len());
+    // A table named twice (`[:E|E*]`) is walked once.
+    let mut rel_tables: Vec<TableId> = Vec::with_capacity(r.tables.len());
     for t in &r.tables {
+        if !rel_tables.contains(t) {
+            rel_tables.push(*t);
+        }
+    }
+    let mut entries = Vec::with_capacity(rel_tables.len());
+    for t in &rel_tables {
         let entry = catalog
             .table(*t)
             .ok_or_else(|| Error::internal("rel table vanished"))?;
@@ -68,10 +77,11 @@ pub(super) fn split_recursive(
         .first()
         .ok_or_else(|| Error::internal("variable-length rel without tables"))?;
     let rel_table = entry.id;
-    if let ([l], [rt], [_]) = (
+    if let ([l], [rt], [_], false) = (
         g.nodes[r.left].tables.as_slice(),
         g.nodes[r.right].tables.as_slice(),
-        r.tables.as_slice(),
+        rel_tables.as_slice(),
+        undirected,
     ) {
         // One table each: the pattern must fit it (a clear error otherwise).
         let info = entry
@@ -260,7 +270,14 @@ pub(super) fn split_recursive(
         rel_table,
         node_table: node_tables[0],
         direction,
-        rel_tables: r.tables.iter().map(|t| (*t, direction)).collect(),
+        rel_tables: if undirected {
+            rel_tables
+                .iter()
+                .flat_map(|t| [(*t, ExtendDirection::Fwd), (*t, ExtendDirection::Bwd)])
+                .collect()
+        } else {
+            rel_tables.iter().map(|t| (*t, direction)).collect()
+        },
         dst_tables: g.nodes[r.right].tables.clone(),
         node_tables,
         lower: spec.lower,
@@ -270,8 +287,8 @@ pub(super) fn split_recursive(
         weight,
         with_path: with_path.is_some(),
         with_rels: with_rels.is_some(),
-        undirected: false,
-        rel_conditions: Vec::new(),
+        undirected,
+        rel_conditions: spec.rel_conditions.clone(),
         left_outer: false,
         policy: None,
     };
