@@ -70,13 +70,8 @@ pub fn bounds(join: &RecursiveJoin, settings: &RecursiveSettings) -> Result<(u32
         }
         Some(u) => u,
     };
-    if join.lower > upper {
-        return Err(Error::runtime(format!(
-            "the lower bound {} of a variable-length relationship exceeds its upper bound {upper}",
-            join.lower
-        )));
-    }
-    Ok((join.lower as u32, upper as u32))
+    // An empty interval (`*2..1`): the caller matches nothing.
+    Ok((join.lower.min(u32::MAX as u64) as u32, upper as u32))
 }
 
 /// Joins `rows` (types `input_types`) with the recursive computation; the
@@ -91,6 +86,15 @@ pub fn recursive_join(
     settings: &RecursiveSettings,
 ) -> Result<(Chunk, RunStats)> {
     let (lower, upper) = bounds(join, settings)?;
+    if lower > upper {
+        let stats = RunStats {
+            policy: settings.policy,
+            k: settings.k.unwrap_or(0),
+            threads,
+            source_morsels: 0,
+        };
+        return Ok((empty_interval(join, rows, ctx)?, stats));
+    }
     if join.rel_tables.len() > 1 || join.node_tables.len() > 1 {
         return union_join(join, rows, ctx, sched, threads, (lower, upper), settings);
     }
@@ -216,6 +220,20 @@ pub fn recursive_join(
     };
     let out = emit_rows(join, rows, ctx, &found, &dst_id)?;
     Ok((out, stats))
+}
+
+/// The join's output for an empty interval (`*2..1`): no paths.
+fn empty_interval(join: &RecursiveJoin, rows: &Chunk, ctx: &QueryContext) -> Result<Chunk> {
+    let f = Found {
+        row_src: &[],
+        index_of: &HashMap::new(),
+        num_sources: 0,
+        rows: &[],
+        weighted: false,
+        paths: join.with_path.then_some(&[]),
+        rel_lists: join.with_rels.then_some(&[]),
+    };
+    emit_rows(join, rows, ctx, &f, &|_| None)
 }
 
 /// Whether `join` enumerates its paths (one row per path) instead of
@@ -451,11 +469,18 @@ fn emit_rows(
     let mut counts: Vec<u64> = Vec::new();
     let mut paths: Vec<Value> = Vec::new();
     let mut rel_lists: Vec<Value> = Vec::new();
-    for (r, s) in row_src.iter().enumerate() {
-        let Some(si) = s.and_then(|s| index_of.get(&s).copied()) else {
-            continue;
-        };
-        for &k in &order[start[si]..start[si + 1]] {
+    // Output positions of the rows a left outer join adds for input rows
+    // without a result (NULL destination, length and path).
+    let mut null_rows: Vec<usize> = Vec::new();
+    for r in 0..rows.num_rows {
+        let si = row_src
+            .get(r)
+            .copied()
+            .flatten()
+            .and_then(|s| index_of.get(&s).copied());
+        let before = input_rows.len();
+        let range = si.map_or(0..0, |si| start[si]..start[si + 1]);
+        for &k in &order[range] {
             let f = &found[k as usize];
             let Some(dst) = dst_id(f.1) else {
                 continue;
@@ -477,15 +502,39 @@ fn emit_rows(
             }
             counts.push(f.3);
         }
+        if join.left_outer && input_rows.len() == before {
+            null_rows.push(input_rows.len());
+            input_rows.push(r as u64);
+            dsts.push(InternalId(0));
+            lens_i.push(0);
+            lens_f.push(0.0);
+            if f_all.paths.is_some() {
+                paths.push(Value::Null);
+            }
+            if f_all.rel_lists.is_some() {
+                rel_lists.push(Value::Null);
+            }
+            counts.push(1);
+        }
         if r % 1024 == 0 {
             ctx.cancel.check()?;
         }
     }
     let n = input_rows.len();
-    let typed = |ty: LogicalType, data: VectorData| ValueVector {
-        ty,
-        data,
-        nulls: NullMask::with_len(n),
+    if !join.with_len {
+        lens_i.clear();
+        lens_f.clear();
+    }
+    let typed = |ty: LogicalType, data: VectorData| {
+        let mut v = ValueVector {
+            ty,
+            data,
+            nulls: NullMask::with_len(n),
+        };
+        for &p in &null_rows {
+            v.set_null(p, true);
+        }
+        v
     };
     let mut columns: Vec<ValueVector> =
         rows.columns.iter().map(|c| c.gather(&input_rows)).collect();
@@ -506,7 +555,11 @@ fn emit_rows(
             VectorData::Value(rel_lists),
         ));
     }
-    columns.push(typed(COUNT_TYPE, VectorData::U64(counts)));
+    columns.push(ValueVector {
+        ty: COUNT_TYPE,
+        data: VectorData::U64(counts),
+        nulls: NullMask::with_len(n),
+    });
     Ok(Chunk {
         columns,
         num_rows: n,

@@ -86,16 +86,8 @@ impl Binder<'_> {
                 "length bounds on weighted shortest paths (only 0 or 1 as the lower bound)",
             ));
         }
+        // An upper bound below the lower one matches nothing (openCypher).
         let lower = spec.min.unwrap_or(1);
-        if let Some(u) = spec.max {
-            if u < lower {
-                return Err(Error::at(
-                    ErrorKind::Semantic,
-                    spec.span,
-                    format!("the lower bound {lower} is greater than the upper bound {u}"),
-                ));
-            }
-        }
         Ok(RecursiveRel {
             mode: kind,
             lower,

@@ -17,10 +17,22 @@ pub(super) fn split_recursive(
     let Some(ri) = g.rels.iter().position(|r| r.recursive.is_some()) else {
         return Ok(vec![(part, None)]);
     };
-    if part.optional.is_some() {
-        return Err(Error::not_supported(
-            "variable-length relationships in OPTIONAL MATCH are not supported yet",
-        ));
+    // OPTIONAL MATCH: the join itself is left outer (an input row without
+    // a path gets one row with a NULL destination and path), so the parts
+    // around it need no padding of their own; they must then pass rows
+    // through unchanged (checked below), and the row number the optional
+    // part would pad by is dropped.
+    let mut part = part;
+    let left_outer = part.optional.is_some();
+    if left_outer {
+        let row_slot = part
+            .inputs
+            .pop()
+            .ok_or_else(|| Error::internal("optional part without a row number"))?
+            .0;
+        part.order_by
+            .retain(|k| !expr_slots(&k.expr).contains(&row_slot));
+        part.optional = None;
     }
     let part = read_lengths(part, ri, next_slot);
     let g = &part.graph;
@@ -147,6 +159,22 @@ pub(super) fn split_recursive(
         .iter()
         .cloned()
         .partition(|e| expr_slots(e).iter().all(|s| a_available.contains(s)));
+    if left_outer {
+        let a_passes = a_part.graph.rels.is_empty()
+            && a_part.graph.nodes.iter().all(|n| n.imported)
+            && a_preds.is_empty()
+            && part.unwinds.is_empty();
+        let b_is_dst = separate
+            && graph_b.rels.is_empty()
+            && graph_b.nodes.len() == 1
+            && !g.nodes[r.right].imported
+            && b_preds.is_empty();
+        if !(a_passes && b_is_dst) {
+            return Err(Error::not_supported(
+                "OPTIONAL MATCH with a variable-length relationship is supported only from a bound node to a new node, without other patterns or a WHERE",
+            ));
+        }
+    }
     let src_slot = g.nodes[r.left].id_slot;
     let dst_slot = if separate {
         g.nodes[r.right].id_slot
@@ -289,7 +317,7 @@ pub(super) fn split_recursive(
         with_rels: with_rels.is_some(),
         undirected,
         rel_conditions: spec.rel_conditions.clone(),
-        left_outer: false,
+        left_outer,
         policy: None,
     };
     let mut out = split_recursive(a_part, catalog, next_slot)?;
