@@ -424,6 +424,20 @@ fn rel_property_map_takes_parameters() {
     assert_eq!(count(Value::Int64(0)), Value::Int64(2));
     assert_eq!(count(Value::Int64(1)), Value::Int64(2));
     assert_eq!(count(Value::Int64(7)), Value::Int64(0));
+    // The same through a predicate on the rels, and one on the nodes
+    // (intermediate only: 0 -> 1 -> 2 passes node 1, 1 -> 2 -> 3 fails at 2).
+    let count_pred = |q: &str, x: i64| -> Value {
+        let r = conn
+            .query_with_params(q, &[("x", Value::Int64(x))])
+            .unwrap();
+        let rows: Vec<Vec<Value>> = r.rows().collect();
+        rows[0][0].clone()
+    };
+    let rel_q = "MATCH (a:N)-[:E*1..4 (r, n | WHERE r.w = $x)]->(b:N) RETURN count(*)";
+    assert_eq!(count_pred(rel_q, 0), Value::Int64(2));
+    let node_q = "MATCH (a:N)-[:E*2 (r, n | WHERE n.id % 2 = $x)]->(b:N) RETURN count(*)";
+    assert_eq!(count_pred(node_q, 1), Value::Int64(2));
+    assert_eq!(count_pred(node_q, 0), Value::Int64(1));
     let r = conn
         .query("MATCH (a:N)-[:E*1..4]->(b:N) RETURN count(*)")
         .unwrap();

@@ -23,9 +23,14 @@ use kith_storage::{RelDirection, RelTableData, TableData};
 
 use super::path_values::PathValues;
 use super::QueryContext;
-use crate::expression::kernels::equals;
+use crate::expression::kernels::{equals, truth};
+use crate::expression::{EvalContext, Evaluated, Evaluator};
+use crate::result_set::{DataChunk, ResultSet, SlotLayout};
+use kith_common::constants::{NODE_GROUP_SIZE, VECTOR_CAPACITY};
 use kith_common::TableId;
+use kith_planner::bound::PropertyPredicate;
 use kith_planner::expr::BoundExprKind;
+use kith_storage::PinnedColumn;
 
 /// The largest accepted `var_length_max_depth`.
 pub const MAX_DEPTH_LIMIT: u32 = MAX_UPPER;
@@ -127,6 +132,7 @@ pub fn recursive_join(
             node: &|d| InternalId::new(node_table, d),
             rel: &|r| InternalId::new(rel_table, r),
             dst_ok: &|_| true,
+            space: vec![(node_table, 0)],
         };
         let srcs = Sources {
             list: &sources,
@@ -243,6 +249,7 @@ fn enumerates(join: &RecursiveJoin) -> bool {
     matches!(join.mode, RecursiveMode::Trail | RecursiveMode::Acyclic)
         || join.with_path
         || join.with_rels
+        || join.node_predicate.is_some()
 }
 
 /// The found row at `k` of an optional per-row value list.
@@ -263,6 +270,8 @@ struct PathIds<'a> {
     rel: &'a dyn Fn(u64) -> InternalId,
     /// Whether a destination lies in one of the pattern's tables.
     dst_ok: &'a dyn Fn(InternalId) -> bool,
+    /// Each node table with the first dense id of its nodes.
+    space: Vec<(TableId, u64)>,
 }
 
 /// The sources of a join, as [`collect_sources`] returns them.
@@ -299,6 +308,7 @@ fn paths_join<G: Graph>(
     };
     let mut compute = WalkPaths::new(lower, upper, semantics)?;
     compute.cancel = Some(ctx.cancel.clone());
+    compute.node_mask = node_mask(join, &ids.space, graph.num_nodes(), ctx)?;
     let sink = Arc::new(CollectSink::<PathRow>::default());
     let stats = run_ife(
         sched,
@@ -606,7 +616,7 @@ fn union_join(
             return Err(Error::internal("rel table outside the node space"));
         };
         let mut csr = StorageCsr::new(&ctx.pager, rel.csr(dir))?;
-        if !join.rel_conditions.is_empty() {
+        if !join.rel_conditions.is_empty() || join.rel_predicate.is_some() {
             let mask = match masks.iter().find(|m: &&(TableId, Arc<[u64]>)| m.0 == *t) {
                 Some(m) => Arc::clone(&m.1),
                 None => {
@@ -646,6 +656,12 @@ fn union_join(
             node: &node,
             rel: &InternalId,
             dst_ok: &|id: InternalId| join.dst_tables.contains(&id.table()),
+            space: join
+                .node_tables
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (*t, graph.global(i, 0)))
+                .collect(),
         };
         let srcs = Sources {
             list: &sources,
@@ -725,15 +741,16 @@ fn union_join(
 }
 
 /// The rels of `table` that satisfy the join's property conditions
-/// (`[:R* {k: v}]`) as a rel-id bitmask; `None` without conditions. A rel
-/// whose property is NULL, or a table without the property, matches none.
+/// (`[:R* {k: v}]`) and its rel predicate (`(r, _ | WHERE ...)`) as a
+/// rel-id bitmask; `None` without either. A rel whose property is NULL,
+/// or a table without the property, fails a condition.
 fn rel_mask(
     join: &RecursiveJoin,
     table: TableId,
     rel: &RelTableData,
     ctx: &QueryContext,
 ) -> Result<Option<Arc<[u64]>>> {
-    if join.rel_conditions.is_empty() {
+    if join.rel_conditions.is_empty() && join.rel_predicate.is_none() {
         return Ok(None);
     }
     let entry = ctx
@@ -767,7 +784,16 @@ fn rel_mask(
             _ => return Ok(Some(mask.into())),
         }
     }
+    let mut pred = match &join.rel_predicate {
+        Some(p) => Some(PredicateReader::new(p, entry, |id| rel.column_of(id))?),
+        None => None,
+    };
+    let num_conditions = columns.len();
+    if let Some(p) = &pred {
+        columns.extend(p.stored_columns());
+    }
     let mut ids = Vec::new();
+    let mut keep = Vec::new();
     for g in &rel.fwd.groups {
         if g.num_rels == 0 {
             continue;
@@ -776,8 +802,10 @@ fn rel_mask(
         let n = g.num_rels as usize;
         ids.resize(n, 0);
         pinned.rel_ids.read_u64s(0, n, &mut ids);
-        let mut keep = vec![true; n];
-        for ((col, want), ty) in pinned.properties.iter().zip(&wanted).zip(&types) {
+        keep.clear();
+        keep.resize(n, true);
+        let (conds, props) = pinned.properties.split_at(num_conditions);
+        for ((col, want), ty) in conds.iter().zip(&wanted).zip(&types) {
             let mut values = ValueVector::new(ty.clone(), n);
             col.read(0, n, &mut values, 0)?;
             for (i, k) in keep.iter_mut().enumerate() {
@@ -785,6 +813,9 @@ fn rel_mask(
                     *k = false;
                 }
             }
+        }
+        if let Some(p) = &mut pred {
+            p.filter(props, n, &mut keep, ctx)?;
         }
         for (i, &id) in ids.iter().enumerate() {
             if keep[i] {
@@ -797,6 +828,162 @@ fn rel_mask(
         ctx.cancel.check()?;
     }
     Ok(Some(mask.into()))
+}
+
+/// The nodes that may be intermediate nodes of a path under the join's
+/// node predicate, as a mask over the graph's dense node ids: node table
+/// `tables[i]` owns `bases[i]..`. `None` without a node predicate.
+fn node_mask(
+    join: &RecursiveJoin,
+    tables: &[(TableId, u64)],
+    num_nodes: u64,
+    ctx: &QueryContext,
+) -> Result<Option<Arc<[u64]>>> {
+    let Some(pred) = &join.node_predicate else {
+        return Ok(None);
+    };
+    let mut mask = vec![0u64; (num_nodes as usize).div_ceil(64)];
+    let mut keep = Vec::new();
+    for &(table, base) in tables {
+        let entry = ctx
+            .version
+            .catalog
+            .table(table)
+            .ok_or_else(|| Error::internal("node table vanished from the catalog"))?;
+        let TableData::Node(nd) = ctx.version.table(table)?.as_ref() else {
+            return Err(Error::internal("expected node table storage"));
+        };
+        let mut reader = PredicateReader::new(pred, entry, |id| nd.column_of(id))?;
+        let columns = reader.stored_columns();
+        let groups = nd.num_rows.div_ceil(NODE_GROUP_SIZE);
+        for g in 0..groups {
+            let first = g * NODE_GROUP_SIZE;
+            let n = (nd.num_rows - first).min(NODE_GROUP_SIZE) as usize;
+            let mut pinned = Vec::with_capacity(columns.len());
+            for &c in &columns {
+                pinned.push(nd.pin_column(&ctx.pager, g as usize, c)?);
+            }
+            keep.clear();
+            keep.resize(n, true);
+            reader.filter(&pinned, n, &mut keep, ctx)?;
+            for (i, k) in keep.iter().enumerate() {
+                if *k {
+                    let id = base + first + i as u64;
+                    let w = mask
+                        .get_mut((id / 64) as usize)
+                        .ok_or_else(|| Error::internal("node id beyond the node mask"))?;
+                    *w |= 1 << (id % 64);
+                }
+            }
+            ctx.cancel.check()?;
+        }
+    }
+    Ok(Some(mask.into()))
+}
+
+/// Evaluates a [`PropertyPredicate`] over the rows of one table, a vector
+/// at a time, from its pinned property columns.
+struct PredicateReader {
+    eval: Evaluator,
+    /// Per property of the predicate: its storage column (None: the table
+    /// lacks it, so it reads NULL) and its type.
+    props: Vec<(Option<usize>, LogicalType)>,
+    layout: SlotLayout,
+    rs: ResultSet,
+    out: ValueVector,
+}
+
+impl PredicateReader {
+    fn new(
+        pred: &PropertyPredicate,
+        entry: &kith_catalog::TableEntry,
+        column_of: impl Fn(kith_catalog::PropertyId) -> Option<usize>,
+    ) -> Result<PredicateReader> {
+        let mut layout = SlotLayout::default();
+        let mut props = Vec::with_capacity(pred.properties.len());
+        let mut vectors = Vec::with_capacity(pred.properties.len());
+        for (i, (name, slot, ty)) in pred.properties.iter().enumerate() {
+            layout.positions.insert(*slot, (0, i));
+            let column = entry.property(name).and_then(|p| column_of(p.id));
+            // Read with the stored type; the predicate was typed with it.
+            let ty = match entry.property(name) {
+                Some(p) if column.is_some() => p.ty.clone(),
+                _ => ty.clone(),
+            };
+            vectors.push(ValueVector::new(ty.clone(), VECTOR_CAPACITY));
+            props.push((column, ty));
+        }
+        let eval = Evaluator::new(&pred.expr)?;
+        let out = ValueVector::new(eval.result_type().clone(), 0);
+        Ok(PredicateReader {
+            eval,
+            props,
+            layout,
+            rs: ResultSet {
+                chunks: vec![DataChunk {
+                    vectors,
+                    state: Default::default(),
+                }],
+                multiplicity: 1,
+            },
+            out,
+        })
+    }
+
+    /// The storage columns to pin, in the order [`PredicateReader::filter`]
+    /// takes them.
+    fn stored_columns(&self) -> Vec<usize> {
+        self.props.iter().filter_map(|p| p.0).collect()
+    }
+
+    /// Clears `keep[i]` for each of the `n` rows whose predicate is not TRUE;
+    /// `pinned` holds the stored columns, in [`PredicateReader::stored_columns`] order.
+    fn filter(
+        &mut self,
+        pinned: &[PinnedColumn],
+        n: usize,
+        keep: &mut [bool],
+        ctx: &QueryContext,
+    ) -> Result<()> {
+        let mut start = 0;
+        while start < n {
+            let count = (n - start).min(VECTOR_CAPACITY);
+            let chunk = &mut self.rs.chunks[0];
+            let mut next_pinned = pinned.iter();
+            for ((column, _), v) in self.props.iter().zip(chunk.vectors.iter_mut()) {
+                v.reset(count);
+                match column {
+                    Some(_) => {
+                        let col = next_pinned
+                            .next()
+                            .ok_or_else(|| Error::internal("predicate column not pinned"))?;
+                        col.read(start as u64, count, v, 0)?;
+                    }
+                    None => (0..count).for_each(|i| v.set_null(i, true)),
+                }
+            }
+            chunk.state.reset(count);
+            let ectx = EvalContext {
+                rs: &self.rs,
+                layout: &self.layout,
+                params: &ctx.params,
+                subqueries: &ctx.subqueries,
+            };
+            let shape = self.eval.evaluate(&ectx, &mut self.out)?;
+            for i in 0..count {
+                let p = match shape {
+                    Evaluated::Flat => 0,
+                    Evaluated::Unflat(_) => i,
+                };
+                let pass = !self.out.is_null(p) && truth(&self.out.get_value(p))?.unwrap_or(false);
+                if !pass {
+                    keep[start + i] = false;
+                }
+            }
+            start += count;
+        }
+        Ok(())
+    }
 }
 
 /// The weight property of every rel, indexed by rel id (read from the

@@ -438,6 +438,9 @@ impl Binder<'_> {
                 }
                 None => format!("_anon_rel_{}", self.graph.rels.len()),
             };
+            if let (Some(r), Some(spec)) = (&mut recursive, &rel.range) {
+                self.bind_recursive_predicate(spec, &tables, r)?;
+            }
             let id_slot = self.new_slot();
             self.graph.rels.push(QueryRel {
                 name: name.clone(),

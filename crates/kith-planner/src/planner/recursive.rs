@@ -317,6 +317,8 @@ pub(super) fn split_recursive(
         with_rels: with_rels.is_some(),
         undirected,
         rel_conditions: spec.rel_conditions.clone(),
+        rel_predicate: spec.rel_predicate.clone(),
+        node_predicate: spec.node_predicate.clone(),
         left_outer,
         policy: None,
     };
