@@ -421,10 +421,11 @@ impl Binder<'_> {
                     if let Some(r) = &mut recursive {
                         // `-[r*]->`: `r` is the list of the path's rels.
                         if self.values.iter().any(|x| x.0 == v.name) {
-                            return Err(Error::at(
-                                ErrorKind::Semantic,
+                            // openCypher allows matching a var-length rel
+                            // against a list of rels bound earlier.
+                            return Err(not_supported(
                                 v.span,
-                                format!("variable '{}' is already bound", v.name),
+                                "matching a variable-length relationship against a list of rels bound earlier",
                             ));
                         }
                         let slot = self.new_slot();

@@ -41,14 +41,11 @@ pub(super) fn split_recursive(
         .recursive
         .clone()
         .ok_or_else(|| Error::internal("lost spec"))?;
-    if r.tables.is_empty()
+    // A rel type or end label no table has: the pattern matches nothing
+    // (as fixed-length patterns do), computed as an empty interval.
+    let nothing = r.tables.is_empty()
         || g.nodes[r.left].tables.is_empty()
-        || g.nodes[r.right].tables.is_empty()
-    {
-        // Nothing can match: the single-table checks below say why when the
-        // pattern names tables.
-        single_table(&r.tables, "rel", display_name(&r.name), "")?;
-    }
+        || g.nodes[r.right].tables.is_empty();
     let direction = if r.direction == Direction::Left {
         ExtendDirection::Bwd
     } else {
@@ -85,15 +82,14 @@ pub(super) fn split_recursive(
         add_node(info.dst, &mut node_tables);
         entries.push(entry);
     }
-    let entry = *entries
-        .first()
-        .ok_or_else(|| Error::internal("variable-length rel without tables"))?;
-    let rel_table = entry.id;
-    if let ([l], [rt], [_], false) = (
+    let entry = entries.first().copied();
+    let rel_table = entry.map_or(NO_TABLE, |e| e.id);
+    if let ([l], [rt], [_], false, Some(entry)) = (
         g.nodes[r.left].tables.as_slice(),
         g.nodes[r.right].tables.as_slice(),
         rel_tables.as_slice(),
         undirected,
+        entry,
     ) {
         // One table each: the pattern must fit it (a clear error otherwise).
         let info = entry
@@ -275,9 +271,9 @@ pub(super) fn split_recursive(
         predicates: b_preds,
         ..part
     };
-    let weight = match &spec.weight {
-        None => None,
-        Some(w) => {
+    let weight = match (&spec.weight, entry) {
+        (None, _) | (Some(_), None) => None,
+        (Some(w), Some(entry)) => {
             let p = entry.property(w).ok_or_else(|| {
                 Error::semantic(format!(
                     "property '{w}' does not exist in rel table '{}'",
@@ -296,7 +292,7 @@ pub(super) fn split_recursive(
     let join = RecursiveJoin {
         mode: spec.mode,
         rel_table,
-        node_table: node_tables[0],
+        node_table: node_tables.first().copied().unwrap_or(NO_TABLE),
         direction,
         rel_tables: if undirected {
             rel_tables
@@ -308,8 +304,8 @@ pub(super) fn split_recursive(
         },
         dst_tables: g.nodes[r.right].tables.clone(),
         node_tables,
-        lower: spec.lower,
-        upper: spec.upper,
+        lower: if nothing { 1 } else { spec.lower },
+        upper: if nothing { Some(0) } else { spec.upper },
         src_column,
         with_len: spec.len_slot.is_some(),
         weight,
@@ -332,7 +328,7 @@ pub(super) fn split_recursive(
 }
 
 /// Gives the variable-length rel `ri` a length slot when its path or rels
-/// are bound, and reads `length(p)`, `size(p)`, `size(r)` and `length(r)`
+/// are bound, and reads `length(p)`, `size(r)` and `length(r)`
 /// from it, so that a query needing only lengths counts its paths instead
 /// of enumerating them.
 fn read_lengths(mut part: BoundPart, ri: usize, next_slot: &mut u32) -> BoundPart {
