@@ -1,8 +1,13 @@
 //! The recursive join between two query parts: runs an IFE computation
 //! (`kith-graph`) from the distinct source nodes of the materialized input
 //! rows and joins its `(src, dst, len, count)` rows back to them by source.
-//! Walks and shortest paths are never enumerated: the count column becomes
-//! the row's multiplicity in the next part (see [`super::scan_counted_rows`]).
+//! Walks and shortest paths are counted, not enumerated: the count column
+//! becomes the row's multiplicity in the next part (see
+//! [`super::scan_counted_rows`]). Paths are enumerated ([`WalkPaths`]) only
+//! for trails, acyclic paths, node predicates, and when the query reads the
+//! path or rel list (then one row per path, with its values). Property maps
+//! and rel predicates are rel-id masks; an OPTIONAL MATCH makes the join
+//! left outer.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
