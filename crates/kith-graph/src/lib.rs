@@ -28,7 +28,10 @@
 //! Rel conditions are a rel-id mask on [`StorageCsr`]; undirected patterns
 //! are a [`UnionCsr`] with both directions of a table.
 //!
-//! Boundaries: no parsing, no planning, no predicates on path nodes; the planner maps a query to a
+//! Predicates on path nodes are a node mask of [`WalkPaths`] (intermediate
+//! nodes only); the counting computations take none.
+//!
+//! Boundaries: no parsing, no planning; the planner maps a query to a
 //! [`Compute`], a [`Graph`], the source list and the destination handling.
 
 pub mod bits;

@@ -50,6 +50,10 @@ pub struct WalkPaths {
     /// Checked every [`CANCEL_EVERY`] expanded nodes (a single source can
     /// have exponentially many walks).
     pub cancel: Option<CancelToken>,
+    /// Bit `v` set: node `v` may be an intermediate node of a path (a
+    /// predicate on the path's nodes); the source and the destination are
+    /// not tested. `None`: every node.
+    pub node_mask: Option<Arc<[u64]>>,
 }
 
 const CANCEL_EVERY: u32 = 4096;
@@ -88,6 +92,7 @@ impl WalkPaths {
             upper,
             semantics,
             cancel: None,
+            node_mask: None,
         })
     }
 
@@ -104,7 +109,13 @@ impl WalkPaths {
     /// Pushes `node` with its neighbour list (unless at the upper bound).
     fn push<G: Graph>(&self, dfs: &mut Dfs, g: &G, scratch: &mut G::Scratch, node: u64) {
         let start = dfs.edges.len();
-        if (dfs.rels.len() as u32) < self.upper {
+        // Extending from `node` makes it intermediate (unless the source).
+        let may_pass = dfs.rels.is_empty()
+            || self
+                .node_mask
+                .as_ref()
+                .is_none_or(|m| crate::graph::mask_has(m, node));
+        if (dfs.rels.len() as u32) < self.upper && may_pass {
             let edges = &mut dfs.edges;
             g.neighbors(node, scratch, |w, r| edges.push((w, r)));
         }

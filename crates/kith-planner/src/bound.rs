@@ -118,6 +118,17 @@ pub enum RecursiveMode {
     WeightedShortest,
 }
 
+impl RecursiveMode {
+    /// Whether its paths can be enumerated (a path or rel variable bound):
+    /// walks, trails and acyclic paths.
+    pub fn enumerable(self) -> bool {
+        matches!(
+            self,
+            RecursiveMode::Walk | RecursiveMode::Trail | RecursiveMode::Acyclic
+        )
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct RecursiveRel {
     pub mode: RecursiveMode,
@@ -137,6 +148,22 @@ pub struct RecursiveRel {
     /// `[:R* {k: v}]`: every rel of the path has property `k` equal to
     /// the constant `v` (a literal or a parameter).
     pub rel_conditions: Vec<(String, BoundExpr)>,
+    /// `(r, _ | WHERE ...)`: the conjuncts over the properties of `r`; a rel
+    /// failing it is never walked.
+    pub rel_predicate: Option<PropertyPredicate>,
+    /// `(_, n | WHERE ...)`: the conjuncts over the properties of `n`; an
+    /// intermediate node failing it is never walked through (the source and
+    /// destination are not tested, as in Kùzu).
+    pub node_predicate: Option<PropertyPredicate>,
+}
+
+/// A predicate over the properties of one rel or node, evaluated for every
+/// rel (node) of the walked tables before the recursive computation.
+#[derive(Debug, Clone)]
+pub struct PropertyPredicate {
+    pub expr: BoundExpr,
+    /// The properties it reads: (name, slot in `expr`, type).
+    pub properties: Vec<(String, SlotId, LogicalType)>,
 }
 
 impl RecursiveRel {

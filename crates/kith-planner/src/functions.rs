@@ -295,7 +295,10 @@ pub fn scalar_type(lower_name: &str, args: &[LogicalType]) -> Result<LogicalType
         }
         "size" | "length" => {
             check(n, args, &[AnyT], 0)?;
-            if !matches!(args[0], T::String | T::List(_) | T::Any | T::Path) {
+            // openCypher: the length of a path is length(p); size(p) is a
+            // type error.
+            let path_length = n == "length" && args[0] == T::Path;
+            if !(path_length || matches!(args[0], T::String | T::List(_) | T::Any)) {
                 return Err(Error::type_error(format!(
                     "{n}() expects a STRING or LIST, got {}",
                     args[0]

@@ -143,6 +143,11 @@ pub struct RecursiveJoin {
     pub undirected: bool,
     /// Every rel of the path has these property values (name, constant).
     pub rel_conditions: Vec<(String, BoundExpr)>,
+    /// `(r, _ | WHERE ...)` over rel properties (a rel-id mask).
+    pub rel_predicate: Option<crate::bound::PropertyPredicate>,
+    /// `(_, n | WHERE ...)` over the properties of intermediate nodes (a
+    /// node mask; the paths are then enumerated).
+    pub node_predicate: Option<crate::bound::PropertyPredicate>,
     /// Left outer join (OPTIONAL MATCH): an input row without any result
     /// gives one row with a NULL destination (and NULL length and path).
     pub left_outer: bool,

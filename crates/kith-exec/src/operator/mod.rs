@@ -9,6 +9,7 @@ pub mod fill_nulls;
 pub mod filter;
 pub mod hash_aggregate;
 pub mod order_by;
+pub mod path_values;
 pub mod recursive_join;
 pub mod scan_counted_rows;
 pub mod scan_node;

@@ -1,8 +1,13 @@
 //! The recursive join between two query parts: runs an IFE computation
 //! (`kith-graph`) from the distinct source nodes of the materialized input
 //! rows and joins its `(src, dst, len, count)` rows back to them by source.
-//! Walks and shortest paths are never enumerated: the count column becomes
-//! the row's multiplicity in the next part (see [`super::scan_counted_rows`]).
+//! Walks and shortest paths are counted, not enumerated: the count column
+//! becomes the row's multiplicity in the next part (see
+//! [`super::scan_counted_rows`]). Paths are enumerated ([`WalkPaths`]) only
+//! for trails, acyclic paths, node predicates, and when the query reads the
+//! path or rel list (then one row per path, with its values). Property maps
+//! and rel predicates are rel-id masks; an OPTIONAL MATCH makes the join
+//! left outer.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -11,8 +16,9 @@ use kith_common::{
     Chunk, Error, InternalId, LogicalType, NullMask, Result, Value, ValueVector, VectorData,
 };
 use kith_graph::{
-    run_ife, AllShortestCounts, CollectSink, CostRow, IfeOptions, LenRow, ShortestLengths,
-    StorageCsr, UnionCsr, UnionMember, WalkCounts, WeightedShortest, MAX_UPPER,
+    run_ife, AllShortestCounts, CollectSink, CostRow, Graph, IfeOptions, LenRow, PathRow,
+    PathSemantics, ShortestLengths, StorageCsr, UnionCsr, UnionMember, WalkCounts, WalkPaths,
+    WeightedShortest, MAX_UPPER,
 };
 pub use kith_graph::{Policy, RunStats};
 use kith_planner::bound::RecursiveMode;
@@ -20,7 +26,16 @@ use kith_planner::plan::{ExtendDirection, RecursiveJoin};
 use kith_sched::Scheduler;
 use kith_storage::{RelDirection, RelTableData, TableData};
 
+use super::path_values::PathValues;
 use super::QueryContext;
+use crate::expression::kernels::{equals, truth};
+use crate::expression::{EvalContext, Evaluated, Evaluator};
+use crate::result_set::{DataChunk, ResultSet, SlotLayout};
+use kith_common::constants::{NODE_GROUP_SIZE, VECTOR_CAPACITY};
+use kith_common::TableId;
+use kith_planner::bound::PropertyPredicate;
+use kith_planner::expr::BoundExprKind;
+use kith_storage::PinnedColumn;
 
 /// The largest accepted `var_length_max_depth`.
 pub const MAX_DEPTH_LIMIT: u32 = MAX_UPPER;
@@ -65,13 +80,8 @@ pub fn bounds(join: &RecursiveJoin, settings: &RecursiveSettings) -> Result<(u32
         }
         Some(u) => u,
     };
-    if join.lower > upper {
-        return Err(Error::runtime(format!(
-            "the lower bound {} of a variable-length relationship exceeds its upper bound {upper}",
-            join.lower
-        )));
-    }
-    Ok((join.lower as u32, upper as u32))
+    // An empty interval (`*2..1`): the caller matches nothing.
+    Ok((join.lower.min(u32::MAX as u64) as u32, upper as u32))
 }
 
 /// Joins `rows` (types `input_types`) with the recursive computation; the
@@ -86,6 +96,15 @@ pub fn recursive_join(
     settings: &RecursiveSettings,
 ) -> Result<(Chunk, RunStats)> {
     let (lower, upper) = bounds(join, settings)?;
+    if lower > upper {
+        let stats = RunStats {
+            policy: settings.policy,
+            k: settings.k.unwrap_or(0),
+            threads,
+            source_morsels: 0,
+        };
+        return Ok((empty_interval(join, rows, ctx)?, stats));
+    }
     if join.rel_tables.len() > 1 || join.node_tables.len() > 1 {
         return union_join(join, rows, ctx, sched, threads, (lower, upper), settings);
     }
@@ -101,13 +120,42 @@ pub fn recursive_join(
         ExtendDirection::Fwd => RelDirection::Fwd,
         ExtendDirection::Bwd => RelDirection::Bwd,
     };
-    let graph = Arc::new(StorageCsr::new(&ctx.pager, rel.csr(dir))?.with_num_nodes(num_nodes));
+    let mut csr = StorageCsr::new(&ctx.pager, rel.csr(dir))?.with_num_nodes(num_nodes);
+    if let Some(mask) = rel_mask(join, join.rel_table, &rel, ctx)? {
+        csr = csr.with_rel_mask(mask);
+    }
+    let graph = Arc::new(csr);
     let (sources, row_src, index_of) = collect_sources(join, rows, |id| Some(id.offset()))?;
     let opts = IfeOptions {
         policy: settings.policy,
         threads,
         k: settings.k,
     };
+    if enumerates(join) {
+        let (node_table, rel_table) = (join.node_table, join.rel_table);
+        let ids = PathIds {
+            node: &|d| InternalId::new(node_table, d),
+            rel: &|r| InternalId::new(rel_table, r),
+            dst_ok: &|_| true,
+            space: vec![(node_table, 0)],
+        };
+        let srcs = Sources {
+            list: &sources,
+            row_src: &row_src,
+            index_of: &index_of,
+        };
+        return paths_join(
+            join,
+            rows,
+            ctx,
+            sched,
+            &opts,
+            graph,
+            &srcs,
+            (lower, upper),
+            &ids,
+        );
+    }
     // Rows found per source: (dst, length or cost, count), with the
     // length as i64 or the cost's f64 bits.
     let weighted = join.mode == RecursiveMode::WeightedShortest;
@@ -167,7 +215,7 @@ pub fn recursive_join(
                 .collect::<Result<_>>()?;
         }
         RecursiveMode::Trail | RecursiveMode::Acyclic => {
-            return Err(Error::not_supported("TRAIL and ACYCLIC path semantics"))
+            return Err(Error::internal("TRAIL and ACYCLIC paths are enumerated"))
         }
     }
     ctx.cancel.check()?;
@@ -180,8 +228,179 @@ pub fn recursive_join(
         num_sources: sources.len(),
         rows: &found,
         weighted,
+        paths: None,
+        rel_lists: None,
     };
     let out = emit_rows(join, rows, ctx, &found, &dst_id)?;
+    Ok((out, stats))
+}
+
+/// The join's output for an empty interval (`*2..1`): no paths.
+fn empty_interval(join: &RecursiveJoin, rows: &Chunk, ctx: &QueryContext) -> Result<Chunk> {
+    let f = Found {
+        row_src: &[],
+        index_of: &HashMap::new(),
+        num_sources: 0,
+        rows: &[],
+        weighted: false,
+        paths: join.with_path.then_some(&[]),
+        rel_lists: join.with_rels.then_some(&[]),
+    };
+    emit_rows(join, rows, ctx, &f, &|_| None)
+}
+
+/// Whether `join` enumerates its paths (one row per path) instead of
+/// counting them: trails and acyclic paths always (their counts do not
+/// follow from per-node counts), walks when the path or its rels are output.
+fn enumerates(join: &RecursiveJoin) -> bool {
+    matches!(join.mode, RecursiveMode::Trail | RecursiveMode::Acyclic)
+        || join.with_path
+        || join.with_rels
+        || join.node_predicate.is_some()
+}
+
+/// The found row at `k` of an optional per-row value list.
+fn f_paths(values: Option<&[Value]>, k: u32) -> Result<Option<Value>> {
+    match values {
+        None => Ok(None),
+        Some(v) => v
+            .get(k as usize)
+            .cloned()
+            .map(Some)
+            .ok_or_else(|| Error::internal("path value missing")),
+    }
+}
+
+/// Maps the dense node and rel ids of a graph to internal ids.
+struct PathIds<'a> {
+    node: &'a dyn Fn(u64) -> InternalId,
+    rel: &'a dyn Fn(u64) -> InternalId,
+    /// Whether a destination lies in one of the pattern's tables.
+    dst_ok: &'a dyn Fn(InternalId) -> bool,
+    /// Each node table with the first dense id of its nodes.
+    space: Vec<(TableId, u64)>,
+}
+
+/// The sources of a join, as [`collect_sources`] returns them.
+struct Sources<'a> {
+    list: &'a [u64],
+    row_src: &'a [Option<u64>],
+    index_of: &'a HashMap<u64, usize>,
+}
+
+/// The recursive join by path enumeration ([`WalkPaths`]): with the path
+/// or rels columns one row per path, else one row per (source,
+/// destination, length) with the number of paths as its count.
+#[allow(clippy::too_many_arguments)]
+fn paths_join<G: Graph>(
+    join: &RecursiveJoin,
+    rows: &Chunk,
+    ctx: &QueryContext,
+    sched: &Scheduler,
+    opts: &IfeOptions,
+    graph: Arc<G>,
+    srcs: &Sources<'_>,
+    (lower, upper): (u32, u32),
+    ids: &PathIds<'_>,
+) -> Result<(Chunk, RunStats)> {
+    let semantics = match join.mode {
+        RecursiveMode::Walk => PathSemantics::Walk,
+        RecursiveMode::Trail => PathSemantics::Trail,
+        RecursiveMode::Acyclic => PathSemantics::Acyclic,
+        _ => {
+            return Err(Error::not_supported(
+                "the path or rel variable of a shortest path",
+            ))
+        }
+    };
+    let mut compute = WalkPaths::new(lower, upper, semantics)?;
+    compute.cancel = Some(ctx.cancel.clone());
+    compute.node_mask = node_mask(join, &ids.space, graph.num_nodes(), ctx)?;
+    let sink = Arc::new(CollectSink::<PathRow>::default());
+    let stats = run_ife(
+        sched,
+        graph,
+        Arc::new(compute),
+        srcs.list,
+        opts,
+        &ctx.cancel,
+        sink.clone(),
+    )?;
+    let mut found_paths = sink.take();
+    // Same order whatever the policy and thread count.
+    found_paths.sort_unstable();
+    ctx.cancel.check()?;
+    let src_index = |s: u64| -> Result<usize> {
+        srcs.index_of
+            .get(&s)
+            .copied()
+            .ok_or_else(|| Error::internal("recursive result for an unknown source"))
+    };
+    let mut found: Vec<(usize, u64, u64, u64)> = Vec::new();
+    let mut dst_ids: Vec<InternalId> = Vec::new();
+    let (mut paths, mut rel_lists) = (Vec::new(), Vec::new());
+    if join.with_path || join.with_rels {
+        let mut values = PathValues::new(ctx);
+        let mut node_buf: Vec<InternalId> = Vec::new();
+        let mut rel_buf: Vec<InternalId> = Vec::new();
+        for (i, p) in found_paths.iter().enumerate() {
+            let dst = (ids.node)(p.dst);
+            if !(ids.dst_ok)(dst) {
+                continue;
+            }
+            found.push((
+                src_index(p.src)?,
+                found.len() as u64,
+                p.rels.len() as u64,
+                1,
+            ));
+            dst_ids.push(dst);
+            rel_buf.clear();
+            rel_buf.extend(p.rels.iter().map(|r| (ids.rel)(*r)));
+            if join.with_path {
+                node_buf.clear();
+                node_buf.extend(p.nodes.iter().map(|n| (ids.node)(*n)));
+                paths.push(values.path(&node_buf, &rel_buf)?);
+            }
+            if join.with_rels {
+                rel_lists.push(values.rel_list(&rel_buf)?);
+            }
+            if i % 1024 == 0 {
+                ctx.cancel.check()?;
+            }
+        }
+    } else {
+        // Count the paths of each (source, destination, length).
+        let mut counts: HashMap<(u64, u64, u64), u64> = HashMap::new();
+        for p in &found_paths {
+            *counts
+                .entry((p.src, p.dst, p.rels.len() as u64))
+                .or_default() += 1;
+        }
+        let mut keyed: Vec<_> = counts.into_iter().collect();
+        keyed.sort_unstable();
+        for ((s, d, len), count) in keyed {
+            let dst = (ids.node)(d);
+            if !(ids.dst_ok)(dst) {
+                continue;
+            }
+            found.push((src_index(s)?, found.len() as u64, len, count));
+            dst_ids.push(dst);
+        }
+    }
+    drop(found_paths);
+    // The destination column of a found row is its index into `dst_ids`.
+    let dst_id = |k: u64| dst_ids.get(k as usize).copied();
+    let f = Found {
+        row_src: srcs.row_src,
+        index_of: srcs.index_of,
+        num_sources: srcs.list.len(),
+        rows: &found,
+        weighted: false,
+        paths: join.with_path.then_some(paths.as_slice()),
+        rel_lists: join.with_rels.then_some(rel_lists.as_slice()),
+    };
+    let out = emit_rows(join, rows, ctx, &f, &dst_id)?;
     Ok((out, stats))
 }
 
@@ -226,6 +445,10 @@ struct Found<'a> {
     /// (source index, destination, length or cost bits, count)
     rows: &'a [(usize, u64, u64, u64)],
     weighted: bool,
+    /// Per found row, its path value (`with_path`).
+    paths: Option<&'a [Value]>,
+    /// Per found row, its rels as a `LIST(REL)` (`with_rels`).
+    rel_lists: Option<&'a [Value]>,
 }
 
 /// The join's output: each input row repeated once per destination found
@@ -238,6 +461,7 @@ fn emit_rows(
     f: &Found<'_>,
     dst_id: &dyn Fn(u64) -> Option<InternalId>,
 ) -> Result<Chunk> {
+    let f_all = f;
     let (row_src, index_of, found, weighted) = (f.row_src, f.index_of, f.rows, f.weighted);
     let sources = f.num_sources;
     // Counting sort by source: `start[i]..start[i + 1]` are source i's rows.
@@ -260,11 +484,20 @@ fn emit_rows(
     let mut lens_i: Vec<i64> = Vec::new();
     let mut lens_f: Vec<f64> = Vec::new();
     let mut counts: Vec<u64> = Vec::new();
-    for (r, s) in row_src.iter().enumerate() {
-        let Some(si) = s.and_then(|s| index_of.get(&s).copied()) else {
-            continue;
-        };
-        for &k in &order[start[si]..start[si + 1]] {
+    let mut paths: Vec<Value> = Vec::new();
+    let mut rel_lists: Vec<Value> = Vec::new();
+    // Output positions of the rows a left outer join adds for input rows
+    // without a result (NULL destination, length and path).
+    let mut null_rows: Vec<usize> = Vec::new();
+    for r in 0..rows.num_rows {
+        let si = row_src
+            .get(r)
+            .copied()
+            .flatten()
+            .and_then(|s| index_of.get(&s).copied());
+        let before = input_rows.len();
+        let range = si.map_or(0..0, |si| start[si]..start[si + 1]);
+        for &k in &order[range] {
             let f = &found[k as usize];
             let Some(dst) = dst_id(f.1) else {
                 continue;
@@ -278,17 +511,47 @@ fn emit_rows(
                     lens_i.push(f.2 as i64);
                 }
             }
+            if let Some(p) = f_paths(f_all.paths, k)? {
+                paths.push(p);
+            }
+            if let Some(p) = f_paths(f_all.rel_lists, k)? {
+                rel_lists.push(p);
+            }
             counts.push(f.3);
+        }
+        if join.left_outer && input_rows.len() == before {
+            null_rows.push(input_rows.len());
+            input_rows.push(r as u64);
+            dsts.push(InternalId(0));
+            lens_i.push(0);
+            lens_f.push(0.0);
+            if f_all.paths.is_some() {
+                paths.push(Value::Null);
+            }
+            if f_all.rel_lists.is_some() {
+                rel_lists.push(Value::Null);
+            }
+            counts.push(1);
         }
         if r % 1024 == 0 {
             ctx.cancel.check()?;
         }
     }
     let n = input_rows.len();
-    let typed = |ty: LogicalType, data: VectorData| ValueVector {
-        ty,
-        data,
-        nulls: NullMask::with_len(n),
+    if !join.with_len {
+        lens_i.clear();
+        lens_f.clear();
+    }
+    let typed = |ty: LogicalType, data: VectorData| {
+        let mut v = ValueVector {
+            ty,
+            data,
+            nulls: NullMask::with_len(n),
+        };
+        for &p in &null_rows {
+            v.set_null(p, true);
+        }
+        v
     };
     let mut columns: Vec<ValueVector> =
         rows.columns.iter().map(|c| c.gather(&input_rows)).collect();
@@ -300,7 +563,20 @@ fn emit_rows(
             typed(LogicalType::Int64, VectorData::I64(lens_i))
         });
     }
-    columns.push(typed(COUNT_TYPE, VectorData::U64(counts)));
+    if f_all.paths.is_some() {
+        columns.push(typed(LogicalType::Path, VectorData::Value(paths)));
+    }
+    if f_all.rel_lists.is_some() {
+        columns.push(typed(
+            super::path_values::rels_type(),
+            VectorData::Value(rel_lists),
+        ));
+    }
+    columns.push(ValueVector {
+        ty: COUNT_TYPE,
+        data: VectorData::U64(counts),
+        nulls: NullMask::with_len(n),
+    });
     Ok(Chunk {
         columns,
         num_rows: n,
@@ -327,6 +603,7 @@ fn union_join(
         });
     }
     let mut members = Vec::new();
+    let mut masks: Vec<(TableId, Arc<[u64]>)> = Vec::new();
     for (t, d) in &join.rel_tables {
         let rel = match ctx.version.table(*t)?.as_ref() {
             TableData::Rel(r) => r.clone(),
@@ -345,12 +622,26 @@ fn union_join(
         let (Some(from), Some(to)) = (index_of_table(from), index_of_table(to)) else {
             return Err(Error::internal("rel table outside the node space"));
         };
+        let mut csr = StorageCsr::new(&ctx.pager, rel.csr(dir))?;
+        if !join.rel_conditions.is_empty() || join.rel_predicate.is_some() {
+            let mask = match masks.iter().find(|m: &&(TableId, Arc<[u64]>)| m.0 == *t) {
+                Some(m) => Arc::clone(&m.1),
+                None => {
+                    let m = rel_mask(join, *t, &rel, ctx)?
+                        .ok_or_else(|| Error::internal("rel conditions without a mask"))?;
+                    masks.push((*t, Arc::clone(&m)));
+                    m
+                }
+            };
+            csr = csr.with_rel_mask(mask);
+        }
         members.push(UnionMember {
             from,
             to,
             rel_table: *t,
-            csr: StorageCsr::new(&ctx.pager, rel.csr(dir))?,
-            skip_self_loops: false,
+            csr,
+            // Undirected: a self-loop is walked once, forward.
+            skip_self_loops: join.undirected && *d == ExtendDirection::Bwd,
         });
     }
     let graph = Arc::new(UnionCsr::new(&sizes, members));
@@ -362,6 +653,40 @@ fn union_join(
         threads,
         k: settings.k,
     };
+    if enumerates(join) {
+        let g = Arc::clone(&graph);
+        let node = move |d: u64| {
+            let (t, off) = g.local(d);
+            InternalId::new(join.node_tables[t], off)
+        };
+        let ids = PathIds {
+            node: &node,
+            rel: &InternalId,
+            dst_ok: &|id: InternalId| join.dst_tables.contains(&id.table()),
+            space: join
+                .node_tables
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (*t, graph.global(i, 0)))
+                .collect(),
+        };
+        let srcs = Sources {
+            list: &sources,
+            row_src: &row_src,
+            index_of: &index_of,
+        };
+        return paths_join(
+            join,
+            rows,
+            ctx,
+            sched,
+            &opts,
+            graph,
+            &srcs,
+            (lower, upper),
+            &ids,
+        );
+    }
     let sink = Arc::new(CollectSink::<LenRow>::default());
     macro_rules! run {
         ($compute:expr) => {
@@ -386,7 +711,7 @@ fn union_join(
             ))
         }
         RecursiveMode::Trail | RecursiveMode::Acyclic => {
-            return Err(Error::not_supported("TRAIL and ACYCLIC path semantics"))
+            return Err(Error::internal("TRAIL and ACYCLIC paths are enumerated"))
         }
     };
     let found: Vec<(usize, u64, u64, u64)> = sink
@@ -415,9 +740,257 @@ fn union_join(
         num_sources: sources.len(),
         rows: &found,
         weighted: false,
+        paths: None,
+        rel_lists: None,
     };
     let out = emit_rows(join, rows, ctx, &found, &dst_id)?;
     Ok((out, stats))
+}
+
+/// The rels of `table` that satisfy the join's property conditions
+/// (`[:R* {k: v}]`) and its rel predicate (`(r, _ | WHERE ...)`) as a
+/// rel-id bitmask; `None` without either. A rel whose property is NULL,
+/// or a table without the property, fails a condition.
+fn rel_mask(
+    join: &RecursiveJoin,
+    table: TableId,
+    rel: &RelTableData,
+    ctx: &QueryContext,
+) -> Result<Option<Arc<[u64]>>> {
+    if join.rel_conditions.is_empty() && join.rel_predicate.is_none() {
+        return Ok(None);
+    }
+    let entry = ctx
+        .version
+        .catalog
+        .table(table)
+        .ok_or_else(|| Error::internal("rel table vanished from the catalog"))?;
+    let mut wanted = Vec::with_capacity(join.rel_conditions.len());
+    let mut columns = Vec::with_capacity(join.rel_conditions.len());
+    let mut types = Vec::with_capacity(join.rel_conditions.len());
+    let mut mask = vec![0u64; (rel.next_rel_id.max(rel.num_rels) as usize).div_ceil(64)];
+    for (name, e) in &join.rel_conditions {
+        let value =
+            match &e.kind {
+                BoundExprKind::Literal(v) => v.clone(),
+                BoundExprKind::Parameter(p) => ctx.params.get(p).cloned().ok_or_else(|| {
+                    Error::runtime(format!("parameter ${p} was not given a value"))
+                })?,
+                _ => return Err(Error::internal("rel condition is not a constant")),
+            };
+        let column = entry.property(name).and_then(|p| {
+            types.push(p.ty.clone());
+            rel.column_of(p.id)
+        });
+        match column {
+            // NULL never equals anything; a missing property is NULL.
+            Some(c) if !value.is_null() => {
+                columns.push(c);
+                wanted.push(value);
+            }
+            _ => return Ok(Some(mask.into())),
+        }
+    }
+    let mut pred = match &join.rel_predicate {
+        Some(p) => Some(PredicateReader::new(p, entry, |id| rel.column_of(id))?),
+        None => None,
+    };
+    let num_conditions = columns.len();
+    if let Some(p) = &pred {
+        columns.extend(p.stored_columns());
+    }
+    let mut ids = Vec::new();
+    let mut keep = Vec::new();
+    for g in &rel.fwd.groups {
+        if g.num_rels == 0 {
+            continue;
+        }
+        let pinned = g.pin(&ctx.pager, &columns)?;
+        let n = g.num_rels as usize;
+        ids.resize(n, 0);
+        pinned.rel_ids.read_u64s(0, n, &mut ids);
+        keep.clear();
+        keep.resize(n, true);
+        let (conds, props) = pinned.properties.split_at(num_conditions);
+        for ((col, want), ty) in conds.iter().zip(&wanted).zip(&types) {
+            let mut values = ValueVector::new(ty.clone(), n);
+            col.read(0, n, &mut values, 0)?;
+            for (i, k) in keep.iter_mut().enumerate() {
+                if *k && equals(&values.get_value(i), want) != Some(true) {
+                    *k = false;
+                }
+            }
+        }
+        if let Some(p) = &mut pred {
+            p.filter(props, n, &mut keep, ctx)?;
+        }
+        for (i, &id) in ids.iter().enumerate() {
+            if keep[i] {
+                let w = mask
+                    .get_mut((id / 64) as usize)
+                    .ok_or_else(|| Error::internal(format!("rel id {id} out of range")))?;
+                *w |= 1 << (id % 64);
+            }
+        }
+        ctx.cancel.check()?;
+    }
+    Ok(Some(mask.into()))
+}
+
+/// The nodes that may be intermediate nodes of a path under the join's
+/// node predicate, as a mask over the graph's dense node ids: node table
+/// `tables[i]` owns `bases[i]..`. `None` without a node predicate.
+fn node_mask(
+    join: &RecursiveJoin,
+    tables: &[(TableId, u64)],
+    num_nodes: u64,
+    ctx: &QueryContext,
+) -> Result<Option<Arc<[u64]>>> {
+    let Some(pred) = &join.node_predicate else {
+        return Ok(None);
+    };
+    let mut mask = vec![0u64; (num_nodes as usize).div_ceil(64)];
+    let mut keep = Vec::new();
+    for &(table, base) in tables {
+        let entry = ctx
+            .version
+            .catalog
+            .table(table)
+            .ok_or_else(|| Error::internal("node table vanished from the catalog"))?;
+        let TableData::Node(nd) = ctx.version.table(table)?.as_ref() else {
+            return Err(Error::internal("expected node table storage"));
+        };
+        let mut reader = PredicateReader::new(pred, entry, |id| nd.column_of(id))?;
+        let columns = reader.stored_columns();
+        let groups = nd.num_rows.div_ceil(NODE_GROUP_SIZE);
+        for g in 0..groups {
+            let first = g * NODE_GROUP_SIZE;
+            let n = (nd.num_rows - first).min(NODE_GROUP_SIZE) as usize;
+            let mut pinned = Vec::with_capacity(columns.len());
+            for &c in &columns {
+                pinned.push(nd.pin_column(&ctx.pager, g as usize, c)?);
+            }
+            keep.clear();
+            keep.resize(n, true);
+            reader.filter(&pinned, n, &mut keep, ctx)?;
+            for (i, k) in keep.iter().enumerate() {
+                if *k {
+                    let id = base + first + i as u64;
+                    let w = mask
+                        .get_mut((id / 64) as usize)
+                        .ok_or_else(|| Error::internal("node id beyond the node mask"))?;
+                    *w |= 1 << (id % 64);
+                }
+            }
+            ctx.cancel.check()?;
+        }
+    }
+    Ok(Some(mask.into()))
+}
+
+/// Evaluates a [`PropertyPredicate`] over the rows of one table, a vector
+/// at a time, from its pinned property columns.
+struct PredicateReader {
+    eval: Evaluator,
+    /// Per property of the predicate: its storage column (None: the table
+    /// lacks it, so it reads NULL) and its type.
+    props: Vec<(Option<usize>, LogicalType)>,
+    layout: SlotLayout,
+    rs: ResultSet,
+    out: ValueVector,
+}
+
+impl PredicateReader {
+    fn new(
+        pred: &PropertyPredicate,
+        entry: &kith_catalog::TableEntry,
+        column_of: impl Fn(kith_catalog::PropertyId) -> Option<usize>,
+    ) -> Result<PredicateReader> {
+        let mut layout = SlotLayout::default();
+        let mut props = Vec::with_capacity(pred.properties.len());
+        let mut vectors = Vec::with_capacity(pred.properties.len());
+        for (i, (name, slot, ty)) in pred.properties.iter().enumerate() {
+            layout.positions.insert(*slot, (0, i));
+            let column = entry.property(name).and_then(|p| column_of(p.id));
+            // Read with the stored type; the predicate was typed with it.
+            let ty = match entry.property(name) {
+                Some(p) if column.is_some() => p.ty.clone(),
+                _ => ty.clone(),
+            };
+            vectors.push(ValueVector::new(ty.clone(), VECTOR_CAPACITY));
+            props.push((column, ty));
+        }
+        let eval = Evaluator::new(&pred.expr)?;
+        let out = ValueVector::new(eval.result_type().clone(), 0);
+        Ok(PredicateReader {
+            eval,
+            props,
+            layout,
+            rs: ResultSet {
+                chunks: vec![DataChunk {
+                    vectors,
+                    state: Default::default(),
+                }],
+                multiplicity: 1,
+            },
+            out,
+        })
+    }
+
+    /// The storage columns to pin, in the order [`PredicateReader::filter`]
+    /// takes them.
+    fn stored_columns(&self) -> Vec<usize> {
+        self.props.iter().filter_map(|p| p.0).collect()
+    }
+
+    /// Clears `keep[i]` for each of the `n` rows whose predicate is not TRUE;
+    /// `pinned` holds the stored columns, in [`PredicateReader::stored_columns`] order.
+    fn filter(
+        &mut self,
+        pinned: &[PinnedColumn],
+        n: usize,
+        keep: &mut [bool],
+        ctx: &QueryContext,
+    ) -> Result<()> {
+        let mut start = 0;
+        while start < n {
+            let count = (n - start).min(VECTOR_CAPACITY);
+            let chunk = &mut self.rs.chunks[0];
+            let mut next_pinned = pinned.iter();
+            for ((column, _), v) in self.props.iter().zip(chunk.vectors.iter_mut()) {
+                v.reset(count);
+                match column {
+                    Some(_) => {
+                        let col = next_pinned
+                            .next()
+                            .ok_or_else(|| Error::internal("predicate column not pinned"))?;
+                        col.read(start as u64, count, v, 0)?;
+                    }
+                    None => (0..count).for_each(|i| v.set_null(i, true)),
+                }
+            }
+            chunk.state.reset(count);
+            let ectx = EvalContext {
+                rs: &self.rs,
+                layout: &self.layout,
+                params: &ctx.params,
+                subqueries: &ctx.subqueries,
+            };
+            let shape = self.eval.evaluate(&ectx, &mut self.out)?;
+            for i in 0..count {
+                let p = match shape {
+                    Evaluated::Flat => 0,
+                    Evaluated::Unflat(_) => i,
+                };
+                let pass = !self.out.is_null(p) && truth(&self.out.get_value(p))?.unwrap_or(false);
+                if !pass {
+                    keep[start + i] = false;
+                }
+            }
+            start += count;
+        }
+        Ok(())
+    }
 }
 
 /// The weight property of every rel, indexed by rel id (read from the

@@ -290,21 +290,12 @@ impl Parser<'_> {
         };
         let min = self.integer_bound()?;
         let mut max = None;
+        // `*..` is unbounded (openCypher); `*2..1` is an empty interval
+        // that matches nothing, not an error.
         if self.eat(&TokenKind::DotDot) {
             max = self.integer_bound()?;
-            if min.is_none() && max.is_none() {
-                return Err(self.unexpected("an upper bound after '..'"));
-            }
         } else if min.is_some() {
             max = min;
-        }
-        if let (Some(lo), Some(hi)) = (min, max) {
-            if lo > hi {
-                return Err(Error::syntax(
-                    self.span_from(start),
-                    format!("the lower bound {lo} is greater than the upper bound {hi}"),
-                ));
-            }
         }
         let mut rel_var = None;
         let mut node_var = None;

@@ -331,6 +331,19 @@ impl Binder<'_> {
         let mut len_slot = None;
         let fixed = p.chain.iter().all(|(r, _)| r.range.is_none()) && p.shortest.is_none();
         let mut fixed_path: Option<(String, Vec<String>)> = None;
+        // A walk, trail or acyclic path (not a shortest path): its path and
+        // rel variables are bound to values.
+        let enumerable = single_recursive
+            && p.shortest.is_none()
+            && p.chain[0].0.range.as_ref().is_some_and(|r| {
+                matches!(
+                    r.kind,
+                    ast::RecursiveKind::Walk
+                        | ast::RecursiveKind::Trail
+                        | ast::RecursiveKind::Acyclic
+                )
+            });
+        let mut path_slot = None;
         if let Some(v) = &p.variable {
             if !single_recursive && !fixed {
                 return Err(not_supported(
@@ -360,6 +373,7 @@ impl Binder<'_> {
             fixed_path = Some((v.name.clone(), Vec::new()));
         } else if let Some(v) = &p.variable {
             if self.paths.iter().any(|(n, _, _)| *n == v.name)
+                || self.values.iter().any(|x| x.0 == v.name)
                 || self.graph.nodes.iter().any(|n| n.name == v.name)
                 || self.graph.rels.iter().any(|r| r.name == v.name)
             {
@@ -376,7 +390,17 @@ impl Binder<'_> {
                     ast::RecursiveKind::WeightedShortest | ast::RecursiveKind::AllWeightedShortest
                 )
             });
-            self.paths.push((v.name.clone(), slot, weighted));
+            if enumerable {
+                // A path value; `length(p)` is read from the length column
+                // instead when the path itself is not needed (the planner
+                // rewrites it), so counting queries stay unenumerated.
+                let path = self.new_slot();
+                self.values
+                    .push((v.name.clone(), path, RecursiveRel::PATH_TYPE));
+                path_slot = Some(path);
+            } else {
+                self.paths.push((v.name.clone(), slot, weighted));
+            }
             len_slot = Some(slot);
         }
         if p.shortest.is_some() && !single_recursive {
@@ -390,10 +414,13 @@ impl Binder<'_> {
             elems.push(self.graph.nodes[left].name.clone());
         }
         for (rel, node) in &p.chain {
-            let recursive = match &rel.range {
+            let mut recursive = match &rel.range {
                 None => None,
                 Some(spec) => Some(self.bind_recursive(rel, spec, p.shortest, len_slot)?),
             };
+            if let Some(r) = &mut recursive {
+                r.path_slot = path_slot;
+            }
             let right = self.bind_node(node, predicates)?;
             let tables: Vec<TableId> = if rel.types.is_empty() {
                 self.catalog.rel_tables().map(|t| t.id).collect()
@@ -445,10 +472,30 @@ impl Binder<'_> {
                             format!("variable '{}' is already bound", v.name),
                         ));
                     }
-                    v.name.clone()
+                    if let Some(r) = &mut recursive {
+                        // `-[r*]->`: `r` is the list of the path's rels.
+                        if self.values.iter().any(|x| x.0 == v.name) {
+                            // openCypher allows matching a var-length rel
+                            // against a list of rels bound earlier.
+                            return Err(not_supported(
+                                v.span,
+                                "matching a variable-length relationship against a list of rels bound earlier",
+                            ));
+                        }
+                        let slot = self.new_slot();
+                        self.values
+                            .push((v.name.clone(), slot, RecursiveRel::rels_type()));
+                        r.rels_slot = Some(slot);
+                        format!("_anon_rel_{}", self.graph.rels.len())
+                    } else {
+                        v.name.clone()
+                    }
                 }
                 None => format!("_anon_rel_{}", self.graph.rels.len()),
             };
+            if let (Some(r), Some(spec)) = (&mut recursive, &rel.range) {
+                self.bind_recursive_predicate(spec, &tables, r)?;
+            }
             let id_slot = self.new_slot();
             self.graph.rels.push(QueryRel {
                 name: name.clone(),
@@ -460,8 +507,10 @@ impl Binder<'_> {
                 properties: Vec::new(),
                 recursive,
             });
-            self.bind_inline_props(&name, rel.properties.as_ref(), rel.span, predicates)?;
-            if let Some(w) = &rel.where_ {
+            if rel.range.is_none() {
+                self.bind_inline_props(&name, rel.properties.as_ref(), rel.span, predicates)?;
+            }
+            if let Some(w) = rel.where_.as_ref().filter(|_| rel.range.is_none()) {
                 let e = self.bind_expr(w)?;
                 split_conjuncts(e, predicates);
             }

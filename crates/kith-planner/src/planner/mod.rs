@@ -9,7 +9,7 @@
 use std::collections::{HashMap, HashSet};
 
 use kith_catalog::{Catalog, TableEntry};
-use kith_common::{Error, ErrorKind, LogicalType, Result, TableId};
+use kith_common::{Error, LogicalType, Result, TableId};
 use kith_parser::ast::Direction;
 
 use crate::bound::{BoundPart, BoundQuery, QueryGraph};
@@ -21,27 +21,6 @@ use crate::plan::{
 
 mod recursive;
 use recursive::split_recursive;
-
-fn single_table(tables: &[TableId], what: &str, name: &str, span_name: &str) -> Result<TableId> {
-    match tables {
-        [t] => Ok(*t),
-        [] => Err(Error::new(
-            ErrorKind::Semantic,
-            format!("no {what} table can match '{name}'{span_name}"),
-        )),
-        _ => Err(Error::not_supported(format!(
-            "{what} pattern '{name}' matching several tables is not supported yet; give it a single label"
-        ))),
-    }
-}
-
-fn display_name(name: &str) -> &str {
-    if name.starts_with("_anon_") {
-        "(anonymous)"
-    } else {
-        name
-    }
-}
 
 fn reads(
     catalog: &Catalog,

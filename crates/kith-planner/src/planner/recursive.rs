@@ -17,29 +17,42 @@ pub(super) fn split_recursive(
     let Some(ri) = g.rels.iter().position(|r| r.recursive.is_some()) else {
         return Ok(vec![(part, None)]);
     };
-    if part.optional.is_some() {
-        return Err(Error::not_supported(
-            "variable-length relationships in OPTIONAL MATCH are not supported yet",
-        ));
+    // OPTIONAL MATCH: the join itself is left outer (an input row without
+    // a path gets one row with a NULL destination and path), so the parts
+    // around it need no padding of their own; they must then pass rows
+    // through unchanged (checked below), and the row number the optional
+    // part would pad by is dropped.
+    let mut part = part;
+    let left_outer = part.optional.is_some();
+    if left_outer {
+        let row_slot = part
+            .inputs
+            .pop()
+            .ok_or_else(|| Error::internal("optional part without a row number"))?
+            .0;
+        part.order_by
+            .retain(|k| !expr_slots(&k.expr).contains(&row_slot));
+        part.optional = None;
     }
+    let part = read_lengths(part, ri, next_slot);
+    let g = &part.graph;
     let r = &g.rels[ri];
     let spec = r
         .recursive
         .clone()
         .ok_or_else(|| Error::internal("lost spec"))?;
-    if r.tables.is_empty()
+    // A rel type or end label no table has: the pattern matches nothing
+    // (as fixed-length patterns do), computed as an empty interval.
+    let nothing = r.tables.is_empty()
         || g.nodes[r.left].tables.is_empty()
-        || g.nodes[r.right].tables.is_empty()
-    {
-        // Nothing can match: the single-table checks below say why when the
-        // pattern names tables.
-        single_table(&r.tables, "rel", display_name(&r.name), "")?;
-    }
+        || g.nodes[r.right].tables.is_empty();
     let direction = if r.direction == Direction::Left {
         ExtendDirection::Bwd
     } else {
         ExtendDirection::Fwd
     };
+    // Undirected: every rel table is walked both ways.
+    let undirected = r.direction == Direction::Both;
     // The rel tables and the node tables they connect: one node space.
     let mut node_tables: Vec<TableId> = Vec::new();
     let add_node = |t: TableId, v: &mut Vec<TableId>| {
@@ -50,8 +63,15 @@ pub(super) fn split_recursive(
     for t in &g.nodes[r.left].tables {
         add_node(*t, &mut node_tables);
     }
-    let mut entries = Vec::with_capacity(r.tables.len());
+    // A table named twice (`[:E|E*]`) is walked once.
+    let mut rel_tables: Vec<TableId> = Vec::with_capacity(r.tables.len());
     for t in &r.tables {
+        if !rel_tables.contains(t) {
+            rel_tables.push(*t);
+        }
+    }
+    let mut entries = Vec::with_capacity(rel_tables.len());
+    for t in &rel_tables {
         let entry = catalog
             .table(*t)
             .ok_or_else(|| Error::internal("rel table vanished"))?;
@@ -62,14 +82,14 @@ pub(super) fn split_recursive(
         add_node(info.dst, &mut node_tables);
         entries.push(entry);
     }
-    let entry = *entries
-        .first()
-        .ok_or_else(|| Error::internal("variable-length rel without tables"))?;
-    let rel_table = entry.id;
-    if let ([l], [rt], [_]) = (
+    let entry = entries.first().copied();
+    let rel_table = entry.map_or(NO_TABLE, |e| e.id);
+    if let ([l], [rt], [_], false, Some(entry)) = (
         g.nodes[r.left].tables.as_slice(),
         g.nodes[r.right].tables.as_slice(),
-        r.tables.as_slice(),
+        rel_tables.as_slice(),
+        undirected,
+        entry,
     ) {
         // One table each: the pattern must fit it (a clear error otherwise).
         let info = entry
@@ -135,6 +155,22 @@ pub(super) fn split_recursive(
         .iter()
         .cloned()
         .partition(|e| expr_slots(e).iter().all(|s| a_available.contains(s)));
+    if left_outer {
+        let a_passes = a_part.graph.rels.is_empty()
+            && a_part.graph.nodes.iter().all(|n| n.imported)
+            && a_preds.is_empty()
+            && part.unwinds.is_empty();
+        let b_is_dst = separate
+            && graph_b.rels.is_empty()
+            && graph_b.nodes.len() == 1
+            && !g.nodes[r.right].imported
+            && b_preds.is_empty();
+        if !(a_passes && b_is_dst) {
+            return Err(Error::not_supported(
+                "OPTIONAL MATCH with a variable-length relationship is supported only from a bound node to a new node, without other patterns or a WHERE",
+            ));
+        }
+    }
     let src_slot = g.nodes[r.left].id_slot;
     let dst_slot = if separate {
         g.nodes[r.right].id_slot
@@ -208,10 +244,22 @@ pub(super) fn split_recursive(
         output_slots: carried.iter().map(|c| c.0).collect(),
         ..a_part
     };
+    // The path and rel list are built (the paths enumerated) only when
+    // read after the join.
+    let mut reads: HashSet<SlotId> = HashSet::new();
+    for_each_expr(&part, &mut |e| reads.extend(expr_slots(e)));
+    let with_path = spec.path_slot.filter(|s| reads.contains(s));
+    let with_rels = spec.rels_slot.filter(|s| reads.contains(s));
     let mut b_inputs = carried.clone();
     b_inputs.push((dst_slot, LogicalType::InternalId));
     if let Some(l) = spec.len_slot {
         b_inputs.push((l, spec.len_type()));
+    }
+    if let Some(p) = with_path {
+        b_inputs.push((p, crate::bound::RecursiveRel::PATH_TYPE));
+    }
+    if let Some(r) = with_rels {
+        b_inputs.push((r, crate::bound::RecursiveRel::rels_type()));
     }
     if let Some(i) = graph_b.nodes.iter().position(|n| n.id_slot == dst_slot) {
         graph_b.nodes[i].imported = true;
@@ -223,9 +271,9 @@ pub(super) fn split_recursive(
         predicates: b_preds,
         ..part
     };
-    let weight = match &spec.weight {
-        None => None,
-        Some(w) => {
+    let weight = match (&spec.weight, entry) {
+        (None, _) | (Some(_), None) => None,
+        (Some(w), Some(entry)) => {
             let p = entry.property(w).ok_or_else(|| {
                 Error::semantic(format!(
                     "property '{w}' does not exist in rel table '{}'",
@@ -244,21 +292,30 @@ pub(super) fn split_recursive(
     let join = RecursiveJoin {
         mode: spec.mode,
         rel_table,
-        node_table: node_tables[0],
+        node_table: node_tables.first().copied().unwrap_or(NO_TABLE),
         direction,
-        rel_tables: r.tables.iter().map(|t| (*t, direction)).collect(),
+        rel_tables: if undirected {
+            rel_tables
+                .iter()
+                .flat_map(|t| [(*t, ExtendDirection::Fwd), (*t, ExtendDirection::Bwd)])
+                .collect()
+        } else {
+            rel_tables.iter().map(|t| (*t, direction)).collect()
+        },
         dst_tables: g.nodes[r.right].tables.clone(),
         node_tables,
-        lower: spec.lower,
-        upper: spec.upper,
+        lower: if nothing { 1 } else { spec.lower },
+        upper: if nothing { Some(0) } else { spec.upper },
         src_column,
         with_len: spec.len_slot.is_some(),
         weight,
-        with_path: false,
-        with_rels: false,
-        undirected: false,
-        rel_conditions: Vec::new(),
-        left_outer: false,
+        with_path: with_path.is_some(),
+        with_rels: with_rels.is_some(),
+        undirected,
+        rel_conditions: spec.rel_conditions.clone(),
+        rel_predicate: spec.rel_predicate.clone(),
+        node_predicate: spec.node_predicate.clone(),
+        left_outer,
         policy: None,
     };
     let mut out = split_recursive(a_part, catalog, next_slot)?;
@@ -268,4 +325,105 @@ pub(super) fn split_recursive(
     }
     out.append(&mut rest);
     Ok(out)
+}
+
+/// Gives the variable-length rel `ri` a length slot when its path or rels
+/// are bound, and reads `length(p)`, `size(r)` and `length(r)`
+/// from it, so that a query needing only lengths counts its paths instead
+/// of enumerating them.
+fn read_lengths(mut part: BoundPart, ri: usize, next_slot: &mut u32) -> BoundPart {
+    let Some(spec) = part.graph.rels[ri].recursive.as_mut() else {
+        return part;
+    };
+    let targets: Vec<SlotId> = spec
+        .path_slot
+        .iter()
+        .chain(&spec.rels_slot)
+        .copied()
+        .collect();
+    if targets.is_empty() {
+        return part;
+    }
+    let len = match spec.len_slot {
+        Some(l) => l,
+        None => {
+            let l = SlotId(*next_slot);
+            *next_slot += 1;
+            spec.len_slot = Some(l);
+            l
+        }
+    };
+    let f = &mut |e: &BoundExpr| rewrite_length(e, &targets, len);
+    for e in part.predicates.iter_mut() {
+        *e = f(e);
+    }
+    for (e, _) in part.group_keys.iter_mut() {
+        *e = f(e);
+    }
+    for a in part.aggregates.iter_mut() {
+        if let Some(e) = &mut a.arg {
+            *e = f(e);
+        }
+    }
+    for (_, e) in part.outputs.iter_mut() {
+        *e = f(e);
+    }
+    for k in part.order_by.iter_mut() {
+        k.expr = f(&k.expr);
+    }
+    part
+}
+
+/// `e` with `length(x)` / `size(x)` of a slot in `targets` replaced by the
+/// slot `len`.
+fn rewrite_length(e: &BoundExpr, targets: &[SlotId], len: SlotId) -> BoundExpr {
+    use crate::expr::BoundExprKind as K;
+    let rec = |x: &BoundExpr| rewrite_length(x, targets, len);
+    let bx = |x: &BoundExpr| Box::new(rewrite_length(x, targets, len));
+    let kind = match &e.kind {
+        K::Function(name, args) if matches!(name.as_str(), "length" | "size") => {
+            if let [BoundExpr {
+                kind: K::Slot(s), ..
+            }] = args.as_slice()
+            {
+                if targets.contains(s) {
+                    return BoundExpr::slot(len, LogicalType::Int64, e.span);
+                }
+            }
+            K::Function(name.clone(), args.iter().map(rec).collect())
+        }
+        K::Function(name, args) => K::Function(name.clone(), args.iter().map(rec).collect()),
+        K::List(items) => K::List(items.iter().map(rec).collect()),
+        K::Unary(op, x) => K::Unary(*op, bx(x)),
+        K::Cast(x) => K::Cast(bx(x)),
+        K::Binary(op, a, b) => K::Binary(*op, bx(a), bx(b)),
+        K::Case {
+            operand,
+            whens,
+            else_,
+        } => K::Case {
+            operand: operand.as_deref().map(bx),
+            whens: whens.iter().map(|(w, t)| (rec(w), rec(t))).collect(),
+            else_: else_.as_deref().map(bx),
+        },
+        _ => return e.map_children(&mut |c| rewrite_length(c, targets, len)),
+    };
+    BoundExpr {
+        kind,
+        ty: e.ty.clone(),
+        span: e.span,
+    }
+}
+
+/// Calls `f` on every expression of `part` (predicates, keys, aggregate
+/// arguments, outputs, sort keys).
+fn for_each_expr(part: &BoundPart, f: &mut dyn FnMut(&BoundExpr)) {
+    part.predicates.iter().for_each(&mut *f);
+    part.group_keys.iter().for_each(|(e, _)| f(e));
+    part.aggregates
+        .iter()
+        .filter_map(|a| a.arg.as_ref())
+        .for_each(&mut *f);
+    part.outputs.iter().for_each(|(_, e)| f(e));
+    part.order_by.iter().for_each(|k| f(&k.expr));
 }
