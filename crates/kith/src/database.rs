@@ -92,7 +92,8 @@ impl Database {
 pub(crate) struct Settings {
     pub threads: usize,
     pub timeout: Option<Duration>,
-    /// `recursive_policy`, `recursive_k`, `var_length_max_depth`.
+    /// `recursive_policy`, `recursive_k`, `var_length_max_depth`,
+    /// `var_length_semantics`.
     pub recursive: kith_exec::operator::recursive_join::RecursiveSettings,
 }
 

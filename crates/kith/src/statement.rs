@@ -443,9 +443,20 @@ fn run_bound(
                         })?;
                     s.recursive.max_depth = d as u32;
                 }
+                "var_length_semantics" => {
+                    s.recursive.trail_by_default = match &value {
+                        Value::String(v) if v.eq_ignore_ascii_case("walk") => false,
+                        Value::String(v) if v.eq_ignore_ascii_case("trail") => true,
+                        _ => {
+                            return Err(Error::runtime(format!(
+                                "var_length_semantics expects 'walk' (rels may repeat, the default) or 'trail' (openCypher: no rel twice in a path), got {value}"
+                            )))
+                        }
+                    };
+                }
                 other => {
                     return Err(Error::runtime(format!(
-                        "unknown setting '{other}' (known: threads, timeout, recursive_policy, recursive_k, var_length_max_depth)"
+                        "unknown setting '{other}' (known: threads, timeout, recursive_policy, recursive_k, var_length_max_depth, var_length_semantics)"
                     )))
                 }
             }

@@ -50,6 +50,10 @@ pub struct RecursiveSettings {
     /// `None`: chosen from the thread count and the average degree.
     pub k: Option<usize>,
     pub max_depth: u32,
+    /// What a variable-length rel without TRAIL / ACYCLIC matches: walks
+    /// (Kùzu's default) or trails (`CALL var_length_semantics='trail'`:
+    /// openCypher's relationship isomorphism, no rel twice in one path).
+    pub trail_by_default: bool,
 }
 
 impl Default for RecursiveSettings {
@@ -58,6 +62,7 @@ impl Default for RecursiveSettings {
             policy: Policy::default(),
             k: None,
             max_depth: DEFAULT_MAX_DEPTH,
+            trail_by_default: false,
         }
     }
 }
@@ -95,6 +100,16 @@ pub fn recursive_join(
     threads: usize,
     settings: &RecursiveSettings,
 ) -> Result<(Chunk, RunStats)> {
+    let as_trail;
+    let join = if settings.trail_by_default && join.mode == RecursiveMode::Walk {
+        as_trail = RecursiveJoin {
+            mode: RecursiveMode::Trail,
+            ..join.clone()
+        };
+        &as_trail
+    } else {
+        join
+    };
     let (lower, upper) = bounds(join, settings)?;
     if lower > upper {
         let stats = RunStats {
