@@ -424,27 +424,26 @@ impl Binder<'_> {
         let Some(rel) = self.graph.rels.iter().find(|r| r.name == var) else {
             return Ok(None);
         };
-        let props: Vec<(String, ast::Ident)> = match rel.tables.as_slice() {
-            [t] => self
-                .catalog
-                .table(*t)
-                .map(|e| {
-                    e.properties
-                        .iter()
-                        .map(|p| {
-                            (
-                                p.name.clone(),
-                                ast::Ident {
-                                    name: p.name.clone(),
-                                    span: Span::new(0, 0),
-                                },
-                            )
-                        })
-                        .collect()
-                })
-                .unwrap_or_default(),
-            _ => Vec::new(),
-        };
+        // Every property of any of its tables (a table that lacks one reads
+        // NULL there, as for a pattern variable).
+        let mut names: Vec<String> = Vec::new();
+        for e in rel.tables.iter().filter_map(|t| self.catalog.table(*t)) {
+            for p in &e.properties {
+                if !names.contains(&p.name) {
+                    names.push(p.name.clone());
+                }
+            }
+        }
+        let props: Vec<(String, ast::Ident)> = names
+            .into_iter()
+            .map(|name| {
+                let ident = ast::Ident {
+                    name: name.clone(),
+                    span: Span::new(0, 0),
+                };
+                (name, ident)
+            })
+            .collect();
         let mut out = Vec::new();
         for (name, ident) in props {
             out.push((name, self.bind_property(var, &ident, Span::new(0, 0))?));

@@ -373,11 +373,25 @@ fn plan_part(
     q.outputs.iter().for_each(|(_, e)| collect(e));
     q.order_by.iter().for_each(|k| collect(&k.expr));
 
-    let pipelines = table_choices(&q.graph, catalog)?
+    let choices = table_choices(&q.graph, catalog)?;
+    // The NULL ids an imported node may hold (from an OPTIONAL MATCH) pass
+    // in the pipelines where that node takes its smallest table: once for
+    // every choice of the other variables' tables.
+    let null_tables: Vec<Option<TableId>> = (0..q.graph.nodes.len())
+        .map(|i| choices.iter().map(|c| c.node_tables[i]).min())
+        .collect();
+    let pipelines = choices
         .into_iter()
-        .enumerate()
-        .map(|(i, choice)| {
-            plan_pipeline(&q, &choice, i == 0, from_rows, &used, catalog, cardinality)
+        .map(|choice| {
+            plan_pipeline(
+                &q,
+                &choice,
+                &null_tables,
+                from_rows,
+                &used,
+                catalog,
+                cardinality,
+            )
         })
         .collect::<Result<Vec<_>>>()?;
 
@@ -424,7 +438,7 @@ fn plan_part(
 fn plan_pipeline(
     q: &BoundPart,
     choice: &TableChoice,
-    first: bool,
+    null_tables: &[Option<TableId>],
     from_rows: bool,
     used: &HashSet<SlotId>,
     catalog: &Catalog,
@@ -499,9 +513,10 @@ fn plan_pipeline(
             bound[i] = true;
             if n.tables.len() > 1 {
                 // The input holds ids of several tables: this pipeline takes
-                // those of its table (and the first one the NULLs of an
-                // OPTIONAL MATCH).
-                steps.push(Step::Filter(table_filter(n.id_slot, node_tables[i], first)));
+                // those of its table (and, for the node's smallest table, the
+                // NULLs of an OPTIONAL MATCH).
+                let nulls = null_tables[i] == Some(node_tables[i]);
+                steps.push(Step::Filter(table_filter(n.id_slot, node_tables[i], nulls)));
             }
             if !n.properties.is_empty() {
                 steps.push(Step::ScanProperties {
