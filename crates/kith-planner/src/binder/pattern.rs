@@ -328,6 +328,32 @@ impl Binder<'_> {
         predicates: &mut Vec<BoundExpr>,
     ) -> Result<()> {
         let single_recursive = p.chain.len() == 1 && p.chain[0].0.range.is_some();
+        // The rel variable of a shortest path (`-[e* SHORTEST 1..30]->`)
+        // stands for the path: bound like `e = (a)-[* SHORTEST]->(b)`, so
+        // `length(e)` reads the length column (path values of shortest
+        // paths are not built yet and stay refused where used).
+        let renamed;
+        let p = match (&p.variable, p.chain.first()) {
+            (None, Some((rel, _)))
+                if single_recursive
+                    && rel.variable.is_some()
+                    && (p.shortest.is_some()
+                        || rel.range.as_ref().is_some_and(|r| {
+                            !matches!(
+                                r.kind,
+                                ast::RecursiveKind::Walk
+                                    | ast::RecursiveKind::Trail
+                                    | ast::RecursiveKind::Acyclic
+                            )
+                        })) =>
+            {
+                let mut q = p.clone();
+                q.variable = q.chain[0].0.variable.take();
+                renamed = q;
+                &renamed
+            }
+            _ => p,
+        };
         let mut len_slot = None;
         let fixed = p.chain.iter().all(|(r, _)| r.range.is_none()) && p.shortest.is_none();
         let mut fixed_path: Option<(String, Vec<String>)> = None;
