@@ -373,13 +373,16 @@ pub enum NodeRef {
 }
 
 /// A matched rel: input columns of its id and of its source and destination
-/// node ids (for a rel matched without a direction, its two end nodes in
-/// either order: the executor finds which is the source).
+/// node ids. Unless `oriented` (false for a rel matched without a direction
+/// and for one carried through WITH, whose match direction is unknown here),
+/// they are its two end nodes in either order and the executor finds which
+/// is the source.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RelRef {
     pub rel: usize,
     pub src: usize,
     pub dst: usize,
+    pub oriented: bool,
 }
 
 /// The table a CREATE or MERGE writes to.

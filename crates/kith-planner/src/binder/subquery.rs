@@ -103,16 +103,16 @@ impl Binder<'_> {
 
         let has_keys = !keys.is_empty();
         // The keys are matched first, then carried through every projection.
-        let first = match clauses.first() {
+        if !matches!(
+            clauses.first(),
             Some(Clause::Match {
-                optional: false, ..
-            }) => 0,
-            _ => {
-                clauses.insert(0, match_clause(Vec::new(), None, span));
-                0
-            }
-        };
-        if let Clause::Match { patterns, .. } = &mut clauses[first] {
+                optional: false,
+                ..
+            })
+        ) {
+            clauses.insert(0, match_clause(Vec::new(), None, span));
+        }
+        if let Clause::Match { patterns, .. } = &mut clauses[0] {
             let mut bound = BTreeSet::new();
             for p in patterns.iter() {
                 names_in_pattern(p, &mut bound);

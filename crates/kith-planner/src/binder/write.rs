@@ -770,6 +770,7 @@ impl Binder<'_> {
                 rel: scope.variable(name, span),
                 src: scope.variable(&src, span),
                 dst: scope.variable(&dst, span),
+                oriented: false,
             }));
         }
         let Some(rel) = self.graph.rels.iter().find(|r| r.name == name) else {
@@ -788,6 +789,7 @@ impl Binder<'_> {
             rel: scope.variable(name, span),
             src: scope.variable(&src, span),
             dst: scope.variable(&dst, span),
+            oriented: rel.direction != Direction::Both,
         }))
     }
 
