@@ -503,6 +503,23 @@ pub struct ShortestPaths {
     pub lower: u32,
     pub upper: u32,
     pub mode: PathMode,
+    /// Bit `v` set: node `v` may be an intermediate node of a path (a
+    /// predicate on the path's nodes). A node outside the mask is still
+    /// reached (as a destination) but never extended from, so the search
+    /// finds the shortest paths whose intermediate nodes all pass. `None`:
+    /// every node.
+    pub node_mask: Option<Arc<[u64]>>,
+}
+
+impl ShortestPaths {
+    pub fn new(lower: u32, upper: u32, mode: PathMode) -> ShortestPaths {
+        ShortestPaths {
+            lower,
+            upper,
+            mode,
+            node_mask: None,
+        }
+    }
 }
 
 pub struct PathsAux {
@@ -543,7 +560,12 @@ impl Compute for ShortestPaths {
             .get(worker)
             .ok_or_else(|| Error::internal("worker index beyond the Parents arenas"))?
             .write();
+        // The source (level 0) is never intermediate, so never masked.
+        let mask = self.node_mask.as_deref().filter(|_| v.iter > 0);
         nodes.for_each(|u| {
+            if mask.is_some_and(|m| !crate::graph::mask_has(m, u)) {
+                return Ok(());
+            }
             v.graph.neighbors(u, v.scratch, |w, r| {
                 if claim_level(&aux.level[w as usize], lvl1) {
                     aux.parents.add(&mut arena, worker, w, u, r);
@@ -764,7 +786,7 @@ pub fn shortest_paths<G: Graph>(
     let (mut rows, _) = collect(
         sched,
         graph,
-        ShortestPaths { lower, upper, mode },
+        ShortestPaths::new(lower, upper, mode),
         sources,
         opts,
         cancel,

@@ -339,3 +339,76 @@ fn paths_trail_and_acyclic_on_cycles() {
     let e = walk_paths(&sched, &big, &[0], 0, 40, PathSemantics::Walk, &o, &stop).unwrap_err();
     assert_eq!(e.kind, kith_common::ErrorKind::Interrupted);
 }
+
+/// Shortest paths whose intermediate nodes all pass a node mask (a node
+/// predicate on the path), against walk enumeration filtered by the mask.
+#[test]
+fn masked_shortest_paths_match_filtered_enumeration() {
+    let sched = Scheduler::new(4);
+    let cancel = CancelToken::new();
+    let mut rng = Rng(17);
+    for s in shapes(3) {
+        if s.edges.len() > 60 {
+            continue;
+        }
+        let g = Arc::new(InMemoryCsr::from_edges(s.n, &s.edges));
+        let adj = adjacency(s.n, &s.edges);
+        let srcs = sources(s.n);
+        let pass: Vec<bool> = (0..s.n).map(|_| rng.below(3) != 0).collect();
+        let mut mask = vec![0u64; (s.n as usize).div_ceil(64)];
+        for (v, ok) in pass.iter().enumerate() {
+            if *ok {
+                mask[v / 64] |= 1 << (v % 64);
+            }
+        }
+        let mask: Arc<[u64]> = mask.into();
+        let (lo, hi) = (1, 4);
+        // Reference: the walks whose intermediate nodes pass, at the
+        // smallest such length per (source, destination).
+        let mut expect = Vec::new();
+        for &src in &srcs {
+            let mut walks = Vec::new();
+            enumerate_walks(&adj, src, hi, &mut |nodes, rels| {
+                let inner = &nodes[1..nodes.len().saturating_sub(1).max(1)];
+                if inner.iter().all(|v| pass[*v as usize]) {
+                    walks.push(PathRow {
+                        src,
+                        dst: *nodes.last().unwrap(),
+                        nodes: nodes.to_vec(),
+                        rels: rels.to_vec(),
+                    });
+                }
+            });
+            let mut dist = std::collections::HashMap::new();
+            dist.insert(src, 0usize);
+            for w in &walks {
+                let d = dist.entry(w.dst).or_insert(w.rels.len());
+                *d = (*d).min(w.rels.len());
+            }
+            expect.extend(
+                walks
+                    .into_iter()
+                    .filter(|w| dist[&w.dst] == w.rels.len() && w.rels.len() as u32 >= lo),
+            );
+        }
+        expect.sort_unstable();
+        for opts in configs() {
+            let mut compute = ShortestPaths::new(lo, hi, PathMode::All);
+            compute.node_mask = Some(Arc::clone(&mask));
+            let sink = Arc::new(CollectSink::<PathRow>::default());
+            run_ife(
+                &sched,
+                Arc::clone(&g),
+                Arc::new(compute),
+                &srcs,
+                &opts,
+                &cancel,
+                sink.clone(),
+            )
+            .unwrap();
+            let mut got = sink.take();
+            got.sort_unstable();
+            assert_eq!(got, expect, "{} {opts:?}", s.name);
+        }
+    }
+}

@@ -119,13 +119,11 @@ pub enum RecursiveMode {
 }
 
 impl RecursiveMode {
-    /// Whether its paths can be enumerated (a path or rel variable bound):
-    /// walks, trails and acyclic paths.
+    /// Whether its paths can be built as values (a path or rel variable
+    /// bound, a node predicate): all but weighted shortest paths, whose
+    /// search keeps no parents.
     pub fn enumerable(self) -> bool {
-        matches!(
-            self,
-            RecursiveMode::Walk | RecursiveMode::Trail | RecursiveMode::Acyclic
-        )
+        self != RecursiveMode::WeightedShortest
     }
 }
 

@@ -16,9 +16,9 @@ use kith_common::{
     Chunk, Error, InternalId, LogicalType, NullMask, Result, Value, ValueVector, VectorData,
 };
 use kith_graph::{
-    run_ife, AllShortestCounts, CollectSink, CostRow, Graph, IfeOptions, LenRow, PathRow,
-    PathSemantics, ShortestLengths, StorageCsr, UnionCsr, UnionMember, WalkCounts, WalkPaths,
-    WeightedShortest, MAX_UPPER,
+    run_ife, AllShortestCounts, CollectSink, Compute, CostRow, Graph, IfeOptions, LenRow, PathMode,
+    PathRow, PathSemantics, ShortestLengths, ShortestPaths, StorageCsr, UnionCsr, UnionMember,
+    WalkCounts, WalkPaths, WeightedShortest, MAX_UPPER,
 };
 pub use kith_graph::{Policy, RunStats};
 use kith_planner::bound::RecursiveMode;
@@ -303,7 +303,30 @@ struct Sources<'a> {
     index_of: &'a HashMap<u64, usize>,
 }
 
-/// The recursive join by path enumeration ([`WalkPaths`]): with the path
+/// Runs a path-producing computation over `graph` from `sources`.
+fn collect_paths<G: Graph, C: Compute<Row = PathRow>>(
+    sched: &Scheduler,
+    graph: Arc<G>,
+    compute: C,
+    sources: &[u64],
+    opts: &IfeOptions,
+    ctx: &QueryContext,
+) -> Result<(Vec<PathRow>, RunStats)> {
+    let sink = Arc::new(CollectSink::<PathRow>::default());
+    let stats = run_ife(
+        sched,
+        graph,
+        Arc::new(compute),
+        sources,
+        opts,
+        &ctx.cancel,
+        sink.clone(),
+    )?;
+    Ok((sink.take(), stats))
+}
+
+/// The recursive join by path enumeration ([`WalkPaths`], or
+/// [`ShortestPaths`] from the parents of a BFS): with the path
 /// or rels columns one row per path, else one row per (source,
 /// destination, length) with the number of paths as its count.
 #[allow(clippy::too_many_arguments)]
@@ -318,30 +341,34 @@ fn paths_join<G: Graph>(
     (lower, upper): (u32, u32),
     ids: &PathIds<'_>,
 ) -> Result<(Chunk, RunStats)> {
-    let semantics = match join.mode {
-        RecursiveMode::Walk => PathSemantics::Walk,
-        RecursiveMode::Trail => PathSemantics::Trail,
-        RecursiveMode::Acyclic => PathSemantics::Acyclic,
-        _ => {
+    let node_mask = node_mask(join, &ids.space, graph.num_nodes(), ctx)?;
+    let (mut found_paths, stats) = match join.mode {
+        RecursiveMode::Walk | RecursiveMode::Trail | RecursiveMode::Acyclic => {
+            let semantics = match join.mode {
+                RecursiveMode::Walk => PathSemantics::Walk,
+                RecursiveMode::Trail => PathSemantics::Trail,
+                _ => PathSemantics::Acyclic,
+            };
+            let mut compute = WalkPaths::new(lower, upper, semantics)?;
+            compute.cancel = Some(ctx.cancel.clone());
+            compute.node_mask = node_mask;
+            collect_paths(sched, graph, compute, srcs.list, opts, ctx)?
+        }
+        RecursiveMode::Shortest | RecursiveMode::AllShortest => {
+            let mode = match join.mode {
+                RecursiveMode::Shortest => PathMode::One,
+                _ => PathMode::All,
+            };
+            let mut compute = ShortestPaths::new(lower, upper, mode);
+            compute.node_mask = node_mask;
+            collect_paths(sched, graph, compute, srcs.list, opts, ctx)?
+        }
+        RecursiveMode::WeightedShortest => {
             return Err(Error::not_supported(
-                "the path or rel variable of a shortest path",
+                "the path or rel variable of a weighted shortest path",
             ))
         }
     };
-    let mut compute = WalkPaths::new(lower, upper, semantics)?;
-    compute.cancel = Some(ctx.cancel.clone());
-    compute.node_mask = node_mask(join, &ids.space, graph.num_nodes(), ctx)?;
-    let sink = Arc::new(CollectSink::<PathRow>::default());
-    let stats = run_ife(
-        sched,
-        graph,
-        Arc::new(compute),
-        srcs.list,
-        opts,
-        &ctx.cancel,
-        sink.clone(),
-    )?;
-    let mut found_paths = sink.take();
     // Same order whatever the policy and thread count.
     found_paths.sort_unstable();
     ctx.cancel.check()?;

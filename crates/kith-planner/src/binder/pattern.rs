@@ -329,9 +329,9 @@ impl Binder<'_> {
     ) -> Result<()> {
         let single_recursive = p.chain.len() == 1 && p.chain[0].0.range.is_some();
         // The rel variable of a shortest path (`-[e* SHORTEST 1..30]->`)
-        // stands for the path: bound like `e = (a)-[* SHORTEST]->(b)`, so
-        // `length(e)` reads the length column (path values of shortest
-        // paths are not built yet and stay refused where used).
+        // stands for the path, as in Kùzu: bound like
+        // `e = (a)-[* SHORTEST]->(b)`, so `length(e)`, `nodes(e)` and
+        // `rels(e)` work on it.
         let renamed;
         let p = match (&p.variable, p.chain.first()) {
             (None, Some((rel, _)))
@@ -357,16 +357,13 @@ impl Binder<'_> {
         let mut len_slot = None;
         let fixed = p.chain.iter().all(|(r, _)| r.range.is_none()) && p.shortest.is_none();
         let mut fixed_path: Option<(String, Vec<String>)> = None;
-        // A walk, trail or acyclic path (not a shortest path): its path and
-        // rel variables are bound to values.
+        // Not a weighted shortest path: its path and rel variables are
+        // bound to values (weighted searches keep no parents).
         let enumerable = single_recursive
-            && p.shortest.is_none()
             && p.chain[0].0.range.as_ref().is_some_and(|r| {
-                matches!(
+                !matches!(
                     r.kind,
-                    ast::RecursiveKind::Walk
-                        | ast::RecursiveKind::Trail
-                        | ast::RecursiveKind::Acyclic
+                    ast::RecursiveKind::WeightedShortest | ast::RecursiveKind::AllWeightedShortest
                 )
             });
         let mut path_slot = None;
