@@ -254,14 +254,14 @@ pub fn to_json(value: &Value) -> Json {
         Value::Node(n) => {
             let mut obj = Map::new();
             obj.insert("_id".into(), Json::String(n.id.to_string()));
-            obj.insert("_label".into(), Json::String(n.label.clone()));
+            obj.insert("_label".into(), Json::String(n.label.to_string()));
             props_object(&n.properties, &mut obj);
             Json::Object(obj)
         }
         Value::Rel(r) => {
             let mut obj = Map::new();
             obj.insert("_id".into(), Json::String(r.id.to_string()));
-            obj.insert("_label".into(), Json::String(r.label.clone()));
+            obj.insert("_label".into(), Json::String(r.label.to_string()));
             obj.insert("_src".into(), Json::String(r.src.to_string()));
             obj.insert("_dst".into(), Json::String(r.dst.to_string()));
             props_object(&r.properties, &mut obj);
@@ -415,14 +415,14 @@ mod tests {
         let node = Value::Node(Box::new(NodeValue {
             id: id(0, 5),
             label: "Person".into(),
-            properties: vec![("name".into(), s("Ada")), ("age".into(), Value::Null)],
+            properties: vec![("name".into(), s("Ada")), ("age".into(), Value::Null)].into(),
         }));
         let rel = Value::Rel(Box::new(RelValue {
             id: id(1, 2),
             label: "Knows".into(),
             src: id(0, 5),
             dst: id(0, 6),
-            properties: vec![("since".into(), Value::Int32(2020))],
+            properties: vec![("since".into(), Value::Int32(2020))].into(),
         }));
         assert_eq!(
             to_json(&node),

@@ -3,6 +3,7 @@
 
 use std::cmp::Ordering;
 use std::fmt;
+use std::sync::Arc;
 
 use crate::ids::InternalId;
 use crate::temporal::{
@@ -43,20 +44,24 @@ pub enum Value {
     Path(Box<PathValue>),
 }
 
+/// A node as a value. The label and properties are shared (`Arc`): the
+/// same node appears in many rows and paths, and a clone must not copy
+/// every property.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodeValue {
     pub id: InternalId,
-    pub label: String,
-    pub properties: Vec<(String, Value)>,
+    pub label: Arc<str>,
+    pub properties: Arc<[(String, Value)]>,
 }
 
+/// A rel as a value; shared like [`NodeValue`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct RelValue {
     pub id: InternalId,
-    pub label: String,
+    pub label: Arc<str>,
     pub src: InternalId,
     pub dst: InternalId,
-    pub properties: Vec<(String, Value)>,
+    pub properties: Arc<[(String, Value)]>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -293,8 +293,8 @@ impl<'py> Ctx<'py> {
     fn node(&self, py: Python<'py>, n: &NodeValue) -> PyResult<PyObject> {
         let dict = PyDict::new(py);
         dict.set_item("_id", internal_id(py, n.id)?)?;
-        dict.set_item("_label", &n.label)?;
-        for (k, v) in &n.properties {
+        dict.set_item("_label", &*n.label)?;
+        for (k, v) in n.properties.iter() {
             dict.set_item(k, self.value(py, v)?)?;
         }
         Ok(dict.into_any().unbind())
@@ -303,10 +303,10 @@ impl<'py> Ctx<'py> {
     fn rel(&self, py: Python<'py>, r: &RelValue) -> PyResult<PyObject> {
         let dict = PyDict::new(py);
         dict.set_item("_id", internal_id(py, r.id)?)?;
-        dict.set_item("_label", &r.label)?;
+        dict.set_item("_label", &*r.label)?;
         dict.set_item("_src", internal_id(py, r.src)?)?;
         dict.set_item("_dst", internal_id(py, r.dst)?)?;
-        for (k, v) in &r.properties {
+        for (k, v) in r.properties.iter() {
             dict.set_item(k, self.value(py, v)?)?;
         }
         Ok(dict.into_any().unbind())

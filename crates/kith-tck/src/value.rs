@@ -399,7 +399,7 @@ fn node_match(actual: &NodeValue, expected: &TckNode, o: CompareOpts) -> bool {
 }
 
 fn rel_match(actual: &RelValue, expected: &TckRel, o: CompareOpts) -> bool {
-    actual.label == expected.rel_type && props_match(&actual.properties, &expected.props, o)
+    *actual.label == *expected.rel_type && props_match(&actual.properties, &expected.props, o)
 }
 
 fn as_i128(v: &Value) -> Option<i128> {
@@ -637,7 +637,7 @@ mod tests {
             label: "T".into(),
             src: InternalId(2),
             dst: InternalId(1),
-            properties: vec![],
+            properties: Vec::new().into(),
         };
         let path = Value::Path(Box::new(kith_common::PathValue {
             nodes: vec![n, m],

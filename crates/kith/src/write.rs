@@ -877,8 +877,8 @@ fn apply(
                         .map(|(k, v)| (k.as_str().unwrap_or_default().to_string(), v.clone()))
                         .collect(),
                     Value::Struct(f) => f.clone(),
-                    Value::Node(n) => n.properties.clone(),
-                    Value::Rel(r) => r.properties.clone(),
+                    Value::Node(n) => n.properties.to_vec(),
+                    Value::Rel(r) => r.properties.to_vec(),
                     Value::Null => Vec::new(),
                     other => {
                         return Err(Error::type_error(format!(

@@ -86,8 +86,8 @@ fn node(args: &[Value]) -> Result<Value> {
     };
     Ok(Value::Node(Box::new(NodeValue {
         id,
-        label: label_arg(id, args.get(1))?,
-        properties: property_pairs(&args[2.min(args.len())..])?,
+        label: label_arg(id, args.get(1))?.into(),
+        properties: property_pairs(&args[2.min(args.len())..])?.into(),
     })))
 }
 
@@ -105,10 +105,10 @@ fn rel(args: &[Value]) -> Result<Value> {
     };
     Ok(Value::Rel(Box::new(RelValue {
         id,
-        label: label_arg(id, args.get(3))?,
+        label: label_arg(id, args.get(3))?.into(),
         src,
         dst,
-        properties: property_pairs(&args[4..])?,
+        properties: property_pairs(&args[4..])?.into(),
     })))
 }
 
@@ -135,7 +135,7 @@ fn path(args: &[Value]) -> Result<Value> {
 /// `type(r)` of a rel value.
 fn value_type(args: &[Value]) -> Result<Value> {
     match args {
-        [Value::Rel(r)] => Ok(Value::String(r.label.clone())),
+        [Value::Rel(r)] => Ok(Value::String(r.label.to_string())),
         [other] => Err(Error::type_error(format!(
             "type() expects a REL, got {}",
             other.logical_type()
@@ -212,8 +212,8 @@ fn properties(args: &[Value]) -> Result<Value> {
 fn value_properties(args: &[Value]) -> Result<Value> {
     match args {
         [m @ (Value::Struct(_) | Value::Map(_))] => Ok(m.clone()),
-        [Value::Node(n)] => Ok(Value::Struct(n.properties.clone())),
-        [Value::Rel(r)] => Ok(Value::Struct(r.properties.clone())),
+        [Value::Node(n)] => Ok(Value::Struct(n.properties.to_vec())),
+        [Value::Rel(r)] => Ok(Value::Struct(r.properties.to_vec())),
         [other] => Err(Error::type_error(format!(
             "properties() expects a MAP, NODE or REL, got {}",
             other.logical_type()
@@ -335,9 +335,9 @@ mod tests {
         let Value::Node(n) = n else {
             panic!("not a node")
         };
-        assert_eq!(n.label, "P");
+        assert_eq!(&*n.label, "P");
         assert_eq!(
-            n.properties,
+            n.properties.to_vec(),
             vec![("name".into(), s("a")), ("age".into(), Value::Null)]
         );
         assert_eq!(node(&[Value::Null, s("P")]).unwrap(), Value::Null);

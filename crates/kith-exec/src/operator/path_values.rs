@@ -17,7 +17,7 @@ use super::QueryContext;
 
 /// How to read one node table's values.
 struct NodeTable {
-    label: String,
+    label: std::sync::Arc<str>,
     /// (property name, storage column; None: the column was never stored).
     props: Vec<(String, Option<usize>)>,
     /// Storage column of the hidden label list (multi-label tables).
@@ -33,7 +33,7 @@ struct NodeTable {
 /// read once from the forward CSR (rel properties are stored in CSR order,
 /// so a rel id alone needs this index).
 struct RelTable {
-    label: String,
+    label: std::sync::Arc<str>,
     names: Vec<String>,
     /// Per rel id: (group, position in the group), or None (deleted).
     loc: Vec<Option<(u32, u32)>>,
@@ -91,7 +91,7 @@ impl<'a> PathValues<'a> {
                 scratch.push(ValueVector::new(p.ty.clone(), 1));
                 nd.column_of(p.id)
             });
-            let label = e.label.clone();
+            let label = e.label.as_str().into();
             self.nodes.insert(
                 t,
                 NodeTable {
@@ -155,14 +155,15 @@ impl<'a> PathValues<'a> {
                         .iter()
                         .filter_map(|v| v.as_str())
                         .collect::<Vec<_>>()
-                        .join(":");
+                        .join(":")
+                        .into();
                 }
             }
         }
         let v = NodeValue {
             id,
             label,
-            properties,
+            properties: properties.into(),
         };
         self.node_cache.insert(id, v.clone());
         Ok(v)
@@ -241,7 +242,7 @@ impl<'a> PathValues<'a> {
             self.rels.insert(
                 t,
                 RelTable {
-                    label: e.label.clone(),
+                    label: e.label.as_str().into(),
                     names,
                     loc,
                     ends,
@@ -272,7 +273,8 @@ impl<'a> PathValues<'a> {
             .iter()
             .zip(&rt.values[g])
             .map(|(n, v)| (n.clone(), v.get_value(pos)))
-            .collect();
+            .collect::<Vec<_>>()
+            .into();
         let v = RelValue {
             id,
             label: rt.label.clone(),

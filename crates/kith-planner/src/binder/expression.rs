@@ -196,6 +196,46 @@ impl Binder<'_> {
                         span,
                     });
                 }
+                // `nodes(e)` of the rel variable of a shortest path lists
+                // its intermediate nodes (Kùzu's recursive rel), where
+                // `nodes(p)` of the named path lists every node.
+                if let (
+                    "nodes",
+                    [arg @ ast::Expr {
+                        kind: ExprKind::Variable(v),
+                        ..
+                    }],
+                    false,
+                ) = (lname.as_str(), args.as_slice(), *star)
+                {
+                    if let Some(i) = self.recursive_rels.iter().position(|n| n == v) {
+                        let rel = self.recursive_rels.remove(i);
+                        let all = self.bind_expr(&ast::Expr {
+                            kind: ExprKind::Function {
+                                name: name.clone(),
+                                distinct: false,
+                                star: false,
+                                args: vec![arg.clone()],
+                            },
+                            span,
+                        });
+                        self.recursive_rels.insert(i, rel);
+                        let all = all?;
+                        let int = |i: i64| {
+                            Some(Box::new(BoundExpr {
+                                kind: BoundExprKind::Literal(Value::Int64(i)),
+                                ty: LogicalType::Int64,
+                                span,
+                            }))
+                        };
+                        let ty = all.ty.clone();
+                        return Ok(BoundExpr {
+                            kind: BoundExprKind::Slice(Box::new(all), int(1), int(-1)),
+                            ty,
+                            span,
+                        });
+                    }
+                }
                 // openCypher allows a pattern as an expression only as a
                 // predicate (WHERE, EXISTS), not as a value.
                 if let Some(p) = args

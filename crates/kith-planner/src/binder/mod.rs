@@ -61,6 +61,10 @@ pub struct Binder<'a> {
     /// Named fixed-length paths of the current part: name and the variables
     /// of its nodes and rels in path order (node, rel, node, ...).
     fixed_paths: Vec<(String, Vec<String>)>,
+    /// Rel variables of shortest paths (`-[e* SHORTEST]->`), bound as the
+    /// path: Kùzu's recursive rels, whose `nodes(e)` lists only the
+    /// intermediate nodes.
+    recursive_rels: Vec<String>,
     /// Variables of the comprehensions, quantifiers and `reduce`s being
     /// bound, innermost last: name, local index, type. They shadow every
     /// other name.
@@ -171,6 +175,7 @@ impl<'a> Binder<'a> {
             parts: Vec::new(),
             paths: Vec::new(),
             fixed_paths: Vec::new(),
+            recursive_rels: Vec::new(),
             locals: Vec::new(),
             next_local: 0,
             subqueries: Vec::new(),

@@ -330,8 +330,9 @@ impl Binder<'_> {
         let single_recursive = p.chain.len() == 1 && p.chain[0].0.range.is_some();
         // The rel variable of a shortest path (`-[e* SHORTEST 1..30]->`)
         // stands for the path, as in Kùzu: bound like
-        // `e = (a)-[* SHORTEST]->(b)`, so `length(e)`, `nodes(e)` and
-        // `rels(e)` work on it.
+        // `e = (a)-[* SHORTEST]->(b)`, so `length(e)`, `nodes(e)` (the
+        // intermediate nodes only, as Kùzu's recursive rels) and `rels(e)`
+        // work on it.
         let renamed;
         let p = match (&p.variable, p.chain.first()) {
             (None, Some((rel, _)))
@@ -349,6 +350,9 @@ impl Binder<'_> {
             {
                 let mut q = p.clone();
                 q.variable = q.chain[0].0.variable.take();
+                if let Some(v) = &q.variable {
+                    self.recursive_rels.push(v.name.clone());
+                }
                 renamed = q;
                 &renamed
             }
