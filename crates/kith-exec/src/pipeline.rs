@@ -26,6 +26,7 @@ use crate::operator::extend::Extend;
 use crate::operator::fill_nulls::FillNulls;
 use crate::operator::filter::Filter;
 use crate::operator::hash_aggregate::{AggregateDef, GroupKey, HashAggregate};
+use crate::operator::lookup_node::LookupNode;
 use crate::operator::order_by::{sort_chunk, OrderBy};
 use crate::operator::recursive_join::{recursive_join, RecursiveSettings};
 use crate::operator::scan_counted_rows::ScanCountedRows;
@@ -124,6 +125,9 @@ fn step_label(step: &Step, ctx: &QueryContext) -> String {
             direction,
             table_name(ctx, *to_table)
         ),
+        Step::LookupNode { table, .. } => {
+            format!("LookupNode {}", table_name(ctx, *table))
+        }
         Step::ScanProperties { table, .. } => {
             format!("ScanProperties {}", table_name(ctx, *table))
         }
@@ -185,6 +189,13 @@ enum Built {
         data: Arc<NodeTableData>,
         node: (usize, usize),
         columns: Vec<(usize, usize)>,
+    },
+    LookupNode {
+        table: TableId,
+        data: Arc<NodeTableData>,
+        key: BoundExpr,
+        pk_type: LogicalType,
+        pos: (usize, usize),
     },
     /// Properties the previous operator's table lacks.
     FillNulls(Vec<Pos>),
@@ -329,6 +340,29 @@ impl PipelineShape {
                     }
                 }
                 Step::Filter(e) => Built::Filter(e.clone()),
+                Step::LookupNode {
+                    table,
+                    key,
+                    id_slot,
+                } => {
+                    let data = node_data(ctx, *table)?;
+                    let pk_type = ctx
+                        .version
+                        .catalog
+                        .table(*table)
+                        .and_then(|e| e.primary_key())
+                        .map(|p| p.ty.clone())
+                        .ok_or_else(|| Error::internal("lookup in a table without a key"))?;
+                    let chunk = b.chunks.len() - 1;
+                    let vector = b.add(chunk, *id_slot, LogicalType::InternalId);
+                    Built::LookupNode {
+                        table: *table,
+                        data,
+                        key: key.clone(),
+                        pk_type,
+                        pos: (chunk, vector),
+                    }
+                }
                 Step::Extend {
                     rel_table,
                     direction,
@@ -549,6 +583,22 @@ impl PipelineShape {
                     Arc::clone(data),
                     *node,
                     columns.clone(),
+                )),
+                Built::LookupNode {
+                    table,
+                    data,
+                    key,
+                    pk_type,
+                    pos,
+                } => Box::new(LookupNode::new(
+                    op,
+                    Arc::clone(ctx),
+                    Arc::clone(&self.layout),
+                    Evaluator::new(key)?,
+                    *table,
+                    pk_type.clone(),
+                    data.pk_lookup(&ctx.pager)?,
+                    *pos,
                 )),
                 Built::FillNulls(vectors) => Box::new(FillNulls {
                     child: op,

@@ -78,6 +78,16 @@ pub enum Step {
         /// The build side's slots that are read downstream.
         columns: Vec<(SlotId, LogicalType)>,
     },
+    /// Index nested-loop join: for each tuple, the node of `table` whose
+    /// primary key equals `key` (evaluated per tuple, from slots bound
+    /// earlier), found through the PK index and written to `id_slot` in the
+    /// newest chunk. A tuple whose key finds no node is dropped; the
+    /// equality predicate stays as a filter after this step.
+    LookupNode {
+        table: TableId,
+        key: BoundExpr,
+        id_slot: SlotId,
+    },
     /// Reads properties of already-bound nodes by id.
     ScanProperties {
         node: SlotId,
@@ -355,6 +365,13 @@ impl SubPlan {
                 } => {
                     format!("ScanProperties {}{}", table(*t), props(properties))
                 }
+                Step::LookupNode { table: t, key, .. } => {
+                    format!(
+                        "LookupNode {} by primary key {}",
+                        table(*t),
+                        describe_expr(key)
+                    )
+                }
                 Step::CrossProduct { build, columns } => format!(
                     "CrossProduct ({} build columns) build: [{}]",
                     columns.len(),
@@ -397,6 +414,7 @@ fn describe_sub(p: &SubPlan, catalog: &Catalog) -> String {
                 table(*to_table)
             ),
             Step::ScanProperties { table: t, .. } => format!("ScanProperties {}", table(*t)),
+            Step::LookupNode { table: t, .. } => format!("LookupNode {}", table(*t)),
             Step::CrossProduct { .. } => "CrossProduct".to_string(),
         });
     }

@@ -357,3 +357,40 @@ fn profile_counts_tuples_per_operator() {
         assert!(text.contains(want), "missing {want:?} in\n{text}");
     }
 }
+
+/// A node whose primary key an equality fixes is found through the PK index:
+/// EXPLAIN shows a LookupNode step (not a scan, not a cross product), for a
+/// constant, a parameter, an UNWIND variable and a key computed from a node
+/// bound earlier; a key without an index-able equality keeps the scan.
+#[test]
+fn primary_key_equalities_use_the_index() {
+    let db = Database::open(":memory:", Config::default()).unwrap();
+    let conn = Connection::new(&db);
+    load(&conn);
+    let plan = |q: &str| -> String {
+        conn.query(&format!("EXPLAIN {q}"))
+            .unwrap_or_else(|e| panic!("{q}: {e}"))
+            .rows()
+            .map(|row| format!("{}\n", row[0]))
+            .collect()
+    };
+    for q in [
+        "MATCH (a:Person {id: 3}) RETURN a.name",
+        "MATCH (a:Person) WHERE a.id = $x RETURN a.name",
+        "UNWIND [1, 2] AS k MATCH (a:Person {id: k}) RETURN a.name",
+        "MATCH (a:Person {id: 1}), (b:Person {id: 2}) RETURN a.name, b.name",
+        "MATCH (a:Person)-[:Knows]->(b:Person) MATCH (c:Person {id: b.id + 1}) RETURN c.name",
+    ] {
+        let text = plan(q);
+        assert!(text.contains("LookupNode Person"), "{q}:\n{text}");
+        assert!(!text.contains("CrossProduct"), "{q}:\n{text}");
+    }
+    for q in [
+        "MATCH (a:Person) WHERE a.id > 3 RETURN a.name",
+        "MATCH (a:Person) WHERE a.id = a.age RETURN a.name",
+        "MATCH (a:Person {name: 'Bob'}) RETURN a.id",
+    ] {
+        let text = plan(q);
+        assert!(!text.contains("LookupNode"), "{q}:\n{text}");
+    }
+}

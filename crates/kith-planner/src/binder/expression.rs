@@ -934,7 +934,7 @@ impl Binder<'_> {
 }
 
 /// Whether `e` calls scalar function `name` anywhere.
-pub(super) fn calls_function(e: &BoundExpr, name: &str) -> bool {
+pub(crate) fn calls_function(e: &BoundExpr, name: &str) -> bool {
     match &e.kind {
         BoundExprKind::Function(n, args) => {
             n == name || args.iter().any(|a| calls_function(a, name))

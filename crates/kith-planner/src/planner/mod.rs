@@ -3,8 +3,12 @@
 //!
 //! The start node is the one with the most predicates of its own (ties: the
 //! smallest table); rels are then added breadth-first, each predicate placed
-//! right after the step that makes its last slot available. A cost-based DP
-//! join order comes with the join operators.
+//! right after the step that makes its last slot available. A node whose
+//! primary key an equality fixes with a key computable from what is bound
+//! (constants, parameters, earlier variables) is found by a PK-index lookup
+//! per tuple (`Step::LookupNode`, an index nested-loop join) instead of a
+//! scan or a cross product. A cost-based DP join order comes with the join
+//! operators.
 
 use std::collections::{HashMap, HashSet};
 
@@ -536,6 +540,17 @@ fn plan_pipeline(
             &mut steps,
         )?;
         Source::Rows { columns }
+    } else if let Some((i, key)) = ctx.find_lookup(&bound, &available, &pending) {
+        ctx.lookup_from(
+            i,
+            key,
+            &mut bound,
+            &mut done,
+            &mut available,
+            &mut pending,
+            &mut steps,
+        )?;
+        Source::Single
     } else {
         match pick_start(&bound) {
             None => Source::Single,
@@ -563,7 +578,25 @@ fn plan_pipeline(
                 .chain(r.properties.iter().map(|p| (p.1, p.2.clone())))
         }))
         .collect();
-    while let Some(start) = pick_start(&bound) {
+    loop {
+        // A node whose primary key is fixed by what is bound: looked up
+        // per tuple (index nested-loop join) instead of a cross product
+        // with a scan.
+        if let Some((i, key)) = ctx.find_lookup(&bound, &available, &pending) {
+            ctx.lookup_from(
+                i,
+                key,
+                &mut bound,
+                &mut done,
+                &mut available,
+                &mut pending,
+                &mut steps,
+            )?;
+            continue;
+        }
+        let Some(start) = pick_start(&bound) else {
+            break;
+        };
         let mut sub_available = HashSet::new();
         let mut sub_steps = Vec::new();
         let sub_source = ctx.scan_from(
@@ -653,6 +686,96 @@ impl ExtendCtx<'_> {
             id_slot: n.id_slot,
             properties: reads(self.catalog, self.node_tables[start], &n.properties)?,
         })
+    }
+
+    /// The primary-key equality `n.pk = key` among `pending` of unbound node
+    /// `i` whose key reads only `available` slots (and can equal a key of
+    /// the primary key's type), if any.
+    fn lookup_key(
+        &self,
+        i: usize,
+        available: &HashSet<SlotId>,
+        pending: &[Option<BoundExpr>],
+    ) -> Option<BoundExpr> {
+        use crate::expr::{BinaryOp, BoundExprKind};
+        let table = self.node_tables[i];
+        if table == NO_TABLE {
+            return None;
+        }
+        let entry = self.catalog.table(table)?;
+        let pk = entry.primary_key().filter(|p| !entry.is_serial_key(p))?;
+        let pk_slot = self.g.nodes[i]
+            .properties
+            .iter()
+            .find(|p| p.0 == pk.name)
+            .map(|p| p.1)?;
+        let fits = |ty: &LogicalType| {
+            *ty == LogicalType::Any
+                || (pk.ty.is_integer() && ty.is_numeric())
+                || (*ty == pk.ty && matches!(ty, LogicalType::String | LogicalType::Date))
+        };
+        pending.iter().flatten().find_map(|e| {
+            let BoundExprKind::Binary(BinaryOp::Eq, l, r) = &e.kind else {
+                return None;
+            };
+            let key = match (&l.kind, &r.kind) {
+                (BoundExprKind::Slot(s), _) if *s == pk_slot => r,
+                (_, BoundExprKind::Slot(s)) if *s == pk_slot => l,
+                _ => return None,
+            };
+            let mut slots = Vec::new();
+            key.slots(&mut slots);
+            (slots.iter().all(|s| available.contains(s))
+                && fits(&key.ty)
+                && !crate::binder::calls_function(key, "rand"))
+            .then(|| (**key).clone())
+        })
+    }
+
+    /// The first unbound node with a [`ExtendCtx::lookup_key`].
+    fn find_lookup(
+        &self,
+        bound: &[bool],
+        available: &HashSet<SlotId>,
+        pending: &[Option<BoundExpr>],
+    ) -> Option<(usize, BoundExpr)> {
+        (0..self.g.nodes.len())
+            .filter(|&i| !bound[i])
+            .find_map(|i| self.lookup_key(i, available, pending).map(|k| (i, k)))
+    }
+
+    /// Binds node `i` by a primary-key lookup of `key`, then adds
+    /// everything connected to it.
+    #[allow(clippy::too_many_arguments)]
+    fn lookup_from(
+        &self,
+        i: usize,
+        key: BoundExpr,
+        bound: &mut [bool],
+        done: &mut [bool],
+        available: &mut HashSet<SlotId>,
+        pending: &mut [Option<BoundExpr>],
+        steps: &mut Vec<Step>,
+    ) -> Result<()> {
+        let n = &self.g.nodes[i];
+        let table = self.node_tables[i];
+        steps.push(Step::LookupNode {
+            table,
+            key,
+            id_slot: n.id_slot,
+        });
+        available.insert(n.id_slot);
+        if !n.properties.is_empty() {
+            steps.push(Step::ScanProperties {
+                node: n.id_slot,
+                table,
+                properties: reads(self.catalog, table, &n.properties)?,
+            });
+            available.extend(n.properties.iter().map(|p| p.1));
+        }
+        bound[i] = true;
+        place_filters(available, pending, steps);
+        self.extend_all(bound, done, available, pending, steps)
     }
 
     /// Takes the relationship-isomorphism predicates (`r1 <> r2`, see the
