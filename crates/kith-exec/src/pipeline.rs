@@ -698,7 +698,26 @@ pub fn execute_query_from(
                 // The first part starts from one empty row.
                 let mut base = input.take().unwrap_or_else(|| Chunk::new(&[], 1));
                 if let Some(join) = &part.recursive {
-                    base = recursive_join(join, &base, &ctx, sched, threads, recursive)?.0;
+                    let started = std::time::Instant::now();
+                    let (out, stats) =
+                        recursive_join(join, &base, &ctx, sched, threads, recursive)?;
+                    if let Some(p) = &ctx.profile {
+                        // Which policy ran (the automatic choice included).
+                        let s = p.register(
+                            p.next_pipeline(),
+                            format!(
+                                "RecursiveJoin (IFE) policy={} k={} threads={} source morsels={}",
+                                stats.policy.name(),
+                                stats.k,
+                                stats.threads,
+                                stats.source_morsels
+                            ),
+                        );
+                        let ordering = std::sync::atomic::Ordering::Relaxed;
+                        s.tuples.store(out.num_rows as u64, ordering);
+                        s.nanos.store(started.elapsed().as_nanos() as u64, ordering);
+                    }
+                    base = out;
                 }
                 if part.optional.is_some() {
                     // The row number, to find input rows without a match.

@@ -197,7 +197,7 @@ impl RecursiveJoin {
             self.lower,
             self.upper
                 .map_or("max_depth".to_string(), |u| u.to_string()),
-            self.policy.as_deref().unwrap_or("nTkS"),
+            self.policy.as_deref().unwrap_or("auto"),
         )
     }
 }

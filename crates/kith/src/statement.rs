@@ -418,10 +418,14 @@ fn run_bound(
                 "recursive_policy" => {
                     let Value::String(p) = &value else {
                         return Err(Error::runtime(format!(
-                            "recursive_policy expects a string (1T1S, nT1S, nTkS or nTkMS), got {value}"
+                            "recursive_policy expects a string (auto, 1T1S, nT1S, nTkS or nTkMS), got {value}"
                         )));
                     };
-                    s.recursive.policy = kith_exec::operator::recursive_join::Policy::parse(p)?;
+                    s.recursive.policy = if p.trim().eq_ignore_ascii_case("auto") {
+                        None
+                    } else {
+                        Some(kith_exec::operator::recursive_join::Policy::parse(p)?)
+                    };
                 }
                 "recursive_k" => {
                     let k = value.as_i64().filter(|k| *k >= 0).ok_or_else(|| {
@@ -577,7 +581,10 @@ result: {rows} rows in {:.3} ms with {} threads (operator times are summed over 
                             .map_or("auto".to_string(), |k| k.to_string());
                         r.policy = Some(format!(
                             "{} k={k} threads={}",
-                            settings.recursive.policy.name(),
+                            settings.recursive.policy.map_or(
+                                "auto (nTkMS for shortest lengths from 8+ sources, else nTkS)",
+                                |p| p.name()
+                            ),
                             settings.threads
                         ));
                     }

@@ -444,3 +444,49 @@ fn rel_property_map_takes_parameters() {
     let rows: Vec<Vec<Value>> = r.rows().collect();
     assert_eq!(rows[0][0], Value::Int64(10));
 }
+
+/// Without a policy setting, shortest-path lengths from 8 or more sources
+/// run as nTkMS (bit lanes) and everything else as nTkS; PROFILE says which
+/// ran, `CALL recursive_policy='auto'` restores the choice, and the result
+/// is the same under every policy.
+#[test]
+fn automatic_policy_packs_many_sources_into_lanes() {
+    let db = Database::open(":memory:", Config::default()).unwrap();
+    let conn = Connection::new(&db);
+    conn.query(
+        "CREATE NODE TABLE N(id INT64, PRIMARY KEY(id)); CREATE REL TABLE E(FROM N TO N); \
+         UNWIND range(0, 199) AS i CREATE (:N {id: i}); \
+         MATCH (a:N), (b:N) WHERE b.id = (a.id * 7 + 3) % 200 OR b.id = (a.id + 1) % 200 \
+         CREATE (a)-[:E]->(b)",
+    )
+    .unwrap();
+    let policy_of = |q: &str| -> (String, Vec<Vec<Value>>) {
+        let text: String = conn
+            .query(&format!("PROFILE {q}"))
+            .unwrap()
+            .rows()
+            .map(|row| format!("{}\n", row[0]))
+            .collect();
+        let line = text
+            .lines()
+            .find(|l| l.contains("RecursiveJoin (IFE) policy="))
+            .unwrap_or_else(|| panic!("no IFE line in\n{text}"))
+            .to_string();
+        (line, conn.query(q).unwrap().rows().collect())
+    };
+    let many =
+        "MATCH (a:N)-[e:E* SHORTEST 1..30]->(b:N) WHERE a.id < 20 RETURN count(*), sum(length(e))";
+    let one =
+        "MATCH (a:N)-[e:E* SHORTEST 1..30]->(b:N) WHERE a.id = 3 RETURN count(*), sum(length(e))";
+    let walks = "MATCH (a:N)-[:E*1..3]->(b:N) WHERE a.id < 20 RETURN count(*)";
+    let (line, auto_rows) = policy_of(many);
+    assert!(line.contains("policy=nTkMS"), "{line}");
+    assert!(policy_of(one).0.contains("policy=nTkS"));
+    assert!(policy_of(walks).0.contains("policy=nTkS"));
+    conn.query("CALL recursive_policy='nT1S'").unwrap();
+    let (line, rows) = policy_of(many);
+    assert!(line.contains("policy=nT1S"), "{line}");
+    assert_eq!(rows, auto_rows);
+    conn.query("CALL recursive_policy='auto'").unwrap();
+    assert!(policy_of(many).0.contains("policy=nTkMS"));
+}

@@ -46,7 +46,9 @@ pub const DEFAULT_MAX_DEPTH: u32 = 30;
 /// Per-connection settings of recursive computations.
 #[derive(Debug, Clone)]
 pub struct RecursiveSettings {
-    pub policy: Policy,
+    /// `None` (the default, `CALL recursive_policy='auto'`): chosen per
+    /// run by [`auto_policy`].
+    pub policy: Option<Policy>,
     /// `None`: chosen from the thread count and the average degree.
     pub k: Option<usize>,
     pub max_depth: u32,
@@ -59,11 +61,49 @@ pub struct RecursiveSettings {
 impl Default for RecursiveSettings {
     fn default() -> Self {
         RecursiveSettings {
-            policy: Policy::default(),
+            policy: None,
             k: None,
             max_depth: DEFAULT_MAX_DEPTH,
             trail_by_default: false,
         }
+    }
+}
+
+/// Sources from which the automatic policy packs them into bit lanes
+/// (nTkMS) when the computation has a lane version. Measured on R-MAT
+/// scale 16 (65k nodes, 0.9M edges; BENCHMARKS.md): shortest-path lengths
+/// from 8 sources take 120 ms with nTkMS against 160 ms with nTkS at 1
+/// thread (90 against 100 ms at 2), from 64 sources 210 against 420 ms
+/// (190 against 230 ms); from one source both are the same.
+pub const AUTO_MULTI_SOURCE_MIN: usize = 8;
+
+/// Bytes of lane state per node per multi-source morsel (two frontiers and
+/// the visited lanes, one u64 each).
+const LANE_BYTES_PER_NODE: u64 = 24;
+
+/// The policy of one run: the connection's setting if it named one, else
+/// nTkMS when the computation has a lane version (shortest-path lengths),
+/// there are at least [`AUTO_MULTI_SOURCE_MIN`] sources and the lane state
+/// of one morsel per thread fits a quarter of the memory limit; nTkS (the
+/// paper's robust default) otherwise. PROFILE reports the choice.
+pub fn auto_policy(
+    settings: &RecursiveSettings,
+    has_lanes: bool,
+    sources: usize,
+    nodes: u64,
+    threads: usize,
+    memory_limit: u64,
+) -> Policy {
+    if let Some(p) = settings.policy {
+        return p;
+    }
+    let lane_bytes = LANE_BYTES_PER_NODE
+        .saturating_mul(nodes)
+        .saturating_mul(threads.max(1) as u64);
+    if has_lanes && sources >= AUTO_MULTI_SOURCE_MIN && lane_bytes <= memory_limit / 4 {
+        Policy::ManyThreadsKMultiSources
+    } else {
+        Policy::ManyThreadsKSources
     }
 }
 
@@ -113,7 +153,7 @@ pub fn recursive_join(
     let (lower, upper) = bounds(join, settings)?;
     if lower > upper {
         let stats = RunStats {
-            policy: settings.policy,
+            policy: settings.policy.unwrap_or_default(),
             k: settings.k.unwrap_or(0),
             threads,
             source_morsels: 0,
@@ -141,8 +181,16 @@ pub fn recursive_join(
     }
     let graph = Arc::new(csr);
     let (sources, row_src, index_of) = collect_sources(join, rows, |id| Some(id.offset()))?;
+    let has_lanes = join.mode == RecursiveMode::Shortest && !enumerates(join);
     let opts = IfeOptions {
-        policy: settings.policy,
+        policy: auto_policy(
+            settings,
+            has_lanes,
+            sources.len(),
+            num_nodes,
+            threads,
+            ctx.pager.memory_limit_bytes(),
+        ),
         threads,
         k: settings.k,
     };
@@ -690,8 +738,16 @@ fn union_join(
     let (sources, row_src, index_of) = collect_sources(join, rows, |id| {
         index_of_table(id.table()).map(|t| graph.global(t, id.offset()))
     })?;
+    let has_lanes = join.mode == RecursiveMode::Shortest && !enumerates(join);
     let opts = IfeOptions {
-        policy: settings.policy,
+        policy: auto_policy(
+            settings,
+            has_lanes,
+            sources.len(),
+            graph.num_nodes(),
+            threads,
+            ctx.pager.memory_limit_bytes(),
+        ),
         threads,
         k: settings.k,
     };
@@ -1081,4 +1137,34 @@ fn weights_by_rel_id(
         }
     }
     Ok(weights.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn automatic_policy_needs_lanes_sources_and_memory() {
+        let auto = RecursiveSettings::default();
+        let gib = 1u64 << 30;
+        let ms = Policy::ManyThreadsKMultiSources;
+        let ks = Policy::ManyThreadsKSources;
+        assert_eq!(auto_policy(&auto, true, 64, 1_000_000, 2, gib), ms);
+        assert_eq!(
+            auto_policy(&auto, true, AUTO_MULTI_SOURCE_MIN, 1000, 2, gib),
+            ms
+        );
+        assert_eq!(auto_policy(&auto, true, 7, 1000, 2, gib), ks);
+        assert_eq!(auto_policy(&auto, false, 64, 1000, 2, gib), ks);
+        // 24 bytes x 100 M nodes x 2 threads is past a quarter of 1 GiB.
+        assert_eq!(auto_policy(&auto, true, 64, 100_000_000, 2, gib), ks);
+        let fixed = RecursiveSettings {
+            policy: Some(Policy::OneThreadOneSource),
+            ..RecursiveSettings::default()
+        };
+        assert_eq!(
+            auto_policy(&fixed, true, 64, 1000, 2, gib),
+            Policy::OneThreadOneSource
+        );
+    }
 }
