@@ -86,12 +86,45 @@ pub enum ConstValue {
 /// One stored column chunk.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ColumnChunk {
+    /// Values of this part (the tail's come after them).
     pub num_values: u64,
     pub physical: PhysicalType,
     pub encoding: Encoding,
     pub data: PageRun,
     /// Null bitmap (bit set = NULL); absent when no value is NULL.
     pub nulls: Option<PageRun>,
+    /// Values appended after this part, encoded on their own (a chunk that
+    /// may have a smaller tail of its own): an append re-encodes only the
+    /// last tail, not the whole chunk (see [`ColumnChunk::append`]).
+    pub tail: Option<Box<ColumnChunk>>,
+}
+
+/// Values a chunk's tail holds at most (4096 rows; 8 under `kith_tiny`, so
+/// small tests go through every level of tails and folds): an append that
+/// would pass it rewrites the whole chunk as one part.
+pub const TAIL_MAX: u64 = if kith_common::constants::NODE_GROUP_SIZE / 32 > 8 {
+    kith_common::constants::NODE_GROUP_SIZE / 32
+} else {
+    8
+};
+
+/// Each level of tail holds at most 1/TAIL_FANOUT of the level above
+/// (4096, then 64 rows; 8, 4, 2 under `kith_tiny`). A one-row append then
+/// re-encodes about 32 rows of the last level and, amortised, 64 + 32 of
+/// the folds above, instead of the whole node group.
+pub const TAIL_FANOUT: u64 = if TAIL_MAX >= 64 * 64 { 64 } else { 2 };
+
+/// Bit of the metadata's physical-type byte that says a tail follows.
+const TAIL_FLAG: u8 = 0x80;
+
+/// What [`ColumnChunk::append`] did.
+#[derive(Debug)]
+pub struct Appended {
+    pub chunk: ColumnChunk,
+    /// Page runs written (all belong to the new chunk).
+    pub written: Vec<PageRun>,
+    /// Page runs of the old chunk the new one no longer references.
+    pub retired: Vec<PageRun>,
 }
 
 const SIGN_FLIP: u64 = 1 << 63;
@@ -335,6 +368,88 @@ impl ColumnChunk {
             encoding,
             data,
             nulls,
+            tail: None,
+        })
+    }
+
+    /// Values of the whole chunk, tail included.
+    pub fn len(&self) -> u64 {
+        self.num_values + self.tail.as_ref().map_or(0, |t| t.len())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// This chunk with `values[start..start+count]` (of logical type `ty`)
+    /// appended, on fresh pages. The new values go into the tail while it
+    /// stays within [`TAIL_MAX`] (and the main part holds at least that
+    /// many): the tail is itself a chunk whose own tail holds at most
+    /// 1/[`TAIL_FANOUT`] of that, so a one-row append re-encodes a few
+    /// dozen rows, and each level is folded into the one above (rewritten
+    /// as one part) only when it fills.
+    pub fn append(
+        &self,
+        pager: &Arc<Pager>,
+        ty: &LogicalType,
+        values: &ValueVector,
+        start: usize,
+        count: usize,
+    ) -> Result<Appended> {
+        let idx: Vec<u64> = (start as u64..(start + count) as u64).collect();
+        self.append_within(pager, ty, &values.gather(&idx), TAIL_MAX)
+    }
+
+    /// [`ColumnChunk::append`] of all of `new` with tails of at most
+    /// `limit` values (0: none, the chunk is rewritten).
+    fn append_within(
+        &self,
+        pager: &Arc<Pager>,
+        ty: &LogicalType,
+        new: &ValueVector,
+        limit: u64,
+    ) -> Result<Appended> {
+        let count = new.len() as u64;
+        let tail_len = self.tail.as_ref().map_or(0, |t| t.len());
+        if limit > 0 && self.num_values >= limit && tail_len + count <= limit {
+            let a = match &self.tail {
+                None => {
+                    let chunk = ColumnChunk::write(pager, new, 0, new.len())?;
+                    let mut written = Vec::new();
+                    chunk.pages(&mut written);
+                    Appended {
+                        chunk,
+                        written,
+                        retired: Vec::new(),
+                    }
+                }
+                Some(t) => {
+                    let sub = limit / TAIL_FANOUT;
+                    t.append_within(pager, ty, new, if sub >= 2 { sub } else { 0 })?
+                }
+            };
+            let mut whole = self.clone();
+            whole.tail = Some(Box::new(a.chunk));
+            return Ok(Appended {
+                chunk: whole,
+                written: a.written,
+                retired: a.retired,
+            });
+        }
+        // Fold: the whole chunk and the new values as one part.
+        let n = self.len() as usize;
+        let mut all = ValueVector::new(ty.clone(), n);
+        self.pin(pager)?.read(0, n, &mut all, 0)?;
+        all.append(new);
+        let chunk = ColumnChunk::write(pager, &all, 0, all.len())?;
+        let mut written = Vec::new();
+        chunk.pages(&mut written);
+        let mut retired = Vec::new();
+        self.pages(&mut retired);
+        Ok(Appended {
+            chunk,
+            written,
+            retired,
         })
     }
 
@@ -349,6 +464,9 @@ impl ColumnChunk {
         if let Encoding::Strings { ends } = &self.encoding {
             ends.pages(out);
         }
+        if let Some(t) = &self.tail {
+            t.pages(out);
+        }
     }
 
     /// Pins the whole chunk for repeated decoding.
@@ -362,12 +480,18 @@ impl ColumnChunk {
             data: self.data.pin(pager)?,
             nulls: self.nulls.map(|n| n.pin(pager)).transpose()?.flatten(),
             ends,
+            tail: self
+                .tail
+                .as_ref()
+                .map(|t| t.pin(pager).map(Box::new))
+                .transpose()?,
         })
     }
 
     pub fn encode(&self, e: &mut Encoder) {
         e.u64(self.num_values);
-        e.u8(physical_tag(self.physical));
+        let flag = if self.tail.is_some() { TAIL_FLAG } else { 0 };
+        e.u8(physical_tag(self.physical) | flag);
         self.data.encode(e);
         match self.nulls {
             Some(n) => {
@@ -407,11 +531,15 @@ impl ColumnChunk {
                 ends.encode(e);
             }
         }
+        if let Some(t) = &self.tail {
+            t.encode(e);
+        }
     }
 
     pub fn decode(d: &mut Decoder<'_>) -> Result<ColumnChunk> {
         let num_values = d.u64()?;
-        let physical = physical_from_tag(d.u8()?)?;
+        let tag = d.u8()?;
+        let physical = physical_from_tag(tag & !TAIL_FLAG)?;
         let data = PageRun::decode(d)?;
         let nulls = match d.u8()? {
             0 => None,
@@ -437,12 +565,18 @@ impl ColumnChunk {
             },
             t => return Err(Error::corruption(format!("unknown column encoding {t}"))),
         };
+        let tail = if tag & TAIL_FLAG != 0 {
+            Some(Box::new(ColumnChunk::decode(d)?))
+        } else {
+            None
+        };
         Ok(ColumnChunk {
             num_values,
             physical,
             encoding,
             data,
             nulls,
+            tail,
         })
     }
 }
@@ -453,6 +587,8 @@ pub struct PinnedColumn {
     data: Option<OwnedPin>,
     nulls: Option<OwnedPin>,
     ends: Option<Box<PinnedColumn>>,
+    /// The chunk's tail: values `chunk.num_values..`.
+    tail: Option<Box<PinnedColumn>>,
 }
 
 fn as_words(pin: &Option<OwnedPin>) -> &[u64] {
@@ -475,12 +611,19 @@ macro_rules! decode_keys {
 }
 
 impl PinnedColumn {
+    /// Values of the chunk, tail included.
     pub fn num_values(&self) -> u64 {
-        self.chunk.num_values
+        self.chunk.num_values + self.tail.as_ref().map_or(0, |t| t.num_values())
     }
 
     #[inline]
     pub fn is_null(&self, idx: u64) -> bool {
+        if idx >= self.chunk.num_values {
+            return self
+                .tail
+                .as_ref()
+                .is_some_and(|t| t.is_null(idx - self.chunk.num_values));
+        }
         let words = as_words(&self.nulls);
         !words.is_empty() && (words[(idx / 64) as usize] >> (idx % 64)) & 1 == 1
     }
@@ -488,6 +631,36 @@ impl PinnedColumn {
     /// Decodes values `start..start+count` into `out[out_pos..]` (which must be
     /// long enough), setting nulls.
     pub fn read(
+        &self,
+        start: u64,
+        count: usize,
+        out: &mut ValueVector,
+        out_pos: usize,
+    ) -> Result<()> {
+        let main = self.chunk.num_values;
+        let Some(tail) = &self.tail else {
+            return self.read_part(start, count, out, out_pos);
+        };
+        if start + count as u64 > main + tail.num_values() {
+            return Err(Error::internal(format!(
+                "read of rows {start}..{} beyond chunk of {}",
+                start + count as u64,
+                main + tail.num_values()
+            )));
+        }
+        if start >= main {
+            return tail.read(start - main, count, out, out_pos);
+        }
+        let here = count.min((main - start) as usize);
+        self.read_part(start, here, out, out_pos)?;
+        if count > here {
+            tail.read(0, count - here, out, out_pos + here)?;
+        }
+        Ok(())
+    }
+
+    /// [`PinnedColumn::read`] within this part (not the tail).
+    fn read_part(
         &self,
         start: u64,
         count: usize,
@@ -686,6 +859,22 @@ impl PinnedColumn {
     /// and neighbour lists stored as U64 columns).
     #[inline]
     pub fn read_u64s(&self, start: u64, count: usize, out: &mut [u64]) {
+        if let Some(tail) = &self.tail {
+            let main = self.chunk.num_values;
+            if start >= main {
+                return tail.read_u64s(start - main, count, out);
+            }
+            let here = count.min((main - start) as usize);
+            if count > here {
+                tail.read_u64s(0, count - here, &mut out[here..]);
+            }
+            return self.read_part_u64s(start, here, out);
+        }
+        self.read_part_u64s(start, count, out)
+    }
+
+    #[inline]
+    fn read_part_u64s(&self, start: u64, count: usize, out: &mut [u64]) {
         match &self.chunk.encoding {
             Encoding::BitPacked { base, bits } => {
                 let words = as_words(&self.data);
@@ -789,6 +978,117 @@ mod tests {
             let vals: Vec<Option<Value>> = v.into_iter().map(|x| x.map(Value::Bool)).collect();
             round_trip(LogicalType::Bool, &vals, s);
         }
+    }
+
+    /// Appends one batch at a time, as auto-commit inserts do: the chunk
+    /// (main part plus tail, folded when the tail fills) always reads back
+    /// as the concatenation, whole and from any offset, through the
+    /// metadata codec, and the runs each append reports as written and
+    /// retired account for the old and new chunks' pages.
+    fn append_sequence(ty: LogicalType, batches: &[Vec<Option<Value>>]) {
+        let pager = Arc::new(Pager::in_memory(PagerConfig::default()));
+        let empty = ValueVector::new(ty.clone(), 0);
+        let mut chunk = ColumnChunk::write(&pager, &empty, 0, 0).unwrap();
+        let mut all: Vec<Option<Value>> = Vec::new();
+        let mut saw_tail = false;
+        for b in batches {
+            let mut v = ValueVector::new(ty.clone(), b.len());
+            for (i, x) in b.iter().enumerate() {
+                v.set_value(i, x.as_ref().unwrap_or(&Value::Null));
+            }
+            let a = chunk.append(&pager, &ty, &v, 0, b.len()).unwrap();
+            let (mut old, mut new) = (Vec::new(), Vec::new());
+            chunk.pages(&mut old);
+            a.chunk.pages(&mut new);
+            for r in &a.written {
+                assert!(new.contains(r) && !old.contains(r), "written run {r:?}");
+            }
+            for r in &a.retired {
+                assert!(old.contains(r) && !new.contains(r), "retired run {r:?}");
+            }
+            for r in &new {
+                assert!(
+                    old.contains(r) || a.written.contains(r),
+                    "unaccounted {r:?}"
+                );
+            }
+            chunk = a.chunk;
+            saw_tail |= chunk.tail.as_ref().is_some_and(|t| t.tail.is_some());
+            all.extend(b.iter().cloned());
+            let mut e = Encoder::new();
+            chunk.encode(&mut e);
+            let bytes = e.finish();
+            let chunk = ColumnChunk::decode(&mut Decoder::new(&bytes)).unwrap();
+            assert_eq!(chunk.len(), all.len() as u64);
+            let pinned = chunk.pin(&pager).unwrap();
+            assert_eq!(pinned.num_values(), all.len() as u64);
+            for from in [0, all.len() / 3, all.len().saturating_sub(1)] {
+                let n = all.len() - from;
+                let mut out = ValueVector::new(ty.clone(), n);
+                pinned.read(from as u64, n, &mut out, 0).unwrap();
+                for i in 0..n {
+                    let want = all[from + i].clone().unwrap_or(Value::Null);
+                    assert_eq!(
+                        out.get_value(i),
+                        want,
+                        "value {} of {}",
+                        from + i,
+                        all.len()
+                    );
+                    assert_eq!(pinned.is_null((from + i) as u64), want.is_null());
+                }
+            }
+        }
+        if all.len() as u64 > 2 * TAIL_MAX && batches.iter().all(|b| b.len() == 1) {
+            assert!(
+                saw_tail,
+                "one-row appends past TAIL_MAX never used a nested tail"
+            );
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn appends_read_back_int64(batches in prop::collection::vec(
+            prop::collection::vec(prop::option::weighted(0.9, -1000i64..1000), 1..4), 0..40)) {
+            let b: Vec<Vec<Option<Value>>> = batches.into_iter()
+                .map(|b| b.into_iter().map(|x| x.map(Value::Int64)).collect()).collect();
+            append_sequence(LogicalType::Int64, &b);
+        }
+
+        #[test]
+        fn appends_read_back_strings(batches in prop::collection::vec(
+            prop::collection::vec(prop::option::weighted(0.9, "[a-c]{0,3}"), 1..4), 0..40)) {
+            let b: Vec<Vec<Option<Value>>> = batches.into_iter()
+                .map(|b| b.into_iter().map(|x| x.map(Value::String)).collect()).collect();
+            append_sequence(LogicalType::String, &b);
+        }
+    }
+
+    #[test]
+    fn one_row_appends_use_and_fold_tails() {
+        let n = (3 * TAIL_MAX + 5) as usize;
+        let batches: Vec<Vec<Option<Value>>> = (0..n)
+            .map(|i| vec![Some(Value::Int64(i as i64 * 7 - 3))])
+            .collect();
+        append_sequence(LogicalType::Int64, &batches);
+        let u: Vec<u64> = (0..n as u64).map(|i| i * 3).collect();
+        let pager = Arc::new(Pager::in_memory(PagerConfig::default()));
+        let mut chunk =
+            ColumnChunk::write(&pager, &ValueVector::new(LogicalType::UInt64, 0), 0, 0).unwrap();
+        for x in &u {
+            let mut v = ValueVector::new(LogicalType::UInt64, 1);
+            v.set_value(0, &Value::UInt64(*x));
+            chunk = chunk
+                .append(&pager, &LogicalType::UInt64, &v, 0, 1)
+                .unwrap()
+                .chunk;
+        }
+        let pinned = chunk.pin(&pager).unwrap();
+        let mut out = vec![0u64; n];
+        pinned.read_u64s(0, n, &mut out);
+        assert_eq!(out, u);
+        assert_eq!(pinned.get_u64(n as u64 - 1), u[n - 1]);
     }
 
     #[test]

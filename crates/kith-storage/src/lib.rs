@@ -11,6 +11,7 @@ pub mod bitpack;
 pub mod column;
 pub mod loader;
 pub mod node_table;
+pub mod pk_delta;
 pub mod pk_index;
 pub mod rel_table;
 pub mod storage;

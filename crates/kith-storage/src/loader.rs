@@ -304,7 +304,7 @@ pub fn load_nodes(
             pk_column: pk_col,
             groups,
             pk_index: Some(pk_index),
-            pk_delta: Arc::default(),
+            pk_delta: Default::default(),
         })),
     );
     Ok(new_rows)

@@ -11,6 +11,7 @@ use kith_common::{Error, Result, Value, ValueVector};
 use kith_pager::Pager;
 
 use crate::column::{ColumnChunk, PageRun, PinnedColumn};
+use crate::pk_delta::PkDelta;
 use crate::pk_index::{IndexKey, KeyKind, PinnedPkIndex, PkIndex};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -139,7 +140,7 @@ pub struct NodeTableData {
     /// consult it first; it is folded into a rebuilt index when it grows past
     /// a threshold (see `write.rs`). Deleted rows are removed from it; base
     /// index entries of deleted rows are masked by the deletion bitmaps.
-    pub pk_delta: Arc<BTreeMap<PkKey, u64>>,
+    pub pk_delta: PkDelta,
 }
 
 impl NodeTableData {
@@ -150,7 +151,7 @@ impl NodeTableData {
             pk_column,
             groups: Vec::new(),
             pk_index: None,
-            pk_delta: Arc::default(),
+            pk_delta: PkDelta::default(),
         }
     }
 
@@ -272,7 +273,7 @@ impl NodeTableData {
             None => e.u8(0),
         }
         e.u64(self.pk_delta.len() as u64);
-        for (k, off) in self.pk_delta.iter() {
+        self.pk_delta.for_each(|k, off| {
             match k {
                 PkKey::Int(i) => {
                     e.u8(0);
@@ -283,8 +284,8 @@ impl NodeTableData {
                     e.str(s);
                 }
             }
-            e.u64(*off);
-        }
+            e.u64(off);
+        });
     }
 
     /// Decodes metadata written with metadata format `format` (1: before
@@ -338,7 +339,7 @@ impl NodeTableData {
             pk_column,
             groups,
             pk_index,
-            pk_delta: Arc::new(pk_delta),
+            pk_delta: pk_delta.into_iter().collect(),
         })
     }
 }
@@ -366,7 +367,7 @@ impl PkLookup {
         if let Some(kind) = self.kind {
             if !self.table.pk_delta.is_empty() {
                 if let Some(k) = PkKey::of_value(key, kind) {
-                    if let Some(&off) = self.table.pk_delta.get(&k) {
+                    if let Some(off) = self.table.pk_delta.get(&k) {
                         return Ok(Some(off));
                     }
                 }

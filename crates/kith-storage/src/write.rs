@@ -90,9 +90,14 @@ impl TxnLocal {
             .map_or(0, |c| c.len() as u64)
     }
 
+    /// Records a chunk this transaction wrote (all of its pages are new).
     fn track(&mut self, chunk: &ColumnChunk) {
         let mut runs = Vec::new();
         chunk.pages(&mut runs);
+        self.track_runs(&runs);
+    }
+
+    fn track_runs(&mut self, runs: &[PageRun]) {
         for r in runs {
             self.fresh.insert(r.first, r.count);
         }
@@ -305,25 +310,6 @@ fn column_types(entry: &TableEntry, column_ids: &[PropertyId]) -> Result<Vec<Log
                         id.0, entry.name
                     ))
                 })
-        })
-        .collect()
-}
-
-/// Reads every row of node group `g` (all columns).
-fn read_group(
-    pager: &Arc<Pager>,
-    data: &NodeTableData,
-    g: usize,
-    types: &[LogicalType],
-) -> Result<Vec<ValueVector>> {
-    let rows = data.groups[g].num_rows as usize;
-    types
-        .iter()
-        .enumerate()
-        .map(|(c, ty)| {
-            let mut v = ValueVector::new(ty.clone(), rows);
-            data.pin_column(pager, g, c)?.read(0, rows, &mut v, 0)?;
-            Ok(v)
         })
         .collect()
 }
@@ -872,9 +858,8 @@ impl WriteTxn<'_> {
                 self.local.fresh.insert(idx.slots.first, idx.slots.count);
             }
         }
-        let delta = Arc::make_mut(&mut data.pk_delta);
         for (i, k) in keys.into_iter().enumerate() {
-            delta.insert(k, first + i as u64);
+            data.pk_delta.insert(k, first + i as u64);
         }
         self.tables.insert(table, Arc::new(TableData::Node(data)));
         let pending = self.local.pending.entry(table).or_insert_with(|| {
@@ -927,22 +912,27 @@ impl WriteTxn<'_> {
         let pager = Arc::clone(self.pager());
         let mut data = self.node_data(table)?;
         let types = column_types(&entry, &data.column_ids)?;
-        // Append: fill the last group (rewritten), then new groups.
+        // Append: fill the last group (each column chunk re-encodes only
+        // its tail, see `ColumnChunk::append`), then new groups.
         let mut taken = 0usize;
         if let Some(last) = data.groups.len().checked_sub(1) {
             let have = data.groups[last].num_rows;
             if have < NODE_GROUP_SIZE {
                 let take = ((NODE_GROUP_SIZE - have) as usize).min(n);
-                let mut cols = read_group(&pager, &data, last, &types)?;
-                for (c, nc) in cols.iter_mut().zip(&new_cols) {
-                    c.append(&nc.gather(&(0..take as u64).collect::<Vec<_>>()));
+                let mut chunks = Vec::with_capacity(new_cols.len());
+                let mut retired = Vec::new();
+                for ((chunk, nc), ty) in data.groups[last].columns.iter().zip(&new_cols).zip(&types)
+                {
+                    let a = chunk.append(&pager, ty, nc, 0, take)?;
+                    self.local.track_runs(&a.written);
+                    retired.extend(a.retired);
+                    chunks.push(a.chunk);
                 }
-                let mut chunks = Vec::with_capacity(cols.len());
-                for c in &cols {
-                    chunks.push(self.write_chunk(c)?);
+                if chunks.len() != new_cols.len() {
+                    return Err(Error::internal("node group without every column"));
                 }
-                let old = std::mem::replace(&mut data.groups[last].columns, chunks);
-                self.retire(&chunk_pages(&old));
+                data.groups[last].columns = chunks;
+                self.retire(&retired);
                 data.groups[last].num_rows = have + take as u64;
                 taken = take;
             }
@@ -1015,7 +1005,7 @@ impl WriteTxn<'_> {
         if let Some(old) = data.pk_index.replace(idx) {
             self.retire(&[old.slots]);
         }
-        data.pk_delta = Arc::default();
+        data.pk_delta = Default::default();
         Ok(())
     }
 
@@ -1193,8 +1183,8 @@ impl WriteTxn<'_> {
             if !data.pk_delta.is_empty() {
                 let key = read_node_value(&pager, &data, data.pk_column, &pk_ty, o)?;
                 if let Some(k) = PkKey::of_value(&key, kind) {
-                    if data.pk_delta.get(&k) == Some(&o) {
-                        Arc::make_mut(&mut data.pk_delta).remove(&k);
+                    if data.pk_delta.get(&k) == Some(o) {
+                        data.pk_delta.remove(&k);
                     }
                 }
             }
