@@ -55,7 +55,7 @@ use crate::version::TableData;
 
 /// Smallest PK delta that is folded into the index at commit.
 #[cfg(not(kith_tiny))]
-pub const PK_DELTA_MIN: u64 = 4096;
+pub const PK_DELTA_MIN: u64 = 512;
 #[cfg(kith_tiny)]
 pub const PK_DELTA_MIN: u64 = 8;
 
@@ -64,10 +64,14 @@ pub const PK_DELTA_MIN: u64 = 8;
 pub const PK_DELTA_MAX: u64 = 1 << 16;
 
 /// Size above which a table's PK delta is merged into a rebuilt index at
-/// commit: an eighth of the indexed keys (so the rebuild cost stays amortised
-/// O(1) per inserted key), clamped to [`PK_DELTA_MIN`]..=[`PK_DELTA_MAX`].
+/// commit: 4·sqrt(indexed keys), clamped to
+/// [`PK_DELTA_MIN`]..=[`PK_DELTA_MAX`]. Every commit encodes the whole delta
+/// into its metadata (O(delta)), and a rebuild reads every key (O(indexed)
+/// per `limit` inserts), so an insert costs O(limit + indexed / limit),
+/// least near sqrt(indexed). (An eighth of the indexed keys, as before,
+/// made a commit into a 1M-row table encode up to 65,536 delta entries.)
 pub fn pk_delta_limit(indexed_keys: u64) -> u64 {
-    (indexed_keys / 8).clamp(PK_DELTA_MIN, PK_DELTA_MAX)
+    (4 * (indexed_keys as f64).sqrt() as u64).clamp(PK_DELTA_MIN, PK_DELTA_MAX)
 }
 
 /// Per-transaction state of the write operations.
