@@ -625,6 +625,18 @@ impl WriteTxn<'_> {
         }))
     }
 
+    /// [`WriteTxn::read_version`] for a reading part that reads no rel (no
+    /// rel pattern, no subquery): buffered node inserts are written, the
+    /// buffered rels stay buffered.
+    pub fn node_read_version(&mut self) -> Result<Arc<Version>> {
+        self.flush_node_inserts()?;
+        Ok(Arc::new(Version {
+            seq: self.base.seq,
+            catalog: Arc::new(self.catalog.clone()),
+            tables: self.tables.clone(),
+        }))
+    }
+
     /// This transaction's catalog and tables *without* its buffered inserts:
     /// for planning and running a reading part that scans no table (a
     /// CREATE from literals or an UNWIND), so a transaction of many small

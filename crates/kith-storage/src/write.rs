@@ -84,6 +84,22 @@ pub(crate) struct TxnLocal {
     /// table (storage column order). Their offsets follow the table's
     /// `num_rows`; their keys are already in the table's PK delta.
     pending: BTreeMap<TableId, Vec<ValueVector>>,
+    /// Rels inserted by `insert_rels` into a many-to-many rel table and not
+    /// yet merged into its CSR, per table: a transaction of many one-rel
+    /// CREATEs rewrites each CSR group once, at the first statement that
+    /// reads rels (or at commit), not once per statement. Their ids are
+    /// assigned (the table's `next_rel_id` counts them).
+    pending_rels: BTreeMap<TableId, PendingRels>,
+}
+
+/// Buffered rel inserts of one table, in insertion order.
+#[derive(Debug, Default)]
+struct PendingRels {
+    src: Vec<u64>,
+    dst: Vec<u64>,
+    ids: Vec<u64>,
+    /// One vector per storage column, already coerced to its type.
+    props: Vec<ValueVector>,
 }
 
 impl TxnLocal {
@@ -897,10 +913,48 @@ impl WriteTxn<'_> {
     /// loader and commit call it first; **call it before reading
     /// `txn.tables` inside the transaction** (read-your-writes).
     pub fn flush_pending(&mut self) -> Result<()> {
+        self.flush_node_inserts()?;
+        let tables: Vec<TableId> = self.local.pending_rels.keys().copied().collect();
+        for t in tables {
+            self.flush_rels(t)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the buffered node inserts (not the buffered rels).
+    pub(crate) fn flush_node_inserts(&mut self) -> Result<()> {
         let tables: Vec<TableId> = self.local.pending.keys().copied().collect();
         for t in tables {
             self.flush_table(t)?;
         }
+        Ok(())
+    }
+
+    /// Whether rels inserted in this transaction are buffered (not yet in
+    /// the CSR): [`WriteTxn::read_version`] merges them, and a reading part
+    /// that reads no rel can use [`WriteTxn::node_read_version`] instead.
+    pub fn has_buffered_rels(&self) -> bool {
+        !self.local.pending_rels.is_empty()
+    }
+
+    /// Merges the buffered rels of `table` into its CSR (both directions).
+    fn flush_rels(&mut self, table: TableId) -> Result<()> {
+        let Some(p) = self.local.pending_rels.remove(&table) else {
+            return Ok(());
+        };
+        if p.src.is_empty() {
+            return Ok(());
+        }
+        let entry = self.entry(table)?;
+        let info = entry
+            .rel_info()
+            .ok_or_else(|| Error::internal("buffered rels of a node table"))?
+            .clone();
+        let mut data = self.rel_data(table)?;
+        let types = column_types(&entry, &data.column_ids)?;
+        self.merge_rels(&mut data, &info, &types, &p.src, &p.dst, &p.ids, &p.props)?;
+        data.num_rels += p.src.len() as u64;
+        self.tables.insert(table, Arc::new(TableData::Rel(data)));
         Ok(())
     }
 
@@ -1211,7 +1265,8 @@ impl WriteTxn<'_> {
         dst: &[u64],
         props: &[Vec<Value>],
     ) -> Result<Vec<u64>> {
-        self.flush_pending()?;
+        // The endpoints may be nodes inserted earlier in this transaction.
+        self.flush_node_inserts()?;
         let entry = self.entry(table)?;
         let info = entry
             .rel_info()
@@ -1219,6 +1274,11 @@ impl WriteTxn<'_> {
                 write_error(format!("'{}' is a node table, not a rel table", entry.name))
             })?
             .clone();
+        let many_to_many = info.multiplicity.src_many && info.multiplicity.dst_many;
+        if !many_to_many {
+            // The multiplicity check below reads the CSR.
+            self.flush_rels(table)?;
+        }
         let n = src.len();
         if dst.len() != n || !(props.is_empty() || props.len() == n) {
             return Err(Error::internal("insert_rels: argument lengths differ"));
@@ -1278,6 +1338,48 @@ impl WriteTxn<'_> {
         }
         let first_id = data.next_rel_id;
         let ids: Vec<u64> = (first_id..first_id + n as u64).collect();
+        data.next_rel_id += n as u64;
+        if many_to_many {
+            let p = self.local.pending_rels.entry(table).or_default();
+            if p.props.len() != new_props.len() {
+                if !p.src.is_empty() {
+                    return Err(Error::internal("buffered rels with another column set"));
+                }
+                p.props = new_props
+                    .iter()
+                    .map(|v| ValueVector::new(v.ty.clone(), 0))
+                    .collect();
+            }
+            p.src.extend_from_slice(src);
+            p.dst.extend_from_slice(dst);
+            p.ids.extend_from_slice(&ids);
+            for (buf, v) in p.props.iter_mut().zip(&new_props) {
+                buf.append(v);
+            }
+            self.tables.insert(table, Arc::new(TableData::Rel(data)));
+            return Ok(ids);
+        }
+        self.merge_rels(&mut data, &info, &types, src, dst, &ids, &new_props)?;
+        data.num_rels += n as u64;
+        self.tables.insert(table, Arc::new(TableData::Rel(data)));
+        Ok(ids)
+    }
+
+    /// Adds rels `ids` (`src[i]` -> `dst[i]`, properties `new_props`, one
+    /// vector per storage column) to both CSR directions of `data`,
+    /// rewriting each CSR group they touch once.
+    #[allow(clippy::too_many_arguments)]
+    fn merge_rels(
+        &mut self,
+        data: &mut RelTableData,
+        info: &kith_catalog::RelTableInfo,
+        types: &[LogicalType],
+        src: &[u64],
+        dst: &[u64],
+        ids: &[u64],
+        new_props: &[ValueVector],
+    ) -> Result<()> {
+        let n = src.len();
         for dir in [RelDirection::Fwd, RelDirection::Bwd] {
             let (bound, other, node_table) = match dir {
                 RelDirection::Fwd => (src, dst, info.src),
@@ -1296,7 +1398,7 @@ impl WriteTxn<'_> {
                 RelDirection::Bwd => &mut data.bwd,
             });
             for (g, rows) in by_group {
-                let old = self.load_csr(&csr, g, &types)?;
+                let old = self.load_csr(&csr, g, types)?;
                 let num_nodes = (nd.groups[g].num_rows as usize).max(old.num_nodes());
                 let mut per_node: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
                 for i in rows {
@@ -1306,7 +1408,7 @@ impl WriteTxn<'_> {
                         .push(i);
                 }
                 let old_n = old.nbrs.len();
-                let mut buf = CsrBuf::empty(&types);
+                let mut buf = CsrBuf::empty(types);
                 buf.offsets = Vec::with_capacity(num_nodes + 1);
                 buf.offsets.push(0);
                 let mut order: Vec<u64> = Vec::with_capacity(old_n + n);
@@ -1328,7 +1430,7 @@ impl WriteTxn<'_> {
                 buf.props = old
                     .props
                     .into_iter()
-                    .zip(&new_props)
+                    .zip(new_props)
                     .map(|(mut o, nw)| {
                         o.append(nw);
                         o.gather(&order)
@@ -1341,10 +1443,7 @@ impl WriteTxn<'_> {
                 RelDirection::Bwd => data.bwd = csr,
             }
         }
-        data.num_rels += n as u64;
-        data.next_rel_id += n as u64;
-        self.tables.insert(table, Arc::new(TableData::Rel(data)));
-        Ok(ids)
+        Ok(())
     }
 
     fn load_csr(&self, csr: &CsrIndex, g: usize, types: &[LogicalType]) -> Result<CsrBuf> {

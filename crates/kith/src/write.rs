@@ -60,10 +60,17 @@ fn run_write_in(
         .parts
         .iter()
         .any(|p| !p.graph.nodes.is_empty() || !p.graph.rels.is_empty());
-    let base: Arc<kith_storage::Version> = if scans {
+    // Nor, when it reads no rel, of the buffered rel inserts (a
+    // transaction of `MATCH (a {id: ..}), (b {id: ..}) CREATE (a)-[..]->(b)`
+    // merges its rels into the CSR once, not per statement).
+    let reads_rels =
+        !w.query.subqueries.is_empty() || w.query.parts.iter().any(|p| !p.graph.rels.is_empty());
+    let base: Arc<kith_storage::Version> = if !scans {
+        txn.catalog_version()
+    } else if reads_rels {
         txn.read_version()?
     } else {
-        txn.catalog_version()
+        txn.node_read_version()?
     };
     let plan = kith_planner::planner::plan_query(w.query, &base.catalog, &|t| base.cardinality(t))?;
     let chunks = match initial {
