@@ -473,6 +473,23 @@ impl Parents {
         }
     }
 
+    /// The smallest parent edge `(node, rel)` of `child` (after extension
+    /// ended), without collecting them all.
+    fn min_parent(&self, arenas: &[&[ParentEntry]], child: u64) -> Option<(u64, u64)> {
+        let mut best: Option<(u64, u64)> = None;
+        let mut p = self.heads[child as usize].load(Ordering::Relaxed);
+        while p != 0 {
+            let p1 = p - 1;
+            let e = arenas[(p1 >> ARENA_INDEX_BITS) as usize]
+                [(p1 & ((1 << ARENA_INDEX_BITS) - 1)) as usize];
+            if best.is_none_or(|b| (e.node, e.rel) < b) {
+                best = Some((e.node, e.rel));
+            }
+            p = e.next;
+        }
+        best
+    }
+
     /// Every parent edge `(node, rel)` of `child` (after extension ended).
     fn parents_of(&self, arenas: &[&[ParentEntry]], child: u64, out: &mut Vec<(u64, u64)>) {
         out.clear();
@@ -590,7 +607,6 @@ impl Compute for ShortestPaths {
         let guards: Vec<_> = aux.parents.arenas.iter().map(|a| a.read()).collect();
         let arenas: Vec<&[ParentEntry]> = guards.iter().map(|g| &g[..]).collect();
         let src = srcs[0];
-        let mut buf = Vec::new();
         for dst in dsts {
             let l = aux.level[dst as usize].load(Ordering::Relaxed);
             if l == 0 || ((l - 1) as u32) < self.lower || ((l - 1) as u32) > self.upper {
@@ -601,9 +617,9 @@ impl Compute for ShortestPaths {
                     let (mut nodes, mut rels) = (vec![dst], Vec::new());
                     let mut cur = dst;
                     while cur != src {
-                        aux.parents.parents_of(&arenas, cur, &mut buf);
-                        let &(p, r) = buf
-                            .first()
+                        let (p, r) = aux
+                            .parents
+                            .min_parent(&arenas, cur)
                             .ok_or_else(|| Error::internal("visited node without a parent"))?;
                         nodes.push(p);
                         rels.push(r);

@@ -618,11 +618,7 @@ impl WriteTxn<'_> {
     /// transaction itself wrote and then replaced are freed at once.
     pub fn read_version(&mut self) -> Result<Arc<Version>> {
         self.flush_pending()?;
-        Ok(Arc::new(Version {
-            seq: self.base.seq,
-            catalog: Arc::new(self.catalog.clone()),
-            tables: self.tables.clone(),
-        }))
+        Ok(self.catalog_version())
     }
 
     /// [`WriteTxn::read_version`] for a reading part that reads no rel (no
@@ -630,11 +626,7 @@ impl WriteTxn<'_> {
     /// buffered rels stay buffered.
     pub fn node_read_version(&mut self) -> Result<Arc<Version>> {
         self.flush_node_inserts()?;
-        Ok(Arc::new(Version {
-            seq: self.base.seq,
-            catalog: Arc::new(self.catalog.clone()),
-            tables: self.tables.clone(),
-        }))
+        Ok(self.catalog_version())
     }
 
     /// This transaction's catalog and tables *without* its buffered inserts:

@@ -8,12 +8,13 @@
 //!   the PK delta at once, so lookups see them) and written at commit, before
 //!   any other write operation or bulk load, or when a group's worth is
 //!   buffered ([`WriteTxn::flush_pending`]): appended to the last node group,
-//!   which is rewritten with them (its deletion mask kept), and to new groups.
-//!   Cost: O(rows of the last group × columns) per flush, so about once per
-//!   transaction for insert-only transactions, but once per *operation* when
-//!   inserts alternate with updates/deletes/rel inserts.
+//!   each column chunk re-encoding only its last tail
+//!   ([`ColumnChunk::append`]: levels of 4096 and 64 values, folded upwards
+//!   when full), and to new groups. Cost: a few dozen values per column per
+//!   flush, plus amortised folds.
 //! - **PK index**: new keys go to the table's `pk_delta` (exact key → offset,
-//!   in the metadata) instead of rebuilding the index; [`PkLookup`] consults it
+//!   in the metadata; two levels, see `pk_delta.rs`) instead of rebuilding the
+//!   index; [`PkLookup`](crate::node_table::PkLookup) consults it
 //!   first. At commit, a delta larger than [`pk_delta_limit`] is folded into a
 //!   rebuilt index ([`WriteTxn::merge_pk_deltas`] forces it, e.g. at CHECKPOINT).
 //!   Deleted rows are removed from the delta; base-index entries of deleted rows
@@ -23,7 +24,10 @@
 //!   group of both directions is decoded, merged with the new rels and
 //!   rewritten (offsets, neighbours, rel ids and every parallel property
 //!   column). New rel ids continue from `next_rel_id`. Cost: O(rels of the
-//!   touched groups) per call and direction.
+//!   touched groups) per merge and direction. Rels of many-to-many tables are
+//!   buffered in the transaction (ids assigned at once) and merged by
+//!   [`WriteTxn::flush_pending`], which every operation that reads rels and
+//!   every full read version call first.
 //! - **Update**: a node property rewrites the one column chunk of that group;
 //!   a rel property rewrites the parallel column chunk of the src group (fwd)
 //!   and the dst group (bwd). Primary keys cannot be updated.

@@ -540,16 +540,8 @@ fn plan_pipeline(
             &mut steps,
         )?;
         Source::Rows { columns }
-    } else if let Some((i, key)) = ctx.find_lookup(&bound, &available, &pending) {
-        ctx.lookup_from(
-            i,
-            key,
-            &mut bound,
-            &mut done,
-            &mut available,
-            &mut pending,
-            &mut steps,
-        )?;
+    } else if ctx.find_lookup(&bound, &available, &pending).is_some() {
+        // A node found by its key: the loop below starts from it.
         Source::Single
     } else {
         match pick_start(&bound) {
