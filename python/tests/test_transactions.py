@@ -39,3 +39,18 @@ def test_begin_commit_rollback_across_connections():
     assert count(b) == 2
     b.close()
     db.close()
+
+
+def test_second_writer_fails_after_writer_wait_ms():
+    db = kithdb.Database(writer_wait_ms=100)
+    a = kithdb.Connection(db)
+    b = kithdb.Connection(db)
+    a.execute("CREATE NODE TABLE T(id INT64, PRIMARY KEY(id))")
+    a.execute("BEGIN TRANSACTION")
+    a.execute("CREATE (:T {id: 1})")
+    with pytest.raises(kithdb.RuntimeError, match="after waiting 100 ms"):
+        b.execute("CREATE (:T {id: 2})")
+    a.execute("COMMIT")
+    b.execute("CREATE (:T {id: 2})")
+    assert count(b) == 2
+    db.close()

@@ -74,6 +74,7 @@ fn handle(state: &mut State, req: &Json) -> Json {
                     .map(|b| b as u64),
                 max_threads: (threads > 0).then_some(threads),
                 read_only: false,
+                writer_wait: None,
             };
             match kith::Database::open(path, config) {
                 Ok(db) => {

@@ -50,6 +50,11 @@ struct Args {
     #[arg(long)]
     read_only: bool,
 
+    /// How long a write waits for another process's or connection's write
+    /// transaction before failing, in milliseconds (default 5000).
+    #[arg(long = "writer-wait-ms", value_name = "MS")]
+    writer_wait_ms: Option<u64>,
+
     /// Load the bundled demo graph and run sample queries (then any -c
     /// statements).
     #[arg(long)]
@@ -418,6 +423,7 @@ fn main() -> ExitCode {
         buffer_pool_bytes: args.buffer_pool,
         max_threads: args.threads.map(|t| t as usize),
         read_only: args.read_only,
+        writer_wait: args.writer_wait_ms.map(std::time::Duration::from_millis),
     };
     let db = match Database::open(&args.db_path, config) {
         Ok(db) => db,

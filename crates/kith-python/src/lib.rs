@@ -76,13 +76,14 @@ fn named_entries<'py>(
 #[pymethods]
 impl PyDatabase {
     #[new]
-    #[pyo3(signature = (path=None, buffer_pool_size=0, read_only=false, max_threads=0))]
+    #[pyo3(signature = (path=None, buffer_pool_size=0, read_only=false, max_threads=0, writer_wait_ms=None))]
     fn new(
         py: Python<'_>,
         path: Option<std::path::PathBuf>,
         buffer_pool_size: u64,
         read_only: bool,
         max_threads: usize,
+        writer_wait_ms: Option<u64>,
     ) -> PyResult<Self> {
         let path = match path {
             None => ":memory:".to_string(),
@@ -95,6 +96,7 @@ impl PyDatabase {
             buffer_pool_bytes: (buffer_pool_size > 0).then_some(buffer_pool_size),
             max_threads: (max_threads > 0).then_some(max_threads),
             read_only,
+            writer_wait: writer_wait_ms.map(std::time::Duration::from_millis),
         };
         let p = path.clone();
         let db = py

@@ -29,6 +29,9 @@ pub struct Config {
     /// Worker threads of the shared pool; default: available cores.
     pub max_threads: Option<usize>,
     pub read_only: bool,
+    /// How long a write waits for another connection's write transaction
+    /// to finish before it fails with a clear error; default 5 s.
+    pub writer_wait: Option<Duration>,
 }
 
 /// Progress of a long statement (COPY), reported to an optional callback.
@@ -62,6 +65,9 @@ impl Database {
             };
             if let Some(b) = config.buffer_pool_bytes {
                 cfg.memory_limit_bytes = b;
+            }
+            if let Some(w) = config.writer_wait {
+                cfg.writer_wait = w;
             }
             let storage = if path.is_empty() || path == ":memory:" {
                 Storage::open(None, cfg)?

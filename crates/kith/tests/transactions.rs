@@ -403,3 +403,39 @@ fn invariant_total(checkpoints: bool) {
     drop(db);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A second writer waits `Config::writer_wait` for the running write
+/// transaction, then fails with a clear error and changes nothing; once the
+/// first commits, it goes through.
+#[test]
+fn second_writer_gives_up_after_the_configured_wait() {
+    let db = Database::open(
+        ":memory:",
+        Config {
+            writer_wait: Some(std::time::Duration::from_millis(150)),
+            ..config()
+        },
+    )
+    .unwrap();
+    setup(&db);
+    let a = Connection::new(&db);
+    let b = Connection::new(&db);
+    run(&a, "BEGIN TRANSACTION");
+    run(&a, "CREATE (:P {id: 1, v: 1})");
+    let started = std::time::Instant::now();
+    let err = b.query("CREATE (:P {id: 2, v: 2})").unwrap_err();
+    let waited = started.elapsed();
+    assert!(
+        err.to_string()
+            .contains("another write transaction is still running after waiting 150 ms"),
+        "{err}"
+    );
+    assert!(
+        waited >= std::time::Duration::from_millis(140)
+            && waited < std::time::Duration::from_secs(3),
+        "waited {waited:?}"
+    );
+    run(&a, "COMMIT");
+    run(&b, "CREATE (:P {id: 2, v: 2})");
+    assert_eq!(count(&b, "P"), 2);
+}
