@@ -21,7 +21,7 @@ use kith_storage::{NodeTableData, RelTableData, TableData};
 use crate::expression::cast::cast_value;
 use crate::expression::{EvalContext, Evaluated, Evaluator};
 use crate::operator::collect::Collect;
-use crate::operator::cross_product::CrossProduct;
+use crate::operator::cross_product::{build_index, CrossProduct, JoinIndex, Probe};
 use crate::operator::extend::Extend;
 use crate::operator::fill_nulls::FillNulls;
 use crate::operator::filter::Filter;
@@ -131,7 +131,8 @@ fn step_label(step: &Step, ctx: &QueryContext) -> String {
         Step::ScanProperties { table, .. } => {
             format!("ScanProperties {}", table_name(ctx, *table))
         }
-        Step::CrossProduct { .. } => "CrossProduct".to_string(),
+        Step::CrossProduct { key: None, .. } => "CrossProduct".to_string(),
+        Step::CrossProduct { key: Some(_), .. } => "HashJoin".to_string(),
     }
 }
 
@@ -172,6 +173,8 @@ enum Built {
         input_chunk: usize,
         output_chunk: usize,
         columns: Vec<usize>,
+        /// A hash join: the probe key and the build rows by key.
+        index: Option<(BoundExpr, Arc<JoinIndex>)>,
     },
     Extend {
         rel_table: TableId,
@@ -306,7 +309,11 @@ impl PipelineShape {
         for step in plan_steps {
             let mut nulls = Vec::new();
             steps.push(match step {
-                Step::CrossProduct { build, columns } => {
+                Step::CrossProduct {
+                    build,
+                    columns,
+                    key,
+                } => {
                     let shape = PipelineShape::build(
                         &build.source,
                         &build.steps,
@@ -316,13 +323,30 @@ impl PipelineShape {
                         threads,
                         false,
                     )?;
-                    let outputs: Vec<BoundExpr> = columns
+                    let mut outputs: Vec<BoundExpr> = columns
                         .iter()
                         .map(|(slot, ty)| BoundExpr::slot(*slot, ty.clone(), Span::new(0, 0)))
                         .collect();
-                    let types: Vec<LogicalType> = columns.iter().map(|c| c.1.clone()).collect();
+                    let mut types: Vec<LogicalType> = columns.iter().map(|c| c.1.clone()).collect();
+                    // A hash join's build key is one more output column,
+                    // indexed, then dropped.
+                    if let Some(k) = key {
+                        outputs.push(k.build.clone());
+                        types.push(k.build.ty.clone());
+                    }
                     let chunks = collect_all(shape, outputs, &types, ctx, sched, threads, None)?;
-                    let rows = Arc::new(concat(chunks, &types));
+                    let mut rows = concat(chunks, &types);
+                    let index = match key {
+                        Some(k) => {
+                            let keys = rows
+                                .columns
+                                .pop()
+                                .ok_or_else(|| Error::internal("hash join without its key"))?;
+                            Some((k.probe.clone(), Arc::new(build_index(&keys))))
+                        }
+                        None => None,
+                    };
+                    let rows = Arc::new(rows);
                     let input_chunk = b.chunks.len() - 1;
                     let out = b.add_chunk();
                     let vectors: Vec<usize> = columns
@@ -337,6 +361,7 @@ impl PipelineShape {
                         input_chunk,
                         output_chunk: out,
                         columns: vectors,
+                        index,
                     }
                 }
                 Step::Filter(e) => Built::Filter(e.clone()),
@@ -531,14 +556,26 @@ impl PipelineShape {
                     input_chunk,
                     output_chunk,
                     columns,
-                } => Box::new(CrossProduct::new(
-                    op,
-                    Arc::clone(ctx),
-                    Arc::clone(rows),
-                    *input_chunk,
-                    *output_chunk,
-                    columns.clone(),
-                )),
+                    index,
+                } => {
+                    let probe = match index {
+                        Some((key, index)) => Some(Probe {
+                            key: Evaluator::new(key)?,
+                            layout: Arc::clone(&self.layout),
+                            index: Arc::clone(index),
+                        }),
+                        None => None,
+                    };
+                    Box::new(CrossProduct::new(
+                        op,
+                        Arc::clone(ctx),
+                        Arc::clone(rows),
+                        *input_chunk,
+                        *output_chunk,
+                        columns.clone(),
+                        probe,
+                    ))
+                }
                 Built::Filter(e) => Box::new(Filter {
                     child: op,
                     predicate: Evaluator::new(e)?,

@@ -72,11 +72,13 @@ pub enum Step {
     },
     /// For each tuple, every row of `build` (run first and materialized),
     /// written as a new unflat group: a Cartesian product with a part of
-    /// the pattern that shares no variable with the rest.
+    /// the pattern that shares no variable with the rest. With a `key`, a
+    /// hash join: only the build rows whose key equals the tuple's.
     CrossProduct {
         build: Box<SubPlan>,
         /// The build side's slots that are read downstream.
         columns: Vec<(SlotId, LogicalType)>,
+        key: Option<HashJoinKey>,
     },
     /// Index nested-loop join: for each tuple, the node of `table` whose
     /// primary key equals `key` (evaluated per tuple, from slots bound
@@ -94,6 +96,16 @@ pub enum Step {
         table: TableId,
         properties: Vec<PropertyRead>,
     },
+}
+
+/// The equality a hash join uses: `probe` reads only slots bound before the
+/// join, `build` only slots of its build side; both have hashable types
+/// (numbers, strings, booleans, dates, ids). The equality itself stays a
+/// filter after the join, so Cypher's comparison rules decide.
+#[derive(Debug, Clone)]
+pub struct HashJoinKey {
+    pub probe: BoundExpr,
+    pub build: BoundExpr,
 }
 
 #[derive(Debug, Clone)]
@@ -372,8 +384,17 @@ impl SubPlan {
                         describe_expr(key)
                     )
                 }
-                Step::CrossProduct { build, columns } => format!(
-                    "CrossProduct ({} build columns) build: [{}]",
+                Step::CrossProduct {
+                    build,
+                    columns,
+                    key,
+                } => format!(
+                    "{} ({} build columns) build: [{}]",
+                    if key.is_some() {
+                        "HashJoin"
+                    } else {
+                        "CrossProduct"
+                    },
                     columns.len(),
                     describe_sub(build, catalog)
                 ),
@@ -415,7 +436,8 @@ fn describe_sub(p: &SubPlan, catalog: &Catalog) -> String {
             ),
             Step::ScanProperties { table: t, .. } => format!("ScanProperties {}", table(*t)),
             Step::LookupNode { table: t, .. } => format!("LookupNode {}", table(*t)),
-            Step::CrossProduct { .. } => "CrossProduct".to_string(),
+            Step::CrossProduct { key: None, .. } => "CrossProduct".to_string(),
+            Step::CrossProduct { key: Some(_), .. } => "HashJoin".to_string(),
         });
     }
     parts.join(" -> ")

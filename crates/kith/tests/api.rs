@@ -394,3 +394,99 @@ fn primary_key_equalities_use_the_index() {
         assert!(!text.contains("LookupNode"), "{q}:\n{text}");
     }
 }
+
+/// An equality between two unconnected parts of a pattern is a hash join
+/// (EXPLAIN: HashJoin); its rows equal those of the same condition written
+/// so that it cannot be hashed (`NOT (x <> y)`, a cross product + filter),
+/// across integers, floats equal to integers, NULLs, strings and ids.
+#[test]
+fn hash_join_equals_cross_product() {
+    let db = Database::open(":memory:", Config::default()).unwrap();
+    let conn = Connection::new(&db);
+    conn.query(
+        "CREATE NODE TABLE A(id INT64, x INT64, f DOUBLE, s STRING, PRIMARY KEY(id)); \
+         CREATE NODE TABLE B(id INT64, y INT64, g DOUBLE, t STRING, PRIMARY KEY(id))",
+    )
+    .unwrap();
+    // Deterministic pseudo-random values with repeats and NULLs.
+    let mut seed = 12345u64;
+    let mut next = |m: u64| {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (seed >> 33) % m
+    };
+    for (table, n) in [("A", 120), ("B", 90)] {
+        for i in 0..n {
+            let x = if next(7) == 0 {
+                "NULL".to_string()
+            } else {
+                next(15).to_string()
+            };
+            let f = match next(4) {
+                0 => "NULL".to_string(),
+                1 => format!("{}.5", next(10)),
+                _ => format!("{}.0", next(15)),
+            };
+            let s = if next(6) == 0 {
+                "NULL".to_string()
+            } else {
+                format!("'k{}'", next(9))
+            };
+            let props = if table == "A" {
+                format!("id: {i}, x: {x}, f: {f}, s: {s}")
+            } else {
+                format!("id: {i}, y: {x}, g: {f}, t: {s}")
+            };
+            conn.query(&format!("CREATE (:{table} {{{props}}})"))
+                .unwrap();
+        }
+    }
+    let plan = |q: &str| -> String {
+        conn.query(&format!("EXPLAIN {q}"))
+            .unwrap()
+            .rows()
+            .map(|row| format!("{}\n", row[0]))
+            .collect()
+    };
+    let sorted = |q: &str| -> Vec<Vec<Value>> {
+        let mut rows: Vec<Vec<Value>> = conn
+            .query(q)
+            .unwrap_or_else(|e| panic!("{q}: {e}"))
+            .rows()
+            .collect();
+        rows.sort_by_key(|r| format!("{r:?}"));
+        rows
+    };
+    for (l, r) in [
+        ("a.x", "b.y"),
+        ("a.x", "b.g"),
+        ("a.f", "b.g"),
+        ("a.f", "b.y + 1"),
+        ("a.s", "b.t"),
+        ("a.x * 2", "b.y"),
+        ("id(a)", "id(b)"),
+    ] {
+        let hashed = format!("MATCH (a:A), (b:B) WHERE {l} = {r} RETURN a.id, b.id");
+        let crossed = format!("MATCH (a:A), (b:B) WHERE NOT ({l} <> {r}) RETURN a.id, b.id");
+        assert!(
+            plan(&hashed).contains("HashJoin"),
+            "{hashed}\n{}",
+            plan(&hashed)
+        );
+        assert!(plan(&crossed).contains("CrossProduct"), "{crossed}");
+        let (h, c) = (sorted(&hashed), sorted(&crossed));
+        assert_eq!(h, c, "{l} = {r}");
+        if l != "id(a)" {
+            assert!(!h.is_empty(), "{l} = {r} matched nothing: a weak test");
+        }
+    }
+    // Threads and a count over the join.
+    for threads in [1, 2] {
+        conn.query(&format!("CALL threads={threads}")).unwrap();
+        assert_eq!(
+            sorted("MATCH (a:A), (b:B) WHERE a.x = b.y RETURN count(*)"),
+            sorted("MATCH (a:A), (b:B) WHERE NOT (a.x <> b.y) RETURN count(*)")
+        );
+    }
+}

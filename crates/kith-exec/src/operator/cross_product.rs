@@ -1,14 +1,88 @@
-//! Cross product: for each tuple of the input group (flattened one tuple at a
-//! time, as extends do), every row of a materialized build side, written as a
-//! new unflat group in batches of at most `VECTOR_CAPACITY`.
+//! Cross product and hash join: for each tuple of the input group (flattened
+//! one tuple at a time, as extends do), the rows of a materialized build
+//! side, written as a new unflat group in batches of at most
+//! `VECTOR_CAPACITY`: every row (a cross product), or with a [`Probe`] only
+//! the rows whose join key equals the tuple's (a hash join; the equality
+//! stays a filter after it, so the hash only has to find every candidate).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use kith_common::constants::VECTOR_CAPACITY;
-use kith_common::{Chunk, Result};
+use kith_common::{Chunk, Error, LogicalType, Result, Value, ValueVector};
 
 use super::{Operator, QueryContext};
-use crate::result_set::ResultSet;
+use crate::expression::{EvalContext, Evaluated, Evaluator};
+use crate::result_set::{ResultSet, SlotLayout};
+
+/// A join key under Cypher equality: values that compare equal (`1 = 1.0`,
+/// `0.0 = -0.0`) have the same key; NULL and NaN have none (they equal
+/// nothing).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum JoinKey {
+    Int(i64),
+    /// Integers beyond i64 (UINT64, or floats that big and integral).
+    UInt(u64),
+    /// Non-integral floats, by bits.
+    Float(u64),
+    Str(String),
+    Bool(bool),
+    Date(i32),
+    Id(u64),
+}
+
+impl JoinKey {
+    pub fn of(v: &Value) -> Option<JoinKey> {
+        let float = |f: f64| -> Option<JoinKey> {
+            if f.is_nan() {
+                None
+            } else if f.fract() == 0.0
+                && (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&f)
+            {
+                Some(JoinKey::Int(f as i64))
+            } else if f.fract() == 0.0 && (0.0..1.844_674_407_370_955_2e19).contains(&f) {
+                Some(JoinKey::UInt(f as u64))
+            } else {
+                Some(JoinKey::Float(f.to_bits()))
+            }
+        };
+        match v {
+            Value::Null => None,
+            Value::Float(f) => float(*f as f64),
+            Value::Double(f) => float(*f),
+            Value::UInt64(u) => Some(match i64::try_from(*u) {
+                Ok(i) => JoinKey::Int(i),
+                Err(_) => JoinKey::UInt(*u),
+            }),
+            Value::String(s) => Some(JoinKey::Str(s.clone())),
+            Value::Bool(b) => Some(JoinKey::Bool(*b)),
+            Value::Date(d) => Some(JoinKey::Date(d.0)),
+            Value::InternalId(id) => Some(JoinKey::Id(id.0)),
+            other => other.as_i64().map(JoinKey::Int),
+        }
+    }
+}
+
+/// The build rows by join key (row numbers in the build chunk).
+pub type JoinIndex = HashMap<JoinKey, Vec<u32>>;
+
+/// Indexes `keys` (one per build row); rows with no key are left out.
+pub fn build_index(keys: &ValueVector) -> JoinIndex {
+    let mut index = JoinIndex::new();
+    for r in 0..keys.len() {
+        if let Some(k) = JoinKey::of(&keys.get_value(r)) {
+            index.entry(k).or_default().push(r as u32);
+        }
+    }
+    index
+}
+
+/// The probe side of a hash join.
+pub struct Probe {
+    pub key: Evaluator,
+    pub layout: Arc<SlotLayout>,
+    pub index: Arc<JoinIndex>,
+}
 
 pub struct CrossProduct {
     child: Box<dyn Operator>,
@@ -19,6 +93,10 @@ pub struct CrossProduct {
     output_chunk: usize,
     /// Vector in the output chunk per column of `rows`.
     columns: Vec<usize>,
+    probe: Option<Probe>,
+    /// The current tuple's matching build rows (hash join).
+    matched: Vec<u32>,
+    probe_out: ValueVector,
     has_input: bool,
     next_input: usize,
     pos: usize,
@@ -33,6 +111,7 @@ impl CrossProduct {
         input_chunk: usize,
         output_chunk: usize,
         columns: Vec<usize>,
+        probe: Option<Probe>,
     ) -> CrossProduct {
         CrossProduct {
             child,
@@ -41,6 +120,9 @@ impl CrossProduct {
             input_chunk,
             output_chunk,
             columns,
+            probe,
+            matched: Vec::new(),
+            probe_out: ValueVector::new(LogicalType::Any, 0),
             has_input: false,
             next_input: 0,
             pos: 0,
@@ -51,15 +133,44 @@ impl CrossProduct {
     fn emit(&mut self, rs: &mut ResultSet) {
         let n = (self.end - self.pos).min(VECTOR_CAPACITY);
         let out = &mut rs.chunks[self.output_chunk];
+        let hashed = self.probe.is_some();
         for (src, &vector) in self.rows.columns.iter().zip(&self.columns) {
             let v = &mut out.vectors[vector];
             v.reset(n);
             for p in 0..n {
-                v.copy_from(p, src, self.pos + p);
+                let row = if hashed {
+                    self.matched[self.pos + p] as usize
+                } else {
+                    self.pos + p
+                };
+                v.copy_from(p, src, row);
             }
         }
         out.state.reset(n);
         self.pos += n;
+    }
+
+    /// The build rows matching the current (flat) tuple's key.
+    fn probe(&mut self, rs: &ResultSet) -> Result<()> {
+        let Some(probe) = &mut self.probe else {
+            return Ok(());
+        };
+        let ectx = EvalContext {
+            rs,
+            layout: &probe.layout,
+            params: &self.ctx.params,
+            subqueries: &self.ctx.subqueries,
+        };
+        if probe.key.evaluate(&ectx, &mut self.probe_out)? != Evaluated::Flat {
+            return Err(Error::internal("hash join probe key over an unflat group"));
+        }
+        self.matched.clear();
+        if let Some(rows) =
+            JoinKey::of(&self.probe_out.get_value(0)).and_then(|k| probe.index.get(&k))
+        {
+            self.matched.extend_from_slice(rows);
+        }
+        Ok(())
     }
 }
 
@@ -91,7 +202,33 @@ impl Operator for CrossProduct {
             rs.chunks[self.input_chunk].state.flat = Some(self.next_input);
             self.next_input += 1;
             self.pos = 0;
-            self.end = self.rows.num_rows;
+            self.end = if self.probe.is_some() {
+                self.probe(rs)?;
+                self.matched.len()
+            } else {
+                self.rows.num_rows
+            };
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_follow_cypher_equality() {
+        let k = |v: Value| JoinKey::of(&v);
+        assert_eq!(k(Value::Int32(3)), k(Value::Double(3.0)));
+        assert_eq!(k(Value::Int64(3)), k(Value::UInt64(3)));
+        assert_eq!(k(Value::Double(0.0)), k(Value::Double(-0.0)));
+        assert_ne!(k(Value::Double(3.5)), k(Value::Int64(3)));
+        assert_eq!(k(Value::Double(f64::NAN)), None);
+        assert_eq!(k(Value::Null), None);
+        assert_eq!(
+            k(Value::UInt64(1 << 63)),
+            k(Value::Double(9_223_372_036_854_775_808.0))
+        );
+        assert_ne!(k(Value::String("1".into())), k(Value::Int64(1)));
     }
 }

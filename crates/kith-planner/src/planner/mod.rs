@@ -7,8 +7,10 @@
 //! primary key an equality fixes with a key computable from what is bound
 //! (constants, parameters, earlier variables) is found by a PK-index lookup
 //! per tuple (`Step::LookupNode`, an index nested-loop join) instead of a
-//! scan or a cross product. A cost-based DP join order comes with the join
-//! operators.
+//! scan or a cross product. A part of the pattern that shares no variable
+//! with what is bound is joined by a hash join when an equality with
+//! hashable types links the two (`Step::CrossProduct` with a key), else by a
+//! cross product. A cost-based DP join order is still to come.
 
 use std::collections::{HashMap, HashSet};
 
@@ -605,6 +607,7 @@ fn plan_pipeline(
             .filter_map(|s| slot_types.get(s).map(|t| (*s, t.clone())))
             .collect();
         columns.sort_by_key(|c| c.0);
+        let key = hash_join_key(&available, &sub_available, &pending);
         available.extend(columns.iter().map(|c| c.0));
         steps.push(Step::CrossProduct {
             build: Box::new(SubPlan {
@@ -612,6 +615,7 @@ fn plan_pipeline(
                 steps: sub_steps,
             }),
             columns,
+            key,
         });
         place_filters(&available, &mut pending, &mut steps);
     }
@@ -935,6 +939,51 @@ impl ExtendCtx<'_> {
         }
         Ok(())
     }
+}
+
+/// An equality among `pending` between an expression over the bound part
+/// (`probe`) and one over a new component (`build`), with hashable types:
+/// the cross product with that component becomes a hash join.
+fn hash_join_key(
+    probe: &HashSet<SlotId>,
+    build: &HashSet<SlotId>,
+    pending: &[Option<BoundExpr>],
+) -> Option<crate::plan::HashJoinKey> {
+    use crate::expr::{BinaryOp, BoundExprKind};
+    let within = |e: &BoundExpr, side: &HashSet<SlotId>| {
+        let mut v = Vec::new();
+        e.slots(&mut v);
+        !v.is_empty() && v.iter().all(|s| side.contains(s))
+    };
+    let hashable = |a: &LogicalType, b: &LogicalType| {
+        (a.is_numeric() && b.is_numeric())
+            || (a == b
+                && matches!(
+                    a,
+                    LogicalType::String
+                        | LogicalType::Bool
+                        | LogicalType::Date
+                        | LogicalType::InternalId
+                ))
+    };
+    pending.iter().flatten().find_map(|e| {
+        let BoundExprKind::Binary(BinaryOp::Eq, l, r) = &e.kind else {
+            return None;
+        };
+        let (p, b) = if within(l, probe) && within(r, build) {
+            (l, r)
+        } else if within(r, probe) && within(l, build) {
+            (r, l)
+        } else {
+            return None;
+        };
+        let deterministic =
+            !crate::binder::calls_function(p, "rand") && !crate::binder::calls_function(b, "rand");
+        (hashable(&p.ty, &b.ty) && deterministic).then(|| crate::plan::HashJoinKey {
+            probe: (**p).clone(),
+            build: (**b).clone(),
+        })
+    })
 }
 
 /// A connected-component number per node of `g` (through its rels).
