@@ -440,6 +440,13 @@ const IC_QUERIES: &[Query] = &[
     q("IC8-recent-replies", "MATCH (p:Person)<-[:POST_HAS_CREATOR]-(m:Post)<-[:REPLY_OF]-(c:Comment)-[:COMMENT_HAS_CREATOR]->(a:Person) WHERE p.id = {PERSON} RETURN a.id, a.firstName, a.lastName, c.creationDate, c.id, c.content ORDER BY c.creationDate DESC, c.id ASC LIMIT 20"),
     q("IC9-fof-recent-posts", "MATCH (p:Person)-[:KNOWS]-(:Person)-[:KNOWS]-(f:Person) WHERE p.id = {PERSON} AND f.id <> {PERSON} WITH DISTINCT f MATCH (f)<-[:POST_HAS_CREATOR]-(m:Post) WHERE m.creationDate < timestamp('2012-06-01 00:00:00') RETURN f.id, f.firstName, f.lastName, m.id, m.content, m.creationDate ORDER BY m.creationDate DESC, m.id ASC LIMIT 20"),
     q("IC10-fof-birthday", "MATCH (p:Person)-[:KNOWS]-(:Person)-[:KNOWS]-(f:Person) WHERE p.id = {PERSON} AND f.id <> {PERSON} AND date_part('month', f.birthday) = 6 RETURN f.id, f.firstName, f.lastName, f.gender, count(*) AS c ORDER BY c DESC, f.id ASC LIMIT 10"),
+    // LDBC forms the engine gained since (the second person of IC13/IC14
+    // is a fixed function of {PERSON} that is never {PERSON} itself).
+    q("IC1-friends-by-name", "MATCH (p:Person)-[e:KNOWS* SHORTEST 1..3]-(f:Person) WHERE p.id = {PERSON} AND f.firstName = 'Anna' RETURN f.id, f.lastName, length(e) AS distance ORDER BY distance ASC, f.lastName ASC, f.id ASC LIMIT 20"),
+    q("IC3-varlen-fof-comments", "MATCH (p:Person)-[:KNOWS*1..2]-(f:Person) WHERE p.id = {PERSON} AND f.id <> {PERSON} WITH DISTINCT f MATCH (f)<-[:COMMENT_HAS_CREATOR]-(c:Comment) WHERE c.creationDate >= timestamp('2011-01-01 00:00:00') AND c.creationDate < timestamp('2011-07-01 00:00:00') RETURN f.id, f.firstName, f.lastName, count(*) AS n ORDER BY n DESC, f.id ASC LIMIT 20"),
+    q("IC10-not-friend-birthday", "MATCH (p:Person)-[:KNOWS]-(:Person)-[:KNOWS]-(f:Person) WHERE p.id = {PERSON} AND f.id <> {PERSON} AND date_part('month', f.birthday) = 6 AND NOT EXISTS { MATCH (p)-[:KNOWS]-(f) } RETURN f.id, f.firstName, f.lastName, f.gender, count(*) AS c ORDER BY c DESC, f.id ASC LIMIT 10"),
+    q("IC13-shortest-length", "MATCH (a:Person)-[e:KNOWS* SHORTEST 1..30]-(b:Person) WHERE a.id = {PERSON} AND b.id = ({PERSON} + 1) % 100 + 100 RETURN length(e)"),
+    q("IC14-all-shortest", "MATCH (a:Person)-[e:KNOWS* ALL SHORTEST 1..30]-(b:Person) WHERE a.id = {PERSON} AND b.id = ({PERSON} + 1) % 100 + 100 RETURN count(*), min(length(e))"),
 ];
 
 pub const SUITES: &[Suite] = &[
@@ -486,7 +493,7 @@ pub const SUITES: &[Suite] = &[
     },
     Suite {
         name: "ic",
-        description: "LDBC SNB interactive complex reads (IC2, IC3, IC7, IC8, IC9, IC10) that the engine and the generated schema can express, adapted to `gen social` (see BENCHMARKS.md for what was changed or left out and why).",
+        description: "LDBC SNB interactive complex reads (IC1, IC2, IC3, IC7, IC8, IC9, IC10, IC13, IC14) that the engine and the generated schema can express, adapted to `gen social` (see BENCHMARKS.md for what was changed or left out and why).",
         dataset: Dataset::Social,
         ddl: SOCIAL_DDL,
         loads: SOCIAL_LOADS,

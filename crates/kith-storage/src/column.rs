@@ -726,17 +726,23 @@ impl PinnedColumn {
                     .ends
                     .as_ref()
                     .ok_or_else(|| Error::internal("string chunk without ends"))?;
-                let mut end_vec = ValueVector::new(LogicalType::UInt64, count + 1);
-                let (first_end_pos, read_from) = if start == 0 { (1, 0) } else { (0, start - 1) };
-                ends.read(
-                    read_from,
-                    count + 1 - first_end_pos,
-                    &mut end_vec,
-                    first_end_pos,
-                )?;
-                let VectorData::U64(e) = &end_vec.data else {
-                    return Err(Error::internal("string ends not u64"));
+                // `e[i]..e[i + 1]` is value `start + i` in the heap; a read
+                // of a few values (property lookups by id) needs no
+                // allocation.
+                let mut small = [0u64; 17];
+                let mut large;
+                let e: &mut [u64] = if count < small.len() {
+                    &mut small[..count + 1]
+                } else {
+                    large = vec![0u64; count + 1];
+                    &mut large
                 };
+                if start == 0 {
+                    ends.read_u64s(0, count, &mut e[1..]);
+                } else {
+                    ends.read_u64s(start - 1, count + 1, e);
+                }
+                let e = &*e;
                 let heap: &[u8] = self.data.as_deref().unwrap_or(&[]);
                 if let VectorData::Value(o) = &mut out.data {
                     for idx in 0..count {

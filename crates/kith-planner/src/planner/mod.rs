@@ -926,13 +926,36 @@ impl ExtendCtx<'_> {
                 bound[to] = true;
                 let tn = &g.nodes[to];
                 available.insert(tn.id_slot);
-                if !tn.properties.is_empty() {
+                // Late materialization: the properties a filter that becomes
+                // ready here reads are scanned first, the rest only for the
+                // tuples that pass.
+                let mut with_props = available.clone();
+                with_props.extend(tn.properties.iter().map(|p| p.1));
+                let filtered: HashSet<SlotId> = pending
+                    .iter()
+                    .flatten()
+                    .map(expr_slots)
+                    .filter(|slots| slots.iter().all(|s| with_props.contains(s)))
+                    .flatten()
+                    .collect();
+                let (first, rest): (Vec<_>, Vec<_>) = tn
+                    .properties
+                    .iter()
+                    .cloned()
+                    .partition(|p| filtered.contains(&p.1));
+                let batches = if first.is_empty() || rest.is_empty() {
+                    vec![tn.properties.clone()]
+                } else {
+                    vec![first, rest]
+                };
+                for props in batches.into_iter().filter(|b| !b.is_empty()) {
                     steps.push(Step::ScanProperties {
                         node: tn.id_slot,
                         table: node_tables[to],
-                        properties: reads(catalog, node_tables[to], &tn.properties)?,
+                        properties: reads(catalog, node_tables[to], &props)?,
                     });
-                    available.extend(tn.properties.iter().map(|p| p.1));
+                    available.extend(props.iter().map(|p| p.1));
+                    place_filters(available, pending, steps);
                 }
             }
             place_filters(available, pending, steps);
