@@ -372,6 +372,16 @@ impl Node {
                 let mr = r.eval(ctx)?;
                 let (lv, rv) = (l.vector(ctx), r.vector(ctx));
                 let op = *op;
+                // `x IN <one list for the whole batch>`: hash the list once.
+                if let (BinaryOp::In, Mode::Flat(rp)) = (op, mr) {
+                    if let Some(set) = kernels::InList::of(&rv.get_value(rp)) {
+                        let ty = &self.ty;
+                        return map_rows(&mut self.out, ctx, &[ml], |p| {
+                            let a = lv.get_value(at(ml, p));
+                            coerce(kernels::bool_value(set.test(&a)?), ty)
+                        });
+                    }
+                }
                 if let Some(mode) = unflat_of(&[ml, mr])? {
                     let state = &ctx.rs.chunks[mode].state;
                     if typed::binary(

@@ -132,6 +132,55 @@ pub fn equals(a: &Value, b: &Value) -> Option<bool> {
     }
 }
 
+/// A value's key under Cypher equality (hash joins, `IN` over a constant
+/// list): values that compare equal (`1 = 1.0`,
+/// `0.0 = -0.0`) have the same key; NULL and NaN have none (they equal
+/// nothing).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum EqKey {
+    Int(i64),
+    /// Integers beyond i64 (UINT64, or floats that big and integral).
+    UInt(u64),
+    /// Non-integral floats, by bits.
+    Float(u64),
+    Str(String),
+    Bool(bool),
+    Date(i32),
+    Id(u64),
+}
+
+impl EqKey {
+    pub fn of(v: &Value) -> Option<EqKey> {
+        let float = |f: f64| -> Option<EqKey> {
+            if f.is_nan() {
+                None
+            } else if f.fract() == 0.0
+                && (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&f)
+            {
+                Some(EqKey::Int(f as i64))
+            } else if f.fract() == 0.0 && (0.0..1.844_674_407_370_955_2e19).contains(&f) {
+                Some(EqKey::UInt(f as u64))
+            } else {
+                Some(EqKey::Float(f.to_bits()))
+            }
+        };
+        match v {
+            Value::Null => None,
+            Value::Float(f) => float(*f as f64),
+            Value::Double(f) => float(*f),
+            Value::UInt64(u) => Some(match i64::try_from(*u) {
+                Ok(i) => EqKey::Int(i),
+                Err(_) => EqKey::UInt(*u),
+            }),
+            Value::String(s) => Some(EqKey::Str(s.clone())),
+            Value::Bool(b) => Some(EqKey::Bool(*b)),
+            Value::Date(d) => Some(EqKey::Date(d.0)),
+            Value::InternalId(id) => Some(EqKey::Id(id.0)),
+            other => other.as_i64().map(EqKey::Int),
+        }
+    }
+}
+
 pub fn and3(a: Option<bool>, b: Option<bool>) -> Option<bool> {
     match (a, b) {
         (Some(false), _) | (_, Some(false)) => Some(false),
@@ -380,6 +429,54 @@ pub fn in_list(x: &Value, list: &Value) -> Result<Option<bool>> {
     Ok(if unknown { None } else { Some(false) })
 }
 
+/// `x IN list` for one list and many `x`: the list's items hashed once
+/// ([`EqKey`]), so each test is a lookup instead of a scan of the list.
+pub struct InList {
+    keys: std::collections::HashSet<EqKey>,
+    has_null: bool,
+    list: Value,
+}
+
+impl InList {
+    /// None when `list` is not a list of NULLs and hashable scalars (then
+    /// [`in_list`] decides each test).
+    pub fn of(list: &Value) -> Option<InList> {
+        let Value::List(items) = list else {
+            return None;
+        };
+        let mut keys = std::collections::HashSet::with_capacity(items.len());
+        let mut has_null = false;
+        for item in items {
+            match (item, EqKey::of(item)) {
+                (Value::Null, _) => has_null = true,
+                (_, Some(k)) => {
+                    keys.insert(k);
+                }
+                (_, None) => return None,
+            }
+        }
+        Some(InList {
+            keys,
+            has_null,
+            list: list.clone(),
+        })
+    }
+
+    /// The same as `in_list(x, list)`.
+    pub fn test(&self, x: &Value) -> Result<Option<bool>> {
+        if x.is_null() {
+            // NULL IN [] is false; against any item it is unknown.
+            let empty = self.keys.is_empty() && !self.has_null;
+            return Ok(if empty { Some(false) } else { None });
+        }
+        match EqKey::of(x) {
+            Some(k) if self.keys.contains(&k) => Ok(Some(true)),
+            Some(_) => Ok(if self.has_null { None } else { Some(false) }),
+            None => in_list(x, &self.list),
+        }
+    }
+}
+
 /// Compiles a Cypher regular expression (matches the whole string).
 pub fn compile_regex(pattern: &str) -> Result<Regex> {
     Regex::new(&format!("^(?:{pattern})$"))
@@ -579,6 +676,58 @@ pub fn unary(op: UnaryOp, v: &Value) -> Result<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hashed_in_equals_in_list() {
+        let pool = [
+            Value::Null,
+            Value::Int64(1),
+            Value::Int32(2),
+            Value::Double(1.0),
+            Value::Double(2.5),
+            Value::Double(-0.0),
+            Value::Int64(0),
+            Value::String("a".into()),
+            Value::String("1".into()),
+            Value::Bool(true),
+            Value::UInt64(7),
+            Value::Double(f64::NAN),
+        ];
+        let mut seed = 7u64;
+        let mut next = |m: usize| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+            ((seed >> 33) as usize) % m
+        };
+        for _ in 0..3000 {
+            let n = next(5);
+            let list = Value::List((0..n).map(|_| pool[next(pool.len())].clone()).collect());
+            let x = pool[next(pool.len())].clone();
+            let want = in_list(&x, &list).unwrap();
+            match InList::of(&list) {
+                Some(set) => assert_eq!(set.test(&x).unwrap(), want, "{x} IN {list}"),
+                None => assert!(
+                    matches!(&list, Value::List(v) if v.iter().any(|i| matches!(i, Value::Double(f) if f.is_nan())))
+                ),
+            }
+        }
+    }
+
+    #[test]
+    fn eq_keys_follow_cypher_equality() {
+        let k = |v: Value| EqKey::of(&v);
+        assert_eq!(k(Value::Int32(3)), k(Value::Double(3.0)));
+        assert_eq!(k(Value::Int64(3)), k(Value::UInt64(3)));
+        assert_eq!(k(Value::Double(0.0)), k(Value::Double(-0.0)));
+        assert_ne!(k(Value::Double(3.5)), k(Value::Int64(3)));
+        assert_eq!(k(Value::Double(f64::NAN)), None);
+        assert_eq!(k(Value::Null), None);
+        assert_eq!(
+            k(Value::UInt64(1 << 63)),
+            k(Value::Double(9_223_372_036_854_775_808.0))
+        );
+        assert_ne!(k(Value::String("1".into())), k(Value::Int64(1)));
+        assert_eq!(k(Value::List(vec![])), None);
+    }
 
     #[test]
     fn three_valued_truth_tables() {

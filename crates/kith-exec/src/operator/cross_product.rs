@@ -9,68 +9,21 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use kith_common::constants::VECTOR_CAPACITY;
-use kith_common::{Chunk, Error, LogicalType, Result, Value, ValueVector};
+use kith_common::{Chunk, Error, LogicalType, Result, ValueVector};
 
 use super::{Operator, QueryContext};
+use crate::expression::kernels::EqKey;
 use crate::expression::{EvalContext, Evaluated, Evaluator};
 use crate::result_set::{ResultSet, SlotLayout};
 
-/// A join key under Cypher equality: values that compare equal (`1 = 1.0`,
-/// `0.0 = -0.0`) have the same key; NULL and NaN have none (they equal
-/// nothing).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum JoinKey {
-    Int(i64),
-    /// Integers beyond i64 (UINT64, or floats that big and integral).
-    UInt(u64),
-    /// Non-integral floats, by bits.
-    Float(u64),
-    Str(String),
-    Bool(bool),
-    Date(i32),
-    Id(u64),
-}
-
-impl JoinKey {
-    pub fn of(v: &Value) -> Option<JoinKey> {
-        let float = |f: f64| -> Option<JoinKey> {
-            if f.is_nan() {
-                None
-            } else if f.fract() == 0.0
-                && (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&f)
-            {
-                Some(JoinKey::Int(f as i64))
-            } else if f.fract() == 0.0 && (0.0..1.844_674_407_370_955_2e19).contains(&f) {
-                Some(JoinKey::UInt(f as u64))
-            } else {
-                Some(JoinKey::Float(f.to_bits()))
-            }
-        };
-        match v {
-            Value::Null => None,
-            Value::Float(f) => float(*f as f64),
-            Value::Double(f) => float(*f),
-            Value::UInt64(u) => Some(match i64::try_from(*u) {
-                Ok(i) => JoinKey::Int(i),
-                Err(_) => JoinKey::UInt(*u),
-            }),
-            Value::String(s) => Some(JoinKey::Str(s.clone())),
-            Value::Bool(b) => Some(JoinKey::Bool(*b)),
-            Value::Date(d) => Some(JoinKey::Date(d.0)),
-            Value::InternalId(id) => Some(JoinKey::Id(id.0)),
-            other => other.as_i64().map(JoinKey::Int),
-        }
-    }
-}
-
 /// The build rows by join key (row numbers in the build chunk).
-pub type JoinIndex = HashMap<JoinKey, Vec<u32>>;
+pub type JoinIndex = HashMap<EqKey, Vec<u32>>;
 
 /// Indexes `keys` (one per build row); rows with no key are left out.
 pub fn build_index(keys: &ValueVector) -> JoinIndex {
     let mut index = JoinIndex::new();
     for r in 0..keys.len() {
-        if let Some(k) = JoinKey::of(&keys.get_value(r)) {
+        if let Some(k) = EqKey::of(&keys.get_value(r)) {
             index.entry(k).or_default().push(r as u32);
         }
     }
@@ -166,7 +119,7 @@ impl CrossProduct {
         }
         self.matched.clear();
         if let Some(rows) =
-            JoinKey::of(&self.probe_out.get_value(0)).and_then(|k| probe.index.get(&k))
+            EqKey::of(&self.probe_out.get_value(0)).and_then(|k| probe.index.get(&k))
         {
             self.matched.extend_from_slice(rows);
         }
@@ -209,26 +162,5 @@ impl Operator for CrossProduct {
                 self.rows.num_rows
             };
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn keys_follow_cypher_equality() {
-        let k = |v: Value| JoinKey::of(&v);
-        assert_eq!(k(Value::Int32(3)), k(Value::Double(3.0)));
-        assert_eq!(k(Value::Int64(3)), k(Value::UInt64(3)));
-        assert_eq!(k(Value::Double(0.0)), k(Value::Double(-0.0)));
-        assert_ne!(k(Value::Double(3.5)), k(Value::Int64(3)));
-        assert_eq!(k(Value::Double(f64::NAN)), None);
-        assert_eq!(k(Value::Null), None);
-        assert_eq!(
-            k(Value::UInt64(1 << 63)),
-            k(Value::Double(9_223_372_036_854_775_808.0))
-        );
-        assert_ne!(k(Value::String("1".into())), k(Value::Int64(1)));
     }
 }

@@ -554,45 +554,60 @@ fn emit_rows(
     let f_all = f;
     let (row_src, index_of, found, weighted) = (f.row_src, f.index_of, f.rows, f.weighted);
     let sources = f.num_sources;
-    // Counting sort by source: `start[i]..start[i + 1]` are source i's rows.
+    // The input rows of each source (usually one): `by_src[start[i]..
+    // start[i + 1]]` are source i's. The found rows are then read in
+    // order (they are large; the input is small), each emitted once per
+    // input row of its source.
+    let row_si: Vec<Option<usize>> = (0..rows.num_rows)
+        .map(|r| {
+            row_src
+                .get(r)
+                .copied()
+                .flatten()
+                .and_then(|s| index_of.get(&s).copied())
+        })
+        .collect();
     let mut start = vec![0usize; sources + 1];
-    for f in found {
-        start[f.0 + 1] += 1;
+    for si in row_si.iter().flatten() {
+        start[si + 1] += 1;
     }
     for i in 0..sources {
         start[i + 1] += start[i];
     }
     let mut cursor = start.clone();
-    let mut order = vec![0u32; found.len()];
-    for (k, f) in found.iter().enumerate() {
-        order[cursor[f.0]] = k as u32;
-        cursor[f.0] += 1;
+    let mut by_src = vec![0u64; start[sources]];
+    for (r, si) in row_si.iter().enumerate() {
+        if let Some(si) = si {
+            by_src[cursor[*si]] = r as u64;
+            cursor[*si] += 1;
+        }
     }
     // Output rows: input row index and found row index.
-    let mut input_rows: Vec<u64> = Vec::new();
-    let mut dsts: Vec<InternalId> = Vec::new();
+    let cap = found.len();
+    let mut input_rows: Vec<u64> = Vec::with_capacity(cap);
+    let mut dsts: Vec<InternalId> = Vec::with_capacity(cap);
     let mut lens_i: Vec<i64> = Vec::new();
     let mut lens_f: Vec<f64> = Vec::new();
-    let mut counts: Vec<u64> = Vec::new();
+    match (join.with_len, weighted) {
+        (true, true) => lens_f.reserve(cap),
+        (true, false) => lens_i.reserve(cap),
+        _ => {}
+    }
+    let mut counts: Vec<u64> = Vec::with_capacity(cap);
     let mut paths: Vec<Value> = Vec::new();
     let mut rel_lists: Vec<Value> = Vec::new();
-    // Output positions of the rows a left outer join adds for input rows
-    // without a result (NULL destination, length and path).
-    let mut null_rows: Vec<usize> = Vec::new();
-    for r in 0..rows.num_rows {
-        let si = row_src
-            .get(r)
-            .copied()
-            .flatten()
-            .and_then(|s| index_of.get(&s).copied());
-        let before = input_rows.len();
-        let range = si.map_or(0..0, |si| start[si]..start[si + 1]);
-        for &k in &order[range] {
-            let f = &found[k as usize];
-            let Some(dst) = dst_id(f.1) else {
-                continue;
-            };
-            input_rows.push(r as u64);
+    let mut hit = vec![false; sources];
+    for (k, f) in found.iter().enumerate() {
+        let rows_of = &by_src[start[f.0]..start[f.0 + 1]];
+        if rows_of.is_empty() {
+            continue;
+        }
+        let Some(dst) = dst_id(f.1) else {
+            continue;
+        };
+        hit[f.0] = true;
+        for &r in rows_of {
+            input_rows.push(r);
             dsts.push(dst);
             if join.with_len {
                 if weighted {
@@ -601,15 +616,30 @@ fn emit_rows(
                     lens_i.push(f.2 as i64);
                 }
             }
-            if let Some(p) = f_paths(f_all.paths, k)? {
-                paths.push(p);
-            }
-            if let Some(p) = f_paths(f_all.rel_lists, k)? {
-                rel_lists.push(p);
-            }
             counts.push(f.3);
         }
-        if join.left_outer && input_rows.len() == before {
+        if f_all.paths.is_some() || f_all.rel_lists.is_some() {
+            for _ in rows_of {
+                if let Some(p) = f_paths(f_all.paths, k as u32)? {
+                    paths.push(p);
+                }
+                if let Some(p) = f_paths(f_all.rel_lists, k as u32)? {
+                    rel_lists.push(p);
+                }
+            }
+        }
+        if k % 65_536 == 0 {
+            ctx.cancel.check()?;
+        }
+    }
+    // Output positions of the rows a left outer join adds for input rows
+    // without a result (NULL destination, length and path).
+    let mut null_rows: Vec<usize> = Vec::new();
+    if join.left_outer {
+        for (r, si) in row_si.iter().enumerate() {
+            if si.is_some_and(|si| hit[si]) {
+                continue;
+            }
             null_rows.push(input_rows.len());
             input_rows.push(r as u64);
             dsts.push(InternalId(0));
@@ -622,9 +652,6 @@ fn emit_rows(
                 rel_lists.push(Value::Null);
             }
             counts.push(1);
-        }
-        if r % 1024 == 0 {
-            ctx.cancel.check()?;
         }
     }
     let n = input_rows.len();
