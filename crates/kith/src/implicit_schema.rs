@@ -90,13 +90,33 @@ pub(crate) fn ensure_property<'v>(
         if v.is_null() {
             continue;
         }
-        if matches!(
-            v,
-            Value::Node(_) | Value::Rel(_) | Value::Path(_) | Value::InternalId(_)
-        ) {
+        // openCypher property values: scalars and lists of scalars
+        // (InvalidPropertyType otherwise).
+        let entity_or_map = |v: &Value| {
+            matches!(
+                v,
+                Value::Node(_)
+                    | Value::Rel(_)
+                    | Value::Path(_)
+                    | Value::InternalId(_)
+                    | Value::Map(_)
+                    | Value::Struct(_)
+            )
+        };
+        let bad = match v {
+            Value::List(items) => items
+                .iter()
+                .find(|i| entity_or_map(i) || matches!(i, Value::List(_))),
+            other => entity_or_map(other).then_some(other),
+        };
+        if let Some(b) = bad {
+            let what = if std::ptr::eq(b, v) {
+                format!("a {}", v.logical_type())
+            } else {
+                format!("a list holding a {}", b.logical_type())
+            };
             return Err(Error::type_error(format!(
-                "a {} cannot be stored as property '{name}'",
-                v.logical_type()
+                "{what} cannot be stored as property '{name}' (invalid property type)"
             )));
         }
         match &ty {
