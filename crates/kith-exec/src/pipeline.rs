@@ -924,6 +924,34 @@ fn collect_all(
 }
 
 /// Runs one part's pipeline and finishing phase.
+/// The value of a SKIP / LIMIT expression that reads no variable.
+fn constant_count(e: &BoundExpr, ctx: &QueryContext, what: &str) -> Result<u64> {
+    let mut out = ValueVector::new(e.ty.clone(), 1);
+    let rs = ResultSet {
+        chunks: Vec::new(),
+        multiplicity: 1,
+    };
+    let layout = SlotLayout::default();
+    let ectx = crate::expression::EvalContext {
+        rs: &rs,
+        layout: &layout,
+        params: &ctx.params,
+        subqueries: &ctx.subqueries,
+    };
+    Evaluator::new(e)?.evaluate(&ectx, &mut out)?;
+    match out.get_value(0).as_i64() {
+        Some(n) if n >= 0 => Ok(n as u64),
+        _ => Err(Error::at(
+            kith_common::ErrorKind::Runtime,
+            e.span,
+            format!(
+                "{what} expects a non-negative integer, got {}",
+                out.get_value(0)
+            ),
+        )),
+    }
+}
+
 fn execute_part(
     plan: &PartPlan,
     rows: Option<Arc<Chunk>>,
@@ -931,6 +959,21 @@ fn execute_part(
     sched: &Scheduler,
     threads: usize,
 ) -> Result<Vec<Chunk>> {
+    // SKIP / LIMIT expressions over no variable: evaluated once, now.
+    let resolved;
+    let plan = if plan.skip_expr.is_some() || plan.limit_expr.is_some() {
+        let mut p = plan.clone();
+        if let Some(e) = &plan.skip_expr {
+            p.skip = Some(constant_count(e, ctx, "SKIP")?);
+        }
+        if let Some(e) = &plan.limit_expr {
+            p.limit = Some(constant_count(e, ctx, "LIMIT")?);
+        }
+        resolved = p;
+        &resolved
+    } else {
+        plan
+    };
     let input = rows.clone();
     // Each pipeline is resolved right before it runs (a cross product's
     // build side runs while resolving).

@@ -240,6 +240,11 @@ pub struct BoundPart {
     pub distinct: bool,
     pub skip: Option<u64>,
     pub limit: Option<u64>,
+    /// SKIP / LIMIT given as an expression over no variable
+    /// (`LIMIT toInteger(ceil(1.7))`): evaluated once when the part runs,
+    /// and `skip` / `limit` are then `None`.
+    pub skip_expr: Option<BoundExpr>,
+    pub limit_expr: Option<BoundExpr>,
     /// For a WITH: the slot each output becomes in the next part.
     pub output_slots: Vec<SlotId>,
     /// An OPTIONAL MATCH part (left outer semantics): per output, the input

@@ -253,6 +253,9 @@ pub struct PartPlan {
     pub distinct: bool,
     pub skip: Option<u64>,
     pub limit: Option<u64>,
+    /// See [`crate::bound::BoundPart::skip_expr`].
+    pub skip_expr: Option<BoundExpr>,
+    pub limit_expr: Option<BoundExpr>,
     /// Left outer semantics (OPTIONAL MATCH): see `BoundPart::optional`.
     pub optional: Option<Vec<Option<usize>>>,
 }

@@ -317,16 +317,14 @@ impl Binder<'_> {
                 }
             }
         }
-        let skip = proj
-            .skip
-            .as_ref()
-            .map(|e| self.bind_count(e, "SKIP"))
-            .transpose()?;
-        let limit = proj
-            .limit
-            .as_ref()
-            .map(|e| self.bind_count(e, "LIMIT"))
-            .transpose()?;
+        let (skip, skip_expr) = match &proj.skip {
+            Some(e) => self.bind_count(e, "SKIP")?,
+            None => (None, None),
+        };
+        let (limit, limit_expr) = match &proj.limit {
+            Some(e) => self.bind_count(e, "LIMIT")?,
+            None => (None, None),
+        };
         let output_slots: Vec<SlotId> = if proj.is_with {
             outputs.iter().map(|_| self.new_slot()).collect()
         } else {
@@ -352,6 +350,8 @@ impl Binder<'_> {
             distinct: proj.distinct,
             skip,
             limit,
+            skip_expr,
+            limit_expr,
             output_slots,
             optional: None,
         });
@@ -452,13 +452,44 @@ impl Binder<'_> {
         Ok(Some(out))
     }
 
-    pub(super) fn bind_count(&self, e: &ast::Expr, what: &str) -> Result<u64> {
+    /// SKIP / LIMIT: a literal or parameter as a count, or another
+    /// expression over no variable, evaluated when the part runs.
+    pub(super) fn bind_count(
+        &mut self,
+        e: &ast::Expr,
+        what: &str,
+    ) -> Result<(Option<u64>, Option<BoundExpr>)> {
         let v = match (&e.kind, self.params) {
             (ExprKind::Parameter(name), Some(params)) => params.get(name).cloned(),
             _ => literal_value(e).ok(),
         };
+        let literal = matches!(e.kind, ExprKind::Literal(_) | ExprKind::Parameter(_))
+            || matches!(&e.kind, ExprKind::Unary(_, x) if matches!(x.kind, ExprKind::Literal(_)));
+        if !literal {
+            let saved = self.aggregates.take();
+            let bound = self.bind_expr(e);
+            self.aggregates = saved;
+            let bound = bound?;
+            let mut slots = Vec::new();
+            bound.slots(&mut slots);
+            if !slots.is_empty() {
+                return Err(Error::at(
+                    ErrorKind::Semantic,
+                    e.span,
+                    format!("{what} must not depend on variables (NonConstantExpression)"),
+                ));
+            }
+            if !(bound.ty.is_integer() || bound.ty == LogicalType::Any) {
+                return Err(Error::at(
+                    ErrorKind::Type,
+                    e.span,
+                    format!("{what} expects an integer, got {}", bound.ty),
+                ));
+            }
+            return Ok((None, Some(bound)));
+        }
         match v.as_ref().and_then(|v| v.as_i64()) {
-            Some(n) if n >= 0 => Ok(n as u64),
+            Some(n) if n >= 0 => Ok((Some(n as u64), None)),
             // A parameter's value is a run-time input: a bad one is a
             // run-time error (openCypher), not a compile-time one.
             _ if matches!(e.kind, ExprKind::Parameter(_)) => Err(Error::at(

@@ -436,6 +436,8 @@ fn plan_part(
         distinct: q.distinct,
         skip: q.skip,
         limit: q.limit,
+        skip_expr: q.skip_expr,
+        limit_expr: q.limit_expr,
         optional: q.optional,
     })
 }
