@@ -109,6 +109,15 @@ impl Operator for ScanProperties {
                 Some(o) => {
                     let group = (o / NODE_GROUP_SIZE) as usize;
                     let local = o % NODE_GROUP_SIZE;
+                    // Only the clauses after a DELETE in the same statement
+                    // can hold a deleted node (scans, extends and lookups
+                    // skip them): reading its properties is openCypher's
+                    // EntityNotFound.
+                    if data.deleted_mask(group).is_some_and(|m| m.contains(local)) {
+                        return Err(Error::runtime(
+                            "EntityNotFound: a node deleted by this statement has no properties or labels to read",
+                        ));
+                    }
                     let pins = Self::pins(pinned, ctx, data, columns, group)?;
                     for (col, &vector) in pins.iter().zip(vectors.iter()) {
                         col.read(local, 1, &mut rs.chunks[c].vectors[vector], p)?;
