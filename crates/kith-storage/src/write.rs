@@ -934,13 +934,6 @@ impl WriteTxn<'_> {
         Ok(())
     }
 
-    /// Whether rels inserted in this transaction are buffered (not yet in
-    /// the CSR): [`WriteTxn::read_version`] merges them, and a reading part
-    /// that reads no rel can use [`WriteTxn::node_read_version`] instead.
-    pub fn has_buffered_rels(&self) -> bool {
-        !self.local.pending_rels.is_empty()
-    }
-
     /// Merges the buffered rels of `table` into its CSR (both directions).
     fn flush_rels(&mut self, table: TableId) -> Result<()> {
         let Some(p) = self.local.pending_rels.remove(&table) else {
