@@ -473,34 +473,35 @@ impl Parents {
         }
     }
 
-    /// The smallest parent edge `(node, rel)` of `child` (after extension
-    /// ended), without collecting them all.
-    fn min_parent(&self, arenas: &[&[ParentEntry]], child: u64) -> Option<(u64, u64)> {
-        let mut best: Option<(u64, u64)> = None;
+    /// The parent edges `(node, rel)` of `child` (after extension ended),
+    /// in list order.
+    fn parent_edges<'a>(
+        &'a self,
+        arenas: &'a [&[ParentEntry]],
+        child: u64,
+    ) -> impl Iterator<Item = (u64, u64)> + 'a {
         let mut p = self.heads[child as usize].load(Ordering::Relaxed);
-        while p != 0 {
+        std::iter::from_fn(move || {
+            if p == 0 {
+                return None;
+            }
             let p1 = p - 1;
             let e = arenas[(p1 >> ARENA_INDEX_BITS) as usize]
                 [(p1 & ((1 << ARENA_INDEX_BITS) - 1)) as usize];
-            if best.is_none_or(|b| (e.node, e.rel) < b) {
-                best = Some((e.node, e.rel));
-            }
             p = e.next;
-        }
-        best
+            Some((e.node, e.rel))
+        })
     }
 
-    /// Every parent edge `(node, rel)` of `child` (after extension ended).
+    /// The smallest parent edge of `child`, without collecting them all.
+    fn min_parent(&self, arenas: &[&[ParentEntry]], child: u64) -> Option<(u64, u64)> {
+        self.parent_edges(arenas, child).min()
+    }
+
+    /// Every parent edge of `child`, sorted.
     fn parents_of(&self, arenas: &[&[ParentEntry]], child: u64, out: &mut Vec<(u64, u64)>) {
         out.clear();
-        let mut p = self.heads[child as usize].load(Ordering::Relaxed);
-        while p != 0 {
-            let p1 = p - 1;
-            let e = arenas[(p1 >> ARENA_INDEX_BITS) as usize]
-                [(p1 & ((1 << ARENA_INDEX_BITS) - 1)) as usize];
-            out.push((e.node, e.rel));
-            p = e.next;
-        }
+        out.extend(self.parent_edges(arenas, child));
         out.sort_unstable();
     }
 }

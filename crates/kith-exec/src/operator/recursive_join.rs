@@ -107,6 +107,32 @@ pub fn auto_policy(
     }
 }
 
+/// The options of one run of `join` from `sources` sources over `nodes`
+/// nodes: the policy from [`auto_policy`] (only shortest-path lengths have a
+/// lane version), the connection's k.
+fn ife_options(
+    join: &RecursiveJoin,
+    settings: &RecursiveSettings,
+    sources: usize,
+    nodes: u64,
+    threads: usize,
+    ctx: &QueryContext,
+) -> IfeOptions {
+    let has_lanes = join.mode == RecursiveMode::Shortest && !enumerates(join);
+    IfeOptions {
+        policy: auto_policy(
+            settings,
+            has_lanes,
+            sources,
+            nodes,
+            threads,
+            ctx.pager.memory_limit_bytes(),
+        ),
+        threads,
+        k: settings.k,
+    }
+}
+
 /// The type of the trailing count column.
 pub const COUNT_TYPE: LogicalType = LogicalType::UInt64;
 
@@ -181,19 +207,7 @@ pub fn recursive_join(
     }
     let graph = Arc::new(csr);
     let (sources, row_src, index_of) = collect_sources(join, rows, |id| Some(id.offset()))?;
-    let has_lanes = join.mode == RecursiveMode::Shortest && !enumerates(join);
-    let opts = IfeOptions {
-        policy: auto_policy(
-            settings,
-            has_lanes,
-            sources.len(),
-            num_nodes,
-            threads,
-            ctx.pager.memory_limit_bytes(),
-        ),
-        threads,
-        k: settings.k,
-    };
+    let opts = ife_options(join, settings, sources.len(), num_nodes, threads, ctx);
     if enumerates(join) {
         let (node_table, rel_table) = (join.node_table, join.rel_table);
         let ids = PathIds {
@@ -765,19 +779,14 @@ fn union_join(
     let (sources, row_src, index_of) = collect_sources(join, rows, |id| {
         index_of_table(id.table()).map(|t| graph.global(t, id.offset()))
     })?;
-    let has_lanes = join.mode == RecursiveMode::Shortest && !enumerates(join);
-    let opts = IfeOptions {
-        policy: auto_policy(
-            settings,
-            has_lanes,
-            sources.len(),
-            graph.num_nodes(),
-            threads,
-            ctx.pager.memory_limit_bytes(),
-        ),
+    let opts = ife_options(
+        join,
+        settings,
+        sources.len(),
+        graph.num_nodes(),
         threads,
-        k: settings.k,
-    };
+        ctx,
+    );
     if enumerates(join) {
         let g = Arc::clone(&graph);
         let node = move |d: u64| {
