@@ -923,35 +923,20 @@ fn collect_all(
     Ok(chunks)
 }
 
-/// Runs one part's pipeline and finishing phase.
 /// The value of a SKIP / LIMIT expression that reads no variable.
 fn constant_count(e: &BoundExpr, ctx: &QueryContext, what: &str) -> Result<u64> {
-    let mut out = ValueVector::new(e.ty.clone(), 1);
-    let rs = ResultSet {
-        chunks: Vec::new(),
-        multiplicity: 1,
-    };
-    let layout = SlotLayout::default();
-    let ectx = crate::expression::EvalContext {
-        rs: &rs,
-        layout: &layout,
-        params: &ctx.params,
-        subqueries: &ctx.subqueries,
-    };
-    Evaluator::new(e)?.evaluate(&ectx, &mut out)?;
-    match out.get_value(0).as_i64() {
+    let v = crate::expression::evaluate_constant(e, &ctx.params, &ctx.subqueries)?;
+    match v.as_i64() {
         Some(n) if n >= 0 => Ok(n as u64),
         _ => Err(Error::at(
             kith_common::ErrorKind::Runtime,
             e.span,
-            format!(
-                "{what} expects a non-negative integer, got {}",
-                out.get_value(0)
-            ),
+            format!("{what} expects a non-negative integer, got {v}"),
         )),
     }
 }
 
+/// Runs one part's pipeline and finishing phase.
 fn execute_part(
     plan: &PartPlan,
     rows: Option<Arc<Chunk>>,

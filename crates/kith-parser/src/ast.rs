@@ -202,7 +202,11 @@ pub enum Clause {
     /// `CALL proc(args) [YIELD a [AS b], ...] [WHERE ...]`.
     Call {
         procedure: Ident,
-        args: Vec<Expr>,
+        /// `None` for `CALL proc` without parentheses: the arguments are the
+        /// parameters named like the procedure's inputs (standalone only).
+        args: Option<Vec<Expr>>,
+        /// `YIELD *` (standalone only; the same as no YIELD there).
+        yield_star: bool,
         yields: Option<Vec<(Ident, Option<Ident>)>>,
         where_: Option<Expr>,
         span: Span,

@@ -280,12 +280,16 @@ fn misc_statements() {
     ));
     let cl = clauses("CALL show_tables() RETURN *");
     assert!(
-        matches!(&cl[0], Clause::Call { procedure, args, .. } if procedure.name == "show_tables" && args.is_empty())
+        matches!(&cl[0], Clause::Call { procedure, args: Some(args), .. } if procedure.name == "show_tables" && args.is_empty())
     );
     assert!(matches!(&cl[1], Clause::Projection(p) if p.star));
     let cl = clauses("CALL table_info('Person') YIELD name AS n, type RETURN n");
     assert!(
-        matches!(&cl[0], Clause::Call { yields: Some(y), args, .. } if y.len() == 2 && args.len() == 1)
+        matches!(&cl[0], Clause::Call { yields: Some(y), args: Some(args), .. } if y.len() == 2 && args.len() == 1)
+    );
+    let cl = clauses("CALL test.my.proc YIELD *");
+    assert!(
+        matches!(&cl[0], Clause::Call { procedure, args: None, yield_star: true, yields: None, .. } if procedure.name == "test.my.proc")
     );
     assert!(matches!(
         one("EXPLAIN MATCH (a) RETURN a"),

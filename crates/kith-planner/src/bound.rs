@@ -6,6 +6,7 @@ use kith_common::{LogicalType, Span, TableId, Value};
 use kith_parser::ast::{self, Direction};
 
 use crate::expr::{BoundExpr, SlotId};
+use crate::procedure::ProcedureRef;
 
 #[derive(Debug, Clone)]
 pub enum BoundStatement {
@@ -57,6 +58,12 @@ pub enum BoundStatement {
 
 #[derive(Debug, Clone)]
 pub enum TableCall {
+    /// A registered procedure without outputs called on its own, with
+    /// arguments that read no variable.
+    Procedure {
+        procedure: ProcedureRef,
+        args: Vec<BoundExpr>,
+    },
     ShowTables,
     TableInfo(TableId),
 }

@@ -1,6 +1,8 @@
 //! Bound expressions: names resolved, types inferred, ready for the executor.
 
 use kith_common::{LogicalType, Span, Value};
+
+use crate::procedure::ProcedureRef;
 pub use kith_parser::ast::{BinaryOp, Quantifier, UnaryOp};
 
 /// A value computed by an operator (a property, a node or rel id, an aggregate
@@ -83,6 +85,14 @@ pub enum BoundExprKind {
         index: usize,
         keys: Vec<BoundExpr>,
     },
+    /// `CALL proc(args)` inside a query: the procedure's output rows for the
+    /// row's argument values, as a list of structs (one field per output);
+    /// the binder unwinds it. A procedure without outputs yields one empty
+    /// struct per call, so it keeps each row once.
+    Procedure {
+        procedure: ProcedureRef,
+        args: Vec<BoundExpr>,
+    },
 }
 
 impl BoundExpr {
@@ -115,7 +125,8 @@ impl BoundExpr {
             | BoundExprKind::ListComprehension { .. }
             | BoundExprKind::Quantifier { .. }
             | BoundExprKind::Reduce { .. }
-            | BoundExprKind::Subquery { .. } => self.for_each_child(&mut |c| c.slots(out)),
+            | BoundExprKind::Subquery { .. }
+            | BoundExprKind::Procedure { .. } => self.for_each_child(&mut |c| c.slots(out)),
             BoundExprKind::Unary(_, e) | BoundExprKind::Cast(e) => e.slots(out),
             BoundExprKind::Binary(_, a, b) => {
                 a.slots(out);
@@ -182,6 +193,7 @@ impl BoundExpr {
                 f(expr);
             }
             BoundExprKind::Subquery { keys, .. } => keys.iter().for_each(f),
+            BoundExprKind::Procedure { args, .. } => args.iter().for_each(f),
             _ => {}
         }
     }
@@ -243,6 +255,10 @@ impl BoundExpr {
             BoundExprKind::Subquery { index, keys } => BoundExprKind::Subquery {
                 index: *index,
                 keys: keys.iter().map(|k| *bx(k)).collect(),
+            },
+            BoundExprKind::Procedure { procedure, args } => BoundExprKind::Procedure {
+                procedure: procedure.clone(),
+                args: args.iter().map(|a| *bx(a)).collect(),
             },
             other => other.clone(),
         };

@@ -9,3 +9,4 @@ pub mod expr;
 pub mod functions;
 pub mod plan;
 pub mod planner;
+pub mod procedure;

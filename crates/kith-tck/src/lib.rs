@@ -3,6 +3,7 @@
 //! failed or unsupported. See `TCK.md` at the repository root.
 
 pub mod gherkin;
+mod procedure;
 pub mod value;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -254,6 +255,7 @@ pub fn read_id_list(text: &str) -> Vec<String> {
 type StepResult = Result<(), Outcome>;
 
 struct Ctx<'a> {
+    db: &'a Database,
     conn: Connection,
     graphs: Option<&'a Path>,
     timeout: Duration,
@@ -330,6 +332,7 @@ pub fn run_scenario(s: &Scenario, graphs: Option<&Path>, timeout: Duration) -> O
         return Outcome::Failed(format!("cannot set var_length_semantics: {e}"));
     }
     let mut ctx = Ctx {
+        db: &db,
         conn,
         graphs,
         timeout,
@@ -525,7 +528,12 @@ impl Ctx<'_> {
                 self.load_named_graph(name)
             }
             _ if text.starts_with("there exists a procedure") => {
-                unsupported("procedures defined by the scenario (no registration API)")
+                let signature = &text["there exists a procedure".len()..];
+                let table = step.table.clone().unwrap_or_default();
+                let p =
+                    procedure::declared_procedure(signature, &table).map_err(Outcome::Failed)?;
+                self.db.register_procedure(p);
+                Ok(())
             }
             _ if text.contains("should be raised at") => self.check_error(text),
             other => unsupported(format!("unknown step: {} {other}", step.keyword)),

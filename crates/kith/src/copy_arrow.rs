@@ -127,7 +127,13 @@ impl Connection {
             .iter()
             .map(|(k, v)| (k.to_string(), v.clone()))
             .collect();
-        let bound = kith_planner::binder::bind_with_params(&snapshot.catalog, &as_files, &params)?;
+        let procedures = kith_planner::procedure::Procedures::new();
+        let bound = kith_planner::binder::bind_with_params(
+            &snapshot.catalog,
+            &procedures,
+            &as_files,
+            &params,
+        )?;
         let BoundStatement::CopyFrom(copy) = bound else {
             return Err(Error::internal("COPY bound to another statement"));
         };

@@ -15,6 +15,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use kith_common::{Error, ErrorKind, Result, Value};
+use kith_planner::procedure::{Procedure, Procedures};
 use kith_sched::{CancelToken, Scheduler};
 use kith_storage::{Storage, StorageConfig, Version, WriteTxn};
 
@@ -46,6 +47,9 @@ pub(crate) type ProgressCallback = Arc<dyn Fn(Progress) + Send + Sync>;
 pub(crate) struct DbInner {
     pub storage: Arc<Storage>,
     pub sched: Arc<Scheduler>,
+    /// Registered procedures; a statement binds against the set current
+    /// when it starts (registration swaps in a new set).
+    pub procedures: parking_lot::RwLock<Arc<Procedures>>,
 }
 
 /// An open database. Cheap to share across threads (`&Database`); every
@@ -82,6 +86,7 @@ impl Database {
                 inner: Arc::new(DbInner {
                     storage,
                     sched: Scheduler::new(threads),
+                    procedures: parking_lot::RwLock::new(Arc::new(Procedures::new())),
                 }),
             })
         })
@@ -90,6 +95,17 @@ impl Database {
     /// Worker threads of the shared pool.
     pub fn max_threads(&self) -> usize {
         self.inner.sched.num_threads()
+    }
+
+    /// Registers a procedure that queries on every connection of this
+    /// database can `CALL` (replacing one of the same name, ignoring case).
+    /// Statements already running keep the procedures they started with.
+    /// Procedures live in memory only: register them after each open.
+    pub fn register_procedure(&self, procedure: Procedure) {
+        let mut current = self.inner.procedures.write();
+        let mut next = Procedures::clone(&current);
+        next.register(procedure);
+        *current = Arc::new(next);
     }
 }
 

@@ -18,6 +18,7 @@ mod write;
 pub use copy_arrow::{copy_source_names, ArrowSource, RecordBatch, Schema, SchemaRef};
 pub use database::{Config, Connection, Database, Progress};
 pub use kith_common::{Chunk, Error, ErrorKind, LogicalType, Result, Value};
+pub use kith_planner::procedure::{Procedure, ProcedureColumn, ProcedureType};
 pub use result::QueryResult;
 
 /// Runs `f`, turning a panic into an internal error: no input may take the

@@ -242,7 +242,9 @@ fn run_statement(
         // last node group for every CREATE of a batch).
         TxnState::Write(txn) => (txn.catalog_version(), true, false),
     };
-    let bound = kith_planner::binder::bind_with_params(&snapshot.catalog, stmt, params)?;
+    let procedures = Arc::clone(&conn.db.procedures.read());
+    let bound =
+        kith_planner::binder::bind_with_params(&snapshot.catalog, &procedures, stmt, params)?;
     let writes = matches!(
         bound,
         BoundStatement::CreateNodeTable { .. }
@@ -468,6 +470,15 @@ fn run_bound(
                 silent: true,
                 ..QueryResult::default()
             })
+        }
+        BoundStatement::TableCall(TableCall::Procedure { procedure, args }) => {
+            let no_subqueries = [];
+            let values = args
+                .iter()
+                .map(|a| kith_exec::expression::evaluate_constant(a, params, &no_subqueries))
+                .collect::<Result<Vec<_>>>()?;
+            procedure.0.call(&values)?;
+            Ok(QueryResult::default())
         }
         BoundStatement::TableCall(TableCall::ShowTables) => {
             let rows = snapshot

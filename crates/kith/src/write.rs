@@ -97,8 +97,14 @@ fn run_write_in(
         });
     };
     let (seeds, initial) = continuation_rows(txn, &cont, &rows, &env, &rel_env)?;
-    let bound =
-        kith_planner::binder::bind_continuation(&txn.catalog, &seeds, &cont.clauses, params)?;
+    let procedures = Arc::clone(&conn.db.procedures.read());
+    let bound = kith_planner::binder::bind_continuation(
+        &txn.catalog,
+        &procedures,
+        &seeds,
+        &cont.clauses,
+        params,
+    )?;
     match bound {
         BoundStatement::Query(q) => {
             let version = txn.read_version()?;

@@ -9,6 +9,7 @@ use super::typed::{self, Scratch};
 use super::{kernels, EvalContext, Evaluated};
 use crate::function::{self, ScalarFunction};
 use crate::result_set::ChunkState;
+use kith_planner::procedure::ProcedureRef;
 
 /// Where a node's values are after evaluation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,6 +69,13 @@ pub(super) enum Kind {
     Local(u32),
     /// A list comprehension, quantifier or `reduce`.
     Nested(Box<Nested>),
+    /// A call of a registered procedure with the row's argument values:
+    /// its output rows as a list of structs.
+    Procedure {
+        procedure: ProcedureRef,
+        args: Vec<Node>,
+        buf: Vec<Value>,
+    },
     /// A probe of subquery table `index` with the row's key ids.
     Subquery {
         index: usize,
@@ -257,6 +265,11 @@ impl Node {
                 None,
                 Some(expr),
             )?)),
+            BoundExprKind::Procedure { procedure, args } => Kind::Procedure {
+                procedure: procedure.clone(),
+                args: args.iter().map(Node::compile).collect::<Result<_>>()?,
+                buf: Vec::with_capacity(args.len()),
+            },
             BoundExprKind::Subquery { index, keys } => Kind::Subquery {
                 index: *index,
                 keys: keys.iter().map(Node::compile).collect::<Result<_>>()?,
@@ -528,6 +541,29 @@ impl Node {
                     coerce(table.lookup(buf, ids)?, ty)
                 })
             }
+            Kind::Procedure {
+                procedure,
+                args,
+                buf,
+            } => {
+                let mut modes = Vec::with_capacity(args.len() + 1);
+                for a in args.iter_mut() {
+                    modes.push(a.eval(ctx)?);
+                }
+                // Called once per tuple even with constant arguments: a
+                // procedure may have effects (or not be deterministic).
+                if unflat_of(&modes)?.is_none() {
+                    if let Some(c) = ctx.rs.chunks.iter().position(|c| !c.state.is_flat()) {
+                        modes.push(Mode::Unflat(c));
+                    }
+                }
+                let vecs: Vec<&ValueVector> = args.iter().map(|a| a.vector(ctx)).collect();
+                map_rows(&mut self.out, ctx, &modes, |p| {
+                    buf.clear();
+                    buf.extend(vecs.iter().zip(&modes).map(|(v, m)| v.get_value(at(*m, p))));
+                    call_procedure(procedure, buf)
+                })
+            }
             Kind::Nested(n) => {
                 let ml = n.list.eval(ctx)?;
                 let modes = [ml, slots_mode(ctx, &n.slots)?];
@@ -630,6 +666,15 @@ impl Node {
                     .collect::<Result<Vec<_>>>()?;
                 let v = subquery_table(ctx, *index)?.lookup(&vals, &mut Vec::new())?;
                 coerce(v, &self.ty)?
+            }
+            Kind::Procedure {
+                procedure, args, ..
+            } => {
+                let vals = args
+                    .iter()
+                    .map(|a| a.eval_row(ctx, p, locals))
+                    .collect::<Result<Vec<_>>>()?;
+                call_procedure(procedure, &vals)?
             }
             Kind::Nested(n) => {
                 let list = n.list.eval_row(ctx, p, locals)?;
@@ -878,4 +923,20 @@ impl Nested {
             }
         }
     }
+}
+
+/// The rows of one procedure call as a list of structs (one field per
+/// output; one empty struct when the procedure has no outputs, so that an
+/// in-query call keeps its row).
+fn call_procedure(procedure: &ProcedureRef, args: &[Value]) -> Result<Value> {
+    let p = &procedure.0;
+    let rows = p.call(args)?;
+    if p.outputs.is_empty() {
+        return Ok(Value::List(vec![Value::Struct(Vec::new())]));
+    }
+    Ok(Value::List(
+        rows.into_iter()
+            .map(|row| Value::Struct(p.outputs.iter().map(|c| c.name.clone()).zip(row).collect()))
+            .collect(),
+    ))
 }

@@ -32,6 +32,29 @@ pub struct EvalContext<'a> {
     pub subqueries: &'a [SubqueryTable],
 }
 
+/// The value of an expression that reads no variable (a SKIP / LIMIT
+/// expression, the arguments of a standalone procedure call).
+pub fn evaluate_constant(
+    e: &BoundExpr,
+    params: &HashMap<String, Value>,
+    subqueries: &[SubqueryTable],
+) -> Result<Value> {
+    let mut out = ValueVector::new(e.ty.clone(), 1);
+    let rs = ResultSet {
+        chunks: Vec::new(),
+        multiplicity: 1,
+    };
+    let layout = SlotLayout::default();
+    let ctx = EvalContext {
+        rs: &rs,
+        layout: &layout,
+        params,
+        subqueries,
+    };
+    Evaluator::new(e)?.evaluate(&ctx, &mut out)?;
+    Ok(out.get_value(0))
+}
+
 /// Shape of an evaluation result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Evaluated {

@@ -206,32 +206,40 @@ impl Parser<'_> {
             procedure.name.push_str(&part.name);
             procedure.span = procedure.span.to(part.span);
         }
-        self.expect(&TokenKind::LParen, " after the procedure name")?;
-        let mut args = Vec::new();
-        if !self.check(&TokenKind::RParen) {
-            args.push(self.expr()?);
-            while self.eat(&TokenKind::Comma) {
+        let args = if self.eat(&TokenKind::LParen) {
+            let mut args = Vec::new();
+            if !self.check(&TokenKind::RParen) {
                 args.push(self.expr()?);
-            }
-        }
-        self.expect(&TokenKind::RParen, " after the procedure arguments")?;
-        let mut yields = None;
-        // `YIELD *` is the same as no YIELD: every column.
-        if self.eat_kw("YIELD") && !self.eat(&TokenKind::Star) {
-            let mut items = Vec::new();
-            loop {
-                let name = self.ident("a column name after YIELD")?;
-                let alias = if self.eat_kw("AS") {
-                    Some(self.variable("a variable name after AS")?)
-                } else {
-                    None
-                };
-                items.push((name, alias));
-                if !self.eat(&TokenKind::Comma) {
-                    break;
+                while self.eat(&TokenKind::Comma) {
+                    args.push(self.expr()?);
                 }
             }
-            yields = Some(items);
+            self.expect(&TokenKind::RParen, " after the procedure arguments")?;
+            Some(args)
+        } else {
+            None
+        };
+        let mut yields = None;
+        let mut yield_star = false;
+        if self.eat_kw("YIELD") {
+            if self.eat(&TokenKind::Star) {
+                yield_star = true;
+            } else {
+                let mut items = Vec::new();
+                loop {
+                    let name = self.ident("a column name after YIELD")?;
+                    let alias = if self.eat_kw("AS") {
+                        Some(self.variable("a variable name after AS")?)
+                    } else {
+                        None
+                    };
+                    items.push((name, alias));
+                    if !self.eat(&TokenKind::Comma) {
+                        break;
+                    }
+                }
+                yields = Some(items);
+            }
         }
         let where_ = if self.eat_kw("WHERE") {
             Some(self.expr()?)
@@ -241,6 +249,7 @@ impl Parser<'_> {
         Ok(Clause::Call {
             procedure,
             args,
+            yield_star,
             yields,
             where_,
             span: self.span_from(start),

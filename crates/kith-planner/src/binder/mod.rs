@@ -10,6 +10,7 @@
 //! (nodes and rels as values).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use kith_catalog::{Catalog, Multiplicity, TableEntry};
 use kith_common::{Error, ErrorKind, LogicalType, Result, Span, TableId, Value};
@@ -18,7 +19,13 @@ use kith_parser::ast::{self, BinaryOp, Clause, Direction, ExprKind, Literal, Sta
 use crate::bound::*;
 use crate::expr::{BoundExpr, BoundExprKind, SlotId};
 use crate::functions;
+use crate::procedure::Procedures;
 
+use call::{is_catalog_call, CallClause};
+
+static NO_PROCEDURES: Procedures = Procedures::new();
+
+mod call;
 mod entity;
 mod expression;
 mod pattern;
@@ -77,6 +84,8 @@ pub struct Binder<'a> {
     /// Set while binding projection items, where a pattern predicate is a
     /// syntax error (openCypher allows it in WHERE only).
     in_projection: bool,
+    /// The procedures `CALL` may name.
+    procedures: &'a Procedures,
 }
 
 fn not_supported(span: Span, what: &str) -> Error {
@@ -181,13 +190,70 @@ impl<'a> Binder<'a> {
             next_local: 0,
             subqueries: Vec::new(),
             in_projection: false,
+            procedures: &NO_PROCEDURES,
         }
+    }
+
+    /// A fresh binder for a nested statement (EXPLAIN's, a subquery's, a
+    /// UNION branch's) that sees the same parameters and procedures.
+    fn child(&self) -> Binder<'a> {
+        let mut b = Binder::new(self.catalog);
+        b.params = self.params;
+        b.procedures = self.procedures;
+        b
     }
 
     fn new_slot(&mut self) -> SlotId {
         let s = SlotId(self.next_slot);
         self.next_slot += 1;
         s
+    }
+
+    /// Whether the current part matches patterns or filters, so that a
+    /// clause expanding its rows (UNWIND, CALL) must start a new part.
+    fn has_pattern_state(&self, predicates: &[BoundExpr]) -> bool {
+        !predicates.is_empty() || !self.graph.nodes.is_empty() || !self.graph.rels.is_empty()
+    }
+
+    /// Ends the current part with `WITH *, e1 AS h1, ...`: every named
+    /// variable and the `hidden` expressions move into a new part, whose
+    /// input rows a following UNWIND or CALL expands. Returns the hidden
+    /// expressions as variables of the new part.
+    fn carry_into_new_part(
+        &mut self,
+        hidden: Vec<(String, ast::Expr)>,
+        span: Span,
+        predicates: &mut Vec<BoundExpr>,
+    ) -> Result<Vec<ast::Expr>> {
+        let mut items = Vec::with_capacity(hidden.len());
+        let mut vars = Vec::with_capacity(hidden.len());
+        for (name, expr) in hidden {
+            vars.push(ast::Expr {
+                kind: ExprKind::Variable(name.clone()),
+                span: expr.span,
+            });
+            items.push(ast::ProjectionItem {
+                alias: Some(ast::Ident {
+                    name: name.clone(),
+                    span: expr.span,
+                }),
+                expr,
+                text: name,
+            });
+        }
+        let star = ast::Projection {
+            is_with: true,
+            distinct: false,
+            star: true,
+            items,
+            order_by: Vec::new(),
+            skip: None,
+            limit: None,
+            where_: None,
+            span,
+        };
+        *predicates = self.bind_projection(&star, std::mem::take(predicates))?;
+        Ok(vars)
     }
 
     pub fn bind(mut self, stmt: &Statement) -> Result<BoundStatement> {
@@ -241,7 +307,12 @@ impl<'a> Binder<'a> {
             }),
             Statement::Explain { profile, inner } => Ok(BoundStatement::Explain {
                 profile: *profile,
-                inner: Box::new(Binder::new(self.catalog).bind(inner)?),
+                inner: Box::new({
+                    // EXPLAIN of a parameterized query needs no values.
+                    let mut b = self.child();
+                    b.params = None;
+                    b.bind(inner)?
+                }),
             }),
             Statement::Query(q) => self.bind_query(q),
             Statement::AlterTable { table, action } => {
@@ -347,10 +418,30 @@ impl<'a> Binder<'a> {
             ..
         }) = clauses.first()
         {
-            if clauses.len() > 2 {
-                return Err(not_supported(*span, "CALL followed by further clauses"));
+            if is_catalog_call(&procedure.name) {
+                if clauses.len() > 2 {
+                    return Err(not_supported(*span, "CALL followed by further clauses"));
+                }
+                return self.bind_table_call(procedure, args.as_deref().unwrap_or_default());
             }
-            return self.bind_table_call(procedure, args);
+            if let [Clause::Call {
+                procedure,
+                args,
+                yield_star,
+                yields,
+                where_,
+                span,
+            }] = clauses.as_slice()
+            {
+                return self.bind_standalone_call(CallClause {
+                    name: procedure,
+                    args: args.as_deref(),
+                    yield_star: *yield_star,
+                    yields: yields.as_deref(),
+                    where_: where_.as_ref(),
+                    span: *span,
+                });
+            }
         }
         let mut predicates = Vec::new();
         let mut returned = false;
@@ -390,39 +481,16 @@ impl<'a> Binder<'a> {
                 }
                 Clause::Unwind { expr, alias, span } => {
                     let mut expr = expr.clone();
-                    if !predicates.is_empty()
-                        || !self.graph.nodes.is_empty()
-                        || !self.graph.rels.is_empty()
-                    {
+                    if self.has_pattern_state(&predicates) {
                         // UNWIND after MATCH (or reading nodes carried by a
                         // WITH): carry every named variable and the list into
                         // a new part whose input rows it expands.
                         let hidden = format!("_anon_unwind_{}", self.next_slot);
-                        let item = ast::ProjectionItem {
-                            expr: expr.clone(),
-                            alias: Some(ast::Ident {
-                                name: hidden.clone(),
-                                span: expr.span,
-                            }),
-                            text: hidden.clone(),
-                        };
-                        expr = ast::Expr {
-                            kind: ExprKind::Variable(hidden),
-                            span: expr.span,
-                        };
-                        let star = ast::Projection {
-                            is_with: true,
-                            distinct: false,
-                            star: true,
-                            items: vec![item],
-                            order_by: Vec::new(),
-                            skip: None,
-                            limit: None,
-                            where_: None,
-                            span: *span,
-                        };
-                        predicates =
-                            self.bind_projection(&star, std::mem::take(&mut predicates))?;
+                        let mut carried =
+                            self.carry_into_new_part(vec![(hidden, expr)], *span, &mut predicates)?;
+                        expr = carried.pop().ok_or_else(|| {
+                            Error::at(ErrorKind::Internal, *span, "UNWIND list not carried")
+                        })?;
                     }
                     let e = self.bind_expr(&expr)?;
                     let ty = match &e.ty {
@@ -463,8 +531,23 @@ impl<'a> Binder<'a> {
                         q.span,
                     );
                 }
-                Clause::Call { span, .. } => {
-                    return Err(not_supported(*span, "CALL inside a query"))
+                Clause::Call {
+                    procedure,
+                    args,
+                    yield_star,
+                    yields,
+                    where_,
+                    span,
+                } => {
+                    let call = CallClause {
+                        name: procedure,
+                        args: args.as_deref(),
+                        yield_star: *yield_star,
+                        yields: yields.as_deref(),
+                        where_: where_.as_ref(),
+                        span: *span,
+                    };
+                    self.bind_call(call, false, &mut predicates)?;
                 }
             }
         }
@@ -488,14 +571,17 @@ pub fn bind(catalog: &Catalog, stmt: &Statement) -> Result<BoundStatement> {
     Binder::new(catalog).bind(stmt)
 }
 
-/// Binds with the statement's parameter values (their types, SKIP/LIMIT).
+/// Binds with the statement's parameter values (their types, SKIP/LIMIT)
+/// and the procedures `CALL` may name.
 pub fn bind_with_params(
     catalog: &Catalog,
+    procedures: &Procedures,
     stmt: &Statement,
     params: &HashMap<String, Value>,
 ) -> Result<BoundStatement> {
     let mut b = Binder::new(catalog);
     b.params = Some(params);
+    b.procedures = procedures;
     b.bind(stmt)
 }
 
@@ -504,12 +590,14 @@ pub fn bind_with_params(
 /// its writes against the transaction's catalog.
 pub fn bind_continuation(
     catalog: &Catalog,
+    procedures: &Procedures,
     vars: &[(String, SeedKind)],
     clauses: &[Clause],
     params: &HashMap<String, Value>,
 ) -> Result<BoundStatement> {
     let mut b = Binder::new(catalog);
     b.params = Some(params);
+    b.procedures = procedures;
     for (name, kind) in vars {
         let slot = b.new_slot();
         match kind {

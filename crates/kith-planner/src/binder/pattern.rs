@@ -81,49 +81,6 @@ impl Binder<'_> {
         Ok(())
     }
 
-    pub(super) fn bind_table_call(
-        &mut self,
-        procedure: &ast::Ident,
-        args: &[ast::Expr],
-    ) -> Result<BoundStatement> {
-        let call = match procedure.name.to_ascii_lowercase().as_str() {
-            "show_tables" if args.is_empty() => TableCall::ShowTables,
-            "table_info" if args.len() == 1 => {
-                let name = literal_value(&args[0])?;
-                let name = name.as_str().ok_or_else(|| {
-                    Error::at(
-                        ErrorKind::Semantic,
-                        args[0].span,
-                        "table_info expects a table name string",
-                    )
-                })?;
-                let t = self.catalog.table_by_name(name).ok_or_else(|| {
-                    Error::at(
-                        ErrorKind::Semantic,
-                        args[0].span,
-                        format!("table '{name}' does not exist"),
-                    )
-                })?;
-                TableCall::TableInfo(t.id)
-            }
-            "show_tables" | "table_info" => {
-                return Err(Error::at(
-                    ErrorKind::Semantic,
-                    procedure.span,
-                    format!("wrong number of arguments for {}()", procedure.name),
-                ))
-            }
-            _ => {
-                return Err(Error::at(
-                    ErrorKind::Semantic,
-                    procedure.span,
-                    format!("unknown procedure '{}'", procedure.name),
-                ))
-            }
-        };
-        Ok(BoundStatement::TableCall(call))
-    }
-
     pub(super) fn node_tables(&self, labels: &ast::LabelExpr, span: Span) -> Result<Vec<TableId>> {
         let names: &[ast::Ident] = match labels {
             ast::LabelExpr::None => return Ok(self.catalog.node_tables().map(|t| t.id).collect()),

@@ -234,8 +234,7 @@ impl Binder<'_> {
             span,
         });
 
-        let mut inner = Binder::new(self.catalog);
-        inner.params = self.params;
+        let inner = self.child();
         let query = match inner.bind(&stmt)? {
             BoundStatement::Query(q) => *q,
             _ => return Err(not_supported(span, "this kind of subquery")),

@@ -23,8 +23,7 @@ impl Binder<'_> {
                 union_all: Vec::new(),
                 span: part.span,
             };
-            let mut binder = Binder::new(self.catalog);
-            binder.params = self.params;
+            let mut binder = self.child();
             let query = match binder.bind_query(&single)? {
                 BoundStatement::Query(query) => *query,
                 _ => {
