@@ -432,6 +432,7 @@ impl Binder<'_> {
                 }
                 out
             };
+            let mut bound_rel = None;
             let name = match &rel.variable {
                 Some(v) => {
                     if self.is_path(&v.name) {
@@ -441,11 +442,21 @@ impl Binder<'_> {
                             format!("'{}' is a path, not a rel (variable type conflict)", v.name),
                         ));
                     }
-                    if self.rels_carried.iter().any(|r| r.0 == v.name) {
-                        return Err(not_supported(
-                            v.span,
-                            "matching a rel variable bound by an earlier clause",
-                        ));
+                    let carried = self.rels_carried.iter().find(|r| r.0 == v.name).map(|r| r.1);
+                    if let Some(carried) = carried {
+                        if recursive.is_some() {
+                            return Err(Error::at(
+                                ErrorKind::Semantic,
+                                v.span,
+                                format!(
+                                    "'{}' is a rel bound earlier, not a list of rels for a variable-length pattern",
+                                    v.name
+                                ),
+                            ));
+                        }
+                        // A rel bound by an earlier clause: the pattern
+                        // matches a new rel that must be the same one.
+                        bound_rel = Some((carried, v.span));
                     }
                     if self.graph.rels.iter().any(|r| r.name == v.name)
                         || self.graph.nodes.iter().any(|n| n.name == v.name)
@@ -456,7 +467,9 @@ impl Binder<'_> {
                             format!("variable '{}' is already bound", v.name),
                         ));
                     }
-                    if let Some(r) = &mut recursive {
+                    if bound_rel.is_some() {
+                        format!("_anon_rel_{}", self.graph.rels.len())
+                    } else if let Some(r) = &mut recursive {
                         // `-[r*]->`: `r` is the list of the path's rels.
                         if self.values.iter().any(|x| x.0 == v.name) {
                             // openCypher allows matching a var-length rel
@@ -491,6 +504,18 @@ impl Binder<'_> {
                 properties: Vec::new(),
                 recursive,
             });
+            if let Some((carried, span)) = bound_rel {
+                let id = |slot| BoundExpr::slot(slot, LogicalType::InternalId, span);
+                predicates.push(BoundExpr {
+                    kind: BoundExprKind::Binary(
+                        crate::expr::BinaryOp::Eq,
+                        Box::new(id(id_slot)),
+                        Box::new(id(carried)),
+                    ),
+                    ty: LogicalType::Bool,
+                    span,
+                });
+            }
             if rel.range.is_none() {
                 self.bind_inline_props(&name, rel.properties.as_ref(), rel.span, predicates)?;
             }
