@@ -28,7 +28,8 @@ USAGE:
   every gen also takes [--format csv|parquet|both] (default csv)
   kith-bench run --suites micro,recursive --data DIR [RUN OPTIONS]
   kith-bench all --suites micro,social [--scale 16] [--persons 10000] [--seed 42]
-                 [--nodes 1000000 --k 50] [--format csv|parquet|both]
+                 [--nodes 1000000 --k 50] [--er-nodes 65536 --er-degree 8]
+                 [--format csv|parquet|both]
                  [--data DIR] [RUN OPTIONS]  (generates the data each suite needs
                                               unless present, then runs)
   kith-bench suites                              (lists suites and their queries)
@@ -220,6 +221,25 @@ fn out_format(args: &Args) -> Result<OutFormat, String> {
     }
 }
 
+/// The Erdős–Rényi graph `all` generates: `--er-nodes` (default 65,536;
+/// 4,096 with --quick), `--er-degree` (default 8) and `--seed`.
+fn er_params(args: &Args) -> Result<ErParams, String> {
+    let default = if args.opts.contains_key("quick") {
+        4096
+    } else {
+        65_536
+    };
+    let p = ErParams {
+        nodes: args.num("er-nodes", default)?,
+        degree: args.num("er-degree", 8)?,
+        seed: args.num("seed", 42)?,
+    };
+    if p.nodes == 0 {
+        return Err("--er-nodes must be positive".into());
+    }
+    Ok(p)
+}
+
 fn nn50_params(args: &Args) -> Result<Nn50Params, String> {
     let default = if args.opts.contains_key("quick") {
         10_000
@@ -378,6 +398,7 @@ fn check_data(
         if !data.join(&f).exists() {
             let how = match suite.dataset {
                 Dataset::PersonKnows => "gen rmat --scale 16",
+                Dataset::Er => "gen er --nodes 65536 --degree 8",
                 Dataset::Social => "gen social --persons 10000",
                 Dataset::Nn50 => "gen nn50 --nodes 1000000",
             };
@@ -602,6 +623,13 @@ fn ensure_data(args: &Args, dataset: Dataset) -> Result<PathBuf, String> {
                 },
             )
         }
+        Dataset::Er => {
+            let p = er_params(args)?;
+            (
+                format!("kith-bench-er-n{}-d{}-seed{}", p.nodes, p.degree, p.seed),
+                gen::er_meta(&p),
+            )
+        }
         Dataset::Social => {
             let p = social_params(args)?;
             (
@@ -659,6 +687,11 @@ fn ensure_data(args: &Args, dataset: Dataset) -> Result<PathBuf, String> {
                 gen::generate(&data, &Rmat::new(p), want, gen_threads(args)?)
             }
         }
+        Dataset::Er => {
+            let p = er_params(args)?;
+            let meta = gen::er_meta(&p);
+            gen::generate(&data, &p, meta, gen_threads(args)?)
+        }
         Dataset::Social => social::generate(
             &data,
             &Social::new(social_params(args)?),
@@ -685,6 +718,7 @@ fn cmd_all(args: &Args) -> Result<(), String> {
     known.extend_from_slice(GEN_RMAT_OPTS);
     known.extend_from_slice(GEN_SOCIAL_OPTS);
     known.extend_from_slice(GEN_NN50_OPTS);
+    known.extend_from_slice(&["er-nodes", "er-degree"]);
     args.check_known(&known)?;
     let insert_md = run_insert(args)?;
     if suites(args)?.is_empty() {

@@ -23,8 +23,11 @@ pub enum Scans {
 /// Which generated data set a suite runs on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Dataset {
-    /// `persons.csv` + `knows.csv` from `gen rmat` / `gen er`.
+    /// `persons.csv` + `knows.csv` from `gen rmat` (or `gen er`).
     PersonKnows,
+    /// The same files from `gen er` (for suites that need a graph without
+    /// hubs).
+    Er,
     /// The LDBC-SNB-like network of `gen social`.
     Social,
     /// Seed 004's next-neighbours graph of `gen nn50`.
@@ -123,7 +126,7 @@ impl Dataset {
     /// The files of the data set with their column types (the DDL's).
     pub fn files(self) -> &'static [FileSpec] {
         match self {
-            Dataset::PersonKnows => PERSON_KNOWS_FILES,
+            Dataset::PersonKnows | Dataset::Er => PERSON_KNOWS_FILES,
             Dataset::Social => SOCIAL_FILES,
             Dataset::Nn50 => NN50_FILES,
         }
@@ -138,6 +141,7 @@ impl Dataset {
     pub fn name(self) -> &'static str {
         match self {
             Dataset::PersonKnows => "person-knows (gen rmat / gen er)",
+            Dataset::Er => "person-knows on an Erdős–Rényi graph (gen er)",
             Dataset::Social => "social (gen social)",
             Dataset::Nn50 => "nn50 (gen nn50)",
         }
@@ -337,6 +341,18 @@ const RECURSIVE_QUERIES: &[Query] = &[
     q("varlen-1..3-64src", "MATCH (a:Person)-[:Knows*1..3]->(b:Person) WHERE a.id IN {SRC64} RETURN count(*)"),
 ];
 
+/// Seed 003's variable-length query: walks of 1..5 hops between 50 sources
+/// and 500 destinations (`{SRC50}`, `{DST500}`), counted and with their
+/// paths built, plus the shortest paths between the same ends. On an
+/// Erdős–Rényi graph: R-MAT's hubs make the walk count explode (about
+/// 1.8e10 walks at scale 16).
+const VARLEN_QUERIES: &[Query] = &[
+    q("walks-1..5-count", "MATCH (a:Person)-[:Knows*1..5]->(b:Person) WHERE a.id IN {SRC50} AND b.id IN {DST500} RETURN count(*)"),
+    q("walks-1..5-paths", "MATCH p = (a:Person)-[:Knows*1..5]->(b:Person) WHERE a.id IN {SRC50} AND b.id IN {DST500} RETURN count(*), sum(size(nodes(p))), sum(size(rels(p)))"),
+    q("shortest-lengths", "MATCH (a:Person)-[e:Knows* SHORTEST 1..30]->(b:Person) WHERE a.id IN {SRC50} AND b.id IN {DST500} RETURN count(*), sum(length(e))"),
+    q("shortest-paths", "MATCH p = (a:Person)-[e:Knows* SHORTEST 1..30]->(b:Person) WHERE a.id IN {SRC50} AND b.id IN {DST500} RETURN count(*), sum(size(nodes(p)))"),
+];
+
 const SOCIAL_DDL: &[&str] = &[
     "CREATE NODE TABLE Person(id INT64, firstName STRING, lastName STRING, gender STRING, birthday DATE, creationDate TIMESTAMP, PRIMARY KEY(id))",
     "CREATE NODE TABLE Post(id INT64, creationDate TIMESTAMP, content STRING, length INT32, PRIMARY KEY(id))",
@@ -483,6 +499,15 @@ pub const SUITES: &[Suite] = &[
         sql_ddl: &[],
     },
     Suite {
+        name: "varlen",
+        description: "Seed 003 variable-length query on an Erdős–Rényi graph (gen er): walks of 1..5 hops from 50 sources to 500 destinations, counted and with paths built, and the shortest paths between the same ends.",
+        dataset: Dataset::Er,
+        ddl: PERSON_KNOWS_DDL,
+        loads: PERSON_KNOWS_LOADS,
+        queries: VARLEN_QUERIES,
+        sql_ddl: &[],
+    },
+    Suite {
         name: "social",
         description: "LDBC-SNB-like social network (gen social): bulk load, then the interactive short reads IS1–IS7 adapted to the schema, plus two small aggregates.",
         dataset: Dataset::Social,
@@ -523,10 +548,15 @@ pub fn with_data_dir(cypher: &str, data_dir: &str) -> String {
 /// Ids of `k` recursive-query sources out of `nodes`, a pure function of
 /// `k` and `nodes` (distinct while `k <= nodes`).
 pub fn sources(nodes: u64, k: u64) -> Vec<u64> {
+    sample_ids(nodes, k, 0x5352_4353)
+}
+
+/// `k` distinct ids below `nodes`, drawn deterministically from `salt`.
+fn sample_ids(nodes: u64, k: u64, salt: u64) -> Vec<u64> {
     let mut out: Vec<u64> = Vec::with_capacity(k as usize);
     let mut i = 0u64;
     while (out.len() as u64) < k.min(nodes) {
-        let id = mix(0x5352_4353, i) % nodes.max(1);
+        let id = mix(salt, i) % nodes.max(1);
         if !out.contains(&id) {
             out.push(id);
         }
@@ -536,13 +566,22 @@ pub fn sources(nodes: u64, k: u64) -> Vec<u64> {
 }
 
 /// Parameters every data set has, computed from its node count:
-/// `SRC1`, `SRC8`, `SRC64` (Cypher lists of source ids).
+/// `SRC1`, `SRC8`, `SRC50`, `SRC64` (Cypher lists of source ids; each
+/// list starts with the smaller ones) and `DST500` (500 destination ids
+/// drawn independently of the sources).
 pub fn derived_params(nodes: u64) -> BTreeMap<String, String> {
+    let list = |ids: Vec<u64>| {
+        let ids: Vec<String> = ids.iter().map(u64::to_string).collect();
+        format!("[{}]", ids.join(","))
+    };
     let mut m = BTreeMap::new();
-    for k in [1u64, 8, 64] {
-        let ids: Vec<String> = sources(nodes, k).iter().map(u64::to_string).collect();
-        m.insert(format!("SRC{k}"), format!("[{}]", ids.join(",")));
+    for k in [1u64, 8, 50, 64] {
+        m.insert(format!("SRC{k}"), list(sources(nodes, k)));
     }
+    m.insert(
+        "DST500".to_string(),
+        list(sample_ids(nodes, 500, 0x4453_5430)),
+    );
     m
 }
 

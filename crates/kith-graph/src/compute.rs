@@ -527,6 +527,9 @@ pub struct ShortestPaths {
     /// finds the shortest paths whose intermediate nodes all pass. `None`:
     /// every node.
     pub node_mask: Option<Arc<[u64]>>,
+    /// Bit `v` set: a path to `v` is output (a predicate on the
+    /// destination); `None`: every reached node.
+    pub dst_mask: Option<Arc<[u64]>>,
 }
 
 impl ShortestPaths {
@@ -536,6 +539,7 @@ impl ShortestPaths {
             upper,
             mode,
             node_mask: None,
+            dst_mask: None,
         }
     }
 }
@@ -612,6 +616,11 @@ impl Compute for ShortestPaths {
             let l = aux.level[dst as usize].load(Ordering::Relaxed);
             if l == 0 || ((l - 1) as u32) < self.lower || ((l - 1) as u32) > self.upper {
                 continue;
+            }
+            if let Some(m) = &self.dst_mask {
+                if !crate::graph::mask_has(m, dst) {
+                    continue;
+                }
             }
             match self.mode {
                 PathMode::One => {

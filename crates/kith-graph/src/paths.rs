@@ -54,6 +54,10 @@ pub struct WalkPaths {
     /// predicate on the path's nodes); the source and the destination are
     /// not tested. `None`: every node.
     pub node_mask: Option<Arc<[u64]>>,
+    /// Bit `v` set: paths may end at `v` (a predicate on the destination);
+    /// paths ending elsewhere are walked through but not output. `None`:
+    /// every node.
+    pub dst_mask: Option<Arc<[u64]>>,
 }
 
 const CANCEL_EVERY: u32 = 4096;
@@ -93,6 +97,7 @@ impl WalkPaths {
             semantics,
             cancel: None,
             node_mask: None,
+            dst_mask: None,
         })
     }
 
@@ -127,10 +132,15 @@ impl WalkPaths {
     }
 
     fn emit(&self, dfs: &Dfs, src: u64, out: &mut Vec<PathRow>) {
-        if (dfs.rels.len() as u32) >= self.lower {
+        let dst = *dfs.nodes.last().unwrap_or(&src);
+        let dst_ok = self
+            .dst_mask
+            .as_ref()
+            .is_none_or(|m| crate::graph::mask_has(m, dst));
+        if (dfs.rels.len() as u32) >= self.lower && dst_ok {
             out.push(PathRow {
                 src,
-                dst: *dfs.nodes.last().unwrap_or(&src),
+                dst,
                 nodes: dfs.nodes.clone(),
                 rels: dfs.rels.clone(),
             });

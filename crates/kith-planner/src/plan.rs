@@ -170,6 +170,11 @@ pub struct RecursiveJoin {
     /// `(_, n | WHERE ...)` over the properties of intermediate nodes (a
     /// node mask; the paths are then enumerated).
     pub node_predicate: Option<crate::bound::PropertyPredicate>,
+    /// The conjuncts of the WHERE that read only properties of the
+    /// destination (`b.id IN [...]`): a destination mask, so that paths
+    /// and rows are produced only for destinations that can pass. The
+    /// conjuncts stay in the filter after the join as well.
+    pub dst_predicate: Option<crate::bound::PropertyPredicate>,
     /// Left outer join (OPTIONAL MATCH): an input row without any result
     /// gives one row with a NULL destination (and NULL length and path).
     pub left_outer: bool,

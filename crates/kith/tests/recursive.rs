@@ -189,6 +189,11 @@ fn ref_dijkstra(n: usize, edges: &[(usize, usize)], srcs: &[usize]) -> Vec<(i64,
     out
 }
 
+/// The rows whose destination id is even.
+fn even_dst(rows: &[(i64, i64, i64)]) -> Vec<(i64, i64, i64)> {
+    rows.iter().copied().filter(|r| r.1 % 2 == 0).collect()
+}
+
 fn int(v: &Value) -> i64 {
     match v {
         Value::Int64(x) => *x,
@@ -333,6 +338,40 @@ fn recursive_patterns_match_reference() {
                     ),
                     counts_bwd,
                     "backward all shortest 2..6: {at}"
+                );
+                // A WHERE on the destination's properties (a destination
+                // mask inside the join) keeps exactly the rows it passes.
+                assert_eq!(
+                    triples(
+                        &conn,
+                        &format!("{pre}MATCH (a:N)-[:E*1..3]->(b:N) WHERE b.id % 2 = 0 RETURN a.id, b.id, count(*)")
+                    ),
+                    even_dst(&walks_fwd),
+                    "walks to even destinations: {at}"
+                );
+                assert_eq!(
+                    triples(
+                        &conn,
+                        &format!("{pre}MATCH p = (a:N)-[:E*1..3]->(b:N) WHERE b.id % 2 = 0 AND size(nodes(p)) > 0 RETURN a.id, b.id, count(*)")
+                    ),
+                    even_dst(&walks_fwd),
+                    "walk paths to even destinations: {at}"
+                );
+                assert_eq!(
+                    triples(
+                        &conn,
+                        &format!("{pre}MATCH p = (a:N)-[:E* SHORTEST 1..30]->(b:N) WHERE b.id % 2 = 0 RETURN a.id, b.id, length(p)")
+                    ),
+                    even_dst(&lens),
+                    "shortest paths to even destinations: {at}"
+                );
+                assert_eq!(
+                    triples(
+                        &conn,
+                        &format!("{pre}MATCH (a:N)-[:E* ALL SHORTEST 1..30]->(b:N) WHERE b.id % 2 = 0 RETURN a.id, b.id, count(*)")
+                    ),
+                    even_dst(&counts),
+                    "all shortest counts to even destinations: {at}"
                 );
             }
         }

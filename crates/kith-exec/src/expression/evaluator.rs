@@ -42,6 +42,9 @@ pub(super) enum Kind {
         /// Compiled pattern of `=~` with a literal right side.
         regex: Option<Regex>,
         scratch: Scratch,
+        /// The hashed list of `x IN <literal or parameter list>`, built on
+        /// first use and kept for the statement (a batch may be one row).
+        in_list: Option<Box<kernels::InList>>,
     },
     Function {
         name: String,
@@ -160,6 +163,7 @@ impl Node {
                     r: Box::new(Node::compile(r)?),
                     regex,
                     scratch: Scratch::default(),
+                    in_list: None,
                 }
             }
             BoundExprKind::Function(name, args) => {
@@ -200,6 +204,27 @@ impl Node {
                         .map(Box::new),
                     slots,
                 }
+            }
+            // A list of literals is one constant (built once, and `IN` over
+            // it hashes it once per statement).
+            BoundExprKind::List(items)
+                if items
+                    .iter()
+                    .all(|i| matches!(i.kind, BoundExprKind::Literal(_))) =>
+            {
+                let elem = match &e.ty {
+                    LogicalType::List(t) => Some(&**t),
+                    _ => None,
+                };
+                let values = items
+                    .iter()
+                    .map(|i| match (&i.kind, elem) {
+                        (BoundExprKind::Literal(v), Some(t)) => coerce(v.clone(), t),
+                        (BoundExprKind::Literal(v), None) => Ok(v.clone()),
+                        _ => Err(Error::internal("list item is not a literal")),
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                Kind::Const(Value::List(values))
             }
             BoundExprKind::List(items) => {
                 Kind::List(items.iter().map(Node::compile).collect::<Result<_>>()?)
@@ -380,14 +405,29 @@ impl Node {
                 r,
                 regex,
                 scratch,
+                in_list,
             } => {
                 let ml = l.eval(ctx)?;
                 let mr = r.eval(ctx)?;
                 let (lv, rv) = (l.vector(ctx), r.vector(ctx));
                 let op = *op;
-                // `x IN <one list for the whole batch>`: hash the list once.
+                // `x IN <one list for the whole batch>`: hash the list once
+                // (once per statement when it is a literal or parameter).
                 if let (BinaryOp::In, Mode::Flat(rp)) = (op, mr) {
-                    if let Some(set) = kernels::InList::of(&rv.get_value(rp)) {
+                    let constant = matches!(r.kind, Kind::Const(_) | Kind::Param(_));
+                    let fresh;
+                    let set = match in_list {
+                        Some(set) if constant => Some(&**set),
+                        _ => {
+                            fresh = kernels::InList::of(&rv.get_value(rp));
+                            match fresh {
+                                Some(set) if constant => Some(&**in_list.insert(Box::new(set))),
+                                Some(ref set) => Some(set),
+                                None => None,
+                            }
+                        }
+                    };
+                    if let Some(set) = set {
                         let ty = &self.ty;
                         return map_rows(&mut self.out, ctx, &[ml], |p| {
                             let a = lv.get_value(at(ml, p));

@@ -296,6 +296,15 @@ pub fn recursive_join(
         }
     }
     ctx.cancel.check()?;
+    // Destinations the WHERE rules out need no rows.
+    let space = [(join.node_table, 0)];
+    let found = match dst_mask(join, &space, num_nodes, ctx)? {
+        Some(mask) => found
+            .into_iter()
+            .filter(|f| kith_graph::graph::mask_has(&mask, f.1))
+            .collect(),
+        None => found,
+    };
     // A destination label no table has (`(b:Missing)`) leaves no table.
     let dst_ok = join.dst_tables.contains(&join.node_table);
     let dst_id = |d: u64| dst_ok.then(|| InternalId::new(join.node_table, d));
@@ -403,7 +412,13 @@ fn paths_join<G: Graph>(
     (lower, upper): (u32, u32),
     ids: &PathIds<'_>,
 ) -> Result<(Chunk, RunStats)> {
-    let node_mask = node_mask(join, &ids.space, graph.num_nodes(), ctx)?;
+    let dst_mask = dst_mask(join, &ids.space, graph.num_nodes(), ctx)?;
+    let node_mask = node_mask(
+        join.node_predicate.as_ref(),
+        &ids.space,
+        graph.num_nodes(),
+        ctx,
+    )?;
     let (mut found_paths, stats) = match join.mode {
         RecursiveMode::Walk | RecursiveMode::Trail | RecursiveMode::Acyclic => {
             let semantics = match join.mode {
@@ -414,6 +429,7 @@ fn paths_join<G: Graph>(
             let mut compute = WalkPaths::new(lower, upper, semantics)?;
             compute.cancel = Some(ctx.cancel.clone());
             compute.node_mask = node_mask;
+            compute.dst_mask = dst_mask;
             collect_paths(sched, graph, compute, srcs.list, opts, ctx)?
         }
         RecursiveMode::Shortest | RecursiveMode::AllShortest => {
@@ -423,6 +439,7 @@ fn paths_join<G: Graph>(
             };
             let mut compute = ShortestPaths::new(lower, upper, mode);
             compute.node_mask = node_mask;
+            compute.dst_mask = dst_mask;
             collect_paths(sched, graph, compute, srcs.list, opts, ctx)?
         }
         RecursiveMode::WeightedShortest => {
@@ -971,16 +988,34 @@ fn rel_mask(
     Ok(Some(mask.into()))
 }
 
-/// The nodes that may be intermediate nodes of a path under the join's
-/// node predicate, as a mask over the graph's dense node ids: node table
-/// `tables[i]` owns `bases[i]..`. `None` without a node predicate.
-fn node_mask(
+/// The destinations the join's destination predicate lets through (see
+/// [`node_mask`]). The predicate is evaluated on every node, also on nodes
+/// no path reaches, where the query never evaluates it: an error there
+/// (a division by zero, say) means no mask, not a failed query.
+fn dst_mask(
     join: &RecursiveJoin,
     tables: &[(TableId, u64)],
     num_nodes: u64,
     ctx: &QueryContext,
 ) -> Result<Option<Arc<[u64]>>> {
-    let Some(pred) = &join.node_predicate else {
+    match node_mask(join.dst_predicate.as_ref(), tables, num_nodes, ctx) {
+        Ok(mask) => Ok(mask),
+        Err(e) if e.kind == kith_common::ErrorKind::Interrupted => Err(e),
+        Err(_) => Ok(None),
+    }
+}
+
+/// The nodes that pass `pred` (the join's node predicate: which nodes may
+/// be intermediate; its destination predicate: where paths may end), as a
+/// mask over the graph's dense node ids: node table `tables[i]` owns
+/// `bases[i]..`. `None` without a predicate.
+fn node_mask(
+    pred: Option<&PropertyPredicate>,
+    tables: &[(TableId, u64)],
+    num_nodes: u64,
+    ctx: &QueryContext,
+) -> Result<Option<Arc<[u64]>>> {
+    let Some(pred) = pred else {
         return Ok(None);
     };
     let mut mask = vec![0u64; (num_nodes as usize).div_ceil(64)];

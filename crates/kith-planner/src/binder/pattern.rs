@@ -442,7 +442,11 @@ impl Binder<'_> {
                             format!("'{}' is a path, not a rel (variable type conflict)", v.name),
                         ));
                     }
-                    let carried = self.rels_carried.iter().find(|r| r.0 == v.name).map(|r| r.1);
+                    let carried = self
+                        .rels_carried
+                        .iter()
+                        .find(|r| r.0 == v.name)
+                        .map(|r| r.1);
                     if let Some(carried) = carried {
                         if recursive.is_some() {
                             return Err(Error::at(

@@ -264,6 +264,11 @@ pub(super) fn split_recursive(
     if let Some(i) = graph_b.nodes.iter().position(|n| n.id_slot == dst_slot) {
         graph_b.nodes[i].imported = true;
     }
+    let dst_predicate = if separate && !left_outer {
+        destination_predicate(&b_preds, &g.nodes[r.right])
+    } else {
+        None
+    };
     let b_part = BoundPart {
         inputs: b_inputs,
         unwinds: Vec::new(),
@@ -315,6 +320,7 @@ pub(super) fn split_recursive(
         rel_conditions: spec.rel_conditions.clone(),
         rel_predicate: spec.rel_predicate.clone(),
         node_predicate: spec.node_predicate.clone(),
+        dst_predicate,
         left_outer,
         policy: None,
     };
@@ -426,4 +432,61 @@ fn for_each_expr(part: &BoundPart, f: &mut dyn FnMut(&BoundExpr)) {
         .for_each(&mut *f);
     part.outputs.iter().for_each(|(_, e)| f(e));
     part.order_by.iter().for_each(|k| f(&k.expr));
+}
+
+/// The conjuncts of `preds` that read only properties of `dst` (no ids, no
+/// other variables, no subqueries, nothing random), as one predicate a
+/// destination mask can be built from.
+fn destination_predicate(
+    preds: &[BoundExpr],
+    dst: &crate::bound::QueryNode,
+) -> Option<crate::bound::PropertyPredicate> {
+    let is_prop = |s: &SlotId| dst.properties.iter().any(|p| p.1 == *s);
+    let mut conjuncts: Vec<&BoundExpr> = Vec::new();
+    for e in preds {
+        let slots = expr_slots(e);
+        if !slots.is_empty()
+            && slots.iter().all(is_prop)
+            && !has_subquery_or_call(e)
+            && !crate::binder::calls_function(e, "rand")
+        {
+            conjuncts.push(e);
+        }
+    }
+    let mut conjuncts = conjuncts.into_iter().cloned();
+    let first = conjuncts.next()?;
+    let expr = conjuncts.fold(first, |acc, e| {
+        let span = acc.span;
+        BoundExpr {
+            kind: crate::expr::BoundExprKind::Binary(
+                crate::expr::BinaryOp::And,
+                Box::new(acc),
+                Box::new(e),
+            ),
+            ty: LogicalType::Bool,
+            span,
+        }
+    });
+    let read = expr_slots(&expr);
+    let properties = dst
+        .properties
+        .iter()
+        .filter(|p| read.contains(&p.1))
+        .cloned()
+        .collect();
+    Some(crate::bound::PropertyPredicate { expr, properties })
+}
+
+/// Whether `e` contains a subquery probe or a procedure call (neither can
+/// be evaluated over a table's rows outside the query).
+fn has_subquery_or_call(e: &BoundExpr) -> bool {
+    if matches!(
+        e.kind,
+        crate::expr::BoundExprKind::Subquery { .. } | crate::expr::BoundExprKind::Procedure { .. }
+    ) {
+        return true;
+    }
+    let mut found = false;
+    e.for_each_child(&mut |c| found = found || has_subquery_or_call(c));
+    found
 }
