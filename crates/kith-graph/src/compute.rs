@@ -63,17 +63,62 @@ pub(crate) fn check_bounds(lower: u32, upper: u32) -> Result<()> {
 }
 
 // ---------------------------------------------------------------------------
+// Stopping a single-source search once every wanted destination is reached.
+
+/// The wanted destinations (a destination mask) a single-source search has
+/// not reached yet; a search with a mask is complete when none is left,
+/// since a shortest length (and every shortest path) is final once reached.
+pub struct DstCountdown {
+    left: AtomicU64,
+}
+
+impl DstCountdown {
+    /// `u64::MAX` left without a mask (never complete). The source counts
+    /// as reached: its level is set before the search.
+    fn new(mask: Option<&[u64]>, src: u64) -> DstCountdown {
+        let left = match mask {
+            None => u64::MAX,
+            Some(m) => {
+                let all: u64 = m.iter().map(|w| w.count_ones() as u64).sum();
+                all - crate::graph::mask_has(m, src) as u64
+            }
+        };
+        DstCountdown {
+            left: AtomicU64::new(left),
+        }
+    }
+
+    /// Called once per node, when the search first reaches it.
+    #[inline]
+    fn reached(&self, mask: Option<&[u64]>, w: u64) {
+        if let Some(m) = mask {
+            if crate::graph::mask_has(m, w) {
+                self.left.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    fn complete(&self) -> bool {
+        self.left.load(Ordering::Relaxed) == 0
+    }
+}
+
+// ---------------------------------------------------------------------------
 // Shortest path lengths (BFS levels), single source or 64 bit lanes.
 
 /// Shortest path lengths in `lower..=upper` from each source (BFS levels).
 pub struct ShortestLengths {
     pub lower: u32,
     pub upper: u32,
+    /// The destinations wanted: a single-source search stops once it has
+    /// reached them all (rows for other nodes may still be emitted).
+    pub dst_mask: Option<Arc<[u64]>>,
 }
 
 pub enum LengthsAux {
     One {
         visited: DenseBits,
+        wanted: DstCountdown,
     },
     /// Per node: lanes in the current / next frontier (by level parity) and
     /// lanes that reached it. 24 bytes per node per source morsel.
@@ -95,11 +140,16 @@ impl Compute for ShortestLengths {
         self.upper
     }
 
+    fn complete(&self, aux: &LengthsAux) -> bool {
+        matches!(aux, LengthsAux::One { wanted, .. } if wanted.complete())
+    }
+
     fn new_aux(&self, n: u64, srcs: &[u64], _workers: usize) -> LengthsAux {
         if srcs.len() == 1 {
             let visited = DenseBits::new(n);
             visited.set(srcs[0]);
-            return LengthsAux::One { visited };
+            let wanted = DstCountdown::new(self.dst_mask.as_deref(), srcs[0]);
+            return LengthsAux::One { visited, wanted };
         }
         let cur = [zeroed_u64s(n as usize), zeroed_u64s(n as usize)];
         let visited = zeroed_u64s(n as usize);
@@ -119,8 +169,9 @@ impl Compute for ShortestLengths {
         let (iter, emit, extend) = (v.iter, v.iter >= self.lower, v.extend);
         let next = v.next;
         match aux {
-            LengthsAux::One { visited } => {
+            LengthsAux::One { visited, wanted } => {
                 let src = v.srcs[0];
+                let mask = self.dst_mask.as_deref();
                 nodes.for_each(|u| {
                     if emit {
                         v.out.push(LenRow {
@@ -133,6 +184,7 @@ impl Compute for ShortestLengths {
                     if extend {
                         v.graph.neighbors(u, v.scratch, |w, _| {
                             if !visited.get(w) && visited.insert(w) {
+                                wanted.reached(mask, w);
                                 next.set(w);
                             }
                         });
@@ -183,22 +235,29 @@ impl Compute for ShortestLengths {
 pub struct AllShortestCounts {
     pub lower: u32,
     pub upper: u32,
+    /// The destinations wanted (see [`ShortestLengths::dst_mask`]).
+    pub dst_mask: Option<Arc<[u64]>>,
 }
 
 pub struct CountsAux {
     /// Level + 1 per node; 0 = unvisited.
     level: Vec<AtomicU16>,
     count: Vec<AtomicU64>,
+    wanted: DstCountdown,
 }
 
 /// Marks `w` as reached at level `lvl1 - 1` (stored + 1) unless reached at
-/// an earlier level; true when `w` is at exactly that level.
+/// an earlier level; true when `w` is at exactly that level. `first` is
+/// called once per node, by the claim that set its level.
 #[inline]
-fn claim_level(level: &AtomicU16, lvl1: u16) -> bool {
+fn claim_level(level: &AtomicU16, lvl1: u16, first: impl FnOnce()) -> bool {
     let l = level.load(Ordering::Relaxed);
     if l == 0 {
         match level.compare_exchange(0, lvl1, Ordering::Relaxed, Ordering::Relaxed) {
-            Ok(_) => true,
+            Ok(_) => {
+                first();
+                true
+            }
             Err(cur) => cur == lvl1,
         }
     } else {
@@ -219,7 +278,16 @@ impl Compute for AllShortestCounts {
         let count = zeroed_u64s(n as usize);
         level[srcs[0] as usize].store(1, Ordering::Relaxed);
         count[srcs[0] as usize].store(1, Ordering::Relaxed);
-        CountsAux { level, count }
+        let wanted = DstCountdown::new(self.dst_mask.as_deref(), srcs[0]);
+        CountsAux {
+            level,
+            count,
+            wanted,
+        }
+    }
+
+    fn complete(&self, aux: &CountsAux) -> bool {
+        aux.wanted.complete()
     }
 
     fn process<G: Graph>(
@@ -231,6 +299,7 @@ impl Compute for AllShortestCounts {
         let (iter, emit, extend, next, src) =
             (v.iter, v.iter >= self.lower, v.extend, v.next, v.srcs[0]);
         let lvl1 = (iter + 2) as u16;
+        let mask = self.dst_mask.as_deref();
         nodes.for_each(|u| {
             let c = aux.count[u as usize].load(Ordering::Relaxed);
             if emit {
@@ -243,7 +312,7 @@ impl Compute for AllShortestCounts {
             }
             if extend {
                 v.graph.neighbors(u, v.scratch, |w, _| {
-                    if claim_level(&aux.level[w as usize], lvl1) {
+                    if claim_level(&aux.level[w as usize], lvl1, || aux.wanted.reached(mask, w)) {
                         saturating_add(&aux.count[w as usize], c);
                         next.set(w);
                     }
@@ -547,6 +616,7 @@ impl ShortestPaths {
 pub struct PathsAux {
     level: Vec<AtomicU16>,
     parents: Parents,
+    wanted: DstCountdown,
 }
 
 impl Compute for ShortestPaths {
@@ -563,7 +633,12 @@ impl Compute for ShortestPaths {
         PathsAux {
             level,
             parents: Parents::new(n, workers),
+            wanted: DstCountdown::new(self.dst_mask.as_deref(), srcs[0]),
         }
+    }
+
+    fn complete(&self, aux: &PathsAux) -> bool {
+        aux.wanted.complete()
     }
 
     fn process<G: Graph>(
@@ -584,12 +659,13 @@ impl Compute for ShortestPaths {
             .write();
         // The source (level 0) is never intermediate, so never masked.
         let mask = self.node_mask.as_deref().filter(|_| v.iter > 0);
+        let dst = self.dst_mask.as_deref();
         nodes.for_each(|u| {
             if mask.is_some_and(|m| !crate::graph::mask_has(m, u)) {
                 return Ok(());
             }
             v.graph.neighbors(u, v.scratch, |w, r| {
-                if claim_level(&aux.level[w as usize], lvl1) {
+                if claim_level(&aux.level[w as usize], lvl1, || aux.wanted.reached(dst, w)) {
                     aux.parents.add(&mut arena, worker, w, u, r);
                     next.set(w);
                 }
@@ -725,7 +801,11 @@ pub fn shortest_lengths<G: Graph>(
     let (mut rows, _) = collect(
         sched,
         graph,
-        ShortestLengths { lower, upper },
+        ShortestLengths {
+            lower,
+            upper,
+            dst_mask: None,
+        },
         sources,
         opts,
         cancel,
@@ -748,7 +828,11 @@ pub fn all_shortest_counts<G: Graph>(
     let (mut rows, _) = collect(
         sched,
         graph,
-        AllShortestCounts { lower, upper },
+        AllShortestCounts {
+            lower,
+            upper,
+            dst_mask: None,
+        },
         sources,
         opts,
         cancel,

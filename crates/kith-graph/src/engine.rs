@@ -180,6 +180,14 @@ pub trait Compute: Send + Sync + 'static {
     /// The last level processed (`u32::MAX`: until the frontier is empty).
     fn upper(&self) -> u32;
 
+    /// Checked after each level: true when nothing further can change the
+    /// results (every wanted destination reached, say). The next level's
+    /// frontier is then processed once more without extending (so its rows
+    /// are emitted) and the computation ends.
+    fn complete(&self, _aux: &Self::Aux) -> bool {
+        false
+    }
+
     /// Fresh state for `srcs` (already validated `< num_nodes`).
     fn new_aux(&self, num_nodes: u64, srcs: &[u64], num_workers: usize) -> Self::Aux;
 
@@ -217,6 +225,8 @@ enum Phase {
 
 struct IterState {
     iter: u32,
+    /// Set when [`Compute::complete`] said so: the level processed last.
+    last: Option<u32>,
     phase: Phase,
     next: u64,
     total: u64,
@@ -229,6 +239,8 @@ struct IterState {
 enum Work {
     Extend {
         iter: u32,
+        /// False on the last level: its frontier only emits.
+        extend: bool,
         range: Range<u64>,
         sparse: Option<Arc<Vec<u64>>>,
     },
@@ -258,6 +270,7 @@ impl<C: Compute> SourceMorsel<C> {
         }
         let st = IterState {
             iter: 0,
+            last: None,
             phase: Phase::Extend,
             next: 0,
             total: list.len() as u64,
@@ -285,6 +298,7 @@ impl<C: Compute> SourceMorsel<C> {
         Some(match st.phase {
             Phase::Extend => Work::Extend {
                 iter: st.iter,
+                extend: st.last.is_none_or(|l| st.iter < l),
                 range: start..end,
                 sparse: st.sparse.clone(),
             },
@@ -319,7 +333,11 @@ impl<C: Compute> SourceMorsel<C> {
                     }
                     None => (0..cur.num_words()).for_each(|w| cur.clear_word(w)),
                 }
-                let count = if i >= compute.upper() { 0 } else { nxt.count() };
+                let stop = i >= compute.upper() || st.last.is_some_and(|l| i >= l);
+                let count = if stop { 0 } else { nxt.count() };
+                if count > 0 && st.last.is_none() && compute.complete(&self.aux) {
+                    st.last = Some(i + 1);
+                }
                 if count == 0 {
                     if compute.has_output_phase() {
                         st.phase = Phase::Output;
@@ -428,6 +446,7 @@ impl<G: Graph, C: Compute> IfeTask<G, C> {
         match work {
             Work::Extend {
                 iter,
+                extend,
                 range,
                 sparse,
             } => {
@@ -445,7 +464,7 @@ impl<G: Graph, C: Compute> IfeTask<G, C> {
                     worker,
                     srcs: &sm.srcs,
                     iter,
-                    extend: iter < self.compute.upper(),
+                    extend: extend && iter < self.compute.upper(),
                     next: &sm.frontiers[((iter + 1) & 1) as usize],
                 };
                 self.compute.process(&sm.aux, &mut v, nodes)?;

@@ -56,6 +56,7 @@ fn bfs_lengths_1m_nodes_16m_edges() {
                     Arc::new(ShortestLengths {
                         lower: 0,
                         upper: 30,
+                        dst_mask: None,
                     }),
                     &all[..ns],
                     &opts,

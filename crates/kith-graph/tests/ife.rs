@@ -272,7 +272,11 @@ fn stats_report_fallback() {
     let st = run_ife(
         &sched,
         g,
-        Arc::new(ShortestLengths { lower: 0, upper: 2 }),
+        Arc::new(ShortestLengths {
+            lower: 0,
+            upper: 2,
+            dst_mask: None,
+        }),
         &[0, 1, 2],
         &opts,
         &CancelToken::new(),

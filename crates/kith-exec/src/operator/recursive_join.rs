@@ -264,10 +264,22 @@ pub fn recursive_join(
                 .collect::<Result<_>>()?;
         }};
     }
+    // Destinations the WHERE rules out need no rows, and a shortest-path
+    // search from one source ends once it has reached all the others.
+    let space = [(join.node_table, 0)];
+    let dst_mask = dst_mask(join, &space, num_nodes, ctx)?;
     match join.mode {
         RecursiveMode::Walk => lengths!(WalkCounts { lower, upper }),
-        RecursiveMode::Shortest => lengths!(ShortestLengths { lower, upper }),
-        RecursiveMode::AllShortest => lengths!(AllShortestCounts { lower, upper }),
+        RecursiveMode::Shortest => lengths!(ShortestLengths {
+            lower,
+            upper,
+            dst_mask: dst_mask.clone(),
+        }),
+        RecursiveMode::AllShortest => lengths!(AllShortestCounts {
+            lower,
+            upper,
+            dst_mask: dst_mask.clone(),
+        }),
         RecursiveMode::WeightedShortest => {
             let (prop, ty) = join
                 .weight
@@ -296,9 +308,7 @@ pub fn recursive_join(
         }
     }
     ctx.cancel.check()?;
-    // Destinations the WHERE rules out need no rows.
-    let space = [(join.node_table, 0)];
-    let found = match dst_mask(join, &space, num_nodes, ctx)? {
+    let found = match dst_mask {
         Some(mask) => found
             .into_iter()
             .filter(|f| kith_graph::graph::mask_has(&mask, f.1))
@@ -854,8 +864,16 @@ fn union_join(
     }
     let stats = match join.mode {
         RecursiveMode::Walk => run!(WalkCounts { lower, upper }),
-        RecursiveMode::Shortest => run!(ShortestLengths { lower, upper }),
-        RecursiveMode::AllShortest => run!(AllShortestCounts { lower, upper }),
+        RecursiveMode::Shortest => run!(ShortestLengths {
+            lower,
+            upper,
+            dst_mask: None,
+        }),
+        RecursiveMode::AllShortest => run!(AllShortestCounts {
+            lower,
+            upper,
+            dst_mask: None,
+        }),
         RecursiveMode::WeightedShortest => {
             return Err(Error::not_supported(
                 "weighted shortest paths over several rel tables",

@@ -1140,6 +1140,16 @@ impl Binder<'_> {
                     return Err(not_supported(target.span, "this SET target"));
                 };
                 if !target_ok {
+                    if let ExprKind::Property(v, _) = &target.kind {
+                        if let ExprKind::Variable(n) = &v.kind {
+                            if !self.is_bound(n, scope) {
+                                return Err(semantic(
+                                    v.span,
+                                    format!("variable '{n}' is not defined"),
+                                ));
+                            }
+                        }
+                    }
                     return Err(not_supported(
                         target.span,
                         "ON CREATE / ON MATCH SET of another variable than the merged node",
