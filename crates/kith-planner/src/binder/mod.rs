@@ -86,6 +86,9 @@ pub struct Binder<'a> {
     in_projection: bool,
     /// The procedures `CALL` may name.
     procedures: &'a Procedures,
+    /// While binding a MATCH's WHERE: its top-level conjuncts that read
+    /// variables' properties only (candidates to restrict a subquery's keys).
+    where_conjuncts: Vec<ast::Expr>,
 }
 
 fn not_supported(span: Span, what: &str) -> Error {
@@ -191,6 +194,7 @@ impl<'a> Binder<'a> {
             subqueries: Vec::new(),
             in_projection: false,
             procedures: &NO_PROCEDURES,
+            where_conjuncts: Vec::new(),
         }
     }
 
@@ -475,8 +479,12 @@ impl<'a> Binder<'a> {
                     }
                     self.distinct_rels(first_rel, &mut predicates);
                     if let Some(w) = where_ {
-                        let e = self.bind_expr(w)?;
-                        split_conjuncts(e, &mut predicates);
+                        // Subqueries in this WHERE may restrict their keys
+                        // with its conjuncts (see `bind_subquery_expr`).
+                        self.where_conjuncts = subquery::key_filters(w);
+                        let e = self.bind_expr(w);
+                        self.where_conjuncts.clear();
+                        split_conjuncts(e?, &mut predicates);
                     }
                 }
                 Clause::Unwind { expr, alias, span } => {

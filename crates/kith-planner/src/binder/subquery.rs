@@ -101,6 +101,22 @@ impl Binder<'_> {
             }
         }
 
+        // A conjunct of the enclosing WHERE over key variables only holds
+        // for every outer row that reaches the lookup (rows failing it are
+        // dropped by the same WHERE), so the subquery needs rows only for
+        // keys that pass it: `p.id = 9236 AND NOT EXISTS { (p)-[:KNOWS]-(f) }`
+        // matches the KNOWS of one person, not of all.
+        let key_names: BTreeSet<&str> = keys.iter().map(|k| k.0.as_str()).collect();
+        let restrict: Vec<ast::Expr> = self
+            .where_conjuncts
+            .iter()
+            .filter(|c| {
+                let mut vars = BTreeSet::new();
+                names_in_expr(c, &mut vars);
+                !vars.is_empty() && vars.iter().all(|v| key_names.contains(v.as_str()))
+            })
+            .cloned()
+            .collect();
         let has_keys = !keys.is_empty();
         // The keys are matched first, then carried through every projection.
         if !matches!(
@@ -112,7 +128,10 @@ impl Binder<'_> {
         ) {
             clauses.insert(0, match_clause(Vec::new(), None, span));
         }
-        if let Clause::Match { patterns, .. } = &mut clauses[0] {
+        if let Clause::Match {
+            patterns, where_, ..
+        } = &mut clauses[0]
+        {
             let mut bound = BTreeSet::new();
             for p in patterns.iter() {
                 names_in_pattern(p, &mut bound);
@@ -121,6 +140,16 @@ impl Binder<'_> {
                 if !bound.contains(name) {
                     patterns.push(entity_pattern(name, *kind, span));
                 }
+            }
+            for c in restrict {
+                let span = c.span;
+                *where_ = Some(match where_.take() {
+                    None => c,
+                    Some(w) => ast::Expr {
+                        kind: ExprKind::Binary(BinaryOp::And, Box::new(w), Box::new(c)),
+                        span,
+                    },
+                });
             }
         }
         let mut clauses: Vec<Clause> = clauses
@@ -500,5 +529,46 @@ fn names_in_expr(e: &ast::Expr, out: &mut BTreeSet<String>) {
             names_in_expr(projection, out);
         }
         ExprKind::Exists(q) | ExprKind::CountSubquery(q) => names_in_query(q, out),
+    }
+}
+
+/// The top-level conjuncts of `w` that a subquery may copy to restrict its
+/// keys: built from variables, their properties and labels, literals,
+/// parameters and deterministic scalar functions only (no subquery, no
+/// local variables, no aggregate, no `rand()`).
+pub(super) fn key_filters(w: &ast::Expr) -> Vec<ast::Expr> {
+    let mut out = Vec::new();
+    let mut stack = vec![w];
+    while let Some(e) = stack.pop() {
+        match &e.kind {
+            ExprKind::Binary(BinaryOp::And, a, b) => {
+                stack.push(b);
+                stack.push(a);
+            }
+            _ if simple_filter(e) => out.push(e.clone()),
+            _ => {}
+        }
+    }
+    out
+}
+
+fn simple_filter(e: &ast::Expr) -> bool {
+    match &e.kind {
+        ExprKind::Literal(_) | ExprKind::Parameter(_) | ExprKind::Variable(_) => true,
+        ExprKind::Property(x, _) | ExprKind::Unary(_, x) | ExprKind::HasLabels(x, _) => {
+            simple_filter(x)
+        }
+        ExprKind::Binary(_, a, b) | ExprKind::Index(a, b) => simple_filter(a) && simple_filter(b),
+        ExprKind::List(items) => items.iter().all(simple_filter),
+        ExprKind::Function {
+            name, star, args, ..
+        } => {
+            let lower = name.name.to_ascii_lowercase();
+            !star
+                && !functions::is_aggregate(&lower)
+                && lower != "rand"
+                && args.iter().all(simple_filter)
+        }
+        _ => false,
     }
 }
