@@ -442,6 +442,8 @@ pub struct MergeSet {
 pub enum SetTarget {
     Node(NodeRef),
     Rel(RelRef),
+    /// A rel this statement created or merged (by variable name).
+    CreatedRel(String),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -450,6 +452,13 @@ pub struct SetProperty {
     pub property: String,
     /// Input column of the new value.
     pub value: usize,
+}
+
+/// ON CREATE / ON MATCH items bound as SET clauses.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct MergeThen {
+    pub on_create: Vec<WriteClause>,
+    pub on_match: Vec<WriteClause>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -465,8 +474,14 @@ pub enum WriteClause {
     /// created when absent.
     MergeNode {
         node: CreateNode,
+        /// `ON CREATE SET n.p = v` items only: written with the new node.
         on_create: Vec<(String, usize)>,
         on_match: Vec<(String, usize)>,
+        /// Any other ON CREATE / ON MATCH items (labels, maps, other
+        /// variables), in order, as SET clauses run on the rows that
+        /// created / matched once every row is merged (then `on_create`
+        /// and `on_match` are empty).
+        then: MergeThen,
     },
     Set(Vec<SetProperty>),
     /// `MERGE (a)-[r:T {..}]->(b)` between bound nodes: the rel is matched
@@ -478,6 +493,8 @@ pub enum WriteClause {
         either_direction: bool,
         on_create: Vec<MergeSet>,
         on_match: Vec<MergeSet>,
+        /// As for `MergeNode`.
+        then: MergeThen,
     },
     /// `SET n:A:B` (`remove`: `REMOVE n:A:B`).
     SetLabels {

@@ -248,8 +248,17 @@ impl Storage {
                 header_blobs: Mutex::new((None, None)),
             }));
         };
-        let pager = Arc::new(Pager::open(path, pager_cfg)?);
         let wal = Wal::open(&wal_path(path))?;
+        if !path.exists() && !wal.read_records()?.is_empty() {
+            // Commits before the last synced one live only in the missing
+            // file: replaying the rest would build a damaged database.
+            return Err(Error::corruption(format!(
+                "found the write-ahead log {} but not its database file {}: the log belongs to a database that is gone; restore the file, or delete the log to start empty",
+                wal_path(path).display(),
+                path.display()
+            )));
+        }
+        let pager = Arc::new(Pager::open(path, pager_cfg)?);
         let mut header_blob = None;
         let mut version = match pager.read_header()? {
             None => Version::default(),

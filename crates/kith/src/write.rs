@@ -9,8 +9,8 @@ use std::sync::Arc;
 use kith_catalog::{PropertyId, TableEntry};
 use kith_common::{Chunk, Error, InternalId, LogicalType, Result, TableId, Value, ValueVector};
 use kith_planner::bound::{
-    BoundStatement, BoundWrite, ContinuationSource, CreateNode, CreateRel, MergeSet, NodeRef,
-    RelRef, SeedKind, SetTarget, WriteClause, WriteContinuation, WriteTable,
+    BoundStatement, BoundWrite, ContinuationSource, CreateNode, CreateRel, MergeSet, MergeThen,
+    NodeRef, RelRef, SeedKind, SetTarget, WriteClause, WriteContinuation, WriteTable,
 };
 use kith_sched::CancelToken;
 use kith_storage::WriteTxn;
@@ -358,6 +358,31 @@ fn rel_swapped(
 }
 
 /// The rel a SET writes to; an error once it was deleted.
+/// The entity a SET target names in one row (None: NULL).
+fn set_entity(
+    txn: &mut WriteTxn<'_>,
+    target: &SetTarget,
+    row: &[Value],
+    env: &HashMap<String, Node>,
+    rel_env: Option<&HashMap<String, [InternalId; 3]>>,
+) -> Result<Option<Entity>> {
+    Ok(match target {
+        SetTarget::Node(n) => resolve(n, row, env)?.map(Entity::Node),
+        SetTarget::Rel(r) => rel_to_set(txn, r, row)?.map(Entity::Rel),
+        SetTarget::CreatedRel(name) => {
+            let [rel, src, dst] = *rel_env
+                .and_then(|e| e.get(name))
+                .ok_or_else(|| Error::internal(format!("created rel '{name}' not bound")))?;
+            Some(Entity::Rel((
+                rel.table(),
+                src.offset(),
+                dst.offset(),
+                rel.offset(),
+            )))
+        }
+    })
+}
+
 fn rel_to_set(txn: &mut WriteTxn<'_>, r: &RelRef, row: &[Value]) -> Result<Option<RelKey>> {
     match resolve_rel(txn, r, row)? {
         None => Ok(None),
@@ -503,7 +528,7 @@ fn merge_rel(
     (on_create, on_match): (&[MergeSet], &[MergeSet]),
     row: &[Value],
     env: &HashMap<String, Node>,
-) -> Result<Vec<[InternalId; 3]>> {
+) -> Result<(Vec<[InternalId; 3]>, bool)> {
     let (Some(src), Some(dst)) = (resolve(&rel.src, row, env)?, resolve(&rel.dst, row, env)?)
     else {
         return Err(Error::runtime("cannot MERGE a rel whose end node is NULL"));
@@ -554,7 +579,8 @@ fn merge_rel(
             break;
         }
     }
-    let (bindings, sets) = if !found.is_empty() {
+    let created = found.is_empty();
+    let (bindings, sets) = if !created {
         (found, on_match)
     } else {
         let table = implicit_schema::rel_table(txn, &rel.table, src.0, dst.0)?;
@@ -598,7 +624,42 @@ fn merge_rel(
             InternalId::new(d.0, d.1),
         ]);
     }
-    Ok(out)
+    Ok((out, created))
+}
+
+/// A MERGE's ON CREATE / ON MATCH items bound as SET clauses: each runs on
+/// the rows (after the MERGE bound its variable) that created (`created[i]`)
+/// or matched.
+fn apply_merge_then(
+    txn: &mut WriteTxn<'_>,
+    then: &MergeThen,
+    created: &[bool],
+    rows: &[Vec<Value>],
+    env: &Env,
+    rel_env: &RelEnv,
+) -> Result<()> {
+    for (clauses, want) in [(&then.on_create, true), (&then.on_match, false)] {
+        if clauses.is_empty() || !created.contains(&want) {
+            continue;
+        }
+        let pick = |i: &usize| created.get(*i) == Some(&want);
+        let mut sub_rows: Vec<Vec<Value>> = (0..rows.len())
+            .filter(pick)
+            .map(|i| rows[i].clone())
+            .collect();
+        let mut sub_env: Env = (0..env.len())
+            .filter(pick)
+            .map(|i| env[i].clone())
+            .collect();
+        let mut sub_rel: RelEnv = (0..rel_env.len())
+            .filter(pick)
+            .map(|i| rel_env[i].clone())
+            .collect();
+        for c in clauses {
+            apply(txn, c, &mut sub_rows, &mut sub_env, &mut sub_rel)?;
+        }
+    }
+    Ok(())
 }
 
 /// Binds what a MERGE found for each input row: `bound[i]` lists row i's
@@ -741,7 +802,9 @@ fn apply(
             node,
             on_create,
             on_match,
+            then,
         } => {
+            let mut created: Vec<bool> = Vec::with_capacity(rows.len());
             let table = implicit_schema::node_table(txn, &node.table)?;
             let implicit = matches!(node.table, WriteTable::Implicit(_));
             // An unlabeled MERGE matches nodes of every table.
@@ -806,11 +869,12 @@ fn apply(
                     ensure_properties(txn, table, &props, std::slice::from_ref(row), &[true])?;
                     let e = entry(txn, table)?;
                     let values = property_row(&e, &props, row)?;
-                    let created = (table, txn.insert_nodes(table, &[values])?[0]);
+                    let new_node = (table, txn.insert_nodes(table, &[values])?[0]);
                     if !node.labels.is_empty() {
-                        set_labels(txn, created, &node.labels, false)?;
+                        set_labels(txn, new_node, &node.labels, false)?;
                     }
-                    bound.push(vec![created]);
+                    created.push(true);
+                    bound.push(vec![new_node]);
                 } else {
                     // Every match is bound, one row each (ON MATCH on each).
                     for &n in &found {
@@ -818,28 +882,23 @@ fn apply(
                             set_node(txn, n, name, &row[*col])?;
                         }
                     }
+                    created.extend(std::iter::repeat_n(false, found.len()));
                     bound.push(found);
                 }
             }
             fan_out(rows, env, rel_env, bound, |env, _, &n| {
                 env.insert(node.var.clone(), n);
             });
+            apply_merge_then(txn, then, &created, rows, env, rel_env)?;
         }
         WriteClause::Set(items) => {
-            for (row, env) in rows.iter().zip(env.iter()) {
+            for (i, (row, env)) in rows.iter().zip(env.iter()).enumerate() {
                 for s in items {
                     let value = &row[s.value];
-                    match &s.target {
-                        SetTarget::Node(n) => {
-                            if let Some(node) = resolve(n, row, env)? {
-                                set_node(txn, node, &s.property, value)?;
-                            }
-                        }
-                        SetTarget::Rel(r) => {
-                            if let Some(rel) = rel_to_set(txn, r, row)? {
-                                set_rel(txn, rel, &s.property, value)?;
-                            }
-                        }
+                    match set_entity(txn, &s.target, row, env, rel_env.get(i))? {
+                        Some(Entity::Node(node)) => set_node(txn, node, &s.property, value)?,
+                        Some(Entity::Rel(rel)) => set_rel(txn, rel, &s.property, value)?,
+                        None => {}
                     }
                 }
             }
@@ -849,23 +908,28 @@ fn apply(
             either_direction,
             on_create,
             on_match,
+            then,
         } => {
             let mut bound = Vec::with_capacity(rows.len());
+            let mut created = Vec::with_capacity(rows.len());
             for (i, row) in rows.iter().enumerate() {
-                bound.push(merge_rel(
+                let (ids, new) = merge_rel(
                     txn,
                     rel,
                     *either_direction,
                     (on_create, on_match),
                     row,
                     &env[i],
-                )?);
+                )?;
+                created.extend(std::iter::repeat_n(new, ids.len()));
+                bound.push(ids);
             }
             fan_out(rows, env, rel_env, bound, |_, rel_env, ids| {
                 if let Some(var) = &rel.var {
                     rel_env.insert(var.clone(), *ids);
                 }
             });
+            apply_merge_then(txn, then, &created, rows, env, rel_env)?;
         }
         WriteClause::SetLabels {
             node,
@@ -883,7 +947,7 @@ fn apply(
             value,
             replace,
         } => {
-            for (row, env) in rows.iter().zip(env.iter()) {
+            for (i, (row, env)) in rows.iter().zip(env.iter()).enumerate() {
                 let entries: Vec<(String, Value)> = match &row[*value] {
                     Value::Map(m) => m
                         .iter()
@@ -900,15 +964,8 @@ fn apply(
                         )))
                     }
                 };
-                let target = match target {
-                    SetTarget::Node(n) => match resolve(n, row, env)? {
-                        Some(node) => Entity::Node(node),
-                        None => continue,
-                    },
-                    SetTarget::Rel(r) => match rel_to_set(txn, r, row)? {
-                        Some(rel) => Entity::Rel(rel),
-                        None => continue,
-                    },
+                let Some(target) = set_entity(txn, target, row, env, rel_env.get(i))? else {
+                    continue;
                 };
                 if *replace {
                     let e = entry(txn, target.table())?;

@@ -439,3 +439,35 @@ fn second_writer_gives_up_after_the_configured_wait() {
     run(&b, "CREATE (:P {id: 2, v: 2})");
     assert_eq!(count(&b, "P"), 2);
 }
+
+#[test]
+fn a_log_without_its_database_file_is_refused() {
+    let (dir, path) = temp_db("orphan-wal");
+    {
+        let db = Database::open(&path, config()).unwrap();
+        setup(&db);
+        let c = Connection::new(&db);
+        run(&c, "CREATE (:P {id: 1, v: 1})");
+    }
+    let wal = format!("{path}.wal");
+    // Closing does not checkpoint: the commit is still in the log.
+    let logged = std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0);
+    assert!(logged > 0, "the log is empty after the commit");
+    {
+        std::fs::remove_file(&path).unwrap();
+        let e = match Database::open(&path, config()) {
+            Ok(_) => panic!("opened a database from a log without its file"),
+            Err(e) => e,
+        };
+        assert_eq!(e.kind, ErrorKind::Corruption, "{e}");
+        assert!(e.message.contains("write-ahead log"), "{e}");
+        // Nothing was created: the same error again, and the database
+        // opens empty once the log is gone.
+        assert!(Database::open(&path, config()).is_err());
+        std::fs::remove_file(&wal).unwrap();
+        let db = Database::open(&path, config()).unwrap();
+        setup(&db);
+        assert_eq!(count(&Connection::new(&db), "P"), 0);
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}

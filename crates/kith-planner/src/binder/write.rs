@@ -337,54 +337,7 @@ impl Binder<'_> {
                     out.push(merge);
                 }
                 Clause::Set { items, .. } => {
-                    let mut sets = Vec::new();
-                    let mut others = Vec::new();
-                    for item in items {
-                        match item {
-                            ast::SetItem::Property { target, value } => {
-                                let (target, property) = self.set_target(target, &mut scope)?;
-                                let value = scope.column(value.clone());
-                                scope.written.insert(property.clone());
-                                sets.push(SetProperty {
-                                    target,
-                                    property,
-                                    value,
-                                });
-                            }
-                            ast::SetItem::Replace { variable, value }
-                            | ast::SetItem::Merge { variable, value } => {
-                                let replace = matches!(item, ast::SetItem::Replace { .. });
-                                let target = match self.rel_ref(
-                                    &variable.name,
-                                    variable.span,
-                                    &mut scope,
-                                )? {
-                                    Some(r) => SetTarget::Rel(r),
-                                    None => SetTarget::Node(self.node_ref(
-                                        &variable.name,
-                                        variable.span,
-                                        &mut scope,
-                                    )?),
-                                };
-                                let value = scope.column(value.clone());
-                                // Every property may change: later values
-                                // must not read any.
-                                scope.written.insert("*".to_string());
-                                others.push(WriteClause::SetMap {
-                                    target,
-                                    value,
-                                    replace,
-                                });
-                            }
-                            ast::SetItem::Labels { variable, labels } => {
-                                others.push(self.set_labels(variable, labels, false, &mut scope)?);
-                            }
-                        }
-                    }
-                    if !sets.is_empty() {
-                        out.push(WriteClause::Set(sets));
-                    }
-                    out.extend(others);
+                    out.extend(self.bind_set_items(items, &mut scope)?);
                 }
                 Clause::Remove { items, span } => {
                     let mut sets = Vec::new();
@@ -660,6 +613,30 @@ impl Binder<'_> {
             Direction::Left => (right, left),
             _ => (left, right),
         };
+        let property_item = |item: &ast::SetItem| {
+            matches!(item, ast::SetItem::Property { target, .. }
+                if matches!(&target.kind, ExprKind::Property(v, _)
+                    if matches!(v.kind, ExprKind::Variable(_))))
+        };
+        if !on_create.iter().chain(on_match).all(property_item) {
+            if let Some(v) = &var {
+                scope.created_rels.push(v.clone());
+            }
+            let then = self.merge_then(on_create, on_match, scope)?;
+            return Ok(WriteClause::MergeRel {
+                rel: CreateRel {
+                    var,
+                    table,
+                    src,
+                    dst,
+                    properties,
+                },
+                either_direction: rel.direction == Direction::Both,
+                on_create: Vec::new(),
+                on_match: Vec::new(),
+                then,
+            });
+        }
         let mut sets = |items: &[ast::SetItem]| -> Result<Vec<MergeSet>> {
             let mut out = Vec::new();
             for item in items {
@@ -701,6 +678,86 @@ impl Binder<'_> {
             either_direction: rel.direction == Direction::Both,
             on_create,
             on_match,
+            then: MergeThen::default(),
+        })
+    }
+
+    /// The items of a SET (or of ON CREATE / ON MATCH bound in general):
+    /// one `Set` of the property items, then the label and map items.
+    fn bind_set_items(
+        &self,
+        items: &[ast::SetItem],
+        scope: &mut WriteScope,
+    ) -> Result<Vec<WriteClause>> {
+        let mut sets = Vec::new();
+        let mut others = Vec::new();
+        for item in items {
+            match item {
+                ast::SetItem::Property { target, value } => {
+                    let (target, property) = self.set_target(target, scope)?;
+                    let value = scope.column(value.clone());
+                    scope.written.insert(property.clone());
+                    sets.push(SetProperty {
+                        target,
+                        property,
+                        value,
+                    });
+                }
+                ast::SetItem::Replace { variable, value }
+                | ast::SetItem::Merge { variable, value } => {
+                    let replace = matches!(item, ast::SetItem::Replace { .. });
+                    let target = self.entity_target(&variable.name, variable.span, scope)?;
+                    // `SET b = a` copies a's properties: the write columns
+                    // carry entities as ids, so read them as a map.
+                    let value = match &value.kind {
+                        ExprKind::Variable(v) if self.is_read_entity(v) => ast::Expr {
+                            kind: ExprKind::Function {
+                                name: ast::Ident {
+                                    name: "properties".to_string(),
+                                    span: value.span,
+                                },
+                                distinct: false,
+                                star: false,
+                                args: vec![value.clone()],
+                            },
+                            span: value.span,
+                        },
+                        _ => value.clone(),
+                    };
+                    let value = scope.column(value);
+                    // Every property may change: later values must not
+                    // read any.
+                    scope.written.insert("*".to_string());
+                    others.push(WriteClause::SetMap {
+                        target,
+                        value,
+                        replace,
+                    });
+                }
+                ast::SetItem::Labels { variable, labels } => {
+                    others.push(self.set_labels(variable, labels, false, scope)?);
+                }
+            }
+        }
+        let mut out = Vec::with_capacity(others.len() + 1);
+        if !sets.is_empty() {
+            out.push(WriteClause::Set(sets));
+        }
+        out.extend(others);
+        Ok(out)
+    }
+
+    /// ON CREATE / ON MATCH items that are not all `x.p = v`: bound as SET
+    /// clauses once the merged variable is in scope.
+    fn merge_then(
+        &self,
+        on_create: &[ast::SetItem],
+        on_match: &[ast::SetItem],
+        scope: &mut WriteScope,
+    ) -> Result<MergeThen> {
+        Ok(MergeThen {
+            on_create: self.bind_set_items(on_create, scope)?,
+            on_match: self.bind_set_items(on_match, scope)?,
         })
     }
 
@@ -717,6 +774,13 @@ impl Binder<'_> {
             labels: labels.iter().map(|l| l.name.clone()).collect(),
             remove,
         })
+    }
+
+    /// Whether `name` is a node or rel the reading clauses bound.
+    fn is_read_entity(&self, name: &str) -> bool {
+        self.graph.nodes.iter().any(|n| n.name == name)
+            || self.graph.rels.iter().any(|r| r.name == name)
+            || self.rels_carried.iter().any(|r| r.0 == name)
     }
 
     /// Whether `name` is bound (by the reading clauses or created).
@@ -862,11 +926,19 @@ impl Binder<'_> {
         let ExprKind::Variable(v) = &var.kind else {
             return Err(not_supported(target.span, "this SET target"));
         };
-        let t = match self.rel_ref(v, var.span, scope)? {
-            Some(r) => SetTarget::Rel(r),
-            None => SetTarget::Node(self.node_ref(v, var.span, scope)?),
-        };
+        let t = self.entity_target(v, var.span, scope)?;
         Ok((t, key.name.clone()))
+    }
+
+    /// The node or rel a SET writes to by variable name.
+    fn entity_target(&self, name: &str, span: Span, scope: &mut WriteScope) -> Result<SetTarget> {
+        if scope.created_rels.iter().any(|r| r == name) {
+            return Ok(SetTarget::CreatedRel(name.to_string()));
+        }
+        Ok(match self.rel_ref(name, span, scope)? {
+            Some(r) => SetTarget::Rel(r),
+            None => SetTarget::Node(self.node_ref(name, span, scope)?),
+        })
     }
 
     /// Checks that every property given for a declared table exists (an
@@ -1128,34 +1200,36 @@ impl Binder<'_> {
                 format!("_anon_merge_{}", scope.anon)
             }
         };
+        // `ON CREATE SET n.p = v` items go with the insert; anything else
+        // (labels, maps, other variables) runs as SET clauses afterwards.
+        let own_property = |item: &ast::SetItem| {
+            matches!(item, ast::SetItem::Property { target, .. }
+                if matches!(&target.kind, ExprKind::Property(v, _)
+                    if matches!(&v.kind, ExprKind::Variable(n) if *n == var)))
+        };
+        if !on_create.iter().chain(on_match).all(own_property) {
+            scope.created.insert(var.clone());
+            let then = self.merge_then(on_create, on_match, scope)?;
+            return Ok(WriteClause::MergeNode {
+                node: CreateNode {
+                    var,
+                    table,
+                    labels: node_labels(node),
+                    properties,
+                },
+                on_create: Vec::new(),
+                on_match: Vec::new(),
+                then,
+            });
+        }
         let mut sets = |items: &[ast::SetItem]| -> Result<Vec<(String, usize)>> {
             let mut out = Vec::new();
             for item in items {
-                let ast::SetItem::Property { target, value } = item else {
-                    return Err(not_supported(span, "this ON CREATE / ON MATCH item"));
-                };
-                let target_ok = matches!(&target.kind, ExprKind::Property(v, _)
-                    if matches!(&v.kind, ExprKind::Variable(n) if *n == var));
-                let ExprKind::Property(_, key) = &target.kind else {
-                    return Err(not_supported(target.span, "this SET target"));
-                };
-                if !target_ok {
-                    if let ExprKind::Property(v, _) = &target.kind {
-                        if let ExprKind::Variable(n) = &v.kind {
-                            if !self.is_bound(n, scope) {
-                                return Err(semantic(
-                                    v.span,
-                                    format!("variable '{n}' is not defined"),
-                                ));
-                            }
-                        }
+                if let ast::SetItem::Property { target, value } = item {
+                    if let ExprKind::Property(_, key) = &target.kind {
+                        out.push((key.name.clone(), scope.column(value.clone())));
                     }
-                    return Err(not_supported(
-                        target.span,
-                        "ON CREATE / ON MATCH SET of another variable than the merged node",
-                    ));
                 }
-                out.push((key.name.clone(), scope.column(value.clone())));
             }
             Ok(out)
         };
@@ -1173,6 +1247,7 @@ impl Binder<'_> {
             },
             on_create,
             on_match,
+            then: MergeThen::default(),
         })
     }
 }
