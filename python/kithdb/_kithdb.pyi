@@ -1,6 +1,6 @@
 """Native module of kithdb (PyO3). Use the classes re-exported by ``kithdb``."""
 from os import PathLike
-from typing import Any, Dict, Iterator, List, Mapping, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 __version__: str
 
@@ -26,6 +26,8 @@ class Database:
     def is_closed(self) -> bool: ...
     @property
     def max_threads(self) -> int: ...
+    def register_procedure(self, name: str, inputs: Sequence[Tuple[str, str]],
+                           outputs: Sequence[Tuple[str, str]], func: Callable[..., Any]) -> None: ...
 
 class Connection:
     def __init__(self, database: Database, num_threads: Optional[int] = None) -> None: ...

@@ -26,6 +26,7 @@ use pyo3::IntoPyObjectExt;
 mod arrow;
 mod convert;
 mod copy_source;
+mod procedure;
 
 create_exception!(
     kithdb,
@@ -133,6 +134,23 @@ impl PyDatabase {
     #[getter]
     fn max_threads(&self) -> PyResult<usize> {
         Ok(self.get()?.max_threads())
+    }
+
+    /// Registers `func` as procedure `name` for `CALL name(args) YIELD ...`:
+    /// `inputs` and `outputs` are `(name, type)` pairs (DDL type names,
+    /// `NUMBER` or `ANY`); `func` takes the arguments and returns an iterable
+    /// of rows (tuples, or plain values when there is one output).
+    #[pyo3(signature = (name, inputs, outputs, func))]
+    fn register_procedure(
+        &self,
+        name: String,
+        inputs: Vec<(String, String)>,
+        outputs: Vec<(String, String)>,
+        func: PyObject,
+    ) -> PyResult<()> {
+        let p = procedure::python_procedure(name, inputs, outputs, func)?;
+        self.get()?.register_procedure(p);
+        Ok(())
     }
 }
 
