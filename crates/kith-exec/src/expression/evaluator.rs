@@ -465,9 +465,20 @@ impl Node {
                 }
                 let vecs: Vec<&ValueVector> = args.iter().map(|a| a.vector(ctx)).collect();
                 let (ty, f, name) = (&self.ty, *f, name.as_str());
+                // Flat arguments (constants, say) are read once per batch;
+                // only the others per row.
+                buf.clear();
+                buf.extend(vecs.iter().zip(&modes).map(|(v, m)| match m {
+                    Mode::Flat(p) => v.get_value(*p),
+                    Mode::Unflat(_) => Value::Null,
+                }));
+                let varying: Vec<usize> = (0..modes.len())
+                    .filter(|&i| matches!(modes[i], Mode::Unflat(_)))
+                    .collect();
                 map_rows(&mut self.out, ctx, &modes, |p| {
-                    buf.clear();
-                    buf.extend(vecs.iter().zip(&modes).map(|(v, m)| v.get_value(at(*m, p))));
+                    for &i in &varying {
+                        buf[i] = vecs[i].get_value(at(modes[i], p));
+                    }
                     if f.propagate_nulls && buf.iter().any(Value::is_null) {
                         return Ok(Value::Null);
                     }

@@ -97,14 +97,25 @@ pub(crate) fn extract(part: &str, v: &Value) -> Result<i64> {
     };
     let (y, m, d) = civil_from_days(days);
     let secs = micros_of_day / MICROS_PER_SEC;
-    Ok(match part.to_ascii_lowercase().as_str() {
-        "year" | "years" => y,
-        "month" | "months" => m as i64,
-        "day" | "days" => d as i64,
-        "hour" | "hours" => secs / 3600,
-        "minute" | "minutes" => secs / 60 % 60,
-        "second" | "seconds" => secs % 60,
-        other => return Err(Error::runtime(format!("unknown date part '{other}'"))),
+    // Compared ignoring case without allocating (this runs per row).
+    let is = |a: &str, b: &str| part.eq_ignore_ascii_case(a) || part.eq_ignore_ascii_case(b);
+    Ok(if is("year", "years") {
+        y
+    } else if is("month", "months") {
+        m as i64
+    } else if is("day", "days") {
+        d as i64
+    } else if is("hour", "hours") {
+        secs / 3600
+    } else if is("minute", "minutes") {
+        secs / 60 % 60
+    } else if is("second", "seconds") {
+        secs % 60
+    } else {
+        return Err(Error::runtime(format!(
+            "unknown date part '{}'",
+            part.to_ascii_lowercase()
+        )));
     })
 }
 
