@@ -228,6 +228,30 @@ pub struct Projection {
     pub span: Span,
 }
 
+impl Projection {
+    /// A projection without DISTINCT, ORDER BY, SKIP or LIMIT (the binder
+    /// builds these for the clauses it rewrites into WITH / RETURN).
+    pub fn plain(
+        is_with: bool,
+        star: bool,
+        items: Vec<ProjectionItem>,
+        where_: Option<Expr>,
+        span: Span,
+    ) -> Projection {
+        Projection {
+            is_with,
+            distinct: false,
+            star,
+            items,
+            order_by: Vec::new(),
+            skip: None,
+            limit: None,
+            where_,
+            span,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProjectionItem {
     pub expr: Expr,

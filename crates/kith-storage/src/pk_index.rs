@@ -162,7 +162,9 @@ impl PinnedPkIndex {
         }
         let mask = self.capacity - 1;
         let mut pos = mix(key.0) & mask;
-        loop {
+        // A valid index always has an empty slot (its load is bounded); the
+        // bound only keeps a damaged one from looping forever.
+        for _ in 0..self.capacity {
             let offset = slots[pos as usize * 2 + 1];
             if offset == EMPTY {
                 return None;
@@ -172,5 +174,34 @@ impl PinnedPkIndex {
             }
             pos = (pos + 1) & mask;
         }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kith_pager::PagerConfig;
+
+    #[test]
+    fn lookups_find_built_keys_and_end_on_a_full_table() {
+        let pager = Arc::new(Pager::in_memory(PagerConfig::default()));
+        let entries: Vec<(IndexKey, u64)> = (0..100).map(|k| (IndexKey(k * 7), k)).collect();
+        let index = PkIndex::build(&pager, KeyKind::Int, entries.into_iter()).unwrap();
+        let pinned = index.pin(&pager).unwrap();
+        assert_eq!(pinned.lookup(IndexKey(21), |_| true), Some(3));
+        assert_eq!(pinned.lookup(IndexKey(22), |_| true), None);
+        // Every slot taken (a damaged index): a miss ends instead of looping.
+        let full = vec![1u64; 32];
+        let run = PageRun::write(&pager, bytemuck::cast_slice(&full)).unwrap();
+        let damaged = PkIndex {
+            kind: KeyKind::Int,
+            num_keys: 16,
+            capacity: 16,
+            slots: run,
+        };
+        let pinned = damaged.pin(&pager).unwrap();
+        assert_eq!(pinned.lookup(IndexKey(5), |_| true), None);
+        assert_eq!(pinned.lookup(IndexKey(1), |_| true), Some(1));
     }
 }

@@ -19,6 +19,30 @@ pub(super) struct CallClause<'c> {
     pub span: Span,
 }
 
+impl<'c> CallClause<'c> {
+    pub fn of(clause: &'c Clause) -> Option<CallClause<'c>> {
+        let Clause::Call {
+            procedure,
+            args,
+            yield_star,
+            yields,
+            where_,
+            span,
+        } = clause
+        else {
+            return None;
+        };
+        Some(CallClause {
+            name: procedure,
+            args: args.as_deref(),
+            yield_star: *yield_star,
+            yields: yields.as_deref(),
+            where_: where_.as_ref(),
+            span: *span,
+        })
+    }
+}
+
 /// Whether `name` is a built-in catalog call rather than a procedure.
 pub(super) fn is_catalog_call(name: &str) -> bool {
     name.eq_ignore_ascii_case("show_tables") || name.eq_ignore_ascii_case("table_info")
@@ -99,17 +123,7 @@ impl Binder<'_> {
                 text: name,
             })
             .collect();
-        let ret = ast::Projection {
-            is_with: false,
-            distinct: false,
-            star: false,
-            items,
-            order_by: Vec::new(),
-            skip: None,
-            limit: None,
-            where_: None,
-            span,
-        };
+        let ret = ast::Projection::plain(false, false, items, None, span);
         self.bind_projection(&ret, predicates)?;
         Ok(BoundStatement::Query(Box::new(BoundQuery {
             parts: std::mem::take(&mut self.parts),
@@ -277,17 +291,7 @@ impl Binder<'_> {
                     text: var.name.clone(),
                 })
                 .collect();
-            let with = ast::Projection {
-                is_with: true,
-                distinct: false,
-                star: true,
-                items,
-                order_by: Vec::new(),
-                skip: None,
-                limit: None,
-                where_: where_.cloned(),
-                span: *span,
-            };
+            let with = ast::Projection::plain(true, true, items, where_.cloned(), *span);
             *predicates = self.bind_projection(&with, std::mem::take(predicates))?;
         }
         Ok(BoundCall {

@@ -245,17 +245,7 @@ impl<'a> Binder<'a> {
                 text: name,
             });
         }
-        let star = ast::Projection {
-            is_with: true,
-            distinct: false,
-            star: true,
-            items,
-            order_by: Vec::new(),
-            skip: None,
-            limit: None,
-            where_: None,
-            span,
-        };
+        let star = ast::Projection::plain(true, true, items, None, span);
         *predicates = self.bind_projection(&star, std::mem::take(predicates))?;
         Ok(vars)
     }
@@ -428,23 +418,10 @@ impl<'a> Binder<'a> {
                 }
                 return self.bind_table_call(procedure, args.as_deref().unwrap_or_default());
             }
-            if let [Clause::Call {
-                procedure,
-                args,
-                yield_star,
-                yields,
-                where_,
-                span,
-            }] = clauses.as_slice()
-            {
-                return self.bind_standalone_call(CallClause {
-                    name: procedure,
-                    args: args.as_deref(),
-                    yield_star: *yield_star,
-                    yields: yields.as_deref(),
-                    where_: where_.as_ref(),
-                    span: *span,
-                });
+            if let [only] = clauses.as_slice() {
+                if let Some(call) = CallClause::of(only) {
+                    return self.bind_standalone_call(call);
+                }
             }
         }
         let mut predicates = Vec::new();
@@ -539,22 +516,9 @@ impl<'a> Binder<'a> {
                         q.span,
                     );
                 }
-                Clause::Call {
-                    procedure,
-                    args,
-                    yield_star,
-                    yields,
-                    where_,
-                    span,
-                } => {
-                    let call = CallClause {
-                        name: procedure,
-                        args: args.as_deref(),
-                        yield_star: *yield_star,
-                        yields: yields.as_deref(),
-                        where_: where_.as_ref(),
-                        span: *span,
-                    };
+                Clause::Call { span, .. } => {
+                    let call = CallClause::of(clause)
+                        .ok_or_else(|| Error::at(ErrorKind::Internal, *span, "not a CALL"))?;
                     self.bind_call(call, false, &mut predicates)?;
                 }
             }

@@ -247,15 +247,8 @@ impl Binder<'_> {
             }
         });
         clauses.push(Clause::Projection(ast::Projection {
-            is_with: false,
             distinct: kind == SubqueryKind::Exists,
-            star: false,
-            items,
-            order_by: Vec::new(),
-            skip: None,
-            limit: None,
-            where_: None,
-            span,
+            ..ast::Projection::plain(false, false, items, None, span)
         }));
         let stmt = Statement::Query(ast::Query {
             parts: vec![ast::SingleQuery { clauses, span }],

@@ -618,55 +618,45 @@ impl Binder<'_> {
                 if matches!(&target.kind, ExprKind::Property(v, _)
                     if matches!(v.kind, ExprKind::Variable(_))))
         };
-        if !on_create.iter().chain(on_match).all(property_item) {
+        let (on_create, on_match, then) = if on_create.iter().chain(on_match).all(property_item) {
+            let mut sets = |items: &[ast::SetItem]| -> Result<Vec<MergeSet>> {
+                let mut out = Vec::new();
+                for item in items {
+                    let ast::SetItem::Property { target, value } = item else {
+                        return Err(not_supported(span, "this ON CREATE / ON MATCH item"));
+                    };
+                    let ExprKind::Property(v, key) = &target.kind else {
+                        return Err(not_supported(target.span, "this SET target"));
+                    };
+                    let ExprKind::Variable(name) = &v.kind else {
+                        return Err(not_supported(target.span, "this SET target"));
+                    };
+                    let node = if var.as_deref() == Some(name.as_str()) {
+                        None
+                    } else {
+                        Some(self.node_ref(name, v.span, scope)?)
+                    };
+                    out.push(MergeSet {
+                        node,
+                        property: key.name.clone(),
+                        value: scope.column(value.clone()),
+                    });
+                }
+                Ok(out)
+            };
+            let sets = (sets(on_create)?, sets(on_match)?);
+            if let Some(v) = &var {
+                scope.created_rels.push(v.clone());
+            }
+            (sets.0, sets.1, MergeThen::default())
+        } else {
+            // Other items are SET clauses that may target the merged rel.
             if let Some(v) = &var {
                 scope.created_rels.push(v.clone());
             }
             let then = self.merge_then(on_create, on_match, scope)?;
-            return Ok(WriteClause::MergeRel {
-                rel: CreateRel {
-                    var,
-                    table,
-                    src,
-                    dst,
-                    properties,
-                },
-                either_direction: rel.direction == Direction::Both,
-                on_create: Vec::new(),
-                on_match: Vec::new(),
-                then,
-            });
-        }
-        let mut sets = |items: &[ast::SetItem]| -> Result<Vec<MergeSet>> {
-            let mut out = Vec::new();
-            for item in items {
-                let ast::SetItem::Property { target, value } = item else {
-                    return Err(not_supported(span, "this ON CREATE / ON MATCH item"));
-                };
-                let ExprKind::Property(v, key) = &target.kind else {
-                    return Err(not_supported(target.span, "this SET target"));
-                };
-                let ExprKind::Variable(name) = &v.kind else {
-                    return Err(not_supported(target.span, "this SET target"));
-                };
-                let node = if var.as_deref() == Some(name.as_str()) {
-                    None
-                } else {
-                    Some(self.node_ref(name, v.span, scope)?)
-                };
-                out.push(MergeSet {
-                    node,
-                    property: key.name.clone(),
-                    value: scope.column(value.clone()),
-                });
-            }
-            Ok(out)
+            (Vec::new(), Vec::new(), then)
         };
-        let on_create = sets(on_create)?;
-        let on_match = sets(on_match)?;
-        if let Some(v) = &var {
-            scope.created_rels.push(v.clone());
-        }
         Ok(WriteClause::MergeRel {
             rel: CreateRel {
                 var,
@@ -678,7 +668,7 @@ impl Binder<'_> {
             either_direction: rel.direction == Direction::Both,
             on_create,
             on_match,
-            then: MergeThen::default(),
+            then,
         })
     }
 
@@ -1207,37 +1197,28 @@ impl Binder<'_> {
                 if matches!(&target.kind, ExprKind::Property(v, _)
                     if matches!(&v.kind, ExprKind::Variable(n) if *n == var)))
         };
-        if !on_create.iter().chain(on_match).all(own_property) {
-            scope.created.insert(var.clone());
-            let then = self.merge_then(on_create, on_match, scope)?;
-            return Ok(WriteClause::MergeNode {
-                node: CreateNode {
-                    var,
-                    table,
-                    labels: node_labels(node),
-                    properties,
-                },
-                on_create: Vec::new(),
-                on_match: Vec::new(),
-                then,
-            });
-        }
-        let mut sets = |items: &[ast::SetItem]| -> Result<Vec<(String, usize)>> {
-            let mut out = Vec::new();
-            for item in items {
-                if let ast::SetItem::Property { target, value } = item {
-                    if let ExprKind::Property(_, key) = &target.kind {
-                        out.push((key.name.clone(), scope.column(value.clone())));
+        let (on_create, on_match, then) = if on_create.iter().chain(on_match).all(own_property) {
+            let mut sets = |items: &[ast::SetItem]| -> Vec<(String, usize)> {
+                let mut out = Vec::new();
+                for item in items {
+                    if let ast::SetItem::Property { target, value } = item {
+                        if let ExprKind::Property(_, key) = &target.kind {
+                            out.push((key.name.clone(), scope.column(value.clone())));
+                        }
                     }
                 }
-            }
-            Ok(out)
+                out
+            };
+            let sets = (sets(on_create), sets(on_match));
+            self.check_properties(&table, &sets.0, span)?;
+            self.check_properties(&table, &sets.1, span)?;
+            scope.created.insert(var.clone());
+            (sets.0, sets.1, MergeThen::default())
+        } else {
+            scope.created.insert(var.clone());
+            let then = self.merge_then(on_create, on_match, scope)?;
+            (Vec::new(), Vec::new(), then)
         };
-        let on_create = sets(on_create)?;
-        let on_match = sets(on_match)?;
-        self.check_properties(&table, &on_create, span)?;
-        self.check_properties(&table, &on_match, span)?;
-        scope.created.insert(var.clone());
         Ok(WriteClause::MergeNode {
             node: CreateNode {
                 var,
@@ -1247,7 +1228,7 @@ impl Binder<'_> {
             },
             on_create,
             on_match,
-            then: MergeThen::default(),
+            then,
         })
     }
 }
