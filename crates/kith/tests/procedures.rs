@@ -170,3 +170,23 @@ fn bad_calls_are_errors_that_name_the_problem() {
     // The database still answers.
     assert_eq!(rows(&conn, "CALL test.range(1)").len(), 1);
 }
+
+#[test]
+fn procedure_rows_feed_writes_and_calls_follow_writes() {
+    let db = db();
+    let conn = Connection::new(&db);
+    conn.query("CALL test.range(4) YIELD i, sq CREATE (:Q {i: i, sq: sq})")
+        .unwrap();
+    assert_eq!(
+        rows(&conn, "MATCH (q:Q) RETURN sum(q.sq), count(*)"),
+        vec![vec![Value::Int64(14), Value::Int64(4)]]
+    );
+    // A call in the clauses that follow a write (bound after the writes).
+    assert_eq!(
+        rows(
+            &conn,
+            "CREATE (:Z {n: 3}) WITH 1 AS one CALL test.range(3) YIELD i RETURN count(*)"
+        ),
+        vec![vec![Value::Int64(3)]]
+    );
+}
