@@ -223,6 +223,18 @@ enum BuiltSource {
     },
 }
 
+impl BuiltSource {
+    /// The number of morsels the source hands out.
+    fn morsels(&self) -> usize {
+        match self {
+            BuiltSource::Single(_) => 1,
+            BuiltSource::Scan { morsels, .. } | BuiltSource::Rows { morsels, .. } => {
+                morsels.count() as usize
+            }
+        }
+    }
+}
+
 /// Everything workers need to instantiate their chains.
 struct PipelineShape {
     ctx: Arc<QueryContext>,
@@ -686,6 +698,10 @@ where
     M: Fn(S) -> Result<()> + Send + Sync + 'static,
 {
     let cancel = shape.ctx.cancel.clone();
+    // Workers share a pipeline by taking its source's morsels: more workers
+    // than morsels only wake threads that find nothing to do (and the
+    // caller then waits for them).
+    let threads = threads.min(shape.source.morsels().max(1));
     let task = Arc::new(PipelineTask {
         shape,
         make_sink,

@@ -34,6 +34,11 @@ impl MorselDispenser {
     pub fn total(&self) -> u64 {
         self.total
     }
+
+    /// How many morsels the range splits into.
+    pub fn count(&self) -> u64 {
+        self.total.div_ceil(self.size.max(1))
+    }
 }
 
 #[cfg(test)]
@@ -46,6 +51,9 @@ mod tests {
         let got: Vec<_> = std::iter::from_fn(|| d.next()).collect();
         assert_eq!(got, vec![0..3, 3..6, 6..9, 9..10]);
         assert!(d.next().is_none());
+        assert_eq!(d.count(), 4);
         assert!(MorselDispenser::new(0, 4).next().is_none());
+        assert_eq!(MorselDispenser::new(0, 4).count(), 0);
+        assert_eq!(MorselDispenser::new(8, 4).count(), 2);
     }
 }
