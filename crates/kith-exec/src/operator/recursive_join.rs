@@ -848,6 +848,13 @@ fn union_join(
             &ids,
         );
     }
+    let space: Vec<(TableId, u64)> = join
+        .node_tables
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (*t, graph.global(i, 0)))
+        .collect();
+    let dst_mask = dst_mask(join, &space, graph.num_nodes(), ctx)?;
     let sink = Arc::new(CollectSink::<LenRow>::default());
     macro_rules! run {
         ($compute:expr) => {
@@ -867,12 +874,12 @@ fn union_join(
         RecursiveMode::Shortest => run!(ShortestLengths {
             lower,
             upper,
-            dst_mask: None,
+            dst_mask: dst_mask.clone(),
         }),
         RecursiveMode::AllShortest => run!(AllShortestCounts {
             lower,
             upper,
-            dst_mask: None,
+            dst_mask: dst_mask.clone(),
         }),
         RecursiveMode::WeightedShortest => {
             return Err(Error::not_supported(
@@ -887,6 +894,11 @@ fn union_join(
         .take()
         .into_iter()
         .filter(|r| r.count > 0)
+        .filter(|r| {
+            dst_mask
+                .as_ref()
+                .is_none_or(|m| kith_graph::graph::mask_has(m, r.dst))
+        })
         .map(|r| {
             let si = index_of
                 .get(&r.src)
