@@ -639,22 +639,13 @@ fn apply_merge_then(
     rel_env: &RelEnv,
 ) -> Result<()> {
     for (clauses, want) in [(&then.on_create, true), (&then.on_match, false)] {
-        if clauses.is_empty() || !created.contains(&want) {
+        let picked: Vec<usize> = (0..created.len()).filter(|&i| created[i] == want).collect();
+        if clauses.is_empty() || picked.is_empty() {
             continue;
         }
-        let pick = |i: &usize| created.get(*i) == Some(&want);
-        let mut sub_rows: Vec<Vec<Value>> = (0..rows.len())
-            .filter(pick)
-            .map(|i| rows[i].clone())
-            .collect();
-        let mut sub_env: Env = (0..env.len())
-            .filter(pick)
-            .map(|i| env[i].clone())
-            .collect();
-        let mut sub_rel: RelEnv = (0..rel_env.len())
-            .filter(pick)
-            .map(|i| rel_env[i].clone())
-            .collect();
+        let mut sub_rows: Vec<Vec<Value>> = picked.iter().map(|&i| rows[i].clone()).collect();
+        let mut sub_env: Env = picked.iter().map(|&i| env[i].clone()).collect();
+        let mut sub_rel: RelEnv = picked.iter().map(|&i| rel_env[i].clone()).collect();
         for c in clauses {
             apply(txn, c, &mut sub_rows, &mut sub_env, &mut sub_rel)?;
         }

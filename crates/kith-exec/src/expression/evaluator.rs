@@ -51,6 +51,8 @@ pub(super) enum Kind {
         f: ScalarFunction,
         args: Vec<Node>,
         buf: Vec<Value>,
+        /// The arguments read per row (the unflat ones), reused per batch.
+        varying: Vec<usize>,
     },
     Cast(Box<Node>),
     /// Evaluated row at a time so untaken branches never run (no spurious
@@ -175,6 +177,7 @@ impl Node {
                     f,
                     args: args.iter().map(Node::compile).collect::<Result<_>>()?,
                     buf: Vec::with_capacity(args.len()),
+                    varying: Vec::with_capacity(args.len()),
                 }
             }
             BoundExprKind::Cast(x) => Kind::Cast(Box::new(Node::compile(x)?)),
@@ -458,7 +461,13 @@ impl Node {
                     coerce(kernels::binary(op, &a, &b, regex)?, ty)
                 })
             }
-            Kind::Function { name, f, args, buf } => {
+            Kind::Function {
+                name,
+                f,
+                args,
+                buf,
+                varying,
+            } => {
                 let mut modes = Vec::with_capacity(args.len());
                 for a in args.iter_mut() {
                     modes.push(a.eval(ctx)?);
@@ -472,11 +481,10 @@ impl Node {
                     Mode::Flat(p) => v.get_value(*p),
                     Mode::Unflat(_) => Value::Null,
                 }));
-                let varying: Vec<usize> = (0..modes.len())
-                    .filter(|&i| matches!(modes[i], Mode::Unflat(_)))
-                    .collect();
+                varying.clear();
+                varying.extend((0..modes.len()).filter(|&i| matches!(modes[i], Mode::Unflat(_))));
                 map_rows(&mut self.out, ctx, &modes, |p| {
-                    for &i in &varying {
+                    for &i in varying.iter() {
                         buf[i] = vecs[i].get_value(at(modes[i], p));
                     }
                     if f.propagate_nulls && buf.iter().any(Value::is_null) {

@@ -814,6 +814,13 @@ fn union_join(
         threads,
         ctx,
     );
+    // Node table `i` owns the dense ids from `graph.global(i, 0)`.
+    let space: Vec<(TableId, u64)> = join
+        .node_tables
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (*t, graph.global(i, 0)))
+        .collect();
     if enumerates(join) {
         let g = Arc::clone(&graph);
         let node = move |d: u64| {
@@ -824,12 +831,7 @@ fn union_join(
             node: &node,
             rel: &InternalId,
             dst_ok: &|id: InternalId| join.dst_tables.contains(&id.table()),
-            space: join
-                .node_tables
-                .iter()
-                .enumerate()
-                .map(|(i, t)| (*t, graph.global(i, 0)))
-                .collect(),
+            space: space.clone(),
         };
         let srcs = Sources {
             list: &sources,
@@ -848,12 +850,6 @@ fn union_join(
             &ids,
         );
     }
-    let space: Vec<(TableId, u64)> = join
-        .node_tables
-        .iter()
-        .enumerate()
-        .map(|(i, t)| (*t, graph.global(i, 0)))
-        .collect();
     let dst_mask = dst_mask(join, &space, graph.num_nodes(), ctx)?;
     let sink = Arc::new(CollectSink::<LenRow>::default());
     macro_rules! run {

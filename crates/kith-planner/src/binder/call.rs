@@ -136,8 +136,9 @@ impl Binder<'_> {
     /// signature, unwinds the procedure's rows and binds the yielded outputs
     /// (with their aliases) as variables. A standalone call yields every
     /// output unless it names some; an in-query call only what it yields.
-    /// For a standalone call, returns the call itself (its arguments must be
-    /// constants: there are no input rows) and the names it yielded.
+    /// Returns the procedure and the names it yielded, and for a standalone
+    /// call of a procedure without outputs its arguments (constants: there
+    /// are no input rows; nothing is unwound).
     pub(super) fn bind_call(
         &mut self,
         clause: CallClause<'_>,
@@ -152,10 +153,9 @@ impl Binder<'_> {
             where_,
             span,
         } = clause;
-        let span = &span;
         if is_catalog_call(&name.name) {
             return Err(not_supported(
-                *span,
+                span,
                 &format!("{}() inside a query (call it on its own)", name.name),
             ));
         }
@@ -169,7 +169,7 @@ impl Binder<'_> {
         if yield_star && !standalone {
             return Err(Error::at(
                 ErrorKind::Syntax,
-                *span,
+                span,
                 "YIELD * is only allowed when CALL is the whole query; name the outputs to yield",
             ));
         }
@@ -226,7 +226,7 @@ impl Binder<'_> {
                 procedure,
                 args: call_args,
                 yielded: Vec::new(),
-                span: *span,
+                span,
             });
         }
         // Arguments over variables of a pattern are computed in the part
@@ -246,7 +246,7 @@ impl Binder<'_> {
                 .enumerate()
                 .map(|(i, a)| (format!("_anon_call_{base}_arg{i}"), a.clone()))
                 .collect();
-            args = self.carry_into_new_part(hidden, *span, predicates)?;
+            args = self.carry_into_new_part(hidden, span, predicates)?;
         }
         let bound_args = args
             .iter()
@@ -263,7 +263,7 @@ impl Binder<'_> {
                     args: bound_args,
                 },
                 ty: LogicalType::List(Box::new(row_ty.clone())),
-                span: *span,
+                span,
             },
             slot,
             ty: row_ty.clone(),
@@ -272,7 +272,7 @@ impl Binder<'_> {
         if !yielded.is_empty() || where_.is_some() {
             let row = ast::Expr {
                 kind: ExprKind::Variable(hidden),
-                span: *span,
+                span,
             };
             let items = yielded
                 .iter()
@@ -291,14 +291,14 @@ impl Binder<'_> {
                     text: var.name.clone(),
                 })
                 .collect();
-            let with = ast::Projection::plain(true, true, items, where_.cloned(), *span);
+            let with = ast::Projection::plain(true, true, items, where_.cloned(), span);
             *predicates = self.bind_projection(&with, std::mem::take(predicates))?;
         }
         Ok(BoundCall {
             procedure,
             args: Vec::new(),
             yielded: yielded.into_iter().map(|(_, v)| v.name).collect(),
-            span: *span,
+            span,
         })
     }
 
