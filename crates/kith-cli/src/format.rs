@@ -271,12 +271,12 @@ pub fn to_json(value: &Value) -> Json {
             let nodes = p
                 .nodes
                 .iter()
-                .map(|n| to_json(&Value::Node(Box::new(n.clone()))))
+                .map(|n| to_json(&Value::Node(n.clone())))
                 .collect();
             let rels = p
                 .rels
                 .iter()
-                .map(|r| to_json(&Value::Rel(Box::new(r.clone()))))
+                .map(|r| to_json(&Value::Rel(r.clone())))
                 .collect();
             let mut obj = Map::new();
             obj.insert("_nodes".into(), Json::Array(nodes));
@@ -412,12 +412,12 @@ mod tests {
     #[test]
     fn nodes_and_rels_become_objects() {
         let id = |t, o| InternalId::new(TableId(t), o);
-        let node = Value::Node(Box::new(NodeValue {
+        let node = Value::Node(std::sync::Arc::new(NodeValue {
             id: id(0, 5),
             label: "Person".into(),
             properties: vec![("name".into(), s("Ada")), ("age".into(), Value::Null)].into(),
         }));
-        let rel = Value::Rel(Box::new(RelValue {
+        let rel = Value::Rel(std::sync::Arc::new(RelValue {
             id: id(1, 2),
             label: "Knows".into(),
             src: id(0, 5),

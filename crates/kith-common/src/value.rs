@@ -39,9 +39,12 @@ pub enum Value {
     /// Named fields in declaration order.
     Struct(Vec<(String, Value)>),
     Map(Vec<(Value, Value)>),
-    Node(Box<NodeValue>),
-    Rel(Box<RelValue>),
-    Path(Box<PathValue>),
+    /// Entities and paths are shared, not copied: a value is cloned every
+    /// time an operator reads it from a vector, and a path repeats the
+    /// nodes of the paths it shares a prefix with.
+    Node(Arc<NodeValue>),
+    Rel(Arc<RelValue>),
+    Path(Arc<PathValue>),
 }
 
 /// A node as a value. The label and properties are shared (`Arc`): the
@@ -66,8 +69,8 @@ pub struct RelValue {
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct PathValue {
-    pub nodes: Vec<NodeValue>,
-    pub rels: Vec<RelValue>,
+    pub nodes: Vec<Arc<NodeValue>>,
+    pub rels: Vec<Arc<RelValue>>,
 }
 
 impl Value {

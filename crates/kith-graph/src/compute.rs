@@ -554,17 +554,50 @@ impl Parents {
             if p == 0 {
                 return None;
             }
-            let p1 = p - 1;
-            let e = arenas[(p1 >> ARENA_INDEX_BITS) as usize]
-                [(p1 & ((1 << ARENA_INDEX_BITS) - 1)) as usize];
+            let e = Self::entry(arenas, p);
             p = e.next;
             Some((e.node, e.rel))
         })
     }
 
+    /// The entry a (non-zero) pointer points to.
+    #[inline]
+    fn entry(arenas: &[&[ParentEntry]], p: u64) -> ParentEntry {
+        let p1 = p - 1;
+        arenas[(p1 >> ARENA_INDEX_BITS) as usize][(p1 & ((1 << ARENA_INDEX_BITS) - 1)) as usize]
+    }
+
     /// The smallest parent edge of `child`, without collecting them all.
-    fn min_parent(&self, arenas: &[&[ParentEntry]], child: u64) -> Option<(u64, u64)> {
-        self.parent_edges(arenas, child).min()
+    /// `memo` (one slot per node, 0 = not yet known) keeps the answer as
+    /// its entry pointer: the destinations of one source share most of
+    /// their paths, and each step back would otherwise walk the node's
+    /// whole parent list again. Workers racing on a slot store the same
+    /// pointer.
+    fn min_parent(
+        &self,
+        arenas: &[&[ParentEntry]],
+        memo: &[AtomicU64],
+        child: u64,
+    ) -> Option<(u64, u64)> {
+        let entry = |p: u64| Self::entry(arenas, p);
+        let slot = &memo[child as usize];
+        let known = slot.load(Ordering::Relaxed);
+        if known != 0 {
+            let e = entry(known);
+            return Some((e.node, e.rel));
+        }
+        let mut best: Option<(u64, u64, u64)> = None;
+        let mut p = self.heads[child as usize].load(Ordering::Relaxed);
+        while p != 0 {
+            let e = entry(p);
+            if best.is_none_or(|(n, r, _)| (e.node, e.rel) < (n, r)) {
+                best = Some((e.node, e.rel, p));
+            }
+            p = e.next;
+        }
+        let (n, r, ptr) = best?;
+        slot.store(ptr, Ordering::Relaxed);
+        Some((n, r))
     }
 
     /// Every parent edge of `child`, sorted.
@@ -616,6 +649,9 @@ impl ShortestPaths {
 pub struct PathsAux {
     level: Vec<AtomicU16>,
     parents: Parents,
+    /// [`Parents::min_parent`]'s answers (only [`PathMode::One`] uses it;
+    /// zeroed pages cost nothing until written).
+    min_parent: Vec<AtomicU64>,
     wanted: DstCountdown,
 }
 
@@ -633,6 +669,10 @@ impl Compute for ShortestPaths {
         PathsAux {
             level,
             parents: Parents::new(n, workers),
+            min_parent: match self.mode {
+                PathMode::One => zeroed_u64s(n as usize),
+                PathMode::All => Vec::new(),
+            },
             wanted: DstCountdown::new(self.dst_mask.as_deref(), srcs[0]),
         }
     }
@@ -705,7 +745,7 @@ impl Compute for ShortestPaths {
                     while cur != src {
                         let (p, r) = aux
                             .parents
-                            .min_parent(&arenas, cur)
+                            .min_parent(&arenas, &aux.min_parent, cur)
                             .ok_or_else(|| Error::internal("visited node without a parent"))?;
                         nodes.push(p);
                         rels.push(r);

@@ -617,17 +617,17 @@ mod tests {
         assert!(values_match(&st, &p("{a: 1}"), o));
         let n = node(1, "A", vec![("p", Value::Int64(1)), ("q", Value::Null)]);
         assert!(values_match(
-            &Value::Node(Box::new(n.clone())),
+            &Value::Node(std::sync::Arc::new(n.clone())),
             &p("(:A {p: 1})"),
             o
         ));
         assert!(!values_match(
-            &Value::Node(Box::new(n.clone())),
+            &Value::Node(std::sync::Arc::new(n.clone())),
             &p("(:B {p: 1})"),
             o
         ));
         assert!(!values_match(
-            &Value::Node(Box::new(n.clone())),
+            &Value::Node(std::sync::Arc::new(n.clone())),
             &p("(:A)"),
             o
         ));
@@ -639,9 +639,9 @@ mod tests {
             dst: InternalId(1),
             properties: Vec::new().into(),
         };
-        let path = Value::Path(Box::new(kith_common::PathValue {
-            nodes: vec![n, m],
-            rels: vec![r],
+        let path = Value::Path(std::sync::Arc::new(kith_common::PathValue {
+            nodes: vec![n.into(), m.into()],
+            rels: vec![r.into()],
         }));
         assert!(values_match(&path, &p("<(:A {p: 1})<-[:T]-(:B)>"), o));
         assert!(!values_match(&path, &p("<(:A {p: 1})-[:T]->(:B)>"), o));

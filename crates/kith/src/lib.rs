@@ -8,6 +8,14 @@
 //! `BEGIN TRANSACTION [READ ONLY]` (see `database.rs`); the shell and the
 //! Python package get transactions through [`Connection`].
 
+/// Query results of nested values (paths, lists, nodes) allocate and free
+/// many small objects: with glibc's allocator a shortest-paths query spent
+/// a quarter of its time in malloc, free and consolidation; mimalloc
+/// halved the query (BENCHMARKS.md).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod copy_arrow;
 mod database;
 mod implicit_schema;

@@ -3,6 +3,8 @@
 //! entity's id and its properties as (name literal, value) pairs, so building
 //! the value is all that is left to do here.
 
+use std::sync::Arc;
+
 use kith_common::{Error, InternalId, NodeValue, PathValue, RelValue, Result, Value};
 
 use super::ScalarFunction;
@@ -84,7 +86,7 @@ fn node(args: &[Value]) -> Result<Value> {
     let Some(id) = internal_id("_node()", first)? else {
         return Ok(Value::Null);
     };
-    Ok(Value::Node(Box::new(NodeValue {
+    Ok(Value::Node(Arc::new(NodeValue {
         id,
         label: label_arg(id, args.get(1))?.into(),
         properties: property_pairs(&args[2.min(args.len())..])?.into(),
@@ -103,7 +105,7 @@ fn rel(args: &[Value]) -> Result<Value> {
     ) else {
         return Ok(Value::Null);
     };
-    Ok(Value::Rel(Box::new(RelValue {
+    Ok(Value::Rel(Arc::new(RelValue {
         id,
         label: label_arg(id, args.get(3))?.into(),
         src,
@@ -118,8 +120,8 @@ fn path(args: &[Value]) -> Result<Value> {
     let mut rels = Vec::with_capacity(args.len() / 2);
     for (i, a) in args.iter().enumerate() {
         match (i % 2, a) {
-            (0, Value::Node(n)) => nodes.push((**n).clone()),
-            (1, Value::Rel(r)) => rels.push((**r).clone()),
+            (0, Value::Node(n)) => nodes.push(n.clone()),
+            (1, Value::Rel(r)) => rels.push(r.clone()),
             (_, Value::Null) => return Ok(Value::Null),
             (_, other) => {
                 return Err(Error::internal(format!(
@@ -129,7 +131,7 @@ fn path(args: &[Value]) -> Result<Value> {
             }
         }
     }
-    Ok(Value::Path(Box::new(PathValue { nodes, rels })))
+    Ok(Value::Path(Arc::new(PathValue { nodes, rels })))
 }
 
 /// `type(r)` of a rel value.
@@ -166,10 +168,7 @@ fn value_labels(args: &[Value]) -> Result<Value> {
 fn path_nodes(args: &[Value]) -> Result<Value> {
     match args {
         [Value::Path(p)] => Ok(Value::List(
-            p.nodes
-                .iter()
-                .map(|n| Value::Node(Box::new(n.clone())))
-                .collect(),
+            p.nodes.iter().map(|n| Value::Node(n.clone())).collect(),
         )),
         [other] => Err(Error::type_error(format!(
             "nodes() expects a PATH, got {}",
@@ -183,10 +182,7 @@ fn path_nodes(args: &[Value]) -> Result<Value> {
 fn path_rels(args: &[Value]) -> Result<Value> {
     match args {
         [Value::Path(p)] => Ok(Value::List(
-            p.rels
-                .iter()
-                .map(|r| Value::Rel(Box::new(r.clone())))
-                .collect(),
+            p.rels.iter().map(|r| Value::Rel(r.clone())).collect(),
         )),
         [other] => Err(Error::type_error(format!(
             "relationships() expects a PATH, got {}",

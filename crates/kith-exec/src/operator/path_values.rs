@@ -4,7 +4,8 @@
 //! patterns) are read here, once per distinct node or rel (cached), since
 //! paths share most of their elements.
 
-use std::collections::HashMap;
+use hashbrown::HashMap;
+use std::sync::Arc;
 
 use kith_catalog::TableEntry;
 use kith_common::constants::NODE_GROUP_SIZE;
@@ -29,29 +30,18 @@ struct NodeTable {
     scratch: Vec<ValueVector>,
 }
 
-/// A rel table's rels by rel id: every rel's endpoints and properties,
-/// read once from the forward CSR (rel properties are stored in CSR order,
-/// so a rel id alone needs this index).
-struct RelTable {
-    label: std::sync::Arc<str>,
-    names: Vec<String>,
-    /// Per rel id: (group, position in the group), or None (deleted).
-    loc: Vec<Option<(u32, u32)>>,
-    /// Per group: (source offset, destination offset) per position.
-    ends: Vec<Vec<(u64, u64)>>,
-    /// Per group, per property: its values in CSR order.
-    values: Vec<Vec<ValueVector>>,
-    src_table: TableId,
-    dst_table: TableId,
-}
+/// The rel values a result needs, by rel offset: rel properties are stored
+/// in CSR order, so finding a rel by id takes a pass over its table's
+/// forward CSR, made once for all the rels of a result
+/// ([`PathValues::load_rels`]).
+type RelTable = HashMap<u64, Arc<RelValue>>;
 
 /// Builds node and rel values by id, caching each.
 pub struct PathValues<'a> {
     ctx: &'a QueryContext,
     nodes: HashMap<TableId, NodeTable>,
     rels: HashMap<TableId, RelTable>,
-    node_cache: HashMap<InternalId, NodeValue>,
-    rel_cache: HashMap<InternalId, RelValue>,
+    node_cache: HashMap<InternalId, Arc<NodeValue>>,
 }
 
 fn entry(ctx: &QueryContext, t: TableId) -> Result<&TableEntry> {
@@ -68,7 +58,6 @@ impl<'a> PathValues<'a> {
             nodes: HashMap::new(),
             rels: HashMap::new(),
             node_cache: HashMap::new(),
-            rel_cache: HashMap::new(),
         }
     }
 
@@ -110,7 +99,7 @@ impl<'a> PathValues<'a> {
     }
 
     /// The value of node `id`.
-    pub fn node(&mut self, id: InternalId) -> Result<NodeValue> {
+    pub fn node(&mut self, id: InternalId) -> Result<Arc<NodeValue>> {
         if let Some(v) = self.node_cache.get(&id) {
             return Ok(v.clone());
         }
@@ -160,137 +149,138 @@ impl<'a> PathValues<'a> {
                 }
             }
         }
-        let v = NodeValue {
+        let v = Arc::new(NodeValue {
             id,
             label,
             properties: properties.into(),
-        };
+        });
         self.node_cache.insert(id, v.clone());
         Ok(v)
     }
 
-    fn rel_table(&mut self, t: TableId) -> Result<&RelTable> {
-        if !self.rels.contains_key(&t) {
-            let e = entry(self.ctx, t)?;
-            let info = e
-                .rel_info()
-                .ok_or_else(|| Error::internal("rel table without endpoints"))?;
-            let TableData::Rel(rd) = self.ctx.version.table(t)?.as_ref() else {
-                return Err(Error::internal("expected rel table storage"));
-            };
-            let mut names = Vec::new();
-            let mut columns = Vec::new();
-            let mut types = Vec::new();
-            for p in &e.properties {
-                if kith_catalog::is_hidden(&p.name) {
-                    continue;
-                }
-                names.push(p.name.clone());
-                columns.push(rd.column_of(p.id));
-                types.push(p.ty.clone());
+    /// Reads the values of `ids` (rels of any tables, repeats allowed):
+    /// one pass over each table's forward CSR picks the positions of the
+    /// wanted rel ids (a bit per id), then reads their endpoints and
+    /// properties. [`PathValues::rel`] answers only for loaded rels.
+    pub fn load_rels(&mut self, ids: impl IntoIterator<Item = InternalId>) -> Result<()> {
+        let mut wanted: HashMap<TableId, Vec<u64>> = HashMap::new();
+        for id in ids {
+            let (t, r) = (id.table(), id.offset() as usize);
+            if self
+                .rels
+                .get(&t)
+                .is_some_and(|m| m.contains_key(&(r as u64)))
+            {
+                continue;
             }
-            let stored: Vec<usize> = columns.iter().flatten().copied().collect();
-            let mut loc = vec![None; rd.next_rel_id.max(rd.num_rels) as usize];
-            let mut ends = Vec::with_capacity(rd.fwd.groups.len());
-            let mut values = Vec::with_capacity(rd.fwd.groups.len());
-            let mut ids = Vec::new();
-            let mut nbrs = Vec::new();
-            for (gi, g) in rd.fwd.groups.iter().enumerate() {
-                let n = g.num_rels as usize;
-                let pinned = g.pin(&self.ctx.pager, &stored)?;
-                ids.resize(n, 0);
-                nbrs.resize(n, 0);
-                pinned.rel_ids.read_u64s(0, n, &mut ids);
-                pinned.neighbors.read_u64s(0, n, &mut nbrs);
-                let mut group_ends = vec![(0u64, 0u64); n];
-                for local in 0..g.num_nodes {
-                    let (a, b) = pinned.range(local);
-                    for pos in a..b {
-                        let pos = pos as usize;
-                        if let Some(e) = group_ends.get_mut(pos) {
-                            *e = (gi as u64 * NODE_GROUP_SIZE + local, nbrs[pos]);
-                        }
-                    }
-                }
-                for (pos, &id) in ids.iter().enumerate() {
-                    let slot = loc
-                        .get_mut(id as usize)
-                        .ok_or_else(|| Error::internal(format!("rel id {id} out of range")))?;
-                    *slot = Some((gi as u32, pos as u32));
-                }
-                let mut group_values = Vec::with_capacity(names.len());
-                let mut k = 0;
-                for (c, ty) in columns.iter().zip(&types) {
-                    let mut v = ValueVector::new(ty.clone(), n);
-                    match c {
-                        Some(_) => {
-                            let col = pinned
-                                .properties
-                                .get(k)
-                                .ok_or_else(|| Error::internal("rel column not pinned"))?;
-                            col.read(0, n, &mut v, 0)?;
-                            k += 1;
-                        }
-                        None => (0..n).for_each(|i| v.set_null(i, true)),
-                    }
-                    group_values.push(v);
-                }
-                ends.push(group_ends);
-                values.push(group_values);
-                self.ctx.cancel.check()?;
+            let bits = wanted.entry(t).or_default();
+            if bits.len() <= r / 64 {
+                bits.resize(r / 64 + 1, 0);
             }
-            self.rels.insert(
-                t,
-                RelTable {
-                    label: e.label.as_str().into(),
-                    names,
-                    loc,
-                    ends,
-                    values,
-                    src_table: info.src,
-                    dst_table: info.dst,
-                },
-            );
+            bits[r / 64] |= 1 << (r % 64);
         }
-        self.rels
-            .get(&t)
-            .ok_or_else(|| Error::internal("rel table cache"))
+        for (t, bits) in wanted {
+            self.load_rel_table(t, &bits)?;
+        }
+        Ok(())
     }
 
-    /// The value of rel `id`.
-    pub fn rel(&mut self, id: InternalId) -> Result<RelValue> {
-        if let Some(v) = self.rel_cache.get(&id) {
-            return Ok(v.clone());
+    /// [`PathValues::load_rels`] for the rel ids of table `t` set in `bits`.
+    fn load_rel_table(&mut self, t: TableId, bits: &[u64]) -> Result<()> {
+        let e = entry(self.ctx, t)?;
+        let info = e
+            .rel_info()
+            .ok_or_else(|| Error::internal("rel table without endpoints"))?;
+        let data = self.ctx.version.table(t)?.clone();
+        let TableData::Rel(rd) = data.as_ref() else {
+            return Err(Error::internal("expected rel table storage"));
+        };
+        let label: Arc<str> = e.label.as_str().into();
+        let mut names = Vec::new();
+        let mut columns = Vec::new();
+        let mut scratch = Vec::new();
+        for p in &e.properties {
+            if kith_catalog::is_hidden(&p.name) {
+                continue;
+            }
+            names.push(p.name.clone());
+            columns.push(rd.column_of(p.id));
+            scratch.push(ValueVector::new(p.ty.clone(), 1));
         }
-        let rt = self.rel_table(id.table())?;
-        let Some((g, pos)) = rt.loc.get(id.offset() as usize).copied().flatten() else {
-            return Err(Error::internal(format!("rel {id} not in its table")));
-        };
-        let (g, pos) = (g as usize, pos as usize);
-        let (s, d) = rt.ends[g][pos];
-        let properties = rt
-            .names
-            .iter()
-            .zip(&rt.values[g])
-            .map(|(n, v)| (n.clone(), v.get_value(pos)))
-            .collect::<Vec<_>>()
-            .into();
-        let v = RelValue {
-            id,
-            label: rt.label.clone(),
-            src: InternalId::new(rt.src_table, s),
-            dst: InternalId::new(rt.dst_table, d),
-            properties,
-        };
-        self.rel_cache.insert(id, v.clone());
-        Ok(v)
+        let stored: Vec<usize> = columns.iter().flatten().copied().collect();
+        let map = self.rels.entry(t).or_default();
+        let (mut ids, mut nbrs) = (Vec::new(), Vec::new());
+        for (gi, g) in rd.fwd.groups.iter().enumerate() {
+            let n = g.num_rels as usize;
+            if n == 0 {
+                continue;
+            }
+            let pinned = g.pin(&self.ctx.pager, &stored)?;
+            ids.resize(n, 0);
+            pinned.rel_ids.read_u64s(0, n, &mut ids);
+            if !ids.iter().any(|&r| kith_graph::graph::mask_has(bits, r)) {
+                continue;
+            }
+            nbrs.resize(n, 0);
+            pinned.neighbors.read_u64s(0, n, &mut nbrs);
+            for local in 0..g.num_nodes {
+                let (a, b) = pinned.range(local);
+                for pos in a..b.min(n as u64) {
+                    let r = ids[pos as usize];
+                    if !kith_graph::graph::mask_has(bits, r) {
+                        continue;
+                    }
+                    let mut properties = Vec::with_capacity(names.len());
+                    let mut k = 0;
+                    for (i, (name, c)) in names.iter().zip(&columns).enumerate() {
+                        let v = match c {
+                            Some(_) => {
+                                let col = pinned
+                                    .properties
+                                    .get(k)
+                                    .ok_or_else(|| Error::internal("rel column not pinned"))?;
+                                k += 1;
+                                col.read(pos, 1, &mut scratch[i], 0)?;
+                                scratch[i].get_value(0)
+                            }
+                            None => Value::Null,
+                        };
+                        properties.push((name.clone(), v));
+                    }
+                    let src = gi as u64 * NODE_GROUP_SIZE + local;
+                    map.insert(
+                        r,
+                        Arc::new(RelValue {
+                            id: InternalId::new(t, r),
+                            label: label.clone(),
+                            src: InternalId::new(info.src, src),
+                            dst: InternalId::new(info.dst, nbrs[pos as usize]),
+                            properties: properties.into(),
+                        }),
+                    );
+                }
+            }
+            self.ctx.cancel.check()?;
+        }
+        Ok(())
+    }
+
+    /// The value of rel `id`, loaded by [`PathValues::load_rels`].
+    pub fn rel(&self, id: InternalId) -> Result<Arc<RelValue>> {
+        self.rels
+            .get(&id.table())
+            .and_then(|m| m.get(&id.offset()))
+            .cloned()
+            .ok_or_else(|| {
+                Error::internal(format!("rel {id} not loaded (deleted, or not asked for)"))
+            })
     }
 
     /// `LIST(REL)` of `rels`.
     pub fn rel_list(&mut self, rels: &[InternalId]) -> Result<Value> {
         let mut out = Vec::with_capacity(rels.len());
         for r in rels {
-            out.push(Value::Rel(Box::new(self.rel(*r)?)));
+            out.push(Value::Rel(self.rel(*r)?));
         }
         Ok(Value::List(out))
     }
@@ -307,7 +297,7 @@ impl<'a> PathValues<'a> {
         for r in rels {
             p.rels.push(self.rel(*r)?);
         }
-        Ok(Value::Path(Box::new(p)))
+        Ok(Value::Path(Arc::new(p)))
     }
 }
 

@@ -472,6 +472,11 @@ fn paths_join<G: Graph>(
     let (mut paths, mut rel_lists) = (Vec::new(), Vec::new());
     if join.with_path || join.with_rels {
         let mut values = PathValues::new(ctx);
+        values.load_rels(
+            found_paths
+                .iter()
+                .flat_map(|p| p.rels.iter().map(|r| (ids.rel)(*r))),
+        )?;
         let mut node_buf: Vec<InternalId> = Vec::new();
         let mut rel_buf: Vec<InternalId> = Vec::new();
         for (i, p) in found_paths.iter().enumerate() {
