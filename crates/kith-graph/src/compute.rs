@@ -11,6 +11,7 @@ use kith_common::{Error, Result};
 use kith_sched::{CancelToken, Scheduler};
 
 use crate::bits::{saturating_add, zeroed_u16s, zeroed_u64s, DenseBits};
+use crate::distance::HopBound;
 use crate::engine::{run_ife, CollectSink, Compute, IfeOptions, Nodes, RunStats, Visit};
 use crate::graph::Graph;
 
@@ -332,6 +333,22 @@ impl Compute for AllShortestCounts {
 pub struct WalkCounts {
     pub lower: u32,
     pub upper: u32,
+    /// The wanted destinations: rows are emitted only for them and, with
+    /// `bound`, walks that cannot reach one in time are not extended.
+    pub dst_mask: Option<Arc<[u64]>>,
+    pub bound: Option<HopBound>,
+}
+
+impl WalkCounts {
+    /// Every walk to every destination.
+    pub fn new(lower: u32, upper: u32) -> WalkCounts {
+        WalkCounts {
+            lower,
+            upper,
+            dst_mask: None,
+            bound: None,
+        }
+    }
 }
 
 pub struct WalkAux {
@@ -363,9 +380,12 @@ impl Compute for WalkCounts {
             (v.iter, v.iter >= self.lower, v.extend, v.next, v.srcs[0]);
         let this = &aux.cnt[(iter & 1) as usize];
         let other = &aux.cnt[((iter + 1) & 1) as usize];
+        let dst = self.dst_mask.as_deref();
+        let bound = self.bound.as_ref();
+        let (depth, upper) = (iter + 1, self.upper);
         nodes.for_each(|u| {
             let c = this[u as usize].swap(0, Ordering::Relaxed);
-            if emit {
+            if emit && dst.is_none_or(|m| crate::graph::mask_has(m, u)) {
                 v.out.push(LenRow {
                     src,
                     dst: u,
@@ -375,8 +395,10 @@ impl Compute for WalkCounts {
             }
             if extend {
                 v.graph.neighbors(u, v.scratch, |w, _| {
-                    saturating_add(&other[w as usize], c);
-                    next.set(w);
+                    if bound.is_none_or(|b| b.may_reach(w, depth, upper)) {
+                        saturating_add(&other[w as usize], c);
+                        next.set(w);
+                    }
                 });
             }
             Ok(())
@@ -895,7 +917,7 @@ pub fn walk_counts<G: Graph>(
     let (mut rows, _) = collect(
         sched,
         graph,
-        WalkCounts { lower, upper },
+        WalkCounts::new(lower, upper),
         sources,
         opts,
         cancel,

@@ -29,13 +29,17 @@
 //! are a [`UnionCsr`] with both directions of a table.
 //!
 //! Predicates on path nodes are a node mask of [`WalkPaths`] (intermediate
-//! nodes only); the counting computations take none.
+//! nodes only); the counting computations take none. A destination mask
+//! bounds walks: [`hops_to_targets`] searches backwards from the
+//! destinations, and [`WalkCounts`] and [`WalkPaths`] extend no walk that
+//! cannot reach one within the upper bound.
 //!
 //! Boundaries: no parsing, no planning; the planner maps a query to a
 //! [`Compute`], a [`Graph`], the source list and the destination handling.
 
 pub mod bits;
 pub mod compute;
+pub mod distance;
 pub mod engine;
 pub mod graph;
 pub mod paths;
@@ -45,6 +49,7 @@ pub use compute::{
     AllShortestCounts, CostRow, LenRow, PathMode, PathRow, ShortestLengths, ShortestPaths,
     WalkCounts, WeightedShortest, MAX_UPPER,
 };
+pub use distance::{bound_pays, hops_to_targets, HopBound};
 pub use engine::{run_ife, CollectSink, Compute, IfeOptions, Nodes, Policy, RunStats, Sink, Visit};
 pub use graph::{mask_has, Graph, InMemoryCsr, StorageCsr, StorageScratch, UnionCsr, UnionMember};
 pub use paths::{walk_paths, PathSemantics, WalkPaths};

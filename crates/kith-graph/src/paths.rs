@@ -16,6 +16,7 @@ use kith_common::{Error, Result};
 use kith_sched::{CancelToken, Scheduler};
 
 use crate::compute::{check_bounds, PathRow};
+use crate::distance::HopBound;
 use crate::engine::{run_ife, CollectSink, Compute, IfeOptions, Nodes, Visit};
 use crate::graph::Graph;
 use std::sync::Arc;
@@ -58,6 +59,9 @@ pub struct WalkPaths {
     /// paths ending elsewhere are walked through but not output. `None`:
     /// every node.
     pub dst_mask: Option<Arc<[u64]>>,
+    /// Hops left to a destination: a path is not extended to a node from
+    /// which no destination is reachable within `upper`.
+    pub bound: Option<HopBound>,
 }
 
 const CANCEL_EVERY: u32 = 4096;
@@ -98,6 +102,7 @@ impl WalkPaths {
             cancel: None,
             node_mask: None,
             dst_mask: None,
+            bound: None,
         })
     }
 
@@ -171,7 +176,12 @@ impl WalkPaths {
             }
             let (w, r) = dfs.edges[top.cursor];
             top.cursor += 1;
-            if !self.admissible(&dfs, w, r) {
+            if !self.admissible(&dfs, w, r)
+                || self
+                    .bound
+                    .as_ref()
+                    .is_some_and(|b| !b.may_reach(w, dfs.rels.len() as u32 + 1, self.upper))
+            {
                 continue;
             }
             dfs.nodes.push(w);

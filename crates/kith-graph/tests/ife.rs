@@ -259,7 +259,7 @@ fn stats_report_fallback() {
     let st = run_ife(
         &sched,
         g.clone(),
-        Arc::new(WalkCounts { lower: 0, upper: 2 }),
+        Arc::new(WalkCounts::new(0, 2)),
         &[0, 1],
         &opts,
         &CancelToken::new(),

@@ -261,6 +261,7 @@ fn recursive_patterns_match_reference() {
         let some: Vec<usize> = (0..n).filter(|&i| id_of(i) % 3 == 0).collect();
         let walks_fwd = ref_walks(&fwd, &all, 1, 3);
         let walks_bwd0 = ref_walks(&bwd, &some, 0, 2);
+        let walks_fwd4 = ref_walks(&fwd, &all, 1, 4);
         let sp = ref_bfs(&fwd, &all, 1, 30);
         let sp_bwd = ref_bfs(&bwd, &some, 2, 6);
         let lens: Vec<(i64, i64, i64)> = sp.iter().map(|r| (r.0, r.1, r.2)).collect();
@@ -373,6 +374,46 @@ fn recursive_patterns_match_reference() {
                     even_dst(&counts),
                     "all shortest counts to even destinations: {at}"
                 );
+                // Few destinations (every 7th node): walks are bounded by
+                // the hops left to one (a backward search from them), and
+                // must still find every walk that ends at one.
+                let sevenths: Vec<(i64, i64, i64)> = walks_fwd4
+                    .iter()
+                    .copied()
+                    .filter(|r| r.1 % 7 == 0)
+                    .collect();
+                assert_eq!(
+                    triples(
+                        &conn,
+                        &format!("{pre}MATCH (a:N)-[:E*1..4]->(b:N) WHERE b.id % 7 = 0 RETURN a.id, b.id, count(*)")
+                    ),
+                    sevenths,
+                    "walks 1..4 to every 7th node: {at}"
+                );
+                assert_eq!(
+                    triples(
+                        &conn,
+                        &format!("{pre}MATCH p = (a:N)-[:E*1..4]->(b:N) WHERE b.id % 7 = 0 RETURN a.id, b.id, count(*)")
+                    ),
+                    sevenths,
+                    "walk paths 1..4 to every 7th node: {at}"
+                );
+                for (what, rel) in [("walks", "E*1..4"), ("trails", "E* TRAIL 1..4")] {
+                    let masked = format!("{pre}MATCH p = (a:N)-[:{rel}]-(b:N) WHERE b.id % 7 = 0 RETURN a.id, b.id, count(*)");
+                    let after = format!("{pre}MATCH p = (a:N)-[:{rel}]-(b:N) WITH a, b, p WHERE b.id % 7 = 0 RETURN a.id, b.id, count(*)");
+                    assert_eq!(
+                        triples(&conn, &masked),
+                        triples(&conn, &after),
+                        "undirected {what} to every 7th node: {at}"
+                    );
+                    let masked = format!("{pre}MATCH (a:N)-[:{rel}]-(b:N) WHERE b.id % 7 = 0 RETURN a.id, b.id, count(*)");
+                    let after = format!("{pre}MATCH (a:N)-[:{rel}]-(b:N) WITH a, b WHERE b.id % 7 = 0 RETURN a.id, b.id, count(*)");
+                    assert_eq!(
+                        triples(&conn, &masked),
+                        triples(&conn, &after),
+                        "undirected {what} counted to every 7th node: {at}"
+                    );
+                }
                 // Undirected (a union of both directions): the masked join
                 // must give what the filter after a WITH (no mask) gives.
                 for mode in ["SHORTEST", "ALL SHORTEST"] {

@@ -16,9 +16,9 @@ use kith_common::{
     Chunk, Error, InternalId, LogicalType, NullMask, Result, Value, ValueVector, VectorData,
 };
 use kith_graph::{
-    run_ife, AllShortestCounts, CollectSink, Compute, CostRow, Graph, IfeOptions, LenRow, PathMode,
-    PathRow, PathSemantics, ShortestLengths, ShortestPaths, StorageCsr, UnionCsr, UnionMember,
-    WalkCounts, WalkPaths, WeightedShortest, MAX_UPPER,
+    bound_pays, hops_to_targets, run_ife, AllShortestCounts, CollectSink, Compute, CostRow, Graph,
+    HopBound, IfeOptions, LenRow, PathMode, PathRow, PathSemantics, ShortestLengths, ShortestPaths,
+    StorageCsr, UnionCsr, UnionMember, WalkCounts, WalkPaths, WeightedShortest, MAX_UPPER,
 };
 pub use kith_graph::{Policy, RunStats};
 use kith_planner::bound::RecursiveMode;
@@ -206,6 +206,16 @@ pub fn recursive_join(
         csr = csr.with_rel_mask(mask);
     }
     let graph = Arc::new(csr);
+    // The reverse CSR without the rel mask: a looser bound, still a lower
+    // bound on the hops left.
+    let reverse_bound = |mask: &[u64], upper: u32| -> Result<Option<HopBound>> {
+        let back = match dir {
+            RelDirection::Fwd => RelDirection::Bwd,
+            RelDirection::Bwd => RelDirection::Fwd,
+        };
+        let reverse = StorageCsr::new(&ctx.pager, rel.csr(back))?.with_num_nodes(num_nodes);
+        Ok(hops_to_targets(&reverse, mask, upper))
+    };
     let (sources, row_src, index_of) = collect_sources(join, rows, |id| Some(id.offset()))?;
     let opts = ife_options(join, settings, sources.len(), num_nodes, threads, ctx);
     if enumerates(join) {
@@ -231,6 +241,7 @@ pub fn recursive_join(
             &srcs,
             (lower, upper),
             &ids,
+            &reverse_bound,
         );
     }
     // Rows found per source: (dst, length or cost, count), with the
@@ -269,7 +280,21 @@ pub fn recursive_join(
     let space = [(join.node_table, 0)];
     let dst_mask = dst_mask(join, &space, num_nodes, ctx)?;
     match join.mode {
-        RecursiveMode::Walk => lengths!(WalkCounts { lower, upper }),
+        RecursiveMode::Walk => {
+            let bound = walk_bound(
+                &*graph,
+                sources.len(),
+                dst_mask.as_ref(),
+                upper,
+                &reverse_bound,
+            )?;
+            lengths!(WalkCounts {
+                lower,
+                upper,
+                dst_mask: dst_mask.clone(),
+                bound,
+            })
+        }
         RecursiveMode::Shortest => lengths!(ShortestLengths {
             lower,
             upper,
@@ -367,6 +392,35 @@ fn f_paths(values: Option<&[Value]>, k: u32) -> Result<Option<Value>> {
     }
 }
 
+/// The hop bound of a walk search's graph for a destination mask
+/// ([`hops_to_targets`] over the graph with its rels turned around).
+type WalkBound<'a> = dyn Fn(&[u64], u32) -> Result<Option<HopBound>> + 'a;
+
+/// The hop bound of walks from `sources` sources to the destinations of
+/// `mask` over `graph`, when it pays ([`bound_pays`]).
+fn walk_bound<G: Graph>(
+    graph: &G,
+    sources: usize,
+    mask: Option<&Arc<[u64]>>,
+    upper: u32,
+    bound: &WalkBound<'_>,
+) -> Result<Option<HopBound>> {
+    let Some(mask) = mask else {
+        return Ok(None);
+    };
+    let targets = mask.iter().map(|w| w.count_ones() as u64).sum();
+    if !bound_pays(
+        sources as u64,
+        targets,
+        graph.num_nodes(),
+        graph.num_edges(),
+        upper,
+    ) {
+        return Ok(None);
+    }
+    bound(mask, upper)
+}
+
 /// Maps the dense node and rel ids of a graph to internal ids.
 struct PathIds<'a> {
     node: &'a dyn Fn(u64) -> InternalId,
@@ -421,6 +475,7 @@ fn paths_join<G: Graph>(
     srcs: &Sources<'_>,
     (lower, upper): (u32, u32),
     ids: &PathIds<'_>,
+    bound: &WalkBound<'_>,
 ) -> Result<(Chunk, RunStats)> {
     let dst_mask = dst_mask(join, &ids.space, graph.num_nodes(), ctx)?;
     let node_mask = node_mask(
@@ -439,6 +494,7 @@ fn paths_join<G: Graph>(
             let mut compute = WalkPaths::new(lower, upper, semantics)?;
             compute.cancel = Some(ctx.cancel.clone());
             compute.node_mask = node_mask;
+            compute.bound = walk_bound(&*graph, srcs.list.len(), dst_mask.as_ref(), upper, bound)?;
             compute.dst_mask = dst_mask;
             collect_paths(sched, graph, compute, srcs.list, opts, ctx)?
         }
@@ -746,6 +802,36 @@ fn emit_rows(
     })
 }
 
+/// Rel table `t` walked in direction `d` as a member of a [`UnionCsr`]:
+/// the node table numbers walked from and to, the table's storage and its
+/// CSR in that direction.
+fn union_member(
+    ctx: &QueryContext,
+    t: TableId,
+    d: ExtendDirection,
+    index_of_table: &dyn Fn(TableId) -> Option<usize>,
+) -> Result<(usize, usize, RelTableData, StorageCsr)> {
+    let rel = match ctx.version.table(t)?.as_ref() {
+        TableData::Rel(r) => r.clone(),
+        TableData::Node(_) => return Err(Error::internal("expected rel table storage")),
+    };
+    let info = ctx
+        .version
+        .catalog
+        .table(t)
+        .and_then(|e| e.rel_info().cloned())
+        .ok_or_else(|| Error::internal("rel table without endpoints"))?;
+    let (from, to, dir) = match d {
+        ExtendDirection::Fwd => (info.src, info.dst, RelDirection::Fwd),
+        ExtendDirection::Bwd => (info.dst, info.src, RelDirection::Bwd),
+    };
+    let (Some(from), Some(to)) = (index_of_table(from), index_of_table(to)) else {
+        return Err(Error::internal("rel table outside the node space"));
+    };
+    let csr = StorageCsr::new(&ctx.pager, rel.csr(dir))?;
+    Ok((from, to, rel, csr))
+}
+
 /// [`recursive_join`] over several rel tables and node tables: one
 /// [`UnionCsr`] whose dense node ids concatenate the node tables.
 fn union_join(
@@ -768,24 +854,7 @@ fn union_join(
     let mut members = Vec::new();
     let mut masks: Vec<(TableId, Arc<[u64]>)> = Vec::new();
     for (t, d) in &join.rel_tables {
-        let rel = match ctx.version.table(*t)?.as_ref() {
-            TableData::Rel(r) => r.clone(),
-            TableData::Node(_) => return Err(Error::internal("expected rel table storage")),
-        };
-        let info = ctx
-            .version
-            .catalog
-            .table(*t)
-            .and_then(|e| e.rel_info().cloned())
-            .ok_or_else(|| Error::internal("rel table without endpoints"))?;
-        let (from, to, dir) = match d {
-            ExtendDirection::Fwd => (info.src, info.dst, RelDirection::Fwd),
-            ExtendDirection::Bwd => (info.dst, info.src, RelDirection::Bwd),
-        };
-        let (Some(from), Some(to)) = (index_of_table(from), index_of_table(to)) else {
-            return Err(Error::internal("rel table outside the node space"));
-        };
-        let mut csr = StorageCsr::new(&ctx.pager, rel.csr(dir))?;
+        let (from, to, rel, mut csr) = union_member(ctx, *t, *d, &index_of_table)?;
         if !join.rel_conditions.is_empty() || join.rel_predicate.is_some() {
             let mask = match masks.iter().find(|m: &&(TableId, Arc<[u64]>)| m.0 == *t) {
                 Some(m) => Arc::clone(&m.1),
@@ -808,6 +877,25 @@ fn union_join(
         });
     }
     let graph = Arc::new(UnionCsr::new(&sizes, members));
+    // Every member turned around, without rel masks (a looser lower bound).
+    let reverse_bound = |mask: &[u64], upper: u32| -> Result<Option<HopBound>> {
+        let mut back = Vec::with_capacity(join.rel_tables.len());
+        for (t, d) in &join.rel_tables {
+            let flipped = match d {
+                ExtendDirection::Fwd => ExtendDirection::Bwd,
+                ExtendDirection::Bwd => ExtendDirection::Fwd,
+            };
+            let (from, to, _, csr) = union_member(ctx, *t, flipped, &index_of_table)?;
+            back.push(UnionMember {
+                from,
+                to,
+                rel_table: *t,
+                csr,
+                skip_self_loops: false,
+            });
+        }
+        Ok(hops_to_targets(&UnionCsr::new(&sizes, back), mask, upper))
+    };
     let (sources, row_src, index_of) = collect_sources(join, rows, |id| {
         index_of_table(id.table()).map(|t| graph.global(t, id.offset()))
     })?;
@@ -853,6 +941,7 @@ fn union_join(
             &srcs,
             (lower, upper),
             &ids,
+            &reverse_bound,
         );
     }
     let dst_mask = dst_mask(join, &space, graph.num_nodes(), ctx)?;
@@ -871,7 +960,21 @@ fn union_join(
         };
     }
     let stats = match join.mode {
-        RecursiveMode::Walk => run!(WalkCounts { lower, upper }),
+        RecursiveMode::Walk => {
+            let bound = walk_bound(
+                &*graph,
+                sources.len(),
+                dst_mask.as_ref(),
+                upper,
+                &reverse_bound,
+            )?;
+            run!(WalkCounts {
+                lower,
+                upper,
+                dst_mask: dst_mask.clone(),
+                bound,
+            })
+        }
         RecursiveMode::Shortest => run!(ShortestLengths {
             lower,
             upper,
