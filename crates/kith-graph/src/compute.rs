@@ -762,19 +762,24 @@ impl Compute for ShortestPaths {
             }
             match self.mode {
                 PathMode::One => {
-                    let (mut nodes, mut rels) = (vec![dst], Vec::new());
+                    // The level gives the length: fill exact-size vectors
+                    // from the back (no growth, no reversal).
+                    let hops = (l - 1) as usize;
+                    let (mut nodes, mut rels) = (vec![0u64; hops + 1], vec![0u64; hops]);
+                    nodes[hops] = dst;
                     let mut cur = dst;
-                    while cur != src {
+                    for i in (0..hops).rev() {
                         let (p, r) = aux
                             .parents
                             .min_parent(&arenas, &aux.min_parent, cur)
                             .ok_or_else(|| Error::internal("visited node without a parent"))?;
-                        nodes.push(p);
-                        rels.push(r);
+                        nodes[i] = p;
+                        rels[i] = r;
                         cur = p;
                     }
-                    nodes.reverse();
-                    rels.reverse();
+                    if cur != src {
+                        return Err(Error::internal("a parent chain does not end at its source"));
+                    }
                     out.push(PathRow {
                         src,
                         dst,

@@ -17,7 +17,9 @@
 //!   (per-worker arenas linked into a dense head array with CAS);
 //! - [`WalkPaths`]: every walk, trail or acyclic path enumerated by a
 //!   per-source DFS with a node/rel stack (when the paths themselves are
-//!   needed: a bound rel variable, a named path).
+//!   needed: a bound rel variable, a named path);
+//! - [`WeightedPaths`]: one weighted shortest path per destination, by a
+//!   per-source Dijkstra that keeps parents.
 //!
 //! Parallelism follows the paper's morsel dispatching policies ([`Policy`]:
 //! 1T1S, nT1S, nTkS, nTkMS) on the shared [`kith_sched::Scheduler`], with the
@@ -43,6 +45,7 @@ pub mod distance;
 pub mod engine;
 pub mod graph;
 pub mod paths;
+pub mod weighted_paths;
 
 pub use compute::{
     all_shortest_counts, shortest_lengths, shortest_paths, walk_counts, weighted_shortest,
@@ -53,3 +56,4 @@ pub use distance::{bound_pays, hops_to_targets, HopBound};
 pub use engine::{run_ife, CollectSink, Compute, IfeOptions, Nodes, Policy, RunStats, Sink, Visit};
 pub use graph::{mask_has, Graph, InMemoryCsr, StorageCsr, StorageScratch, UnionCsr, UnionMember};
 pub use paths::{walk_paths, PathSemantics, WalkPaths};
+pub use weighted_paths::WeightedPaths;

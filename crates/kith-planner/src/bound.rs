@@ -125,15 +125,6 @@ pub enum RecursiveMode {
     WeightedShortest,
 }
 
-impl RecursiveMode {
-    /// Whether its paths can be built as values (a path or rel variable
-    /// bound, a node predicate): all but weighted shortest paths, whose
-    /// search keeps no parents.
-    pub fn enumerable(self) -> bool {
-        self != RecursiveMode::WeightedShortest
-    }
-}
-
 #[derive(Debug, Clone)]
 pub struct RecursiveRel {
     pub mode: RecursiveMode,

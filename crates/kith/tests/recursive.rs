@@ -214,6 +214,14 @@ fn triples(conn: &Connection, q: &str) -> Vec<(i64, i64, i64)> {
     rows
 }
 
+/// Every row of `q` as text, sorted.
+fn rows_text(conn: &Connection, q: &str) -> Vec<String> {
+    let r = conn.query(q).unwrap_or_else(|e| panic!("{q}: {e}"));
+    let mut rows: Vec<String> = r.rows().map(|row| format!("{row:?}")).collect();
+    rows.sort();
+    rows
+}
+
 #[test]
 fn recursive_patterns_match_reference() {
     let dir = std::env::temp_dir().join(format!("kith-recursive-{}", std::process::id()));
@@ -271,6 +279,7 @@ fn recursive_patterns_match_reference() {
         let evens: Vec<usize> = (0..n).filter(|&i| id_of(i) % 2 == 0).collect();
         let costs = ref_dijkstra(n, &edges, &evens);
 
+        let mut weighted_paths: Option<Vec<String>> = None;
         for policy in POLICIES {
             for threads in [1, 2] {
                 let pre = format!("CALL recursive_policy='{policy}'; CALL threads={threads}; ");
@@ -330,6 +339,40 @@ fn recursive_patterns_match_reference() {
                     costs,
                     "weighted shortest costs: {at}"
                 );
+                // Weighted shortest paths as values: each path runs from
+                // its source to its destination and its rels' weights add
+                // up to the smallest cost; the path chosen among equal
+                // costs is the same for every policy and thread count.
+                assert_eq!(
+                    triples(
+                        &conn,
+                        &format!(
+                            "{pre}MATCH p = (a:N)-[:E* WSHORTEST(w)]->(b:N) WHERE a.id % 2 = 0 AND nodes(p)[0].id = a.id AND nodes(p)[-1].id = b.id AND length(p) = size(rels(p)) RETURN a.id, b.id, reduce(c = 0.0, r IN rels(p) | c + r.w) * 4"
+                        )
+                    ),
+                    costs,
+                    "weighted shortest paths: {at}"
+                );
+                assert_eq!(
+                    triples(
+                        &conn,
+                        &format!(
+                            "{pre}MATCH (a:N)-[e:E* WSHORTEST(w)]->(b:N) WHERE a.id % 2 = 0 AND cost(e) * 4 = reduce(c = 0.0, r IN rels(e) | c + r.w) * 4 RETURN a.id, b.id, cost(e) * 4"
+                        )
+                    ),
+                    costs,
+                    "weighted shortest rel variable: {at}"
+                );
+                let chosen = rows_text(
+                    &conn,
+                    &format!(
+                        "{pre}MATCH p = (a:N)-[:E* WSHORTEST(w)]->(b:N) RETURN a.id, b.id, [n IN nodes(p) | n.id], [r IN rels(p) | id(r)]"
+                    ),
+                );
+                match &weighted_paths {
+                    None => weighted_paths = Some(chosen),
+                    Some(first) => assert_eq!(&chosen, first, "weighted path choice: {at}"),
+                }
                 assert_eq!(
                     triples(
                         &conn,

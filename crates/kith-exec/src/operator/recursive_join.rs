@@ -18,7 +18,8 @@ use kith_common::{
 use kith_graph::{
     bound_pays, hops_to_targets, run_ife, AllShortestCounts, CollectSink, Compute, CostRow, Graph,
     HopBound, IfeOptions, LenRow, PathMode, PathRow, PathSemantics, ShortestLengths, ShortestPaths,
-    StorageCsr, UnionCsr, UnionMember, WalkCounts, WalkPaths, WeightedShortest, MAX_UPPER,
+    StorageCsr, UnionCsr, UnionMember, WalkCounts, WalkPaths, WeightedPaths, WeightedShortest,
+    MAX_UPPER,
 };
 pub use kith_graph::{Policy, RunStats};
 use kith_planner::bound::RecursiveMode;
@@ -218,6 +219,16 @@ pub fn recursive_join(
     };
     let (sources, row_src, index_of) = collect_sources(join, rows, |id| Some(id.offset()))?;
     let opts = ife_options(join, settings, sources.len(), num_nodes, threads, ctx);
+    // Rel weights by rel id, for weighted shortest paths.
+    let weights = match (&join.mode, &join.weight) {
+        (RecursiveMode::WeightedShortest, Some((prop, ty))) => {
+            Some(weights_by_rel_id(&rel, *prop, ty.clone(), ctx)?)
+        }
+        (RecursiveMode::WeightedShortest, None) => {
+            return Err(Error::internal("weighted shortest path without a weight"))
+        }
+        _ => None,
+    };
     if enumerates(join) {
         let (node_table, rel_table) = (join.node_table, join.rel_table);
         let ids = PathIds {
@@ -242,6 +253,7 @@ pub fn recursive_join(
             (lower, upper),
             &ids,
             &reverse_bound,
+            weights,
         );
     }
     // Rows found per source: (dst, length or cost, count), with the
@@ -306,11 +318,8 @@ pub fn recursive_join(
             dst_mask: dst_mask.clone(),
         }),
         RecursiveMode::WeightedShortest => {
-            let (prop, ty) = join
-                .weight
-                .clone()
-                .ok_or_else(|| Error::internal("weighted shortest path without a weight"))?;
-            let weights = weights_by_rel_id(&rel, prop, ty, ctx)?;
+            let weights =
+                weights.ok_or_else(|| Error::internal("weighted shortest path without weights"))?;
             let sink = Arc::new(CollectSink::<CostRow>::default());
             stats = run_ife(
                 sched,
@@ -476,6 +485,7 @@ fn paths_join<G: Graph>(
     (lower, upper): (u32, u32),
     ids: &PathIds<'_>,
     bound: &WalkBound<'_>,
+    weights: Option<Arc<[f64]>>,
 ) -> Result<(Chunk, RunStats)> {
     let dst_mask = dst_mask(join, &ids.space, graph.num_nodes(), ctx)?;
     let node_mask = node_mask(
@@ -509,9 +519,13 @@ fn paths_join<G: Graph>(
             collect_paths(sched, graph, compute, srcs.list, opts, ctx)?
         }
         RecursiveMode::WeightedShortest => {
-            return Err(Error::not_supported(
-                "the path or rel variable of a weighted shortest path",
-            ))
+            let w = weights
+                .clone()
+                .ok_or_else(|| Error::internal("weighted shortest paths without weights"))?;
+            let mut compute = WeightedPaths::new(w, lower)?;
+            compute.cancel = Some(ctx.cancel.clone());
+            compute.dst_mask = dst_mask;
+            collect_paths(sched, graph, compute, srcs.list, opts, ctx)?
         }
     };
     // Same order whatever the policy and thread count.
@@ -540,12 +554,11 @@ fn paths_join<G: Graph>(
             if !(ids.dst_ok)(dst) {
                 continue;
             }
-            found.push((
-                src_index(p.src)?,
-                found.len() as u64,
-                p.rels.len() as u64,
-                1,
-            ));
+            let len = match &weights {
+                Some(w) => WeightedPaths::cost(w, &p.rels).to_bits(),
+                None => p.rels.len() as u64,
+            };
+            found.push((src_index(p.src)?, found.len() as u64, len, 1));
             dst_ids.push(dst);
             rel_buf.clear();
             rel_buf.extend(p.rels.iter().map(|r| (ids.rel)(*r)));
@@ -588,7 +601,7 @@ fn paths_join<G: Graph>(
         index_of: srcs.index_of,
         num_sources: srcs.list.len(),
         rows: &found,
-        weighted: false,
+        weighted: weights.is_some(),
         paths: join.with_path.then_some(paths.as_slice()),
         rel_lists: join.with_rels.then_some(rel_lists.as_slice()),
     };
@@ -942,6 +955,7 @@ fn union_join(
             (lower, upper),
             &ids,
             &reverse_bound,
+            None,
         );
     }
     let dst_mask = dst_mask(join, &space, graph.num_nodes(), ctx)?;

@@ -307,6 +307,17 @@ impl Binder<'_> {
                             _ => {}
                         }
                     }
+                    if let (Some(&(_, slot)), "cost") =
+                        (self.costs.iter().find(|c| &c.0 == v), lname.as_str())
+                    {
+                        return Ok(BoundExpr::slot(slot, LogicalType::Double, span));
+                    }
+                    if lname == "cost" && !self.paths.iter().any(|p| &p.0 == v) {
+                        return Err(not_supported(
+                            span,
+                            "cost() of anything but a weighted shortest path matched in this clause (carry it on with WITH cost(p) AS c)",
+                        ));
+                    }
                     if let Some(&(_, slot, weighted)) = self.paths.iter().find(|p| &p.0 == v) {
                         return match lname.as_str() {
                             "length" if !weighted => {

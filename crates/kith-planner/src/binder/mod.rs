@@ -66,6 +66,9 @@ pub struct Binder<'a> {
     /// slot holding the path length (the cost for weighted shortest paths,
     /// flagged true).
     paths: Vec<(String, SlotId, bool)>,
+    /// Weighted shortest paths bound as values (`p` or the rel variable):
+    /// name and the slot holding the cost, which `cost(p)` reads.
+    costs: Vec<(String, SlotId)>,
     /// Named fixed-length paths of the current part: name and the variables
     /// of its nodes and rels in path order (node, rel, node, ...).
     fixed_paths: Vec<(String, Vec<String>)>,
@@ -187,6 +190,7 @@ impl<'a> Binder<'a> {
             part: BoundPart::default(),
             parts: Vec::new(),
             paths: Vec::new(),
+            costs: Vec::new(),
             fixed_paths: Vec::new(),
             recursive_rels: Vec::new(),
             locals: Vec::new(),

@@ -318,15 +318,14 @@ impl Binder<'_> {
         let mut len_slot = None;
         let fixed = p.chain.iter().all(|(r, _)| r.range.is_none()) && p.shortest.is_none();
         let mut fixed_path: Option<(String, Vec<String>)> = None;
-        // Not a weighted shortest path: its path and rel variables are
-        // bound to values (weighted searches keep no parents).
+        // Its path and rel variables are bound to values (ALL WSHORTEST is
+        // refused when the rel is bound).
         let enumerable = single_recursive
-            && p.chain[0].0.range.as_ref().is_some_and(|r| {
-                !matches!(
-                    r.kind,
-                    ast::RecursiveKind::WeightedShortest | ast::RecursiveKind::AllWeightedShortest
-                )
-            });
+            && p.chain[0]
+                .0
+                .range
+                .as_ref()
+                .is_some_and(|r| !matches!(r.kind, ast::RecursiveKind::AllWeightedShortest));
         let mut path_slot = None;
         if let Some(v) = &p.variable {
             if !single_recursive && !fixed {
@@ -382,6 +381,9 @@ impl Binder<'_> {
                 self.values
                     .push((v.name.clone(), path, RecursiveRel::PATH_TYPE));
                 path_slot = Some(path);
+                if weighted {
+                    self.costs.push((v.name.clone(), slot));
+                }
             } else {
                 self.paths.push((v.name.clone(), slot, weighted));
             }
@@ -487,6 +489,18 @@ impl Binder<'_> {
                         self.values
                             .push((v.name.clone(), slot, RecursiveRel::rels_type()));
                         r.rels_slot = Some(slot);
+                        if r.mode == crate::bound::RecursiveMode::WeightedShortest {
+                            // `cost(r)` reads the cost column.
+                            let len = match r.len_slot {
+                                Some(l) => l,
+                                None => {
+                                    let l = self.new_slot();
+                                    r.len_slot = Some(l);
+                                    l
+                                }
+                            };
+                            self.costs.push((v.name.clone(), len));
+                        }
                         format!("_anon_rel_{}", self.graph.rels.len())
                     } else {
                         v.name.clone()

@@ -359,6 +359,7 @@ impl Binder<'_> {
         self.rels_carried.clear();
         self.carried_rel_tables.clear();
         self.paths.clear();
+        self.costs.clear();
         self.fixed_paths.clear();
         if !proj.is_with {
             return Ok(Vec::new());

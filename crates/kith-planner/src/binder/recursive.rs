@@ -44,12 +44,6 @@ impl Binder<'_> {
                 "predicates inside a weighted shortest path",
             ));
         }
-        if let (Some(v), false) = (&rel.variable, kind.enumerable()) {
-            return Err(not_supported(
-                v.span,
-                "binding the rel variable of a shortest path",
-            ));
-        }
         if rel.where_.is_some() {
             return Err(not_supported(
                 rel.span,
@@ -232,12 +226,6 @@ impl Binder<'_> {
             expr,
             properties: node_props,
         });
-        if recursive.node_predicate.is_some() && !recursive.mode.enumerable() {
-            return Err(not_supported(
-                spec.span,
-                "node predicates inside a shortest path",
-            ));
-        }
         Ok(())
     }
 

@@ -341,6 +341,11 @@ fn read_lengths(mut part: BoundPart, ri: usize, next_slot: &mut u32) -> BoundPar
     let Some(spec) = part.graph.rels[ri].recursive.as_mut() else {
         return part;
     };
+    // A weighted search's length column holds the cost: `length(p)` is
+    // read from the path.
+    if spec.mode == crate::bound::RecursiveMode::WeightedShortest {
+        return part;
+    }
     let targets: Vec<SlotId> = spec
         .path_slot
         .iter()

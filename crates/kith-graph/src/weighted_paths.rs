@@ -1,0 +1,265 @@
+//! One weighted shortest path per destination (`-[* WSHORTEST(w)]->` when
+//! the query reads the path): a per-source Dijkstra that keeps each node's
+//! parent edge.
+//!
+//! The cost-only computation ([`crate::WeightedShortest`]) relaxes whole
+//! frontiers in parallel and keeps no parents; here every source runs on
+//! its own worker (the source morsels of every policy), and within a
+//! source the search is sequential so that the path chosen among equal
+//! costs is the same for every policy and thread count: the fewest rels
+//! first, then the smallest (parent, rel id). Costs are summed from the
+//! source in path order, exactly as the cost-only search sums them.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use kith_common::{Error, Result};
+use kith_sched::CancelToken;
+
+use crate::compute::{PathRow, WeightedShortest};
+use crate::engine::{Compute, Nodes, Visit};
+use crate::graph::{mask_has, Graph};
+
+/// One weighted shortest path from each source to every node it reaches.
+pub struct WeightedPaths {
+    weights: Arc<[f64]>,
+    /// 0: the source's empty path is a row; 1: it is not.
+    pub lower: u32,
+    /// Bit `v` set: a path to `v` is output; `None`: every reached node.
+    pub dst_mask: Option<Arc<[u64]>>,
+    /// Checked every [`CANCEL_EVERY`] settled nodes.
+    pub cancel: Option<CancelToken>,
+}
+
+const CANCEL_EVERY: u32 = 4096;
+
+impl WeightedPaths {
+    /// Weights indexed by rel id: finite and non-negative, as
+    /// [`WeightedShortest::new`] checks.
+    pub fn new(weights: Arc<[f64]>, lower: u32) -> Result<WeightedPaths> {
+        WeightedShortest::new(Arc::clone(&weights))?;
+        Ok(WeightedPaths {
+            weights,
+            lower,
+            dst_mask: None,
+            cancel: None,
+        })
+    }
+
+    /// The cost of a path's rels, summed from the source as the searches
+    /// sum it.
+    pub fn cost(weights: &[f64], rels: &[u64]) -> f64 {
+        rels.iter().fold(0.0, |c, r| {
+            c + weights.get(*r as usize).copied().unwrap_or(f64::NAN)
+        })
+    }
+
+    fn run<G: Graph>(
+        &self,
+        g: &G,
+        scratch: &mut G::Scratch,
+        src: u64,
+        out: &mut Vec<PathRow>,
+    ) -> Result<()> {
+        let n = g.num_nodes() as usize;
+        if src as usize >= n {
+            return Ok(());
+        }
+        // Per node: the best (cost bits, rels) so far and its parent edge.
+        // Non-negative costs (+0.0 and up, -0.0 normalised) order like
+        // their bits.
+        const UNSEEN: (u64, u32) = (u64::MAX, u32::MAX);
+        let mut best = vec![UNSEEN; n];
+        let mut parent = vec![(u64::MAX, u64::MAX); n];
+        let mut settled = vec![false; n];
+        let mut heap = BinaryHeap::new();
+        best[src as usize] = (0f64.to_bits(), 0);
+        heap.push(Reverse((0f64.to_bits(), 0u32, src)));
+        let mut steps = 0u32;
+        let mut bad_weight = None;
+        while let Some(Reverse((c, h, u))) = heap.pop() {
+            if settled[u as usize] || best[u as usize] != (c, h) {
+                continue;
+            }
+            settled[u as usize] = true;
+            let cost = f64::from_bits(c);
+            g.neighbors(u, scratch, |w, r| {
+                let Some(&weight) = self.weights.get(r as usize) else {
+                    bad_weight = Some(r);
+                    return;
+                };
+                let wi = w as usize;
+                if wi >= n || settled[wi] {
+                    return;
+                }
+                let cand = ((cost + weight + 0.0).to_bits(), h + 1);
+                let (cur, cur_parent) = (best[wi], parent[wi]);
+                if cand < cur || (cand == cur && (u, r) < cur_parent) {
+                    best[wi] = cand;
+                    parent[wi] = (u, r);
+                    if cand != cur {
+                        heap.push(Reverse((cand.0, cand.1, w)));
+                    }
+                }
+            });
+            if let Some(r) = bad_weight {
+                return Err(Error::internal(format!("rel {r} has no weight")));
+            }
+            steps += 1;
+            if steps == CANCEL_EVERY {
+                steps = 0;
+                if let Some(c) = &self.cancel {
+                    c.check()?;
+                }
+            }
+        }
+        for v in 0..n as u64 {
+            if !settled[v as usize] || (v == src && self.lower > 0) {
+                continue;
+            }
+            if self.dst_mask.as_ref().is_some_and(|m| !mask_has(m, v)) {
+                continue;
+            }
+            let hops = best[v as usize].1 as usize;
+            let (mut nodes, mut rels) = (vec![0u64; hops + 1], vec![0u64; hops]);
+            nodes[hops] = v;
+            let mut cur = v;
+            for i in (0..hops).rev() {
+                let (p, r) = parent[cur as usize];
+                nodes[i] = p;
+                rels[i] = r;
+                cur = p;
+            }
+            if cur != src {
+                return Err(Error::internal("a parent chain does not end at its source"));
+            }
+            out.push(PathRow {
+                src,
+                dst: v,
+                nodes,
+                rels,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Per source morsel: set once its search ran.
+pub struct WeightedPathsAux {
+    done: AtomicBool,
+}
+
+impl Compute for WeightedPaths {
+    type Aux = WeightedPathsAux;
+    type Row = PathRow;
+
+    /// All the work happens on the source's level-0 frontier.
+    fn upper(&self) -> u32 {
+        0
+    }
+
+    fn new_aux(&self, _n: u64, _srcs: &[u64], _workers: usize) -> WeightedPathsAux {
+        WeightedPathsAux {
+            done: AtomicBool::new(false),
+        }
+    }
+
+    fn process<G: Graph>(
+        &self,
+        aux: &WeightedPathsAux,
+        v: &mut Visit<'_, G, PathRow>,
+        nodes: Nodes<'_>,
+    ) -> Result<()> {
+        if v.iter != 0 {
+            return Err(Error::internal("weighted path search past level 0"));
+        }
+        if aux.done.swap(true, Ordering::Relaxed) {
+            return Err(Error::internal(
+                "weighted path search ran twice for a source",
+            ));
+        }
+        let mut any = false;
+        nodes.for_each(|_| {
+            any = true;
+            Ok(())
+        })?;
+        if !any {
+            return Ok(());
+        }
+        self.run(v.graph, v.scratch, v.srcs[0], v.out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{run_ife, CollectSink, IfeOptions, Policy};
+    use crate::graph::InMemoryCsr;
+    use kith_sched::Scheduler;
+
+    fn paths(edges: &[(u64, u64)], weights: &[f64], n: u64, src: u64) -> Vec<(u64, Vec<u64>, f64)> {
+        let g = Arc::new(InMemoryCsr::from_edges(n, edges));
+        let sched = Scheduler::new(2);
+        let mut rows = Vec::new();
+        for policy in [Policy::OneThreadOneSource, Policy::ManyThreadsKSources] {
+            let sink = Arc::new(CollectSink::<PathRow>::default());
+            let opts = IfeOptions {
+                policy,
+                threads: 2,
+                k: None,
+            };
+            run_ife(
+                &sched,
+                Arc::clone(&g),
+                Arc::new(WeightedPaths::new(weights.into(), 1).unwrap()),
+                &[src],
+                &opts,
+                &CancelToken::new(),
+                sink.clone(),
+            )
+            .unwrap();
+            let mut got: Vec<_> = sink
+                .take()
+                .into_iter()
+                .map(|p| {
+                    (
+                        p.dst,
+                        p.nodes.clone(),
+                        WeightedPaths::cost(weights, &p.rels),
+                    )
+                })
+                .collect();
+            got.sort_by_key(|r| r.0);
+            if !rows.is_empty() {
+                assert_eq!(rows, got, "policies disagree");
+            }
+            rows = got;
+        }
+        rows
+    }
+
+    #[test]
+    fn cheapest_then_fewest_rels_then_smallest_parent() {
+        // 0->1 (5), 0->2 (1), 2->1 (1), 0->3 (2), 3->1 (0): node 1 costs 2
+        // via 0-2-1 (2 rels) or 0-3-1 (2 rels): the smaller parent (2) wins.
+        let edges = [(0, 1), (0, 2), (2, 1), (0, 3), (3, 1), (1, 4)];
+        let w = [5.0, 1.0, 1.0, 2.0, 0.0, 0.5];
+        let got = paths(&edges, &w, 6, 0);
+        assert_eq!(
+            got,
+            vec![
+                (1, vec![0, 2, 1], 2.0),
+                (2, vec![0, 2], 1.0),
+                (3, vec![0, 3], 2.0),
+                (4, vec![0, 2, 1, 4], 2.5),
+            ]
+        );
+        // Zero weights: equal cost, fewer rels wins (0-1 direct at cost 0
+        // against 0-2-1 at cost 0).
+        let got = paths(&[(0, 2), (2, 1), (0, 1)], &[0.0, 0.0, 0.0], 3, 0);
+        assert_eq!(got[0], (1, vec![0, 1], 0.0));
+        assert!(WeightedPaths::new(vec![1.0, -1.0].into(), 1).is_err());
+    }
+}
