@@ -56,4 +56,4 @@ pub use distance::{bound_pays, hops_to_targets, HopBound};
 pub use engine::{run_ife, CollectSink, Compute, IfeOptions, Nodes, Policy, RunStats, Sink, Visit};
 pub use graph::{mask_has, Graph, InMemoryCsr, StorageCsr, StorageScratch, UnionCsr, UnionMember};
 pub use paths::{walk_paths, PathSemantics, WalkPaths};
-pub use weighted_paths::WeightedPaths;
+pub use weighted_paths::{AllWeightedCounts, CostCountRow, WeightedPaths};

@@ -18,13 +18,16 @@ use std::sync::Arc;
 use kith_common::{Error, Result};
 use kith_sched::CancelToken;
 
-use crate::compute::{PathRow, WeightedShortest};
+use crate::compute::{PathMode, PathRow, WeightedShortest};
 use crate::engine::{Compute, Nodes, Visit};
 use crate::graph::{mask_has, Graph};
 
 /// One weighted shortest path from each source to every node it reaches.
 pub struct WeightedPaths {
     weights: Arc<[f64]>,
+    /// One path per destination, or every path of the smallest cost
+    /// (`ALL WSHORTEST`, positive weights only).
+    pub mode: PathMode,
     /// 0: the source's empty path is a row; 1: it is not.
     pub lower: u32,
     /// Bit `v` set: a path to `v` is output; `None`: every reached node.
@@ -38,10 +41,14 @@ const CANCEL_EVERY: u32 = 4096;
 impl WeightedPaths {
     /// Weights indexed by rel id: finite and non-negative, as
     /// [`WeightedShortest::new`] checks.
-    pub fn new(weights: Arc<[f64]>, lower: u32) -> Result<WeightedPaths> {
+    pub fn new(weights: Arc<[f64]>, lower: u32, mode: PathMode) -> Result<WeightedPaths> {
         WeightedShortest::new(Arc::clone(&weights))?;
+        if mode == PathMode::All {
+            positive(&weights)?;
+        }
         Ok(WeightedPaths {
             weights,
+            mode,
             lower,
             dst_mask: None,
             cancel: None,
@@ -63,6 +70,19 @@ impl WeightedPaths {
         src: u64,
         out: &mut Vec<PathRow>,
     ) -> Result<()> {
+        if self.mode == PathMode::All {
+            let s = search_all(&self.weights, g, scratch, src, self.cancel.as_ref())?;
+            for &v in &s.order {
+                if (v == src && self.lower > 0)
+                    || self.dst_mask.as_ref().is_some_and(|m| !mask_has(m, v))
+                {
+                    continue;
+                }
+                let (mut nodes, mut rels) = (vec![v], Vec::new());
+                s.paths_to(src, v, &mut nodes, &mut rels, out);
+            }
+            return Ok(());
+        }
         let n = g.num_nodes() as usize;
         if src as usize >= n {
             return Ok(());
@@ -146,6 +166,224 @@ impl WeightedPaths {
     }
 }
 
+/// `ALL WSHORTEST` needs positive weights: a rel of weight 0 could close
+/// a cycle of cost 0, and a destination behind it would have endlessly
+/// many cheapest walks.
+fn positive(weights: &[f64]) -> Result<()> {
+    match weights.iter().position(|w| *w <= 0.0) {
+        Some(r) => Err(Error::runtime(format!(
+            "all weighted shortest paths need positive weights; rel {r} has weight {}",
+            weights[r]
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// A Dijkstra from one source keeping every parent edge of the smallest
+/// cost, and the number of cheapest paths per node.
+struct AllSearch {
+    /// Settled nodes in settling order (ascending cost).
+    order: Vec<u64>,
+    cost: Vec<f64>,
+    /// Sorted parent edges `(node, rel)` of each settled node.
+    parents: Vec<Vec<(u64, u64)>>,
+    count: Vec<u64>,
+}
+
+fn search_all<G: Graph>(
+    weights: &[f64],
+    g: &G,
+    scratch: &mut G::Scratch,
+    src: u64,
+    cancel: Option<&CancelToken>,
+) -> Result<AllSearch> {
+    let n = g.num_nodes() as usize;
+    let mut s = AllSearch {
+        order: Vec::new(),
+        cost: vec![f64::INFINITY; n],
+        parents: vec![Vec::new(); n],
+        count: vec![0; n],
+    };
+    if src as usize >= n {
+        return Ok(s);
+    }
+    let mut settled = vec![false; n];
+    let mut heap = BinaryHeap::new();
+    s.cost[src as usize] = 0.0;
+    heap.push(Reverse((0f64.to_bits(), src)));
+    let mut bad_weight = None;
+    while let Some(Reverse((c, u))) = heap.pop() {
+        let ui = u as usize;
+        if settled[ui] || s.cost[ui].to_bits() != c {
+            continue;
+        }
+        settled[ui] = true;
+        s.order.push(u);
+        // Positive weights: every parent was settled before `u`.
+        s.parents[ui].sort_unstable();
+        s.count[ui] = if u == src {
+            1
+        } else {
+            s.parents[ui]
+                .iter()
+                .fold(0u64, |a, (p, _)| a.saturating_add(s.count[*p as usize]))
+        };
+        let cost = s.cost[ui];
+        let (costs, parents) = (&mut s.cost, &mut s.parents);
+        g.neighbors(u, scratch, |w, r| {
+            let Some(&weight) = weights.get(r as usize) else {
+                bad_weight = Some(r);
+                return;
+            };
+            let wi = w as usize;
+            if wi >= n || settled[wi] {
+                return;
+            }
+            let cand = cost + weight;
+            if cand < costs[wi] {
+                costs[wi] = cand;
+                parents[wi].clear();
+                parents[wi].push((u, r));
+                heap.push(Reverse((cand.to_bits(), w)));
+            } else if cand == costs[wi] {
+                parents[wi].push((u, r));
+            }
+        });
+        if let Some(r) = bad_weight {
+            return Err(Error::internal(format!("rel {r} has no weight")));
+        }
+        if s.order.len().is_multiple_of(CANCEL_EVERY as usize) {
+            if let Some(c) = cancel {
+                c.check()?;
+            }
+        }
+    }
+    Ok(s)
+}
+
+impl AllSearch {
+    /// Every cheapest path from `src` to `dst`, whose tail (from `dst`
+    /// back) is in `nodes` / `rels`, depth first in parent order.
+    fn paths_to(
+        &self,
+        src: u64,
+        dst: u64,
+        nodes: &mut Vec<u64>,
+        rels: &mut Vec<u64>,
+        out: &mut Vec<PathRow>,
+    ) {
+        let cur = *nodes.last().unwrap_or(&dst);
+        if cur == src {
+            out.push(PathRow {
+                src,
+                dst,
+                nodes: nodes.iter().rev().copied().collect(),
+                rels: rels.iter().rev().copied().collect(),
+            });
+            return;
+        }
+        for &(p, r) in &self.parents[cur as usize] {
+            nodes.push(p);
+            rels.push(r);
+            self.paths_to(src, dst, nodes, rels, out);
+            nodes.pop();
+            rels.pop();
+        }
+    }
+}
+
+/// The number of cheapest paths from each source to each node it reaches
+/// (`ALL WSHORTEST` counted, without the paths).
+pub struct AllWeightedCounts {
+    weights: Arc<[f64]>,
+    pub lower: u32,
+    pub dst_mask: Option<Arc<[u64]>>,
+    pub cancel: Option<CancelToken>,
+}
+
+impl AllWeightedCounts {
+    pub fn new(weights: Arc<[f64]>, lower: u32) -> Result<AllWeightedCounts> {
+        WeightedShortest::new(Arc::clone(&weights))?;
+        positive(&weights)?;
+        Ok(AllWeightedCounts {
+            weights,
+            lower,
+            dst_mask: None,
+            cancel: None,
+        })
+    }
+}
+
+/// A destination's smallest cost and how many paths have it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CostCountRow {
+    pub src: u64,
+    pub dst: u64,
+    pub cost: f64,
+    pub count: u64,
+}
+
+impl Compute for AllWeightedCounts {
+    type Aux = WeightedPathsAux;
+    type Row = CostCountRow;
+
+    fn upper(&self) -> u32 {
+        0
+    }
+
+    fn new_aux(&self, _n: u64, _srcs: &[u64], _workers: usize) -> WeightedPathsAux {
+        WeightedPathsAux {
+            done: AtomicBool::new(false),
+        }
+    }
+
+    fn process<G: Graph>(
+        &self,
+        aux: &WeightedPathsAux,
+        v: &mut Visit<'_, G, CostCountRow>,
+        nodes: Nodes<'_>,
+    ) -> Result<()> {
+        if !first_visit(aux, v.iter, nodes)? {
+            return Ok(());
+        }
+        let src = v.srcs[0];
+        let s = search_all(&self.weights, v.graph, v.scratch, src, self.cancel.as_ref())?;
+        for &d in &s.order {
+            if (d == src && self.lower > 0)
+                || self.dst_mask.as_ref().is_some_and(|m| !mask_has(m, d))
+            {
+                continue;
+            }
+            v.out.push(CostCountRow {
+                src,
+                dst: d,
+                cost: s.cost[d as usize],
+                count: s.count[d as usize],
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Whether this level-0 visit of a source morsel is the one that runs its
+/// search (the frontier is the source; a morsel runs once).
+fn first_visit(aux: &WeightedPathsAux, iter: u32, nodes: Nodes<'_>) -> Result<bool> {
+    if iter != 0 {
+        return Err(Error::internal("weighted path search past level 0"));
+    }
+    if aux.done.swap(true, Ordering::Relaxed) {
+        return Err(Error::internal(
+            "weighted path search ran twice for a source",
+        ));
+    }
+    let mut any = false;
+    nodes.for_each(|_| {
+        any = true;
+        Ok(())
+    })?;
+    Ok(any)
+}
+
 /// Per source morsel: set once its search ran.
 pub struct WeightedPathsAux {
     done: AtomicBool,
@@ -172,20 +410,7 @@ impl Compute for WeightedPaths {
         v: &mut Visit<'_, G, PathRow>,
         nodes: Nodes<'_>,
     ) -> Result<()> {
-        if v.iter != 0 {
-            return Err(Error::internal("weighted path search past level 0"));
-        }
-        if aux.done.swap(true, Ordering::Relaxed) {
-            return Err(Error::internal(
-                "weighted path search ran twice for a source",
-            ));
-        }
-        let mut any = false;
-        nodes.for_each(|_| {
-            any = true;
-            Ok(())
-        })?;
-        if !any {
+        if !first_visit(aux, v.iter, nodes)? {
             return Ok(());
         }
         self.run(v.graph, v.scratch, v.srcs[0], v.out)
@@ -213,7 +438,7 @@ mod tests {
             run_ife(
                 &sched,
                 Arc::clone(&g),
-                Arc::new(WeightedPaths::new(weights.into(), 1).unwrap()),
+                Arc::new(WeightedPaths::new(weights.into(), 1, PathMode::One).unwrap()),
                 &[src],
                 &opts,
                 &CancelToken::new(),
@@ -260,6 +485,7 @@ mod tests {
         // against 0-2-1 at cost 0).
         let got = paths(&[(0, 2), (2, 1), (0, 1)], &[0.0, 0.0, 0.0], 3, 0);
         assert_eq!(got[0], (1, vec![0, 1], 0.0));
-        assert!(WeightedPaths::new(vec![1.0, -1.0].into(), 1).is_err());
+        assert!(WeightedPaths::new(vec![1.0, -1.0].into(), 1, PathMode::One).is_err());
+        assert!(WeightedPaths::new(vec![1.0, 0.0].into(), 1, PathMode::All).is_err());
     }
 }

@@ -123,6 +123,19 @@ pub enum RecursiveMode {
     AllShortest,
     /// One row per reachable destination with its smallest total weight.
     WeightedShortest,
+    /// One row per path of the smallest total weight (as a multiplicity).
+    AllWeightedShortest,
+}
+
+impl RecursiveMode {
+    /// Whether the search minimises a weight (its length column holds the
+    /// cost).
+    pub fn weighted(self) -> bool {
+        matches!(
+            self,
+            RecursiveMode::WeightedShortest | RecursiveMode::AllWeightedShortest
+        )
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -173,7 +186,7 @@ impl RecursiveRel {
 
     /// The type of `len_slot`.
     pub fn len_type(&self) -> LogicalType {
-        if self.mode == RecursiveMode::WeightedShortest {
+        if self.mode.weighted() {
             LogicalType::Double
         } else {
             LogicalType::Int64

@@ -197,6 +197,8 @@ impl RecursiveJoin {
             (RecursiveMode::AllShortest, true) => "all shortest paths",
             (RecursiveMode::WeightedShortest, false) => "weighted shortest",
             (RecursiveMode::WeightedShortest, true) => "weighted shortest paths",
+            (RecursiveMode::AllWeightedShortest, false) => "all weighted shortest",
+            (RecursiveMode::AllWeightedShortest, true) => "all weighted shortest paths",
         };
         let mode = match (self.undirected, self.left_outer) {
             (false, false) => mode.to_string(),

@@ -160,6 +160,51 @@ fn weight_of(i: usize) -> f64 {
     ((i * 37) % 13) as f64 * 0.25
 }
 
+/// A positive weight (`ALL WSHORTEST` refuses 0), a multiple of 0.25.
+fn positive_weight_of(i: usize) -> f64 {
+    weight_of(i) + 0.25
+}
+
+/// (src id, dst id, number of paths of the smallest total positive weight)
+/// for every destination but the source: a plain O(n^2) Dijkstra that
+/// counts, for each node in order of cost, the paths from its cheapest
+/// predecessors.
+fn ref_all_dijkstra(n: usize, edges: &[(usize, usize)], srcs: &[usize]) -> Vec<(i64, i64, i64)> {
+    let mut out = Vec::new();
+    for &s in srcs {
+        let mut dist = vec![f64::INFINITY; n];
+        let mut count = vec![0i64; n];
+        let mut done = vec![false; n];
+        dist[s] = 0.0;
+        count[s] = 1;
+        while let Some(u) = (0..n)
+            .filter(|&v| !done[v] && dist[v].is_finite())
+            .min_by(|&a, &b| dist[a].total_cmp(&dist[b]))
+        {
+            done[u] = true;
+            for (i, &(a, b)) in edges.iter().enumerate() {
+                if a != u {
+                    continue;
+                }
+                let c = dist[u] + positive_weight_of(i);
+                if c < dist[b] {
+                    dist[b] = c;
+                    count[b] = count[u];
+                } else if c == dist[b] {
+                    count[b] += count[u];
+                }
+            }
+        }
+        for v in 0..n {
+            if v != s && dist[v].is_finite() {
+                out.push((id_of(s), id_of(v), count[v]));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
 /// (src id, dst id, 4 * smallest total weight) for every destination but the
 /// source, by a plain O(n^2) Dijkstra.
 fn ref_dijkstra(n: usize, edges: &[(usize, usize)], srcs: &[usize]) -> Vec<(i64, i64, i64)> {
@@ -239,9 +284,10 @@ fn recursive_patterns_match_reference() {
             writeln!(text, "{}", id_of(i)).unwrap();
         }
         std::fs::write(&nodes_csv, text).unwrap();
-        let mut text = String::from("from,to,w\n");
+        let mut text = String::from("from,to,w,pw\n");
         for (i, &(a, b)) in edges.iter().enumerate() {
-            writeln!(text, "{},{},{}", id_of(a), id_of(b), weight_of(i)).unwrap();
+            let (w, pw) = (weight_of(i), positive_weight_of(i));
+            writeln!(text, "{},{},{w},{pw}", id_of(a), id_of(b)).unwrap();
         }
         std::fs::write(&edges_csv, text).unwrap();
         let db_path = dir.join(format!("db{gi}.kith"));
@@ -249,7 +295,7 @@ fn recursive_patterns_match_reference() {
         let conn = Connection::new(&db);
         conn.query("CREATE NODE TABLE N(id INT64, PRIMARY KEY(id))")
             .unwrap();
-        conn.query("CREATE REL TABLE E(FROM N TO N, w DOUBLE)")
+        conn.query("CREATE REL TABLE E(FROM N TO N, w DOUBLE, pw DOUBLE)")
             .unwrap();
         conn.query(&format!(
             "COPY N FROM '{}' (HEADER=true)",
@@ -278,6 +324,7 @@ fn recursive_patterns_match_reference() {
         let total_walks: i64 = walks_fwd.iter().map(|r| r.2).sum();
         let evens: Vec<usize> = (0..n).filter(|&i| id_of(i) % 2 == 0).collect();
         let costs = ref_dijkstra(n, &edges, &evens);
+        let all_cheapest = ref_all_dijkstra(n, &edges, &evens);
 
         let mut weighted_paths: Option<Vec<String>> = None;
         for policy in POLICIES {
@@ -363,6 +410,35 @@ fn recursive_patterns_match_reference() {
                     costs,
                     "weighted shortest rel variable: {at}"
                 );
+                // Every path of the smallest cost, counted and enumerated.
+                assert_eq!(
+                    triples(
+                        &conn,
+                        &format!(
+                            "{pre}MATCH (a:N)-[:E* ALL WSHORTEST(pw)]->(b:N) WHERE a.id % 2 = 0 RETURN a.id, b.id, count(*)"
+                        )
+                    ),
+                    all_cheapest,
+                    "all weighted shortest counts: {at}"
+                );
+                assert_eq!(
+                    triples(
+                        &conn,
+                        &format!(
+                            "{pre}MATCH p = (a:N)-[:E* ALL WSHORTEST(pw)]->(b:N) WHERE a.id % 2 = 0 AND cost(p) = reduce(c = 0.0, r IN rels(p) | c + r.pw) AND nodes(p)[-1].id = b.id RETURN a.id, b.id, count(DISTINCT [r IN rels(p) | id(r)])"
+                        )
+                    ),
+                    all_cheapest,
+                    "all weighted shortest paths: {at}"
+                );
+                if edges.iter().enumerate().any(|(i, _)| weight_of(i) == 0.0) {
+                    let e = conn
+                        .query(&format!(
+                            "{pre}MATCH (a:N)-[:E* ALL WSHORTEST(w)]->(b:N) RETURN count(*)"
+                        ))
+                        .unwrap_err();
+                    assert!(e.message.contains("positive weights"), "{at}: {e}");
+                }
                 let chosen = rows_text(
                     &conn,
                     &format!(

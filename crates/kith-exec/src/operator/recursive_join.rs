@@ -16,10 +16,10 @@ use kith_common::{
     Chunk, Error, InternalId, LogicalType, NullMask, Result, Value, ValueVector, VectorData,
 };
 use kith_graph::{
-    bound_pays, hops_to_targets, run_ife, AllShortestCounts, CollectSink, Compute, CostRow, Graph,
-    HopBound, IfeOptions, LenRow, PathMode, PathRow, PathSemantics, ShortestLengths, ShortestPaths,
-    StorageCsr, UnionCsr, UnionMember, WalkCounts, WalkPaths, WeightedPaths, WeightedShortest,
-    MAX_UPPER,
+    bound_pays, hops_to_targets, run_ife, AllShortestCounts, AllWeightedCounts, CollectSink,
+    Compute, CostCountRow, CostRow, Graph, HopBound, IfeOptions, LenRow, PathMode, PathRow,
+    PathSemantics, ShortestLengths, ShortestPaths, StorageCsr, UnionCsr, UnionMember, WalkCounts,
+    WalkPaths, WeightedPaths, WeightedShortest, MAX_UPPER,
 };
 pub use kith_graph::{Policy, RunStats};
 use kith_planner::bound::RecursiveMode;
@@ -139,7 +139,7 @@ pub const COUNT_TYPE: LogicalType = LogicalType::UInt64;
 
 /// Resolves the bounds of `join` against the settings.
 pub fn bounds(join: &RecursiveJoin, settings: &RecursiveSettings) -> Result<(u32, u32)> {
-    if join.mode == RecursiveMode::WeightedShortest {
+    if join.mode.weighted() {
         return Ok((join.lower.min(1) as u32, u32::MAX));
     }
     let max = settings.max_depth.min(MAX_UPPER);
@@ -221,10 +221,10 @@ pub fn recursive_join(
     let opts = ife_options(join, settings, sources.len(), num_nodes, threads, ctx);
     // Rel weights by rel id, for weighted shortest paths.
     let weights = match (&join.mode, &join.weight) {
-        (RecursiveMode::WeightedShortest, Some((prop, ty))) => {
+        (m, Some((prop, ty))) if m.weighted() => {
             Some(weights_by_rel_id(&rel, *prop, ty.clone(), ctx)?)
         }
-        (RecursiveMode::WeightedShortest, None) => {
+        (m, None) if m.weighted() => {
             return Err(Error::internal("weighted shortest path without a weight"))
         }
         _ => None,
@@ -258,7 +258,7 @@ pub fn recursive_join(
     }
     // Rows found per source: (dst, length or cost, count), with the
     // length as i64 or the cost's f64 bits.
-    let weighted = join.mode == RecursiveMode::WeightedShortest;
+    let weighted = join.mode.weighted();
     let found: Vec<(usize, u64, u64, u64)>;
     let stats;
     let src_index = |s: u64| -> Result<usize> {
@@ -335,6 +335,28 @@ pub fn recursive_join(
                 .into_iter()
                 .filter(|r| lower == 0 || r.src != r.dst)
                 .map(|r| Ok((src_index(r.src)?, r.dst, r.cost.to_bits(), 1)))
+                .collect::<Result<_>>()?;
+        }
+        RecursiveMode::AllWeightedShortest => {
+            let weights =
+                weights.ok_or_else(|| Error::internal("weighted shortest path without weights"))?;
+            let mut compute = AllWeightedCounts::new(weights, lower)?;
+            compute.cancel = Some(ctx.cancel.clone());
+            compute.dst_mask = dst_mask.clone();
+            let sink = Arc::new(CollectSink::<CostCountRow>::default());
+            stats = run_ife(
+                sched,
+                graph,
+                Arc::new(compute),
+                &sources,
+                &opts,
+                &ctx.cancel,
+                sink.clone(),
+            )?;
+            found = sink
+                .take()
+                .into_iter()
+                .map(|r| Ok((src_index(r.src)?, r.dst, r.cost.to_bits(), r.count)))
                 .collect::<Result<_>>()?;
         }
         RecursiveMode::Trail | RecursiveMode::Acyclic => {
@@ -518,11 +540,15 @@ fn paths_join<G: Graph>(
             compute.dst_mask = dst_mask;
             collect_paths(sched, graph, compute, srcs.list, opts, ctx)?
         }
-        RecursiveMode::WeightedShortest => {
+        RecursiveMode::WeightedShortest | RecursiveMode::AllWeightedShortest => {
             let w = weights
                 .clone()
                 .ok_or_else(|| Error::internal("weighted shortest paths without weights"))?;
-            let mut compute = WeightedPaths::new(w, lower)?;
+            let mode = match join.mode {
+                RecursiveMode::WeightedShortest => PathMode::One,
+                _ => PathMode::All,
+            };
+            let mut compute = WeightedPaths::new(w, lower, mode)?;
             compute.cancel = Some(ctx.cancel.clone());
             compute.dst_mask = dst_mask;
             collect_paths(sched, graph, compute, srcs.list, opts, ctx)?
@@ -999,7 +1025,7 @@ fn union_join(
             upper,
             dst_mask: dst_mask.clone(),
         }),
-        RecursiveMode::WeightedShortest => {
+        RecursiveMode::WeightedShortest | RecursiveMode::AllWeightedShortest => {
             return Err(Error::not_supported(
                 "weighted shortest paths over several rel tables",
             ))

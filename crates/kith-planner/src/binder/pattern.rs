@@ -318,14 +318,8 @@ impl Binder<'_> {
         let mut len_slot = None;
         let fixed = p.chain.iter().all(|(r, _)| r.range.is_none()) && p.shortest.is_none();
         let mut fixed_path: Option<(String, Vec<String>)> = None;
-        // Its path and rel variables are bound to values (ALL WSHORTEST is
-        // refused when the rel is bound).
-        let enumerable = single_recursive
-            && p.chain[0]
-                .0
-                .range
-                .as_ref()
-                .is_some_and(|r| !matches!(r.kind, ast::RecursiveKind::AllWeightedShortest));
+        // Its path and rel variables are bound to values.
+        let enumerable = single_recursive;
         let mut path_slot = None;
         if let Some(v) = &p.variable {
             if !single_recursive && !fixed {
@@ -489,7 +483,7 @@ impl Binder<'_> {
                         self.values
                             .push((v.name.clone(), slot, RecursiveRel::rels_type()));
                         r.rels_slot = Some(slot);
-                        if r.mode == crate::bound::RecursiveMode::WeightedShortest {
+                        if r.mode.weighted() {
                             // `cost(r)` reads the cost column.
                             let len = match r.len_slot {
                                 Some(l) => l,

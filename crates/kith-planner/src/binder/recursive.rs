@@ -31,14 +31,9 @@ impl Binder<'_> {
             (None, K::Trail) => RecursiveMode::Trail,
             (None, K::Acyclic) => RecursiveMode::Acyclic,
             (None, K::WeightedShortest) => RecursiveMode::WeightedShortest,
-            (None, K::AllWeightedShortest) => {
-                return Err(not_supported(
-                    spec.span,
-                    "ALL WSHORTEST (all weighted shortest paths)",
-                ))
-            }
+            (None, K::AllWeightedShortest) => RecursiveMode::AllWeightedShortest,
         };
-        if spec.predicate.is_some() && kind == RecursiveMode::WeightedShortest {
+        if spec.predicate.is_some() && kind.weighted() {
             return Err(not_supported(
                 spec.span,
                 "predicates inside a weighted shortest path",
@@ -51,21 +46,21 @@ impl Binder<'_> {
             ));
         }
         let rel_conditions = self.bind_rel_conditions(rel)?;
-        if kind == RecursiveMode::WeightedShortest && !rel_conditions.is_empty() {
+        if kind.weighted() && !rel_conditions.is_empty() {
             return Err(not_supported(
                 rel.span,
                 "property conditions on a weighted shortest path",
             ));
         }
-        if kind == RecursiveMode::WeightedShortest && rel.direction == ast::Direction::Both {
+        if kind.weighted() && rel.direction == ast::Direction::Both {
             return Err(not_supported(
                 rel.span,
                 "undirected weighted shortest paths",
             ));
         }
         let weight = match (kind, &spec.weight) {
-            (RecursiveMode::WeightedShortest, Some(w)) => Some(w.name.clone()),
-            (RecursiveMode::WeightedShortest, None) => {
+            (m, Some(w)) if m.weighted() => Some(w.name.clone()),
+            (m, None) if m.weighted() => {
                 return Err(Error::at(
                     ErrorKind::Semantic,
                     spec.span,

@@ -343,7 +343,7 @@ fn read_lengths(mut part: BoundPart, ri: usize, next_slot: &mut u32) -> BoundPar
     };
     // A weighted search's length column holds the cost: `length(p)` is
     // read from the path.
-    if spec.mode == crate::bound::RecursiveMode::WeightedShortest {
+    if spec.mode.weighted() {
         return part;
     }
     let targets: Vec<SlotId> = spec
