@@ -32,6 +32,10 @@ pub struct WeightedPaths {
     pub lower: u32,
     /// Bit `v` set: a path to `v` is output; `None`: every reached node.
     pub dst_mask: Option<Arc<[u64]>>,
+    /// Bit `v` set: `v` may be an intermediate node (a predicate on the
+    /// path's nodes); a node outside it is reached but never extended
+    /// from. `None`: every node.
+    pub node_mask: Option<Arc<[u64]>>,
     /// Checked every [`CANCEL_EVERY`] settled nodes.
     pub cancel: Option<CancelToken>,
 }
@@ -51,6 +55,7 @@ impl WeightedPaths {
             mode,
             lower,
             dst_mask: None,
+            node_mask: None,
             cancel: None,
         })
     }
@@ -71,7 +76,14 @@ impl WeightedPaths {
         out: &mut Vec<PathRow>,
     ) -> Result<()> {
         if self.mode == PathMode::All {
-            let s = search_all(&self.weights, g, scratch, src, self.cancel.as_ref())?;
+            let s = search_all(
+                &self.weights,
+                g,
+                scratch,
+                src,
+                self.node_mask.as_deref(),
+                self.cancel.as_ref(),
+            )?;
             for &v in &s.order {
                 if (v == src && self.lower > 0)
                     || self.dst_mask.as_ref().is_some_and(|m| !mask_has(m, v))
@@ -104,6 +116,9 @@ impl WeightedPaths {
                 continue;
             }
             settled[u as usize] = true;
+            if u != src && self.node_mask.as_ref().is_some_and(|m| !mask_has(m, u)) {
+                continue;
+            }
             let cost = f64::from_bits(c);
             g.neighbors(u, scratch, |w, r| {
                 let Some(&weight) = self.weights.get(r as usize) else {
@@ -195,6 +210,7 @@ fn search_all<G: Graph>(
     g: &G,
     scratch: &mut G::Scratch,
     src: u64,
+    node_mask: Option<&[u64]>,
     cancel: Option<&CancelToken>,
 ) -> Result<AllSearch> {
     let n = g.num_nodes() as usize;
@@ -228,6 +244,9 @@ fn search_all<G: Graph>(
                 .iter()
                 .fold(0u64, |a, (p, _)| a.saturating_add(s.count[*p as usize]))
         };
+        if u != src && node_mask.is_some_and(|m| !mask_has(m, u)) {
+            continue;
+        }
         let cost = s.cost[ui];
         let (costs, parents) = (&mut s.cost, &mut s.parents);
         g.neighbors(u, scratch, |w, r| {
@@ -347,7 +366,14 @@ impl Compute for AllWeightedCounts {
             return Ok(());
         }
         let src = v.srcs[0];
-        let s = search_all(&self.weights, v.graph, v.scratch, src, self.cancel.as_ref())?;
+        let s = search_all(
+            &self.weights,
+            v.graph,
+            v.scratch,
+            src,
+            None,
+            self.cancel.as_ref(),
+        )?;
         for &d in &s.order {
             if (d == src && self.lower > 0)
                 || self.dst_mask.as_ref().is_some_and(|m| !mask_has(m, d))

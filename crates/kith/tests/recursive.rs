@@ -169,7 +169,24 @@ fn positive_weight_of(i: usize) -> f64 {
 /// for every destination but the source: a plain O(n^2) Dijkstra that
 /// counts, for each node in order of cost, the paths from its cheapest
 /// predecessors.
-fn ref_all_dijkstra(n: usize, edges: &[(usize, usize)], srcs: &[usize]) -> Vec<(i64, i64, i64)> {
+/// Which rels a reference search may walk and which nodes it may pass
+/// through (the source and the destination are not tested).
+struct Walkable {
+    rel: fn(usize) -> bool,
+    node: fn(usize) -> bool,
+}
+
+const EVERYTHING: Walkable = Walkable {
+    rel: |_| true,
+    node: |_| true,
+};
+
+fn ref_all_dijkstra(
+    n: usize,
+    edges: &[(usize, usize)],
+    srcs: &[usize],
+    ok: &Walkable,
+) -> Vec<(i64, i64, i64)> {
     let mut out = Vec::new();
     for &s in srcs {
         let mut dist = vec![f64::INFINITY; n];
@@ -182,8 +199,11 @@ fn ref_all_dijkstra(n: usize, edges: &[(usize, usize)], srcs: &[usize]) -> Vec<(
             .min_by(|&a, &b| dist[a].total_cmp(&dist[b]))
         {
             done[u] = true;
+            if u != s && !(ok.node)(u) {
+                continue;
+            }
             for (i, &(a, b)) in edges.iter().enumerate() {
-                if a != u {
+                if a != u || !(ok.rel)(i) {
                     continue;
                 }
                 let c = dist[u] + positive_weight_of(i);
@@ -207,7 +227,12 @@ fn ref_all_dijkstra(n: usize, edges: &[(usize, usize)], srcs: &[usize]) -> Vec<(
 
 /// (src id, dst id, 4 * smallest total weight) for every destination but the
 /// source, by a plain O(n^2) Dijkstra.
-fn ref_dijkstra(n: usize, edges: &[(usize, usize)], srcs: &[usize]) -> Vec<(i64, i64, i64)> {
+fn ref_dijkstra(
+    n: usize,
+    edges: &[(usize, usize)],
+    srcs: &[usize],
+    ok: &Walkable,
+) -> Vec<(i64, i64, i64)> {
     let mut out = Vec::new();
     for &s in srcs {
         let mut dist = vec![f64::INFINITY; n];
@@ -218,8 +243,11 @@ fn ref_dijkstra(n: usize, edges: &[(usize, usize)], srcs: &[usize]) -> Vec<(i64,
             .min_by(|&a, &b| dist[a].total_cmp(&dist[b]))
         {
             done[u] = true;
+            if u != s && !(ok.node)(u) {
+                continue;
+            }
             for (i, &(a, b)) in edges.iter().enumerate() {
-                if a == u && dist[u] + weight_of(i) < dist[b] {
+                if a == u && (ok.rel)(i) && dist[u] + weight_of(i) < dist[b] {
                     dist[b] = dist[u] + weight_of(i);
                 }
             }
@@ -323,8 +351,15 @@ fn recursive_patterns_match_reference() {
         let counts_bwd: Vec<(i64, i64, i64)> = sp_bwd.iter().map(|r| (r.0, r.1, r.3)).collect();
         let total_walks: i64 = walks_fwd.iter().map(|r| r.2).sum();
         let evens: Vec<usize> = (0..n).filter(|&i| id_of(i) % 2 == 0).collect();
-        let costs = ref_dijkstra(n, &edges, &evens);
-        let all_cheapest = ref_all_dijkstra(n, &edges, &evens);
+        let costs = ref_dijkstra(n, &edges, &evens, &EVERYTHING);
+        let all_cheapest = ref_all_dijkstra(n, &edges, &evens, &EVERYTHING);
+        // `(r, n | WHERE r.w <> 0.5 AND n.id % 3 <> 0)`.
+        let picky = Walkable {
+            rel: |i| weight_of(i) != 0.5,
+            node: |v| id_of(v) % 3 != 0,
+        };
+        let costs_where = ref_dijkstra(n, &edges, &evens, &picky);
+        let all_cheapest_where = ref_all_dijkstra(n, &edges, &evens, &picky);
 
         let mut weighted_paths: Option<Vec<String>> = None;
         for policy in POLICIES {
@@ -430,6 +465,27 @@ fn recursive_patterns_match_reference() {
                     ),
                     all_cheapest,
                     "all weighted shortest paths: {at}"
+                );
+                // Predicates on the rels and intermediate nodes.
+                assert_eq!(
+                    triples(
+                        &conn,
+                        &format!(
+                            "{pre}MATCH p = (a:N)-[:E* WSHORTEST(w) (r, x | WHERE r.w <> 0.5 AND x.id % 3 <> 0)]->(b:N) WHERE a.id % 2 = 0 RETURN a.id, b.id, cost(p) * 4"
+                        )
+                    ),
+                    costs_where,
+                    "weighted shortest paths with predicates: {at}"
+                );
+                assert_eq!(
+                    triples(
+                        &conn,
+                        &format!(
+                            "{pre}MATCH (a:N)-[:E* ALL WSHORTEST(pw) (r, x | WHERE r.w <> 0.5 AND x.id % 3 <> 0)]->(b:N) WHERE a.id % 2 = 0 RETURN a.id, b.id, count(*)"
+                        )
+                    ),
+                    all_cheapest_where,
+                    "all weighted shortest counts with predicates: {at}"
                 );
                 if edges.iter().enumerate().any(|(i, _)| weight_of(i) == 0.0) {
                     let e = conn

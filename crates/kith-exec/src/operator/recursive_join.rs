@@ -549,6 +549,7 @@ fn paths_join<G: Graph>(
                 _ => PathMode::All,
             };
             let mut compute = WeightedPaths::new(w, lower, mode)?;
+            compute.node_mask = node_mask;
             compute.cancel = Some(ctx.cancel.clone());
             compute.dst_mask = dst_mask;
             collect_paths(sched, graph, compute, srcs.list, opts, ctx)?
@@ -604,9 +605,11 @@ fn paths_join<G: Graph>(
         // Count the paths of each (source, destination, length).
         let mut counts: HashMap<(u64, u64, u64), u64> = HashMap::new();
         for p in &found_paths {
-            *counts
-                .entry((p.src, p.dst, p.rels.len() as u64))
-                .or_default() += 1;
+            let len = match &weights {
+                Some(w) => WeightedPaths::cost(w, &p.rels).to_bits(),
+                None => p.rels.len() as u64,
+            };
+            *counts.entry((p.src, p.dst, len)).or_default() += 1;
         }
         let mut keyed: Vec<_> = counts.into_iter().collect();
         keyed.sort_unstable();

@@ -312,7 +312,10 @@ impl Binder<'_> {
                     {
                         return Ok(BoundExpr::slot(slot, LogicalType::Double, span));
                     }
-                    if lname == "cost" && !self.paths.iter().any(|p| &p.0 == v) {
+                    if lname == "cost"
+                        && !self.paths.iter().any(|p| &p.0 == v)
+                        && self.values.iter().any(|x| &x.0 == v)
+                    {
                         return Err(not_supported(
                             span,
                             "cost() of anything but a weighted shortest path matched in this clause (carry it on with WITH cost(p) AS c)",

@@ -33,12 +33,6 @@ impl Binder<'_> {
             (None, K::WeightedShortest) => RecursiveMode::WeightedShortest,
             (None, K::AllWeightedShortest) => RecursiveMode::AllWeightedShortest,
         };
-        if spec.predicate.is_some() && kind.weighted() {
-            return Err(not_supported(
-                spec.span,
-                "predicates inside a weighted shortest path",
-            ));
-        }
         if rel.where_.is_some() {
             return Err(not_supported(
                 rel.span,
@@ -46,12 +40,6 @@ impl Binder<'_> {
             ));
         }
         let rel_conditions = self.bind_rel_conditions(rel)?;
-        if kind.weighted() && !rel_conditions.is_empty() {
-            return Err(not_supported(
-                rel.span,
-                "property conditions on a weighted shortest path",
-            ));
-        }
         if kind.weighted() && rel.direction == ast::Direction::Both {
             return Err(not_supported(
                 rel.span,
