@@ -322,8 +322,9 @@ const MICRO_QUERIES: &[Query] = &[
         .sql("SELECT count(*) FROM Knows ab JOIN Person a ON a.id = ab.src JOIN Knows bc ON bc.src = ab.dst JOIN Knows cd ON cd.src = bc.dst JOIN Knows ac ON ac.src = ab.src AND ac.dst = bc.dst JOIN Knows ad ON ad.src = ab.src AND ad.dst = cd.dst JOIN Knows bd ON bd.src = ab.dst AND bd.dst = cd.dst WHERE a.age = 18"),
 ];
 
-/// Seed 000 (recursive query parallelism, VLDB 2025) workloads and the seed
-/// 003 variable-length query, in Kùzu's recursive syntax. Sources are
+/// Seed 000 (recursive query parallelism, VLDB 2025) workloads, the seed
+/// 003 variable-length query and weighted shortest paths (on the generated
+/// `weight` column), in Kùzu's recursive syntax. Sources are
 /// `{SRC1}`, `{SRC8}`, `{SRC64}`: 1, 8 and 64 ids drawn from the seed
 /// (see [`derived_params`]).
 const RECURSIVE_QUERIES: &[Query] = &[
@@ -339,6 +340,10 @@ const RECURSIVE_QUERIES: &[Query] = &[
     q("varlen-1..3-1src", "MATCH (a:Person)-[:Knows*1..3]->(b:Person) WHERE a.id IN {SRC1} RETURN count(*)"),
     q("varlen-1..3-8src", "MATCH (a:Person)-[:Knows*1..3]->(b:Person) WHERE a.id IN {SRC8} RETURN count(*)"),
     q("varlen-1..3-64src", "MATCH (a:Person)-[:Knows*1..3]->(b:Person) WHERE a.id IN {SRC64} RETURN count(*)"),
+    q("wsp-cost-1src", "MATCH (a:Person)-[e:Knows* WSHORTEST(weight)]->(b:Person) WHERE a.id IN {SRC1} RETURN count(*), sum(cost(e))"),
+    q("wsp-cost-8src", "MATCH (a:Person)-[e:Knows* WSHORTEST(weight)]->(b:Person) WHERE a.id IN {SRC8} RETURN count(*), sum(cost(e))"),
+    q("wsp-paths-1src", "MATCH (a:Person)-[e:Knows* WSHORTEST(weight)]->(b:Person) WHERE a.id IN {SRC1} RETURN count(*), sum(cost(e)), sum(length(e))"),
+    q("wsp-paths-8src", "MATCH (a:Person)-[e:Knows* WSHORTEST(weight)]->(b:Person) WHERE a.id IN {SRC8} RETURN count(*), sum(cost(e)), sum(length(e))"),
 ];
 
 /// Seed 003's variable-length query: walks of 1..5 hops between 50 sources
@@ -491,7 +496,7 @@ pub const SUITES: &[Suite] = &[
     },
     Suite {
         name: "recursive",
-        description: "Seed 000 recursive workloads (shortest-path lengths and paths from 1, 8 and 64 sources, up to 30 hops) and the seed 003 variable-length query (1..3 hops), in Kùzu's recursive-pattern syntax.",
+        description: "Seed 000 recursive workloads (shortest-path lengths and paths from 1, 8 and 64 sources, up to 30 hops), the seed 003 variable-length query (1..3 hops) and weighted shortest paths (costs, and paths with their lengths, from 1 and 8 sources), in Kùzu's recursive-pattern syntax.",
         dataset: Dataset::PersonKnows,
         ddl: PERSON_KNOWS_DDL,
         loads: PERSON_KNOWS_LOADS,
