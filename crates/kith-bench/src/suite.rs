@@ -342,8 +342,8 @@ const RECURSIVE_QUERIES: &[Query] = &[
     q("varlen-1..3-64src", "MATCH (a:Person)-[:Knows*1..3]->(b:Person) WHERE a.id IN {SRC64} RETURN count(*)"),
     q("wsp-cost-1src", "MATCH (a:Person)-[e:Knows* WSHORTEST(weight)]->(b:Person) WHERE a.id IN {SRC1} RETURN count(*), sum(cost(e))"),
     q("wsp-cost-8src", "MATCH (a:Person)-[e:Knows* WSHORTEST(weight)]->(b:Person) WHERE a.id IN {SRC8} RETURN count(*), sum(cost(e))"),
-    q("wsp-paths-1src", "MATCH (a:Person)-[e:Knows* WSHORTEST(weight)]->(b:Person) WHERE a.id IN {SRC1} RETURN count(*), sum(cost(e)), sum(length(e))"),
-    q("wsp-paths-8src", "MATCH (a:Person)-[e:Knows* WSHORTEST(weight)]->(b:Person) WHERE a.id IN {SRC8} RETURN count(*), sum(cost(e)), sum(length(e))"),
+    q("wsp-paths-1src", "MATCH (a:Person)-[e:Knows* WSHORTEST(weight)]->(b:Person) WHERE a.id IN {SRC1} RETURN count(*), sum(cost(e)), sum(size(rels(e)))"),
+    q("wsp-paths-8src", "MATCH (a:Person)-[e:Knows* WSHORTEST(weight)]->(b:Person) WHERE a.id IN {SRC8} RETURN count(*), sum(cost(e)), sum(size(rels(e)))"),
 ];
 
 /// Seed 003's variable-length query: walks of 1..5 hops between 50 sources

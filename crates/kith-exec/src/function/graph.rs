@@ -114,14 +114,42 @@ fn rel(args: &[Value]) -> Result<Value> {
     })))
 }
 
-/// `_path(node, rel, node, ...)`: a path from its entity values.
+/// `_path(node, step, node, step, ...)`: a path from its entity values,
+/// where a step is a rel or the path of a variable-length part between the
+/// nodes around it (spliced in, reversed when it was walked from its far
+/// end).
 fn path(args: &[Value]) -> Result<Value> {
-    let mut nodes = Vec::with_capacity(args.len() / 2 + 1);
+    let mut nodes: Vec<Arc<NodeValue>> = Vec::with_capacity(args.len() / 2 + 1);
     let mut rels = Vec::with_capacity(args.len() / 2);
     for (i, a) in args.iter().enumerate() {
         match (i % 2, a) {
+            // After a spliced path, the node is its last one already.
+            (0, Value::Node(n)) if i > 0 && matches!(args[i - 1], Value::Path(_)) => {
+                if nodes.last().map(|l| l.id) != Some(n.id) {
+                    return Err(Error::internal(format!(
+                        "_path() element {i}: the path before it ends elsewhere"
+                    )));
+                }
+            }
             (0, Value::Node(n)) => nodes.push(n.clone()),
             (1, Value::Rel(r)) => rels.push(r.clone()),
+            (1, Value::Path(p)) => {
+                let from = nodes.last().map(|n| n.id);
+                let forward = p.nodes.first().map(|n| n.id) == from;
+                let backward = p.nodes.last().map(|n| n.id) == from;
+                if !(forward || backward) {
+                    return Err(Error::internal(format!(
+                        "_path() element {i}: the path does not touch the node before it"
+                    )));
+                }
+                if forward {
+                    nodes.extend(p.nodes.iter().skip(1).cloned());
+                    rels.extend(p.rels.iter().cloned());
+                } else {
+                    nodes.extend(p.nodes.iter().rev().skip(1).cloned());
+                    rels.extend(p.rels.iter().rev().cloned());
+                }
+            }
             (_, Value::Null) => return Ok(Value::Null),
             (_, other) => {
                 return Err(Error::internal(format!(

@@ -259,7 +259,13 @@ impl Binder<'_> {
                     ..
                 }] = args.as_slice()
                 {
-                    if let Some(path) = self.fixed_path_value(v, span)? {
+                    // With a variable-length part spliced in, the path's
+                    // elements are only known from its value.
+                    let path = self.fixed_path_value(v, span)?.filter(|p| {
+                        !matches!(&p.kind, BoundExprKind::Function(_, items)
+                            if items.iter().any(|i| i.ty == LogicalType::Path))
+                    });
+                    if let Some(path) = path {
                         let list = |ty: LogicalType, items: Vec<BoundExpr>| BoundExpr {
                             kind: BoundExprKind::List(items),
                             ty: LogicalType::List(Box::new(ty)),

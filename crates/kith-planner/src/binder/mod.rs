@@ -69,6 +69,10 @@ pub struct Binder<'a> {
     /// Weighted shortest paths bound as values (`p` or the rel variable):
     /// name and the slot holding the cost, which `cost(p)` reads.
     costs: Vec<(String, SlotId)>,
+    /// While a MATCH binds its patterns: the rels before this index belong
+    /// to earlier MATCH clauses of the part, so naming one again matches
+    /// the same rel (0 elsewhere).
+    match_first_rel: usize,
     /// Named fixed-length paths of the current part: name and the variables
     /// of its nodes and rels in path order (node, rel, node, ...).
     fixed_paths: Vec<(String, Vec<String>)>,
@@ -191,6 +195,7 @@ impl<'a> Binder<'a> {
             parts: Vec::new(),
             paths: Vec::new(),
             costs: Vec::new(),
+            match_first_rel: 0,
             fixed_paths: Vec::new(),
             recursive_rels: Vec::new(),
             locals: Vec::new(),
@@ -455,9 +460,11 @@ impl<'a> Binder<'a> {
                         continue;
                     }
                     let first_rel = self.graph.rels.len();
+                    self.match_first_rel = first_rel;
                     for p in patterns {
                         self.bind_pattern(p, &mut predicates)?;
                     }
+                    self.match_first_rel = 0;
                     self.distinct_rels(first_rel, &mut predicates);
                     if let Some(w) = where_ {
                         // Subqueries in this WHERE may restrict their keys

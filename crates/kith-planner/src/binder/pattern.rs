@@ -316,18 +316,14 @@ impl Binder<'_> {
             _ => p,
         };
         let mut len_slot = None;
-        let fixed = p.chain.iter().all(|(r, _)| r.range.is_none()) && p.shortest.is_none();
+        // A named path of several rels (fixed ones, and variable-length ones
+        // whose paths are spliced in) is built from its elements.
+        let fixed = !single_recursive && p.shortest.is_none();
         let mut fixed_path: Option<(String, Vec<String>)> = None;
         // Its path and rel variables are bound to values.
         let enumerable = single_recursive;
         let mut path_slot = None;
         if let Some(v) = &p.variable {
-            if !single_recursive && !fixed {
-                return Err(not_supported(
-                    v.span,
-                    "named paths mixing fixed and variable-length relationships",
-                ));
-            }
             if self.is_path(&v.name) {
                 return Err(Error::at(
                     ErrorKind::Semantic,
@@ -393,6 +389,7 @@ impl Binder<'_> {
         if let Some((_, elems)) = &mut fixed_path {
             elems.push(self.graph.nodes[left].name.clone());
         }
+        let mut spliced: Option<String> = None;
         for (rel, node) in &p.chain {
             let mut recursive = match &rel.range {
                 None => None,
@@ -400,6 +397,16 @@ impl Binder<'_> {
             };
             if let Some(r) = &mut recursive {
                 r.path_slot = path_slot;
+                // In a longer named path the variable-length part's own
+                // path value is spliced in (`_path` orients it).
+                if fixed_path.is_some() {
+                    let slot = self.new_slot();
+                    let name = format!("_anon_path_{}", slot.0);
+                    self.values
+                        .push((name.clone(), slot, RecursiveRel::PATH_TYPE));
+                    r.path_slot = Some(slot);
+                    spliced = Some(name);
+                }
             }
             let right = self.bind_node(node, predicates)?;
             let tables: Vec<TableId> = if rel.types.is_empty() {
@@ -438,11 +445,32 @@ impl Binder<'_> {
                             format!("'{}' is a path, not a rel (variable type conflict)", v.name),
                         ));
                     }
+                    // Bound by an earlier clause: carried through a WITH,
+                    // or matched by an earlier MATCH of this part.
                     let carried = self
                         .rels_carried
                         .iter()
                         .find(|r| r.0 == v.name)
-                        .map(|r| r.1);
+                        .map(|r| r.1)
+                        .or_else(|| {
+                            self.graph.rels[..self.match_first_rel.min(self.graph.rels.len())]
+                                .iter()
+                                .find(|r| r.name == v.name && r.recursive.is_none())
+                                .map(|r| r.id_slot)
+                        });
+                    // Relationship uniqueness between variable-length
+                    // rels and the other rels of a MATCH is not enforced
+                    // yet; with the same rel named in two MATCH clauses it
+                    // decides the answer.
+                    if carried.is_some()
+                        && p.chain.iter().any(|(r, _)| r.range.is_some())
+                        && !self.rels_carried.iter().any(|r| r.0 == v.name)
+                    {
+                        return Err(not_supported(
+                            v.span,
+                            "a rel bound by an earlier MATCH in a pattern with a variable-length relationship",
+                        ));
+                    }
                     if let Some(carried) = carried {
                         if recursive.is_some() {
                             return Err(Error::at(
@@ -458,7 +486,7 @@ impl Binder<'_> {
                         // matches a new rel that must be the same one.
                         bound_rel = Some((carried, v.span));
                     }
-                    if self.graph.rels.iter().any(|r| r.name == v.name)
+                    if (bound_rel.is_none() && self.graph.rels.iter().any(|r| r.name == v.name))
                         || self.graph.nodes.iter().any(|n| n.name == v.name)
                     {
                         return Err(Error::at(
@@ -536,7 +564,7 @@ impl Binder<'_> {
                 split_conjuncts(e, predicates);
             }
             if let Some((_, elems)) = &mut fixed_path {
-                elems.push(name);
+                elems.push(spliced.take().unwrap_or(name));
                 elems.push(self.graph.nodes[right].name.clone());
             }
             left = right;
@@ -652,8 +680,14 @@ impl Binder<'_> {
                         .iter()
                         .find(|r| r.name == *e)
                         .map(|r| r.id_slot)
-                })
-                .ok_or_else(|| Error::internal(format!("path element '{e}' is not bound")))?;
+                });
+            // A variable-length part: its path value.
+            if let (None, Some(&(_, ps, _))) = (slot, self.values.iter().find(|x| x.0 == *e)) {
+                args.push(BoundExpr::slot(ps, LogicalType::Path, span));
+                continue;
+            }
+            let slot =
+                slot.ok_or_else(|| Error::internal(format!("path element '{e}' is not bound")))?;
             // An element that can match no table: the pattern matches
             // nothing, and the path is NULL wherever it is read.
             let Some(value) = self.entity_value(slot, span)? else {
