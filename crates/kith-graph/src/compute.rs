@@ -14,6 +14,7 @@ use crate::bits::{saturating_add, zeroed_u16s, zeroed_u64s, DenseBits};
 use crate::distance::HopBound;
 use crate::engine::{run_ife, CollectSink, Compute, IfeOptions, Nodes, RunStats, Visit};
 use crate::graph::Graph;
+use crate::weights::RelWeights;
 
 /// Largest upper bound for level-indexed computations (levels are kept as
 /// `u16` per node, 0 meaning unvisited).
@@ -414,7 +415,7 @@ impl Compute for WalkCounts {
 /// be finite and non-negative. Costs are the minimum over paths of the
 /// left-to-right floating-point sum of the weights.
 pub struct WeightedShortest {
-    pub weights: Arc<[f64]>,
+    pub weights: RelWeights,
 }
 
 pub struct WeightedAux {
@@ -425,16 +426,9 @@ pub struct WeightedAux {
 const INF_BITS: u64 = u64::MAX;
 
 impl WeightedShortest {
-    pub fn new(weights: Arc<[f64]>) -> Result<WeightedShortest> {
-        if let Some((r, w)) = weights
-            .iter()
-            .enumerate()
-            .find(|(_, w)| !(w.is_finite() && **w >= 0.0))
-        {
-            return Err(Error::runtime(format!(
-                "weighted shortest path needs finite non-negative weights; rel {r} has weight {w}"
-            )));
-        }
+    pub fn new(weights: impl Into<RelWeights>) -> Result<WeightedShortest> {
+        let weights = weights.into();
+        weights.check(false)?;
         Ok(WeightedShortest { weights })
     }
 }
@@ -460,12 +454,12 @@ impl Compute for WeightedShortest {
         nodes: Nodes<'_>,
     ) -> Result<()> {
         let next = v.next;
-        let weights = &*self.weights;
+        let weights = &self.weights;
         let mut bad_rel = None;
         nodes.for_each(|u| {
             let du = f64::from_bits(aux.dist[u as usize].load(Ordering::Relaxed));
             v.graph.neighbors(u, v.scratch, |w, r| {
-                let Some(&wt) = weights.get(r as usize) else {
+                let Some(wt) = weights.get(r) else {
                     bad_rel = Some(r);
                     return;
                 };

@@ -46,6 +46,7 @@ pub mod engine;
 pub mod graph;
 pub mod paths;
 pub mod weighted_paths;
+pub mod weights;
 
 pub use compute::{
     all_shortest_counts, shortest_lengths, shortest_paths, walk_counts, weighted_shortest,
@@ -57,3 +58,4 @@ pub use engine::{run_ife, CollectSink, Compute, IfeOptions, Nodes, Policy, RunSt
 pub use graph::{mask_has, Graph, InMemoryCsr, StorageCsr, StorageScratch, UnionCsr, UnionMember};
 pub use paths::{walk_paths, PathSemantics, WalkPaths};
 pub use weighted_paths::{AllWeightedCounts, CostCountRow, WeightedPaths};
+pub use weights::RelWeights;

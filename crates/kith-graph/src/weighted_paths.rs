@@ -18,13 +18,14 @@ use std::sync::Arc;
 use kith_common::{Error, Result};
 use kith_sched::CancelToken;
 
-use crate::compute::{PathMode, PathRow, WeightedShortest};
+use crate::compute::{PathMode, PathRow};
 use crate::engine::{Compute, Nodes, Visit};
 use crate::graph::{mask_has, Graph};
+use crate::weights::RelWeights;
 
 /// One weighted shortest path from each source to every node it reaches.
 pub struct WeightedPaths {
-    weights: Arc<[f64]>,
+    weights: RelWeights,
     /// One path per destination, or every path of the smallest cost
     /// (`ALL WSHORTEST`, positive weights only).
     pub mode: PathMode,
@@ -45,11 +46,13 @@ const CANCEL_EVERY: u32 = 4096;
 impl WeightedPaths {
     /// Weights indexed by rel id: finite and non-negative, as
     /// [`WeightedShortest::new`] checks.
-    pub fn new(weights: Arc<[f64]>, lower: u32, mode: PathMode) -> Result<WeightedPaths> {
-        WeightedShortest::new(Arc::clone(&weights))?;
-        if mode == PathMode::All {
-            positive(&weights)?;
-        }
+    pub fn new(
+        weights: impl Into<RelWeights>,
+        lower: u32,
+        mode: PathMode,
+    ) -> Result<WeightedPaths> {
+        let weights = weights.into();
+        weights.check(mode == PathMode::All)?;
         Ok(WeightedPaths {
             weights,
             mode,
@@ -57,14 +60,6 @@ impl WeightedPaths {
             dst_mask: None,
             node_mask: None,
             cancel: None,
-        })
-    }
-
-    /// The cost of a path's rels, summed from the source as the searches
-    /// sum it.
-    pub fn cost(weights: &[f64], rels: &[u64]) -> f64 {
-        rels.iter().fold(0.0, |c, r| {
-            c + weights.get(*r as usize).copied().unwrap_or(f64::NAN)
         })
     }
 
@@ -121,7 +116,7 @@ impl WeightedPaths {
             }
             let cost = f64::from_bits(c);
             g.neighbors(u, scratch, |w, r| {
-                let Some(&weight) = self.weights.get(r as usize) else {
+                let Some(weight) = self.weights.get(r) else {
                     bad_weight = Some(r);
                     return;
                 };
@@ -181,19 +176,6 @@ impl WeightedPaths {
     }
 }
 
-/// `ALL WSHORTEST` needs positive weights: a rel of weight 0 could close
-/// a cycle of cost 0, and a destination behind it would have endlessly
-/// many cheapest walks.
-fn positive(weights: &[f64]) -> Result<()> {
-    match weights.iter().position(|w| *w <= 0.0) {
-        Some(r) => Err(Error::runtime(format!(
-            "all weighted shortest paths need positive weights; rel {r} has weight {}",
-            weights[r]
-        ))),
-        None => Ok(()),
-    }
-}
-
 /// A Dijkstra from one source keeping every parent edge of the smallest
 /// cost, and the number of cheapest paths per node.
 struct AllSearch {
@@ -206,7 +188,7 @@ struct AllSearch {
 }
 
 fn search_all<G: Graph>(
-    weights: &[f64],
+    weights: &RelWeights,
     g: &G,
     scratch: &mut G::Scratch,
     src: u64,
@@ -250,7 +232,7 @@ fn search_all<G: Graph>(
         let cost = s.cost[ui];
         let (costs, parents) = (&mut s.cost, &mut s.parents);
         g.neighbors(u, scratch, |w, r| {
-            let Some(&weight) = weights.get(r as usize) else {
+            let Some(weight) = weights.get(r) else {
                 bad_weight = Some(r);
                 return;
             };
@@ -314,16 +296,16 @@ impl AllSearch {
 /// The number of cheapest paths from each source to each node it reaches
 /// (`ALL WSHORTEST` counted, without the paths).
 pub struct AllWeightedCounts {
-    weights: Arc<[f64]>,
+    weights: RelWeights,
     pub lower: u32,
     pub dst_mask: Option<Arc<[u64]>>,
     pub cancel: Option<CancelToken>,
 }
 
 impl AllWeightedCounts {
-    pub fn new(weights: Arc<[f64]>, lower: u32) -> Result<AllWeightedCounts> {
-        WeightedShortest::new(Arc::clone(&weights))?;
-        positive(&weights)?;
+    pub fn new(weights: impl Into<RelWeights>, lower: u32) -> Result<AllWeightedCounts> {
+        let weights = weights.into();
+        weights.check(true)?;
         Ok(AllWeightedCounts {
             weights,
             lower,
@@ -464,7 +446,9 @@ mod tests {
             run_ife(
                 &sched,
                 Arc::clone(&g),
-                Arc::new(WeightedPaths::new(weights.into(), 1, PathMode::One).unwrap()),
+                Arc::new(
+                    WeightedPaths::new(Arc::<[f64]>::from(weights), 1, PathMode::One).unwrap(),
+                ),
                 &[src],
                 &opts,
                 &CancelToken::new(),
@@ -478,7 +462,7 @@ mod tests {
                     (
                         p.dst,
                         p.nodes.clone(),
-                        WeightedPaths::cost(weights, &p.rels),
+                        RelWeights::from(Arc::from(weights)).cost(&p.rels),
                     )
                 })
                 .collect();
@@ -511,7 +495,7 @@ mod tests {
         // against 0-2-1 at cost 0).
         let got = paths(&[(0, 2), (2, 1), (0, 1)], &[0.0, 0.0, 0.0], 3, 0);
         assert_eq!(got[0], (1, vec![0, 1], 0.0));
-        assert!(WeightedPaths::new(vec![1.0, -1.0].into(), 1, PathMode::One).is_err());
-        assert!(WeightedPaths::new(vec![1.0, 0.0].into(), 1, PathMode::All).is_err());
+        assert!(WeightedPaths::new(Arc::<[f64]>::from(vec![1.0, -1.0]), 1, PathMode::One).is_err());
+        assert!(WeightedPaths::new(Arc::<[f64]>::from(vec![1.0, 0.0]), 1, PathMode::All).is_err());
     }
 }

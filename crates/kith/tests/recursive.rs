@@ -233,6 +233,17 @@ fn ref_dijkstra(
     srcs: &[usize],
     ok: &Walkable,
 ) -> Vec<(i64, i64, i64)> {
+    ref_dijkstra_weighted(n, edges, srcs, ok, &weight_of)
+}
+
+/// [`ref_dijkstra`] with rel `i` weighing `weight(i)`.
+fn ref_dijkstra_weighted(
+    n: usize,
+    edges: &[(usize, usize)],
+    srcs: &[usize],
+    ok: &Walkable,
+    weight: &dyn Fn(usize) -> f64,
+) -> Vec<(i64, i64, i64)> {
     let mut out = Vec::new();
     for &s in srcs {
         let mut dist = vec![f64::INFINITY; n];
@@ -247,8 +258,8 @@ fn ref_dijkstra(
                 continue;
             }
             for (i, &(a, b)) in edges.iter().enumerate() {
-                if a == u && (ok.rel)(i) && dist[u] + weight_of(i) < dist[b] {
-                    dist[b] = dist[u] + weight_of(i);
+                if a == u && (ok.rel)(i) && dist[u] + weight(i) < dist[b] {
+                    dist[b] = dist[u] + weight(i);
                 }
             }
         }
@@ -359,6 +370,15 @@ fn recursive_patterns_match_reference() {
             node: |v| id_of(v) % 3 != 0,
         };
         let costs_where = ref_dijkstra(n, &edges, &evens, &picky);
+        // Undirected: every rel both ways, with its weight.
+        let both: Vec<(usize, usize)> = edges
+            .iter()
+            .copied()
+            .chain(edges.iter().map(|&(a, b)| (b, a)))
+            .collect();
+        let m = edges.len();
+        let costs_undirected =
+            ref_dijkstra_weighted(n, &both, &evens, &EVERYTHING, &|i| weight_of(i % m));
         let all_cheapest_where = ref_all_dijkstra(n, &edges, &evens, &picky);
 
         let mut weighted_paths: Option<Vec<String>> = None;
@@ -465,6 +485,27 @@ fn recursive_patterns_match_reference() {
                     ),
                     all_cheapest,
                     "all weighted shortest paths: {at}"
+                );
+                // Undirected: the rel variable's cost and the path's weights.
+                assert_eq!(
+                    triples(
+                        &conn,
+                        &format!(
+                            "{pre}MATCH (a:N)-[e:E* WSHORTEST(w)]-(b:N) WHERE a.id % 2 = 0 RETURN a.id, b.id, cost(e) * 4"
+                        )
+                    ),
+                    costs_undirected,
+                    "undirected weighted shortest costs: {at}"
+                );
+                assert_eq!(
+                    triples(
+                        &conn,
+                        &format!(
+                            "{pre}MATCH p = (a:N)-[:E* WSHORTEST(w)]-(b:N) WHERE a.id % 2 = 0 AND nodes(p)[-1].id = b.id RETURN a.id, b.id, reduce(c = 0.0, r IN rels(p) | c + r.w) * 4"
+                        )
+                    ),
+                    costs_undirected,
+                    "undirected weighted shortest paths: {at}"
                 );
                 // Predicates on the rels and intermediate nodes.
                 assert_eq!(

@@ -18,8 +18,8 @@ use kith_common::{
 use kith_graph::{
     bound_pays, hops_to_targets, run_ife, AllShortestCounts, AllWeightedCounts, CollectSink,
     Compute, CostCountRow, CostRow, Graph, HopBound, IfeOptions, LenRow, PathMode, PathRow,
-    PathSemantics, ShortestLengths, ShortestPaths, StorageCsr, UnionCsr, UnionMember, WalkCounts,
-    WalkPaths, WeightedPaths, WeightedShortest, MAX_UPPER,
+    PathSemantics, RelWeights, ShortestLengths, ShortestPaths, StorageCsr, UnionCsr, UnionMember,
+    WalkCounts, WalkPaths, WeightedPaths, WeightedShortest, MAX_UPPER,
 };
 pub use kith_graph::{Policy, RunStats};
 use kith_planner::bound::RecursiveMode;
@@ -221,9 +221,12 @@ pub fn recursive_join(
     let opts = ife_options(join, settings, sources.len(), num_nodes, threads, ctx);
     // Rel weights by rel id, for weighted shortest paths.
     let weights = match (&join.mode, &join.weight) {
-        (m, Some((prop, ty))) if m.weighted() => {
-            Some(weights_by_rel_id(&rel, *prop, ty.clone(), ctx)?)
-        }
+        (m, Some((prop, ty))) if m.weighted() => Some(RelWeights::from(weights_by_rel_id(
+            &rel,
+            *prop,
+            ty.clone(),
+            ctx,
+        )?)),
         (m, None) if m.weighted() => {
             return Err(Error::internal("weighted shortest path without a weight"))
         }
@@ -507,7 +510,7 @@ fn paths_join<G: Graph>(
     (lower, upper): (u32, u32),
     ids: &PathIds<'_>,
     bound: &WalkBound<'_>,
-    weights: Option<Arc<[f64]>>,
+    weights: Option<RelWeights>,
 ) -> Result<(Chunk, RunStats)> {
     let dst_mask = dst_mask(join, &ids.space, graph.num_nodes(), ctx)?;
     let node_mask = node_mask(
@@ -582,7 +585,7 @@ fn paths_join<G: Graph>(
                 continue;
             }
             let len = match &weights {
-                Some(w) => WeightedPaths::cost(w, &p.rels).to_bits(),
+                Some(w) => w.cost(&p.rels).to_bits(),
                 None => p.rels.len() as u64,
             };
             found.push((src_index(p.src)?, found.len() as u64, len, 1));
@@ -606,7 +609,7 @@ fn paths_join<G: Graph>(
         let mut counts: HashMap<(u64, u64, u64), u64> = HashMap::new();
         for p in &found_paths {
             let len = match &weights {
-                Some(w) => WeightedPaths::cost(w, &p.rels).to_bits(),
+                Some(w) => w.cost(&p.rels).to_bits(),
                 None => p.rels.len() as u64,
             };
             *counts.entry((p.src, p.dst, len)).or_default() += 1;
@@ -956,7 +959,27 @@ fn union_join(
         .enumerate()
         .map(|(i, t)| (*t, graph.global(i, 0)))
         .collect();
-    if enumerates(join) {
+    // Weighted searches here walk one rel table both ways (the planner
+    // refuses a weight over several tables); rel ids are raw internal ids.
+    let weights = match &join.weight {
+        Some((prop, ty)) if join.mode.weighted() => {
+            if join.rel_tables.iter().any(|(t, _)| *t != join.rel_table) {
+                return Err(Error::not_supported(
+                    "weighted shortest paths over several rel tables",
+                ));
+            }
+            let rel = match ctx.version.table(join.rel_table)?.as_ref() {
+                TableData::Rel(r) => r.clone(),
+                TableData::Node(_) => return Err(Error::internal("expected rel table storage")),
+            };
+            let w = weights_by_rel_id(&rel, *prop, ty.clone(), ctx)?;
+            Some(RelWeights::ByTable(Arc::from(vec![(join.rel_table, w)])))
+        }
+        _ => None,
+    };
+    // Weighted searches keep their paths (per-source Dijkstra), counted
+    // from them when the query reads no path.
+    if enumerates(join) || weights.is_some() {
         let g = Arc::clone(&graph);
         let node = move |d: u64| {
             let (t, off) = g.local(d);
@@ -984,7 +1007,7 @@ fn union_join(
             (lower, upper),
             &ids,
             &reverse_bound,
-            None,
+            weights,
         );
     }
     let dst_mask = dst_mask(join, &space, graph.num_nodes(), ctx)?;
@@ -1029,9 +1052,7 @@ fn union_join(
             dst_mask: dst_mask.clone(),
         }),
         RecursiveMode::WeightedShortest | RecursiveMode::AllWeightedShortest => {
-            return Err(Error::not_supported(
-                "weighted shortest paths over several rel tables",
-            ))
+            return Err(Error::internal("weighted shortest paths are enumerated"))
         }
         RecursiveMode::Trail | RecursiveMode::Acyclic => {
             return Err(Error::internal("TRAIL and ACYCLIC paths are enumerated"))

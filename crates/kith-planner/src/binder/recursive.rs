@@ -40,12 +40,6 @@ impl Binder<'_> {
             ));
         }
         let rel_conditions = self.bind_rel_conditions(rel)?;
-        if kind.weighted() && rel.direction == ast::Direction::Both {
-            return Err(not_supported(
-                rel.span,
-                "undirected weighted shortest paths",
-            ));
-        }
         let weight = match (kind, &spec.weight) {
             (m, Some(w)) if m.weighted() => Some(w.name.clone()),
             (m, None) if m.weighted() => {
