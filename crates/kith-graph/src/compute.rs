@@ -784,7 +784,10 @@ impl Compute for ShortestPaths {
                 PathMode::All => {
                     let mut nodes = vec![dst];
                     let mut rels = Vec::new();
-                    all_paths(&aux.parents, &arenas, src, dst, &mut nodes, &mut rels, out);
+                    let parents = &aux.parents;
+                    let mut parents_of =
+                        |v: u64, buf: &mut Vec<(u64, u64)>| parents.parents_of(&arenas, v, buf);
+                    parent_dag_paths(src, dst, &mut parents_of, &mut nodes, &mut rels, out);
                 }
             }
         }
@@ -792,13 +795,18 @@ impl Compute for ShortestPaths {
     }
 }
 
-/// Depth-first enumeration of every shortest path through the parent DAG;
-/// `nodes`/`rels` hold the suffix built so far (reversed).
-fn all_paths(
-    parents: &Parents,
-    arenas: &[&[ParentEntry]],
+/// Fills the buffer with a node's parent edges `(node, rel)`.
+pub(crate) type ParentsOf<'a> = dyn FnMut(u64, &mut Vec<(u64, u64)>) + 'a;
+
+/// Depth-first enumeration of every path from `src` to `dst` through a
+/// parent DAG (shortest paths' [`Parents`], the cheapest parents of a
+/// weighted search): `parents_of(v, buf)` fills `buf` with `v`'s parent
+/// edges `(node, rel)` in the order to follow; `nodes` / `rels` hold the
+/// path's tail from `dst` back (start with `nodes = [dst]`).
+pub(crate) fn parent_dag_paths(
     src: u64,
     dst: u64,
+    parents_of: &mut ParentsOf<'_>,
     nodes: &mut Vec<u64>,
     rels: &mut Vec<u64>,
     out: &mut Vec<PathRow>,
@@ -814,11 +822,11 @@ fn all_paths(
         return;
     }
     let mut ps = Vec::new();
-    parents.parents_of(arenas, cur, &mut ps);
+    parents_of(cur, &mut ps);
     for (p, r) in ps {
         nodes.push(p);
         rels.push(r);
-        all_paths(parents, arenas, src, dst, nodes, rels, out);
+        parent_dag_paths(src, dst, parents_of, nodes, rels, out);
         nodes.pop();
         rels.pop();
     }

@@ -66,11 +66,47 @@ pub struct WalkPaths {
 
 const CANCEL_EVERY: u32 = 4096;
 
-/// Per source morsel: set once the DFS of its source ran (a source is the
-/// only node of its level-0 frontier, but a frontier morsel is never
-/// processed twice; the flag documents and asserts that).
-pub struct WalkPathsAux {
+/// The state of a computation that does all its work for a source at once,
+/// on the source's level-0 frontier (path enumeration, per-source
+/// Dijkstra): a flag that its one run happened (a frontier morsel is never
+/// processed twice; the flag asserts that).
+pub struct SourceOnce {
     done: AtomicBool,
+}
+
+impl SourceOnce {
+    pub fn new() -> SourceOnce {
+        SourceOnce {
+            done: AtomicBool::new(false),
+        }
+    }
+
+    /// Whether this level-0 visit should run the source's search: false
+    /// when the frontier is empty. The level-0 frontier is the
+    /// (deduplicated) source; the source list is authoritative (a source
+    /// listed twice has two morsels).
+    pub fn claim(&self, iter: u32, nodes: Nodes<'_>) -> Result<bool> {
+        if iter != 0 {
+            return Err(Error::internal("a per-source search past level 0"));
+        }
+        if self.done.swap(true, Ordering::Relaxed) {
+            return Err(Error::internal(
+                "a per-source search ran twice for a source",
+            ));
+        }
+        let mut any = false;
+        nodes.for_each(|_| {
+            any = true;
+            Ok(())
+        })?;
+        Ok(any)
+    }
+}
+
+impl Default for SourceOnce {
+    fn default() -> Self {
+        SourceOnce::new()
+    }
 }
 
 /// One DFS frame: the frame's neighbours are `edges[start..end]`, the next
@@ -201,7 +237,7 @@ impl WalkPaths {
 }
 
 impl Compute for WalkPaths {
-    type Aux = WalkPathsAux;
+    type Aux = SourceOnce;
     type Row = PathRow;
 
     /// All the work happens on the source's level-0 frontier.
@@ -209,32 +245,17 @@ impl Compute for WalkPaths {
         0
     }
 
-    fn new_aux(&self, _n: u64, _srcs: &[u64], _workers: usize) -> WalkPathsAux {
-        WalkPathsAux {
-            done: AtomicBool::new(false),
-        }
+    fn new_aux(&self, _n: u64, _srcs: &[u64], _workers: usize) -> SourceOnce {
+        SourceOnce::new()
     }
 
     fn process<G: Graph>(
         &self,
-        aux: &WalkPathsAux,
+        aux: &SourceOnce,
         v: &mut Visit<'_, G, PathRow>,
         nodes: Nodes<'_>,
     ) -> Result<()> {
-        if v.iter != 0 {
-            return Err(Error::internal("path enumeration past level 0"));
-        }
-        if aux.done.swap(true, Ordering::Relaxed) {
-            return Err(Error::internal("path enumeration ran twice for a source"));
-        }
-        // The level-0 frontier is the (deduplicated) source; the source
-        // list is authoritative (a source listed twice has two morsels).
-        let mut any = false;
-        nodes.for_each(|_| {
-            any = true;
-            Ok(())
-        })?;
-        if !any {
+        if !aux.claim(v.iter, nodes)? {
             return Ok(());
         }
         let src = v.srcs[0];

@@ -12,15 +12,15 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use kith_common::{Error, Result};
 use kith_sched::CancelToken;
 
-use crate::compute::{PathMode, PathRow};
+use crate::compute::{parent_dag_paths, PathMode, PathRow};
 use crate::engine::{Compute, Nodes, Visit};
 use crate::graph::{mask_has, Graph};
+use crate::paths::SourceOnce;
 use crate::weights::RelWeights;
 
 /// One weighted shortest path from each source to every node it reaches.
@@ -86,7 +86,11 @@ impl WeightedPaths {
                     continue;
                 }
                 let (mut nodes, mut rels) = (vec![v], Vec::new());
-                s.paths_to(src, v, &mut nodes, &mut rels, out);
+                let mut parents_of = |x: u64, buf: &mut Vec<(u64, u64)>| {
+                    buf.clear();
+                    buf.extend_from_slice(&s.parents[x as usize]);
+                };
+                parent_dag_paths(src, v, &mut parents_of, &mut nodes, &mut rels, out);
             }
             return Ok(());
         }
@@ -262,37 +266,6 @@ fn search_all<G: Graph>(
     Ok(s)
 }
 
-impl AllSearch {
-    /// Every cheapest path from `src` to `dst`, whose tail (from `dst`
-    /// back) is in `nodes` / `rels`, depth first in parent order.
-    fn paths_to(
-        &self,
-        src: u64,
-        dst: u64,
-        nodes: &mut Vec<u64>,
-        rels: &mut Vec<u64>,
-        out: &mut Vec<PathRow>,
-    ) {
-        let cur = *nodes.last().unwrap_or(&dst);
-        if cur == src {
-            out.push(PathRow {
-                src,
-                dst,
-                nodes: nodes.iter().rev().copied().collect(),
-                rels: rels.iter().rev().copied().collect(),
-            });
-            return;
-        }
-        for &(p, r) in &self.parents[cur as usize] {
-            nodes.push(p);
-            rels.push(r);
-            self.paths_to(src, dst, nodes, rels, out);
-            nodes.pop();
-            rels.pop();
-        }
-    }
-}
-
 /// The number of cheapest paths from each source to each node it reaches
 /// (`ALL WSHORTEST` counted, without the paths).
 pub struct AllWeightedCounts {
@@ -325,26 +298,24 @@ pub struct CostCountRow {
 }
 
 impl Compute for AllWeightedCounts {
-    type Aux = WeightedPathsAux;
+    type Aux = SourceOnce;
     type Row = CostCountRow;
 
     fn upper(&self) -> u32 {
         0
     }
 
-    fn new_aux(&self, _n: u64, _srcs: &[u64], _workers: usize) -> WeightedPathsAux {
-        WeightedPathsAux {
-            done: AtomicBool::new(false),
-        }
+    fn new_aux(&self, _n: u64, _srcs: &[u64], _workers: usize) -> SourceOnce {
+        SourceOnce::new()
     }
 
     fn process<G: Graph>(
         &self,
-        aux: &WeightedPathsAux,
+        aux: &SourceOnce,
         v: &mut Visit<'_, G, CostCountRow>,
         nodes: Nodes<'_>,
     ) -> Result<()> {
-        if !first_visit(aux, v.iter, nodes)? {
+        if !aux.claim(v.iter, nodes)? {
             return Ok(());
         }
         let src = v.srcs[0];
@@ -373,32 +344,8 @@ impl Compute for AllWeightedCounts {
     }
 }
 
-/// Whether this level-0 visit of a source morsel is the one that runs its
-/// search (the frontier is the source; a morsel runs once).
-fn first_visit(aux: &WeightedPathsAux, iter: u32, nodes: Nodes<'_>) -> Result<bool> {
-    if iter != 0 {
-        return Err(Error::internal("weighted path search past level 0"));
-    }
-    if aux.done.swap(true, Ordering::Relaxed) {
-        return Err(Error::internal(
-            "weighted path search ran twice for a source",
-        ));
-    }
-    let mut any = false;
-    nodes.for_each(|_| {
-        any = true;
-        Ok(())
-    })?;
-    Ok(any)
-}
-
-/// Per source morsel: set once its search ran.
-pub struct WeightedPathsAux {
-    done: AtomicBool,
-}
-
 impl Compute for WeightedPaths {
-    type Aux = WeightedPathsAux;
+    type Aux = SourceOnce;
     type Row = PathRow;
 
     /// All the work happens on the source's level-0 frontier.
@@ -406,19 +353,17 @@ impl Compute for WeightedPaths {
         0
     }
 
-    fn new_aux(&self, _n: u64, _srcs: &[u64], _workers: usize) -> WeightedPathsAux {
-        WeightedPathsAux {
-            done: AtomicBool::new(false),
-        }
+    fn new_aux(&self, _n: u64, _srcs: &[u64], _workers: usize) -> SourceOnce {
+        SourceOnce::new()
     }
 
     fn process<G: Graph>(
         &self,
-        aux: &WeightedPathsAux,
+        aux: &SourceOnce,
         v: &mut Visit<'_, G, PathRow>,
         nodes: Nodes<'_>,
     ) -> Result<()> {
-        if !first_visit(aux, v.iter, nodes)? {
+        if !aux.claim(v.iter, nodes)? {
             return Ok(());
         }
         self.run(v.graph, v.scratch, v.srcs[0], v.out)
