@@ -755,32 +755,11 @@ impl Compute for ShortestPaths {
                 }
             }
             match self.mode {
-                PathMode::One => {
-                    // The level gives the length: fill exact-size vectors
-                    // from the back (no growth, no reversal).
-                    let hops = (l - 1) as usize;
-                    let (mut nodes, mut rels) = (vec![0u64; hops + 1], vec![0u64; hops]);
-                    nodes[hops] = dst;
-                    let mut cur = dst;
-                    for i in (0..hops).rev() {
-                        let (p, r) = aux
-                            .parents
-                            .min_parent(&arenas, &aux.min_parent, cur)
-                            .ok_or_else(|| Error::internal("visited node without a parent"))?;
-                        nodes[i] = p;
-                        rels[i] = r;
-                        cur = p;
-                    }
-                    if cur != src {
-                        return Err(Error::internal("a parent chain does not end at its source"));
-                    }
-                    out.push(PathRow {
-                        src,
-                        dst,
-                        nodes,
-                        rels,
-                    });
-                }
+                PathMode::One => out.push(parent_chain_path(src, dst, (l - 1) as usize, |v| {
+                    aux.parents
+                        .min_parent(&arenas, &aux.min_parent, v)
+                        .ok_or_else(|| Error::internal("visited node without a parent"))
+                })?),
                 PathMode::All => {
                     let mut nodes = vec![dst];
                     let mut rels = Vec::new();
@@ -793,6 +772,35 @@ impl Compute for ShortestPaths {
         }
         Ok(())
     }
+}
+
+/// The path from `src` to `dst` of `hops` rels along single parent edges
+/// (`parent(v)` is `v`'s `(node, rel)`): the length is known, so the
+/// vectors are filled from the back at their exact size.
+pub(crate) fn parent_chain_path(
+    src: u64,
+    dst: u64,
+    hops: usize,
+    mut parent: impl FnMut(u64) -> Result<(u64, u64)>,
+) -> Result<PathRow> {
+    let (mut nodes, mut rels) = (vec![0u64; hops + 1], vec![0u64; hops]);
+    nodes[hops] = dst;
+    let mut cur = dst;
+    for i in (0..hops).rev() {
+        let (p, r) = parent(cur)?;
+        nodes[i] = p;
+        rels[i] = r;
+        cur = p;
+    }
+    if cur != src {
+        return Err(Error::internal("a parent chain does not end at its source"));
+    }
+    Ok(PathRow {
+        src,
+        dst,
+        nodes,
+        rels,
+    })
 }
 
 /// Fills the buffer with a node's parent edges `(node, rel)`.

@@ -109,6 +109,48 @@ impl Default for SourceOnce {
     }
 }
 
+/// A computation that does all of a source's work at once, on the
+/// source's level-0 frontier (path enumeration, per-source Dijkstra): its
+/// [`Compute`] is the one below, which runs [`SourceSearch::search`] once
+/// per source morsel.
+pub trait SourceSearch: Send + Sync + 'static {
+    type Row: Send + 'static;
+
+    /// Every row of source `src`.
+    fn search<G: Graph>(
+        &self,
+        g: &G,
+        scratch: &mut G::Scratch,
+        src: u64,
+        out: &mut Vec<Self::Row>,
+    ) -> Result<()>;
+}
+
+impl<S: SourceSearch> Compute for S {
+    type Aux = SourceOnce;
+    type Row = S::Row;
+
+    fn upper(&self) -> u32 {
+        0
+    }
+
+    fn new_aux(&self, _n: u64, _srcs: &[u64], _workers: usize) -> SourceOnce {
+        SourceOnce::new()
+    }
+
+    fn process<G: Graph>(
+        &self,
+        aux: &SourceOnce,
+        v: &mut Visit<'_, G, S::Row>,
+        nodes: Nodes<'_>,
+    ) -> Result<()> {
+        if !aux.claim(v.iter, nodes)? {
+            return Ok(());
+        }
+        self.search(v.graph, v.scratch, v.srcs[0], v.out)
+    }
+}
+
 /// One DFS frame: the frame's neighbours are `edges[start..end]`, the next
 /// to try is `edges[cursor]`.
 #[derive(Clone, Copy)]
@@ -236,30 +278,17 @@ impl WalkPaths {
     }
 }
 
-impl Compute for WalkPaths {
-    type Aux = SourceOnce;
+impl SourceSearch for WalkPaths {
     type Row = PathRow;
 
-    /// All the work happens on the source's level-0 frontier.
-    fn upper(&self) -> u32 {
-        0
-    }
-
-    fn new_aux(&self, _n: u64, _srcs: &[u64], _workers: usize) -> SourceOnce {
-        SourceOnce::new()
-    }
-
-    fn process<G: Graph>(
+    fn search<G: Graph>(
         &self,
-        aux: &SourceOnce,
-        v: &mut Visit<'_, G, PathRow>,
-        nodes: Nodes<'_>,
+        g: &G,
+        scratch: &mut G::Scratch,
+        src: u64,
+        out: &mut Vec<PathRow>,
     ) -> Result<()> {
-        if !aux.claim(v.iter, nodes)? {
-            return Ok(());
-        }
-        let src = v.srcs[0];
-        self.run(v.graph, v.scratch, src, v.out)
+        self.run(g, scratch, src, out)
     }
 }
 

@@ -17,10 +17,9 @@ use std::sync::Arc;
 use kith_common::{Error, Result};
 use kith_sched::CancelToken;
 
-use crate::compute::{parent_dag_paths, PathMode, PathRow};
-use crate::engine::{Compute, Nodes, Visit};
+use crate::compute::{parent_chain_path, parent_dag_paths, PathMode, PathRow};
 use crate::graph::{mask_has, Graph};
-use crate::paths::SourceOnce;
+use crate::paths::SourceSearch;
 use crate::weights::RelWeights;
 
 /// One weighted shortest path from each source to every node it reaches.
@@ -157,24 +156,7 @@ impl WeightedPaths {
                 continue;
             }
             let hops = best[v as usize].1 as usize;
-            let (mut nodes, mut rels) = (vec![0u64; hops + 1], vec![0u64; hops]);
-            nodes[hops] = v;
-            let mut cur = v;
-            for i in (0..hops).rev() {
-                let (p, r) = parent[cur as usize];
-                nodes[i] = p;
-                rels[i] = r;
-                cur = p;
-            }
-            if cur != src {
-                return Err(Error::internal("a parent chain does not end at its source"));
-            }
-            out.push(PathRow {
-                src,
-                dst: v,
-                nodes,
-                rels,
-            });
+            out.push(parent_chain_path(src, v, hops, |x| Ok(parent[x as usize]))?);
         }
         Ok(())
     }
@@ -297,43 +279,24 @@ pub struct CostCountRow {
     pub count: u64,
 }
 
-impl Compute for AllWeightedCounts {
-    type Aux = SourceOnce;
+impl SourceSearch for AllWeightedCounts {
     type Row = CostCountRow;
 
-    fn upper(&self) -> u32 {
-        0
-    }
-
-    fn new_aux(&self, _n: u64, _srcs: &[u64], _workers: usize) -> SourceOnce {
-        SourceOnce::new()
-    }
-
-    fn process<G: Graph>(
+    fn search<G: Graph>(
         &self,
-        aux: &SourceOnce,
-        v: &mut Visit<'_, G, CostCountRow>,
-        nodes: Nodes<'_>,
+        g: &G,
+        scratch: &mut G::Scratch,
+        src: u64,
+        out: &mut Vec<CostCountRow>,
     ) -> Result<()> {
-        if !aux.claim(v.iter, nodes)? {
-            return Ok(());
-        }
-        let src = v.srcs[0];
-        let s = search_all(
-            &self.weights,
-            v.graph,
-            v.scratch,
-            src,
-            None,
-            self.cancel.as_ref(),
-        )?;
+        let s = search_all(&self.weights, g, scratch, src, None, self.cancel.as_ref())?;
         for &d in &s.order {
             if (d == src && self.lower > 0)
                 || self.dst_mask.as_ref().is_some_and(|m| !mask_has(m, d))
             {
                 continue;
             }
-            v.out.push(CostCountRow {
+            out.push(CostCountRow {
                 src,
                 dst: d,
                 cost: s.cost[d as usize],
@@ -344,29 +307,17 @@ impl Compute for AllWeightedCounts {
     }
 }
 
-impl Compute for WeightedPaths {
-    type Aux = SourceOnce;
+impl SourceSearch for WeightedPaths {
     type Row = PathRow;
 
-    /// All the work happens on the source's level-0 frontier.
-    fn upper(&self) -> u32 {
-        0
-    }
-
-    fn new_aux(&self, _n: u64, _srcs: &[u64], _workers: usize) -> SourceOnce {
-        SourceOnce::new()
-    }
-
-    fn process<G: Graph>(
+    fn search<G: Graph>(
         &self,
-        aux: &SourceOnce,
-        v: &mut Visit<'_, G, PathRow>,
-        nodes: Nodes<'_>,
+        g: &G,
+        scratch: &mut G::Scratch,
+        src: u64,
+        out: &mut Vec<PathRow>,
     ) -> Result<()> {
-        if !aux.claim(v.iter, nodes)? {
-            return Ok(());
-        }
-        self.run(v.graph, v.scratch, v.srcs[0], v.out)
+        self.run(g, scratch, src, out)
     }
 }
 

@@ -165,10 +165,6 @@ fn positive_weight_of(i: usize) -> f64 {
     weight_of(i) + 0.25
 }
 
-/// (src id, dst id, number of paths of the smallest total positive weight)
-/// for every destination but the source: a plain O(n^2) Dijkstra that
-/// counts, for each node in order of cost, the paths from its cheapest
-/// predecessors.
 /// Which rels a reference search may walk and which nodes it may pass
 /// through (the source and the destination are not tested).
 struct Walkable {
@@ -181,12 +177,18 @@ const EVERYTHING: Walkable = Walkable {
     node: |_| true,
 };
 
-fn ref_all_dijkstra(
+/// A plain O(n^2) Dijkstra from each source over the rels `ok` allows, rel
+/// `i` weighing `weight(i)`: for every destination but the source, (src,
+/// dst, smallest total weight, number of paths of that weight). The counts
+/// sum, for each node in order of cost, those of its cheapest
+/// predecessors, so they are right for positive weights only.
+fn ref_cheapest(
     n: usize,
     edges: &[(usize, usize)],
     srcs: &[usize],
     ok: &Walkable,
-) -> Vec<(i64, i64, i64)> {
+    weight: &dyn Fn(usize) -> f64,
+) -> Vec<(usize, usize, f64, i64)> {
     let mut out = Vec::new();
     for &s in srcs {
         let mut dist = vec![f64::INFINITY; n];
@@ -206,7 +208,7 @@ fn ref_all_dijkstra(
                 if a != u || !(ok.rel)(i) {
                     continue;
                 }
-                let c = dist[u] + positive_weight_of(i);
+                let c = dist[u] + weight(i);
                 if c < dist[b] {
                     dist[b] = c;
                     count[b] = count[u];
@@ -217,16 +219,31 @@ fn ref_all_dijkstra(
         }
         for v in 0..n {
             if v != s && dist[v].is_finite() {
-                out.push((id_of(s), id_of(v), count[v]));
+                out.push((s, v, dist[v], count[v]));
             }
         }
     }
+    out
+}
+
+/// (src id, dst id, number of paths of the smallest total positive weight)
+/// for every destination but the source.
+fn ref_all_dijkstra(
+    n: usize,
+    edges: &[(usize, usize)],
+    srcs: &[usize],
+    ok: &Walkable,
+) -> Vec<(i64, i64, i64)> {
+    let mut out: Vec<(i64, i64, i64)> = ref_cheapest(n, edges, srcs, ok, &positive_weight_of)
+        .into_iter()
+        .map(|(s, v, _, count)| (id_of(s), id_of(v), count))
+        .collect();
     out.sort();
     out
 }
 
 /// (src id, dst id, 4 * smallest total weight) for every destination but the
-/// source, by a plain O(n^2) Dijkstra.
+/// source.
 fn ref_dijkstra(
     n: usize,
     edges: &[(usize, usize)],
@@ -244,31 +261,10 @@ fn ref_dijkstra_weighted(
     ok: &Walkable,
     weight: &dyn Fn(usize) -> f64,
 ) -> Vec<(i64, i64, i64)> {
-    let mut out = Vec::new();
-    for &s in srcs {
-        let mut dist = vec![f64::INFINITY; n];
-        let mut done = vec![false; n];
-        dist[s] = 0.0;
-        while let Some(u) = (0..n)
-            .filter(|&v| !done[v] && dist[v].is_finite())
-            .min_by(|&a, &b| dist[a].total_cmp(&dist[b]))
-        {
-            done[u] = true;
-            if u != s && !(ok.node)(u) {
-                continue;
-            }
-            for (i, &(a, b)) in edges.iter().enumerate() {
-                if a == u && (ok.rel)(i) && dist[u] + weight(i) < dist[b] {
-                    dist[b] = dist[u] + weight(i);
-                }
-            }
-        }
-        for (v, d) in dist.iter().enumerate() {
-            if v != s && d.is_finite() {
-                out.push((id_of(s), id_of(v), (d * 4.0) as i64));
-            }
-        }
-    }
+    let mut out: Vec<(i64, i64, i64)> = ref_cheapest(n, edges, srcs, ok, weight)
+        .into_iter()
+        .map(|(s, v, d, _)| (id_of(s), id_of(v), (d * 4.0) as i64))
+        .collect();
     out.sort();
     out
 }

@@ -296,19 +296,15 @@ pub fn recursive_join(
     let dst_mask = dst_mask(join, &space, num_nodes, ctx)?;
     match join.mode {
         RecursiveMode::Walk => {
-            let bound = walk_bound(
+            // Built before the macro moves the graph into the run.
+            let walks = walk_counts(
                 &*graph,
                 sources.len(),
                 dst_mask.as_ref(),
-                upper,
+                (lower, upper),
                 &reverse_bound,
             )?;
-            lengths!(WalkCounts {
-                lower,
-                upper,
-                dst_mask: dst_mask.clone(),
-                bound,
-            })
+            lengths!(walks)
         }
         RecursiveMode::Shortest => lengths!(ShortestLengths {
             lower,
@@ -453,6 +449,23 @@ fn walk_bound<G: Graph>(
         return Ok(None);
     }
     bound(mask, upper)
+}
+
+/// The walk counts of a join: rows only for the destinations of `mask`,
+/// with walks bounded by the hops left to one when that pays.
+fn walk_counts<G: Graph>(
+    graph: &G,
+    sources: usize,
+    mask: Option<&Arc<[u64]>>,
+    (lower, upper): (u32, u32),
+    bound: &WalkBound<'_>,
+) -> Result<WalkCounts> {
+    Ok(WalkCounts {
+        lower,
+        upper,
+        dst_mask: mask.cloned(),
+        bound: walk_bound(graph, sources, mask, upper, bound)?,
+    })
 }
 
 /// Maps the dense node and rel ids of a graph to internal ids.
@@ -1026,21 +1039,13 @@ fn union_join(
         };
     }
     let stats = match join.mode {
-        RecursiveMode::Walk => {
-            let bound = walk_bound(
-                &*graph,
-                sources.len(),
-                dst_mask.as_ref(),
-                upper,
-                &reverse_bound,
-            )?;
-            run!(WalkCounts {
-                lower,
-                upper,
-                dst_mask: dst_mask.clone(),
-                bound,
-            })
-        }
+        RecursiveMode::Walk => run!(walk_counts(
+            &*graph,
+            sources.len(),
+            dst_mask.as_ref(),
+            (lower, upper),
+            &reverse_bound
+        )?),
         RecursiveMode::Shortest => run!(ShortestLengths {
             lower,
             upper,

@@ -52,12 +52,6 @@ impl Binder<'_> {
                 if let Some(path) = self.fixed_path_value(name, span)? {
                     return Ok(path);
                 }
-                if self.paths.iter().any(|p| &p.0 == name) {
-                    return Err(not_supported(
-                        span,
-                        "using a path value (only length(p) is supported)",
-                    ));
-                }
                 if let Some(n) = self.graph.nodes.iter().find(|n| &n.name == name) {
                     return Ok(BoundExpr::slot(n.id_slot, LogicalType::InternalId, span));
                 }
@@ -318,32 +312,11 @@ impl Binder<'_> {
                     {
                         return Ok(BoundExpr::slot(slot, LogicalType::Double, span));
                     }
-                    if lname == "cost"
-                        && !self.paths.iter().any(|p| &p.0 == v)
-                        && self.values.iter().any(|x| &x.0 == v)
-                    {
+                    if lname == "cost" && self.values.iter().any(|x| &x.0 == v) {
                         return Err(not_supported(
                             span,
                             "cost() of anything but a weighted shortest path matched in this clause (carry it on with WITH cost(p) AS c)",
                         ));
-                    }
-                    if let Some(&(_, slot, weighted)) = self.paths.iter().find(|p| &p.0 == v) {
-                        return match lname.as_str() {
-                            "length" if !weighted => {
-                                Ok(BoundExpr::slot(slot, LogicalType::Int64, span))
-                            }
-                            "cost" if weighted => {
-                                Ok(BoundExpr::slot(slot, LogicalType::Double, span))
-                            }
-                            "length" => Err(not_supported(
-                                span,
-                                "length() of a weighted shortest path (use cost(p))",
-                            )),
-                            _ => Err(not_supported(
-                                span,
-                                &format!("{}() of a path (only length(p))", name.name),
-                            )),
-                        };
                     }
                 }
                 if functions::is_aggregate(&lname) {

@@ -62,10 +62,6 @@ pub struct Binder<'a> {
     part: BoundPart,
     /// Finished parts.
     parts: Vec<BoundPart>,
-    /// Named paths of the current part (`p = (a)-[*]->(b)`): name and the
-    /// slot holding the path length (the cost for weighted shortest paths,
-    /// flagged true).
-    paths: Vec<(String, SlotId, bool)>,
     /// Weighted shortest paths bound as values (`p` or the rel variable):
     /// name and the slot holding the cost, which `cost(p)` reads.
     costs: Vec<(String, SlotId)>,
@@ -193,7 +189,6 @@ impl<'a> Binder<'a> {
             aliases: Vec::new(),
             part: BoundPart::default(),
             parts: Vec::new(),
-            paths: Vec::new(),
             costs: Vec::new(),
             match_first_rel: 0,
             fixed_paths: Vec::new(),

@@ -320,11 +320,13 @@ impl Binder<'_> {
         // whose paths are spliced in) is built from its elements.
         let fixed = !single_recursive && p.shortest.is_none();
         let mut fixed_path: Option<(String, Vec<String>)> = None;
-        // Its path and rel variables are bound to values.
-        let enumerable = single_recursive;
         let mut path_slot = None;
         if let Some(v) = &p.variable {
-            if self.is_path(&v.name) {
+            if self.is_path(&v.name)
+                || self.graph.nodes.iter().any(|n| n.name == v.name)
+                || self.graph.rels.iter().any(|r| r.name == v.name)
+                || self.values.iter().any(|x| x.0 == v.name)
+            {
                 return Err(Error::at(
                     ErrorKind::Semantic,
                     v.span,
@@ -332,30 +334,9 @@ impl Binder<'_> {
                 ));
             }
         }
-        if let (Some(v), true) = (&p.variable, fixed && !single_recursive) {
-            if self.graph.nodes.iter().any(|n| n.name == v.name)
-                || self.graph.rels.iter().any(|r| r.name == v.name)
-                || self.values.iter().any(|x| x.0 == v.name)
-            {
-                return Err(Error::at(
-                    ErrorKind::Semantic,
-                    v.span,
-                    format!("variable '{}' is already bound", v.name),
-                ));
-            }
+        if let (Some(v), true) = (&p.variable, fixed) {
             fixed_path = Some((v.name.clone(), Vec::new()));
-        } else if let Some(v) = &p.variable {
-            if self.paths.iter().any(|(n, _, _)| *n == v.name)
-                || self.values.iter().any(|x| x.0 == v.name)
-                || self.graph.nodes.iter().any(|n| n.name == v.name)
-                || self.graph.rels.iter().any(|r| r.name == v.name)
-            {
-                return Err(Error::at(
-                    ErrorKind::Semantic,
-                    v.span,
-                    format!("variable '{}' is already bound", v.name),
-                ));
-            }
+        } else if let (Some(v), true) = (&p.variable, single_recursive) {
             let slot = self.new_slot();
             let weighted = p.chain[0].0.range.as_ref().is_some_and(|r| {
                 matches!(
@@ -363,19 +344,15 @@ impl Binder<'_> {
                     ast::RecursiveKind::WeightedShortest | ast::RecursiveKind::AllWeightedShortest
                 )
             });
-            if enumerable {
-                // A path value; `length(p)` is read from the length column
-                // instead when the path itself is not needed (the planner
-                // rewrites it), so counting queries stay unenumerated.
-                let path = self.new_slot();
-                self.values
-                    .push((v.name.clone(), path, RecursiveRel::PATH_TYPE));
-                path_slot = Some(path);
-                if weighted {
-                    self.costs.push((v.name.clone(), slot));
-                }
-            } else {
-                self.paths.push((v.name.clone(), slot, weighted));
+            // A path value; `length(p)` is read from the length column
+            // instead when the path itself is not needed (the planner
+            // rewrites it), so counting queries stay unenumerated.
+            let path = self.new_slot();
+            self.values
+                .push((v.name.clone(), path, RecursiveRel::PATH_TYPE));
+            path_slot = Some(path);
+            if weighted {
+                self.costs.push((v.name.clone(), slot));
             }
             len_slot = Some(slot);
         }
@@ -657,7 +634,7 @@ impl Binder<'_> {
 
     /// Whether `name` is a named path of this part.
     pub(super) fn is_path(&self, name: &str) -> bool {
-        self.paths.iter().any(|p| p.0 == name) || self.fixed_paths.iter().any(|p| p.0 == name)
+        self.fixed_paths.iter().any(|p| p.0 == name)
     }
 
     /// The value of fixed-length path `name`: `_path(node, rel, node, ...)`

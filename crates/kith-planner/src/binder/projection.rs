@@ -33,7 +33,6 @@ impl Binder<'_> {
                 .chain(self.graph.rels.iter().map(|r| r.name.clone()))
                 .chain(self.values.iter().map(|v| v.0.clone()))
                 .chain(self.rels_carried.iter().map(|r| r.0.clone()))
-                .chain(self.paths.iter().map(|p| p.0.clone()))
                 .chain(self.fixed_paths.iter().map(|p| p.0.clone()))
                 .filter(|n| !n.starts_with("_anon_"))
                 .collect();
@@ -358,7 +357,6 @@ impl Binder<'_> {
         self.values.clear();
         self.rels_carried.clear();
         self.carried_rel_tables.clear();
-        self.paths.clear();
         self.costs.clear();
         self.fixed_paths.clear();
         if !proj.is_with {
