@@ -58,6 +58,7 @@ RUN OPTIONS:
   --kuzu-driver PATH       path of kuzu_driver.py (default bench/kuzu_driver.py)
   --duckdb-driver PATH     path of duckdb_driver.py (default bench/duckdb_driver.py)
   --tmp-dir DIR            where the databases are created (default: system temp)
+  --queries a,b            run only the queries whose name contains a or b
 
 INSERT OPTIONS (suite `insert`; --timeout defaults to 600 s per statement there):
   --insert-rows 20000      rows of the single-row phases (--quick: 2000)
@@ -186,6 +187,7 @@ const RUN_OPTS: &[&str] = &[
     "kuzu-driver",
     "duckdb-driver",
     "tmp-dir",
+    "queries",
     "load-format",
 ];
 
@@ -449,6 +451,10 @@ fn run_options(
         warmup: args.num("warmup", if quick { 0 } else { 1 })?,
         engines,
         buffer_pool_bytes: (bp_mb > 0).then_some(bp_mb << 20),
+        only: args
+            .get("queries")
+            .map(|q| q.split(',').map(|s| s.trim().to_string()).collect())
+            .unwrap_or_default(),
         tmp_dir: args
             .get("tmp-dir")
             .map_or_else(std::env::temp_dir, PathBuf::from),

@@ -177,7 +177,14 @@ pub fn markdown(r: &Report) -> String {
         if with_duck { "---:|---:|" } else { "" }
     );
     let mut mismatches = Vec::new();
-    for q in r.suite.queries {
+    // Queries left out by `--queries` have no row.
+    let ran: Vec<_> = r
+        .suite
+        .queries
+        .iter()
+        .filter(|q| r.configs.iter().any(|c| c.query(q.name).is_some()))
+        .collect();
+    for q in &ran {
         for &t in &r.threads {
             let (kc, ks) = cell(r.config(&kith, t), q.name);
             let (zc, zs) = cell(r.config(&kuzu, t), q.name);
@@ -242,7 +249,7 @@ pub fn markdown(r: &Report) -> String {
         }
     }
     let _ = writeln!(o, "\nQueries:\n");
-    for q in r.suite.queries {
+    for q in &ran {
         let _ = writeln!(o, "- `{}`: `{}`", q.name, q.cypher);
     }
     let _ = writeln!(o, "\nResults (first engine that answered):\n");

@@ -27,6 +27,8 @@ pub struct RunOptions {
     pub timeout_ms: Option<u64>,
     /// Which files the loads read.
     pub load_format: LoadFormat,
+    /// Run only the queries whose name contains one of these (all when empty).
+    pub only: Vec<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -371,7 +373,8 @@ fn run_config(opts: &RunOptions, engine: &EngineKind, threads: usize) -> ConfigR
         .timeout_ms
         .map(|ms| Duration::from_millis(2 * ms) + Duration::from_secs(30));
     let mut dead: Option<String> = None;
-    for q in opts.suite.queries {
+    let wanted = |name: &str| opts.only.is_empty() || opts.only.iter().any(|o| name.contains(o));
+    for q in opts.suite.queries.iter().filter(|q| wanted(q.name)) {
         let text = if sql { q.sql.unwrap_or("") } else { q.cypher };
         let bound = if text.is_empty() {
             Err(format!("no SQL equivalent of {}", q.name))

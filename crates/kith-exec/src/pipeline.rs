@@ -26,6 +26,7 @@ use crate::operator::extend::Extend;
 use crate::operator::fill_nulls::FillNulls;
 use crate::operator::filter::Filter;
 use crate::operator::hash_aggregate::{AggregateDef, GroupKey, HashAggregate};
+use crate::operator::intersect::{Intersect, IntersectRel};
 use crate::operator::lookup_node::LookupNode;
 use crate::operator::order_by::{sort_chunk, OrderBy};
 use crate::operator::recursive_join::{recursive_join, RecursiveSettings};
@@ -112,28 +113,7 @@ fn source_label(source: &Source, ctx: &QueryContext) -> String {
 
 /// PROFILE's name for a step.
 fn step_label(step: &Step, ctx: &QueryContext) -> String {
-    match step {
-        Step::Filter(_) => "Filter".to_string(),
-        Step::Extend {
-            rel_table,
-            direction,
-            to_table,
-            ..
-        } => format!(
-            "Extend {} {:?} -> {}",
-            table_name(ctx, *rel_table),
-            direction,
-            table_name(ctx, *to_table)
-        ),
-        Step::LookupNode { table, .. } => {
-            format!("LookupNode {}", table_name(ctx, *table))
-        }
-        Step::ScanProperties { table, .. } => {
-            format!("ScanProperties {}", table_name(ctx, *table))
-        }
-        Step::CrossProduct { key: None, .. } => "CrossProduct".to_string(),
-        Step::CrossProduct { key: Some(_), .. } => "HashJoin".to_string(),
-    }
+    step.describe(&ctx.version.catalog)
 }
 
 /// Property reads resolved against a table: (storage column, output
@@ -187,6 +167,16 @@ enum Built {
         rel_id: Option<usize>,
         properties: Vec<(usize, usize)>,
         exclude: Option<((usize, usize), (usize, usize))>,
+    },
+    Intersect {
+        rels: Vec<IntersectRel>,
+        to: usize,
+        to_table: TableId,
+        to_nodes: u64,
+        input_chunk: usize,
+        output_chunk: usize,
+        distinct: Vec<(usize, usize)>,
+        exclude: Vec<(usize, Pos)>,
     },
     ScanProperties {
         data: Arc<NodeTableData>,
@@ -450,6 +440,51 @@ impl PipelineShape {
                         exclude,
                     }
                 }
+                Step::Intersect {
+                    to,
+                    to_table,
+                    rels,
+                    distinct,
+                    exclude,
+                } => {
+                    let pos = |s: &SlotId| {
+                        b.layout
+                            .get(*s)
+                            .ok_or_else(|| Error::internal("intersect reads an unplaced slot"))
+                    };
+                    let exclude = exclude
+                        .iter()
+                        .map(|(i, s)| Ok((*i, pos(s)?)))
+                        .collect::<Result<Vec<_>>>()?;
+                    let froms = rels
+                        .iter()
+                        .map(|r| pos(&r.from))
+                        .collect::<Result<Vec<_>>>()?;
+                    let input_chunk = b.chunks.len() - 1;
+                    let out = b.add_chunk();
+                    let to_vector = b.add(out, *to, LogicalType::InternalId);
+                    let mut built = Vec::with_capacity(rels.len());
+                    for (r, from) in rels.iter().zip(froms) {
+                        let rel_id = r.rel_id.map(|s| b.add(out, s, LogicalType::InternalId));
+                        built.push(IntersectRel {
+                            rel_table: r.rel_table,
+                            data: rel_data(ctx, r.rel_table)?,
+                            fwd: r.direction == ExtendDirection::Fwd,
+                            from,
+                            rel_id,
+                        });
+                    }
+                    Built::Intersect {
+                        rels: built,
+                        to: to_vector,
+                        to_table: *to_table,
+                        to_nodes: node_data(ctx, *to_table)?.num_rows,
+                        input_chunk,
+                        output_chunk: out,
+                        distinct: distinct.clone(),
+                        exclude,
+                    }
+                }
                 Step::ScanProperties {
                     node,
                     table: _,
@@ -622,6 +657,27 @@ impl PipelineShape {
                     e.exclude = *exclude;
                     Box::new(e)
                 }
+                Built::Intersect {
+                    rels,
+                    to,
+                    to_table,
+                    to_nodes,
+                    input_chunk,
+                    output_chunk,
+                    distinct,
+                    exclude,
+                } => Box::new(Intersect::new(
+                    op,
+                    Arc::clone(ctx),
+                    rels.clone(),
+                    *to,
+                    *to_table,
+                    *to_nodes,
+                    *input_chunk,
+                    *output_chunk,
+                    distinct.clone(),
+                    exclude.clone(),
+                )),
                 Built::ScanProperties {
                     data,
                     node,

@@ -90,12 +90,69 @@ pub enum Step {
         key: BoundExpr,
         id_slot: SlotId,
     },
+    /// Binds node `to`, which several rels tie to bound nodes, as the
+    /// intersection of those nodes' neighbour lists (a worst-case-optimal
+    /// join step for cyclic patterns): one match per node in every list
+    /// (per combination of rels where a list holds parallel rels to it),
+    /// written as a new unflat group.
+    Intersect {
+        to: SlotId,
+        to_table: TableId,
+        rels: Vec<IntersectRel>,
+        /// Pairs of `rels` (same table) that must bind different rels.
+        distinct: Vec<(usize, usize)>,
+        /// A rel of `rels` that must differ from a rel bound earlier (same
+        /// table), by that rel's id slot.
+        exclude: Vec<(usize, SlotId)>,
+    },
     /// Reads properties of already-bound nodes by id.
     ScanProperties {
         node: SlotId,
         table: TableId,
         properties: Vec<PropertyRead>,
     },
+}
+
+/// One rel of an [`Step::Intersect`]: the neighbours of bound node `from`.
+#[derive(Debug, Clone)]
+pub struct IntersectRel {
+    pub rel_table: TableId,
+    pub direction: ExtendDirection,
+    pub from: SlotId,
+    /// Slot of the rel's id, when something downstream reads it.
+    pub rel_id: Option<SlotId>,
+}
+
+impl Step {
+    /// A one-line name of the step (EXPLAIN's build sides, PROFILE).
+    pub fn describe(&self, catalog: &Catalog) -> String {
+        let table = |t: TableId| catalog.table(t).map_or("?".to_string(), |e| e.name.clone());
+        match self {
+            Step::Filter(_) => "Filter".to_string(),
+            Step::Extend {
+                rel_table,
+                direction,
+                to_table,
+                ..
+            } => format!(
+                "Extend {} {:?} -> {}",
+                table(*rel_table),
+                direction,
+                table(*to_table)
+            ),
+            Step::Intersect { to_table, rels, .. } => {
+                let lists: Vec<String> = rels
+                    .iter()
+                    .map(|r| format!("{} {:?}", table(r.rel_table), r.direction))
+                    .collect();
+                format!("Intersect [{}] -> {}", lists.join(", "), table(*to_table))
+            }
+            Step::ScanProperties { table: t, .. } => format!("ScanProperties {}", table(*t)),
+            Step::LookupNode { table: t, .. } => format!("LookupNode {}", table(*t)),
+            Step::CrossProduct { key: None, .. } => "CrossProduct".to_string(),
+            Step::CrossProduct { key: Some(_), .. } => "HashJoin".to_string(),
+        }
+    }
 }
 
 /// The equality a hash join uses: `probe` reads only slots bound before the
@@ -380,6 +437,7 @@ impl SubPlan {
                     table(*to_table),
                     props(properties)
                 ),
+                Step::Intersect { .. } => step.describe(catalog),
                 Step::ScanProperties {
                     table: t,
                     properties,
@@ -430,26 +488,7 @@ fn describe_sub(p: &SubPlan, catalog: &Catalog) -> String {
         Source::ScanNodes { table: t, .. } => format!("ScanNodes {}", table(*t)),
         Source::Rows { .. } => "ScanRows".to_string(),
     }];
-    for s in &p.steps {
-        parts.push(match s {
-            Step::Filter(_) => "Filter".to_string(),
-            Step::Extend {
-                rel_table,
-                direction,
-                to_table,
-                ..
-            } => format!(
-                "Extend {} {:?} -> {}",
-                table(*rel_table),
-                direction,
-                table(*to_table)
-            ),
-            Step::ScanProperties { table: t, .. } => format!("ScanProperties {}", table(*t)),
-            Step::LookupNode { table: t, .. } => format!("LookupNode {}", table(*t)),
-            Step::CrossProduct { key: None, .. } => "CrossProduct".to_string(),
-            Step::CrossProduct { key: Some(_), .. } => "HashJoin".to_string(),
-        });
-    }
+    parts.extend(p.steps.iter().map(|s| s.describe(catalog)));
     parts.join(" -> ")
 }
 

@@ -8,17 +8,70 @@ use std::sync::Arc;
 
 use kith_common::constants::{NODE_GROUP_SIZE, VECTOR_CAPACITY};
 use kith_common::{InternalId, Result, TableId, VectorData};
-use kith_storage::{CsrIndex, PinnedCsrGroup, RelTableData};
+use kith_pager::Pager;
+use kith_storage::{PinnedCsrGroup, RelDirection, RelTableData};
 
 use super::{Operator, Pos, QueryContext};
 use crate::result_set::ResultSet;
+
+/// The CSR groups of one rel table in one direction, each pinned (with the
+/// wanted property columns) the first time a node of it is read and kept for
+/// the operator's life: the inner loops then read plain arrays, with no
+/// buffer-manager call per node.
+pub struct CsrPins {
+    data: Arc<RelTableData>,
+    dir: RelDirection,
+    /// Storage columns of the rel properties pinned with each group.
+    columns: Vec<usize>,
+    pinned: Vec<Option<PinnedCsrGroup>>,
+}
+
+impl CsrPins {
+    pub fn new(data: Arc<RelTableData>, fwd: bool, columns: Vec<usize>) -> CsrPins {
+        CsrPins {
+            data,
+            dir: if fwd {
+                RelDirection::Fwd
+            } else {
+                RelDirection::Bwd
+            },
+            columns,
+            pinned: Vec::new(),
+        }
+    }
+
+    /// The group and CSR positions of node `offset`'s rels (an empty range
+    /// for a node added after the rels were built).
+    pub fn range(&mut self, pager: &Arc<Pager>, offset: u64) -> Result<(usize, u64, u64)> {
+        let group = (offset / NODE_GROUP_SIZE) as usize;
+        let Some(csr_group) = self.data.csr(self.dir).groups.get(group) else {
+            return Ok((0, 0, 0));
+        };
+        if self.pinned.len() <= group {
+            self.pinned.resize_with(group + 1, || None);
+        }
+        let pinned = match &mut self.pinned[group] {
+            Some(p) => p,
+            slot => slot.insert(csr_group.pin(pager, &self.columns)?),
+        };
+        let (s, e) = pinned.range(offset % NODE_GROUP_SIZE);
+        Ok((group, s, e))
+    }
+
+    /// A group pinned by [`CsrPins::range`].
+    pub fn group(&self, group: usize) -> Result<&PinnedCsrGroup> {
+        self.pinned
+            .get(group)
+            .and_then(|p| p.as_ref())
+            .ok_or_else(|| kith_common::Error::internal("CSR group read before it was pinned"))
+    }
+}
 
 pub struct Extend {
     pub child: Box<dyn Operator>,
     pub ctx: Arc<QueryContext>,
     pub rel_table: TableId,
-    pub data: Arc<RelTableData>,
-    pub fwd: bool,
+    pins: CsrPins,
     pub from: Pos,
     /// The group flattened by this extend (the newest unflat group below it).
     pub input_chunk: usize,
@@ -40,7 +93,6 @@ pub struct Extend {
     group: usize,
     pos: u64,
     end: u64,
-    pinned: Vec<Option<PinnedCsrGroup>>,
     scratch: Vec<u64>,
 }
 
@@ -59,12 +111,12 @@ impl Extend {
         rel_id: Option<usize>,
         properties: Vec<(usize, usize)>,
     ) -> Extend {
+        let columns = properties.iter().map(|p| p.0).collect();
         Extend {
             child,
             ctx,
             rel_table,
-            data,
-            fwd,
+            pins: CsrPins::new(data, fwd, columns),
             from,
             input_chunk,
             output_chunk,
@@ -78,57 +130,18 @@ impl Extend {
             group: 0,
             pos: 0,
             end: 0,
-            pinned: Vec::new(),
             scratch: vec![0; VECTOR_CAPACITY],
         }
     }
 
-    fn csr(data: &RelTableData, fwd: bool) -> &CsrIndex {
-        data.csr(if fwd {
-            kith_storage::RelDirection::Fwd
-        } else {
-            kith_storage::RelDirection::Bwd
-        })
-    }
-
     /// Positions the cursor on the rels of node `offset`.
     fn seek(&mut self, offset: u64) -> Result<()> {
-        let group = (offset / NODE_GROUP_SIZE) as usize;
-        // Borrow fields separately: no Arc traffic per node (it would bounce
-        // a cache line between workers).
-        let Extend {
-            data,
-            fwd,
-            pinned,
-            properties,
-            ctx,
-            ..
-        } = self;
-        let Some(csr_group) = Self::csr(data, *fwd).groups.get(group) else {
-            // Nodes added after the rels were built have none.
-            self.pos = 0;
-            self.end = 0;
-            return Ok(());
-        };
-        if pinned.len() <= group {
-            pinned.resize_with(group + 1, || None);
-        }
-        if pinned[group].is_none() {
-            let cols: Vec<usize> = properties.iter().map(|p| p.0).collect();
-            pinned[group] = Some(csr_group.pin(&ctx.pager, &cols)?);
-        }
-        let (s, e) = match &pinned[group] {
-            Some(p) => p.range(offset % NODE_GROUP_SIZE),
-            None => (0, 0),
-        };
-        self.group = group;
-        self.pos = s;
-        self.end = e;
+        (self.group, self.pos, self.end) = self.pins.range(&self.ctx.pager, offset)?;
         Ok(())
     }
 
     /// The flat id at `pos` (an earlier, flattened group).
-    fn flat_id(rs: &ResultSet, pos: Pos) -> Result<Option<InternalId>> {
+    pub(crate) fn flat_id(rs: &ResultSet, pos: Pos) -> Result<Option<InternalId>> {
         let chunk = &rs.chunks[pos.0];
         let Some(p) = chunk.state.flat_position() else {
             return Err(kith_common::Error::internal(
@@ -161,9 +174,7 @@ impl Extend {
         if rel.table() != self.rel_table || self.pos >= self.end {
             return Ok(());
         }
-        let Some(pinned) = self.pinned.get(self.group).and_then(|p| p.as_ref()) else {
-            return Ok(());
-        };
+        let pinned = self.pins.group(self.group)?;
         // Scan the range's rel ids a vector at a time in the scratch buffer.
         let mut at = self.pos;
         while at < self.end {
@@ -181,11 +192,7 @@ impl Extend {
     fn emit(&mut self, rs: &mut ResultSet) -> Result<()> {
         let limit = self.skip.map_or(self.end, |s| s.min(self.end));
         let n = ((limit - self.pos) as usize).min(VECTOR_CAPACITY);
-        let Some(pinned) = self.pinned.get(self.group).and_then(|p| p.as_ref()) else {
-            return Err(kith_common::Error::internal(
-                "extend lost its pinned CSR group",
-            ));
-        };
+        let pinned = self.pins.group(self.group)?;
         let out = &mut rs.chunks[self.output_chunk];
         if let Some((vector, table)) = self.to {
             pinned

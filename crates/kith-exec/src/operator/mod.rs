@@ -8,6 +8,7 @@ pub mod extend;
 pub mod fill_nulls;
 pub mod filter;
 pub mod hash_aggregate;
+pub mod intersect;
 pub mod lookup_node;
 pub mod order_by;
 pub mod path_values;

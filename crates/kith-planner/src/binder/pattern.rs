@@ -34,9 +34,14 @@ impl Binder<'_> {
         }
         debug_assert!(predicates.is_empty());
         let inputs: Vec<SlotId> = self.part.inputs.iter().map(|i| i.0).collect();
+        let first_rel = self.graph.rels.len();
+        self.match_first_rel = first_rel;
         for p in patterns {
             self.bind_pattern(p, &mut predicates)?;
         }
+        self.match_first_rel = 0;
+        // Relationship isomorphism holds within an OPTIONAL MATCH too.
+        self.distinct_rels(first_rel, &mut predicates);
         if let Some(w) = where_ {
             let e = self.bind_expr(w)?;
             split_conjuncts(e, &mut predicates);

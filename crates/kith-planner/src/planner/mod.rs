@@ -21,8 +21,8 @@ use kith_parser::ast::Direction;
 use crate::bound::{BoundPart, BoundQuery, QueryGraph};
 use crate::expr::{BoundExpr, SlotId};
 use crate::plan::{
-    ExtendDirection, PartPlan, PropertyRead, QueryPlan, RecursiveJoin, Sink, Source, Step, SubPlan,
-    SubqueryPlan,
+    ExtendDirection, IntersectRel, PartPlan, PropertyRead, QueryPlan, RecursiveJoin, Sink, Source,
+    Step, SubPlan, SubqueryPlan,
 };
 
 mod recursive;
@@ -835,6 +835,158 @@ impl ExtendCtx<'_> {
         exclude
     }
 
+    /// Marks node `to` bound (its id just written by a step) and reads its
+    /// properties. Late materialization: the properties a filter that becomes
+    /// ready here reads are scanned first, the rest only for the tuples that
+    /// pass.
+    fn bind_node(
+        &self,
+        to: usize,
+        bound: &mut [bool],
+        available: &mut HashSet<SlotId>,
+        pending: &mut [Option<BoundExpr>],
+        steps: &mut Vec<Step>,
+    ) -> Result<()> {
+        let (catalog, node_tables) = (self.catalog, self.node_tables);
+        bound[to] = true;
+        let tn = &self.g.nodes[to];
+        available.insert(tn.id_slot);
+        let mut with_props = available.clone();
+        with_props.extend(tn.properties.iter().map(|p| p.1));
+        let filtered: HashSet<SlotId> = pending
+            .iter()
+            .flatten()
+            .map(expr_slots)
+            .filter(|slots| slots.iter().all(|s| with_props.contains(s)))
+            .flatten()
+            .collect();
+        let (first, rest): (Vec<_>, Vec<_>) = tn
+            .properties
+            .iter()
+            .cloned()
+            .partition(|p| filtered.contains(&p.1));
+        let batches = if first.is_empty() || rest.is_empty() {
+            vec![tn.properties.clone()]
+        } else {
+            vec![first, rest]
+        };
+        for props in batches.into_iter().filter(|b| !b.is_empty()) {
+            steps.push(Step::ScanProperties {
+                node: tn.id_slot,
+                table: node_tables[to],
+                properties: reads(catalog, node_tables[to], &props)?,
+            });
+            available.extend(props.iter().map(|p| p.1));
+            place_filters(available, pending, steps);
+        }
+        Ok(())
+    }
+
+    /// An unbound node that two or more rels (not yet added, without
+    /// property reads) tie to bound nodes, with those rels: bound by
+    /// intersecting the bound nodes' neighbour lists instead of extending
+    /// one rel and filtering on the others. The node with the most such
+    /// rels wins.
+    fn intersect_candidate(&self, bound: &[bool], done: &[bool]) -> Option<(usize, Vec<usize>)> {
+        let g = self.g;
+        (0..g.nodes.len())
+            .filter(|&x| !bound[x])
+            .filter_map(|x| {
+                let rels: Vec<usize> = (0..g.rels.len())
+                    .filter(|&i| {
+                        let r = &g.rels[i];
+                        !done[i]
+                            && r.recursive.is_none()
+                            && r.properties.is_empty()
+                            && r.left != r.right
+                            && ((r.left == x && bound[r.right]) || (r.right == x && bound[r.left]))
+                    })
+                    .collect();
+                (rels.len() >= 2).then_some((x, rels))
+            })
+            .max_by_key(|(x, rels)| (rels.len(), std::cmp::Reverse(*x)))
+    }
+
+    /// Adds the [`Step::Intersect`] that binds node `x` through `rels`.
+    #[allow(clippy::too_many_arguments)]
+    fn intersect(
+        &self,
+        x: usize,
+        rels: &[usize],
+        bound: &mut [bool],
+        done: &mut [bool],
+        available: &mut HashSet<SlotId>,
+        pending: &mut [Option<BoundExpr>],
+        steps: &mut Vec<Step>,
+    ) -> Result<()> {
+        let g = self.g;
+        for &ri in rels {
+            done[ri] = true;
+        }
+        // Relationship isomorphism between these rels and with rels added
+        // before: tested by the step (rels of different tables always differ).
+        let mut distinct = Vec::new();
+        let mut exclude = Vec::new();
+        for p in pending.iter_mut() {
+            let Some((a, b)) = p.as_ref().and_then(|e| isomorphism_pair(g, e)) else {
+                continue;
+            };
+            let index = |s: SlotId| rels.iter().position(|&ri| g.rels[ri].id_slot == s);
+            let (i, other) = match (index(a), index(b)) {
+                (Some(i), Some(j)) => {
+                    if self.rel_tables[rels[i]] == self.rel_tables[rels[j]] {
+                        distinct.push((i, j));
+                    }
+                    *p = None;
+                    continue;
+                }
+                (Some(i), None) => (i, b),
+                (None, Some(i)) => (i, a),
+                (None, None) => continue,
+            };
+            let Some(j) = g.rels.iter().position(|r| r.id_slot == other) else {
+                continue;
+            };
+            if self.rel_tables[j] != self.rel_tables[rels[i]] {
+                *p = None;
+            } else if done[j] && available.contains(&other) {
+                exclude.push((i, other));
+                *p = None;
+            }
+        }
+        let mut lists = Vec::with_capacity(rels.len());
+        for &ri in rels {
+            let r = &g.rels[ri];
+            let from = if r.left == x { r.right } else { r.left };
+            let from_is_src = (from == r.left) == (self.directions[ri] != Direction::Left);
+            let id_needed = self.used.contains(&r.id_slot)
+                || pending.iter().flatten().any(|e| {
+                    isomorphism_pair(g, e).is_some_and(|(a, b)| a == r.id_slot || b == r.id_slot)
+                });
+            lists.push(IntersectRel {
+                rel_table: self.rel_tables[ri],
+                direction: if from_is_src {
+                    ExtendDirection::Fwd
+                } else {
+                    ExtendDirection::Bwd
+                },
+                from: g.nodes[from].id_slot,
+                rel_id: id_needed.then_some(r.id_slot),
+            });
+            available.insert(r.id_slot);
+        }
+        steps.push(Step::Intersect {
+            to: g.nodes[x].id_slot,
+            to_table: self.node_tables[x],
+            rels: lists,
+            distinct,
+            exclude,
+        });
+        self.bind_node(x, bound, available, pending, steps)?;
+        place_filters(available, pending, steps);
+        Ok(())
+    }
+
     fn extend_all(
         &self,
         bound: &mut [bool],
@@ -845,6 +997,14 @@ impl ExtendCtx<'_> {
     ) -> Result<()> {
         let g = self.g;
         while done.iter().any(|d| !d) {
+            let closing = (0..g.rels.len())
+                .any(|i| !done[i] && bound[g.rels[i].left] && bound[g.rels[i].right]);
+            if !closing {
+                if let Some((x, rels)) = self.intersect_candidate(bound, done) {
+                    self.intersect(x, &rels, bound, done, available, pending, steps)?;
+                    continue;
+                }
+            }
             // Prefer closing a cycle (both ends bound), then any rel with one end bound.
             let pick = (0..g.rels.len())
                 .filter(|&i| !done[i])
@@ -925,40 +1085,7 @@ impl ExtendCtx<'_> {
                     span,
                 }));
             } else {
-                bound[to] = true;
-                let tn = &g.nodes[to];
-                available.insert(tn.id_slot);
-                // Late materialization: the properties a filter that becomes
-                // ready here reads are scanned first, the rest only for the
-                // tuples that pass.
-                let mut with_props = available.clone();
-                with_props.extend(tn.properties.iter().map(|p| p.1));
-                let filtered: HashSet<SlotId> = pending
-                    .iter()
-                    .flatten()
-                    .map(expr_slots)
-                    .filter(|slots| slots.iter().all(|s| with_props.contains(s)))
-                    .flatten()
-                    .collect();
-                let (first, rest): (Vec<_>, Vec<_>) = tn
-                    .properties
-                    .iter()
-                    .cloned()
-                    .partition(|p| filtered.contains(&p.1));
-                let batches = if first.is_empty() || rest.is_empty() {
-                    vec![tn.properties.clone()]
-                } else {
-                    vec![first, rest]
-                };
-                for props in batches.into_iter().filter(|b| !b.is_empty()) {
-                    steps.push(Step::ScanProperties {
-                        node: tn.id_slot,
-                        table: node_tables[to],
-                        properties: reads(catalog, node_tables[to], &props)?,
-                    });
-                    available.extend(props.iter().map(|p| p.1));
-                    place_filters(available, pending, steps);
-                }
+                self.bind_node(to, bound, available, pending, steps)?;
             }
             place_filters(available, pending, steps);
         }
