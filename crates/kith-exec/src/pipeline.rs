@@ -166,7 +166,8 @@ enum Built {
         to: Option<(usize, TableId)>,
         rel_id: Option<usize>,
         properties: Vec<(usize, usize)>,
-        exclude: Option<((usize, usize), (usize, usize))>,
+        exclude: Vec<(Pos, Pos)>,
+        collapse: bool,
     },
     Intersect {
         rels: Vec<IntersectRel>,
@@ -240,6 +241,7 @@ struct PipelineShape {
 impl PipelineShape {
     /// Resolves a pipeline against storage; the build sides of cross
     /// products run (to completion) here.
+    #[allow(clippy::too_many_arguments)]
     fn build(
         plan_source: &Source,
         plan_steps: &[Step],
@@ -248,6 +250,7 @@ impl PipelineShape {
         sched: &Scheduler,
         threads: usize,
         counted: bool,
+        sink_reads: Option<&HashSet<SlotId>>,
     ) -> Result<PipelineShape> {
         let mut b = LayoutBuilder::default();
         let first = b.add_chunk();
@@ -324,6 +327,7 @@ impl PipelineShape {
                         sched,
                         threads,
                         false,
+                        None,
                     )?;
                     let mut outputs: Vec<BoundExpr> = columns
                         .iter()
@@ -401,17 +405,15 @@ impl PipelineShape {
                     exclude,
                 } => {
                     let data = rel_data(ctx, *rel_table)?;
-                    let exclude = match exclude {
-                        None => None,
-                        Some((rel, gate)) => {
-                            let pos = |s: &SlotId| {
-                                b.layout.get(*s).ok_or_else(|| {
-                                    Error::internal("extend exclusion of an unplaced slot")
-                                })
-                            };
-                            Some((pos(rel)?, pos(gate)?))
-                        }
+                    let pos = |s: &SlotId| {
+                        b.layout
+                            .get(*s)
+                            .ok_or_else(|| Error::internal("extend exclusion of an unplaced slot"))
                     };
+                    let exclude = exclude
+                        .iter()
+                        .map(|(rel, gate)| Ok((pos(rel)?, pos(gate)?)))
+                        .collect::<Result<Vec<_>>>()?;
                     let from = b
                         .layout
                         .get(*from)
@@ -438,6 +440,7 @@ impl PipelineShape {
                         rel_id,
                         properties,
                         exclude,
+                        collapse: false,
                     }
                 }
                 Step::Intersect {
@@ -525,6 +528,28 @@ impl PipelineShape {
                 steps.push(Built::FillNulls(nulls));
                 stats.push(None);
             }
+        }
+        // A last extend whose neighbours, and whose input group, the sink
+        // never reads only counts (see `Extend::collapse`).
+        if let (
+            Some(reads),
+            Some(Built::Extend {
+                to: None,
+                rel_id: None,
+                properties,
+                input_chunk,
+                output_chunk,
+                collapse,
+                ..
+            }),
+        ) = (sink_reads, steps.last_mut())
+        {
+            let in_chunks = |s: &SlotId| {
+                b.layout
+                    .get(*s)
+                    .is_some_and(|(c, _)| c == *input_chunk || c == *output_chunk)
+            };
+            *collapse = properties.is_empty() && !reads.iter().any(in_chunks);
         }
         Ok(PipelineShape {
             ctx: Arc::clone(ctx),
@@ -640,6 +665,7 @@ impl PipelineShape {
                     rel_id,
                     properties,
                     exclude,
+                    collapse,
                 } => {
                     let mut e = Extend::new(
                         op,
@@ -654,7 +680,8 @@ impl PipelineShape {
                         *rel_id,
                         properties.clone(),
                     );
-                    e.exclude = *exclude;
+                    e.exclude = exclude.clone();
+                    e.collapse = *collapse;
                     Box::new(e)
                 }
                 Built::Intersect {
@@ -1032,6 +1059,23 @@ fn execute_part(
         plan
     };
     let input = rows.clone();
+    // The slots an aggregating sink reads (its keys and arguments): a last
+    // extend whose tuples it does not read may only count.
+    let sink_reads: Option<HashSet<SlotId>> = match &plan.sink {
+        Sink::Aggregate { keys, aggregates } => {
+            let mut v = Vec::new();
+            for (k, _) in keys {
+                k.slots(&mut v);
+            }
+            for a in aggregates {
+                if let Some(arg) = &a.arg {
+                    arg.slots(&mut v);
+                }
+            }
+            Some(v.into_iter().collect())
+        }
+        Sink::Collect { .. } => None,
+    };
     // Each pipeline is resolved right before it runs (a cross product's
     // build side runs while resolving).
     let shape = |p: &SubPlan| {
@@ -1043,6 +1087,7 @@ fn execute_part(
             sched,
             threads,
             plan.recursive.is_some(),
+            sink_reads.as_ref(),
         )
     };
     let ordered = !plan.descending.is_empty();

@@ -63,12 +63,12 @@ pub enum Step {
         to_table: TableId,
         rel_id: Option<SlotId>,
         properties: Vec<PropertyRead>,
-        /// Relationship isomorphism with a rel bound earlier in the
-        /// pipeline: (its id slot, the slot of its endpoint on this
-        /// extend's side). When that endpoint is the node extended from,
-        /// the earlier rel may be in the range and is skipped (a filter
-        /// would flatten the factorized neighbours).
-        exclude: Option<(SlotId, SlotId)>,
+        /// Relationship isomorphism with rels bound earlier in the
+        /// pipeline: (an id slot, the slot of that rel's endpoint on this
+        /// extend's side) each. When that endpoint is the node extended
+        /// from, the earlier rel may be in the range and is skipped (a
+        /// filter would flatten the factorized neighbours).
+        exclude: Vec<(SlotId, SlotId)>,
     },
     /// For each tuple, every row of `build` (run first and materialized),
     /// written as a new unflat group: a Cartesian product with a part of

@@ -81,12 +81,21 @@ pub struct Extend {
     /// (storage column, vector in the output chunk)
     pub properties: Vec<(usize, usize)>,
     /// Relationship isomorphism: (position of an earlier rel's id, position
-    /// of that rel's endpoint on this side); both are flat when this extend
+    /// of that rel's endpoint on this side) each; all flat when this extend
     /// runs. When the endpoint is the node extended from, that rel is
     /// skipped in the range.
-    pub exclude: Option<(Pos, Pos)>,
-    /// Position in the current range of the rel to skip.
-    skip: Option<u64>,
+    pub exclude: Vec<(Pos, Pos)>,
+    /// Count only: nothing downstream reads the input group or this
+    /// extend's output, so each input batch becomes one tuple standing for
+    /// all its rels (the result set's multiplicity) and no neighbour is
+    /// read. The last extend of `MATCH (a)->(b)->(c) RETURN count(*)`.
+    pub collapse: bool,
+    /// The multiplicity the child set, restored before pulling from it.
+    base_multiplicity: u64,
+    /// Positions in the current range of the rels to skip, ascending, and
+    /// the next one to come.
+    skips: Vec<u64>,
+    next_skip: usize,
     // Cursor state.
     has_input: bool,
     next_input: usize,
@@ -123,8 +132,11 @@ impl Extend {
             to,
             rel_id,
             properties,
-            exclude: None,
-            skip: None,
+            exclude: Vec::new(),
+            collapse: false,
+            base_multiplicity: 1,
+            skips: Vec::new(),
+            next_skip: 0,
             has_input: false,
             next_input: 0,
             group: 0,
@@ -158,39 +170,45 @@ impl Extend {
         }
     }
 
-    /// After a seek from node `from`: the position of the excluded rel in
-    /// the range, when it is there.
+    /// After a seek from node `from`: the positions of the excluded rels
+    /// that are in the range.
     fn find_excluded(&mut self, rs: &ResultSet, from: InternalId) -> Result<()> {
-        self.skip = None;
-        let Some((rel_pos, gate_pos)) = self.exclude else {
-            return Ok(());
-        };
-        if Self::flat_id(rs, gate_pos)? != Some(from) {
-            return Ok(());
-        }
-        let Some(rel) = Self::flat_id(rs, rel_pos)? else {
-            return Ok(());
-        };
-        if rel.table() != self.rel_table || self.pos >= self.end {
-            return Ok(());
-        }
-        let pinned = self.pins.group(self.group)?;
-        // Scan the range's rel ids a vector at a time in the scratch buffer.
-        let mut at = self.pos;
-        while at < self.end {
-            let n = ((self.end - at) as usize).min(self.scratch.len());
-            pinned.rel_ids.read_u64s(at, n, &mut self.scratch[..n]);
-            if let Some(i) = self.scratch[..n].iter().position(|&id| id == rel.offset()) {
-                self.skip = Some(at + i as u64);
-                return Ok(());
+        self.skips.clear();
+        self.next_skip = 0;
+        for k in 0..self.exclude.len() {
+            let (rel_pos, gate_pos) = self.exclude[k];
+            if Self::flat_id(rs, gate_pos)? != Some(from) {
+                continue;
             }
-            at += n as u64;
+            let Some(rel) = Self::flat_id(rs, rel_pos)? else {
+                continue;
+            };
+            if rel.table() != self.rel_table || self.pos >= self.end {
+                continue;
+            }
+            let pinned = self.pins.group(self.group)?;
+            // Scan the range's rel ids a vector at a time in the scratch buffer.
+            let mut at = self.pos;
+            while at < self.end {
+                let n = ((self.end - at) as usize).min(self.scratch.len());
+                pinned.rel_ids.read_u64s(at, n, &mut self.scratch[..n]);
+                if let Some(i) = self.scratch[..n].iter().position(|&id| id == rel.offset()) {
+                    self.skips.push(at + i as u64);
+                    break;
+                }
+                at += n as u64;
+            }
         }
+        self.skips.sort_unstable();
+        self.skips.dedup();
         Ok(())
     }
 
     fn emit(&mut self, rs: &mut ResultSet) -> Result<()> {
-        let limit = self.skip.map_or(self.end, |s| s.min(self.end));
+        let limit = self
+            .skips
+            .get(self.next_skip)
+            .map_or(self.end, |&s| s.min(self.end));
         let n = ((limit - self.pos) as usize).min(VECTOR_CAPACITY);
         let pinned = self.pins.group(self.group)?;
         let out = &mut rs.chunks[self.output_chunk];
@@ -229,12 +247,56 @@ impl Extend {
     }
 }
 
+impl Extend {
+    /// [`Extend::collapse`]: sums the rels of every tuple of each input
+    /// batch and represents the batch by its first tuple.
+    fn next_collapsed(&mut self, rs: &mut ResultSet) -> Result<bool> {
+        loop {
+            rs.multiplicity = self.base_multiplicity;
+            rs.chunks[self.input_chunk].state.flat = None;
+            self.ctx.cancel.check()?;
+            if !self.child.next(rs)? {
+                return Ok(false);
+            }
+            self.base_multiplicity = rs.multiplicity.max(1);
+            let mut total = 0u64;
+            for i in 0..rs.chunks[self.input_chunk].state.selected_len() {
+                rs.chunks[self.input_chunk].state.flat = Some(i);
+                let Some(from) = Self::flat_id(rs, self.from)? else {
+                    continue;
+                };
+                self.seek(from.offset())?;
+                total += self.end - self.pos;
+                if !self.exclude.is_empty() {
+                    self.find_excluded(rs, from)?;
+                    total -= self.skips.len() as u64;
+                }
+            }
+            self.skips.clear();
+            if total == 0 {
+                continue;
+            }
+            rs.chunks[self.input_chunk].state.flat = Some(0);
+            let out = &mut rs.chunks[self.output_chunk];
+            for v in &mut out.vectors {
+                v.reset(1);
+            }
+            out.state.reset(1);
+            rs.multiplicity = self.base_multiplicity * total;
+            return Ok(true);
+        }
+    }
+}
+
 impl Operator for Extend {
     fn next(&mut self, rs: &mut ResultSet) -> Result<bool> {
+        if self.collapse {
+            return self.next_collapsed(rs);
+        }
         loop {
-            if self.skip == Some(self.pos) {
+            if self.skips.get(self.next_skip) == Some(&self.pos) {
                 self.pos += 1;
-                self.skip = None;
+                self.next_skip += 1;
                 continue;
             }
             if self.pos < self.end {
@@ -274,7 +336,7 @@ impl Operator for Extend {
             };
             let from = v[p];
             self.seek(from.offset())?;
-            if self.exclude.is_some() {
+            if !self.exclude.is_empty() {
                 self.find_excluded(rs, from)?;
             }
         }

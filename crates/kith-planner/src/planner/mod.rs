@@ -779,8 +779,8 @@ impl ExtendCtx<'_> {
     /// Takes the relationship-isomorphism predicates (`r1 <> r2`, see the
     /// binder) between rel `ri`, about to be extended, and rels extended
     /// before it: those whose tables differ in this choice always hold and
-    /// are dropped; one whose rel shares the table becomes the extend's
-    /// exclusion (several: all but the first stay filters).
+    /// are dropped; those whose rel shares the table become the extend's
+    /// exclusions.
     fn isomorphism(
         &self,
         ri: usize,
@@ -788,10 +788,10 @@ impl ExtendCtx<'_> {
         done: &[bool],
         available: &HashSet<SlotId>,
         pending: &mut [Option<BoundExpr>],
-    ) -> Option<(SlotId, SlotId)> {
+    ) -> Vec<(SlotId, SlotId)> {
         let g = self.g;
         let me = g.rels[ri].id_slot;
-        let mut exclude = None;
+        let mut exclude = Vec::new();
         for p in pending.iter_mut() {
             let Some((x, y)) = p.as_ref().and_then(|e| isomorphism_pair(g, e)) else {
                 continue;
@@ -811,9 +811,6 @@ impl ExtendCtx<'_> {
                 *p = None;
                 continue;
             }
-            if exclude.is_some() {
-                continue;
-            }
             // The earlier rel is in this extend's range only when its end on
             // this side (its source for a forward extend) is the node
             // extended from.
@@ -829,7 +826,7 @@ impl ExtendCtx<'_> {
             if !available.contains(&other) || !available.contains(&gate) {
                 continue;
             }
-            exclude = Some((other, gate));
+            exclude.push((other, gate));
             *p = None;
         }
         exclude

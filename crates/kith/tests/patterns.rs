@@ -1,9 +1,11 @@
-//! Cyclic patterns (triangles, 4-cycles, cliques), which the planner binds
-//! with intersections of neighbour lists, checked on random multigraphs
-//! (self loops, parallel rels, two rel tables) against a brute-force
-//! enumeration of every way to map the pattern's rels to distinct rels of
-//! the graph, and against the plan without intersections (a rel whose
-//! property is read is never intersected), with 1 and 2 threads.
+//! Fixed-length patterns checked on random multigraphs (self loops, parallel
+//! rels, two rel tables) against a brute-force enumeration of every way to
+//! map the pattern's rels to distinct rels of the graph, with 1 and 2
+//! threads: cyclic ones (triangles, 4-cycles, cliques), which the planner
+//! binds with intersections of neighbour lists, also against the plan
+//! without intersections (a rel whose property is read is never
+//! intersected); chains, whose counts the last extend sums without
+//! reading neighbours, also grouped by their first node.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -209,6 +211,22 @@ fn patterns() -> Vec<(&'static str, usize, Vec<PatternRel>)> {
                 (1, 2, 0, Right),
             ],
         ),
+        ("2-chain", 3, vec![(0, 1, 0, Right), (1, 2, 0, Right)]),
+        (
+            "3-chain",
+            4,
+            vec![(0, 1, 0, Right), (1, 2, 0, Right), (2, 3, 0, Right)],
+        ),
+        (
+            "4-chain, both directions and tables",
+            5,
+            vec![
+                (0, 1, 0, Right),
+                (1, 2, 1, Left),
+                (2, 3, 0, Both),
+                (3, 4, 0, Right),
+            ],
+        ),
         (
             "diamond with a chord",
             4,
@@ -224,7 +242,7 @@ fn patterns() -> Vec<(&'static str, usize, Vec<PatternRel>)> {
 }
 
 #[test]
-fn cyclic_patterns_match_brute_force() {
+fn patterns_match_brute_force() {
     for threads in [1usize, 2] {
         let config = Config {
             max_threads: Some(threads),
@@ -284,6 +302,22 @@ fn cyclic_patterns_match_brute_force() {
                     HashMap::from([(vec![total as i64], 1)]),
                     "{name}, seed {seed}: {q}"
                 );
+                // Counts per first node (the group key is read from the
+                // first extend's input, so the last one still only counts).
+                let q = format!("{} RETURN v0.id, count(*)", cypher(&pattern, false));
+                let mut per_v0: HashMap<Vec<i64>, u64> = HashMap::new();
+                for (t, c) in &want {
+                    *per_v0.entry(vec![t[0]]).or_insert(0) += c;
+                }
+                let grouped: HashMap<Vec<i64>, u64> = per_v0
+                    .into_iter()
+                    .map(|(k, c)| (vec![k[0], c as i64], 1))
+                    .collect();
+                assert_eq!(
+                    counted_rows(&conn, &q),
+                    grouped,
+                    "{name}, seed {seed}, {threads} threads, graph {rels:?}: {q}"
+                );
                 let rel_ids: Vec<String> =
                     (0..pattern.len()).map(|i| format!("id(r{i})")).collect();
                 let with = format!("{} RETURN {}", cypher(&pattern, true), rel_ids.join(", "));
@@ -294,6 +328,37 @@ fn cyclic_patterns_match_brute_force() {
                     "{name}, seed {seed}, {threads} threads, graph {rels:?}"
                 );
             }
+            // Walks of 1..2 rels, then one more rel: the extend after the
+            // recursive join sums degrees times the walk counts.
+            let mut adj = vec![vec![0u64; n]; n];
+            let mut out_e = vec![0u64; n];
+            for &(t, a, b) in &rels {
+                if t == 0 {
+                    adj[a][b] += 1;
+                    out_e[a] += 1;
+                }
+            }
+            let mut want_walks = 0u64;
+            for a in 0..n {
+                let mut level = vec![0u64; n];
+                level[a] = 1;
+                for _ in 0..2 {
+                    let mut next = vec![0u64; n];
+                    for (x, &c) in level.iter().enumerate() {
+                        for y in 0..n {
+                            next[y] += c * adj[x][y];
+                        }
+                    }
+                    want_walks += next.iter().zip(&out_e).map(|(c, d)| c * d).sum::<u64>();
+                    level = next;
+                }
+            }
+            let q = "MATCH (a:N)-[:E*1..2]->(b:N)-[:E]->(c:N) RETURN count(*)";
+            assert_eq!(
+                counted_rows(&conn, q),
+                HashMap::from([(vec![want_walks as i64], 1)]),
+                "seed {seed}: {q}"
+            );
             // A triangle under OPTIONAL MATCH: the first part's nodes are the
             // input rows of the intersections.
             let q = "MATCH (a:N) OPTIONAL MATCH (a)-[:E]->(b:N)-[:E]->(c:N)-[:E]->(a) \
