@@ -302,6 +302,17 @@ fn patterns_match_brute_force() {
                     HashMap::from([(vec![total as i64], 1)]),
                     "{name}, seed {seed}: {q}"
                 );
+                // The same count from the second node (a predicate of its
+                // own makes it the scan's start).
+                let q = format!(
+                    "{} WHERE v1.id >= 0 RETURN count(*)",
+                    cypher(&pattern, false)
+                );
+                assert_eq!(
+                    counted_rows(&conn, &q),
+                    HashMap::from([(vec![total as i64], 1)]),
+                    "{name}, seed {seed}: {q}"
+                );
                 // Counts per first node (the group key is read from the
                 // first extend's input, so the last one still only counts).
                 let q = format!("{} RETURN v0.id, count(*)", cypher(&pattern, false));

@@ -1033,6 +1033,13 @@ impl ExtendCtx<'_> {
                 ExtendDirection::Bwd
             };
             let closes_cycle = bound[to];
+            let exclude = self.isomorphism(ri, from_is_src, done, available, pending);
+            // Its id is read downstream, or by an isomorphism test with a rel
+            // extended later (or placed as a filter).
+            let id_needed = used.contains(&r.id_slot)
+                || pending.iter().flatten().any(|e| {
+                    isomorphism_pair(g, e).is_some_and(|(x, y)| x == r.id_slot || y == r.id_slot)
+                });
             let to_slot = if closes_cycle {
                 // A fresh slot for the neighbour, then a filter against the bound id.
                 Some(SlotId(u32::MAX - ri as u32))
@@ -1043,18 +1050,14 @@ impl ExtendCtx<'_> {
                     .filter(|r| r.left == to || r.right == to)
                     .count()
                     > 1
+                // A later rel's isomorphism test may read this rel's
+                // endpoints (the node it was extended to).
+                || id_needed
             {
                 Some(g.nodes[to].id_slot)
             } else {
                 None
             };
-            let exclude = self.isomorphism(ri, from_is_src, done, available, pending);
-            // Its id is read downstream, or by an isomorphism test with a rel
-            // extended later (or placed as a filter).
-            let id_needed = used.contains(&r.id_slot)
-                || pending.iter().flatten().any(|e| {
-                    isomorphism_pair(g, e).is_some_and(|(x, y)| x == r.id_slot || y == r.id_slot)
-                });
             steps.push(Step::Extend {
                 rel_table: rel_tables[ri],
                 direction,
