@@ -131,6 +131,11 @@ impl StringData {
         self.heap.clear();
     }
 
+    /// Bytes allocated for the slots and the string bytes.
+    pub fn memory_bytes(&self) -> usize {
+        self.slots.capacity() * std::mem::size_of::<(u32, u32)>() + self.heap.capacity()
+    }
+
     pub fn heap_bytes(&self) -> usize {
         self.heap.len()
     }
@@ -240,7 +245,39 @@ pub struct ValueVector {
     pub nulls: NullMask,
 }
 
+impl VectorData {
+    /// Bytes allocated for the values (for memory accounting; a `Value`
+    /// counts its own size, not what it points to).
+    pub fn memory_bytes(&self) -> usize {
+        fn of<T>(v: &Vec<T>) -> usize {
+            v.capacity() * std::mem::size_of::<T>()
+        }
+        match self {
+            VectorData::Bool(v) => of(v),
+            VectorData::I8(v) => of(v),
+            VectorData::I16(v) => of(v),
+            VectorData::I32(v) => of(v),
+            VectorData::I64(v) => of(v),
+            VectorData::U8(v) => of(v),
+            VectorData::U16(v) => of(v),
+            VectorData::U32(v) => of(v),
+            VectorData::U64(v) => of(v),
+            VectorData::F32(v) => of(v),
+            VectorData::F64(v) => of(v),
+            VectorData::Str(s) => s.memory_bytes(),
+            VectorData::Interval(v) => of(v),
+            VectorData::Id(v) => of(v),
+            VectorData::Value(v) => of(v),
+        }
+    }
+}
+
 impl ValueVector {
+    /// Bytes allocated for the values and the null mask.
+    pub fn memory_bytes(&self) -> usize {
+        self.data.memory_bytes() + self.nulls.bits.capacity() * 8
+    }
+
     /// A vector of `len` slots, all zero/empty and not null.
     pub fn new(ty: LogicalType, len: usize) -> ValueVector {
         ValueVector {
@@ -524,6 +561,11 @@ pub struct Chunk {
 }
 
 impl Chunk {
+    /// Bytes allocated for the chunk's columns.
+    pub fn memory_bytes(&self) -> usize {
+        self.columns.iter().map(ValueVector::memory_bytes).sum()
+    }
+
     pub fn new(types: &[LogicalType], num_rows: usize) -> Chunk {
         Chunk {
             columns: types

@@ -7,6 +7,7 @@ pub mod aggregate_function;
 pub mod copy;
 pub mod expression;
 pub mod function;
+pub mod memory;
 pub mod operator;
 pub mod pipeline;
 pub mod profile;

@@ -876,6 +876,7 @@ pub fn execute_query_from(
             cancel: ctx.cancel.child(),
             profile: ctx.profile.clone(),
             subqueries: Arc::clone(&ctx.subqueries),
+            memory: Arc::clone(&ctx.memory),
         });
         let chunks = execute_part(part, rows, &part_ctx, sched, threads)?;
         part_ctx.cancel.check()?;
@@ -909,6 +910,7 @@ fn run_subqueries(
         cancel: ctx.cancel.clone(),
         profile: ctx.profile.clone(),
         subqueries: Arc::new(tables),
+        memory: Arc::clone(&ctx.memory),
     }))
 }
 
@@ -947,6 +949,7 @@ fn apply_unwinds(mut rows: Chunk, part: &PartPlan, ctx: &QueryContext) -> Result
         let mut types: Vec<LogicalType> = slots.iter().map(|s| s.1.clone()).collect();
         types.push(u.ty.clone());
         let mut out = Chunk::new(&types, 0);
+        let mut memory = crate::memory::MemoryCharge::default();
         let emit = |r: usize, v: &Value, out: &mut Chunk| -> Result<()> {
             for (dst, src) in out.columns.iter_mut().zip(&rows.columns) {
                 dst.push_value(&src.get_value(r));
@@ -973,6 +976,7 @@ fn apply_unwinds(mut rows: Chunk, part: &PartPlan, ctx: &QueryContext) -> Result
                 }
                 v => emit(r, &v, &mut out)?,
             }
+            memory.grow_to(&ctx.memory, out.memory_bytes() as u64)?;
         }
         rows = out;
         slots.push((u.slot, u.ty.clone()));

@@ -155,6 +155,20 @@ impl Pager {
         self.resident_pages.load(Ordering::Acquire) * PAGE_BYTES
     }
 
+    /// Accounts `bytes` (rounded up to whole pages) of memory held outside
+    /// the buffer pool (a query's intermediate results) against the memory
+    /// limit, evicting unpinned pages to make room; an out-of-memory error
+    /// when it cannot. [`Pager::release_memory`] gives it back.
+    pub fn reserve_memory(&self, bytes: u64) -> Result<()> {
+        self.reserve(bytes.div_ceil(PAGE_BYTES))
+    }
+
+    /// Gives back memory accounted by [`Pager::reserve_memory`].
+    pub fn release_memory(&self, bytes: u64) {
+        self.resident_pages
+            .fetch_sub(bytes.div_ceil(PAGE_BYTES), Ordering::AcqRel);
+    }
+
     pub fn memory_limit_bytes(&self) -> u64 {
         self.memory_limit_bytes
     }

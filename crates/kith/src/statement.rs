@@ -765,6 +765,9 @@ fn run_plan(
         cancel: cancel.clone(),
         profile,
         subqueries: Arc::default(),
+        memory: Arc::new(kith_exec::memory::QueryMemory::new(Arc::clone(
+            conn.db.storage.pager(),
+        ))),
     });
     let chunks = kith_exec::pipeline::execute_query_from(
         plan,

@@ -9,6 +9,7 @@ use kith_common::{Chunk, LogicalType, Result, ValueVector};
 
 use super::{LocalSink, QueryContext};
 use crate::expression::{EvalContext, Evaluated, Evaluator};
+use crate::memory::MemoryCharge;
 use crate::result_set::{ResultSet, SlotLayout};
 
 pub struct Collect {
@@ -16,6 +17,7 @@ pub struct Collect {
     outputs: Vec<Evaluator>,
     scratch: Vec<ValueVector>,
     pub rows: Chunk,
+    memory: MemoryCharge,
     /// Rows needed in total (skip + limit), shared by all workers.
     wanted: Option<(u64, Arc<AtomicU64>)>,
 }
@@ -36,6 +38,7 @@ impl Collect {
             outputs,
             scratch,
             rows: Chunk::new(types, 0),
+            memory: MemoryCharge::default(),
             wanted,
         }
     }
@@ -80,9 +83,16 @@ impl LocalSink for Collect {
                     col.push_value(&src.get_value(pos));
                 }
                 added += 1;
+                // A tuple standing for many rows is checked as it expands.
+                if added.is_multiple_of(65_536) {
+                    self.memory
+                        .grow_to(&self.ctx.memory, self.rows.memory_bytes() as u64)?;
+                }
             }
         }
         self.rows.num_rows += added as usize;
+        self.memory
+            .grow_to(&self.ctx.memory, self.rows.memory_bytes() as u64)?;
         if let Some((wanted, counter)) = &self.wanted {
             if counter.fetch_add(added, Ordering::Relaxed) + added >= *wanted {
                 self.ctx.cancel.finish();

@@ -99,6 +99,7 @@ pub struct HashAggregate {
     /// scratch vector): their slot, and once resolved, (chunk, vector).
     direct_slots: Vec<Option<SlotId>>,
     direct_pos: Option<Vec<Option<(usize, usize)>>>,
+    memory: crate::memory::MemoryCharge,
     /// Per argument of this batch: (chunk, vector, flat position) when read in place.
     arg_direct: Vec<Option<(usize, usize, usize)>>,
     positions: Vec<u32>,
@@ -153,6 +154,7 @@ impl HashAggregate {
             arg_kinds: Vec::new(),
             direct_slots,
             direct_pos: None,
+            memory: crate::memory::MemoryCharge::default(),
             arg_direct: Vec::new(),
             positions: Vec::new(),
         })
@@ -265,7 +267,17 @@ impl LocalSink for HashAggregate {
         let result = self.consume_evaluated(rs, &key_kinds, &arg_kinds);
         self.key_kinds = key_kinds;
         self.arg_kinds = arg_kinds;
-        result
+        result?;
+        // Each group: its key values, its states and the table's slot (what
+        // the values point to, strings and lists, is not counted).
+        let per_group = std::mem::size_of::<(GroupKey, Vec<AggregateState>)>()
+            + self.keys.len() * std::mem::size_of::<Value>()
+            + self.specs.len() * std::mem::size_of::<AggregateState>()
+            + 8;
+        self.memory.grow_to(
+            &self.ctx.memory,
+            (self.groups.capacity() * per_group) as u64,
+        )
     }
 }
 

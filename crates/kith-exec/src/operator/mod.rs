@@ -40,6 +40,8 @@ pub struct QueryContext {
     pub profile: Option<Arc<crate::profile::Profile>>,
     /// The tables of the plan's subqueries (filled in before its first part).
     pub subqueries: Arc<Vec<SubqueryTable>>,
+    /// The memory the statement's intermediate results hold.
+    pub memory: Arc<crate::memory::QueryMemory>,
 }
 
 /// A pull operator: fills `rs` with its next batch of tuples.

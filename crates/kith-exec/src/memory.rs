@@ -1,0 +1,85 @@
+//! Memory accounting for a query's intermediate state (collected rows,
+//! sorted rows, aggregation groups, unwound lists): each holder charges what
+//! it has grown to against the buffer manager's memory limit, which evicts
+//! cached pages to make room, so data pages and intermediate results share
+//! one budget. A query that cannot stay within it fails with an
+//! out-of-memory error instead of the process being killed. Charges are
+//! given back when the query ends.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use kith_common::{Error, ErrorKind, Result};
+use kith_pager::Pager;
+
+/// Charges are made in steps of this many bytes, so that a growing holder
+/// calls the pager once per step, not once per batch.
+const CHARGE_STEP: u64 = 64 << 10;
+
+/// The memory one statement has charged.
+pub struct QueryMemory {
+    pager: Arc<Pager>,
+    charged: AtomicU64,
+}
+
+impl QueryMemory {
+    pub fn new(pager: Arc<Pager>) -> QueryMemory {
+        QueryMemory {
+            pager,
+            charged: AtomicU64::new(0),
+        }
+    }
+
+    /// Bytes charged so far.
+    pub fn charged(&self) -> u64 {
+        self.charged.load(Ordering::Relaxed)
+    }
+
+    fn charge(&self, bytes: u64) -> Result<()> {
+        if let Err(e) = self.pager.reserve_memory(bytes) {
+            if e.kind != ErrorKind::OutOfMemory {
+                return Err(e);
+            }
+            return Err(Error::new(
+                ErrorKind::OutOfMemory,
+                format!(
+                    "out of memory: the query's intermediate results need more than \
+                     the memory limit of {} MiB allows (it held {} KiB and needed {} KiB \
+                     more; the limit is the buffer pool size)",
+                    self.pager.memory_limit_bytes() >> 20,
+                    self.charged() >> 10,
+                    bytes.div_ceil(1 << 10),
+                ),
+            ));
+        }
+        self.charged.fetch_add(bytes, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+impl Drop for QueryMemory {
+    fn drop(&mut self) {
+        self.pager.release_memory(*self.charged.get_mut());
+    }
+}
+
+/// What one holder (a worker's sink, a list of unwound rows) has charged:
+/// it reports its size as it grows and is charged the difference.
+#[derive(Default)]
+pub struct MemoryCharge {
+    charged: u64,
+}
+
+impl MemoryCharge {
+    /// The holder now takes `bytes`: charges the growth (in whole steps).
+    #[inline]
+    pub fn grow_to(&mut self, memory: &QueryMemory, bytes: u64) -> Result<()> {
+        if bytes <= self.charged {
+            return Ok(());
+        }
+        let more = (bytes - self.charged).div_ceil(CHARGE_STEP) * CHARGE_STEP;
+        memory.charge(more)?;
+        self.charged += more;
+        Ok(())
+    }
+}
