@@ -1003,14 +1003,30 @@ impl ExtendCtx<'_> {
                 }
             }
             // Prefer closing a cycle (both ends bound), then any rel with one end bound.
+            // Then, filter early: a rel after which a predicate (on the new
+            // node or the rel) becomes ready before the others.
+            let filtered = |i: usize| {
+                let r = &g.rels[i];
+                let n = &g.nodes[if bound[r.left] { r.right } else { r.left }];
+                let new: HashSet<SlotId> = std::iter::once(n.id_slot)
+                    .chain(n.properties.iter().map(|p| p.1))
+                    .chain(r.properties.iter().map(|p| p.1))
+                    .collect();
+                pending.iter().flatten().any(|e| {
+                    let slots = expr_slots(e);
+                    isomorphism_pair(g, e).is_none()
+                        && slots.iter().any(|s| new.contains(s))
+                        && slots
+                            .iter()
+                            .all(|s| new.contains(s) || available.contains(s))
+                })
+            };
             let pick = (0..g.rels.len())
                 .filter(|&i| !done[i])
                 .filter(|&i| bound[g.rels[i].left] || bound[g.rels[i].right])
                 .max_by_key(|&i| {
-                    (
-                        bound[g.rels[i].left] && bound[g.rels[i].right],
-                        std::cmp::Reverse(i),
-                    )
+                    let closing = bound[g.rels[i].left] && bound[g.rels[i].right];
+                    (closing, !closing && filtered(i), std::cmp::Reverse(i))
                 });
             let Some(ri) = pick else {
                 // The rest is not connected to what is bound.
