@@ -11,6 +11,7 @@ use kith_common::{InternalId, Result, TableId, VectorData};
 use kith_pager::Pager;
 use kith_storage::{PinnedCsrGroup, RelDirection, RelTableData};
 
+use super::flat_cursor::FlatCursor;
 use super::{Operator, Pos, QueryContext};
 use crate::result_set::ResultSet;
 
@@ -97,8 +98,7 @@ pub struct Extend {
     skips: Vec<u64>,
     next_skip: usize,
     // Cursor state.
-    has_input: bool,
-    next_input: usize,
+    cursor: FlatCursor,
     group: usize,
     pos: u64,
     end: u64,
@@ -137,8 +137,7 @@ impl Extend {
             base_multiplicity: 1,
             skips: Vec::new(),
             next_skip: 0,
-            has_input: false,
-            next_input: 0,
+            cursor: FlatCursor::new(input_chunk),
             group: 0,
             pos: 0,
             end: 0,
@@ -303,22 +302,12 @@ impl Operator for Extend {
                 self.emit(rs)?;
                 return Ok(true);
             }
-            if !self.has_input
-                || self.next_input >= rs.chunks[self.input_chunk].state.selected_len()
+            if !self
+                .cursor
+                .advance(self.child.as_mut(), rs, &self.ctx.cancel)?
             {
-                rs.chunks[self.input_chunk].state.flat = None;
-                self.ctx.cancel.check()?;
-                if !self.child.next(rs)? {
-                    self.has_input = false;
-                    return Ok(false);
-                }
-                self.has_input = true;
-                self.next_input = 0;
-                continue;
+                return Ok(false);
             }
-            let i = self.next_input;
-            self.next_input += 1;
-            rs.chunks[self.input_chunk].state.flat = Some(i);
             let from_chunk = &rs.chunks[self.from.0];
             let Some(p) = from_chunk.state.flat_position() else {
                 return Err(kith_common::Error::internal("extend source is not flat"));

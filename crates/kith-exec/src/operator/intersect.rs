@@ -21,6 +21,7 @@ use kith_common::{InternalId, Result, TableId, VectorData};
 use kith_storage::RelTableData;
 
 use super::extend::{CsrPins, Extend};
+use super::flat_cursor::FlatCursor;
 use super::{Operator, Pos, QueryContext};
 use crate::result_set::ResultSet;
 
@@ -148,7 +149,6 @@ pub struct Intersect {
     driver: usize,
     to_table: TableId,
     to_nodes: u64,
-    input_chunk: usize,
     output_chunk: usize,
     to: usize,
     /// Pairs of lists (same rel table) whose rels must differ.
@@ -157,8 +157,7 @@ pub struct Intersect {
     /// the position of that rel's id.
     exclude: Vec<(usize, Pos)>,
     // Per-tuple state.
-    has_input: bool,
-    next_input: usize,
+    input: FlatCursor,
     excluded: Vec<(usize, Option<u64>)>,
     /// The matches of the current tuple: a node each, and (when rel ids are
     /// read or tested) one rel id per list, flattened.
@@ -211,13 +210,11 @@ impl Intersect {
             driver,
             to_table,
             to_nodes,
-            input_chunk,
             output_chunk,
             to,
             distinct,
             exclude,
-            has_input: false,
-            next_input: 0,
+            input: FlatCursor::new(input_chunk),
             excluded: Vec::new(),
             matches: Vec::new(),
             match_rels: Vec::new(),
@@ -433,21 +430,12 @@ impl Operator for Intersect {
                 self.emit(rs);
                 return Ok(true);
             }
-            if !self.has_input
-                || self.next_input >= rs.chunks[self.input_chunk].state.selected_len()
+            if !self
+                .input
+                .advance(self.child.as_mut(), rs, &self.ctx.cancel)?
             {
-                rs.chunks[self.input_chunk].state.flat = None;
-                self.ctx.cancel.check()?;
-                if !self.child.next(rs)? {
-                    self.has_input = false;
-                    return Ok(false);
-                }
-                self.has_input = true;
-                self.next_input = 0;
-                continue;
+                return Ok(false);
             }
-            rs.chunks[self.input_chunk].state.flat = Some(self.next_input);
-            self.next_input += 1;
             self.compute(rs)?;
         }
     }

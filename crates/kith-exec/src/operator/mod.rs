@@ -7,6 +7,7 @@ pub mod cross_product;
 pub mod extend;
 pub mod fill_nulls;
 pub mod filter;
+pub mod flat_cursor;
 pub mod hash_aggregate;
 pub mod intersect;
 pub mod lookup_node;
