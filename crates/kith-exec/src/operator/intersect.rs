@@ -440,3 +440,41 @@ impl Operator for Intersect {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Both mark layouts count rels per neighbour, keep the first rel id,
+    /// and forget everything on `clear` (the dense one by its epoch, also
+    /// across the epoch's wrap-around).
+    #[test]
+    fn marks_count_and_clear() {
+        for num_nodes in [16, DENSE_MARK_LIMIT + 1] {
+            let mut m = Marks::new(num_nodes);
+            assert_eq!(matches!(m, Marks::Sparse(_)), num_nodes > DENSE_MARK_LIMIT);
+            m.clear();
+            for (nbr, rel) in [(3, 30), (5, 50), (3, 31), (3, 32)] {
+                m.add(nbr, rel);
+            }
+            assert_eq!(m.get(3), Some((3, 30)));
+            assert_eq!(m.get(5), Some((1, 50)));
+            assert_eq!(m.get(4), None);
+            m.clear();
+            assert_eq!(m.get(3), None);
+            m.add(5, 51);
+            assert_eq!(m.get(5), Some((1, 51)));
+        }
+        let mut m = Marks::new(8);
+        if let Marks::Dense { epoch, .. } = &mut m {
+            *epoch = u32::MAX - 1;
+        }
+        m.clear();
+        m.add(2, 7);
+        m.clear(); // wraps: every stamp is reset
+        assert_eq!(m.get(2), None);
+        // A neighbour beyond the size the marks were made for.
+        m.add(20, 9);
+        assert_eq!(m.get(20), Some((1, 9)));
+    }
+}
