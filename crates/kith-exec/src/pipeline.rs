@@ -26,7 +26,7 @@ use crate::operator::extend::Extend;
 use crate::operator::fill_nulls::FillNulls;
 use crate::operator::filter::Filter;
 use crate::operator::hash_aggregate::{AggregateDef, GroupKey, HashAggregate};
-use crate::operator::intersect::{Intersect, IntersectRel};
+use crate::operator::intersect::{Intersect, IntersectRel, IntersectSpec};
 use crate::operator::lookup_node::LookupNode;
 use crate::operator::order_by::{sort_chunk, OrderBy};
 use crate::operator::recursive_join::{recursive_join, RecursiveSettings};
@@ -169,16 +169,7 @@ enum Built {
         exclude: Vec<(Pos, Pos)>,
         collapse: bool,
     },
-    Intersect {
-        rels: Vec<IntersectRel>,
-        to: usize,
-        to_table: TableId,
-        to_nodes: u64,
-        input_chunk: usize,
-        output_chunk: usize,
-        distinct: Vec<(usize, usize)>,
-        exclude: Vec<(usize, Pos)>,
-    },
+    Intersect(IntersectSpec),
     ScanProperties {
         data: Arc<NodeTableData>,
         node: (usize, usize),
@@ -477,7 +468,7 @@ impl PipelineShape {
                             rel_id,
                         });
                     }
-                    Built::Intersect {
+                    Built::Intersect(IntersectSpec {
                         rels: built,
                         to: to_vector,
                         to_table: *to_table,
@@ -486,7 +477,7 @@ impl PipelineShape {
                         output_chunk: out,
                         distinct: distinct.clone(),
                         exclude,
-                    }
+                    })
                 }
                 Step::ScanProperties {
                     node,
@@ -684,27 +675,9 @@ impl PipelineShape {
                     e.collapse = *collapse;
                     Box::new(e)
                 }
-                Built::Intersect {
-                    rels,
-                    to,
-                    to_table,
-                    to_nodes,
-                    input_chunk,
-                    output_chunk,
-                    distinct,
-                    exclude,
-                } => Box::new(Intersect::new(
-                    op,
-                    Arc::clone(ctx),
-                    rels.clone(),
-                    *to,
-                    *to_table,
-                    *to_nodes,
-                    *input_chunk,
-                    *output_chunk,
-                    distinct.clone(),
-                    exclude.clone(),
-                )),
+                Built::Intersect(spec) => {
+                    Box::new(Intersect::new(op, Arc::clone(ctx), spec.clone()))
+                }
                 Built::ScanProperties {
                     data,
                     node,

@@ -141,6 +141,24 @@ struct List {
     range: (usize, u64, u64),
 }
 
+/// What an intersect step reads and writes, resolved against the layout.
+#[derive(Clone)]
+pub struct IntersectSpec {
+    pub rels: Vec<IntersectRel>,
+    /// The output vector of the bound node's id.
+    pub to: usize,
+    pub to_table: TableId,
+    /// Rows of `to_table` (the size of the dense marks).
+    pub to_nodes: u64,
+    pub input_chunk: usize,
+    pub output_chunk: usize,
+    /// Pairs of `rels` (same rel table) whose rels must differ.
+    pub distinct: Vec<(usize, usize)>,
+    /// A rel of `rels` that must differ from an earlier rel (same table),
+    /// by the position of that rel's id.
+    pub exclude: Vec<(usize, Pos)>,
+}
+
 pub struct Intersect {
     child: Box<dyn Operator>,
     ctx: Arc<QueryContext>,
@@ -151,10 +169,8 @@ pub struct Intersect {
     to_nodes: u64,
     output_chunk: usize,
     to: usize,
-    /// Pairs of lists (same rel table) whose rels must differ.
+    /// See [`IntersectSpec`].
     distinct: Vec<(usize, usize)>,
-    /// A list whose rel must differ from an earlier rel (same table), by
-    /// the position of that rel's id.
     exclude: Vec<(usize, Pos)>,
     // Per-tuple state.
     input: FlatCursor,
@@ -168,29 +184,30 @@ pub struct Intersect {
     nbrs: Vec<u64>,
     rels: Vec<u64>,
     combo: Vec<u64>,
+    probe: Vec<u64>,
+    froms: Vec<InternalId>,
     choices: Vec<Vec<u64>>,
 }
 
 impl Intersect {
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        child: Box<dyn Operator>,
-        ctx: Arc<QueryContext>,
-        rels: Vec<IntersectRel>,
-        to: usize,
-        to_table: TableId,
-        to_nodes: u64,
-        input_chunk: usize,
-        output_chunk: usize,
-        distinct: Vec<(usize, usize)>,
-        exclude: Vec<(usize, Pos)>,
-    ) -> Intersect {
+    pub fn new(child: Box<dyn Operator>, ctx: Arc<QueryContext>, spec: IntersectSpec) -> Intersect {
+        let IntersectSpec {
+            rels,
+            to,
+            to_table,
+            to_nodes,
+            input_chunk,
+            output_chunk,
+            distinct,
+            exclude,
+        } = spec;
         // The driver is read from the input group's node, which changes
         // with every tuple; the others are marked once per node.
         let driver = rels
             .iter()
             .position(|r| r.from.0 == input_chunk)
             .unwrap_or(0);
+        let k = rels.len();
         let with_rels =
             !distinct.is_empty() || !exclude.is_empty() || rels.iter().any(|r| r.rel_id.is_some());
         let lists = rels
@@ -223,6 +240,8 @@ impl Intersect {
             nbrs: vec![0; VECTOR_CAPACITY],
             rels: vec![0; VECTOR_CAPACITY],
             combo: Vec::new(),
+            probe: vec![0; k],
+            froms: Vec::with_capacity(k),
             choices: Vec::new(),
         }
     }
@@ -325,11 +344,16 @@ impl Intersect {
         self.matches.clear();
         self.match_rels.clear();
         self.cursor = 0;
-        let mut froms = Vec::with_capacity(self.lists.len());
+        // A NULL node (OPTIONAL MATCH) matches nothing.
+        let mut froms = std::mem::take(&mut self.froms);
+        froms.clear();
         for list in &self.lists {
             match Extend::flat_id(rs, list.rel.from)? {
                 Some(id) => froms.push(id),
-                None => return Ok(()),
+                None => {
+                    self.froms = froms;
+                    return Ok(());
+                }
             }
         }
         self.excluded.clear();
@@ -350,10 +374,11 @@ impl Intersect {
             list.range = list.pins.range(&self.ctx.pager, froms[d].offset())?;
             list.range
         };
-        let k = self.lists.len();
+        self.froms = froms;
         let mut nbrs = std::mem::take(&mut self.nbrs);
         let mut rels = std::mem::take(&mut self.rels);
-        let mut combo = vec![0u64; k];
+        // One rel per list for the entry being probed.
+        let mut combo = std::mem::take(&mut self.probe);
         let result = (|| {
             while at < end {
                 let n = ((end - at) as usize).min(VECTOR_CAPACITY);
@@ -391,6 +416,7 @@ impl Intersect {
         })();
         self.nbrs = nbrs;
         self.rels = rels;
+        self.probe = combo;
         result
     }
 

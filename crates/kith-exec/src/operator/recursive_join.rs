@@ -17,9 +17,9 @@ use kith_common::{
 };
 use kith_graph::{
     bound_pays, hops_to_targets, run_ife, AllShortestCounts, AllWeightedCounts, CollectSink,
-    Compute, CostCountRow, CostRow, Graph, HopBound, IfeOptions, LenRow, PathMode, PathRow,
-    PathSemantics, RelWeights, ShortestLengths, ShortestPaths, StorageCsr, UnionCsr, UnionMember,
-    WalkCounts, WalkPaths, WeightedPaths, WeightedShortest, MAX_UPPER,
+    Compute, Graph, HopBound, IfeOptions, LenRow, PathMode, PathSemantics, RelWeights,
+    ShortestLengths, ShortestPaths, StorageCsr, UnionCsr, UnionMember, WalkCounts, WalkPaths,
+    WeightedPaths, WeightedShortest, MAX_UPPER,
 };
 pub use kith_graph::{Policy, RunStats};
 use kith_planner::bound::RecursiveMode;
@@ -262,41 +262,24 @@ pub fn recursive_join(
     // Rows found per source: (dst, length or cost, count), with the
     // length as i64 or the cost's f64 bits.
     let weighted = join.mode.weighted();
-    let found: Vec<(usize, u64, u64, u64)>;
-    let stats;
     let src_index = |s: u64| -> Result<usize> {
         index_of
             .get(&s)
             .copied()
             .ok_or_else(|| Error::internal("recursive result for an unknown source"))
     };
-    macro_rules! lengths {
-        ($compute:expr) => {{
-            let sink = Arc::new(CollectSink::<LenRow>::default());
-            stats = run_ife(
-                sched,
-                graph,
-                Arc::new($compute),
-                &sources,
-                &opts,
-                &ctx.cancel,
-                sink.clone(),
-            )?;
-            found = sink
-                .take()
-                .into_iter()
-                .filter(|r| r.count > 0)
-                .map(|r| Ok((src_index(r.src)?, r.dst, r.len as u64, r.count)))
-                .collect::<Result<_>>()?;
-        }};
-    }
     // Destinations the WHERE rules out need no rows, and a shortest-path
     // search from one source ends once it has reached all the others.
     let space = [(join.node_table, 0)];
     let dst_mask = dst_mask(join, &space, num_nodes, ctx)?;
-    match join.mode {
+    let lengths = |rows: Vec<LenRow>| -> Result<Vec<(usize, u64, u64, u64)>> {
+        rows.into_iter()
+            .filter(|r| r.count > 0)
+            .map(|r| Ok((src_index(r.src)?, r.dst, r.len as u64, r.count)))
+            .collect()
+    };
+    let (found, stats) = match join.mode {
         RecursiveMode::Walk => {
-            // Built before the macro moves the graph into the run.
             let walks = walk_counts(
                 &*graph,
                 sources.len(),
@@ -304,37 +287,38 @@ pub fn recursive_join(
                 (lower, upper),
                 &reverse_bound,
             )?;
-            lengths!(walks)
+            let (rows, stats) = collect_rows(sched, graph, walks, &sources, &opts, ctx)?;
+            (lengths(rows)?, stats)
         }
-        RecursiveMode::Shortest => lengths!(ShortestLengths {
-            lower,
-            upper,
-            dst_mask: dst_mask.clone(),
-        }),
-        RecursiveMode::AllShortest => lengths!(AllShortestCounts {
-            lower,
-            upper,
-            dst_mask: dst_mask.clone(),
-        }),
+        RecursiveMode::Shortest => {
+            let compute = ShortestLengths {
+                lower,
+                upper,
+                dst_mask: dst_mask.clone(),
+            };
+            let (rows, stats) = collect_rows(sched, graph, compute, &sources, &opts, ctx)?;
+            (lengths(rows)?, stats)
+        }
+        RecursiveMode::AllShortest => {
+            let compute = AllShortestCounts {
+                lower,
+                upper,
+                dst_mask: dst_mask.clone(),
+            };
+            let (rows, stats) = collect_rows(sched, graph, compute, &sources, &opts, ctx)?;
+            (lengths(rows)?, stats)
+        }
         RecursiveMode::WeightedShortest => {
             let weights =
                 weights.ok_or_else(|| Error::internal("weighted shortest path without weights"))?;
-            let sink = Arc::new(CollectSink::<CostRow>::default());
-            stats = run_ife(
-                sched,
-                graph,
-                Arc::new(WeightedShortest::new(weights)?),
-                &sources,
-                &opts,
-                &ctx.cancel,
-                sink.clone(),
-            )?;
-            found = sink
-                .take()
+            let compute = WeightedShortest::new(weights)?;
+            let (rows, stats) = collect_rows(sched, graph, compute, &sources, &opts, ctx)?;
+            let found = rows
                 .into_iter()
                 .filter(|r| lower == 0 || r.src != r.dst)
                 .map(|r| Ok((src_index(r.src)?, r.dst, r.cost.to_bits(), 1)))
                 .collect::<Result<_>>()?;
+            (found, stats)
         }
         RecursiveMode::AllWeightedShortest => {
             let weights =
@@ -342,26 +326,17 @@ pub fn recursive_join(
             let mut compute = AllWeightedCounts::new(weights, lower)?;
             compute.cancel = Some(ctx.cancel.clone());
             compute.dst_mask = dst_mask.clone();
-            let sink = Arc::new(CollectSink::<CostCountRow>::default());
-            stats = run_ife(
-                sched,
-                graph,
-                Arc::new(compute),
-                &sources,
-                &opts,
-                &ctx.cancel,
-                sink.clone(),
-            )?;
-            found = sink
-                .take()
+            let (rows, stats) = collect_rows(sched, graph, compute, &sources, &opts, ctx)?;
+            let found = rows
                 .into_iter()
                 .map(|r| Ok((src_index(r.src)?, r.dst, r.cost.to_bits(), r.count)))
                 .collect::<Result<_>>()?;
+            (found, stats)
         }
         RecursiveMode::Trail | RecursiveMode::Acyclic => {
             return Err(Error::internal("TRAIL and ACYCLIC paths are enumerated"))
         }
-    }
+    };
     ctx.cancel.check()?;
     let found = match dst_mask {
         Some(mask) => found
@@ -485,16 +460,16 @@ struct Sources<'a> {
     index_of: &'a HashMap<u64, usize>,
 }
 
-/// Runs a path-producing computation over `graph` from `sources`.
-fn collect_paths<G: Graph, C: Compute<Row = PathRow>>(
+/// Runs a computation over `graph` from `sources` and collects its rows.
+fn collect_rows<G: Graph, C: Compute>(
     sched: &Scheduler,
     graph: Arc<G>,
     compute: C,
     sources: &[u64],
     opts: &IfeOptions,
     ctx: &QueryContext,
-) -> Result<(Vec<PathRow>, RunStats)> {
-    let sink = Arc::new(CollectSink::<PathRow>::default());
+) -> Result<(Vec<C::Row>, RunStats)> {
+    let sink = Arc::new(CollectSink::<C::Row>::default());
     let stats = run_ife(
         sched,
         graph,
@@ -544,7 +519,7 @@ fn paths_join<G: Graph>(
             compute.node_mask = node_mask;
             compute.bound = walk_bound(&*graph, srcs.list.len(), dst_mask.as_ref(), upper, bound)?;
             compute.dst_mask = dst_mask;
-            collect_paths(sched, graph, compute, srcs.list, opts, ctx)?
+            collect_rows(sched, graph, compute, srcs.list, opts, ctx)?
         }
         RecursiveMode::Shortest | RecursiveMode::AllShortest => {
             let mode = match join.mode {
@@ -554,7 +529,7 @@ fn paths_join<G: Graph>(
             let mut compute = ShortestPaths::new(lower, upper, mode);
             compute.node_mask = node_mask;
             compute.dst_mask = dst_mask;
-            collect_paths(sched, graph, compute, srcs.list, opts, ctx)?
+            collect_rows(sched, graph, compute, srcs.list, opts, ctx)?
         }
         RecursiveMode::WeightedShortest | RecursiveMode::AllWeightedShortest => {
             let w = weights
@@ -568,7 +543,7 @@ fn paths_join<G: Graph>(
             compute.node_mask = node_mask;
             compute.cancel = Some(ctx.cancel.clone());
             compute.dst_mask = dst_mask;
-            collect_paths(sched, graph, compute, srcs.list, opts, ctx)?
+            collect_rows(sched, graph, compute, srcs.list, opts, ctx)?
         }
     };
     // Same order whatever the policy and thread count.
@@ -1024,38 +999,33 @@ fn union_join(
         );
     }
     let dst_mask = dst_mask(join, &space, graph.num_nodes(), ctx)?;
-    let sink = Arc::new(CollectSink::<LenRow>::default());
-    macro_rules! run {
-        ($compute:expr) => {
-            run_ife(
-                sched,
-                Arc::clone(&graph),
-                Arc::new($compute),
-                &sources,
-                &opts,
-                &ctx.cancel,
-                sink.clone(),
-            )?
-        };
-    }
-    let stats = match join.mode {
-        RecursiveMode::Walk => run!(walk_counts(
-            &*graph,
-            sources.len(),
-            dst_mask.as_ref(),
-            (lower, upper),
-            &reverse_bound
-        )?),
-        RecursiveMode::Shortest => run!(ShortestLengths {
-            lower,
-            upper,
-            dst_mask: dst_mask.clone(),
-        }),
-        RecursiveMode::AllShortest => run!(AllShortestCounts {
-            lower,
-            upper,
-            dst_mask: dst_mask.clone(),
-        }),
+    let (len_rows, stats) = match join.mode {
+        RecursiveMode::Walk => {
+            let walks = walk_counts(
+                &*graph,
+                sources.len(),
+                dst_mask.as_ref(),
+                (lower, upper),
+                &reverse_bound,
+            )?;
+            collect_rows(sched, Arc::clone(&graph), walks, &sources, &opts, ctx)?
+        }
+        RecursiveMode::Shortest => {
+            let compute = ShortestLengths {
+                lower,
+                upper,
+                dst_mask: dst_mask.clone(),
+            };
+            collect_rows(sched, Arc::clone(&graph), compute, &sources, &opts, ctx)?
+        }
+        RecursiveMode::AllShortest => {
+            let compute = AllShortestCounts {
+                lower,
+                upper,
+                dst_mask: dst_mask.clone(),
+            };
+            collect_rows(sched, Arc::clone(&graph), compute, &sources, &opts, ctx)?
+        }
         RecursiveMode::WeightedShortest | RecursiveMode::AllWeightedShortest => {
             return Err(Error::internal("weighted shortest paths are enumerated"))
         }
@@ -1063,8 +1033,7 @@ fn union_join(
             return Err(Error::internal("TRAIL and ACYCLIC paths are enumerated"))
         }
     };
-    let found: Vec<(usize, u64, u64, u64)> = sink
-        .take()
+    let found: Vec<(usize, u64, u64, u64)> = len_rows
         .into_iter()
         .filter(|r| r.count > 0)
         .filter(|r| {

@@ -832,6 +832,28 @@ impl ExtendCtx<'_> {
         exclude
     }
 
+    /// The CSR that walks rel `ri` from its end `from`: forward when `from`
+    /// is the rel's source in this choice of directions.
+    fn direction_from(&self, ri: usize, from: usize) -> ExtendDirection {
+        let r = &self.g.rels[ri];
+        if (from == r.left) == (self.directions[ri] != Direction::Left) {
+            ExtendDirection::Fwd
+        } else {
+            ExtendDirection::Bwd
+        }
+    }
+
+    /// Whether rel `ri`'s id must be written: it is read downstream, or by
+    /// an isomorphism test with a rel added later (or placed as a filter).
+    fn rel_id_needed(&self, ri: usize, pending: &[Option<BoundExpr>]) -> bool {
+        let id = self.g.rels[ri].id_slot;
+        self.used.contains(&id)
+            || pending
+                .iter()
+                .flatten()
+                .any(|e| isomorphism_pair(self.g, e).is_some_and(|(x, y)| x == id || y == id))
+    }
+
     /// Marks node `to` bound (its id just written by a step) and reads its
     /// properties. Late materialization: the properties a filter that becomes
     /// ready here reads are scanned first, the rest only for the tuples that
@@ -955,20 +977,11 @@ impl ExtendCtx<'_> {
         for &ri in rels {
             let r = &g.rels[ri];
             let from = if r.left == x { r.right } else { r.left };
-            let from_is_src = (from == r.left) == (self.directions[ri] != Direction::Left);
-            let id_needed = self.used.contains(&r.id_slot)
-                || pending.iter().flatten().any(|e| {
-                    isomorphism_pair(g, e).is_some_and(|(a, b)| a == r.id_slot || b == r.id_slot)
-                });
             lists.push(IntersectRel {
                 rel_table: self.rel_tables[ri],
-                direction: if from_is_src {
-                    ExtendDirection::Fwd
-                } else {
-                    ExtendDirection::Bwd
-                },
+                direction: self.direction_from(ri, from),
                 from: g.nodes[from].id_slot,
-                rel_id: id_needed.then_some(r.id_slot),
+                rel_id: self.rel_id_needed(ri, pending).then_some(r.id_slot),
             });
             available.insert(r.id_slot);
         }
@@ -1042,20 +1055,16 @@ impl ExtendCtx<'_> {
             } else {
                 (r.right, r.left)
             };
-            let from_is_src = (from == r.left) == (self.directions[ri] != Direction::Left);
-            let direction = if from_is_src {
-                ExtendDirection::Fwd
-            } else {
-                ExtendDirection::Bwd
-            };
+            let direction = self.direction_from(ri, from);
             let closes_cycle = bound[to];
-            let exclude = self.isomorphism(ri, from_is_src, done, available, pending);
-            // Its id is read downstream, or by an isomorphism test with a rel
-            // extended later (or placed as a filter).
-            let id_needed = used.contains(&r.id_slot)
-                || pending.iter().flatten().any(|e| {
-                    isomorphism_pair(g, e).is_some_and(|(x, y)| x == r.id_slot || y == r.id_slot)
-                });
+            let exclude = self.isomorphism(
+                ri,
+                direction == ExtendDirection::Fwd,
+                done,
+                available,
+                pending,
+            );
+            let id_needed = self.rel_id_needed(ri, pending);
             let to_slot = if closes_cycle {
                 // A fresh slot for the neighbour, then a filter against the bound id.
                 Some(SlotId(u32::MAX - ri as u32))
