@@ -496,6 +496,53 @@ impl ValueVector {
         }
     }
 
+    /// Appends `src[p]` for each `p` in `positions`, typed (no [`Value`] per
+    /// slot) when both vectors have the same type.
+    pub fn extend_gather(&mut self, src: &ValueVector, positions: &[u32]) {
+        fn gather<T: Copy>(d: &mut Vec<T>, s: &[T], positions: &[u32]) {
+            d.extend(positions.iter().map(|&p| s[p as usize]));
+        }
+        let base = self.len();
+        let typed = self.ty == src.ty;
+        match (&mut self.data, &src.data) {
+            (VectorData::Bool(d), VectorData::Bool(s)) if typed => gather(d, s, positions),
+            (VectorData::I8(d), VectorData::I8(s)) if typed => gather(d, s, positions),
+            (VectorData::I16(d), VectorData::I16(s)) if typed => gather(d, s, positions),
+            (VectorData::I32(d), VectorData::I32(s)) if typed => gather(d, s, positions),
+            (VectorData::I64(d), VectorData::I64(s)) if typed => gather(d, s, positions),
+            (VectorData::U8(d), VectorData::U8(s)) if typed => gather(d, s, positions),
+            (VectorData::U16(d), VectorData::U16(s)) if typed => gather(d, s, positions),
+            (VectorData::U32(d), VectorData::U32(s)) if typed => gather(d, s, positions),
+            (VectorData::U64(d), VectorData::U64(s)) if typed => gather(d, s, positions),
+            (VectorData::F32(d), VectorData::F32(s)) if typed => gather(d, s, positions),
+            (VectorData::F64(d), VectorData::F64(s)) if typed => gather(d, s, positions),
+            (VectorData::Interval(d), VectorData::Interval(s)) if typed => gather(d, s, positions),
+            (VectorData::Id(d), VectorData::Id(s)) if typed => gather(d, s, positions),
+            (VectorData::Str(d), VectorData::Str(s)) if typed => {
+                for &p in positions {
+                    d.push(s.get(p as usize));
+                }
+            }
+            (VectorData::Value(d), VectorData::Value(s)) if typed => {
+                d.extend(positions.iter().map(|&p| s[p as usize].clone()));
+            }
+            _ => {
+                for &p in positions {
+                    self.push_value(&src.get_value(p as usize));
+                }
+                return;
+            }
+        }
+        self.nulls.resize(base + positions.len());
+        if src.nulls.may_have_nulls() {
+            for (i, &p) in positions.iter().enumerate() {
+                if src.is_null(p as usize) {
+                    self.nulls.set(base + i, true);
+                }
+            }
+        }
+    }
+
     /// A new vector holding `self[indices[0]], self[indices[1]], ...`.
     pub fn gather(&self, indices: &[u64]) -> ValueVector {
         let data = match &self.data {
@@ -616,6 +663,67 @@ mod tests {
         i.set_value(1, &Value::Int64(7));
         i.append(&i.clone());
         assert_eq!(i.gather(&[3]).get_value(0), Value::Int64(7));
+    }
+
+    #[test]
+    fn extend_gather_matches_value_by_value_pushes() {
+        let cases = [
+            (
+                LogicalType::Int64,
+                vec![Value::Int64(1), Value::Null, Value::Int64(-3)],
+            ),
+            (
+                LogicalType::Date,
+                vec![Value::Date(Date(9)), Value::Null, Value::Date(Date(2))],
+            ),
+            (
+                LogicalType::Double,
+                vec![Value::Double(0.5), Value::Double(2.0), Value::Null],
+            ),
+            (
+                LogicalType::String,
+                vec![
+                    Value::Null,
+                    Value::String("ab".into()),
+                    Value::String("ç".into()),
+                ],
+            ),
+            (
+                LogicalType::Bool,
+                vec![Value::Bool(true), Value::Null, Value::Bool(false)],
+            ),
+            (
+                LogicalType::List(Box::new(LogicalType::Int64)),
+                vec![
+                    Value::List(vec![Value::Int64(1)]),
+                    Value::Null,
+                    Value::List(vec![]),
+                ],
+            ),
+        ];
+        let positions = [2u32, 0, 1, 1, 2, 0, 0];
+        for (ty, values) in cases {
+            let mut src = ValueVector::new(ty.clone(), 0);
+            values.iter().for_each(|v| src.push_value(v));
+            // A destination that already holds a row (and a NULL) keeps it.
+            let mut got = ValueVector::new(ty.clone(), 0);
+            got.push_value(&Value::Null);
+            let mut want = got.clone();
+            got.extend_gather(&src, &positions);
+            positions
+                .iter()
+                .for_each(|&p| want.push_value(&src.get_value(p as usize)));
+            assert_eq!(got.len(), 1 + positions.len(), "{ty:?}");
+            for pos in 0..got.len() {
+                assert_eq!(got.get_value(pos), want.get_value(pos), "{ty:?} at {pos}");
+            }
+        }
+        // A source of another type converts value by value.
+        let mut src = ValueVector::new(LogicalType::Int64, 0);
+        src.push_value(&Value::Int64(4));
+        let mut any = ValueVector::new(LogicalType::Any, 0);
+        any.extend_gather(&src, &[0, 0]);
+        assert_eq!(any.get_value(1), Value::Int64(4));
     }
 
     #[test]

@@ -988,10 +988,11 @@ fn collect_all(
                 evs,
                 &types,
                 wanted.clone(),
+                true,
             ))
         },
         move |sink: Collect| {
-            out.lock().push(sink.rows);
+            out.lock().extend(sink.into_chunks());
             Ok(())
         },
     )?;
@@ -1095,7 +1096,7 @@ fn execute_part(
                             .map(Evaluator::new)
                             .collect::<Result<Vec<_>>>()?;
                         Ok(OrderBy {
-                            inner: Collect::new(Arc::clone(&sink_ctx), evs, &types, None),
+                            inner: Collect::new(Arc::clone(&sink_ctx), evs, &types, None, false),
                             first_key,
                             descending: Arc::clone(&descending),
                             keep,

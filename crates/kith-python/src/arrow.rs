@@ -171,9 +171,7 @@ fn typed_column(chunks: &[Chunk], col: usize, ty: &LogicalType) -> Option<ArrayR
             )))
         }
         LogicalType::String => {
-            let mut heap: Vec<u8> = Vec::new();
-            let mut offsets: Vec<i64> = Vec::with_capacity(total + 1);
-            offsets.push(0);
+            let mut heap_bytes = 0usize;
             for c in chunks {
                 let VectorData::Str(s) = &c.columns[col].data else {
                     return None;
@@ -181,38 +179,54 @@ fn typed_column(chunks: &[Chunk], col: usize, ty: &LogicalType) -> Option<ArrayR
                 if s.len() < c.num_rows {
                     return None;
                 }
-                let v = &c.columns[col];
-                for pos in 0..c.num_rows {
-                    if !v.is_null(pos) {
-                        heap.extend_from_slice(s.get(pos).as_bytes());
-                    }
-                    offsets.push(heap.len() as i64);
-                }
+                heap_bytes += s.heap_bytes();
             }
             let nulls = validity(chunks, col, total);
-            let values = Buffer::from_vec(heap);
-            if values.len() <= i32::MAX as usize {
-                let offsets: Vec<i32> = offsets.iter().map(|o| *o as i32).collect();
+            // The heap holds at most every string the chunks hold.
+            if heap_bytes <= i32::MAX as usize {
+                let (offsets, values) = string_buffers::<i32>(chunks, col, total, heap_bytes);
                 // SAFETY: offsets are monotonic, start at 0 and end at the heap
                 // length, and every slot holds the bytes of one `&str`.
                 Some(Arc::new(unsafe {
-                    StringArray::new_unchecked(
-                        OffsetBuffer::new_unchecked(ScalarBuffer::from(offsets)),
-                        values,
-                        nulls,
-                    )
+                    StringArray::new_unchecked(offsets, values, nulls)
                 }))
             } else {
+                let (offsets, values) = string_buffers::<i64>(chunks, col, total, heap_bytes);
                 // SAFETY: as above.
                 Some(Arc::new(unsafe {
-                    LargeStringArray::new_unchecked(
-                        OffsetBuffer::new_unchecked(ScalarBuffer::from(offsets)),
-                        values,
-                        nulls,
-                    )
+                    LargeStringArray::new_unchecked(offsets, values, nulls)
                 }))
             }
         }
         _ => None,
     }
+}
+
+/// The offsets and bytes of string column `col` (every chunk's data is `Str`
+/// with at least `num_rows` slots; `heap_bytes` bounds the bytes).
+fn string_buffers<O: arrow_array::OffsetSizeTrait>(
+    chunks: &[Chunk],
+    col: usize,
+    total: usize,
+    heap_bytes: usize,
+) -> (OffsetBuffer<O>, Buffer) {
+    let mut heap: Vec<u8> = Vec::with_capacity(heap_bytes);
+    let mut offsets: Vec<O> = Vec::with_capacity(total + 1);
+    offsets.push(O::usize_as(0));
+    for c in chunks {
+        let v = &c.columns[col];
+        let VectorData::Str(s) = &v.data else {
+            continue;
+        };
+        for pos in 0..c.num_rows {
+            if !v.is_null(pos) {
+                heap.extend_from_slice(s.get(pos).as_bytes());
+            }
+            offsets.push(O::usize_as(heap.len()));
+        }
+    }
+    // SAFETY: the offsets start at 0 and never decrease (each is the heap's
+    // length after an append).
+    let offsets = unsafe { OffsetBuffer::new_unchecked(ScalarBuffer::from(offsets)) };
+    (offsets, Buffer::from_vec(heap))
 }

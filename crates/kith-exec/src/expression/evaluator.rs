@@ -6,7 +6,7 @@ use regex::Regex;
 
 use super::cast::{cast_value, coerce};
 use super::typed::{self, Scratch};
-use super::{kernels, EvalContext, Evaluated};
+use super::{kernels, EvalContext, Evaluated, View};
 use crate::function::{self, ScalarFunction};
 use crate::result_set::ChunkState;
 use kith_planner::procedure::ProcedureRef;
@@ -324,6 +324,42 @@ impl Node {
             Kind::Slot { loc, .. } => &ctx.rs.chunks[loc.0].vectors[loc.1],
             _ => &self.out,
         }
+    }
+
+    /// Evaluates the root; a root that reads a slot of its own type is not
+    /// copied: the view is the slot's vector, a flat value at its position.
+    pub fn evaluate_view<'s>(
+        &'s mut self,
+        ctx: &'s EvalContext,
+        out: &'s mut ValueVector,
+    ) -> Result<View<'s>> {
+        if matches!(self.kind, Kind::Slot { .. }) {
+            let mode = self.eval(ctx)?;
+            let Kind::Slot { loc, .. } = self.kind else {
+                unreachable!("checked above")
+            };
+            let src = &ctx.rs.chunks[loc.0].vectors[loc.1];
+            if src.ty == self.ty {
+                return Ok(match mode {
+                    Mode::Flat(p) => View {
+                        vector: src,
+                        evaluated: Evaluated::Flat,
+                        flat_pos: p,
+                    },
+                    Mode::Unflat(u) => View {
+                        vector: src,
+                        evaluated: Evaluated::Unflat(u),
+                        flat_pos: 0,
+                    },
+                });
+            }
+        }
+        let evaluated = self.evaluate_root(ctx, out)?;
+        Ok(View {
+            vector: out,
+            evaluated,
+            flat_pos: 0,
+        })
     }
 
     /// Evaluates the root into `out` (swapping scratch vectors, no copy).

@@ -65,6 +65,15 @@ pub enum Evaluated {
     Unflat(usize),
 }
 
+/// An evaluated expression's values without a copy (see
+/// [`Evaluator::evaluate_view`]).
+pub struct View<'a> {
+    pub vector: &'a ValueVector,
+    pub evaluated: Evaluated,
+    /// Where a flat value sits in `vector`.
+    pub flat_pos: usize,
+}
+
 /// A compiled expression with scratch space reused across calls.
 pub struct Evaluator {
     root: evaluator::Node,
@@ -96,6 +105,18 @@ impl Evaluator {
     /// unspecified). `out` is re-typed to [`Evaluator::result_type`] if needed.
     pub fn evaluate(&mut self, ctx: &EvalContext, out: &mut ValueVector) -> Result<Evaluated> {
         self.root.evaluate_root(ctx, out)
+    }
+
+    /// Like [`Evaluator::evaluate`], but an expression that only reads a
+    /// variable of its own type is not copied into `out`: the view points at
+    /// the variable's vector in `ctx.rs` (a flat value at `flat_pos`, an
+    /// unflat one at the chunk's selected positions).
+    pub fn evaluate_view<'s>(
+        &'s mut self,
+        ctx: &'s EvalContext,
+        out: &'s mut ValueVector,
+    ) -> Result<View<'s>> {
+        self.root.evaluate_view(ctx, out)
     }
 
     /// Filter: keeps tuples where the predicate is TRUE (NULL and FALSE drop).

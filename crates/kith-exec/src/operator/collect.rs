@@ -16,7 +16,16 @@ pub struct Collect {
     ctx: Arc<QueryContext>,
     outputs: Vec<Evaluator>,
     scratch: Vec<ValueVector>,
+    /// The chunk being filled.
     pub rows: Chunk,
+    /// With `split`, chunks of [`CHUNK_ROWS`] rows already filled: a large
+    /// result grows by new chunks instead of reallocating (and copying) one.
+    full: Vec<Chunk>,
+    full_bytes: u64,
+    split: bool,
+    unflat_positions: Vec<u32>,
+    block: Vec<u32>,
+    flat_block: Vec<u32>,
     memory: MemoryCharge,
     /// Rows needed in total (skip + limit), shared by all workers.
     wanted: Option<(u64, Arc<AtomicU64>)>,
@@ -28,6 +37,7 @@ impl Collect {
         outputs: Vec<Evaluator>,
         types: &[LogicalType],
         wanted: Option<(u64, Arc<AtomicU64>)>,
+        split: bool,
     ) -> Collect {
         let scratch = types
             .iter()
@@ -38,64 +48,114 @@ impl Collect {
             outputs,
             scratch,
             rows: Chunk::new(types, 0),
+            full: Vec::new(),
+            full_bytes: 0,
+            split,
+            unflat_positions: Vec::new(),
+            block: Vec::new(),
+            flat_block: Vec::new(),
             memory: MemoryCharge::default(),
             wanted,
         }
     }
 }
 
+/// Rows per result chunk when a collector splits its rows.
+pub const CHUNK_ROWS: usize = 1 << 17;
+
+impl Collect {
+    /// Every row collected, in chunks.
+    pub fn into_chunks(mut self) -> Vec<Chunk> {
+        self.full.push(self.rows);
+        self.full
+    }
+}
+
 impl LocalSink for Collect {
     fn consume(&mut self, rs: &ResultSet, layout: &SlotLayout) -> Result<()> {
-        let ectx = EvalContext {
-            rs,
-            layout,
-            params: &self.ctx.params,
-            subqueries: &self.ctx.subqueries,
-        };
-        let mut kinds = Vec::with_capacity(self.outputs.len());
-        for (ev, out) in self.outputs.iter_mut().zip(self.scratch.iter_mut()) {
-            kinds.push(ev.evaluate(&ectx, out)?);
-        }
         let total = rs.num_tuples();
         if total == 0 {
             return Ok(());
+        }
+        let Collect {
+            outputs,
+            scratch,
+            rows,
+            full,
+            full_bytes,
+            split,
+            unflat_positions,
+            block,
+            flat_block,
+            memory,
+            ctx,
+            wanted,
+        } = self;
+        let ectx = EvalContext {
+            rs,
+            layout,
+            params: &ctx.params,
+            subqueries: &ctx.subqueries,
+        };
+        let mut views = Vec::with_capacity(outputs.len());
+        for (ev, out) in outputs.iter_mut().zip(scratch.iter_mut()) {
+            views.push(ev.evaluate_view(&ectx, out)?);
         }
         let unflat = rs.unflat_chunk();
         let per_position = match unflat {
             Some(u) => total / rs.chunks[u].state.num_tuples().max(1) as u64,
             None => total,
         };
-        let mut positions = Vec::new();
+        unflat_positions.clear();
         match unflat {
-            Some(u) => rs.chunks[u].state.for_each_position(|p| positions.push(p)),
-            None => positions.push(0),
+            Some(u) => rs.chunks[u]
+                .state
+                .for_each_position(|p| unflat_positions.push(p as u32)),
+            None => unflat_positions.push(0),
         }
+        // Rows are appended column by column in blocks of at most BLOCK rows:
+        // a tuple standing for many rows (a multiplicity) is expanded and
+        // charged against the memory limit as it grows.
+        const BLOCK: usize = 65_536;
+        let mut next = 0usize;
+        let mut repeat = 0u64;
         let mut added = 0u64;
-        for &p in &positions {
-            for _ in 0..per_position {
-                for ((col, kind), src) in
-                    self.rows.columns.iter_mut().zip(&kinds).zip(&self.scratch)
-                {
-                    let pos = match kind {
-                        Evaluated::Flat => 0,
-                        Evaluated::Unflat(_) => p,
-                    };
-                    col.push_value(&src.get_value(pos));
-                }
-                added += 1;
-                // A tuple standing for many rows is checked as it expands.
-                if added.is_multiple_of(65_536) {
-                    self.memory
-                        .grow_to(&self.ctx.memory, self.rows.memory_bytes() as u64)?;
+        while next < unflat_positions.len() {
+            block.clear();
+            while block.len() < BLOCK && next < unflat_positions.len() {
+                let p = unflat_positions[next];
+                let take = (per_position - repeat).min((BLOCK - block.len()) as u64);
+                block.extend(std::iter::repeat_n(p, take as usize));
+                repeat += take;
+                if repeat == per_position {
+                    repeat = 0;
+                    next += 1;
                 }
             }
+            let n = block.len();
+            for (col, view) in rows.columns.iter_mut().zip(&views) {
+                match view.evaluated {
+                    Evaluated::Flat => {
+                        flat_block.clear();
+                        flat_block.resize(n, view.flat_pos as u32);
+                        col.extend_gather(view.vector, flat_block);
+                    }
+                    Evaluated::Unflat(_) => col.extend_gather(view.vector, block),
+                }
+            }
+            rows.num_rows += n;
+            added += n as u64;
+            if *split && rows.num_rows >= CHUNK_ROWS {
+                let types: Vec<LogicalType> = rows.columns.iter().map(|c| c.ty.clone()).collect();
+                let done = std::mem::replace(rows, Chunk::new(&types, 0));
+                *full_bytes += done.memory_bytes() as u64;
+                full.push(done);
+            }
+            memory.grow_to(&ctx.memory, *full_bytes + rows.memory_bytes() as u64)?;
         }
-        self.rows.num_rows += added as usize;
-        self.memory
-            .grow_to(&self.ctx.memory, self.rows.memory_bytes() as u64)?;
-        if let Some((wanted, counter)) = &self.wanted {
+        if let Some((wanted, counter)) = wanted {
             if counter.fetch_add(added, Ordering::Relaxed) + added >= *wanted {
-                self.ctx.cancel.finish();
+                ctx.cancel.finish();
             }
         }
         Ok(())
