@@ -130,6 +130,101 @@ impl Value {
         }
     }
 
+    /// The value converted to a column of type `ty`, or None if it does not fit.
+    /// NULL fits every type; integers convert between widths when in range and
+    /// to FLOAT/DOUBLE; lists, structs and maps convert element by element
+    /// (a struct may leave out fields, which are NULL; a map literal fills a MAP
+    /// with STRING keys); other values must have exactly the column's type.
+    pub fn to_column_type(&self, ty: &LogicalType) -> Option<Value> {
+        let v = self;
+        if v.is_null() {
+            return Some(Value::Null);
+        }
+        if *ty == LogicalType::Any {
+            // A variant column takes every property value (entities are not
+            // property values).
+            return match v {
+                Value::InternalId(_) | Value::Node(_) | Value::Rel(_) | Value::Path(_) => None,
+                _ => Some(v.clone()),
+            };
+        }
+        match (ty, v) {
+            // Nested values are checked (and converted) element by element: a
+            // list's logical type names only its first non-NULL element's type.
+            (LogicalType::List(inner), Value::List(items)) => {
+                return items
+                    .iter()
+                    .map(|item| item.to_column_type(inner))
+                    .collect::<Option<Vec<_>>>()
+                    .map(Value::List);
+            }
+            (LogicalType::Struct(fields), Value::Struct(given)) => {
+                // A field the column does not declare is an error; one the value
+                // leaves out is NULL.
+                if given
+                    .iter()
+                    .any(|(name, _)| !fields.iter().any(|(f, _)| f == name))
+                {
+                    return None;
+                }
+                return fields
+                    .iter()
+                    .map(|(name, fty)| {
+                        let field = given.iter().find(|(n, _)| n == name);
+                        let value =
+                            field.map_or(Some(Value::Null), |(_, fv)| fv.to_column_type(fty))?;
+                        Some((name.clone(), value))
+                    })
+                    .collect::<Option<Vec<_>>>()
+                    .map(Value::Struct);
+            }
+            (LogicalType::Map(kt, vt), Value::Map(entries)) => {
+                return entries
+                    .iter()
+                    .map(|(k, x)| Some((k.to_column_type(kt)?, x.to_column_type(vt)?)))
+                    .collect::<Option<Vec<_>>>()
+                    .map(Value::Map);
+            }
+            // A map literal `{k: v}` fills a MAP with STRING keys.
+            (LogicalType::Map(kt, vt), Value::Struct(given)) if **kt == LogicalType::String => {
+                return given
+                    .iter()
+                    .map(|(k, x)| Some((Value::String(k.clone()), x.to_column_type(vt)?)))
+                    .collect::<Option<Vec<_>>>()
+                    .map(Value::Map);
+            }
+            (LogicalType::List(_) | LogicalType::Struct(_) | LogicalType::Map(..), _) => {
+                return None
+            }
+            _ => {}
+        }
+        if v.logical_type() == *ty {
+            return Some(v.clone());
+        }
+        let int = || -> Option<i128> {
+            match v {
+                Value::UInt64(u) => Some(*u as i128),
+                _ => v.as_i64().map(|i| i as i128),
+            }
+        };
+        Some(match ty {
+            LogicalType::Int8 => Value::Int8(i8::try_from(int()?).ok()?),
+            LogicalType::Int16 => Value::Int16(i16::try_from(int()?).ok()?),
+            LogicalType::Int32 => Value::Int32(i32::try_from(int()?).ok()?),
+            LogicalType::Int64 => Value::Int64(i64::try_from(int()?).ok()?),
+            LogicalType::UInt8 => Value::UInt8(u8::try_from(int()?).ok()?),
+            LogicalType::UInt16 => Value::UInt16(u16::try_from(int()?).ok()?),
+            LogicalType::UInt32 => Value::UInt32(u32::try_from(int()?).ok()?),
+            LogicalType::UInt64 => Value::UInt64(u64::try_from(int()?).ok()?),
+            LogicalType::Double => match v {
+                Value::Float(f) => Value::Double(*f as f64),
+                _ => Value::Double(int()? as f64),
+            },
+            LogicalType::Float => Value::Float(int()? as f32),
+            _ => return None,
+        })
+    }
+
     /// The value as i64 if it is an integer that fits.
     pub fn as_i64(&self) -> Option<i64> {
         Some(match *self {

@@ -21,11 +21,11 @@ use arrow_array::types::{
     TimestampMillisecondType, TimestampNanosecondType, TimestampSecondType, UInt16Type, UInt32Type,
     UInt64Type, UInt8Type,
 };
-use arrow_array::Array;
+use arrow_array::{Array, ArrayRef};
 use arrow_schema::{DataType, IntervalUnit, TimeUnit};
 use kith_common::constants::NODE_GROUP_SIZE;
 use kith_common::temporal::MICROS_PER_DAY;
-use kith_common::{Chunk, Error, Interval, LogicalType, Result};
+use kith_common::{Chunk, Error, Interval, LogicalType, Result, Value};
 
 use crate::column::{ColumnBuilder, FieldError};
 use crate::csv::{check_types, column_name, ParsedMorsel};
@@ -293,8 +293,144 @@ fn convertible(dt: &DataType, ty: &LogicalType) -> bool {
         DataType::Duration(_) | DataType::Interval(IntervalUnit::MonthDayNano) => {
             *ty == T::Interval
         }
+        DataType::List(f) | DataType::LargeList(f) | DataType::FixedSizeList(f, _) => {
+            matches!(ty, T::List(inner) if convertible(f.data_type(), inner))
+        }
+        // Fields match by name; a declared field the source lacks is NULL.
+        DataType::Struct(fields) => matches!(ty, T::Struct(declared) if fields.iter().all(|f| {
+            declared
+                .iter()
+                .any(|(n, t)| n == f.name() && convertible(f.data_type(), t))
+        })),
+        DataType::Map(entries, _) => match (entries.data_type(), ty) {
+            (DataType::Struct(kv), T::Map(k, v)) if kv.len() == 2 => {
+                convertible(kv[0].data_type(), k) && convertible(kv[1].data_type(), v)
+            }
+            _ => false,
+        },
         _ => false,
     }
+}
+
+/// The values of nested Arrow array `a` (LIST, STRUCT or MAP, or a scalar
+/// array for a scalar `ty`) converted to `ty`, one per row; on failure the
+/// row and a rendering of the offending element.
+fn nested_values(
+    a: &dyn Array,
+    ty: &LogicalType,
+) -> std::result::Result<Vec<Value>, (usize, String)> {
+    let n = a.len();
+    let null = |i: usize| a.is_null(i);
+    match (ty, a.data_type()) {
+        (
+            LogicalType::List(inner),
+            DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(..),
+        ) => {
+            let (offsets, child): (Vec<usize>, &ArrayRef) = match a.data_type() {
+                DataType::List(_) => {
+                    let l = a.as_list::<i32>();
+                    (
+                        l.value_offsets().iter().map(|&o| o as usize).collect(),
+                        l.values(),
+                    )
+                }
+                DataType::LargeList(_) => {
+                    let l = a.as_list::<i64>();
+                    (
+                        l.value_offsets().iter().map(|&o| o as usize).collect(),
+                        l.values(),
+                    )
+                }
+                _ => {
+                    let l = a.as_fixed_size_list();
+                    let size = l.value_length() as usize;
+                    let start = if n > 0 { l.value_offset_at(0) } else { 0 };
+                    ((0..=n).map(|i| start + i * size).collect(), l.values())
+                }
+            };
+            let items = child_values(child, &offsets, inner)?;
+            Ok(ranges(&offsets, items, null, Value::List))
+        }
+        (LogicalType::Map(kt, vt), DataType::Map(..)) => {
+            let m = a.as_map();
+            let offsets: Vec<usize> = m.value_offsets().iter().map(|&o| o as usize).collect();
+            let keys = child_values(m.keys(), &offsets, kt)?;
+            let values = child_values(m.values(), &offsets, vt)?;
+            let entries: Vec<(Value, Value)> = keys.into_iter().zip(values).collect();
+            Ok(ranges(&offsets, entries, null, Value::Map))
+        }
+        (LogicalType::Struct(fields), DataType::Struct(_)) => {
+            let s = a.as_struct();
+            let mut columns: Vec<Vec<Value>> = Vec::with_capacity(fields.len());
+            for (name, fty) in fields {
+                columns.push(match s.column_by_name(name) {
+                    Some(c) => nested_values(c.as_ref(), fty)?,
+                    None => vec![Value::Null; n],
+                });
+            }
+            Ok((0..n)
+                .map(|i| {
+                    if null(i) {
+                        return Value::Null;
+                    }
+                    Value::Struct(
+                        fields
+                            .iter()
+                            .zip(columns.iter_mut())
+                            .map(|((name, _), col)| {
+                                (name.clone(), std::mem::replace(&mut col[i], Value::Null))
+                            })
+                            .collect(),
+                    )
+                })
+                .collect())
+        }
+        _ => {
+            let mut b = ColumnBuilder::new(ty, n);
+            convert(&mut b, a)?;
+            Ok(b.into_values())
+        }
+    }
+}
+
+/// The values of `child` between the first and the last of `offsets`,
+/// converted to `ty`; an error's index is turned into the row whose range
+/// holds it.
+fn child_values(
+    child: &ArrayRef,
+    offsets: &[usize],
+    ty: &LogicalType,
+) -> std::result::Result<Vec<Value>, (usize, String)> {
+    let (first, last) = (offsets[0], offsets[offsets.len() - 1]);
+    let part = child.slice(first, last - first);
+    nested_values(part.as_ref(), ty).map_err(|(i, text)| {
+        let row = offsets
+            .partition_point(|&o| o <= first + i)
+            .saturating_sub(1);
+        (row, text)
+    })
+}
+
+/// One value per row from the consecutive ranges of `items` that `offsets`
+/// delimit; NULL where `null(row)`.
+fn ranges<T>(
+    offsets: &[usize],
+    items: Vec<T>,
+    null: impl Fn(usize) -> bool,
+    make: impl Fn(Vec<T>) -> Value,
+) -> Vec<Value> {
+    let mut items = items.into_iter();
+    (0..offsets.len() - 1)
+        .map(|row| {
+            let len = offsets[row + 1] - offsets[row];
+            let slice: Vec<T> = items.by_ref().take(len).collect();
+            if null(row) {
+                Value::Null
+            } else {
+                make(slice)
+            }
+        })
+        .collect()
 }
 
 /// A duration in microseconds as an interval of days and microseconds (as a
@@ -537,6 +673,23 @@ pub(crate) fn convert(
                 |c, v| c.push_interval(v),
                 |v| format!("'{v}'"),
             )
+        }
+        DataType::List(_)
+        | DataType::LargeList(_)
+        | DataType::FixedSizeList(..)
+        | DataType::Struct(_)
+        | DataType::Map(..)
+            if matches!(
+                col.ty(),
+                LogicalType::List(_) | LogicalType::Struct(_) | LogicalType::Map(..)
+            ) =>
+        {
+            let ty = col.ty().clone();
+            for (i, v) in nested_values(a, &ty)?.into_iter().enumerate() {
+                col.push_nested(v)
+                    .map_err(|_| (i, format!("a value of Arrow type {}", a.data_type())))?;
+            }
+            Ok(())
         }
         other => {
             if a.is_empty() {

@@ -2,7 +2,7 @@
 //! instead of going through [`Value`](kith_common::Value).
 
 use kith_common::{
-    Date, Interval, LogicalType, NullMask, StringData, Timestamp, ValueVector, VectorData,
+    Date, Interval, LogicalType, NullMask, StringData, Timestamp, Value, ValueVector, VectorData,
 };
 
 /// Why a single field could not be converted.
@@ -36,10 +36,20 @@ enum Data {
     F64(Vec<f64>),
     Str(StringData),
     Interval(Vec<Interval>),
+    /// LIST, STRUCT and MAP columns: one value per row, already converted to
+    /// the column's type.
+    Nested(Vec<Value>),
 }
 
-/// Whether `ty` can be produced by the readers.
+/// Whether `ty` can be produced by the readers: the scalar types below, and
+/// lists, structs and maps of them.
 pub(crate) fn check_supported(ty: &LogicalType) -> bool {
+    match ty {
+        LogicalType::List(inner) => return check_supported(inner),
+        LogicalType::Struct(fields) => return fields.iter().all(|(_, t)| check_supported(t)),
+        LogicalType::Map(k, v) => return check_supported(k) && check_supported(v),
+        _ => {}
+    }
     matches!(
         ty,
         LogicalType::Bool
@@ -76,6 +86,9 @@ impl ColumnBuilder {
             LogicalType::Float => Data::F32(Vec::with_capacity(capacity)),
             LogicalType::Double => Data::F64(Vec::with_capacity(capacity)),
             LogicalType::Interval => Data::Interval(Vec::with_capacity(capacity)),
+            LogicalType::List(_) | LogicalType::Struct(_) | LogicalType::Map(..) => {
+                Data::Nested(Vec::with_capacity(capacity))
+            }
             _ => Data::Str(StringData::default()),
         };
         ColumnBuilder {
@@ -88,6 +101,10 @@ impl ColumnBuilder {
 
     pub(crate) fn len(&self) -> usize {
         self.len
+    }
+
+    pub(crate) fn ty(&self) -> &LogicalType {
+        &self.ty
     }
 
     /// Appends a NULL.
@@ -107,6 +124,7 @@ impl ColumnBuilder {
             Data::F64(v) => v.push(0.0),
             Data::Str(v) => v.push(""),
             Data::Interval(v) => v.push(Interval::default()),
+            Data::Nested(v) => v.push(Value::Null),
         }
         self.nulls.set(self.len, true);
         self.len += 1;
@@ -147,9 +165,36 @@ impl ColumnBuilder {
             Data::Bool(v) => v.push(parse_bool(f).ok_or(bad)?),
             Data::Str(v) => v.push(std::str::from_utf8(f).map_err(|_| FieldError::Utf8)?),
             Data::Interval(v) => v.push(Interval::parse(as_str(f)?).ok_or(bad)?),
+            Data::Nested(v) => {
+                let value = crate::nested_literal::parse(as_str(f)?, &self.ty).ok_or(bad)?;
+                if value.is_null() {
+                    self.nulls.set(self.len, true);
+                }
+                v.push(value)
+            }
         }
         self.len += 1;
         Ok(())
+    }
+
+    /// Appends a value of the column's own type (LIST, STRUCT and MAP
+    /// columns, whose values readers build whole).
+    pub(crate) fn push_nested(&mut self, value: Value) -> Result<(), FieldError> {
+        let Data::Nested(v) = &mut self.data else {
+            return Err(FieldError::Convert);
+        };
+        if value.is_null() {
+            self.nulls.set(self.len, true);
+        }
+        v.push(value);
+        self.len += 1;
+        Ok(())
+    }
+
+    /// The values built so far, one per row (NULL where the row is NULL).
+    pub(crate) fn into_values(self) -> Vec<Value> {
+        let v = self.finish();
+        (0..v.len()).map(|i| v.get_value(i)).collect()
     }
 
     /// Appends an integer from a typed source; `Err` when out of range or the
@@ -270,6 +315,7 @@ impl ColumnBuilder {
             Data::F64(v) => VectorData::F64(v),
             Data::Str(v) => VectorData::Str(v),
             Data::Interval(v) => VectorData::Interval(v),
+            Data::Nested(v) => VectorData::Value(v),
         };
         let mut nulls = self.nulls;
         nulls.resize(self.len);

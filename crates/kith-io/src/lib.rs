@@ -10,6 +10,7 @@
 pub mod arrow_source;
 mod column;
 pub mod csv;
+mod nested_literal;
 pub mod parquet;
 
 pub use crate::arrow_source::{read_arrow_morsel, ArrowSource};

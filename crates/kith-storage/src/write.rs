@@ -173,48 +173,6 @@ fn write_error(message: impl Into<String>) -> Error {
     Error::new(ErrorKind::Runtime, message)
 }
 
-/// `v` converted to a column of type `ty`, or None if it does not fit.
-/// NULL fits every type; integers convert between widths when in range and
-/// to FLOAT/DOUBLE; other values must have exactly the column's type.
-pub fn coerce_value(v: &Value, ty: &LogicalType) -> Option<Value> {
-    if v.is_null() {
-        return Some(Value::Null);
-    }
-    if *ty == LogicalType::Any {
-        // A variant column takes every property value (entities are not
-        // property values).
-        return match v {
-            Value::InternalId(_) | Value::Node(_) | Value::Rel(_) | Value::Path(_) => None,
-            _ => Some(v.clone()),
-        };
-    }
-    if v.logical_type() == *ty {
-        return Some(v.clone());
-    }
-    let int = || -> Option<i128> {
-        match v {
-            Value::UInt64(u) => Some(*u as i128),
-            _ => v.as_i64().map(|i| i as i128),
-        }
-    };
-    Some(match ty {
-        LogicalType::Int8 => Value::Int8(i8::try_from(int()?).ok()?),
-        LogicalType::Int16 => Value::Int16(i16::try_from(int()?).ok()?),
-        LogicalType::Int32 => Value::Int32(i32::try_from(int()?).ok()?),
-        LogicalType::Int64 => Value::Int64(i64::try_from(int()?).ok()?),
-        LogicalType::UInt8 => Value::UInt8(u8::try_from(int()?).ok()?),
-        LogicalType::UInt16 => Value::UInt16(u16::try_from(int()?).ok()?),
-        LogicalType::UInt32 => Value::UInt32(u32::try_from(int()?).ok()?),
-        LogicalType::UInt64 => Value::UInt64(u64::try_from(int()?).ok()?),
-        LogicalType::Double => match v {
-            Value::Float(f) => Value::Double(*f as f64),
-            _ => Value::Double(int()? as f64),
-        },
-        LogicalType::Float => Value::Float(int()? as f32),
-        _ => return None,
-    })
-}
-
 /// (storage column, type) of each property of a MERGE probe.
 fn probe_columns(
     entry: &TableEntry,
@@ -303,7 +261,7 @@ fn coerce_rows(
             )));
         }
         for (pi, prop) in entry.properties.iter().enumerate() {
-            let v = coerce_value(&row[pi], &prop.ty).ok_or_else(|| {
+            let v = row[pi].to_column_type(&prop.ty).ok_or_else(|| {
                 Error::type_error(format!(
                     "cannot store {} value {} in column '{}' ({}) of table '{}'",
                     row[pi].logical_type(),
@@ -509,7 +467,7 @@ impl WriteTxn<'_> {
             .find(|p| p.id == property)
             .map(|p| p.ty.clone())
             .ok_or_else(|| Error::internal("added property missing from the catalog"))?;
-        let fill = coerce_value(fill, &ty).ok_or_else(|| {
+        let fill = fill.to_column_type(&ty).ok_or_else(|| {
             Error::type_error(format!("the default {fill} does not fit type {ty}"))
         })?;
         let nulls = |n: u64| {
@@ -850,8 +808,9 @@ impl WriteTxn<'_> {
         let mut batch: HashSet<PkKey> = HashSet::with_capacity(n);
         let mut keys = Vec::with_capacity(n);
         for row in rows {
-            let v =
-                coerce_value(&row[pk_prop], &entry.properties[pk_prop].ty).unwrap_or(Value::Null);
+            let v = row[pk_prop]
+                .to_column_type(&entry.properties[pk_prop].ty)
+                .unwrap_or(Value::Null);
             if v.is_null() {
                 return Err(write_error(format!(
                     "the primary key '{pk_name}' of table '{}' cannot be NULL",
@@ -1103,7 +1062,7 @@ impl WriteTxn<'_> {
                 entry.name
             )));
         }
-        let v = coerce_value(value, &prop.ty).ok_or_else(|| {
+        let v = value.to_column_type(&prop.ty).ok_or_else(|| {
             Error::type_error(format!(
                 "cannot store {} value {} in column '{}' ({}) of table '{}'",
                 value.logical_type(),
@@ -1568,7 +1527,7 @@ impl WriteTxn<'_> {
                     entry.name, property.0
                 ))
             })?;
-        let v = coerce_value(value, &prop.ty).ok_or_else(|| {
+        let v = value.to_column_type(&prop.ty).ok_or_else(|| {
             Error::type_error(format!(
                 "cannot store {} value {} in column '{}' ({}) of table '{}'",
                 value.logical_type(),

@@ -123,7 +123,7 @@ pub(crate) fn ensure_property<'v>(
             None => ty = Some(stored_type(v)),
             Some(LogicalType::Any) => {}
             Some(t) => {
-                if kith_storage::write::coerce_value(v, t).is_none() || v.logical_type() != *t {
+                if v.to_column_type(t).is_none() || v.logical_type() != *t {
                     widen = true;
                     ty = Some(LogicalType::Any);
                 }

@@ -151,11 +151,27 @@ pub fn bind_type(t: &ast::TypeName) -> Result<LogicalType> {
                 )
             })
             .ok_or_else(|| Error::at(ErrorKind::Semantic, *span, format!("unknown type '{name}'"))),
-        ast::TypeName::List(_)
-        | ast::TypeName::Array(..)
-        | ast::TypeName::Struct(_)
-        | ast::TypeName::Map(..) => Err(Error::not_supported(
-            "LIST, ARRAY, STRUCT and MAP columns are not supported yet",
+        ast::TypeName::List(inner) => Ok(LogicalType::List(Box::new(bind_type(inner)?))),
+        ast::TypeName::Struct(fields) => {
+            let mut bound: Vec<(String, LogicalType)> = Vec::with_capacity(fields.len());
+            for (name, ty) in fields {
+                if bound.iter().any(|(n, _)| n == &name.name) {
+                    return Err(Error::at(
+                        ErrorKind::Semantic,
+                        name.span,
+                        format!("STRUCT field '{}' is declared twice", name.name),
+                    ));
+                }
+                bound.push((name.name.clone(), bind_type(ty)?));
+            }
+            Ok(LogicalType::Struct(bound))
+        }
+        ast::TypeName::Map(k, v) => Ok(LogicalType::Map(
+            Box::new(bind_type(k)?),
+            Box::new(bind_type(v)?),
+        )),
+        ast::TypeName::Array(..) => Err(Error::not_supported(
+            "fixed-size ARRAY columns (T[n]) are not supported; declare a LIST (T[]) instead",
         )),
     }
 }
