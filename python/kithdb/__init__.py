@@ -274,8 +274,10 @@ class QueryResult:
 
         Scalar columns are built from the engine's typed vectors in Rust and passed
         to pyarrow through the Arrow C data interface (no per-value Python objects):
-        DATE -> date32, TIMESTAMP -> timestamp[us], INTERVAL -> duration[us].
-        Nested and graph columns are converted through Python objects for now.
+        DATE -> date32, TIMESTAMP -> timestamp[us], INTERVAL -> duration[us];
+        LIST, STRUCT and MAP columns of such types become list, struct and map
+        arrays. Node, rel, path and variant (ANY) columns are converted through
+        Python objects (pyarrow infers their type).
         """
         import pyarrow as pa
 

@@ -341,6 +341,13 @@ def test_declared_nested_columns_from_pyarrow_pandas_and_polars(conn):
     maps = [r[4] for r in got]
     assert maps[1] is None
     assert dict(maps[0].items()) == {"k": 1} and len(maps[2]) == 0
+    # get_as_arrow builds typed nested arrays (not inferred from Python objects).
+    out = conn.execute("MATCH (n:N) RETURN n.tags, n.nums, n.pt, n.m ORDER BY n.id").get_as_arrow()
+    assert out.schema.types == [
+        pa.list_(pa.string()), pa.list_(pa.list_(pa.int64())),
+        pa.struct([("x", pa.float64()), ("label", pa.string())]), pa.map_(pa.string(), pa.int32())]
+    assert out.column(1).to_pylist() == [[[1], [2, 3]], [None, []], [[4]]]
+    assert out.column(3).to_pylist() == [[("k", 1)], None, []]
 
     # pandas: Python lists in an object column; polars: a List column.
     frame = pd.DataFrame({"id": [10, 11], "tags": [["x"], ["y", "z"]]})

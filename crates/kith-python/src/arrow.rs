@@ -2,9 +2,10 @@
 //!
 //! Fixed-width and string columns are copied from the engine's typed vectors
 //! into Arrow buffers (with the GIL released) and handed to pyarrow through the
-//! Arrow C data interface (`pyarrow.Array._import_from_c`). Nested and graph
-//! columns (one `Value` per slot in the engine too) go through Python objects
-//! and `pyarrow.array` — the slow path, until the engine has typed nested vectors.
+//! Arrow C data interface (`pyarrow.Array._import_from_c`). LIST, STRUCT and
+//! MAP columns of such types become Arrow's nested arrays the same way. Graph
+//! and variant columns (nodes, rels, paths, ANY) go through Python objects and
+//! `pyarrow.array`, which infers their type: the slow path.
 
 use std::sync::Arc;
 
@@ -13,11 +14,12 @@ use arrow_array::types::{
     Int8Type, TimestampMicrosecondType, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
 };
 use arrow_array::{
-    Array, ArrayRef, ArrowPrimitiveType, BooleanArray, LargeStringArray, PrimitiveArray,
-    StringArray,
+    Array, ArrayRef, ArrowPrimitiveType, BooleanArray, LargeStringArray, ListArray, MapArray,
+    PrimitiveArray, StringArray, StructArray,
 };
 use arrow_buffer::{BooleanBufferBuilder, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
-use kith_common::{Chunk, LogicalType, VectorData};
+use arrow_schema::{DataType, Field, Fields};
+use kith_common::{Chunk, LogicalType, Value, ValueVector, VectorData};
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 
@@ -198,7 +200,133 @@ fn typed_column(chunks: &[Chunk], col: usize, ty: &LogicalType) -> Option<ArrayR
                 }))
             }
         }
+        LogicalType::List(_) | LogicalType::Struct(_) | LogicalType::Map(..) => {
+            let mut values = Vec::with_capacity(total);
+            for c in chunks {
+                let v = &c.columns[col];
+                values.extend((0..c.num_rows).map(|pos| v.get_value(pos)));
+            }
+            nested_array(&values, ty)
+        }
         _ => None,
+    }
+}
+
+/// `values` (each NULL or of type `ty`) as one Arrow array: lists, structs
+/// and maps as Arrow's nested arrays around typed leaf arrays. `None` when a
+/// leaf type has no typed Arrow form (nodes, rels, variant values) or a value
+/// is not of `ty`.
+fn nested_array(values: &[Value], ty: &LogicalType) -> Option<ArrayRef> {
+    let nulls = || {
+        values
+            .iter()
+            .any(Value::is_null)
+            .then(|| NullBuffer::from_iter(values.iter().map(|v| !v.is_null())))
+    };
+    match ty {
+        LogicalType::List(inner) => {
+            let mut items = Vec::new();
+            let mut offsets = Vec::with_capacity(values.len() + 1);
+            offsets.push(0i32);
+            for v in values {
+                match v {
+                    Value::List(list) => items.extend(list.iter().cloned()),
+                    Value::Null => {}
+                    _ => return None,
+                }
+                offsets.push(i32::try_from(items.len()).ok()?);
+            }
+            let child = nested_array(&items, inner)?;
+            let field = Arc::new(Field::new("item", child.data_type().clone(), true));
+            let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
+            Some(Arc::new(
+                ListArray::try_new(field, offsets, child, nulls()).ok()?,
+            ))
+        }
+        LogicalType::Struct(fields) => {
+            let mut columns: Vec<Vec<Value>> = vec![Vec::with_capacity(values.len()); fields.len()];
+            for v in values {
+                match v {
+                    Value::Struct(given) => {
+                        for ((name, _), column) in fields.iter().zip(columns.iter_mut()) {
+                            let field = given.iter().find(|(n, _)| n == name);
+                            column.push(field.map_or(Value::Null, |(_, x)| x.clone()));
+                        }
+                    }
+                    Value::Null => columns.iter_mut().for_each(|c| c.push(Value::Null)),
+                    _ => return None,
+                }
+            }
+            let arrays = fields
+                .iter()
+                .zip(&columns)
+                .map(|((_, fty), column)| nested_array(column, fty))
+                .collect::<Option<Vec<ArrayRef>>>()?;
+            let arrow_fields: Fields = fields
+                .iter()
+                .zip(&arrays)
+                .map(|((name, _), a)| Field::new(name, a.data_type().clone(), true))
+                .collect();
+            if fields.is_empty() {
+                return Some(Arc::new(StructArray::new_empty_fields(
+                    values.len(),
+                    nulls(),
+                )));
+            }
+            Some(Arc::new(
+                StructArray::try_new(arrow_fields, arrays, nulls()).ok()?,
+            ))
+        }
+        LogicalType::Map(kt, vt) => {
+            let (mut keys, mut items) = (Vec::new(), Vec::new());
+            let mut offsets = Vec::with_capacity(values.len() + 1);
+            offsets.push(0i32);
+            for v in values {
+                match v {
+                    Value::Map(entries) => {
+                        for (k, x) in entries {
+                            keys.push(k.clone());
+                            items.push(x.clone());
+                        }
+                    }
+                    Value::Null => {}
+                    _ => return None,
+                }
+                offsets.push(i32::try_from(keys.len()).ok()?);
+            }
+            // Arrow map keys are never NULL.
+            if keys.iter().any(Value::is_null) {
+                return None;
+            }
+            let keys = nested_array(&keys, kt)?;
+            let items = nested_array(&items, vt)?;
+            let entry_fields = Fields::from(vec![
+                Field::new("key", keys.data_type().clone(), false),
+                Field::new("value", items.data_type().clone(), true),
+            ]);
+            let entries =
+                StructArray::try_new(entry_fields.clone(), vec![keys, items], None).ok()?;
+            let field = Arc::new(Field::new("entries", DataType::Struct(entry_fields), false));
+            let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
+            Some(Arc::new(
+                MapArray::try_new(field, offsets, entries, nulls(), false).ok()?,
+            ))
+        }
+        _ => {
+            // A leaf: through a typed vector, as a top-level column is built.
+            let mut vector = ValueVector::new(ty.clone(), 0);
+            for v in values {
+                if !v.is_null() && v.logical_type() != *ty {
+                    return None;
+                }
+                vector.push_value(v);
+            }
+            let chunk = Chunk {
+                columns: vec![vector],
+                num_rows: values.len(),
+            };
+            typed_column(std::slice::from_ref(&chunk), 0, ty)
+        }
     }
 }
 
