@@ -24,8 +24,23 @@ pub struct CsrPins {
     dir: RelDirection,
     /// Storage columns of the rel properties pinned with each group.
     columns: Vec<usize>,
-    pinned: Vec<Option<PinnedCsrGroup>>,
+    pinned: Vec<Option<PinnedGroup>>,
 }
+
+/// A pinned CSR group and, once it has been sought often enough, its
+/// offsets decoded from their bit-packed form.
+struct PinnedGroup {
+    csr: PinnedCsrGroup,
+    seeks: u64,
+    offsets: Option<Vec<u64>>,
+}
+
+/// A group's offsets are decoded once it has been sought one time per 16 of
+/// its nodes (and at least this often): decoding costs about as much per
+/// node as a seek costs a sixteenth of, so a query that seeks a group often
+/// (every middle node of a 2-hop pattern, say) pays for the decode many times
+/// over, and one seeking a handful of nodes never decodes.
+const DECODE_AFTER_SEEKS: u64 = 8;
 
 impl CsrPins {
     pub fn new(data: Arc<RelTableData>, fwd: bool, columns: Vec<usize>) -> CsrPins {
@@ -43,8 +58,34 @@ impl CsrPins {
 
     /// The group and CSR positions of node `offset`'s rels (an empty range
     /// for a node added after the rels were built).
+    #[inline]
     pub fn range(&mut self, pager: &Arc<Pager>, offset: u64) -> Result<(usize, u64, u64)> {
         let group = (offset / NODE_GROUP_SIZE) as usize;
+        let local = offset % NODE_GROUP_SIZE;
+        if let Some(Some(PinnedGroup {
+            csr,
+            offsets: Some(offsets),
+            ..
+        })) = self.pinned.get(group)
+        {
+            if local >= csr.num_nodes {
+                return Ok((group, 0, 0));
+            }
+            let l = local as usize;
+            return Ok((group, offsets[l], offsets[l + 1]));
+        }
+        self.range_pinning(pager, group, local)
+    }
+
+    /// [`CsrPins::range`] in a group whose offsets are not decoded yet
+    /// (pinning it first if needed); out of line so the decoded path inlines.
+    #[inline(never)]
+    fn range_pinning(
+        &mut self,
+        pager: &Arc<Pager>,
+        group: usize,
+        local: u64,
+    ) -> Result<(usize, u64, u64)> {
         let Some(csr_group) = self.data.csr(self.dir).groups.get(group) else {
             return Ok((0, 0, 0));
         };
@@ -53,9 +94,20 @@ impl CsrPins {
         }
         let pinned = match &mut self.pinned[group] {
             Some(p) => p,
-            slot => slot.insert(csr_group.pin(pager, &self.columns)?),
+            slot => slot.insert(PinnedGroup {
+                csr: csr_group.pin(pager, &self.columns)?,
+                seeks: 0,
+                offsets: None,
+            }),
         };
-        let (s, e) = pinned.range(offset % NODE_GROUP_SIZE);
+        pinned.seeks += 1;
+        let (s, e) = pinned.csr.range(local);
+        if pinned.seeks >= DECODE_AFTER_SEEKS.max(pinned.csr.num_nodes / 16) {
+            let n = pinned.csr.num_nodes as usize + 1;
+            let mut offsets = vec![0u64; n];
+            pinned.csr.offsets.read_u64s(0, n, &mut offsets);
+            pinned.offsets = Some(offsets);
+        }
         Ok((group, s, e))
     }
 
@@ -64,6 +116,7 @@ impl CsrPins {
         self.pinned
             .get(group)
             .and_then(|p| p.as_ref())
+            .map(|p| &p.csr)
             .ok_or_else(|| kith_common::Error::internal("CSR group read before it was pinned"))
     }
 }
@@ -258,20 +311,16 @@ impl Extend {
                 return Ok(false);
             }
             self.base_multiplicity = rs.multiplicity.max(1);
-            let mut total = 0u64;
-            for i in 0..rs.chunks[self.input_chunk].state.selected_len() {
-                rs.chunks[self.input_chunk].state.flat = Some(i);
-                let Some(from) = Self::flat_id(rs, self.from)? else {
-                    continue;
-                };
-                self.seek(from.offset())?;
-                total += self.end - self.pos;
-                if !self.exclude.is_empty() {
-                    self.find_excluded(rs, from)?;
-                    total -= self.skips.len() as u64;
-                }
-            }
-            self.skips.clear();
+            let total = if self.from.0 == self.input_chunk
+                && self
+                    .exclude
+                    .iter()
+                    .all(|(_, gate)| gate.0 != self.input_chunk)
+            {
+                self.batch_degrees(rs)?
+            } else {
+                self.tuple_degrees(rs)?
+            };
             if total == 0 {
                 continue;
             }
@@ -284,6 +333,85 @@ impl Extend {
             rs.multiplicity = self.base_multiplicity * total;
             return Ok(true);
         }
+    }
+
+    /// The rels of the input batch's nodes (the extend's `from` is in the
+    /// input group, no exclusion's gate is), less the exclusions: a tight
+    /// loop over the node ids. An exclusion applies only to a node equal to
+    /// its gate, which is the same for the whole batch, so only such nodes
+    /// are flattened and tested one by one.
+    fn batch_degrees(&mut self, rs: &mut ResultSet) -> Result<u64> {
+        let mut gates: Vec<InternalId> = Vec::with_capacity(self.exclude.len());
+        for &(_, gate) in &self.exclude {
+            if let Some(g) = Self::flat_id(rs, gate)? {
+                gates.push(g);
+            }
+        }
+        let chunk = &rs.chunks[self.input_chunk];
+        let v = &chunk.vectors[self.from.1];
+        let VectorData::Id(ids) = &v.data else {
+            return Err(kith_common::Error::internal("extend from a non-id vector"));
+        };
+        let mut total = 0u64;
+        let mut gated: Vec<usize> = Vec::new();
+        let pager = &self.ctx.pager;
+        let mut visit = |i: usize, p: usize| -> Result<()> {
+            if v.is_null(p) {
+                return Ok(());
+            }
+            let id = ids[p];
+            if gates.contains(&id) {
+                gated.push(i);
+                return Ok(());
+            }
+            let (_, s, e) = self.pins.range(pager, id.offset())?;
+            total += e - s;
+            Ok(())
+        };
+        match &chunk.state.sel {
+            Some(sel) => {
+                for (i, &p) in sel.iter().enumerate() {
+                    visit(i, p as usize)?;
+                }
+            }
+            None => {
+                for p in 0..chunk.state.len {
+                    visit(p, p)?;
+                }
+            }
+        }
+        for i in gated {
+            rs.chunks[self.input_chunk].state.flat = Some(i);
+            total += self.tuple_degree(rs)?;
+        }
+        self.skips.clear();
+        Ok(total)
+    }
+
+    /// The rels of every tuple of the input batch, less the exclusions, one
+    /// flattened tuple at a time.
+    fn tuple_degrees(&mut self, rs: &mut ResultSet) -> Result<u64> {
+        let mut total = 0u64;
+        for i in 0..rs.chunks[self.input_chunk].state.selected_len() {
+            rs.chunks[self.input_chunk].state.flat = Some(i);
+            total += self.tuple_degree(rs)?;
+        }
+        self.skips.clear();
+        Ok(total)
+    }
+
+    /// The rels of the current flat tuple, less the exclusions.
+    fn tuple_degree(&mut self, rs: &ResultSet) -> Result<u64> {
+        let Some(from) = Self::flat_id(rs, self.from)? else {
+            return Ok(0);
+        };
+        self.seek(from.offset())?;
+        let mut n = self.end - self.pos;
+        if !self.exclude.is_empty() {
+            self.find_excluded(rs, from)?;
+            n -= self.skips.len() as u64;
+        }
+        Ok(n)
     }
 }
 
