@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use kith_common::constants::{NODE_GROUP_SIZE, VECTOR_CAPACITY};
-use kith_common::{InternalId, Result, TableId, VectorData};
+use kith_common::{InternalId, Result, TableId, ValueVector, VectorData};
 use kith_pager::Pager;
 use kith_storage::{PinnedCsrGroup, RelDirection, RelTableData};
 
@@ -311,16 +311,7 @@ impl Extend {
                 return Ok(false);
             }
             self.base_multiplicity = rs.multiplicity.max(1);
-            let total = if self.from.0 == self.input_chunk
-                && self
-                    .exclude
-                    .iter()
-                    .all(|(_, gate)| gate.0 != self.input_chunk)
-            {
-                self.batch_degrees(rs)?
-            } else {
-                self.tuple_degrees(rs)?
-            };
+            let total = self.batch_degrees(rs)?;
             if total == 0 {
                 continue;
             }
@@ -335,37 +326,64 @@ impl Extend {
         }
     }
 
-    /// The rels of the input batch's nodes (the extend's `from` is in the
-    /// input group, no exclusion's gate is), less the exclusions: a tight
-    /// loop over the node ids. An exclusion applies only to a node equal to
-    /// its gate, which is the same for the whole batch, so only such nodes
-    /// are flattened and tested one by one.
+    /// The rels of the input batch's tuples, less the exclusions, in one
+    /// loop over the batch. The node extended from, and each exclusion's
+    /// gate, is either in the input group (one per tuple) or in an earlier,
+    /// flat group (the same for the whole batch, its degree read once). An
+    /// exclusion can only remove a rel from a node equal to its gate, so only
+    /// such tuples are flattened and tested one by one.
     fn batch_degrees(&mut self, rs: &mut ResultSet) -> Result<u64> {
-        let mut gates: Vec<InternalId> = Vec::with_capacity(self.exclude.len());
+        let input = self.input_chunk;
+        let mut fixed_gates: Vec<InternalId> = Vec::new();
+        let mut tuple_gates: Vec<(&ValueVector, &[InternalId])> = Vec::new();
         for &(_, gate) in &self.exclude {
-            if let Some(g) = Self::flat_id(rs, gate)? {
-                gates.push(g);
+            if gate.0 == input {
+                let v = &rs.chunks[input].vectors[gate.1];
+                tuple_gates.push((v, ids_of(v)?));
+            } else if let Some(g) = Self::flat_id(rs, gate)? {
+                fixed_gates.push(g);
             }
         }
-        let chunk = &rs.chunks[self.input_chunk];
-        let v = &chunk.vectors[self.from.1];
-        let VectorData::Id(ids) = &v.data else {
-            return Err(kith_common::Error::internal("extend from a non-id vector"));
+        let pager = &self.ctx.pager;
+        let chunk = &rs.chunks[input];
+        let (from_vector, fixed) = if self.from.0 == input {
+            let v = &chunk.vectors[self.from.1];
+            (Some((v, ids_of(v)?)), None)
+        } else {
+            let Some(from) = Self::flat_id(rs, self.from)? else {
+                return Ok(0);
+            };
+            let (_, s, e) = self.pins.range(pager, from.offset())?;
+            (None, Some((from, e - s)))
         };
         let mut total = 0u64;
         let mut gated: Vec<usize> = Vec::new();
-        let pager = &self.ctx.pager;
         let mut visit = |i: usize, p: usize| -> Result<()> {
-            if v.is_null(p) {
-                return Ok(());
-            }
-            let id = ids[p];
-            if gates.contains(&id) {
+            let from = match (from_vector, fixed) {
+                (Some((v, ids)), _) => {
+                    if v.is_null(p) {
+                        return Ok(());
+                    }
+                    ids[p]
+                }
+                (None, Some((from, _))) => from,
+                (None, None) => return Ok(()),
+            };
+            if fixed_gates.contains(&from)
+                || tuple_gates
+                    .iter()
+                    .any(|(v, ids)| !v.is_null(p) && ids[p] == from)
+            {
                 gated.push(i);
                 return Ok(());
             }
-            let (_, s, e) = self.pins.range(pager, id.offset())?;
-            total += e - s;
+            total += match fixed {
+                Some((_, degree)) => degree,
+                None => {
+                    let (_, s, e) = self.pins.range(pager, from.offset())?;
+                    e - s
+                }
+            };
             Ok(())
         };
         match &chunk.state.sel {
@@ -381,19 +399,7 @@ impl Extend {
             }
         }
         for i in gated {
-            rs.chunks[self.input_chunk].state.flat = Some(i);
-            total += self.tuple_degree(rs)?;
-        }
-        self.skips.clear();
-        Ok(total)
-    }
-
-    /// The rels of every tuple of the input batch, less the exclusions, one
-    /// flattened tuple at a time.
-    fn tuple_degrees(&mut self, rs: &mut ResultSet) -> Result<u64> {
-        let mut total = 0u64;
-        for i in 0..rs.chunks[self.input_chunk].state.selected_len() {
-            rs.chunks[self.input_chunk].state.flat = Some(i);
+            rs.chunks[input].state.flat = Some(i);
             total += self.tuple_degree(rs)?;
         }
         self.skips.clear();
@@ -412,6 +418,14 @@ impl Extend {
             n -= self.skips.len() as u64;
         }
         Ok(n)
+    }
+}
+
+/// The ids of an id vector.
+fn ids_of(v: &ValueVector) -> Result<&[InternalId]> {
+    match &v.data {
+        VectorData::Id(ids) => Ok(ids.as_slice()),
+        _ => Err(kith_common::Error::internal("extend reads a non-id vector")),
     }
 }
 
