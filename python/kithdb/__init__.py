@@ -276,8 +276,12 @@ class QueryResult:
         to pyarrow through the Arrow C data interface (no per-value Python objects):
         DATE -> date32, TIMESTAMP -> timestamp[us], INTERVAL -> duration[us];
         LIST, STRUCT and MAP columns of such types become list, struct and map
-        arrays. Node, rel, path and variant (ANY) columns are converted through
-        Python objects (pyarrow infers their type).
+        arrays; nodes, rels and paths become structs shaped like the row API's
+        dicts (``_id``, ``_label``, one field per property over the column's
+        labels, rels also ``_src``/``_dst``, paths ``_nodes``/``_rels``).
+        Variant (ANY) columns, and graph columns whose property types disagree
+        across labels, are converted through Python objects (pyarrow infers
+        their type).
         """
         import pyarrow as pa
 

@@ -3,9 +3,11 @@
 //! Fixed-width and string columns are copied from the engine's typed vectors
 //! into Arrow buffers (with the GIL released) and handed to pyarrow through the
 //! Arrow C data interface (`pyarrow.Array._import_from_c`). LIST, STRUCT and
-//! MAP columns of such types become Arrow's nested arrays the same way. Graph
-//! and variant columns (nodes, rels, paths, ANY) go through Python objects and
-//! `pyarrow.array`, which infers their type: the slow path.
+//! MAP columns of such types become Arrow's nested arrays the same way, and
+//! so do nodes, rels and paths, as structs shaped like the row API's dicts.
+//! Variant (ANY) columns, and graph columns whose property types disagree
+//! across labels, go through Python objects and `pyarrow.array`, which infers
+//! their type: the slow path.
 
 use std::sync::Arc;
 
@@ -15,7 +17,7 @@ use arrow_array::types::{
 };
 use arrow_array::{
     Array, ArrayRef, ArrowPrimitiveType, BooleanArray, LargeStringArray, ListArray, MapArray,
-    PrimitiveArray, StringArray, StructArray,
+    NullArray, PrimitiveArray, StringArray, StructArray,
 };
 use arrow_buffer::{BooleanBufferBuilder, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, Field, Fields};
@@ -201,15 +203,166 @@ fn typed_column(chunks: &[Chunk], col: usize, ty: &LogicalType) -> Option<ArrayR
             }
         }
         LogicalType::List(_) | LogicalType::Struct(_) | LogicalType::Map(..) => {
-            let mut values = Vec::with_capacity(total);
-            for c in chunks {
-                let v = &c.columns[col];
-                values.extend((0..c.num_rows).map(|pos| v.get_value(pos)));
-            }
-            nested_array(&values, ty)
+            nested_array(&column_values(chunks, col, total), ty)
+        }
+        LogicalType::Node | LogicalType::Rel | LogicalType::Path => {
+            let (values, ty) = graph_structs(&column_values(chunks, col, total))?;
+            nested_array(&values, &ty)
         }
         _ => None,
     }
+}
+
+/// Every value of column `col`.
+fn column_values(chunks: &[Chunk], col: usize, total: usize) -> Vec<Value> {
+    let mut values = Vec::with_capacity(total);
+    for c in chunks {
+        let v = &c.columns[col];
+        values.extend((0..c.num_rows).map(|pos| v.get_value(pos)));
+    }
+    values
+}
+
+/// The property columns of the nodes (or rels) of a result column: each
+/// property name once, in first-seen order, with its type (`ANY` while only
+/// NULLs were seen).
+#[derive(Default)]
+struct PropertyColumns(Vec<(String, LogicalType)>);
+
+impl PropertyColumns {
+    /// Adds `props`; `None` when a property's values disagree in type.
+    fn add(&mut self, props: &[(String, Value)]) -> Option<()> {
+        for (name, v) in props {
+            let t = v.logical_type();
+            match self.0.iter_mut().find(|(n, _)| n == name) {
+                Some((_, known)) if v.is_null() || *known == t => {}
+                Some((_, known)) if *known == LogicalType::Any => *known = t,
+                Some(_) => return None,
+                None => self.0.push((name.clone(), t)),
+            }
+        }
+        Some(())
+    }
+
+    fn fields(&self, props: &[(String, Value)]) -> impl Iterator<Item = (String, Value)> + '_ {
+        let props: Vec<(String, Value)> = props.to_vec();
+        self.0.iter().map(move |(name, _)| {
+            let v = props.iter().find(|(n, _)| n == name);
+            (name.clone(), v.map_or(Value::Null, |(_, v)| v.clone()))
+        })
+    }
+}
+
+/// Node, rel and path values as structs in the shape of the row API's dicts
+/// (`_id` {offset, table}, `_label` and one field per property; rels also
+/// `_src` and `_dst`; paths `_nodes` and `_rels`), with their struct type.
+/// `None` when a property's values disagree in type across the column.
+fn graph_structs(values: &[Value]) -> Option<(Vec<Value>, LogicalType)> {
+    let (mut node_props, mut rel_props) = (PropertyColumns::default(), PropertyColumns::default());
+    let mut kind = None;
+    for v in values {
+        match v {
+            Value::Node(n) => node_props.add(&n.properties)?,
+            Value::Rel(r) => rel_props.add(&r.properties)?,
+            Value::Path(p) => {
+                for n in &p.nodes {
+                    node_props.add(&n.properties)?;
+                }
+                for r in &p.rels {
+                    rel_props.add(&r.properties)?;
+                }
+            }
+            Value::Null => continue,
+            _ => return None,
+        }
+        let k = std::mem::discriminant(v);
+        if kind.replace(k).is_some_and(|old| old != k) {
+            return None;
+        }
+    }
+    let id_type = || {
+        LogicalType::Struct(vec![
+            ("offset".into(), LogicalType::Int64),
+            ("table".into(), LogicalType::Int64),
+        ])
+    };
+    let id = |id: kith_common::InternalId| {
+        Value::Struct(vec![
+            ("offset".into(), Value::Int64(id.offset() as i64)),
+            ("table".into(), Value::Int64(id.table().0 as i64)),
+        ])
+    };
+    let node_type = LogicalType::Struct(
+        [
+            ("_id".to_string(), id_type()),
+            ("_label".into(), LogicalType::String),
+        ]
+        .into_iter()
+        .chain(node_props.0.iter().cloned())
+        .collect(),
+    );
+    let rel_type = LogicalType::Struct(
+        [
+            ("_id".to_string(), id_type()),
+            ("_label".into(), LogicalType::String),
+            ("_src".into(), id_type()),
+            ("_dst".into(), id_type()),
+        ]
+        .into_iter()
+        .chain(rel_props.0.iter().cloned())
+        .collect(),
+    );
+    let node = |n: &kith_common::NodeValue| {
+        Value::Struct(
+            [
+                ("_id".to_string(), id(n.id)),
+                ("_label".into(), Value::String(n.label.to_string())),
+            ]
+            .into_iter()
+            .chain(node_props.fields(&n.properties))
+            .collect(),
+        )
+    };
+    let rel = |r: &kith_common::RelValue| {
+        Value::Struct(
+            [
+                ("_id".to_string(), id(r.id)),
+                ("_label".into(), Value::String(r.label.to_string())),
+                ("_src".into(), id(r.src)),
+                ("_dst".into(), id(r.dst)),
+            ]
+            .into_iter()
+            .chain(rel_props.fields(&r.properties))
+            .collect(),
+        )
+    };
+    let structs = values
+        .iter()
+        .map(|v| match v {
+            Value::Node(n) => node(n),
+            Value::Rel(r) => rel(r),
+            Value::Path(p) => Value::Struct(vec![
+                (
+                    "_nodes".into(),
+                    Value::List(p.nodes.iter().map(|n| node(n)).collect()),
+                ),
+                (
+                    "_rels".into(),
+                    Value::List(p.rels.iter().map(|r| rel(r)).collect()),
+                ),
+            ]),
+            _ => Value::Null,
+        })
+        .collect();
+    let ty = match values.iter().find(|v| !v.is_null()) {
+        Some(Value::Rel(_)) => rel_type,
+        Some(Value::Path(_)) => LogicalType::Struct(vec![
+            ("_nodes".into(), LogicalType::List(Box::new(node_type))),
+            ("_rels".into(), LogicalType::List(Box::new(rel_type))),
+        ]),
+        _ => node_type,
+    };
+    Some((structs, ty))
 }
 
 /// `values` (each NULL or of type `ty`) as one Arrow array: lists, structs
@@ -311,6 +464,10 @@ fn nested_array(values: &[Value], ty: &LogicalType) -> Option<ArrayRef> {
             Some(Arc::new(
                 MapArray::try_new(field, offsets, entries, nulls(), false).ok()?,
             ))
+        }
+        // A property that is NULL wherever it appears.
+        LogicalType::Any if values.iter().all(Value::is_null) => {
+            Some(Arc::new(NullArray::new(values.len())))
         }
         _ => {
             // A leaf: through a typed vector, as a top-level column is built.
