@@ -244,8 +244,11 @@ impl PropertyColumns {
         Some(())
     }
 
-    fn fields(&self, props: &[(String, Value)]) -> impl Iterator<Item = (String, Value)> + '_ {
-        let props: Vec<(String, Value)> = props.to_vec();
+    /// One field per property column, NULL where `props` lacks it.
+    fn fields<'s>(
+        &'s self,
+        props: &'s [(String, Value)],
+    ) -> impl Iterator<Item = (String, Value)> + 's {
         self.0.iter().map(move |(name, _)| {
             let v = props.iter().find(|(n, _)| n == name);
             (name.clone(), v.map_or(Value::Null, |(_, v)| v.clone()))

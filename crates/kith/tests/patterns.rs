@@ -12,20 +12,8 @@ use std::fmt::Write as _;
 
 use kith::{Config, Connection, Database, Value};
 
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        self.0 >> 33
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
+mod common;
+use common::Lcg;
 
 #[derive(Clone, Copy, PartialEq)]
 enum Dir {

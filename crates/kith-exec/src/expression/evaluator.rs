@@ -334,9 +334,10 @@ impl Node {
         out: &'s mut ValueVector,
     ) -> Result<View<'s>> {
         if matches!(self.kind, Kind::Slot { .. }) {
+            // `eval` places the slot (sets `loc`) before it is read.
             let mode = self.eval(ctx)?;
             let Kind::Slot { loc, .. } = self.kind else {
-                unreachable!("checked above")
+                return Err(Error::internal("a slot node changed kind"));
             };
             let src = &ctx.rs.chunks[loc.0].vectors[loc.1];
             if src.ty == self.ty {

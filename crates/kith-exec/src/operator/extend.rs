@@ -150,6 +150,10 @@ pub struct Extend {
     /// the next one to come.
     skips: Vec<u64>,
     next_skip: usize,
+    /// Per-batch scratch of the counting path: the exclusions' gates that
+    /// are flat, and the batch positions equal to a gate.
+    fixed_gates: Vec<InternalId>,
+    gated: Vec<usize>,
     // Cursor state.
     cursor: FlatCursor,
     group: usize,
@@ -190,6 +194,8 @@ impl Extend {
             base_multiplicity: 1,
             skips: Vec::new(),
             next_skip: 0,
+            fixed_gates: Vec::new(),
+            gated: Vec::new(),
             cursor: FlatCursor::new(input_chunk),
             group: 0,
             pos: 0,
@@ -334,7 +340,10 @@ impl Extend {
     /// such tuples are flattened and tested one by one.
     fn batch_degrees(&mut self, rs: &mut ResultSet) -> Result<u64> {
         let input = self.input_chunk;
-        let mut fixed_gates: Vec<InternalId> = Vec::new();
+        let mut fixed_gates = std::mem::take(&mut self.fixed_gates);
+        let mut gated = std::mem::take(&mut self.gated);
+        fixed_gates.clear();
+        gated.clear();
         let mut tuple_gates: Vec<(&ValueVector, &[InternalId])> = Vec::new();
         for &(_, gate) in &self.exclude {
             if gate.0 == input {
@@ -357,7 +366,6 @@ impl Extend {
             (None, Some((from, e - s)))
         };
         let mut total = 0u64;
-        let mut gated: Vec<usize> = Vec::new();
         let mut visit = |i: usize, p: usize| -> Result<()> {
             let from = match (from_vector, fixed) {
                 (Some((v, ids)), _) => {
@@ -398,11 +406,12 @@ impl Extend {
                 }
             }
         }
-        for i in gated {
+        for &i in &gated {
             rs.chunks[input].state.flat = Some(i);
             total += self.tuple_degree(rs)?;
         }
         self.skips.clear();
+        (self.fixed_gates, self.gated) = (fixed_gates, gated);
         Ok(total)
     }
 
