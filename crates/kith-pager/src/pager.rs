@@ -434,8 +434,11 @@ impl Pager {
         Error::new(
             ErrorKind::OutOfMemory,
             format!(
-                "buffer pool out of memory: {more_pages} more pages needed, {} bytes resident and pinned, limit {} bytes",
-                self.resident_bytes(),
+                "buffer pool out of memory: {more_pages} more pages needed, {} KiB held by \
+                 pinned pages and running queries' intermediate results, which is all \
+                 the memory limit of {} MiB allows (limit {} bytes, the buffer pool size)",
+                self.resident_bytes() >> 10,
+                self.memory_limit_bytes >> 20,
                 self.memory_limit_bytes
             ),
         )
