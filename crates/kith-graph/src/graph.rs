@@ -124,11 +124,12 @@ impl StorageCsr {
         let mut num_nodes = 0;
         let mut num_edges = 0;
         for (gi, g) in csr.groups.iter().enumerate() {
-            if g.num_nodes > 0 {
-                num_nodes = gi as u64 * NODE_GROUP_SIZE + g.num_nodes;
+            let pinned = g.pin(pager, &[])?;
+            if pinned.node_span() > 0 {
+                num_nodes = gi as u64 * NODE_GROUP_SIZE + pinned.node_span();
             }
             num_edges += g.num_rels;
-            groups.push(g.pin(pager, &[])?);
+            groups.push(pinned);
         }
         Ok(StorageCsr {
             groups,
@@ -174,7 +175,28 @@ impl Graph for StorageCsr {
         let Some(g) = self.groups.get((node / NODE_GROUP_SIZE) as usize) else {
             return;
         };
-        let (a, b) = g.range(node % NODE_GROUP_SIZE);
+        let local = node % NODE_GROUP_SIZE;
+        let (a, b) = g.range(local);
+        self.run(g, a, b, s, &mut f);
+        if g.has_appended() {
+            for &(a, b) in g.appended(local) {
+                self.run(g, a, b, s, &mut f);
+            }
+        }
+    }
+}
+
+impl StorageCsr {
+    /// Calls `f` for the rels at positions `a..b` of `g`.
+    #[inline]
+    fn run<F: FnMut(u64, u64)>(
+        &self,
+        g: &PinnedCsrGroup,
+        a: u64,
+        b: u64,
+        s: &mut StorageScratch,
+        f: &mut F,
+    ) {
         let len = (b - a) as usize;
         if len == 0 {
             return;

@@ -39,6 +39,7 @@ fn store(pager: &Pager, mem: &InMemoryCsr) -> CsrIndex {
             neighbors: u64_chunk(pager, &mem.nbrs[b..e]),
             rel_ids: u64_chunk(pager, &mem.rel_ids[b..e]),
             properties: vec![],
+            appended: None,
         });
         first += cnt as u64;
     }

@@ -346,12 +346,8 @@ fn read_rels(
     let all_columns: Vec<usize> = (0..types.len()).collect();
     for (gidx, group) in data.fwd.groups.iter().enumerate() {
         let pinned = group.pin(pager, &all_columns)?;
-        for local in 0..group.num_nodes {
-            let (s, e) = pinned.range(local);
-            for _ in s..e {
-                src.push(gidx as u64 * NODE_GROUP_SIZE + local);
-            }
-        }
+        let first = gidx as u64 * NODE_GROUP_SIZE;
+        src.extend(pinned.bound_nodes().into_iter().map(|local| first + local));
         let mut nbrs = vec![0u64; group.num_rels as usize];
         pinned.neighbors.read_u64s(0, nbrs.len(), &mut nbrs);
         dst.extend_from_slice(&nbrs);
@@ -424,6 +420,7 @@ fn write_csr(
                 .iter()
                 .map(|p| ColumnChunk::write(&write_pager, &p.gather(rows), 0, count))
                 .collect::<Result<Vec<_>>>()?,
+            appended: None,
         })
     })?;
     Ok(CsrIndex { groups })

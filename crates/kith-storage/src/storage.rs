@@ -409,15 +409,21 @@ impl Storage {
                 ),
             ));
         }
+        Ok(self.txn_in_slot(storage))
+    }
+
+    /// A write transaction for a caller that has just taken the writer
+    /// slot; the transaction gives it back when it ends.
+    fn txn_in_slot(&self, storage: Arc<Storage>) -> WriteTxn<'static> {
         let base = self.snapshot();
-        Ok(WriteTxn {
+        WriteTxn {
             storage,
             _life: PhantomData,
             catalog: (*base.catalog).clone(),
             tables: base.tables.clone(),
             base,
             local: crate::write::TxnLocal::default(),
-        })
+        }
     }
 
     fn commit(
@@ -533,15 +539,20 @@ impl Storage {
         }
     }
 
-    /// Folds the WAL into the database file: writes the current metadata to
-    /// fresh pages, syncs the data file (which makes every page the WAL logged
-    /// durable), points the header at it and empties the WAL. Waits up to
-    /// [`StorageConfig::writer_wait`] for a running write transaction, then
-    /// gives up with an error.
+    /// Folds the WAL into the database file: writes CSR regions with
+    /// appended rels whole (committed as a transaction of its own), writes
+    /// the current metadata to fresh pages, syncs the data file (which makes
+    /// every page the WAL logged durable), points the header at it and
+    /// empties the WAL. Waits up to [`StorageConfig::writer_wait`] for a
+    /// running write transaction, then gives up with an error.
     pub fn checkpoint(&self) -> Result<()> {
         if self.wal.is_none() || self.read_only {
             return Ok(());
         }
+        let storage = self
+            .me
+            .upgrade()
+            .ok_or_else(|| Error::internal("storage used while being dropped"))?;
         if !self.writer.acquire(self.writer_wait) {
             return Err(Error::new(
                 ErrorKind::Transaction,
@@ -551,9 +562,13 @@ impl Storage {
                 ),
             ));
         }
-        let result = self.checkpoint_locked();
-        self.writer.release();
-        result
+        // The transaction gives the writer slot back when it ends.
+        let mut txn = self.txn_in_slot(storage);
+        if txn.fold_appended_rels()? {
+            txn.commit_then(true)
+        } else {
+            self.checkpoint_locked()
+        }
     }
 
     /// [`Storage::checkpoint`] for a caller holding the writer slot.
@@ -650,7 +665,13 @@ impl WriteTxn<'_> {
         })
     }
 
-    pub fn commit(mut self) -> Result<()> {
+    pub fn commit(self) -> Result<()> {
+        self.commit_then(false)
+    }
+
+    /// Commits, then checkpoints when `checkpoint` is set or the WAL has
+    /// grown past its threshold.
+    fn commit_then(mut self, checkpoint: bool) -> Result<()> {
         self.prepare_commit()?;
         // The new version references the pages written in this transaction.
         self.local.committed();
@@ -659,9 +680,15 @@ impl WriteTxn<'_> {
         self.storage.commit(catalog, tables, &self.base)?;
         // Still holding the writer slot, so no other commit can append to
         // the WAL between the snapshot and the WAL reset.
-        if self.storage.wants_checkpoint() {
+        if checkpoint || self.storage.wants_checkpoint() {
             self.storage.checkpoint_locked()?;
         }
         Ok(())
+    }
+
+    /// Whether this transaction's commit will checkpoint (the WAL has grown
+    /// past its threshold).
+    pub(crate) fn checkpoint_due(&self) -> bool {
+        self.storage.wants_checkpoint()
     }
 }

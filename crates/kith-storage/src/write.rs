@@ -53,7 +53,7 @@ use kith_pager::{PageIdx, Pager};
 use crate::column::{ColumnChunk, PageRun};
 use crate::node_table::{DeletedMask, NodeGroupData, NodeTableData, PkKey};
 use crate::pk_index::{IndexKey, KeyKind, PkIndex};
-use crate::rel_table::{CsrGroup, CsrIndex, RelDirection, RelTableData};
+use crate::rel_table::{CsrGroup, CsrIndex, RelDirection, RelTableData, APPENDED_MAX};
 use crate::storage::WriteTxn;
 use crate::version::TableData;
 
@@ -309,6 +309,17 @@ pub fn read_node_value(
     Ok(v.get_value(0))
 }
 
+/// Rels to add to one CSR region: `rows` index the parallel slices
+/// (`bound` the node of this direction, `other` the neighbour) and the
+/// property vectors.
+struct NewRels<'a> {
+    rows: &'a [usize],
+    bound: &'a [u64],
+    other: &'a [u64],
+    ids: &'a [u64],
+    props: &'a [ValueVector],
+}
+
 /// One CSR group decoded into memory.
 struct CsrBuf {
     offsets: Vec<u64>,
@@ -330,11 +341,11 @@ impl CsrBuf {
         }
     }
 
+    /// Group `g` in node order: its appended rels sorted in after each
+    /// node's main range (the buffer describes the region written whole).
     fn read(pager: &Arc<Pager>, g: &CsrGroup, types: &[LogicalType]) -> Result<CsrBuf> {
         let all: Vec<usize> = (0..types.len()).collect();
         let pinned = g.pin(pager, &all)?;
-        let mut offsets = vec![0u64; g.num_nodes as usize + 1];
-        pinned.offsets.read_u64s(0, offsets.len(), &mut offsets);
         let n = g.num_rels as usize;
         let mut nbrs = vec![0u64; n];
         pinned.neighbors.read_u64s(0, n, &mut nbrs);
@@ -346,11 +357,37 @@ impl CsrBuf {
             pinned.properties[c].read(0, n, &mut v, 0)?;
             props.push(v);
         }
+        let mut offsets = vec![0u64; g.num_nodes as usize + 1];
+        pinned.offsets.read_u64s(0, offsets.len(), &mut offsets);
+        if !pinned.has_appended() {
+            return Ok(CsrBuf {
+                offsets,
+                nbrs,
+                ids,
+                props,
+            });
+        }
+        let span = pinned.node_span();
+        let mut order = Vec::with_capacity(n);
+        offsets = Vec::with_capacity(span as usize + 1);
+        offsets.push(0);
+        for local in 0..span {
+            for (s, e) in pinned.ranges(local) {
+                order.extend(s..e);
+            }
+            offsets.push(order.len() as u64);
+        }
+        if order.len() != n {
+            return Err(Error::corruption(format!(
+                "a CSR region of {n} rels indexes {} of them",
+                order.len()
+            )));
+        }
         Ok(CsrBuf {
             offsets,
-            nbrs,
-            ids,
-            props,
+            nbrs: order.iter().map(|&p| nbrs[p as usize]).collect(),
+            ids: order.iter().map(|&p| ids[p as usize]).collect(),
+            props: props.iter().map(|v| v.gather(&order)).collect(),
         })
     }
 
@@ -399,6 +436,7 @@ impl WriteTxn<'_> {
             neighbors: self.write_chunk(&u64_vector(&buf.nbrs))?,
             rel_ids: self.write_chunk(&u64_vector(&buf.ids))?,
             properties,
+            appended: None,
         })
     }
 
@@ -645,8 +683,11 @@ impl WriteTxn<'_> {
             return Ok(None);
         };
         let pinned = group.pin(&pager, &cols)?;
-        let (s, e) = pinned.range(src % NODE_GROUP_SIZE);
-        let Some(pos) = (s..e).find(|&p| pinned.rel_ids.get_u64(p) == rel_id) else {
+        let Some(pos) = pinned
+            .ranges(src % NODE_GROUP_SIZE)
+            .flat_map(|(s, e)| s..e)
+            .find(|&p| pinned.rel_ids.get_u64(p) == rel_id)
+        else {
             return Ok(None);
         };
         let mut out = Vec::with_capacity(cols.len());
@@ -683,9 +724,8 @@ impl WriteTxn<'_> {
             return Ok(Vec::new());
         };
         let pinned = group.pin(&pager, &cols)?;
-        let (s, e) = pinned.range(src % NODE_GROUP_SIZE);
         let mut out = Vec::new();
-        for pos in s..e {
+        for pos in pinned.ranges(src % NODE_GROUP_SIZE).flat_map(|(s, e)| s..e) {
             if pinned.neighbors.get_u64(pos) != dst {
                 continue;
             }
@@ -1023,8 +1063,13 @@ impl WriteTxn<'_> {
         Ok(())
     }
 
-    /// Work done once before commit: oversized PK deltas are merged.
+    /// Work done once before commit: oversized PK deltas are merged; when
+    /// the commit will checkpoint, appended rels are folded into their CSR
+    /// regions.
     pub(crate) fn prepare_commit(&mut self) -> Result<()> {
+        if self.checkpoint_due() {
+            self.fold_appended_rels()?;
+        }
         self.merge_pk_deltas(false)
     }
 
@@ -1130,8 +1175,7 @@ impl WriteTxn<'_> {
             };
             let pinned = group.pin(pager, &[])?;
             for o in offs {
-                let (s, e) = pinned.range(o % NODE_GROUP_SIZE);
-                for pos in s..e {
+                for pos in pinned.ranges(o % NODE_GROUP_SIZE).flat_map(|(s, e)| s..e) {
                     let nbr = pinned.neighbors.get_u64(pos);
                     let id = pinned.rel_ids.get_u64(pos);
                     out.push(match dir {
@@ -1354,6 +1398,20 @@ impl WriteTxn<'_> {
                 RelDirection::Bwd => &mut data.bwd,
             });
             for (g, rows) in by_group {
+                if let Some(group) = csr.groups.get(g) {
+                    let room = group.num_appended() + rows.len() as u64 <= APPENDED_MAX;
+                    if room && group.properties.len() == new_props.len() {
+                        let rels = NewRels {
+                            rows: &rows,
+                            bound,
+                            other,
+                            ids,
+                            props: new_props,
+                        };
+                        csr.groups[g] = self.append_to_csr(group, &rels, types)?;
+                        continue;
+                    }
+                }
                 let old = self.load_csr(&csr, g, types)?;
                 let num_nodes = (nd.groups[g].num_rows as usize).max(old.num_nodes());
                 let mut per_node: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
@@ -1400,6 +1458,93 @@ impl WriteTxn<'_> {
             }
         }
         Ok(())
+    }
+
+    /// `group` with `rels` appended after its rels (see the `rel_table`
+    /// module): each column re-encodes only its tail.
+    fn append_to_csr(
+        &mut self,
+        group: &CsrGroup,
+        rels: &NewRels<'_>,
+        types: &[LogicalType],
+    ) -> Result<CsrGroup> {
+        let pager = Arc::clone(self.pager());
+        let rows: Vec<u64> = rels.rows.iter().map(|&i| i as u64).collect();
+        let pick = |values: &[u64]| -> ValueVector {
+            u64_vector(&rels.rows.iter().map(|&i| values[i]).collect::<Vec<_>>())
+        };
+        let locals: Vec<u64> = rels
+            .rows
+            .iter()
+            .map(|&i| rels.bound[i] % NODE_GROUP_SIZE)
+            .collect();
+        let mut written = Vec::new();
+        let mut retired = Vec::new();
+        let mut append = |chunk: &ColumnChunk, ty: &LogicalType, v: &ValueVector| {
+            chunk.append(&pager, ty, v, 0, v.len()).map(|a| {
+                written.extend(a.written);
+                retired.extend(a.retired);
+                a.chunk
+            })
+        };
+        let mut out = group.clone();
+        out.neighbors = append(&group.neighbors, &LogicalType::UInt64, &pick(rels.other))?;
+        out.rel_ids = append(&group.rel_ids, &LogicalType::UInt64, &pick(rels.ids))?;
+        for (c, ty) in types.iter().enumerate() {
+            out.properties[c] = append(&group.properties[c], ty, &rels.props[c].gather(&rows))?;
+        }
+        let locals = u64_vector(&locals);
+        out.appended = Some(match &group.appended {
+            Some(a) => append(a, &LogicalType::UInt64, &locals)?,
+            None => {
+                let c = ColumnChunk::write(&pager, &locals, 0, locals.len())?;
+                c.pages(&mut written);
+                c
+            }
+        });
+        out.num_rels += rows.len() as u64;
+        self.local.track_runs(&written);
+        self.retire(&retired);
+        Ok(out)
+    }
+
+    /// Writes every CSR region with appended rels whole again (their rels
+    /// sorted in), so a checkpoint leaves plain regions. Returns whether
+    /// there were any.
+    pub fn fold_appended_rels(&mut self) -> Result<bool> {
+        self.flush_pending()?;
+        let mut folded = false;
+        let tables: Vec<TableId> = self.tables.keys().copied().collect();
+        for table in tables {
+            let Some(TableData::Rel(data)) = self.tables.get(&table).map(|t| &**t) else {
+                continue;
+            };
+            let has = |csr: &CsrIndex| csr.groups.iter().any(|g| g.appended.is_some());
+            if !has(&data.fwd) && !has(&data.bwd) {
+                continue;
+            }
+            folded = true;
+            let mut data = data.clone();
+            let types = column_types(&self.entry(table)?, &data.column_ids)?;
+            for dir in [RelDirection::Fwd, RelDirection::Bwd] {
+                let mut csr = std::mem::take(match dir {
+                    RelDirection::Fwd => &mut data.fwd,
+                    RelDirection::Bwd => &mut data.bwd,
+                });
+                for g in 0..csr.groups.len() {
+                    if csr.groups[g].appended.is_some() {
+                        let buf = self.load_csr(&csr, g, &types)?;
+                        self.store_csr(&mut csr, g, &buf)?;
+                    }
+                }
+                match dir {
+                    RelDirection::Fwd => data.fwd = csr,
+                    RelDirection::Bwd => data.bwd = csr,
+                }
+            }
+            self.tables.insert(table, Arc::new(TableData::Rel(data)));
+        }
+        Ok(folded)
     }
 
     fn load_csr(&self, csr: &CsrIndex, g: usize, types: &[LogicalType]) -> Result<CsrBuf> {
@@ -1555,8 +1700,9 @@ impl WriteTxn<'_> {
             };
             let group = csr.groups.get(g).ok_or_else(not_found)?;
             let pinned = group.pin(&pager, &[col])?;
-            let (s, e) = pinned.range(bound % NODE_GROUP_SIZE);
-            let pos = (s..e)
+            let pos = pinned
+                .ranges(bound % NODE_GROUP_SIZE)
+                .flat_map(|(s, e)| s..e)
                 .find(|&p| pinned.rel_ids.get_u64(p) == rel_id)
                 .ok_or_else(not_found)?;
             let n = group.num_rels as usize;
@@ -1588,7 +1734,10 @@ impl WriteTxn<'_> {
             return Ok(false);
         };
         let pinned = group.pin(&pager, &[])?;
-        let (s, e) = pinned.range(src % NODE_GROUP_SIZE);
-        Ok((s..e).any(|p| pinned.rel_ids.get_u64(p) == rel_id))
+        let found = pinned
+            .ranges(src % NODE_GROUP_SIZE)
+            .flat_map(|(s, e)| s..e)
+            .any(|p| pinned.rel_ids.get_u64(p) == rel_id);
+        Ok(found)
     }
 }

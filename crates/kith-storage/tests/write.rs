@@ -129,7 +129,12 @@ fn edges(
             let (s, e) = pinned.range(local);
             assert_eq!(s, last_end, "CSR offsets not contiguous");
             last_end = e;
-            for pos in s..e {
+        }
+        assert_eq!(last_end, group.main_rels());
+        let mut seen = 0;
+        for local in 0..pinned.node_span() {
+            for pos in pinned.ranges(local).flat_map(|(s, e)| s..e) {
+                seen += 1;
                 let bound = g as u64 * NODE_GROUP_SIZE + local;
                 let nbr = pinned.neighbors.get_u64(pos);
                 let id = pinned.rel_ids.get_u64(pos);
@@ -141,7 +146,7 @@ fn edges(
                 out.push((src, dst, id, p));
             }
         }
-        assert_eq!(last_end, group.num_rels);
+        assert_eq!(seen, group.num_rels, "rels of no node");
     }
     out.sort_by_key(|e| e.2);
     out

@@ -111,6 +111,46 @@ impl CsrPins {
         Ok((group, s, e))
     }
 
+    /// Runs of positions of the rels appended to node `offset` in `group`
+    /// (pinned by [`CsrPins::range`]); empty for most nodes.
+    #[inline]
+    pub fn appended(&self, group: usize, offset: u64) -> &[(u64, u64)] {
+        match self.pinned.get(group) {
+            Some(Some(p)) if p.csr.has_appended() => p.csr.appended(offset % NODE_GROUP_SIZE),
+            _ => &[],
+        }
+    }
+
+    /// How many rels node `offset` has.
+    #[inline]
+    pub fn degree(&mut self, pager: &Arc<Pager>, offset: u64) -> Result<u64> {
+        let (group, s, e) = self.range(pager, offset)?;
+        let extra = match self.pinned.get(group) {
+            Some(Some(p)) if p.csr.has_appended() => {
+                p.csr.appended_degree(offset % NODE_GROUP_SIZE)
+            }
+            _ => 0,
+        };
+        Ok(e - s + extra)
+    }
+
+    /// Every run of positions of node `offset`'s rels (the main range, then
+    /// the appended runs) into `out`; returns the group.
+    pub fn runs(
+        &mut self,
+        pager: &Arc<Pager>,
+        offset: u64,
+        out: &mut Vec<(u64, u64)>,
+    ) -> Result<usize> {
+        let (group, s, e) = self.range(pager, offset)?;
+        out.clear();
+        if s < e {
+            out.push((s, e));
+        }
+        out.extend_from_slice(self.appended(group, offset));
+        Ok(group)
+    }
+
     /// A group pinned by [`CsrPins::range`].
     pub fn group(&self, group: usize) -> Result<&PinnedCsrGroup> {
         self.pinned
@@ -154,11 +194,14 @@ pub struct Extend {
     /// are flat, and the batch positions equal to a gate.
     fixed_gates: Vec<InternalId>,
     gated: Vec<usize>,
-    // Cursor state.
+    // Cursor state: the current run of positions `pos..end`, then the
+    // node's appended runs from `next_run` on.
     cursor: FlatCursor,
     group: usize,
     pos: u64,
     end: u64,
+    runs: Vec<(u64, u64)>,
+    next_run: usize,
     scratch: Vec<u64>,
 }
 
@@ -200,6 +243,8 @@ impl Extend {
             group: 0,
             pos: 0,
             end: 0,
+            runs: Vec::new(),
+            next_run: 0,
             scratch: vec![0; VECTOR_CAPACITY],
         }
     }
@@ -207,7 +252,17 @@ impl Extend {
     /// Positions the cursor on the rels of node `offset`.
     fn seek(&mut self, offset: u64) -> Result<()> {
         (self.group, self.pos, self.end) = self.pins.range(&self.ctx.pager, offset)?;
+        self.runs.clear();
+        self.runs
+            .extend_from_slice(self.pins.appended(self.group, offset));
+        self.next_run = 0;
         Ok(())
+    }
+
+    /// The rels left from the cursor on: the current run and the runs after it.
+    fn remaining(&self) -> u64 {
+        let later: u64 = self.runs[self.next_run..].iter().map(|&(s, e)| e - s).sum();
+        self.end - self.pos + later
     }
 
     /// The flat id at `pos` (an earlier, flattened group).
@@ -241,20 +296,22 @@ impl Extend {
             let Some(rel) = Self::flat_id(rs, rel_pos)? else {
                 continue;
             };
-            if rel.table() != self.rel_table || self.pos >= self.end {
+            if rel.table() != self.rel_table || self.remaining() == 0 {
                 continue;
             }
             let pinned = self.pins.group(self.group)?;
-            // Scan the range's rel ids a vector at a time in the scratch buffer.
-            let mut at = self.pos;
-            while at < self.end {
-                let n = ((self.end - at) as usize).min(self.scratch.len());
-                pinned.rel_ids.read_u64s(at, n, &mut self.scratch[..n]);
-                if let Some(i) = self.scratch[..n].iter().position(|&id| id == rel.offset()) {
-                    self.skips.push(at + i as u64);
-                    break;
+            // Scan the runs' rel ids a vector at a time in the scratch buffer.
+            let runs = std::iter::once((self.pos, self.end)).chain(self.runs.iter().copied());
+            'runs: for (mut at, end) in runs {
+                while at < end {
+                    let n = ((end - at) as usize).min(self.scratch.len());
+                    pinned.rel_ids.read_u64s(at, n, &mut self.scratch[..n]);
+                    if let Some(i) = self.scratch[..n].iter().position(|&id| id == rel.offset()) {
+                        self.skips.push(at + i as u64);
+                        break 'runs;
+                    }
+                    at += n as u64;
                 }
-                at += n as u64;
             }
         }
         self.skips.sort_unstable();
@@ -362,8 +419,8 @@ impl Extend {
             let Some(from) = Self::flat_id(rs, self.from)? else {
                 return Ok(0);
             };
-            let (_, s, e) = self.pins.range(pager, from.offset())?;
-            (None, Some((from, e - s)))
+            let degree = self.pins.degree(pager, from.offset())?;
+            (None, Some((from, degree)))
         };
         let mut total = 0u64;
         let mut visit = |i: usize, p: usize| -> Result<()> {
@@ -387,10 +444,7 @@ impl Extend {
             }
             total += match fixed {
                 Some((_, degree)) => degree,
-                None => {
-                    let (_, s, e) = self.pins.range(pager, from.offset())?;
-                    e - s
-                }
+                None => self.pins.degree(pager, from.offset())?,
             };
             Ok(())
         };
@@ -421,7 +475,7 @@ impl Extend {
             return Ok(0);
         };
         self.seek(from.offset())?;
-        let mut n = self.end - self.pos;
+        let mut n = self.remaining();
         if !self.exclude.is_empty() {
             self.find_excluded(rs, from)?;
             n -= self.skips.len() as u64;
@@ -444,7 +498,7 @@ impl Operator for Extend {
             return self.next_collapsed(rs);
         }
         loop {
-            if self.skips.get(self.next_skip) == Some(&self.pos) {
+            if self.pos < self.end && self.skips.get(self.next_skip) == Some(&self.pos) {
                 self.pos += 1;
                 self.next_skip += 1;
                 continue;
@@ -452,6 +506,11 @@ impl Operator for Extend {
             if self.pos < self.end {
                 self.emit(rs)?;
                 return Ok(true);
+            }
+            if let Some(&(s, e)) = self.runs.get(self.next_run) {
+                (self.pos, self.end) = (s, e);
+                self.next_run += 1;
+                continue;
             }
             if !self
                 .cursor
@@ -467,6 +526,7 @@ impl Operator for Extend {
             if ids.is_null(p) {
                 self.pos = 0;
                 self.end = 0;
+                self.runs.clear();
                 continue;
             }
             let VectorData::Id(v) = &ids.data else {

@@ -137,8 +137,9 @@ struct List {
     marks: Option<Marks>,
     /// The node the marks were made from.
     marked_from: Option<InternalId>,
-    /// The group and CSR range of the current tuple's node.
-    range: (usize, u64, u64),
+    /// The group and CSR position runs of the current tuple's node.
+    group: usize,
+    runs: Vec<(u64, u64)>,
 }
 
 /// What an intersect step reads and writes, resolved against the layout.
@@ -217,7 +218,8 @@ impl Intersect {
                 rel,
                 marks: None,
                 marked_from: None,
-                range: (0, 0, 0),
+                group: 0,
+                runs: Vec::new(),
             })
             .collect();
         Intersect {
@@ -249,15 +251,16 @@ impl Intersect {
     /// Marks list `j`'s neighbours of node `from` (unless already marked).
     fn mark(&mut self, j: usize, from: InternalId) -> Result<()> {
         let list = &mut self.lists[j];
-        list.range = list.pins.range(&self.ctx.pager, from.offset())?;
+        list.group = list
+            .pins
+            .runs(&self.ctx.pager, from.offset(), &mut list.runs)?;
         if list.marked_from == Some(from) {
             return Ok(());
         }
         let marks = list.marks.get_or_insert_with(|| Marks::new(self.to_nodes));
         marks.clear();
-        let (group, mut at, end) = list.range;
-        if at < end {
-            let pinned = list.pins.group(group)?;
+        for &(mut at, end) in &list.runs {
+            let pinned = list.pins.group(list.group)?;
             while at < end {
                 let n = ((end - at) as usize).min(VECTOR_CAPACITY);
                 pinned.neighbors.read_u64s(at, n, &mut self.nbrs[..n]);
@@ -282,12 +285,11 @@ impl Intersect {
     fn rels_to(&self, j: usize, x: u64, out: &mut Vec<u64>) -> Result<()> {
         out.clear();
         let list = &self.lists[j];
-        let (group, start, end) = list.range;
-        if start >= end {
+        if list.runs.is_empty() {
             return Ok(());
         }
-        let pinned = list.pins.group(group)?;
-        for at in start..end {
+        let pinned = list.pins.group(list.group)?;
+        for at in list.runs.iter().flat_map(|&(s, e)| s..e) {
             let mut one = [0u64; 1];
             pinned.neighbors.read_u64s(at, 1, &mut one);
             if one[0] == x {
@@ -369,10 +371,12 @@ impl Intersect {
             }
         }
         let d = self.driver;
-        let (group, mut at, end) = {
+        let (group, runs) = {
             let list = &mut self.lists[d];
-            list.range = list.pins.range(&self.ctx.pager, froms[d].offset())?;
-            list.range
+            list.group = list
+                .pins
+                .runs(&self.ctx.pager, froms[d].offset(), &mut list.runs)?;
+            (list.group, std::mem::take(&mut list.runs))
         };
         self.froms = froms;
         let mut nbrs = std::mem::take(&mut self.nbrs);
@@ -380,40 +384,43 @@ impl Intersect {
         // One rel per list for the entry being probed.
         let mut combo = std::mem::take(&mut self.probe);
         let result = (|| {
-            while at < end {
-                let n = ((end - at) as usize).min(VECTOR_CAPACITY);
-                {
-                    let pinned = self.lists[d].pins.group(group)?;
-                    pinned.neighbors.read_u64s(at, n, &mut nbrs[..n]);
-                    pinned.rel_ids.read_u64s(at, n, &mut rels[..n]);
-                }
-                'entry: for (&x, &r) in nbrs[..n].iter().zip(&rels[..n]) {
-                    let mut parallel = false;
-                    for (j, list) in self.lists.iter().enumerate() {
-                        if j == d {
-                            combo[j] = r;
-                            continue;
+            for &(mut at, end) in &runs {
+                while at < end {
+                    let n = ((end - at) as usize).min(VECTOR_CAPACITY);
+                    {
+                        let pinned = self.lists[d].pins.group(group)?;
+                        pinned.neighbors.read_u64s(at, n, &mut nbrs[..n]);
+                        pinned.rel_ids.read_u64s(at, n, &mut rels[..n]);
+                    }
+                    'entry: for (&x, &r) in nbrs[..n].iter().zip(&rels[..n]) {
+                        let mut parallel = false;
+                        for (j, list) in self.lists.iter().enumerate() {
+                            if j == d {
+                                combo[j] = r;
+                                continue;
+                            }
+                            let Some((count, first)) = list.marks.as_ref().and_then(|m| m.get(x))
+                            else {
+                                continue 'entry;
+                            };
+                            parallel |= count > 1;
+                            combo[j] = first;
                         }
-                        let Some((count, first)) = list.marks.as_ref().and_then(|m| m.get(x))
-                        else {
-                            continue 'entry;
-                        };
-                        parallel |= count > 1;
-                        combo[j] = first;
+                        if parallel {
+                            self.push_combinations(x, r)?;
+                        } else if !self.with_rels {
+                            self.matches.push(x);
+                        } else if self.valid(&combo) {
+                            self.matches.push(x);
+                            self.match_rels.extend_from_slice(&combo);
+                        }
                     }
-                    if parallel {
-                        self.push_combinations(x, r)?;
-                    } else if !self.with_rels {
-                        self.matches.push(x);
-                    } else if self.valid(&combo) {
-                        self.matches.push(x);
-                        self.match_rels.extend_from_slice(&combo);
-                    }
+                    at += n as u64;
                 }
-                at += n as u64;
             }
             Ok(())
         })();
+        self.lists[d].runs = runs;
         self.nbrs = nbrs;
         self.rels = rels;
         self.probe = combo;

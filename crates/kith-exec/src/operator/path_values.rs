@@ -223,9 +223,10 @@ impl<'a> PathValues<'a> {
             }
             nbrs.resize(n, 0);
             pinned.neighbors.read_u64s(0, n, &mut nbrs);
-            for local in 0..g.num_nodes {
-                let (a, b) = pinned.range(local);
-                for pos in a..b.min(n as u64) {
+            let bound = pinned.bound_nodes();
+            for (pos, &local) in bound.iter().enumerate().take(n) {
+                {
+                    let pos = pos as u64;
                     let r = ids[pos as usize];
                     if !kith_graph::graph::mask_has(bits, r) {
                         continue;
