@@ -20,6 +20,11 @@
 //!    is a cross product in both engines): `nodes` nodes as in 3, then
 //!    `MATCH (a:P {id: $a}), (b:P {id: $b}) CREATE (a)-[:K {since: $s}]->(b)`
 //!    once per rel, `per_tx` per transaction, capped like phase 1.
+//! 5. `rels-autocommit` (not in the issue): `nodes` nodes and `rels` rels
+//!    loaded with COPY from CSV files written here (the same files for both
+//!    engines; reported as "setup"), then [`INSERT_REL`] once per rel, each
+//!    its own transaction, capped like phase 1: one-edge commits into a
+//!    large existing rel table.
 //!
 //! Phases 1 and 2 loop inside the driver (`exec_params`): one protocol round
 //! trip per phase, so the figures are the engines' (plus, for Kùzu, its
@@ -65,7 +70,13 @@ pub struct InsertOptions {
     pub timeout_ms: Option<u64>,
 }
 
-pub const PHASES: &[&str] = &["autocommit", "batched", "bulk", "rels-batched"];
+pub const PHASES: &[&str] = &[
+    "autocommit",
+    "batched",
+    "bulk",
+    "rels-batched",
+    "rels-autocommit",
+];
 
 /// One relationship per statement, endpoints found by primary key: the
 /// index-lookup form that a client inserting edges one at a time uses.
@@ -268,6 +279,7 @@ fn run_phase(o: &InsertOptions, engine: &EngineKind, threads: usize, phase: &str
                     }
                 }
             }
+            "rels-autocommit" => rels_autocommit(&mut d, o, &tag, &dir, &mut out),
             "rels-batched" => {
                 // Nodes first (timed and reported, but not the point), then
                 // rel i = (i % nodes) -> (i * 7919 % nodes), as in `bulk`.
@@ -363,6 +375,92 @@ fn check(d: &mut Driver, query: &str, expected: Json) -> Check {
         query: query.to_string(),
         got: d.exec(query, None).map(|r| r.rows),
         expected,
+    }
+}
+
+/// Rel `i` among `nodes` nodes: (source id, destination id, since).
+fn rel_row(i: u64, nodes: u64) -> (u64, u64, u64) {
+    (i % nodes, i.wrapping_mul(7919) % nodes, i)
+}
+
+/// Phase `rels-autocommit` (see the module comment).
+fn rels_autocommit(
+    d: &mut Driver,
+    o: &InsertOptions,
+    tag: &str,
+    dir: &std::path::Path,
+    out: &mut PhaseResult,
+) {
+    use std::fmt::Write as _;
+    let (nodes, rels) = (o.nodes, o.rels);
+    let mut text = String::from("id,name,age\n");
+    for i in 0..nodes {
+        let _ = writeln!(text, "{i},n{i},{}", i % 100);
+    }
+    let nodes_csv = dir.join("nodes.csv");
+    let mut rel_text = String::from("from,to,since\n");
+    for i in 0..rels {
+        let (a, b, s) = rel_row(i, nodes);
+        let _ = writeln!(rel_text, "{a},{b},{s}");
+    }
+    let rels_csv = dir.join("rels.csv");
+    if let Err(e) = std::fs::write(&nodes_csv, text).and(std::fs::write(&rels_csv, rel_text)) {
+        out.error = Some(format!("cannot write the CSV files: {e}"));
+        return;
+    }
+    let mut setup = Step {
+        name: "setup: COPY nodes and rels".into(),
+        rows: nodes + rels,
+        txns: 2,
+        ms: 0.0,
+        error: None,
+    };
+    for (table, file) in [("P", &nodes_csv), ("K", &rels_csv)] {
+        let stmt = format!("COPY {table} FROM '{}' (HEADER=true)", file.display());
+        match d.exec(&stmt, o.timeout_ms) {
+            Ok(r) => setup.ms += r.ms,
+            Err(e) => {
+                log(&format!("{tag}: {stmt}: error: {e}"));
+                setup.error = Some(e.clone());
+                out.error = Some(e);
+            }
+        }
+    }
+    log(&format!(
+        "{tag}: setup: {} rows in {:.0} ms",
+        setup.rows, setup.ms
+    ));
+    out.steps.push(setup);
+    if out.error.is_some() {
+        return;
+    }
+    let params: Vec<Json> = (rels..rels + o.single_rows)
+        .map(|i| {
+            let (a, b, s) = rel_row(i, nodes);
+            Json::Arr(vec![
+                Json::Int(a as i64),
+                Json::Int(b as i64),
+                Json::Int(s as i64),
+            ])
+        })
+        .collect();
+    match d.exec_params(INSERT_REL, &["a", "b", "s"], params, 1, o.single_max_ms) {
+        Ok((ms, n, t)) => {
+            log(&format!("{tag}: {n} rels in {t} txns, {ms:.0} ms"));
+            out.steps.push(Step {
+                name: "auto-commit single-rel MATCH by id + CREATE".into(),
+                rows: n,
+                txns: t,
+                ms,
+                error: None,
+            });
+            out.checks
+                .push(check(d, REL_CHECK, rel_check_expected(rels + n, nodes)));
+        }
+        Err(e) => {
+            log(&format!("{tag}: error: {e}"));
+            out.error = Some(e);
+        }
     }
 }
 

@@ -69,7 +69,9 @@ INSERT OPTIONS (suite `insert`; --timeout defaults to 600 s per statement there)
   --insert-chunk 100000    rows per UNWIND statement in the bulk phase
   --insert-phases autocommit,batched,bulk (also rels-batched: bulk nodes, then
                            --insert-rows single-rel CREATEs by id, --insert-per-tx per
-                           transaction, stopping after --insert-max-s)
+                           transaction, stopping after --insert-max-s;
+                           rels-autocommit: COPY the bulk nodes and rels, then
+                           single-rel CREATEs by id, one per transaction)
 ";
 
 struct Args {
