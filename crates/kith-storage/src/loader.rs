@@ -283,6 +283,7 @@ pub fn load_nodes(
                 num_rows: count as u64,
                 columns: chunks,
                 deleted: None,
+                cleared: 0,
             })
         },
     )?;
@@ -294,6 +295,7 @@ pub fn load_nodes(
         groups.get_mut(full_groups as usize),
     ) {
         new.deleted = old.deleted.clone();
+        new.cleared = old.cleared;
     }
     let pk_index = PkIndex::build(&pager, key_kind(&types[pk_col]), entries.into_iter())?;
     txn.tables.insert(

@@ -20,9 +20,14 @@ pub struct NodeGroupData {
     /// One chunk per entry of the table's `column_ids`.
     pub columns: Vec<ColumnChunk>,
     /// Rows of this group deleted since it was written (None: none deleted).
-    /// Deleted rows keep their offset and their column values; scans must skip
-    /// them (see [`NodeTableData::is_deleted`]).
+    /// Deleted rows keep their offset; scans must skip them (see
+    /// [`NodeTableData::is_deleted`]). Their column values stay until a
+    /// checkpoint clears them (see `cleared`).
     pub deleted: Option<DeletedMask>,
+    /// How many of the deleted rows had their values cleared (set to NULL,
+    /// so their strings and lists stop taking pages) at a checkpoint; fewer
+    /// than `deleted.count` when rows were deleted since.
+    pub cleared: u64,
 }
 
 /// A per-node-group deletion bitmap (bit set = row deleted), kept in the
@@ -264,6 +269,7 @@ impl NodeTableData {
                 Some(m) if m.count > 0 => m.encode(e),
                 _ => e.u8(0),
             }
+            e.u64(g.cleared);
         }
         match &self.pk_index {
             Some(idx) => {
@@ -289,7 +295,7 @@ impl NodeTableData {
     }
 
     /// Decodes metadata written with metadata format `format` (1: before
-    /// deletions and the PK delta existed).
+    /// deletions and the PK delta existed; before 3: no cleared rows).
     pub fn decode(d: &mut Decoder<'_>, format: u32) -> Result<NodeTableData> {
         let num_rows = d.u64()?;
         let ncols = d.count(4)?;
@@ -311,10 +317,12 @@ impl NodeTableData {
             } else {
                 None
             };
+            let cleared = if format >= 3 { d.u64()? } else { 0 };
             groups.push(NodeGroupData {
                 num_rows: rows,
                 columns,
                 deleted,
+                cleared,
             });
         }
         let pk_index = match d.u8()? {

@@ -539,8 +539,8 @@ impl Storage {
         }
     }
 
-    /// Folds the WAL into the database file: writes CSR regions with
-    /// appended rels whole (committed as a transaction of its own), writes
+    /// Folds the WAL into the database file: compacts the data
+    /// ([`WriteTxn::compact`], committed as a transaction of its own), writes
     /// the current metadata to fresh pages, syncs the data file (which makes
     /// every page the WAL logged durable), points the header at it and
     /// empties the WAL. Waits up to [`StorageConfig::writer_wait`] for a
@@ -564,7 +564,7 @@ impl Storage {
         }
         // The transaction gives the writer slot back when it ends.
         let mut txn = self.txn_in_slot(storage);
-        if txn.fold_appended_rels()? {
+        if txn.compact()? {
             txn.commit_then(true)
         } else {
             self.checkpoint_locked()

@@ -1002,6 +1002,7 @@ impl WriteTxn<'_> {
                 num_rows: take as u64,
                 columns: chunks,
                 deleted: None,
+                cleared: 0,
             });
             taken += take;
         }
@@ -1064,11 +1065,11 @@ impl WriteTxn<'_> {
     }
 
     /// Work done once before commit: oversized PK deltas are merged; when
-    /// the commit will checkpoint, appended rels are folded into their CSR
-    /// regions.
+    /// the commit will checkpoint, the data is compacted first
+    /// ([`WriteTxn::compact`]).
     pub(crate) fn prepare_commit(&mut self) -> Result<()> {
         if self.checkpoint_due() {
-            self.fold_appended_rels()?;
+            self.compact()?;
         }
         self.merge_pk_deltas(false)
     }
@@ -1506,6 +1507,74 @@ impl WriteTxn<'_> {
         self.local.track_runs(&written);
         self.retire(&retired);
         Ok(out)
+    }
+
+    /// What a checkpoint does to the data first: CSR regions with appended
+    /// rels are written whole ([`WriteTxn::fold_appended_rels`]) and the
+    /// values of deleted nodes are cleared
+    /// ([`WriteTxn::clear_deleted_rows`]). Returns whether anything changed.
+    pub fn compact(&mut self) -> Result<bool> {
+        let folded = self.fold_appended_rels()?;
+        let cleared = self.clear_deleted_rows()?;
+        Ok(folded || cleared)
+    }
+
+    /// Sets the column values of deleted nodes to NULL in every node group
+    /// with rows deleted since its last clearing, so their strings, lists and
+    /// variant values stop taking pages (a group whose rows are all deleted
+    /// keeps nothing but NULL bitmaps). The primary-key column is kept: the
+    /// index is rebuilt from it and skips deleted rows anyway. Offsets are
+    /// not reused. Returns whether any group was cleared.
+    pub fn clear_deleted_rows(&mut self) -> Result<bool> {
+        self.flush_pending()?;
+        let pager = Arc::clone(self.pager());
+        let mut any = false;
+        let tables: Vec<TableId> = self.tables.keys().copied().collect();
+        for table in tables {
+            let Some(TableData::Node(data)) = self.tables.get(&table).map(|t| &**t) else {
+                continue;
+            };
+            let due = |g: &NodeGroupData| g.deleted.as_ref().is_some_and(|m| m.count > g.cleared);
+            if !data.groups.iter().any(due) {
+                continue;
+            }
+            let mut data = data.clone();
+            let types = column_types(&self.entry(table)?, &data.column_ids)?;
+            for g in 0..data.groups.len() {
+                if !due(&data.groups[g]) {
+                    continue;
+                }
+                let rows = data.groups[g].num_rows as usize;
+                let mut retired = Vec::new();
+                for (c, ty) in types.iter().enumerate() {
+                    if c == data.pk_column {
+                        continue;
+                    }
+                    let mut v = ValueVector::new(ty.clone(), rows);
+                    data.pin_column(&pager, g, c)?.read(0, rows, &mut v, 0)?;
+                    let group = &data.groups[g];
+                    let mut changed = false;
+                    for r in 0..rows {
+                        let deleted = group.deleted.as_ref().is_some_and(|m| m.contains(r as u64));
+                        if deleted && !v.is_null(r) {
+                            v.set_null(r, true);
+                            changed = true;
+                        }
+                    }
+                    if changed {
+                        let chunk = self.write_chunk(&v)?;
+                        let old = std::mem::replace(&mut data.groups[g].columns[c], chunk);
+                        old.pages(&mut retired);
+                    }
+                }
+                self.retire(&retired);
+                let group = &mut data.groups[g];
+                group.cleared = group.deleted.as_ref().map_or(0, |m| m.count);
+            }
+            any = true;
+            self.tables.insert(table, Arc::new(TableData::Node(data)));
+        }
+        Ok(any)
     }
 
     /// Writes every CSR region with appended rels whole again (their rels
