@@ -293,39 +293,15 @@ fn run_phase(o: &InsertOptions, engine: &EngineKind, threads: usize, phase: &str
                     &mut out,
                     nodes_stmt,
                 ) {
-                    let rows: Vec<Json> = (0..o.single_rows)
-                        .map(|i| {
-                            Json::Arr(vec![
-                                Json::Int((i % nodes) as i64),
-                                Json::Int((i.wrapping_mul(7919) % nodes) as i64),
-                                Json::Int(i as i64),
-                            ])
-                        })
-                        .collect();
-                    match d.exec_params(
-                        INSERT_REL,
-                        &["a", "b", "s"],
-                        rows,
+                    rel_insert_step(
+                        &mut d,
+                        o,
+                        &tag,
+                        "batched single-rel MATCH by id + CREATE",
+                        (0, nodes),
                         o.per_tx,
-                        o.single_max_ms,
-                    ) {
-                        Ok((ms, n, t)) => {
-                            log(&format!("{tag}: {n} rels in {t} txns, {ms:.0} ms"));
-                            out.steps.push(Step {
-                                name: "batched single-rel MATCH by id + CREATE".into(),
-                                rows: n,
-                                txns: t,
-                                ms,
-                                error: None,
-                            });
-                            out.checks
-                                .push(check(&mut d, REL_CHECK, rel_check_expected(n, nodes)));
-                        }
-                        Err(e) => {
-                            log(&format!("{tag}: error: {e}"));
-                            out.error = Some(e);
-                        }
-                    }
+                        &mut out,
+                    );
                 }
             }
             _ => {
@@ -434,7 +410,30 @@ fn rels_autocommit(
     if out.error.is_some() {
         return;
     }
-    let params: Vec<Json> = (rels..rels + o.single_rows)
+    rel_insert_step(
+        d,
+        o,
+        tag,
+        "auto-commit single-rel MATCH by id + CREATE",
+        (rels, nodes),
+        1,
+        out,
+    );
+}
+
+/// Rels `first..` among `nodes` nodes (`(first, nodes)`) by [`INSERT_REL`],
+/// `per_tx` per transaction, until `single_rows` rels or `single_max_ms`;
+/// then checks every rel from 0 on.
+fn rel_insert_step(
+    d: &mut Driver,
+    o: &InsertOptions,
+    tag: &str,
+    name: &str,
+    (first, nodes): (u64, u64),
+    per_tx: usize,
+    out: &mut PhaseResult,
+) {
+    let params: Vec<Json> = (first..first + o.single_rows)
         .map(|i| {
             let (a, b, s) = rel_row(i, nodes);
             Json::Arr(vec![
@@ -444,18 +443,24 @@ fn rels_autocommit(
             ])
         })
         .collect();
-    match d.exec_params(INSERT_REL, &["a", "b", "s"], params, 1, o.single_max_ms) {
+    match d.exec_params(
+        INSERT_REL,
+        &["a", "b", "s"],
+        params,
+        per_tx,
+        o.single_max_ms,
+    ) {
         Ok((ms, n, t)) => {
             log(&format!("{tag}: {n} rels in {t} txns, {ms:.0} ms"));
             out.steps.push(Step {
-                name: "auto-commit single-rel MATCH by id + CREATE".into(),
+                name: name.into(),
                 rows: n,
                 txns: t,
                 ms,
                 error: None,
             });
             out.checks
-                .push(check(d, REL_CHECK, rel_check_expected(rels + n, nodes)));
+                .push(check(d, REL_CHECK, rel_check_expected(first + n, nodes)));
         }
         Err(e) => {
             log(&format!("{tag}: error: {e}"));
