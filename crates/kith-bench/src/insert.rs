@@ -117,8 +117,9 @@ pub fn rel_check_expected(m: u64, nodes: u64) -> Json {
     let mut a = 0u128;
     let mut b = 0u128;
     for i in 0..m {
-        a += u128::from(i % nodes);
-        b += u128::from(i.wrapping_mul(7919) % nodes);
+        let (src, dst, _) = rel_row(i, nodes);
+        a += u128::from(src);
+        b += u128::from(dst);
     }
     let since = u128::from(m) * u128::from(m.saturating_sub(1)) / 2;
     Json::Arr(vec![Json::Arr(vec![
@@ -259,25 +260,10 @@ fn run_phase(o: &InsertOptions, engine: &EngineKind, threads: usize, phase: &str
                     (o.per_tx, 0, "batched single-row CREATE")
                 };
                 let rows: Vec<Json> = (0..o.single_rows).map(row).collect();
-                let r = d.exec_params(INSERT_ONE, &["id", "name", "age"], rows, per_tx, max_ms);
-                match r {
-                    Ok((ms, n, t)) => {
-                        log(&format!("{tag}: {n} rows in {t} txns, {ms:.0} ms"));
-                        out.steps.push(Step {
-                            name: name.into(),
-                            rows: n,
-                            txns: t,
-                            ms,
-                            error: None,
-                        });
-                        out.checks
-                            .push(check(&mut d, NODE_CHECK, node_check_expected(n)));
-                    }
-                    Err(e) => {
-                        log(&format!("{tag}: error: {e}"));
-                        out.error = Some(e);
-                    }
-                }
+                let stmt = (INSERT_ONE, &["id", "name", "age"][..], rows);
+                params_step(&mut d, &tag, name, stmt, (per_tx, max_ms), &mut out, |n| {
+                    (NODE_CHECK, node_check_expected(n))
+                });
             }
             "rels-autocommit" => rels_autocommit(&mut d, o, &tag, &dir, &mut out),
             "rels-batched" => {
@@ -443,15 +429,29 @@ fn rel_insert_step(
             ])
         })
         .collect();
-    match d.exec_params(
-        INSERT_REL,
-        &["a", "b", "s"],
-        params,
-        per_tx,
-        o.single_max_ms,
-    ) {
+    let stmt = (INSERT_REL, &["a", "b", "s"][..], params);
+    let limits = (per_tx, o.single_max_ms);
+    params_step(d, tag, name, stmt, limits, out, |n| {
+        (REL_CHECK, rel_check_expected(first + n, nodes))
+    });
+}
+
+/// Runs `stmt` (text, parameter names, one parameter row per execution)
+/// inside the driver, `limits.0` executions per transaction, stopping after
+/// `limits.1` ms (0: never); records the step and the check `expected`
+/// gives for the number of rows done.
+fn params_step(
+    d: &mut Driver,
+    tag: &str,
+    name: &str,
+    (text, names, rows): (&str, &[&str], Vec<Json>),
+    (per_tx, max_ms): (usize, u64),
+    out: &mut PhaseResult,
+    expected: impl FnOnce(u64) -> (&'static str, Json),
+) {
+    match d.exec_params(text, names, rows, per_tx, max_ms) {
         Ok((ms, n, t)) => {
-            log(&format!("{tag}: {n} rels in {t} txns, {ms:.0} ms"));
+            log(&format!("{tag}: {n} rows in {t} txns, {ms:.0} ms"));
             out.steps.push(Step {
                 name: name.into(),
                 rows: n,
@@ -459,8 +459,8 @@ fn rel_insert_step(
                 ms,
                 error: None,
             });
-            out.checks
-                .push(check(d, REL_CHECK, rel_check_expected(first + n, nodes)));
+            let (query, want) = expected(n);
+            out.checks.push(check(d, query, want));
         }
         Err(e) => {
             log(&format!("{tag}: error: {e}"));

@@ -178,10 +178,8 @@ impl Graph for StorageCsr {
         let local = node % NODE_GROUP_SIZE;
         let (a, b) = g.range(local);
         self.run(g, a, b, s, &mut f);
-        if g.has_appended() {
-            for &(a, b) in g.appended(local) {
-                self.run(g, a, b, s, &mut f);
-            }
+        for &(a, b) in g.appended(local) {
+            self.run(g, a, b, s, &mut f);
         }
     }
 }

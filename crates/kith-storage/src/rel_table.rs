@@ -207,14 +207,12 @@ pub struct PinnedCsrGroup {
 }
 
 /// The appended rels of a pinned region, by bound node: node `nodes[k]`'s
-/// are the position runs `runs[starts[k]..starts[k + 1]]`, `degrees[k]` rels
-/// in all. `present` has a bit per node that has any, so a seek of a node
+/// are the position runs `runs[starts[k]..starts[k + 1]]`. `present` has a bit per node that has any, so a seek of a node
 /// without appended rels costs one bit test.
 struct AppendedIndex {
     present: Vec<u64>,
     nodes: Vec<u64>,
     starts: Vec<usize>,
-    degrees: Vec<u64>,
     runs: Vec<(u64, u64)>,
     /// One past the largest node with appended rels.
     span: u64,
@@ -231,14 +229,12 @@ impl AppendedIndex {
         order.sort_unstable();
         let span = order.last().map_or(0, |&(l, _)| l + 1);
         let mut present = vec![0u64; span.div_ceil(64) as usize];
-        let (mut nodes, mut starts, mut degrees, mut runs) =
-            (Vec::new(), Vec::new(), Vec::new(), Vec::<(u64, u64)>::new());
+        let (mut nodes, mut starts, mut runs) = (Vec::new(), Vec::new(), Vec::<(u64, u64)>::new());
         for &(local, pos) in &order {
             if nodes.last() != Some(&local) {
                 present[(local / 64) as usize] |= 1 << (local % 64);
                 nodes.push(local);
                 starts.push(runs.len());
-                degrees.push(0);
                 runs.push((pos, pos + 1));
             } else {
                 match runs.last_mut() {
@@ -246,16 +242,12 @@ impl AppendedIndex {
                     _ => runs.push((pos, pos + 1)),
                 }
             }
-            if let Some(d) = degrees.last_mut() {
-                *d += 1;
-            }
         }
         starts.push(runs.len());
         AppendedIndex {
             present,
             nodes,
             starts,
-            degrees,
             runs,
             span,
         }
@@ -354,10 +346,7 @@ impl PinnedCsrGroup {
     /// How many rels were appended to node `local`.
     #[inline]
     pub fn appended_degree(&self, local: u64) -> u64 {
-        match &self.appended {
-            None => 0,
-            Some(a) => a.find(local).map_or(0, |k| a.degrees[k]),
-        }
+        self.appended(local).iter().map(|&(a, b)| b - a).sum()
     }
 
     /// All rels of node `local`.

@@ -116,7 +116,7 @@ impl CsrPins {
     #[inline]
     pub fn appended(&self, group: usize, offset: u64) -> &[(u64, u64)] {
         match self.pinned.get(group) {
-            Some(Some(p)) if p.csr.has_appended() => p.csr.appended(offset % NODE_GROUP_SIZE),
+            Some(Some(p)) => p.csr.appended(offset % NODE_GROUP_SIZE),
             _ => &[],
         }
     }
@@ -126,9 +126,7 @@ impl CsrPins {
     pub fn degree(&mut self, pager: &Arc<Pager>, offset: u64) -> Result<u64> {
         let (group, s, e) = self.range(pager, offset)?;
         let extra = match self.pinned.get(group) {
-            Some(Some(p)) if p.csr.has_appended() => {
-                p.csr.appended_degree(offset % NODE_GROUP_SIZE)
-            }
+            Some(Some(p)) => p.csr.appended_degree(offset % NODE_GROUP_SIZE),
             _ => 0,
         };
         Ok(e - s + extra)

@@ -225,41 +225,38 @@ impl<'a> PathValues<'a> {
             pinned.neighbors.read_u64s(0, n, &mut nbrs);
             let bound = pinned.bound_nodes();
             for (pos, &local) in bound.iter().enumerate().take(n) {
-                {
-                    let pos = pos as u64;
-                    let r = ids[pos as usize];
-                    if !kith_graph::graph::mask_has(bits, r) {
-                        continue;
-                    }
-                    let mut properties = Vec::with_capacity(names.len());
-                    let mut k = 0;
-                    for (i, (name, c)) in names.iter().zip(&columns).enumerate() {
-                        let v = match c {
-                            Some(_) => {
-                                let col = pinned
-                                    .properties
-                                    .get(k)
-                                    .ok_or_else(|| Error::internal("rel column not pinned"))?;
-                                k += 1;
-                                col.read(pos, 1, &mut scratch[i], 0)?;
-                                scratch[i].get_value(0)
-                            }
-                            None => Value::Null,
-                        };
-                        properties.push((name.clone(), v));
-                    }
-                    let src = gi as u64 * NODE_GROUP_SIZE + local;
-                    map.insert(
-                        r,
-                        Arc::new(RelValue {
-                            id: InternalId::new(t, r),
-                            label: label.clone(),
-                            src: InternalId::new(info.src, src),
-                            dst: InternalId::new(info.dst, nbrs[pos as usize]),
-                            properties: properties.into(),
-                        }),
-                    );
+                let r = ids[pos];
+                if !kith_graph::graph::mask_has(bits, r) {
+                    continue;
                 }
+                let mut properties = Vec::with_capacity(names.len());
+                let mut k = 0;
+                for (i, (name, c)) in names.iter().zip(&columns).enumerate() {
+                    let v = match c {
+                        Some(_) => {
+                            let col = pinned
+                                .properties
+                                .get(k)
+                                .ok_or_else(|| Error::internal("rel column not pinned"))?;
+                            k += 1;
+                            col.read(pos as u64, 1, &mut scratch[i], 0)?;
+                            scratch[i].get_value(0)
+                        }
+                        None => Value::Null,
+                    };
+                    properties.push((name.clone(), v));
+                }
+                let src = gi as u64 * NODE_GROUP_SIZE + local;
+                map.insert(
+                    r,
+                    Arc::new(RelValue {
+                        id: InternalId::new(t, r),
+                        label: label.clone(),
+                        src: InternalId::new(info.src, src),
+                        dst: InternalId::new(info.dst, nbrs[pos]),
+                        properties: properties.into(),
+                    }),
+                );
             }
             self.ctx.cancel.check()?;
         }
