@@ -342,6 +342,9 @@ pub enum BoundAlter {
 pub struct WriteContinuation {
     pub clauses: Vec<ast::Clause>,
     pub vars: Vec<ContinuationVar>,
+    /// Named paths a CREATE or MERGE made: the name and the variables of
+    /// its nodes and rels in path order (each one of `vars`).
+    pub paths: Vec<(String, Vec<String>)>,
 }
 
 /// A variable in scope after the writes: where its value comes from and
@@ -432,15 +435,6 @@ pub struct CreateRel {
     pub properties: Vec<(String, usize)>,
 }
 
-/// An ON CREATE / ON MATCH item of a rel MERGE: the merged rel (`None`) or
-/// a node, a property and the input column of its value.
-#[derive(Debug, Clone, PartialEq)]
-pub struct MergeSet {
-    pub node: Option<NodeRef>,
-    pub property: String,
-    pub value: usize,
-}
-
 /// The target of `SET x.prop = value`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SetTarget {
@@ -458,11 +452,46 @@ pub struct SetProperty {
     pub value: usize,
 }
 
+/// A node of a path MERGE: one bound by earlier clauses (`new` is None),
+/// or one to match by `new`'s table, labels and properties and to create
+/// with the path (`node` is then `Created(new.var)`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MergePathNode {
+    pub node: NodeRef,
+    pub new: Option<CreateNode>,
+}
+
+/// A rel of a path MERGE between chain positions `i` and `i + 1` (`rel`'s
+/// `src` / `dst` say which is its source; left to right when undirected).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MergePathRel {
+    pub rel: CreateRel,
+    /// Matched in either direction (an undirected pattern).
+    pub either_direction: bool,
+}
+
 /// ON CREATE / ON MATCH items bound as SET clauses.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct MergeThen {
-    pub on_create: Vec<WriteClause>,
-    pub on_match: Vec<WriteClause>,
+    pub on_create: MergeItems,
+    pub on_match: MergeItems,
+}
+
+/// The ON CREATE or ON MATCH items of a MERGE.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MergeItems {
+    /// Values computed by the reading part (input columns).
+    Now(Vec<WriteClause>),
+    /// Items whose values read what the MERGE bound or the writes before
+    /// it changed (`ON MATCH SET n.hits = n.hits + 1`): a SET run as a
+    /// continuation on the rows that created / matched, read again.
+    Later(Box<WriteContinuation>),
+}
+
+impl Default for MergeItems {
+    fn default() -> Self {
+        MergeItems::Now(Vec::new())
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -489,15 +518,26 @@ pub enum WriteClause {
     },
     Set(Vec<SetProperty>),
     /// `MERGE (a)-[r:T {..}]->(b)` between bound nodes: the rel is matched
-    /// (type, endpoints, properties) or created; then `on_match` or
-    /// `on_create` items run (their targets may be the merged rel).
+    /// (type, endpoints, properties) or created; then the ON MATCH or ON
+    /// CREATE items run.
     MergeRel {
         rel: CreateRel,
         /// Also match the rel from `dst` to `src` (an undirected pattern).
         either_direction: bool,
-        on_create: Vec<MergeSet>,
-        on_match: Vec<MergeSet>,
-        /// As for `MergeNode`.
+        /// ON CREATE / ON MATCH items; they may target the merged rel.
+        then: MergeThen,
+    },
+    /// Any other MERGE of a pattern with rels (unbound end nodes, longer
+    /// chains, named paths): per input row, every match of the whole
+    /// pattern is bound (one row each), or, when there is none, its new
+    /// nodes and all its rels are created; then `then` runs.
+    MergePath {
+        /// Distinct pattern nodes (a variable used twice is one node).
+        nodes: Vec<MergePathNode>,
+        /// Node index of each chain position (rels + 1 of them).
+        chain: Vec<usize>,
+        /// Rel `i` joins chain positions `i` and `i + 1`.
+        rels: Vec<MergePathRel>,
         then: MergeThen,
     },
     /// `SET n:A:B` (`remove`: `REMOVE n:A:B`).

@@ -699,15 +699,17 @@ impl WriteTxn<'_> {
         Ok(Some(out))
     }
 
-    /// Ids of the rels of `table` from `src` to `dst` whose properties equal
-    /// `props` (MERGE of a rel). Cost: a scan of `src`'s forward range.
+    /// The rels of `table` at node `from` in direction `dir` (to `to`, when
+    /// given) whose properties equal `props`, as (neighbour, rel id) (MERGE
+    /// of a rel or a path). Cost: a scan of `from`'s range in `dir`.
     pub fn find_rels(
         &mut self,
         table: TableId,
-        src: u64,
-        dst: u64,
+        dir: RelDirection,
+        from: u64,
+        to: Option<u64>,
         props: &[(PropertyId, Value)],
-    ) -> Result<Vec<u64>> {
+    ) -> Result<Vec<(u64, u64)>> {
         self.flush_pending()?;
         if props.iter().any(|(_, v)| v.is_null()) {
             return Ok(Vec::new());
@@ -719,14 +721,18 @@ impl WriteTxn<'_> {
             probe_columns(&entry, props, |p| data.column_of(p))?
                 .into_iter()
                 .unzip();
-        let g = (src / NODE_GROUP_SIZE) as usize;
-        let Some(group) = data.fwd.groups.get(g) else {
+        let g = (from / NODE_GROUP_SIZE) as usize;
+        let Some(group) = data.csr(dir).groups.get(g) else {
             return Ok(Vec::new());
         };
         let pinned = group.pin(&pager, &cols)?;
         let mut out = Vec::new();
-        for pos in pinned.ranges(src % NODE_GROUP_SIZE).flat_map(|(s, e)| s..e) {
-            if pinned.neighbors.get_u64(pos) != dst {
+        for pos in pinned
+            .ranges(from % NODE_GROUP_SIZE)
+            .flat_map(|(s, e)| s..e)
+        {
+            let nbr = pinned.neighbors.get_u64(pos);
+            if to.is_some_and(|t| t != nbr) {
                 continue;
             }
             let mut all = true;
@@ -736,10 +742,29 @@ impl WriteTxn<'_> {
                 all &= property_equals(&v.get_value(0), want);
             }
             if all {
-                out.push(pinned.rel_ids.get_u64(pos));
+                out.push((nbr, pinned.rel_ids.get_u64(pos)));
             }
         }
         Ok(out)
+    }
+
+    /// Whether live node `offset` of `table` has properties equal to `props`
+    /// (MERGE checking a node a path reached). A NULL in `props` matches
+    /// nothing.
+    pub fn node_has_properties(
+        &mut self,
+        table: TableId,
+        offset: u64,
+        props: &[(PropertyId, Value)],
+    ) -> Result<bool> {
+        for (p, want) in props {
+            if want.is_null()
+                || !property_equals(&self.read_node_property(table, offset, *p)?, want)
+            {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     /// Offsets of the live nodes of `table` whose properties equal `props`

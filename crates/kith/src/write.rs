@@ -9,11 +9,12 @@ use std::sync::Arc;
 use kith_catalog::{PropertyId, TableEntry};
 use kith_common::{Chunk, Error, InternalId, LogicalType, Result, TableId, Value, ValueVector};
 use kith_planner::bound::{
-    BoundStatement, BoundWrite, ContinuationSource, CreateNode, CreateRel, MergeSet, MergeThen,
-    NodeRef, RelRef, SeedKind, SetTarget, WriteClause, WriteContinuation, WriteTable,
+    BoundStatement, BoundWrite, ContinuationSource, CreateNode, CreateRel, MergeItems,
+    MergePathNode, MergePathRel, MergeThen, NodeRef, RelRef, SeedKind, SetTarget, WriteClause,
+    WriteContinuation, WriteTable,
 };
 use kith_sched::CancelToken;
-use kith_storage::WriteTxn;
+use kith_storage::{RelDirection, WriteTxn};
 
 use crate::database::{Connection, Settings};
 use crate::implicit_schema::{self, entry};
@@ -40,6 +41,15 @@ pub(crate) fn run_write(
     Ok(result)
 }
 
+/// What running a statement's clauses needs besides the transaction.
+#[derive(Clone, Copy)]
+struct Run<'a> {
+    conn: &'a Connection,
+    params: &'a HashMap<String, Value>,
+    settings: &'a Settings,
+    cancel: &'a CancelToken,
+}
+
 /// Runs `w` inside `txn`: the reading part (from the rows of `initial` when
 /// `w` continues an earlier write), the writes, then the continuation (a
 /// RETURN, or more reading and writing clauses) over the rows the writes
@@ -53,6 +63,12 @@ fn run_write_in(
     settings: &Settings,
     cancel: &CancelToken,
 ) -> Result<QueryResult> {
+    let run = Run {
+        conn,
+        params,
+        settings,
+        cancel,
+    };
     // A reading part that scans no table needs no flush of the
     // transaction's buffered inserts.
     let scans = w
@@ -88,7 +104,7 @@ fn run_write_in(
     let mut env: Env = vec![HashMap::new(); rows.len()];
     let mut rel_env: RelEnv = vec![HashMap::new(); rows.len()];
     for clause in &w.clauses {
-        apply(txn, clause, &mut rows, &mut env, &mut rel_env)?;
+        apply(run, txn, clause, &mut rows, &mut env, &mut rel_env)?;
     }
     let Some(cont) = w.continuation else {
         return Ok(QueryResult {
@@ -96,14 +112,27 @@ fn run_write_in(
             ..QueryResult::default()
         });
     };
-    let (seeds, initial) = continuation_rows(txn, &cont, &rows, &env, &rel_env)?;
-    let procedures = Arc::clone(&conn.db.procedures.read());
+    run_continuation(run, txn, &cont, &rows, &env, &rel_env)
+}
+
+/// Runs continuation `cont` over the rows the writes left.
+fn run_continuation(
+    run: Run<'_>,
+    txn: &mut WriteTxn<'_>,
+    cont: &WriteContinuation,
+    rows: &[Vec<Value>],
+    env: &Env,
+    rel_env: &RelEnv,
+) -> Result<QueryResult> {
+    let (seeds, initial) = continuation_rows(txn, cont, rows, env, rel_env)?;
+    let procedures = Arc::clone(&run.conn.db.procedures.read());
     let bound = kith_planner::binder::bind_continuation(
         &txn.catalog,
         &procedures,
         &seeds,
+        &cont.paths,
         &cont.clauses,
-        params,
+        run.params,
     )?;
     match bound {
         BoundStatement::Query(q) => {
@@ -112,7 +141,13 @@ fn run_write_in(
                 version.cardinality(t)
             })?;
             let chunks = crate::statement::execute_plan_from(
-                conn, &plan, initial, &version, params, cancel, settings,
+                run.conn,
+                &plan,
+                initial,
+                &version,
+                run.params,
+                run.cancel,
+                run.settings,
             )?;
             Ok(QueryResult {
                 names: plan.names,
@@ -121,9 +156,15 @@ fn run_write_in(
                 silent: false,
             })
         }
-        BoundStatement::Write(next) => {
-            run_write_in(conn, txn, *next, Some(initial), params, settings, cancel)
-        }
+        BoundStatement::Write(next) => run_write_in(
+            run.conn,
+            txn,
+            *next,
+            Some(initial),
+            run.params,
+            run.settings,
+            run.cancel,
+        ),
         _ => Err(Error::internal(
             "a write continuation bound to another statement",
         )),
@@ -525,7 +566,6 @@ fn merge_rel(
     txn: &mut WriteTxn<'_>,
     rel: &CreateRel,
     either: bool,
-    (on_create, on_match): (&[MergeSet], &[MergeSet]),
     row: &[Value],
     env: &HashMap<String, Node>,
 ) -> Result<(Vec<[InternalId; 3]>, bool)> {
@@ -533,11 +573,7 @@ fn merge_rel(
     else {
         return Err(Error::runtime("cannot MERGE a rel whose end node is NULL"));
     };
-    if let Some((name, _)) = rel.properties.iter().find(|(_, c)| row[*c].is_null()) {
-        return Err(Error::runtime(format!(
-            "cannot MERGE a rel whose property '{name}' is NULL"
-        )));
-    }
+    check_merge_properties("rel", &rel.properties, row)?;
     let mut found: Vec<(TableId, Node, Node, u64)> = Vec::new();
     let tries: &[(Node, Node)] = if either {
         &[(src, dst), (dst, src)]
@@ -559,18 +595,10 @@ fn merge_rel(
             if e.rel_info().is_some_and(|i| i.src != s.0 || i.dst != d.0) {
                 continue;
             }
-            let mut probe = Vec::new();
-            let mut absent = false;
-            for (name, col) in &rel.properties {
-                match e.property(name) {
-                    Some(p) => probe.push((p.id, row[*col].clone())),
-                    None => absent = true,
-                }
-            }
-            if absent {
+            let Some(probe) = probe(&e, &rel.properties, row) else {
                 continue;
-            }
-            for id in txn.find_rels(t, s.1, d.1, &probe)? {
+            };
+            for (_, id) in txn.find_rels(t, RelDirection::Fwd, s.1, Some(d.1), &probe)? {
                 found.push((t, s, d, id));
             }
         }
@@ -580,8 +608,8 @@ fn merge_rel(
         }
     }
     let created = found.is_empty();
-    let (bindings, sets) = if !created {
-        (found, on_match)
+    let bindings = if !created {
+        found
     } else {
         let table = implicit_schema::rel_table(txn, &rel.table, src.0, dst.0)?;
         ensure_properties(
@@ -603,34 +631,353 @@ fn merge_rel(
         }
         let props = property_row(&e, &rel.properties, row)?;
         let id = txn.insert_rels(table, &[src.1], &[dst.1], &[props])?[0];
-        (vec![(table, src, dst, id)], on_create)
+        vec![(table, src, dst, id)]
     };
-    let mut out = Vec::with_capacity(bindings.len());
-    for (table, s, d, id) in bindings {
-        for set in sets {
-            let value = &row[set.value];
-            match &set.node {
-                None => set_rel(txn, (table, s.1, d.1, id), &set.property, value)?,
-                Some(n) => {
-                    if let Some(node) = resolve(n, row, env)? {
-                        set_node(txn, node, &set.property, value)?;
+    let out = bindings
+        .into_iter()
+        .map(|(table, s, d, id)| {
+            [
+                InternalId::new(table, id),
+                InternalId::new(s.0, s.1),
+                InternalId::new(d.0, d.1),
+            ]
+        })
+        .collect();
+    Ok((out, created))
+}
+
+/// NULL never equals anything, so a MERGE with a NULL property could only
+/// ever create (openCypher refuses it).
+fn check_merge_properties(what: &str, props: &[(String, usize)], row: &[Value]) -> Result<()> {
+    match props.iter().find(|(_, c)| row[*c].is_null()) {
+        Some((name, _)) => Err(Error::runtime(format!(
+            "cannot MERGE a {what} whose property '{name}' is NULL"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// `props` (name -> input column) as property ids of table `e`; None when
+/// `e` lacks one of them (then it matches nothing there).
+fn probe(
+    e: &TableEntry,
+    props: &[(String, usize)],
+    row: &[Value],
+) -> Option<Vec<(PropertyId, Value)>> {
+    props
+        .iter()
+        .map(|(name, col)| e.property(name).map(|p| (p.id, row[*col].clone())))
+        .collect()
+}
+
+/// Whether node `n` carries every extra label of MERGE node `node`.
+fn has_labels(txn: &mut WriteTxn<'_>, node: &CreateNode, n: Node) -> Result<bool> {
+    if node.labels.is_empty() {
+        return Ok(true);
+    }
+    let have = node_labels(txn, n)?;
+    Ok(node.labels.iter().all(|l| have.contains(l)))
+}
+
+/// The live nodes MERGE node `node` matches: of `table` (every table when
+/// unlabeled), with its properties (looked up by primary key when the key
+/// is one of them) and all its labels.
+fn node_candidates(
+    txn: &mut WriteTxn<'_>,
+    node: &CreateNode,
+    table: TableId,
+    row: &[Value],
+) -> Result<Vec<Node>> {
+    let mut tables = vec![entry(txn, table)?];
+    if matches!(&node.table, WriteTable::Implicit(l) if l.is_empty()) {
+        tables.extend(txn.catalog.node_tables().filter(|t| t.id != table).cloned());
+    }
+    let mut found = Vec::new();
+    for e in tables {
+        let Some(probe) = probe(&e, &node.properties, row) else {
+            continue;
+        };
+        let pk = e.primary_key().map(|p| p.id);
+        match probe.iter().find(|(p, _)| Some(*p) == pk) {
+            Some((_, key)) => {
+                if let Some(o) = txn.lookup_pk(e.id, key)? {
+                    if txn.node_has_properties(e.id, o, &probe)? {
+                        found.push((e.id, o));
                     }
                 }
             }
+            None => found.extend(txn.find_nodes(e.id, &probe)?.into_iter().map(|o| (e.id, o))),
         }
-        out.push([
-            InternalId::new(table, id),
-            InternalId::new(s.0, s.1),
-            InternalId::new(d.0, d.1),
-        ]);
     }
-    Ok((out, created))
+    let mut keep = Vec::with_capacity(found.len());
+    for n in found {
+        if has_labels(txn, node, n)? {
+            keep.push(n);
+        }
+    }
+    Ok(keep)
+}
+
+/// Whether node `n`, reached by a rel of a path MERGE, is one MERGE node
+/// `node` (of resolved table `table`) matches.
+fn node_fits(
+    txn: &mut WriteTxn<'_>,
+    node: &CreateNode,
+    table: TableId,
+    n: Node,
+    row: &[Value],
+) -> Result<bool> {
+    let unlabeled = matches!(&node.table, WriteTable::Implicit(l) if l.is_empty());
+    if !unlabeled && n.0 != table {
+        return Ok(false);
+    }
+    let e = entry(txn, n.0)?;
+    let Some(probe) = probe(&e, &node.properties, row) else {
+        return Ok(false);
+    };
+    Ok(txn.node_has_properties(n.0, n.1, &probe)? && has_labels(txn, node, n)?)
+}
+
+/// One match of a path MERGE: a node per pattern node, a rel (id, source,
+/// destination) per pattern rel; rels are None where the path was just
+/// created (they are bound already).
+struct PathMatch {
+    nodes: Vec<Node>,
+    rels: Vec<Option<[InternalId; 3]>>,
+}
+
+/// The search for matches of one row's path MERGE: a depth-first walk from
+/// an anchor node along the chain, right then left, extending through each
+/// rel's CSR from the node already placed.
+struct PathSearch<'a> {
+    nodes: &'a [MergePathNode],
+    chain: &'a [usize],
+    rels: &'a [MergePathRel],
+    /// Resolved table of each new node.
+    tables: &'a [Option<TableId>],
+    row: &'a [Value],
+    /// (rel, from position, to position) in walk order.
+    steps: Vec<(usize, usize, usize)>,
+    placed: Vec<Option<Node>>,
+    /// Rels of the partial match, by step; a match uses each rel once.
+    used: Vec<[InternalId; 3]>,
+    found: Vec<PathMatch>,
+}
+
+impl PathSearch<'_> {
+    fn walk(&mut self, txn: &mut WriteTxn<'_>, step: usize) -> Result<()> {
+        let Some(&(r, from, to)) = self.steps.get(step) else {
+            let nodes = self
+                .placed
+                .iter()
+                .map(|n| n.ok_or_else(|| Error::internal("path MERGE match with an unplaced node")))
+                .collect::<Result<_>>()?;
+            let mut rels = vec![None; self.rels.len()];
+            for (&(r, _, _), ids) in self.steps.iter().zip(&self.used) {
+                rels[r] = Some(*ids);
+            }
+            self.found.push(PathMatch { nodes, rels });
+            return Ok(());
+        };
+        let (a, b) = (self.chain[from], self.chain[to]);
+        let Some(here) = self.placed[a] else {
+            return Err(Error::internal("path MERGE step from an unplaced node"));
+        };
+        let there = self.placed[b];
+        let spec = &self.rels[r];
+        // Rel r's source is at position r (`from` walks rightwards) unless
+        // the pattern points left; undirected, both ways.
+        let src_is_left = spec.rel.src == self.nodes[self.chain[r]].node;
+        let rightwards = to > from;
+        let mut dirs = vec![if rightwards == src_is_left {
+            RelDirection::Fwd
+        } else {
+            RelDirection::Bwd
+        }];
+        if spec.either_direction && a != b {
+            dirs.push(match dirs[0] {
+                RelDirection::Fwd => RelDirection::Bwd,
+                RelDirection::Bwd => RelDirection::Fwd,
+            });
+        }
+        let mut hits: Vec<([InternalId; 3], Node)> = Vec::new();
+        for dir in dirs {
+            let candidates: Vec<TableEntry> = match &spec.rel.table {
+                WriteTable::Declared(t) => vec![entry(txn, *t)?],
+                WriteTable::Implicit(ty) => txn.catalog.rel_tables_typed(ty).cloned().collect(),
+            };
+            for e in candidates {
+                let Some(info) = e.rel_info() else {
+                    continue;
+                };
+                let (near, far) = match dir {
+                    RelDirection::Fwd => (info.src, info.dst),
+                    RelDirection::Bwd => (info.dst, info.src),
+                };
+                if near != here.0 || there.is_some_and(|t| t.0 != far) {
+                    continue;
+                }
+                let Some(probe) = probe(&e, &spec.rel.properties, self.row) else {
+                    continue;
+                };
+                for (nbr, id) in txn.find_rels(e.id, dir, here.1, there.map(|t| t.1), &probe)? {
+                    let (s, d) = match dir {
+                        RelDirection::Fwd => (here, (far, nbr)),
+                        RelDirection::Bwd => ((far, nbr), here),
+                    };
+                    let ids = [
+                        InternalId::new(e.id, id),
+                        InternalId::new(s.0, s.1),
+                        InternalId::new(d.0, d.1),
+                    ];
+                    hits.push((ids, (far, nbr)));
+                }
+            }
+        }
+        for (ids, next) in hits {
+            if self.used.iter().any(|u| u[0] == ids[0]) {
+                continue;
+            }
+            if there.is_none() {
+                let Some(new) = &self.nodes[b].new else {
+                    return Err(Error::internal("unplaced bound node in a path MERGE"));
+                };
+                let table = self.tables[b].unwrap_or(TableId(0));
+                if !node_fits(txn, new, table, next, self.row)? {
+                    continue;
+                }
+                self.placed[b] = Some(next);
+            }
+            self.used.push(ids);
+            self.walk(txn, step + 1)?;
+            self.used.pop();
+            if there.is_none() {
+                self.placed[b] = None;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One row of a path MERGE: every match of the pattern, or (when none)
+/// the pattern created, its new nodes and named rels bound in `env` /
+/// `rel_env`; and whether it was created.
+#[allow(clippy::too_many_arguments)]
+fn merge_path(
+    txn: &mut WriteTxn<'_>,
+    nodes: &[MergePathNode],
+    chain: &[usize],
+    rels: &[MergePathRel],
+    tables: &[Option<TableId>],
+    row: &[Value],
+    env: &mut HashMap<String, Node>,
+    rel_env: &mut HashMap<String, [InternalId; 3]>,
+) -> Result<(Vec<PathMatch>, bool)> {
+    let mut placed = Vec::with_capacity(nodes.len());
+    for n in nodes {
+        match &n.new {
+            Some(c) => {
+                check_merge_properties("node", &c.properties, row)?;
+                placed.push(None);
+            }
+            None => match resolve(&n.node, row, env)? {
+                Some(node) => placed.push(Some(node)),
+                None => return Err(Error::runtime("cannot MERGE a path through a NULL node")),
+            },
+        }
+    }
+    for r in rels {
+        check_merge_properties("rel", &r.rel.properties, row)?;
+    }
+    // The anchor: a bound node, else a new node found by primary key, else
+    // the one with the most properties (fewest candidates, likely).
+    let anchor = (0..chain.len())
+        .max_by_key(|&p| {
+            let n = &nodes[chain[p]];
+            match (&n.new, &placed[chain[p]]) {
+                (_, Some(_)) => (2, 0, std::cmp::Reverse(p)),
+                (Some(c), None) => {
+                    let keyed = tables[chain[p]]
+                        .and_then(|t| txn.catalog.table(t))
+                        .and_then(|e| e.primary_key())
+                        .is_some_and(|pk| c.properties.iter().any(|(name, _)| *name == pk.name));
+                    (usize::from(keyed), c.properties.len(), std::cmp::Reverse(p))
+                }
+                (None, None) => (0, 0, std::cmp::Reverse(p)),
+            }
+        })
+        .unwrap_or(0);
+    let starts: Vec<Option<Node>> = match (&nodes[chain[anchor]].new, placed[chain[anchor]]) {
+        (_, Some(n)) => vec![Some(n)],
+        (Some(c), None) => {
+            let table = tables[chain[anchor]].unwrap_or(TableId(0));
+            node_candidates(txn, c, table, row)?
+                .into_iter()
+                .map(Some)
+                .collect()
+        }
+        (None, None) => Vec::new(),
+    };
+    let mut steps: Vec<(usize, usize, usize)> =
+        (anchor..rels.len()).map(|r| (r, r, r + 1)).collect();
+    steps.extend((0..anchor).rev().map(|r| (r, r + 1, r)));
+    let mut search = PathSearch {
+        nodes,
+        chain,
+        rels,
+        tables,
+        row,
+        steps,
+        placed,
+        used: Vec::with_capacity(rels.len()),
+        found: Vec::new(),
+    };
+    let anchor_node = chain[anchor];
+    let preset = search.placed[anchor_node].is_some();
+    for start in starts {
+        search.placed[anchor_node] = start;
+        search.walk(txn, 0)?;
+    }
+    if !preset {
+        search.placed[anchor_node] = None;
+    }
+    if !search.found.is_empty() {
+        return Ok((search.found, false));
+    }
+    let row = vec![row.to_vec()];
+    for n in nodes {
+        if let Some(c) = &n.new {
+            create_nodes(txn, c, &row, std::slice::from_mut(env))?;
+        }
+    }
+    for r in rels {
+        create_rels(
+            txn,
+            &r.rel,
+            &row,
+            std::slice::from_ref(env),
+            std::slice::from_mut(rel_env),
+        )?;
+    }
+    let mut placed = Vec::with_capacity(nodes.len());
+    for n in nodes {
+        let node = resolve(&n.node, &row[0], env)?;
+        placed.push(node.ok_or_else(|| Error::internal("path MERGE created no node"))?);
+    }
+    Ok((
+        vec![PathMatch {
+            nodes: placed,
+            rels: vec![None; rels.len()],
+        }],
+        true,
+    ))
 }
 
 /// A MERGE's ON CREATE / ON MATCH items bound as SET clauses: each runs on
 /// the rows (after the MERGE bound its variable) that created (`created[i]`)
 /// or matched.
 fn apply_merge_then(
+    run: Run<'_>,
     txn: &mut WriteTxn<'_>,
     then: &MergeThen,
     created: &[bool],
@@ -638,16 +985,23 @@ fn apply_merge_then(
     env: &Env,
     rel_env: &RelEnv,
 ) -> Result<()> {
-    for (clauses, want) in [(&then.on_create, true), (&then.on_match, false)] {
+    for (items, want) in [(&then.on_create, true), (&then.on_match, false)] {
         let picked: Vec<usize> = (0..created.len()).filter(|&i| created[i] == want).collect();
-        if clauses.is_empty() || picked.is_empty() {
+        if picked.is_empty() || matches!(items, MergeItems::Now(c) if c.is_empty()) {
             continue;
         }
         let mut sub_rows: Vec<Vec<Value>> = picked.iter().map(|&i| rows[i].clone()).collect();
         let mut sub_env: Env = picked.iter().map(|&i| env[i].clone()).collect();
         let mut sub_rel: RelEnv = picked.iter().map(|&i| rel_env[i].clone()).collect();
-        for c in clauses {
-            apply(txn, c, &mut sub_rows, &mut sub_env, &mut sub_rel)?;
+        match items {
+            MergeItems::Now(clauses) => {
+                for c in clauses {
+                    apply(run, txn, c, &mut sub_rows, &mut sub_env, &mut sub_rel)?;
+                }
+            }
+            MergeItems::Later(cont) => {
+                run_continuation(run, txn, cont, &sub_rows, &sub_env, &sub_rel)?;
+            }
         }
     }
     Ok(())
@@ -774,6 +1128,7 @@ fn ensure_properties(
 }
 
 fn apply(
+    run: Run<'_>,
     txn: &mut WriteTxn<'_>,
     clause: &WriteClause,
     rows: &mut Vec<Vec<Value>>,
@@ -797,63 +1152,10 @@ fn apply(
         } => {
             let mut created: Vec<bool> = Vec::with_capacity(rows.len());
             let table = implicit_schema::node_table(txn, &node.table)?;
-            let implicit = matches!(node.table, WriteTable::Implicit(_));
-            // An unlabeled MERGE matches nodes of every table.
-            let unlabeled = matches!(&node.table, WriteTable::Implicit(l) if l.is_empty());
             let mut bound: Vec<Vec<Node>> = Vec::with_capacity(rows.len());
             for row in rows.iter() {
-                if let Some((name, _)) = node.properties.iter().find(|(_, c)| row[*c].is_null()) {
-                    // NULL never equals anything, so the MERGE could only
-                    // ever create (openCypher refuses it).
-                    return Err(Error::runtime(format!(
-                        "cannot MERGE a node whose property '{name}' is NULL"
-                    )));
-                }
-                let found: Vec<Node> = if implicit {
-                    let mut tables = vec![entry(txn, table)?];
-                    if unlabeled {
-                        tables.extend(txn.catalog.node_tables().filter(|t| t.id != table).cloned());
-                    }
-                    let mut out = Vec::new();
-                    for e in tables {
-                        let probe: Option<Vec<(PropertyId, Value)>> = node
-                            .properties
-                            .iter()
-                            .map(|(name, col)| e.property(name).map(|p| (p.id, row[*col].clone())))
-                            .collect();
-                        // A property the table lacks matches nothing there.
-                        if let Some(probe) = probe {
-                            out.extend(
-                                txn.find_nodes(e.id, &probe)?.into_iter().map(|o| (e.id, o)),
-                            );
-                        }
-                    }
-                    out
-                } else {
-                    let key = &row[node.properties[0].1];
-                    if key.is_null() {
-                        return Err(Error::runtime(format!(
-                            "cannot MERGE a '{}' node with a NULL primary key",
-                            entry(txn, table)?.name
-                        )));
-                    }
-                    txn.lookup_pk(table, key)?
-                        .into_iter()
-                        .map(|o| (table, o))
-                        .collect()
-                };
-                // `MERGE (n:A:B)`: a match carries every label.
-                let mut found = found;
-                if !node.labels.is_empty() {
-                    let mut keep = Vec::with_capacity(found.len());
-                    for n in found {
-                        let have = node_labels(txn, n)?;
-                        if node.labels.iter().all(|l| have.contains(l)) {
-                            keep.push(n);
-                        }
-                    }
-                    found = keep;
-                }
+                check_merge_properties("node", &node.properties, row)?;
+                let found = node_candidates(txn, node, table, row)?;
                 if found.is_empty() {
                     let mut props = node.properties.clone();
                     props.extend(on_create.iter().cloned());
@@ -880,7 +1182,7 @@ fn apply(
             fan_out(rows, env, rel_env, bound, |env, _, &n| {
                 env.insert(node.var.clone(), n);
             });
-            apply_merge_then(txn, then, &created, rows, env, rel_env)?;
+            apply_merge_then(run, txn, then, &created, rows, env, rel_env)?;
         }
         WriteClause::Set(items) => {
             for (i, (row, env)) in rows.iter().zip(env.iter()).enumerate() {
@@ -897,21 +1199,12 @@ fn apply(
         WriteClause::MergeRel {
             rel,
             either_direction,
-            on_create,
-            on_match,
             then,
         } => {
             let mut bound = Vec::with_capacity(rows.len());
             let mut created = Vec::with_capacity(rows.len());
             for (i, row) in rows.iter().enumerate() {
-                let (ids, new) = merge_rel(
-                    txn,
-                    rel,
-                    *either_direction,
-                    (on_create, on_match),
-                    row,
-                    &env[i],
-                )?;
+                let (ids, new) = merge_rel(txn, rel, *either_direction, row, &env[i])?;
                 created.extend(std::iter::repeat_n(new, ids.len()));
                 bound.push(ids);
             }
@@ -920,7 +1213,53 @@ fn apply(
                     rel_env.insert(var.clone(), *ids);
                 }
             });
-            apply_merge_then(txn, then, &created, rows, env, rel_env)?;
+            apply_merge_then(run, txn, then, &created, rows, env, rel_env)?;
+        }
+        WriteClause::MergePath {
+            nodes,
+            chain,
+            rels,
+            then,
+        } => {
+            // New nodes' tables, made when missing (once, not per row).
+            let tables: Vec<Option<TableId>> = nodes
+                .iter()
+                .map(|n| {
+                    n.new
+                        .as_ref()
+                        .map(|c| implicit_schema::node_table(txn, &c.table))
+                        .transpose()
+                })
+                .collect::<Result<_>>()?;
+            let mut bound = Vec::with_capacity(rows.len());
+            let mut created = Vec::with_capacity(rows.len());
+            for i in 0..rows.len() {
+                let (found, new) = merge_path(
+                    txn,
+                    nodes,
+                    chain,
+                    rels,
+                    &tables,
+                    &rows[i],
+                    &mut env[i],
+                    &mut rel_env[i],
+                )?;
+                created.extend(std::iter::repeat_n(new, found.len()));
+                bound.push(found);
+            }
+            fan_out(rows, env, rel_env, bound, |env, rel_env, m| {
+                for (n, &node) in nodes.iter().zip(&m.nodes) {
+                    if let Some(c) = &n.new {
+                        env.insert(c.var.clone(), node);
+                    }
+                }
+                for (r, ids) in rels.iter().zip(&m.rels) {
+                    if let (Some(var), Some(ids)) = (&r.rel.var, ids) {
+                        rel_env.insert(var.clone(), *ids);
+                    }
+                }
+            });
+            apply_merge_then(run, txn, then, &created, rows, env, rel_env)?;
         }
         WriteClause::SetLabels {
             node,
@@ -1008,7 +1347,7 @@ fn create_nodes(
     txn: &mut WriteTxn<'_>,
     n: &CreateNode,
     rows: &[Vec<Value>],
-    env: &mut Env,
+    env: &mut [HashMap<String, Node>],
 ) -> Result<()> {
     let table = implicit_schema::node_table(txn, &n.table)?;
     ensure_properties(txn, table, &n.properties, rows, &vec![true; rows.len()])?;
@@ -1046,8 +1385,8 @@ fn create_rels(
     txn: &mut WriteTxn<'_>,
     r: &CreateRel,
     rows: &[Vec<Value>],
-    env: &Env,
-    rel_env: &mut RelEnv,
+    env: &[HashMap<String, Node>],
+    rel_env: &mut [HashMap<String, [InternalId; 3]>],
 ) -> Result<()> {
     // (src node, dst node) per row.
     let mut ends = Vec::with_capacity(rows.len());

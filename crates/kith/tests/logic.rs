@@ -176,6 +176,11 @@ fn logic_tests() {
         .unwrap()
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|e| e == "test"))
+        // KITH_TEST_FILE=name runs only the files whose path contains it.
+        .filter(|p| {
+            std::env::var("KITH_TEST_FILE")
+                .map_or(true, |f| p.to_string_lossy().contains(f.as_str()))
+        })
         .collect();
     files.sort();
     assert!(!files.is_empty(), "no logic test files found");

@@ -586,6 +586,7 @@ pub fn bind_continuation(
     catalog: &Catalog,
     procedures: &Procedures,
     vars: &[(String, SeedKind)],
+    paths: &[(String, Vec<String>)],
     clauses: &[Clause],
     params: &HashMap<String, Value>,
 ) -> Result<BoundStatement> {
@@ -628,6 +629,9 @@ pub fn bind_continuation(
             }
         }
     }
+    // A named path the writes made is read as a fixed-length path of
+    // its (seeded) elements.
+    b.fixed_paths.extend(paths.iter().cloned());
     let span = clauses.first().map_or(Span::new(0, 0), clause_span);
     b.bind_query(&ast::Query {
         parts: vec![ast::SingleQuery {

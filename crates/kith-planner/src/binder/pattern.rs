@@ -662,7 +662,8 @@ impl Binder<'_> {
                         .iter()
                         .find(|r| r.name == *e)
                         .map(|r| r.id_slot)
-                });
+                })
+                .or_else(|| self.rels_carried.iter().find(|r| r.0 == *e).map(|r| r.1));
             // A variable-length part: its path value.
             if let (None, Some(&(_, ps, _))) = (slot, self.values.iter().find(|x| x.0 == *e)) {
                 args.push(BoundExpr::slot(ps, LogicalType::Path, span));

@@ -32,6 +32,8 @@ struct WriteScope {
     deleted_values: Vec<(usize, Span)>,
     /// Variables whose entity a clause so far set, removed from or deleted.
     dirty: HashSet<String>,
+    /// Named paths a CREATE or MERGE made, with their element variables.
+    paths: Vec<(String, Vec<String>)>,
 }
 
 impl WriteScope {
@@ -79,6 +81,26 @@ fn node_labels(node: &ast::NodePattern) -> Vec<String> {
     out
 }
 
+/// The variable of a path element a CREATE or MERGE refers to: a created
+/// node's (possibly hidden) name, or the bound variable.
+fn node_ref_name(r: &NodeRef, node: &ast::NodePattern) -> String {
+    match (r, &node.variable) {
+        (NodeRef::Created(v), _) => v.clone(),
+        (_, Some(v)) => v.name.clone(),
+        (_, None) => String::new(),
+    }
+}
+
+/// The variable of rel `i` of a pattern: its own, or a hidden one when the
+/// path is named (a path value needs every rel).
+fn path_rel_var(rel: &ast::RelPattern, path: Option<&str>, i: usize) -> Option<String> {
+    match (&rel.variable, path) {
+        (Some(v), _) => Some(v.name.clone()),
+        (None, Some(p)) => Some(format!("_anon_path_{p}_{i}")),
+        (None, None) => None,
+    }
+}
+
 /// The variables whose entities `clause` writes to (SET, REMOVE and DELETE
 /// targets, the targets of ON CREATE / ON MATCH items).
 fn write_targets(clause: &Clause) -> Vec<String> {
@@ -122,7 +144,8 @@ fn write_targets(clause: &Clause) -> Vec<String> {
 /// a created, set or deleted variable, or it refers to a created rel at all
 /// (a created rel has no input column). Such a clause starts a continuation.
 fn reads_written(clause: &Clause, scope: &WriteScope) -> bool {
-    let created_rel = |v: &str| scope.created_rels.iter().any(|r| r == v);
+    let created_rel =
+        |v: &str| scope.created_rels.iter().any(|r| r == v) || scope.paths.iter().any(|p| p.0 == v);
     let dirty = |v: &str| scope.dirty.contains(v) || scope.created.contains(v) || created_rel(v);
     let mut values: Vec<&ast::Expr> = Vec::new();
     let mut refs: Vec<&ast::Expr> = Vec::new();
@@ -203,6 +226,23 @@ fn reads_written(clause: &Clause, scope: &WriteScope) -> bool {
     };
     rel || refs.iter().any(|e| mentions(e, &created_rel))
         || values.iter().any(|e| mentions(e, &dirty))
+}
+
+/// Whether a value of SET items reads what the writes so far made or
+/// changed (a MERGE's own variables among them).
+fn items_read_written(items: &[ast::SetItem], scope: &WriteScope) -> bool {
+    let dirty = |v: &str| {
+        scope.dirty.contains(v)
+            || scope.created.contains(v)
+            || scope.created_rels.iter().any(|r| r == v)
+            || scope.paths.iter().any(|p| p.0 == v)
+    };
+    items.iter().any(|item| match item {
+        ast::SetItem::Property { value, .. }
+        | ast::SetItem::Replace { value, .. }
+        | ast::SetItem::Merge { value, .. } => mentions(value, &dirty),
+        ast::SetItem::Labels { .. } => false,
+    })
 }
 
 /// Whether expression `e` mentions a variable `hit` accepts (patterns and
@@ -297,6 +337,7 @@ impl Binder<'_> {
             after_write: Vec::new(),
             deleted_values: Vec::new(),
             dirty: HashSet::new(),
+            paths: Vec::new(),
         };
         let mut out = Vec::new();
         let mut continuation = None;
@@ -319,20 +360,8 @@ impl Binder<'_> {
                     span,
                 } => {
                     let merge = self.bind_merge(pattern, on_create, on_match, *span, &mut scope)?;
-                    match &merge {
-                        WriteClause::MergeNode { on_match, .. } => {
-                            scope.written.extend(on_match.iter().map(|p| p.0.clone()));
-                        }
-                        WriteClause::MergeRel {
-                            on_match,
-                            on_create,
-                            ..
-                        } => {
-                            let props =
-                                on_match.iter().chain(on_create).map(|p| p.property.clone());
-                            scope.written.extend(props);
-                        }
-                        _ => {}
+                    if let WriteClause::MergeNode { on_match, .. } = &merge {
+                        scope.written.extend(on_match.iter().map(|p| p.0.clone()));
                     }
                     out.push(merge);
                 }
@@ -455,7 +484,12 @@ impl Binder<'_> {
                 });
             }
         }
-        let mut created: Vec<&String> = scope.created.iter().filter(|n| named(n)).collect();
+        let in_path = |n: &str| scope.paths.iter().any(|p| p.1.iter().any(|e| e == n));
+        let mut created: Vec<&String> = scope
+            .created
+            .iter()
+            .filter(|n| named(n) || in_path(n))
+            .collect();
         created.sort();
         for name in created {
             vars.push(ContinuationVar {
@@ -550,6 +584,7 @@ impl Binder<'_> {
         WriteContinuation {
             clauses: clauses.to_vec(),
             vars,
+            paths: scope.paths.clone(),
         }
     }
 
@@ -606,57 +641,17 @@ impl Binder<'_> {
             None => None,
         };
         let table = self.write_rel_type(ty)?;
-        let properties = self.write_properties(rel.properties.as_ref(), scope)?;
+        let properties = self.merge_properties(rel.properties.as_ref(), scope)?;
         self.check_properties(&table, &properties, rel.span)?;
         let (left, right) = (ends[0].clone(), ends[1].clone());
         let (src, dst) = match rel.direction {
             Direction::Left => (right, left),
             _ => (left, right),
         };
-        let property_item = |item: &ast::SetItem| {
-            matches!(item, ast::SetItem::Property { target, .. }
-                if matches!(&target.kind, ExprKind::Property(v, _)
-                    if matches!(v.kind, ExprKind::Variable(_))))
-        };
-        let (on_create, on_match, then) = if on_create.iter().chain(on_match).all(property_item) {
-            let mut sets = |items: &[ast::SetItem]| -> Result<Vec<MergeSet>> {
-                let mut out = Vec::new();
-                for item in items {
-                    let ast::SetItem::Property { target, value } = item else {
-                        return Err(not_supported(span, "this ON CREATE / ON MATCH item"));
-                    };
-                    let ExprKind::Property(v, key) = &target.kind else {
-                        return Err(not_supported(target.span, "this SET target"));
-                    };
-                    let ExprKind::Variable(name) = &v.kind else {
-                        return Err(not_supported(target.span, "this SET target"));
-                    };
-                    let node = if var.as_deref() == Some(name.as_str()) {
-                        None
-                    } else {
-                        Some(self.node_ref(name, v.span, scope)?)
-                    };
-                    out.push(MergeSet {
-                        node,
-                        property: key.name.clone(),
-                        value: scope.column(value.clone()),
-                    });
-                }
-                Ok(out)
-            };
-            let sets = (sets(on_create)?, sets(on_match)?);
-            if let Some(v) = &var {
-                scope.created_rels.push(v.clone());
-            }
-            (sets.0, sets.1, MergeThen::default())
-        } else {
-            // Other items are SET clauses that may target the merged rel.
-            if let Some(v) = &var {
-                scope.created_rels.push(v.clone());
-            }
-            let then = self.merge_then(on_create, on_match, scope)?;
-            (Vec::new(), Vec::new(), then)
-        };
+        if let Some(v) = &var {
+            scope.created_rels.push(v.clone());
+        }
+        let then = self.merge_then(on_create, on_match, span, scope)?;
         Ok(WriteClause::MergeRel {
             rel: CreateRel {
                 var,
@@ -666,8 +661,6 @@ impl Binder<'_> {
                 properties,
             },
             either_direction: rel.direction == Direction::Both,
-            on_create,
-            on_match,
             then,
         })
     }
@@ -743,12 +736,47 @@ impl Binder<'_> {
         &self,
         on_create: &[ast::SetItem],
         on_match: &[ast::SetItem],
+        span: Span,
         scope: &mut WriteScope,
     ) -> Result<MergeThen> {
         Ok(MergeThen {
-            on_create: self.bind_set_items(on_create, scope)?,
-            on_match: self.bind_set_items(on_match, scope)?,
+            on_create: self.merge_items(on_create, span, scope)?,
+            on_match: self.merge_items(on_match, span, scope)?,
         })
+    }
+
+    /// ON CREATE or ON MATCH items (the MERGE's variables already in
+    /// `scope`): SET clauses over input columns, or, when a value reads
+    /// what the writes bound or changed, a SET continuation.
+    fn merge_items(
+        &self,
+        items: &[ast::SetItem],
+        span: Span,
+        scope: &mut WriteScope,
+    ) -> Result<MergeItems> {
+        if !items_read_written(items, scope) {
+            return Ok(MergeItems::Now(self.bind_set_items(items, scope)?));
+        }
+        let set = Clause::Set {
+            items: items.to_vec(),
+            span,
+        };
+        let cont = self.continuation(std::slice::from_ref(&set), scope);
+        // Hidden columns after this clause must not read what it may write.
+        for item in items {
+            match item {
+                ast::SetItem::Property { target, .. } => {
+                    if let ExprKind::Property(_, key) = &target.kind {
+                        scope.written.insert(key.name.clone());
+                    }
+                }
+                ast::SetItem::Replace { .. } | ast::SetItem::Merge { .. } => {
+                    scope.written.insert("*".to_string());
+                }
+                ast::SetItem::Labels { .. } => {}
+            }
+        }
+        Ok(MergeItems::Later(Box::new(cont)))
     }
 
     /// `SET n:A:B` (`remove`: `REMOVE n:A:B`).
@@ -777,6 +805,7 @@ impl Binder<'_> {
     fn is_bound(&self, name: &str, scope: &WriteScope) -> bool {
         scope.created.contains(name)
             || scope.created_rels.iter().any(|r| r == name)
+            || scope.paths.iter().any(|p| p.0 == name)
             || self.graph.nodes.iter().any(|n| n.name == name)
             || self.graph.rels.iter().any(|r| r.name == name)
             || self.values.iter().any(|v| v.0 == name)
@@ -1011,6 +1040,22 @@ impl Binder<'_> {
         Ok(WriteTable::Implicit(name.name.clone()))
     }
 
+    /// The property map of a MERGE pattern: a literal map (a parameter
+    /// would hide which properties the MERGE matches on).
+    fn merge_properties(
+        &self,
+        props: Option<&ast::Expr>,
+        scope: &mut WriteScope,
+    ) -> Result<Vec<(String, usize)>> {
+        if let Some(p) = props.filter(|p| matches!(p.kind, ExprKind::Parameter(_))) {
+            return Err(semantic(
+                p.span,
+                "MERGE needs a literal property map, not a parameter (InvalidParameterUse); write {key: $param.key, ...}",
+            ));
+        }
+        self.write_properties(props, scope)
+    }
+
     /// The `{k: v, ...}` map of a pattern, as (key, column) pairs.
     fn write_properties(
         &self,
@@ -1088,11 +1133,11 @@ impl Binder<'_> {
         let mut nodes = Vec::new();
         let mut rels = Vec::new();
         for p in patterns {
-            if let Some(v) = &p.variable {
-                return Err(not_supported(v.span, "named paths in CREATE"));
-            }
+            let path = self.path_name(p, scope)?;
+            let mut elems = Vec::new();
             let mut left = self.create_node(&p.start, &mut nodes, scope)?;
-            for (rel, node) in &p.chain {
+            elems.push(node_ref_name(&left, &p.start));
+            for (i, (rel, node)) in p.chain.iter().enumerate() {
                 let right = self.create_node(node, &mut nodes, scope)?;
                 if rel.range.is_some() {
                     return Err(semantic(
@@ -1122,10 +1167,12 @@ impl Binder<'_> {
                 };
                 let properties = self.write_properties(rel.properties.as_ref(), scope)?;
                 self.check_properties(&table, &properties, rel.span)?;
-                let var = rel.variable.as_ref().map(|v| v.name.clone());
+                let var = path_rel_var(rel, path.as_deref(), i);
                 if let Some(v) = &var {
                     scope.created_rels.push(v.clone());
+                    elems.push(v.clone());
                 }
+                elems.push(node_ref_name(&right, node));
                 rels.push(CreateRel {
                     var,
                     table,
@@ -1135,8 +1182,25 @@ impl Binder<'_> {
                 });
                 left = right;
             }
+            if let Some(name) = path {
+                scope.paths.push((name, elems));
+            }
         }
         Ok(WriteClause::Create { nodes, rels })
+    }
+
+    /// The name of path pattern `p` when it is named (checked to be new).
+    fn path_name(&self, p: &ast::PathPattern, scope: &WriteScope) -> Result<Option<String>> {
+        let Some(v) = &p.variable else {
+            return Ok(None);
+        };
+        if self.is_bound(&v.name, scope) {
+            return Err(semantic(
+                v.span,
+                format!("variable '{}' is already defined", v.name),
+            ));
+        }
+        Ok(Some(v.name.clone()))
     }
 
     fn bind_merge(
@@ -1147,14 +1211,23 @@ impl Binder<'_> {
         span: Span,
         scope: &mut WriteScope,
     ) -> Result<WriteClause> {
-        if pattern.chain.len() == 1 && pattern.variable.is_none() {
+        if pattern.shortest.is_some() {
+            return Err(semantic(span, "MERGE cannot make a shortest path"));
+        }
+        let bound = |n: &ast::NodePattern| {
+            n.variable
+                .as_ref()
+                .is_some_and(|v| self.is_bound(&v.name, scope))
+        };
+        if pattern.chain.len() == 1
+            && pattern.variable.is_none()
+            && bound(&pattern.start)
+            && bound(&pattern.chain[0].1)
+        {
             return self.bind_merge_rel(pattern, on_create, on_match, span, scope);
         }
         if !pattern.chain.is_empty() || pattern.variable.is_some() {
-            return Err(not_supported(
-                span,
-                "MERGE of a path longer than one rel, or named",
-            ));
+            return self.bind_merge_path(pattern, on_create, on_match, scope);
         }
         let node = &pattern.start;
         if let Some(v) = &node.variable {
@@ -1165,24 +1238,12 @@ impl Binder<'_> {
                 ));
             }
         }
-        let table = self.write_label(node)?;
-        let properties = self.write_properties(node.properties.as_ref(), scope)?;
-        if let WriteTable::Declared(id) = &table {
-            let entry = self
-                .catalog
-                .table(*id)
-                .ok_or_else(|| Error::internal("merge table vanished"))?;
-            let pk = entry
-                .primary_key()
-                .map(|p| p.name.clone())
-                .unwrap_or_default();
-            if properties.len() != 1 || properties[0].0 != pk {
-                return Err(not_supported(
-                    node.span,
-                    &format!("MERGE on anything but the primary key '{pk}' alone (set other properties with ON CREATE SET)"),
-                ));
-            }
+        if let Some(w) = &node.where_ {
+            return Err(semantic(w.span, "WHERE is not allowed in a MERGE pattern"));
         }
+        let table = self.write_label(node)?;
+        let properties = self.merge_properties(node.properties.as_ref(), scope)?;
+        self.check_properties(&table, &properties, node.span)?;
         let var = match &node.variable {
             Some(v) => v.name.clone(),
             None => {
@@ -1197,7 +1258,11 @@ impl Binder<'_> {
                 if matches!(&target.kind, ExprKind::Property(v, _)
                     if matches!(&v.kind, ExprKind::Variable(n) if *n == var)))
         };
-        let (on_create, on_match, then) = if on_create.iter().chain(on_match).all(own_property) {
+        scope.created.insert(var.clone());
+        let direct = on_create.iter().chain(on_match).all(own_property)
+            && !items_read_written(on_create, scope)
+            && !items_read_written(on_match, scope);
+        let (on_create, on_match, then) = if direct {
             let mut sets = |items: &[ast::SetItem]| -> Vec<(String, usize)> {
                 let mut out = Vec::new();
                 for item in items {
@@ -1212,11 +1277,9 @@ impl Binder<'_> {
             let sets = (sets(on_create), sets(on_match));
             self.check_properties(&table, &sets.0, span)?;
             self.check_properties(&table, &sets.1, span)?;
-            scope.created.insert(var.clone());
             (sets.0, sets.1, MergeThen::default())
         } else {
-            scope.created.insert(var.clone());
-            let then = self.merge_then(on_create, on_match, scope)?;
+            let then = self.merge_then(on_create, on_match, span, scope)?;
             (Vec::new(), Vec::new(), then)
         };
         Ok(WriteClause::MergeNode {
@@ -1228,6 +1291,149 @@ impl Binder<'_> {
             },
             on_create,
             on_match,
+            then,
+        })
+    }
+
+    /// `MERGE` of any other pattern with rels: its nodes (bound ones by
+    /// reference, new ones by what to match and create) and rels.
+    fn bind_merge_path(
+        &self,
+        pattern: &ast::PathPattern,
+        on_create: &[ast::SetItem],
+        on_match: &[ast::SetItem],
+        scope: &mut WriteScope,
+    ) -> Result<WriteClause> {
+        let path = self.path_name(pattern, scope)?;
+        let mut nodes: Vec<MergePathNode> = Vec::new();
+        let mut chain = Vec::with_capacity(pattern.chain.len() + 1);
+        let mut elems = Vec::new();
+        // New variables are registered once the whole pattern is bound: a
+        // variable used twice in it is one node, not a bound one.
+        let mut new_vars: Vec<String> = Vec::new();
+        let mut node_at = |n: &ast::NodePattern,
+                           nodes: &mut Vec<MergePathNode>,
+                           scope: &mut WriteScope|
+         -> Result<usize> {
+            if let Some(w) = &n.where_ {
+                return Err(semantic(w.span, "WHERE is not allowed in a MERGE pattern"));
+            }
+            let decorated = n.properties.is_some() || !matches!(n.labels, ast::LabelExpr::None);
+            if let Some(v) = &n.variable {
+                let earlier = nodes.iter().position(|x| match &x.new {
+                    Some(c) => c.var == v.name,
+                    None => false,
+                });
+                let bound = self.is_bound(&v.name, scope);
+                if bound || earlier.is_some() {
+                    if decorated {
+                        return Err(semantic(
+                            v.span,
+                            format!("variable '{}' is already defined", v.name),
+                        ));
+                    }
+                    if let Some(i) = earlier {
+                        return Ok(i);
+                    }
+                    let node = self.node_ref(&v.name, v.span, scope)?;
+                    if let Some(i) = nodes.iter().position(|x| x.node == node) {
+                        return Ok(i);
+                    }
+                    nodes.push(MergePathNode { node, new: None });
+                    return Ok(nodes.len() - 1);
+                }
+            }
+            let table = self.write_label(n)?;
+            let properties = self.merge_properties(n.properties.as_ref(), scope)?;
+            self.check_properties(&table, &properties, n.span)?;
+            let var = match &n.variable {
+                Some(v) => v.name.clone(),
+                None => {
+                    scope.anon += 1;
+                    format!("_anon_merge_{}", scope.anon)
+                }
+            };
+            new_vars.push(var.clone());
+            nodes.push(MergePathNode {
+                node: NodeRef::Created(var.clone()),
+                new: Some(CreateNode {
+                    var,
+                    table,
+                    labels: node_labels(n),
+                    properties,
+                }),
+            });
+            Ok(nodes.len() - 1)
+        };
+        let name_of = |nodes: &[MergePathNode], i: usize, n: &ast::NodePattern| {
+            node_ref_name(&nodes[i].node, n)
+        };
+        let first = node_at(&pattern.start, &mut nodes, scope)?;
+        chain.push(first);
+        elems.push(name_of(&nodes, first, &pattern.start));
+        let mut rels = Vec::with_capacity(pattern.chain.len());
+        let mut rel_vars: Vec<String> = Vec::new();
+        for (i, (rel, node)) in pattern.chain.iter().enumerate() {
+            let right = node_at(node, &mut nodes, scope)?;
+            if rel.range.is_some() {
+                return Err(semantic(
+                    rel.span,
+                    "MERGE cannot make a variable-length rel",
+                ));
+            }
+            if let Some(w) = &rel.where_ {
+                return Err(semantic(w.span, "WHERE is not allowed in a MERGE pattern"));
+            }
+            let [ty] = rel.types.as_slice() else {
+                return Err(semantic(
+                    rel.span,
+                    "a rel to merge needs exactly one rel type",
+                ));
+            };
+            if let Some(v) = &rel.variable {
+                if self.is_bound(&v.name, scope) || rel_vars.contains(&v.name) {
+                    return Err(semantic(
+                        v.span,
+                        format!("variable '{}' is already defined", v.name),
+                    ));
+                }
+            }
+            let table = self.write_rel_type(ty)?;
+            let properties = self.merge_properties(rel.properties.as_ref(), scope)?;
+            self.check_properties(&table, &properties, rel.span)?;
+            let var = path_rel_var(rel, path.as_deref(), i);
+            if let Some(v) = &var {
+                rel_vars.push(v.clone());
+                elems.push(v.clone());
+            }
+            let left = chain[i];
+            let (src, dst) = match rel.direction {
+                Direction::Left => (right, left),
+                _ => (left, right),
+            };
+            rels.push(MergePathRel {
+                rel: CreateRel {
+                    var,
+                    table,
+                    src: nodes[src].node.clone(),
+                    dst: nodes[dst].node.clone(),
+                    properties,
+                },
+                either_direction: rel.direction == Direction::Both,
+            });
+            chain.push(right);
+            elems.push(name_of(&nodes, right, node));
+        }
+        scope.created.extend(new_vars);
+        scope.created_rels.extend(rel_vars);
+        if let Some(name) = path {
+            scope.paths.push((name, elems));
+        }
+        let then = self.merge_then(on_create, on_match, pattern.span, scope)?;
+        Ok(WriteClause::MergePath {
+            nodes,
+            chain,
+            rels,
             then,
         })
     }
