@@ -1105,24 +1105,48 @@ impl Binder<'_> {
                 return self.node_ref(&v.name, v.span, scope);
             }
         }
+        let new = self.new_node(node, false, scope)?;
+        let var = new.var.clone();
+        scope.created.insert(var.clone());
+        nodes.push(new);
+        Ok(NodeRef::Created(var))
+    }
+
+    /// A node a CREATE makes, or a MERGE matches and makes (`merge`): its
+    /// table, labels, properties and variable (hidden when anonymous).
+    fn new_node(
+        &self,
+        node: &ast::NodePattern,
+        merge: bool,
+        scope: &mut WriteScope,
+    ) -> Result<CreateNode> {
+        let clause = if merge { "MERGE" } else { "CREATE" };
+        if let Some(w) = &node.where_ {
+            return Err(semantic(
+                w.span,
+                format!("WHERE is not allowed in a {clause} pattern"),
+            ));
+        }
         let table = self.write_label(node)?;
-        let properties = self.write_properties(node.properties.as_ref(), scope)?;
+        let properties = if merge {
+            self.merge_properties(node.properties.as_ref(), scope)?
+        } else {
+            self.write_properties(node.properties.as_ref(), scope)?
+        };
         self.check_properties(&table, &properties, node.span)?;
         let var = match &node.variable {
             Some(v) => v.name.clone(),
             None => {
                 scope.anon += 1;
-                format!("_anon_create_{}", scope.anon)
+                format!("_anon_{}_{}", clause.to_lowercase(), scope.anon)
             }
         };
-        scope.created.insert(var.clone());
-        nodes.push(CreateNode {
-            var: var.clone(),
+        Ok(CreateNode {
+            var,
             table,
             labels: node_labels(node),
             properties,
-        });
-        Ok(NodeRef::Created(var))
+        })
     }
 
     fn bind_create(
@@ -1238,19 +1262,8 @@ impl Binder<'_> {
                 ));
             }
         }
-        if let Some(w) = &node.where_ {
-            return Err(semantic(w.span, "WHERE is not allowed in a MERGE pattern"));
-        }
-        let table = self.write_label(node)?;
-        let properties = self.merge_properties(node.properties.as_ref(), scope)?;
-        self.check_properties(&table, &properties, node.span)?;
-        let var = match &node.variable {
-            Some(v) => v.name.clone(),
-            None => {
-                scope.anon += 1;
-                format!("_anon_merge_{}", scope.anon)
-            }
-        };
+        let new = self.new_node(node, true, scope)?;
+        let var = new.var.clone();
         // `ON CREATE SET n.p = v` items go with the insert; anything else
         // (labels, maps, other variables) runs as SET clauses afterwards.
         let own_property = |item: &ast::SetItem| {
@@ -1275,20 +1288,15 @@ impl Binder<'_> {
                 out
             };
             let sets = (sets(on_create), sets(on_match));
-            self.check_properties(&table, &sets.0, span)?;
-            self.check_properties(&table, &sets.1, span)?;
+            self.check_properties(&new.table, &sets.0, span)?;
+            self.check_properties(&new.table, &sets.1, span)?;
             (sets.0, sets.1, MergeThen::default())
         } else {
             let then = self.merge_then(on_create, on_match, span, scope)?;
             (Vec::new(), Vec::new(), then)
         };
         Ok(WriteClause::MergeNode {
-            node: CreateNode {
-                var,
-                table,
-                labels: node_labels(node),
-                properties,
-            },
+            node: new,
             on_create,
             on_match,
             then,
@@ -1315,10 +1323,9 @@ impl Binder<'_> {
                            nodes: &mut Vec<MergePathNode>,
                            scope: &mut WriteScope|
          -> Result<usize> {
-            if let Some(w) = &n.where_ {
-                return Err(semantic(w.span, "WHERE is not allowed in a MERGE pattern"));
-            }
-            let decorated = n.properties.is_some() || !matches!(n.labels, ast::LabelExpr::None);
+            let decorated = n.properties.is_some()
+                || n.where_.is_some()
+                || !matches!(n.labels, ast::LabelExpr::None);
             if let Some(v) = &n.variable {
                 let earlier = nodes.iter().position(|x| match &x.new {
                     Some(c) => c.var == v.name,
@@ -1343,25 +1350,11 @@ impl Binder<'_> {
                     return Ok(nodes.len() - 1);
                 }
             }
-            let table = self.write_label(n)?;
-            let properties = self.merge_properties(n.properties.as_ref(), scope)?;
-            self.check_properties(&table, &properties, n.span)?;
-            let var = match &n.variable {
-                Some(v) => v.name.clone(),
-                None => {
-                    scope.anon += 1;
-                    format!("_anon_merge_{}", scope.anon)
-                }
-            };
-            new_vars.push(var.clone());
+            let new = self.new_node(n, true, scope)?;
+            new_vars.push(new.var.clone());
             nodes.push(MergePathNode {
-                node: NodeRef::Created(var.clone()),
-                new: Some(CreateNode {
-                    var,
-                    table,
-                    labels: node_labels(n),
-                    properties,
-                }),
+                node: NodeRef::Created(new.var.clone()),
+                new: Some(new),
             });
             Ok(nodes.len() - 1)
         };
