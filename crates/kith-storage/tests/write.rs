@@ -103,6 +103,17 @@ fn open(path: &Path) -> Arc<Storage> {
     Storage::open(Some(path), StorageConfig::default()).unwrap()
 }
 
+/// A new database with the test schema: its directory (removed when
+/// dropped), file path, storage and table ids.
+fn fresh() -> (tempfile::TempDir, std::path::PathBuf, Arc<Storage>, Ids) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("graph.kith");
+    let storage = open(&path);
+    setup(&storage);
+    let ids = ids(&storage.snapshot());
+    (dir, path, storage, ids)
+}
+
 /// Every rel of `data` in direction `dir` as (src, dst, id, props).
 fn edges(
     storage: &Storage,
@@ -481,11 +492,7 @@ proptest! {
 
 #[test]
 fn errors_are_clear_and_leave_nothing_behind() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("graph.kith");
-    let storage = open(&path);
-    setup(&storage);
-    let ids = ids(&storage.snapshot());
+    let (_dir, _, storage, ids) = fresh();
     let mut txn = storage.begin_write().unwrap();
     let row = |k: i64| vec![Value::Int64(k), Value::String(format!("n{k}")), Value::Null];
     assert_eq!(
@@ -579,11 +586,7 @@ fn snapshots_are_isolated_and_rollback_discards() {
 /// updates; then a "crash" (drop without checkpoint) and WAL replay.
 #[test]
 fn multi_group_writes_survive_wal_replay() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("graph.kith");
-    let storage = open(&path);
-    setup(&storage);
-    let ids = ids(&storage.snapshot());
+    let (_dir, path, storage, ids) = fresh();
     let n = (NODE_GROUP_SIZE * 2 + NODE_GROUP_SIZE / 2) as i64;
     let mut model = Model::default();
     let mut txn = storage.begin_write().unwrap();
@@ -654,10 +657,7 @@ fn multi_group_writes_survive_wal_replay() {
 #[test]
 #[ignore]
 fn write_costs() {
-    let dir = tempfile::tempdir().unwrap();
-    let storage = open(&dir.path().join("graph.kith"));
-    setup(&storage);
-    let ids = ids(&storage.snapshot());
+    let (_dir, _, storage, ids) = fresh();
     let row = |k: i64| {
         vec![
             Value::Int64(k),
@@ -706,11 +706,7 @@ fn page_count(v: &Version) -> u64 {
 /// through a reopen, and a second checkpoint has nothing to clear.
 #[test]
 fn checkpoint_reclaims_deleted_rows() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("graph.kith");
-    let storage = open(&path);
-    setup(&storage);
-    let ids = ids(&storage.snapshot());
+    let (_dir, path, storage, ids) = fresh();
     let n = 2000i64;
     let mut model = Model::default();
     let mut txn = storage.begin_write().unwrap();

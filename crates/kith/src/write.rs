@@ -753,8 +753,8 @@ struct PathSearch<'a> {
     nodes: &'a [MergePathNode],
     chain: &'a [usize],
     rels: &'a [MergePathRel],
-    /// Resolved table of each new node.
-    tables: &'a [Option<TableId>],
+    /// Each new node with its resolved table (None: a bound node).
+    news: &'a [Option<(&'a CreateNode, TableId)>],
     row: &'a [Value],
     /// (rel, from position, to position) in walk order.
     steps: Vec<(usize, usize, usize)>,
@@ -839,10 +839,9 @@ impl PathSearch<'_> {
                 continue;
             }
             if there.is_none() {
-                let Some(new) = &self.nodes[b].new else {
+                let Some((new, table)) = self.news[b] else {
                     return Err(Error::internal("unplaced bound node in a path MERGE"));
                 };
-                let table = self.tables[b].unwrap_or(TableId(0));
                 if !node_fits(txn, new, table, next, self.row)? {
                     continue;
                 }
@@ -868,15 +867,15 @@ fn merge_path(
     nodes: &[MergePathNode],
     chain: &[usize],
     rels: &[MergePathRel],
-    tables: &[Option<TableId>],
+    news: &[Option<(&CreateNode, TableId)>],
     row: &[Value],
     env: &mut HashMap<String, Node>,
     rel_env: &mut HashMap<String, [InternalId; 3]>,
 ) -> Result<(Vec<PathMatch>, bool)> {
     let mut placed = Vec::with_capacity(nodes.len());
-    for n in nodes {
-        match &n.new {
-            Some(c) => {
+    for (n, new) in nodes.iter().zip(news) {
+        match new {
+            Some((c, _)) => {
                 check_merge_properties("node", &c.properties, row)?;
                 placed.push(None);
             }
@@ -892,30 +891,25 @@ fn merge_path(
     // The anchor: a bound node, else a new node found by primary key, else
     // the one with the most properties (fewest candidates, likely).
     let anchor = (0..chain.len())
-        .max_by_key(|&p| {
-            let n = &nodes[chain[p]];
-            match (&n.new, &placed[chain[p]]) {
-                (_, Some(_)) => (2, 0, std::cmp::Reverse(p)),
-                (Some(c), None) => {
-                    let keyed = tables[chain[p]]
-                        .and_then(|t| txn.catalog.table(t))
-                        .and_then(|e| e.primary_key())
-                        .is_some_and(|pk| c.properties.iter().any(|(name, _)| *name == pk.name));
-                    (usize::from(keyed), c.properties.len(), std::cmp::Reverse(p))
-                }
-                (None, None) => (0, 0, std::cmp::Reverse(p)),
+        .max_by_key(|&p| match (news[chain[p]], &placed[chain[p]]) {
+            (_, Some(_)) => (2, 0, std::cmp::Reverse(p)),
+            (Some((c, t)), None) => {
+                let keyed = txn
+                    .catalog
+                    .table(t)
+                    .and_then(|e| e.primary_key())
+                    .is_some_and(|pk| c.properties.iter().any(|(name, _)| *name == pk.name));
+                (usize::from(keyed), c.properties.len(), std::cmp::Reverse(p))
             }
+            (None, None) => (0, 0, std::cmp::Reverse(p)),
         })
         .unwrap_or(0);
-    let starts: Vec<Option<Node>> = match (&nodes[chain[anchor]].new, placed[chain[anchor]]) {
+    let starts: Vec<Option<Node>> = match (news[chain[anchor]], placed[chain[anchor]]) {
         (_, Some(n)) => vec![Some(n)],
-        (Some(c), None) => {
-            let table = tables[chain[anchor]].unwrap_or(TableId(0));
-            node_candidates(txn, c, table, row)?
-                .into_iter()
-                .map(Some)
-                .collect()
-        }
+        (Some((c, table)), None) => node_candidates(txn, c, table, row)?
+            .into_iter()
+            .map(Some)
+            .collect(),
         (None, None) => Vec::new(),
     };
     let mut steps: Vec<(usize, usize, usize)> =
@@ -925,21 +919,16 @@ fn merge_path(
         nodes,
         chain,
         rels,
-        tables,
+        news,
         row,
         steps,
         placed,
         used: Vec::with_capacity(rels.len()),
         found: Vec::new(),
     };
-    let anchor_node = chain[anchor];
-    let preset = search.placed[anchor_node].is_some();
     for start in starts {
-        search.placed[anchor_node] = start;
+        search.placed[chain[anchor]] = start;
         search.walk(txn, 0)?;
-    }
-    if !preset {
-        search.placed[anchor_node] = None;
     }
     if !search.found.is_empty() {
         return Ok((search.found, false));
@@ -1221,13 +1210,14 @@ fn apply(
             rels,
             then,
         } => {
-            // New nodes' tables, made when missing (once, not per row).
-            let tables: Vec<Option<TableId>> = nodes
+            // New nodes with their tables, made when missing (once, not
+            // per row).
+            let news: Vec<Option<(&CreateNode, TableId)>> = nodes
                 .iter()
                 .map(|n| {
                     n.new
                         .as_ref()
-                        .map(|c| implicit_schema::node_table(txn, &c.table))
+                        .map(|c| Ok((c, implicit_schema::node_table(txn, &c.table)?)))
                         .transpose()
                 })
                 .collect::<Result<_>>()?;
@@ -1239,7 +1229,7 @@ fn apply(
                     nodes,
                     chain,
                     rels,
-                    &tables,
+                    &news,
                     &rows[i],
                     &mut env[i],
                     &mut rel_env[i],

@@ -55,6 +55,18 @@ impl WriteScope {
         self.items.len() - 1
     }
 
+    /// Whether `v` is a rel or path the writes so far made (it has no
+    /// input column).
+    fn created_rel_or_path(&self, v: &str) -> bool {
+        self.created_rels.iter().any(|r| r == v) || self.paths.iter().any(|p| p.0 == v)
+    }
+
+    /// Whether the writes so far made `v` or changed its entity: a value
+    /// that reads it cannot come from the reading part.
+    fn written_var(&self, v: &str) -> bool {
+        self.dirty.contains(v) || self.created.contains(v) || self.created_rel_or_path(v)
+    }
+
     fn variable(&mut self, name: &str, span: Span) -> usize {
         self.column(ast::Expr {
             kind: ExprKind::Variable(name.to_string()),
@@ -144,9 +156,8 @@ fn write_targets(clause: &Clause) -> Vec<String> {
 /// a created, set or deleted variable, or it refers to a created rel at all
 /// (a created rel has no input column). Such a clause starts a continuation.
 fn reads_written(clause: &Clause, scope: &WriteScope) -> bool {
-    let created_rel =
-        |v: &str| scope.created_rels.iter().any(|r| r == v) || scope.paths.iter().any(|p| p.0 == v);
-    let dirty = |v: &str| scope.dirty.contains(v) || scope.created.contains(v) || created_rel(v);
+    let created_rel = |v: &str| scope.created_rel_or_path(v);
+    let dirty = |v: &str| scope.written_var(v);
     let mut values: Vec<&ast::Expr> = Vec::new();
     let mut refs: Vec<&ast::Expr> = Vec::new();
     fn pattern<'a>(
@@ -231,12 +242,7 @@ fn reads_written(clause: &Clause, scope: &WriteScope) -> bool {
 /// Whether a value of SET items reads what the writes so far made or
 /// changed (a MERGE's own variables among them).
 fn items_read_written(items: &[ast::SetItem], scope: &WriteScope) -> bool {
-    let dirty = |v: &str| {
-        scope.dirty.contains(v)
-            || scope.created.contains(v)
-            || scope.created_rels.iter().any(|r| r == v)
-            || scope.paths.iter().any(|p| p.0 == v)
-    };
+    let dirty = |v: &str| scope.written_var(v);
     items.iter().any(|item| match item {
         ast::SetItem::Property { value, .. }
         | ast::SetItem::Replace { value, .. }
@@ -1316,23 +1322,21 @@ impl Binder<'_> {
         let mut nodes: Vec<MergePathNode> = Vec::new();
         let mut chain = Vec::with_capacity(pattern.chain.len() + 1);
         let mut elems = Vec::new();
-        // New variables are registered once the whole pattern is bound: a
+        // The variable of each pattern node (hidden for anonymous ones). New
+        // variables enter `scope` once the whole pattern is bound: a
         // variable used twice in it is one node, not a bound one.
-        let mut new_vars: Vec<String> = Vec::new();
-        let mut node_at = |n: &ast::NodePattern,
-                           nodes: &mut Vec<MergePathNode>,
-                           scope: &mut WriteScope|
+        let mut names: Vec<String> = Vec::new();
+        let node_at = |n: &ast::NodePattern,
+                       nodes: &mut Vec<MergePathNode>,
+                       names: &mut Vec<String>,
+                       scope: &mut WriteScope|
          -> Result<usize> {
             let decorated = n.properties.is_some()
                 || n.where_.is_some()
                 || !matches!(n.labels, ast::LabelExpr::None);
             if let Some(v) = &n.variable {
-                let earlier = nodes.iter().position(|x| match &x.new {
-                    Some(c) => c.var == v.name,
-                    None => false,
-                });
-                let bound = self.is_bound(&v.name, scope);
-                if bound || earlier.is_some() {
+                let earlier = names.iter().position(|x| *x == v.name);
+                if earlier.is_some() || self.is_bound(&v.name, scope) {
                     if decorated {
                         return Err(semantic(
                             v.span,
@@ -1343,31 +1347,25 @@ impl Binder<'_> {
                         return Ok(i);
                     }
                     let node = self.node_ref(&v.name, v.span, scope)?;
-                    if let Some(i) = nodes.iter().position(|x| x.node == node) {
-                        return Ok(i);
-                    }
                     nodes.push(MergePathNode { node, new: None });
+                    names.push(v.name.clone());
                     return Ok(nodes.len() - 1);
                 }
             }
             let new = self.new_node(n, true, scope)?;
-            new_vars.push(new.var.clone());
+            names.push(new.var.clone());
             nodes.push(MergePathNode {
                 node: NodeRef::Created(new.var.clone()),
                 new: Some(new),
             });
             Ok(nodes.len() - 1)
         };
-        let name_of = |nodes: &[MergePathNode], i: usize, n: &ast::NodePattern| {
-            node_ref_name(&nodes[i].node, n)
-        };
-        let first = node_at(&pattern.start, &mut nodes, scope)?;
+        let first = node_at(&pattern.start, &mut nodes, &mut names, scope)?;
         chain.push(first);
-        elems.push(name_of(&nodes, first, &pattern.start));
-        let mut rels = Vec::with_capacity(pattern.chain.len());
-        let mut rel_vars: Vec<String> = Vec::new();
+        elems.push(names[first].clone());
+        let mut rels: Vec<MergePathRel> = Vec::with_capacity(pattern.chain.len());
         for (i, (rel, node)) in pattern.chain.iter().enumerate() {
-            let right = node_at(node, &mut nodes, scope)?;
+            let right = node_at(node, &mut nodes, &mut names, scope)?;
             if rel.range.is_some() {
                 return Err(semantic(
                     rel.span,
@@ -1384,7 +1382,11 @@ impl Binder<'_> {
                 ));
             };
             if let Some(v) = &rel.variable {
-                if self.is_bound(&v.name, scope) || rel_vars.contains(&v.name) {
+                let in_pattern = names.contains(&v.name)
+                    || rels
+                        .iter()
+                        .any(|r| r.rel.var.as_deref() == Some(v.name.as_str()));
+                if in_pattern || self.is_bound(&v.name, scope) {
                     return Err(semantic(
                         v.span,
                         format!("variable '{}' is already defined", v.name),
@@ -1395,10 +1397,7 @@ impl Binder<'_> {
             let properties = self.merge_properties(rel.properties.as_ref(), scope)?;
             self.check_properties(&table, &properties, rel.span)?;
             let var = path_rel_var(rel, path.as_deref(), i);
-            if let Some(v) = &var {
-                rel_vars.push(v.clone());
-                elems.push(v.clone());
-            }
+            elems.extend(var.clone());
             let left = chain[i];
             let (src, dst) = match rel.direction {
                 Direction::Left => (right, left),
@@ -1415,10 +1414,13 @@ impl Binder<'_> {
                 either_direction: rel.direction == Direction::Both,
             });
             chain.push(right);
-            elems.push(name_of(&nodes, right, node));
+            elems.push(names[right].clone());
         }
-        scope.created.extend(new_vars);
-        scope.created_rels.extend(rel_vars);
+        let new_nodes = nodes.iter().filter_map(|n| n.new.as_ref());
+        scope.created.extend(new_nodes.map(|c| c.var.clone()));
+        scope
+            .created_rels
+            .extend(rels.iter().filter_map(|r| r.rel.var.clone()));
         if let Some(name) = path {
             scope.paths.push((name, elems));
         }
