@@ -128,7 +128,7 @@ impl StorageCsr {
             if pinned.node_span() > 0 {
                 num_nodes = gi as u64 * NODE_GROUP_SIZE + pinned.node_span();
             }
-            num_edges += g.num_rels;
+            num_edges += g.live_rels();
             groups.push(pinned);
         }
         Ok(StorageCsr {

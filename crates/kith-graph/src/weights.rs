@@ -22,22 +22,25 @@ impl From<Arc<[f64]>> for RelWeights {
 }
 
 impl RelWeights {
-    /// The weight of rel `r`; `None` when the arrays do not cover it.
+    /// The weight of rel `r`; `None` when the arrays do not cover it or
+    /// mark it as no rel (NaN).
     #[inline]
     pub fn get(&self, r: u64) -> Option<f64> {
-        match self {
+        let w = match self {
             RelWeights::Dense(w) => w.get(r as usize).copied(),
             RelWeights::ByTable(tables) => {
                 let id = InternalId(r);
                 let (_, w) = tables.iter().find(|(t, _)| *t == id.table())?;
                 w.get(id.offset() as usize).copied()
             }
-        }
+        };
+        w.filter(|x| !x.is_nan())
     }
 
     /// Every weight must be finite and non-negative, or positive when
     /// `positive` (all cheapest paths: a rel of weight 0 could close a cycle
-    /// of cost 0).
+    /// of cost 0). NaN marks an id with no rel (a deleted one; a stored
+    /// weight is never NaN) and is skipped.
     pub fn check(&self, positive: bool) -> Result<()> {
         let arrays: Vec<&[f64]> = match self {
             RelWeights::Dense(w) => vec![w],
@@ -47,7 +50,7 @@ impl RelWeights {
             if let Some((r, x)) = w
                 .iter()
                 .enumerate()
-                .find(|(_, x)| !(x.is_finite() && **x >= 0.0))
+                .find(|(_, x)| !(x.is_nan() || x.is_finite() && **x >= 0.0))
             {
                 return Err(Error::runtime(format!(
                     "weighted shortest path needs finite non-negative weights; rel {r} has weight {x}"
@@ -102,7 +105,13 @@ mod tests {
         assert_eq!(t.get(InternalId::new(TableId(5), 0).0), Some(4.0));
         assert_eq!(t.get(InternalId::new(TableId(4), 0).0), None);
         assert!(t.check(true).is_ok());
-        let bad = RelWeights::from(Arc::from(vec![f64::NAN]));
+        let bad = RelWeights::from(Arc::from(vec![-1.0]));
         assert!(bad.check(false).is_err());
+        let infinite = RelWeights::from(Arc::from(vec![f64::INFINITY]));
+        assert!(infinite.check(false).is_err());
+        // NaN: an id with no rel.
+        let holes = RelWeights::from(Arc::from(vec![f64::NAN, 1.0]));
+        assert!(holes.check(true).is_ok());
+        assert_eq!(holes.get(0), None);
     }
 }

@@ -40,6 +40,7 @@ fn store(pager: &Pager, mem: &InMemoryCsr) -> CsrIndex {
             rel_ids: u64_chunk(pager, &mem.rel_ids[b..e]),
             properties: vec![],
             appended: None,
+            deleted: None,
         });
         first += cnt as u64;
     }

@@ -97,6 +97,25 @@ pub struct ColumnChunk {
     /// may have a smaller tail of its own): an append re-encodes only the
     /// last tail, not the whole chunk (see [`ColumnChunk::append`]).
     pub tail: Option<Box<ColumnChunk>>,
+    /// Point updates not yet folded into the values (see [`Patch`]); only
+    /// a top-level chunk has them, never a tail.
+    pub patch: Option<Box<Patch>>,
+}
+
+/// Updated values of a chunk, kept beside it instead of rewriting it:
+/// entry `k` replaces the value at position `positions[k]` (of the whole
+/// chunk, tail included), a later entry for the same position winning.
+/// Both lists grow by appends (tails), so a one-value SET writes a few
+/// pages; readers index the entries when they pin the chunk (a sort of at
+/// most [`PATCH_MAX`]) and apply them to every read. The chunk is written
+/// whole, the updates in, when they would pass [`PATCH_MAX`], by an append
+/// that folds, and at checkpoint.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Patch {
+    /// Positions (U64), in update order.
+    pub positions: ColumnChunk,
+    /// The new values, of the chunk's type.
+    pub values: ColumnChunk,
 }
 
 /// Values a chunk's tail holds at most (4096 rows; 8 under `kith_tiny`, so
@@ -114,8 +133,15 @@ pub const TAIL_MAX: u64 = if kith_common::constants::NODE_GROUP_SIZE / 32 > 8 {
 /// the folds above, instead of the whole node group.
 pub const TAIL_FANOUT: u64 = if TAIL_MAX >= 64 * 64 { 64 } else { 2 };
 
+/// Point updates a chunk keeps beside it at most (as many as a tail holds).
+pub const PATCH_MAX: u64 = TAIL_MAX;
+
 /// Bit of the metadata's physical-type byte that says a tail follows.
 const TAIL_FLAG: u8 = 0x80;
+
+/// Bit of the metadata's physical-type byte that says a patch follows (after
+/// the tail).
+const PATCH_FLAG: u8 = 0x40;
 
 /// What [`ColumnChunk::append`] did.
 #[derive(Debug)]
@@ -369,6 +395,115 @@ impl ColumnChunk {
             data,
             nulls,
             tail: None,
+            patch: None,
+        })
+    }
+
+    /// Point updates kept beside the values.
+    pub fn num_patched(&self) -> u64 {
+        self.patch.as_ref().map_or(0, |p| p.positions.len())
+    }
+
+    /// This chunk with the values at `positions` (ascending, each once)
+    /// replaced by `values` (of logical type `ty`, one per position), on
+    /// fresh pages: the updates are appended to the chunk's [`Patch`] while
+    /// it stays within [`PATCH_MAX`]; otherwise the chunk is rewritten as
+    /// one part with every update in.
+    pub fn set_values(
+        &self,
+        pager: &Arc<Pager>,
+        ty: &LogicalType,
+        positions: &[u64],
+        values: &ValueVector,
+    ) -> Result<Appended> {
+        let len = self.len();
+        if positions.len() != values.len() || positions.iter().any(|&p| p >= len) {
+            return Err(Error::internal(format!(
+                "update of {} positions with {} values in a chunk of {len}",
+                positions.len(),
+                values.len()
+            )));
+        }
+        if self.num_patched() + positions.len() as u64 > PATCH_MAX {
+            return self.rewrite(pager, ty, |all| {
+                for (k, &p) in positions.iter().enumerate() {
+                    all.copy_from(p as usize, values, k);
+                }
+            });
+        }
+        let pos = ValueVector {
+            ty: LogicalType::UInt64,
+            data: VectorData::U64(positions.to_vec()),
+            nulls: kith_common::NullMask::with_len(positions.len()),
+        };
+        let mut written = Vec::new();
+        let mut retired = Vec::new();
+        let patch = match &self.patch {
+            None => {
+                let patch = Patch {
+                    positions: ColumnChunk::write(pager, &pos, 0, pos.len())?,
+                    values: ColumnChunk::write(pager, values, 0, values.len())?,
+                };
+                patch.positions.pages(&mut written);
+                patch.values.pages(&mut written);
+                patch
+            }
+            Some(old) => {
+                let mut patch = Patch {
+                    positions: old.positions.clone(),
+                    values: old.values.clone(),
+                };
+                for (chunk, ty, new) in [
+                    (&mut patch.positions, &LogicalType::UInt64, &pos),
+                    (&mut patch.values, ty, values),
+                ] {
+                    let a = chunk.append_within(pager, ty, new, TAIL_MAX)?;
+                    written.extend(a.written);
+                    retired.extend(a.retired);
+                    *chunk = a.chunk;
+                }
+                patch
+            }
+        };
+        let mut chunk = self.clone();
+        chunk.patch = Some(Box::new(patch));
+        Ok(Appended {
+            chunk,
+            written,
+            retired,
+        })
+    }
+
+    /// This chunk written as one part with its patch folded in; `None`
+    /// when it has no patch.
+    pub fn fold_patch(&self, pager: &Arc<Pager>, ty: &LogicalType) -> Result<Option<Appended>> {
+        if self.patch.is_none() {
+            return Ok(None);
+        }
+        self.rewrite(pager, ty, |_| {}).map(Some)
+    }
+
+    /// The chunk's values (patch applied), changed by `edit`, written as one
+    /// new part; every page of this chunk is retired.
+    fn rewrite(
+        &self,
+        pager: &Arc<Pager>,
+        ty: &LogicalType,
+        edit: impl FnOnce(&mut ValueVector),
+    ) -> Result<Appended> {
+        let n = self.len() as usize;
+        let mut all = ValueVector::new(ty.clone(), n);
+        self.pin(pager)?.read(0, n, &mut all, 0)?;
+        edit(&mut all);
+        let chunk = ColumnChunk::write(pager, &all, 0, all.len())?;
+        let mut written = Vec::new();
+        chunk.pages(&mut written);
+        let mut retired = Vec::new();
+        self.pages(&mut retired);
+        Ok(Appended {
+            chunk,
+            written,
+            retired,
         })
     }
 
@@ -436,21 +571,8 @@ impl ColumnChunk {
                 retired: a.retired,
             });
         }
-        // Fold: the whole chunk and the new values as one part.
-        let n = self.len() as usize;
-        let mut all = ValueVector::new(ty.clone(), n);
-        self.pin(pager)?.read(0, n, &mut all, 0)?;
-        all.append(new);
-        let chunk = ColumnChunk::write(pager, &all, 0, all.len())?;
-        let mut written = Vec::new();
-        chunk.pages(&mut written);
-        let mut retired = Vec::new();
-        self.pages(&mut retired);
-        Ok(Appended {
-            chunk,
-            written,
-            retired,
-        })
+        // Fold: the whole chunk (patch applied) and the new values as one part.
+        self.rewrite(pager, ty, |all| all.append(new))
     }
 
     /// Every page this chunk occupies (for freeing and free-space accounting).
@@ -466,6 +588,10 @@ impl ColumnChunk {
         }
         if let Some(t) = &self.tail {
             t.pages(out);
+        }
+        if let Some(p) = &self.patch {
+            p.positions.pages(out);
+            p.values.pages(out);
         }
     }
 
@@ -485,13 +611,26 @@ impl ColumnChunk {
                 .as_ref()
                 .map(|t| t.pin(pager).map(Box::new))
                 .transpose()?,
+            patch: match &self.patch {
+                None => None,
+                Some(p) => Some(Box::new(PinnedPatch::new(
+                    &p.positions.pin(pager)?,
+                    p.values.pin(pager)?,
+                )?)),
+            },
         })
     }
 
     pub fn encode(&self, e: &mut Encoder) {
         e.u64(self.num_values);
-        let flag = if self.tail.is_some() { TAIL_FLAG } else { 0 };
-        e.u8(physical_tag(self.physical) | flag);
+        let mut flags = 0;
+        if self.tail.is_some() {
+            flags |= TAIL_FLAG;
+        }
+        if self.patch.is_some() {
+            flags |= PATCH_FLAG;
+        }
+        e.u8(physical_tag(self.physical) | flags);
         self.data.encode(e);
         match self.nulls {
             Some(n) => {
@@ -534,12 +673,16 @@ impl ColumnChunk {
         if let Some(t) = &self.tail {
             t.encode(e);
         }
+        if let Some(p) = &self.patch {
+            p.positions.encode(e);
+            p.values.encode(e);
+        }
     }
 
     pub fn decode(d: &mut Decoder<'_>) -> Result<ColumnChunk> {
         let num_values = d.u64()?;
         let tag = d.u8()?;
-        let physical = physical_from_tag(tag & !TAIL_FLAG)?;
+        let physical = physical_from_tag(tag & !(TAIL_FLAG | PATCH_FLAG))?;
         let data = PageRun::decode(d)?;
         let nulls = match d.u8()? {
             0 => None,
@@ -570,6 +713,14 @@ impl ColumnChunk {
         } else {
             None
         };
+        let patch = if tag & PATCH_FLAG != 0 {
+            Some(Box::new(Patch {
+                positions: ColumnChunk::decode(d)?,
+                values: ColumnChunk::decode(d)?,
+            }))
+        } else {
+            None
+        };
         Ok(ColumnChunk {
             num_values,
             physical,
@@ -577,6 +728,7 @@ impl ColumnChunk {
             data,
             nulls,
             tail,
+            patch,
         })
     }
 }
@@ -589,6 +741,57 @@ pub struct PinnedColumn {
     ends: Option<Box<PinnedColumn>>,
     /// The chunk's tail: values `chunk.num_values..`.
     tail: Option<Box<PinnedColumn>>,
+    patch: Option<Box<PinnedPatch>>,
+}
+
+/// A pinned [`Patch`], indexed by position.
+struct PinnedPatch {
+    /// The patched positions, ascending, each once.
+    positions: Vec<u64>,
+    /// For each position, the entry of `values` with its newest value.
+    slots: Vec<u64>,
+    values: PinnedColumn,
+}
+
+impl PinnedPatch {
+    fn new(positions: &PinnedColumn, values: PinnedColumn) -> Result<PinnedPatch> {
+        let n = positions.num_values();
+        if n != values.num_values() {
+            return Err(Error::corruption(format!(
+                "a column patch lists {n} positions and {} values",
+                values.num_values()
+            )));
+        }
+        let mut raw = vec![0u64; n as usize];
+        positions.read_u64s(0, raw.len(), &mut raw);
+        let mut order: Vec<(u64, u64)> = raw.into_iter().zip(0..n).collect();
+        // Stable by position, so the last entry of a position comes last.
+        order.sort_by_key(|&(p, _)| p);
+        let mut patch = PinnedPatch {
+            positions: Vec::with_capacity(order.len()),
+            slots: Vec::with_capacity(order.len()),
+            values,
+        };
+        for (p, k) in order {
+            if patch.positions.last() == Some(&p) {
+                if let Some(s) = patch.slots.last_mut() {
+                    *s = k;
+                }
+            } else {
+                patch.positions.push(p);
+                patch.slots.push(k);
+            }
+        }
+        Ok(patch)
+    }
+
+    /// The entries for positions `start..start + count`.
+    #[inline]
+    fn within(&self, start: u64, count: u64) -> std::ops::Range<usize> {
+        let a = self.positions.partition_point(|&p| p < start);
+        let b = a + self.positions[a..].partition_point(|&p| p < start + count);
+        a..b
+    }
 }
 
 fn as_words(pin: &Option<OwnedPin>) -> &[u64] {
@@ -618,6 +821,17 @@ impl PinnedColumn {
 
     #[inline]
     pub fn is_null(&self, idx: u64) -> bool {
+        if let Some(p) = &self.patch {
+            if let Ok(k) = p.positions.binary_search(&idx) {
+                return p.values.is_null(p.slots[k]);
+            }
+        }
+        self.stored_is_null(idx)
+    }
+
+    /// [`PinnedColumn::is_null`] of the stored value (patch not applied).
+    #[inline]
+    fn stored_is_null(&self, idx: u64) -> bool {
         if idx >= self.chunk.num_values {
             return self
                 .tail
@@ -631,6 +845,24 @@ impl PinnedColumn {
     /// Decodes values `start..start+count` into `out[out_pos..]` (which must be
     /// long enough), setting nulls.
     pub fn read(
+        &self,
+        start: u64,
+        count: usize,
+        out: &mut ValueVector,
+        out_pos: usize,
+    ) -> Result<()> {
+        self.read_stored(start, count, out, out_pos)?;
+        if let Some(p) = &self.patch {
+            for k in p.within(start, count as u64) {
+                let at = out_pos + (p.positions[k] - start) as usize;
+                p.values.read(p.slots[k], 1, out, at)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// [`PinnedColumn::read`] of the stored values (patch not applied).
+    fn read_stored(
         &self,
         start: u64,
         count: usize,
@@ -676,7 +908,7 @@ impl PinnedColumn {
         }
         if self.nulls.is_some() {
             for idx in 0..count {
-                out.set_null(out_pos + idx, self.is_null(start + idx as u64));
+                out.set_null(out_pos + idx, self.stored_is_null(start + idx as u64));
             }
         } else if out.nulls.may_have_nulls() {
             for idx in 0..count {
@@ -865,6 +1097,17 @@ impl PinnedColumn {
     /// and neighbour lists stored as U64 columns).
     #[inline]
     pub fn read_u64s(&self, start: u64, count: usize, out: &mut [u64]) {
+        self.read_stored_u64s(start, count, out);
+        if let Some(p) = &self.patch {
+            for k in p.within(start, count as u64) {
+                let at = (p.positions[k] - start) as usize;
+                p.values.read_u64s(p.slots[k], 1, &mut out[at..at + 1]);
+            }
+        }
+    }
+
+    #[inline]
+    fn read_stored_u64s(&self, start: u64, count: usize, out: &mut [u64]) {
         if let Some(tail) = &self.tail {
             let main = self.chunk.num_values;
             if start >= main {
@@ -910,6 +1153,7 @@ mod tests {
     use kith_common::Value;
     use kith_pager::PagerConfig;
     use proptest::prelude::*;
+    use std::collections::BTreeMap;
 
     fn round_trip(ty: LogicalType, values: &[Option<Value>], start: usize) {
         let pager = Arc::new(Pager::in_memory(PagerConfig::default()));
@@ -986,23 +1230,65 @@ mod tests {
         }
     }
 
-    /// Appends one batch at a time, as auto-commit inserts do: the chunk
-    /// (main part plus tail, folded when the tail fills) always reads back
-    /// as the concatenation, whole and from any offset, through the
-    /// metadata codec, and the runs each append reports as written and
-    /// retired account for the old and new chunks' pages.
-    fn append_sequence(ty: LogicalType, batches: &[Vec<Option<Value>>]) {
+    /// One step of a chunk's life.
+    #[derive(Debug, Clone)]
+    enum ChunkOp {
+        /// Append these values (as auto-commit inserts do).
+        Append(Vec<Option<Value>>),
+        /// Set these positions (modulo the length; a position may repeat,
+        /// the last value wins) to these values, as a SET does.
+        Set(Vec<(usize, Option<Value>)>),
+        /// Fold the patch in, as a checkpoint does.
+        Fold,
+    }
+
+    /// Applies `ops` one at a time: the chunk (main part, tails folded when
+    /// they fill, patch folded when it fills) always reads back as the
+    /// reference values, whole and from any offset, through the metadata
+    /// codec, and the runs each step reports as written and retired
+    /// account for the old and new chunks' pages.
+    fn chunk_sequence(ty: LogicalType, ops: &[ChunkOp]) {
         let pager = Arc::new(Pager::in_memory(PagerConfig::default()));
         let empty = ValueVector::new(ty.clone(), 0);
         let mut chunk = ColumnChunk::write(&pager, &empty, 0, 0).unwrap();
         let mut all: Vec<Option<Value>> = Vec::new();
         let mut saw_tail = false;
-        for b in batches {
-            let mut v = ValueVector::new(ty.clone(), b.len());
-            for (i, x) in b.iter().enumerate() {
+        let vector = |values: &[Option<Value>]| {
+            let mut v = ValueVector::new(ty.clone(), values.len());
+            for (i, x) in values.iter().enumerate() {
                 v.set_value(i, x.as_ref().unwrap_or(&Value::Null));
             }
-            let a = chunk.append(&pager, &ty, &v, 0, b.len()).unwrap();
+            v
+        };
+        for op in ops {
+            let a = match op {
+                ChunkOp::Append(b) => {
+                    all.extend(b.iter().cloned());
+                    chunk.append(&pager, &ty, &vector(b), 0, b.len()).unwrap()
+                }
+                ChunkOp::Set(_) if all.is_empty() => continue,
+                ChunkOp::Set(sets) => {
+                    let mut last = BTreeMap::new();
+                    for (p, v) in sets {
+                        last.insert((p % all.len()) as u64, v.clone());
+                    }
+                    for (&p, v) in &last {
+                        all[p as usize] = v.clone();
+                    }
+                    let positions: Vec<u64> = last.keys().copied().collect();
+                    let values: Vec<Option<Value>> = last.into_values().collect();
+                    chunk
+                        .set_values(&pager, &ty, &positions, &vector(&values))
+                        .unwrap()
+                }
+                ChunkOp::Fold => match chunk.fold_patch(&pager, &ty).unwrap() {
+                    Some(a) => {
+                        assert!(a.chunk.patch.is_none());
+                        a
+                    }
+                    None => continue,
+                },
+            };
             let (mut old, mut new) = (Vec::new(), Vec::new());
             chunk.pages(&mut old);
             a.chunk.pages(&mut new);
@@ -1019,8 +1305,8 @@ mod tests {
                 );
             }
             chunk = a.chunk;
+            assert!(chunk.num_patched() <= PATCH_MAX);
             saw_tail |= chunk.tail.as_ref().is_some_and(|t| t.tail.is_some());
-            all.extend(b.iter().cloned());
             let mut e = Encoder::new();
             chunk.encode(&mut e);
             let bytes = e.finish();
@@ -1044,12 +1330,56 @@ mod tests {
                     assert_eq!(pinned.is_null((from + i) as u64), want.is_null());
                 }
             }
+            if ty == LogicalType::UInt64 {
+                let mut out = vec![0u64; all.len()];
+                pinned.read_u64s(0, all.len(), &mut out);
+                for (i, want) in all.iter().enumerate() {
+                    if let Some(Value::UInt64(w)) = want {
+                        assert_eq!(out[i], *w, "u64 {i}");
+                        assert_eq!(pinned.get_u64(i as u64), *w);
+                    }
+                }
+            }
         }
-        if all.len() as u64 > 2 * TAIL_MAX && batches.iter().all(|b| b.len() == 1) {
+        let appends_of_one = ops
+            .iter()
+            .all(|o| matches!(o, ChunkOp::Append(b) if b.len() == 1));
+        if all.len() as u64 > 2 * TAIL_MAX && appends_of_one {
             assert!(
                 saw_tail,
                 "one-row appends past TAIL_MAX never used a nested tail"
             );
+        }
+    }
+
+    fn append_sequence(ty: LogicalType, batches: &[Vec<Option<Value>>]) {
+        let ops: Vec<ChunkOp> = batches.iter().cloned().map(ChunkOp::Append).collect();
+        chunk_sequence(ty, &ops);
+    }
+
+    fn chunk_op<V: Strategy<Value = Value> + Clone>(value: V) -> impl Strategy<Value = ChunkOp> {
+        let v = prop::option::weighted(0.9, value);
+        prop_oneof![
+            3 => prop::collection::vec(v.clone(), 1..4).prop_map(ChunkOp::Append),
+            3 => prop::collection::vec((any::<usize>(), v), 1..4).prop_map(ChunkOp::Set),
+            1 => Just(ChunkOp::Fold),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn updates_read_back_int64(ops in prop::collection::vec(chunk_op((-1000i64..1000).prop_map(Value::Int64)), 0..60)) {
+            chunk_sequence(LogicalType::Int64, &ops);
+        }
+
+        #[test]
+        fn updates_read_back_strings(ops in prop::collection::vec(chunk_op("[a-c]{0,3}".prop_map(Value::String)), 0..60)) {
+            chunk_sequence(LogicalType::String, &ops);
+        }
+
+        #[test]
+        fn updates_read_back_u64(ops in prop::collection::vec(chunk_op((0u64..5000).prop_map(Value::UInt64)), 0..60)) {
+            chunk_sequence(LogicalType::UInt64, &ops);
         }
     }
 
@@ -1095,6 +1425,17 @@ mod tests {
         pinned.read_u64s(0, n, &mut out);
         assert_eq!(out, u);
         assert_eq!(pinned.get_u64(n as u64 - 1), u[n - 1]);
+    }
+
+    #[test]
+    fn one_value_sets_patch_then_fold() {
+        let mut ops = vec![ChunkOp::Append(
+            (0..100).map(|i| Some(Value::Int64(i))).collect(),
+        )];
+        for i in 0..PATCH_MAX as usize + 3 {
+            ops.push(ChunkOp::Set(vec![(i * 7, Some(Value::Int64(-(i as i64))))]));
+        }
+        chunk_sequence(LogicalType::Int64, &ops);
     }
 
     #[test]

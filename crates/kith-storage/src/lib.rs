@@ -21,6 +21,8 @@ pub mod write;
 pub use column::{ColumnChunk, PageRun, PinnedColumn};
 pub use loader::{load_nodes, load_rels, LoadChunk, LoadContext};
 pub use node_table::{DeletedMask, NodeGroupData, NodeTableData, PkKey, PkLookup};
-pub use rel_table::{CsrGroup, CsrIndex, PinnedCsrGroup, RelDirection, RelTableData};
+pub use rel_table::{
+    CsrGroup, CsrIndex, PinnedCsrGroup, RelDirection, RelTableData, DELETED_POSITION,
+};
 pub use storage::{Storage, StorageConfig, WriteTxn};
 pub use version::{TableData, Version};

@@ -20,7 +20,7 @@ use kith_sched::{CancelToken, Scheduler};
 use crate::column::ColumnChunk;
 use crate::node_table::{NodeGroupData, NodeTableData};
 use crate::pk_index::{IndexKey, KeyKind, PkIndex};
-use crate::rel_table::{CsrGroup, CsrIndex, RelTableData};
+use crate::rel_table::{CsrGroup, CsrIndex, RelTableData, DELETED_POSITION};
 use crate::storage::WriteTxn;
 use crate::version::TableData;
 
@@ -349,14 +349,18 @@ fn read_rels(
     for (gidx, group) in data.fwd.groups.iter().enumerate() {
         let pinned = group.pin(pager, &all_columns)?;
         let first = gidx as u64 * NODE_GROUP_SIZE;
-        src.extend(pinned.bound_nodes().into_iter().map(|local| first + local));
+        let bound = pinned.bound_nodes();
+        let live: Vec<u64> = (0..bound.len() as u64)
+            .filter(|&p| bound[p as usize] != DELETED_POSITION)
+            .collect();
+        src.extend(live.iter().map(|&p| first + bound[p as usize]));
         let mut nbrs = vec![0u64; group.num_rels as usize];
         pinned.neighbors.read_u64s(0, nbrs.len(), &mut nbrs);
-        dst.extend_from_slice(&nbrs);
+        dst.extend(live.iter().map(|&p| nbrs[p as usize]));
         for (cidx, col) in props.iter_mut().enumerate() {
             let mut tmp = ValueVector::new(types[cidx].clone(), group.num_rels as usize);
             pinned.properties[cidx].read(0, group.num_rels as usize, &mut tmp, 0)?;
-            col.append(&tmp);
+            col.append(&tmp.gather(&live));
         }
     }
     Ok((src, dst, props))
@@ -423,6 +427,7 @@ fn write_csr(
                 .map(|p| ColumnChunk::write(&write_pager, &p.gather(rows), 0, count))
                 .collect::<Result<Vec<_>>>()?,
             appended: None,
+            deleted: None,
         })
     })?;
     Ok(CsrIndex { groups })
@@ -627,5 +632,7 @@ pub fn load_rels(
             bwd,
         })),
     );
+    // The rels were renumbered: ids this transaction deleted now name others.
+    txn.forget_deleted_rels(table.id);
     Ok(n_new as u64)
 }

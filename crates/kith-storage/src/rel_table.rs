@@ -4,14 +4,20 @@
 //! columns), so a node's rels and their properties are read sequentially from
 //! either side.
 //!
-//! A region has room to grow: rels inserted after it was written go to the
-//! end of its columns (each column chunk re-encodes only its small tail, see
-//! [`crate::column::ColumnChunk::append`]), with their bound nodes in a small
-//! `appended` column, so a one-rel commit writes a few pages instead of the
-//! whole region. The region is written whole again (the appended rels sorted
-//! in) when they pass [`APPENDED_MAX`], by a write that needs the region in
-//! order (a delete), and at checkpoint. Readers see a node's rels as its main
-//! range plus the runs of [`PinnedCsrGroup::appended`].
+//! A region changes without being rewritten. Rels inserted after it was
+//! written go to the end of its columns (each column chunk re-encodes only
+//! its small tail, see [`crate::column::ColumnChunk::append`]), with their
+//! bound nodes in a small `appended` column; a deleted rel is a tombstone
+//! (its bound node and position) in a small `deleted` column; an updated
+//! property is a patch of its column chunk
+//! ([`crate::column::ColumnChunk::set_values`]). So a one-rel commit writes
+//! a few pages instead of the whole region. Readers index the appended and
+//! deleted rels when they pin the region: a node with a deleted rel in its
+//! main range reads an empty main range and its live positions as runs of
+//! [`PinnedCsrGroup::appended`], so readers that take the main range plus
+//! the appended runs need not know about deletes. The region is written
+//! whole again (appended rels sorted in, deleted ones dropped) when its
+//! changes would pass [`APPENDED_MAX`], and at checkpoint.
 
 use std::sync::Arc;
 
@@ -22,11 +28,14 @@ use kith_pager::Pager;
 
 use crate::column::{ColumnChunk, PageRun, PinnedColumn, TAIL_MAX};
 
-/// Rels a CSR region holds appended (beyond its sorted main part) at most:
-/// the size of a column chunk's tail, so every append stays a tail append.
-/// Readers index the appended rels when they pin the region (a sort of at
-/// most this many), and seek them by binary search.
+/// Appended plus deleted rels a CSR region holds at most: the size of a
+/// column chunk's tail, so every append stays a tail append. Readers index
+/// them when they pin the region (a sort of at most this many), and seek
+/// them by binary search.
 pub const APPENDED_MAX: u64 = TAIL_MAX;
+
+/// [`PinnedCsrGroup::bound_nodes`] at a deleted position.
+pub const DELETED_POSITION: u64 = u64::MAX;
 
 /// Which CSR: by source (`Fwd`) or by destination (`Bwd`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -54,6 +63,10 @@ pub struct CsrGroup {
     /// in position order: appended rel `i` sits at position
     /// `num_rels - appended.len() + i` of the other columns. `None`: none.
     pub appended: Option<ColumnChunk>,
+    /// The rels deleted since the region was last written whole, as
+    /// (bound node, position) pairs, flattened into one U64 column.
+    /// `None`: none.
+    pub deleted: Option<ColumnChunk>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -107,6 +120,9 @@ impl RelTableData {
                 if let Some(a) = &g.appended {
                     a.pages(out);
                 }
+                if let Some(d) = &g.deleted {
+                    d.pages(out);
+                }
             }
         }
     }
@@ -129,19 +145,21 @@ impl RelTableData {
                 for p in &g.properties {
                     p.encode(e);
                 }
-                match &g.appended {
-                    Some(a) => {
-                        e.u8(1);
-                        a.encode(e);
+                for c in [&g.appended, &g.deleted] {
+                    match c {
+                        Some(c) => {
+                            e.u8(1);
+                            c.encode(e);
+                        }
+                        None => e.u8(0),
                     }
-                    None => e.u8(0),
                 }
             }
         }
     }
 
     /// Decodes metadata of metadata format `format` (1: no `next_rel_id`;
-    /// before 3: no appended rels).
+    /// before 3: no appended rels; before 4: no deleted rels).
     pub fn decode(d: &mut Decoder<'_>, format: u32) -> Result<RelTableData> {
         let num_rels = d.u64()?;
         let next_rel_id = if format >= 2 { d.u64()? } else { num_rels };
@@ -169,6 +187,11 @@ impl RelTableData {
                 } else {
                     None
                 };
+                let deleted = if format >= 4 && d.u8()? == 1 {
+                    Some(ColumnChunk::decode(d)?)
+                } else {
+                    None
+                };
                 groups.push(CsrGroup {
                     num_nodes,
                     num_rels,
@@ -177,6 +200,7 @@ impl RelTableData {
                     rel_ids,
                     properties,
                     appended,
+                    deleted,
                 });
             }
             csrs.push(CsrIndex { groups });
@@ -202,61 +226,128 @@ pub struct PinnedCsrGroup {
     pub rel_ids: PinnedColumn,
     /// Pinned chunks of the requested property columns, in request order.
     pub properties: Vec<PinnedColumn>,
-    /// The appended rels by bound node; `None` when there are none.
-    appended: Option<Box<AppendedIndex>>,
+    /// The appended and deleted rels by bound node; `None` when there are
+    /// none.
+    changes: Option<Box<ChangeIndex>>,
 }
 
-/// The appended rels of a pinned region, by bound node: node `nodes[k]`'s
-/// are the position runs `runs[starts[k]..starts[k + 1]]`. `present` has a bit per node that has any, so a seek of a node
-/// without appended rels costs one bit test.
-struct AppendedIndex {
+/// The appended and deleted rels of a pinned region, by bound node: node
+/// `nodes[k]`'s live positions beyond its main range are the runs
+/// `runs[starts[k]..starts[k + 1]]`. A node with a deleted rel in its main
+/// range is `masked`: its main range reads empty and its live main
+/// positions come first among its runs. `present` has a bit per node with
+/// runs, so a seek of an unchanged node costs a bit test or two.
+struct ChangeIndex {
     present: Vec<u64>,
+    masked: Vec<u64>,
     nodes: Vec<u64>,
     starts: Vec<usize>,
     runs: Vec<(u64, u64)>,
-    /// One past the largest node with appended rels.
+    /// One past the largest node with runs.
     span: u64,
+    /// The deleted positions, ascending.
+    deleted: Vec<u64>,
 }
 
-impl AppendedIndex {
-    /// `locals[i]`: the bound node of the rel at position `first + i`.
-    fn new(first: u64, locals: &[u64]) -> AppendedIndex {
-        let mut order: Vec<(u64, u64)> = locals
-            .iter()
-            .enumerate()
-            .map(|(i, &l)| (l, first + i as u64))
-            .collect();
-        order.sort_unstable();
-        let span = order.last().map_or(0, |&(l, _)| l + 1);
-        let mut present = vec![0u64; span.div_ceil(64) as usize];
-        let (mut nodes, mut starts, mut runs) = (Vec::new(), Vec::new(), Vec::<(u64, u64)>::new());
-        for &(local, pos) in &order {
-            if nodes.last() != Some(&local) {
-                present[(local / 64) as usize] |= 1 << (local % 64);
-                nodes.push(local);
-                starts.push(runs.len());
-                runs.push((pos, pos + 1));
+fn bit(words: &[u64], i: u64) -> bool {
+    words
+        .get((i / 64) as usize)
+        .is_some_and(|w| (w >> (i % 64)) & 1 == 1)
+}
+
+fn set_bit(words: &mut Vec<u64>, i: u64) {
+    let w = (i / 64) as usize;
+    if words.len() <= w {
+        words.resize(w + 1, 0);
+    }
+    words[w] |= 1 << (i % 64);
+}
+
+impl ChangeIndex {
+    /// `locals[i]`: the bound node of the appended rel at position
+    /// `first + i`; `deleted`: (bound node, position) of the deleted rels,
+    /// sorted and unique; `offsets`: the main part's offsets.
+    fn new(
+        first: u64,
+        locals: &[u64],
+        deleted: &[(u64, u64)],
+        offsets: &PinnedColumn,
+        num_nodes: u64,
+    ) -> Result<ChangeIndex> {
+        // (node, start, end) of every live run outside unmasked main ranges.
+        let mut pieces: Vec<(u64, u64, u64)> = Vec::with_capacity(locals.len() + deleted.len());
+        let mut masked = Vec::new();
+        for node in deleted.chunk_by(|a, b| a.0 == b.0) {
+            let local = node[0].0;
+            let mut main = node
+                .iter()
+                .map(|&(_, p)| p)
+                .filter(|&p| p < first)
+                .peekable();
+            if main.peek().is_none() {
+                continue;
+            }
+            let mut two = [0u64; 2];
+            if local < num_nodes {
+                offsets.read_u64s(local, 2, &mut two);
+            }
+            set_bit(&mut masked, local);
+            let mut s = two[0];
+            for p in main {
+                if p < s || p >= two[1] {
+                    return Err(Error::corruption(format!(
+                        "a deleted rel at position {p} lies outside the range of its node {local}"
+                    )));
+                }
+                if p > s {
+                    pieces.push((local, s, p));
+                }
+                s = p + 1;
+            }
+            if s < two[1] {
+                pieces.push((local, s, two[1]));
+            }
+        }
+        for (i, &local) in locals.iter().enumerate() {
+            let pos = first + i as u64;
+            if deleted.binary_search(&(local, pos)).is_err() {
+                pieces.push((local, pos, pos + 1));
+            }
+        }
+        pieces.sort_unstable();
+        let mut index = ChangeIndex {
+            present: Vec::new(),
+            masked,
+            nodes: Vec::new(),
+            starts: Vec::new(),
+            runs: Vec::with_capacity(pieces.len()),
+            span: pieces.last().map_or(0, |&(l, _, _)| l + 1),
+            deleted: {
+                let mut d: Vec<u64> = deleted.iter().map(|&(_, p)| p).collect();
+                d.sort_unstable();
+                d
+            },
+        };
+        for (local, s, e) in pieces {
+            if index.nodes.last() != Some(&local) {
+                set_bit(&mut index.present, local);
+                index.nodes.push(local);
+                index.starts.push(index.runs.len());
+                index.runs.push((s, e));
             } else {
-                match runs.last_mut() {
-                    Some(run) if run.1 == pos => run.1 += 1,
-                    _ => runs.push((pos, pos + 1)),
+                match index.runs.last_mut() {
+                    Some(run) if run.1 == s => run.1 = e,
+                    _ => index.runs.push((s, e)),
                 }
             }
         }
-        starts.push(runs.len());
-        AppendedIndex {
-            present,
-            nodes,
-            starts,
-            runs,
-            span,
-        }
+        index.starts.push(index.runs.len());
+        Ok(index)
     }
 
     #[inline]
     fn find(&self, local: u64) -> Option<usize> {
-        let word = self.present.get((local / 64) as usize)?;
-        if word & (1 << (local % 64)) == 0 {
+        if !bit(&self.present, local) {
             return None;
         }
         self.nodes.binary_search(&local).ok()
@@ -274,6 +365,22 @@ impl CsrGroup {
         self.appended.as_ref().map_or(0, |a| a.len())
     }
 
+    /// Rels deleted (tombstones) since the region was written whole.
+    pub fn num_deleted(&self) -> u64 {
+        self.deleted.as_ref().map_or(0, |d| d.len() / 2)
+    }
+
+    /// Rels of the region that are not deleted.
+    pub fn live_rels(&self) -> u64 {
+        self.num_rels - self.num_deleted()
+    }
+
+    /// Whether the region has appended or deleted rels (is not one plain
+    /// sorted CSR).
+    pub fn has_changes(&self) -> bool {
+        self.num_appended() + self.num_deleted() > 0
+    }
+
     pub fn pin(&self, pager: &Arc<Pager>, property_columns: &[usize]) -> Result<PinnedCsrGroup> {
         let mut properties = Vec::with_capacity(property_columns.len());
         for &c in property_columns {
@@ -284,28 +391,49 @@ impl CsrGroup {
                     .pin(pager)?,
             );
         }
-        let appended = match &self.appended {
-            Some(chunk) if !chunk.is_empty() => {
-                let n = chunk.len();
-                if n > self.num_rels {
-                    return Err(Error::corruption(format!(
-                        "a CSR region of {} rels lists {n} appended rels",
-                        self.num_rels
-                    )));
-                }
-                let mut locals = vec![0u64; n as usize];
-                chunk.pin(pager)?.read_u64s(0, n as usize, &mut locals);
-                Some(Box::new(AppendedIndex::new(self.num_rels - n, &locals)))
+        let offsets = self.offsets.pin(pager)?;
+        let changes = if self.has_changes() {
+            let n = self.num_appended();
+            if n > self.num_rels {
+                return Err(Error::corruption(format!(
+                    "a CSR region of {} rels lists {n} appended rels",
+                    self.num_rels
+                )));
             }
-            _ => None,
+            let mut locals = vec![0u64; n as usize];
+            if let Some(chunk) = &self.appended {
+                chunk.pin(pager)?.read_u64s(0, locals.len(), &mut locals);
+            }
+            let mut flat = vec![0u64; 2 * self.num_deleted() as usize];
+            if let Some(chunk) = &self.deleted {
+                chunk.pin(pager)?.read_u64s(0, flat.len(), &mut flat);
+            }
+            let mut deleted: Vec<(u64, u64)> = flat.chunks_exact(2).map(|p| (p[0], p[1])).collect();
+            deleted.sort_unstable();
+            deleted.dedup();
+            if deleted.last().is_some_and(|&(_, p)| p >= self.num_rels) {
+                return Err(Error::corruption(format!(
+                    "a CSR region of {} rels lists a deleted rel beyond its end",
+                    self.num_rels
+                )));
+            }
+            Some(Box::new(ChangeIndex::new(
+                self.num_rels - n,
+                &locals,
+                &deleted,
+                &offsets,
+                self.num_nodes,
+            )?))
+        } else {
+            None
         };
         Ok(PinnedCsrGroup {
             num_nodes: self.num_nodes,
-            offsets: self.offsets.pin(pager)?,
+            offsets,
             neighbors: self.neighbors.pin(pager)?,
             rel_ids: self.rel_ids.pin(pager)?,
             properties,
-            appended,
+            changes,
         })
     }
 }
@@ -313,10 +441,14 @@ impl CsrGroup {
 impl PinnedCsrGroup {
     /// The main-part CSR positions of node `local` (offset within its node
     /// group); empty for nodes beyond the main part (added after it was
-    /// written). The node's appended rels are [`PinnedCsrGroup::appended`].
+    /// written) and for nodes with a deleted rel there. The node's other
+    /// rels are [`PinnedCsrGroup::appended`].
     #[inline]
     pub fn range(&self, local: u64) -> (u64, u64) {
         if local >= self.num_nodes {
+            return (0, 0);
+        }
+        if self.is_masked(local) {
             return (0, 0);
         }
         let mut two = [0u64; 2];
@@ -324,32 +456,41 @@ impl PinnedCsrGroup {
         (two[0], two[1])
     }
 
-    /// Whether the region has appended rels at all.
+    /// Whether node `local`'s main range reads empty because one of its rels
+    /// there was deleted (its live ones are among its appended runs): for
+    /// readers that decode the offsets themselves.
     #[inline]
-    pub fn has_appended(&self) -> bool {
-        self.appended.is_some()
+    pub fn is_masked(&self, local: u64) -> bool {
+        self.changes.as_ref().is_some_and(|c| bit(&c.masked, local))
     }
 
-    /// Runs of positions (ascending, after the main part) of the rels
-    /// appended to node `local`; empty for most nodes.
+    /// Whether the region has appended or deleted rels.
+    #[inline]
+    pub fn has_changes(&self) -> bool {
+        self.changes.is_some()
+    }
+
+    /// Runs of live positions (ascending) of node `local` outside its
+    /// [`PinnedCsrGroup::range`]: its appended rels, and its main-part rels
+    /// when one of them was deleted; empty for most nodes.
     #[inline]
     pub fn appended(&self, local: u64) -> &[(u64, u64)] {
-        match &self.appended {
+        match &self.changes {
             None => &[],
-            Some(a) => match a.find(local) {
-                Some(k) => &a.runs[a.starts[k]..a.starts[k + 1]],
+            Some(c) => match c.find(local) {
+                Some(k) => &c.runs[c.starts[k]..c.starts[k + 1]],
                 None => &[],
             },
         }
     }
 
-    /// How many rels were appended to node `local`.
+    /// How many rels of node `local` lie in its [`PinnedCsrGroup::appended`] runs.
     #[inline]
     pub fn appended_degree(&self, local: u64) -> u64 {
         self.appended(local).iter().map(|&(a, b)| b - a).sum()
     }
 
-    /// All rels of node `local`.
+    /// All (live) rels of node `local`.
     #[inline]
     pub fn degree(&self, local: u64) -> u64 {
         let (s, e) = self.range(local);
@@ -366,26 +507,27 @@ impl PinnedCsrGroup {
             .chain(self.appended(local).iter().copied())
     }
 
+    /// The positions of deleted rels, ascending: for readers that walk the
+    /// whole region's columns.
+    pub fn deleted_positions(&self) -> &[u64] {
+        self.changes.as_ref().map_or(&[], |c| &c.deleted)
+    }
+
     /// One past the last node with rels in this region (main or appended).
     pub fn node_span(&self) -> u64 {
         self.num_nodes
-            .max(self.appended.as_ref().map_or(0, |a| a.span))
+            .max(self.changes.as_ref().map_or(0, |c| c.span))
     }
 
     /// The bound node (offset within the group) of every position, in
-    /// position order: for readers that walk the whole region's columns.
+    /// position order, [`DELETED_POSITION`] at deleted ones: for readers
+    /// that walk the whole region's columns.
     pub fn bound_nodes(&self) -> Vec<u64> {
         let total = self.neighbors.num_values() as usize;
-        let mut out = vec![0u64; total];
-        for local in 0..self.num_nodes {
-            let (s, e) = self.range(local);
-            out[s as usize..(e as usize).min(total)].fill(local);
-        }
-        if let Some(a) = &self.appended {
-            for (k, &local) in a.nodes.iter().enumerate() {
-                for &(s, e) in &a.runs[a.starts[k]..a.starts[k + 1]] {
-                    out[s as usize..(e as usize).min(total)].fill(local);
-                }
+        let mut out = vec![DELETED_POSITION; total];
+        for local in 0..self.node_span() {
+            for (s, e) in self.ranges(local) {
+                out[s as usize..(e as usize).min(total)].fill(local);
             }
         }
         out

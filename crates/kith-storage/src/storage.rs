@@ -650,6 +650,7 @@ impl WriteTxn<'_> {
     /// buffered rels stay buffered.
     pub fn node_read_version(&mut self) -> Result<Arc<Version>> {
         self.flush_node_inserts()?;
+        self.flush_sets()?;
         Ok(self.catalog_version())
     }
 

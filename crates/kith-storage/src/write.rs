@@ -53,7 +53,9 @@ use kith_pager::{PageIdx, Pager};
 use crate::column::{ColumnChunk, PageRun};
 use crate::node_table::{DeletedMask, NodeGroupData, NodeTableData, PkKey};
 use crate::pk_index::{IndexKey, KeyKind, PkIndex};
-use crate::rel_table::{CsrGroup, CsrIndex, RelDirection, RelTableData, APPENDED_MAX};
+use crate::rel_table::{
+    CsrGroup, CsrIndex, PinnedCsrGroup, RelDirection, RelTableData, APPENDED_MAX,
+};
 use crate::storage::WriteTxn;
 use crate::version::TableData;
 
@@ -94,7 +96,21 @@ pub(crate) struct TxnLocal {
     /// reads rels (or at commit), not once per statement. Their ids are
     /// assigned (the table's `next_rel_id` counts them).
     pending_rels: BTreeMap<TableId, PendingRels>,
+    /// SETs not yet written, by (node table, property): node offset ->
+    /// value (of the column's type). A clause that sets many nodes writes
+    /// each column chunk once (a patch append, or one rewrite when the
+    /// patch would fill) instead of once per node.
+    node_sets: BTreeMap<(TableId, PropertyId), BTreeMap<u64, Value>>,
+    /// The same for rels, by (rel table, property): rel id -> (src, dst,
+    /// value); positions are found at flush, one scan per bound node.
+    rel_sets: BTreeMap<(TableId, PropertyId), BTreeMap<u64, RelSet>>,
+    /// Ids of the rels this transaction deleted, by rel table (ids are not
+    /// reused, so a matched rel exists unless it is here).
+    deleted_rels: HashMap<TableId, HashSet<u64>>,
 }
+
+/// A buffered rel SET: (src, dst, value).
+type RelSet = (u64, u64, Value);
 
 /// Buffered rel inserts of one table, in insertion order.
 #[derive(Debug, Default)]
@@ -342,7 +358,8 @@ impl CsrBuf {
     }
 
     /// Group `g` in node order: its appended rels sorted in after each
-    /// node's main range (the buffer describes the region written whole).
+    /// node's main range, its deleted rels left out, its updated values in
+    /// (the buffer describes the region written whole).
     fn read(pager: &Arc<Pager>, g: &CsrGroup, types: &[LogicalType]) -> Result<CsrBuf> {
         let all: Vec<usize> = (0..types.len()).collect();
         let pinned = g.pin(pager, &all)?;
@@ -359,7 +376,7 @@ impl CsrBuf {
         }
         let mut offsets = vec![0u64; g.num_nodes as usize + 1];
         pinned.offsets.read_u64s(0, offsets.len(), &mut offsets);
-        if !pinned.has_appended() {
+        if !pinned.has_changes() {
             return Ok(CsrBuf {
                 offsets,
                 nbrs,
@@ -377,9 +394,10 @@ impl CsrBuf {
             }
             offsets.push(order.len() as u64);
         }
-        if order.len() != n {
+        if order.len() as u64 != g.live_rels() {
             return Err(Error::corruption(format!(
-                "a CSR region of {n} rels indexes {} of them",
+                "a CSR region of {} live rels indexes {} of them",
+                g.live_rels(),
                 order.len()
             )));
         }
@@ -401,6 +419,53 @@ impl CsrBuf {
         }
         self.offsets[local] as usize..self.offsets[local + 1] as usize
     }
+}
+
+/// The CSR positions of rels `(src, dst, id)` in direction `dir` of `csr`,
+/// by region, as (position, id) in position order: each bound node's rels
+/// are scanned once, however many of them are wanted. Rels not found are
+/// left out.
+fn locate_rels(
+    pager: &Arc<Pager>,
+    csr: &CsrIndex,
+    dir: RelDirection,
+    rels: &[(u64, u64, u64)],
+) -> Result<BTreeMap<usize, Vec<(u64, u64)>>> {
+    let mut wanted: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+    for &(s, d, id) in rels {
+        let bound = if dir == RelDirection::Fwd { s } else { d };
+        wanted.entry(bound).or_default().push(id);
+    }
+    let mut out: BTreeMap<usize, Vec<(u64, u64)>> = BTreeMap::new();
+    let mut pinned: Option<(usize, PinnedCsrGroup)> = None;
+    let mut ids = Vec::new();
+    for (bound, mut want) in wanted {
+        want.sort_unstable();
+        let g = (bound / NODE_GROUP_SIZE) as usize;
+        let Some(group) = csr.groups.get(g) else {
+            continue;
+        };
+        if pinned.as_ref().map(|p| p.0) != Some(g) {
+            pinned = Some((g, group.pin(pager, &[])?));
+        }
+        let Some((_, p)) = &pinned else {
+            continue;
+        };
+        let hits = out.entry(g).or_default();
+        for (s, e) in p.ranges(bound % NODE_GROUP_SIZE) {
+            ids.resize((e - s) as usize, 0);
+            p.rel_ids.read_u64s(s, ids.len(), &mut ids);
+            for (i, id) in ids.iter().enumerate() {
+                if want.binary_search(id).is_ok() {
+                    hits.push((s + i as u64, *id));
+                }
+            }
+        }
+    }
+    for hits in out.values_mut() {
+        hits.sort_unstable();
+    }
+    Ok(out)
 }
 
 fn u64_vector(values: &[u64]) -> ValueVector {
@@ -437,6 +502,7 @@ impl WriteTxn<'_> {
             rel_ids: self.write_chunk(&u64_vector(&buf.ids))?,
             properties,
             appended: None,
+            deleted: None,
         })
     }
 
@@ -941,11 +1007,170 @@ impl WriteTxn<'_> {
     /// loader and commit call it first; **call it before reading
     /// `txn.tables` inside the transaction** (read-your-writes).
     pub fn flush_pending(&mut self) -> Result<()> {
+        self.flush_inserts()?;
+        self.flush_sets()
+    }
+
+    /// Writes the buffered node and rel inserts, not the buffered SETs: for
+    /// write operations that change rows and rels but read no property
+    /// value, so a clause setting many entities keeps its SETs buffered.
+    fn flush_inserts(&mut self) -> Result<()> {
         self.flush_node_inserts()?;
         let tables: Vec<TableId> = self.local.pending_rels.keys().copied().collect();
         for t in tables {
             self.flush_rels(t)?;
         }
+        Ok(())
+    }
+
+    /// Writes the buffered SETs: per column chunk, one patch append (or one
+    /// rewrite when the patch would pass its limit).
+    pub(crate) fn flush_sets(&mut self) -> Result<()> {
+        for ((table, property), sets) in std::mem::take(&mut self.local.node_sets) {
+            self.write_node_sets(table, property, &sets)?;
+        }
+        for ((table, property), sets) in std::mem::take(&mut self.local.rel_sets) {
+            self.write_rel_sets(table, property, &sets)?;
+        }
+        Ok(())
+    }
+
+    /// The column type of `property` of `table`, for writing `value` to it
+    /// (converted; a clear error when it does not fit).
+    fn column_value(
+        &self,
+        entry: &TableEntry,
+        property: PropertyId,
+        value: &Value,
+    ) -> Result<(LogicalType, Value)> {
+        let prop = entry
+            .properties
+            .iter()
+            .find(|p| p.id == property)
+            .ok_or_else(|| {
+                write_error(format!(
+                    "table '{}' has no property with id {}",
+                    entry.name, property.0
+                ))
+            })?;
+        let v = value.to_column_type(&prop.ty).ok_or_else(|| {
+            Error::type_error(format!(
+                "cannot store {} value {} in column '{}' ({}) of table '{}'",
+                value.logical_type(),
+                value,
+                prop.name,
+                prop.ty,
+                entry.name
+            ))
+        })?;
+        Ok((prop.ty.clone(), v))
+    }
+
+    /// Replaces the values at `positions` (ascending, each once) of `chunk`
+    /// by `values` (see [`ColumnChunk::set_values`]).
+    fn set_chunk_values(
+        &mut self,
+        chunk: &ColumnChunk,
+        ty: &LogicalType,
+        positions: &[u64],
+        values: &[&Value],
+    ) -> Result<ColumnChunk> {
+        let mut v = ValueVector::new(ty.clone(), values.len());
+        for (i, x) in values.iter().enumerate() {
+            v.set_value(i, x);
+        }
+        let pager = Arc::clone(self.pager());
+        let a = chunk.set_values(&pager, ty, positions, &v)?;
+        self.local.track_runs(&a.written);
+        self.retire(&a.retired);
+        Ok(a.chunk)
+    }
+
+    fn write_node_sets(
+        &mut self,
+        table: TableId,
+        property: PropertyId,
+        sets: &BTreeMap<u64, Value>,
+    ) -> Result<()> {
+        // A table dropped since the SET takes its SETs with it.
+        let Some(TableData::Node(data)) = self.tables.get(&table).map(|t| &**t) else {
+            return Ok(());
+        };
+        let mut data = data.clone();
+        let entry = self.entry(table)?;
+        let ty = self.column_value(&entry, property, &Value::Null)?.0;
+        let col = data
+            .column_of(property)
+            .ok_or_else(|| Error::internal("property without storage column"))?;
+        let mut by_group: BTreeMap<usize, (Vec<u64>, Vec<&Value>)> = BTreeMap::new();
+        for (&offset, v) in sets {
+            // A node deleted since keeps no value.
+            if offset < data.num_rows && !data.is_deleted(offset) {
+                let e = by_group
+                    .entry((offset / NODE_GROUP_SIZE) as usize)
+                    .or_default();
+                e.0.push(offset % NODE_GROUP_SIZE);
+                e.1.push(v);
+            }
+        }
+        for (g, (positions, values)) in by_group {
+            let chunk =
+                self.set_chunk_values(&data.groups[g].columns[col], &ty, &positions, &values)?;
+            data.groups[g].columns[col] = chunk;
+        }
+        self.tables.insert(table, Arc::new(TableData::Node(data)));
+        Ok(())
+    }
+
+    fn write_rel_sets(
+        &mut self,
+        table: TableId,
+        property: PropertyId,
+        sets: &BTreeMap<u64, RelSet>,
+    ) -> Result<()> {
+        let Some(TableData::Rel(data)) = self.tables.get(&table).map(|t| &**t) else {
+            return Ok(());
+        };
+        let mut data = data.clone();
+        let entry = self.entry(table)?;
+        let ty = self.column_value(&entry, property, &Value::Null)?.0;
+        let col = data
+            .column_of(property)
+            .ok_or_else(|| Error::internal("rel property without storage column"))?;
+        let deleted = self.local.deleted_rels.get(&table);
+        // A rel deleted since keeps no value.
+        let live: Vec<(u64, u64, u64)> = sets
+            .iter()
+            .filter(|(id, _)| !deleted.is_some_and(|d| d.contains(id)))
+            .map(|(&id, &(s, d, _))| (s, d, id))
+            .collect();
+        for dir in [RelDirection::Fwd, RelDirection::Bwd] {
+            let found = locate_rels(self.pager(), data.csr(dir), dir, &live)?;
+            let n: usize = found.values().map(|h| h.len()).sum();
+            if n != live.len() {
+                return Err(Error::internal(format!(
+                    "SET of {} rels of '{}' found {n} of them",
+                    live.len(),
+                    entry.name
+                )));
+            }
+            for (g, hits) in found {
+                let positions: Vec<u64> = hits.iter().map(|h| h.0).collect();
+                let values: Vec<&Value> = hits.iter().map(|h| &sets[&h.1].2).collect();
+                let csr = match dir {
+                    RelDirection::Fwd => &mut data.fwd,
+                    RelDirection::Bwd => &mut data.bwd,
+                };
+                let old = csr.groups[g].properties[col].clone();
+                let chunk = self.set_chunk_values(&old, &ty, &positions, &values)?;
+                let csr = match dir {
+                    RelDirection::Fwd => &mut data.fwd,
+                    RelDirection::Bwd => &mut data.bwd,
+                };
+                csr.groups[g].properties[col] = chunk;
+            }
+        }
+        self.tables.insert(table, Arc::new(TableData::Rel(data)));
         Ok(())
     }
 
@@ -1040,7 +1265,7 @@ impl WriteTxn<'_> {
     /// those past [`pk_delta_limit`]. Called at commit; call with `force` at
     /// CHECKPOINT.
     pub fn merge_pk_deltas(&mut self, force: bool) -> Result<()> {
-        self.flush_pending()?;
+        self.flush_inserts()?;
         let ids: Vec<TableId> = self.tables.keys().copied().collect();
         for id in ids {
             let Some(TableData::Node(data)) = self.tables.get(&id).map(|t| t.as_ref()) else {
@@ -1093,13 +1318,16 @@ impl WriteTxn<'_> {
     /// the commit will checkpoint, the data is compacted first
     /// ([`WriteTxn::compact`]).
     pub(crate) fn prepare_commit(&mut self) -> Result<()> {
+        self.flush_pending()?;
         if self.checkpoint_due() {
             self.compact()?;
         }
         self.merge_pk_deltas(false)
     }
 
-    /// Sets property `property` of node `offset` of node table `table`.
+    /// Sets property `property` of node `offset` of node table `table`. The
+    /// value is checked now and written at the next flush
+    /// ([`WriteTxn::flush_pending`]), with the transaction's other SETs.
     pub fn update_node_property(
         &mut self,
         table: TableId,
@@ -1107,24 +1335,13 @@ impl WriteTxn<'_> {
         property: PropertyId,
         value: &Value,
     ) -> Result<()> {
-        self.flush_pending()?;
+        self.flush_inserts()?;
         let entry = self.entry(table)?;
-        let mut data = self.node_data(table)?;
-        let pager = Arc::clone(self.pager());
-        let prop = entry
-            .properties
-            .iter()
-            .find(|p| p.id == property)
-            .ok_or_else(|| {
-                write_error(format!(
-                    "table '{}' has no property with id {}",
-                    entry.name, property.0
-                ))
-            })?;
-        if entry.primary_key().is_some_and(|pk| pk.id == property) {
+        let data = self.node_data(table)?;
+        if let Some(pk) = entry.primary_key().filter(|pk| pk.id == property) {
             return Err(write_error(format!(
                 "cannot change the primary key '{}' of table '{}'",
-                prop.name, entry.name
+                pk.name, entry.name
             )));
         }
         if offset >= data.num_rows || data.is_deleted(offset) {
@@ -1133,30 +1350,14 @@ impl WriteTxn<'_> {
                 entry.name
             )));
         }
-        let v = value.to_column_type(&prop.ty).ok_or_else(|| {
-            Error::type_error(format!(
-                "cannot store {} value {} in column '{}' ({}) of table '{}'",
-                value.logical_type(),
-                value,
-                prop.name,
-                prop.ty,
-                entry.name
-            ))
-        })?;
-        let col = data
-            .column_of(property)
+        let (_, v) = self.column_value(&entry, property, value)?;
+        data.column_of(property)
             .ok_or_else(|| Error::internal("property without storage column"))?;
-        let g = (offset / NODE_GROUP_SIZE) as usize;
-        let rows = data.groups[g].num_rows as usize;
-        let mut vec = ValueVector::new(prop.ty.clone(), rows);
-        data.pin_column(&pager, g, col)?
-            .read(0, rows, &mut vec, 0)?;
-        vec.set_null((offset % NODE_GROUP_SIZE) as usize, false);
-        vec.set_value((offset % NODE_GROUP_SIZE) as usize, &v);
-        let chunk = self.write_chunk(&vec)?;
-        let old = std::mem::replace(&mut data.groups[g].columns[col], chunk);
-        self.retire(&chunk_pages(&[old]));
-        self.tables.insert(table, Arc::new(TableData::Node(data)));
+        self.local
+            .node_sets
+            .entry((table, property))
+            .or_default()
+            .insert(offset, v);
         Ok(())
     }
 
@@ -1218,7 +1419,7 @@ impl WriteTxn<'_> {
     /// an error; with it, those rels are deleted too. Nodes already deleted are
     /// skipped. Returns how many nodes were deleted.
     pub fn delete_nodes(&mut self, table: TableId, offsets: &[u64], detach: bool) -> Result<u64> {
-        self.flush_pending()?;
+        self.flush_inserts()?;
         let entry = self.entry(table)?;
         let data = self.node_data(table)?;
         let mut nodes = BTreeSet::new();
@@ -1425,7 +1626,8 @@ impl WriteTxn<'_> {
             });
             for (g, rows) in by_group {
                 if let Some(group) = csr.groups.get(g) {
-                    let room = group.num_appended() + rows.len() as u64 <= APPENDED_MAX;
+                    let room = group.num_appended() + group.num_deleted() + rows.len() as u64
+                        <= APPENDED_MAX;
                     if room && group.properties.len() == new_props.len() {
                         let rels = NewRels {
                             rows: &rows,
@@ -1535,13 +1737,81 @@ impl WriteTxn<'_> {
     }
 
     /// What a checkpoint does to the data first: CSR regions with appended
-    /// rels are written whole ([`WriteTxn::fold_appended_rels`]) and the
-    /// values of deleted nodes are cleared
-    /// ([`WriteTxn::clear_deleted_rows`]). Returns whether anything changed.
+    /// or deleted rels are written whole ([`WriteTxn::fold_rel_changes`]),
+    /// the values of deleted nodes are cleared
+    /// ([`WriteTxn::clear_deleted_rows`]) and the remaining column patches
+    /// folded in ([`WriteTxn::fold_patches`]). Returns whether anything
+    /// changed.
     pub fn compact(&mut self) -> Result<bool> {
-        let folded = self.fold_appended_rels()?;
+        let folded = self.fold_rel_changes()?;
         let cleared = self.clear_deleted_rows()?;
-        Ok(folded || cleared)
+        let patched = self.fold_patches()?;
+        Ok(folded || cleared || patched)
+    }
+
+    /// Writes every column chunk that has a patch (node columns and rel
+    /// properties) as one part with its updates in. Returns whether there
+    /// were any.
+    pub fn fold_patches(&mut self) -> Result<bool> {
+        self.flush_pending()?;
+        let pager = Arc::clone(self.pager());
+        let mut any = false;
+        let tables: Vec<TableId> = self.tables.keys().copied().collect();
+        for table in tables {
+            let Some(data) = self.tables.get(&table).map(|t| &**t) else {
+                continue;
+            };
+            let patched = match data {
+                TableData::Node(n) => n
+                    .groups
+                    .iter()
+                    .flat_map(|g| &g.columns)
+                    .any(|c| c.patch.is_some()),
+                TableData::Rel(r) => r
+                    .fwd
+                    .groups
+                    .iter()
+                    .chain(&r.bwd.groups)
+                    .flat_map(|g| &g.properties)
+                    .any(|c| c.patch.is_some()),
+            };
+            if !patched {
+                continue;
+            }
+            let mut data = data.clone();
+            let types = match &data {
+                TableData::Node(n) => column_types(&self.entry(table)?, &n.column_ids)?,
+                TableData::Rel(r) => column_types(&self.entry(table)?, &r.column_ids)?,
+            };
+            let chunks: Vec<(&mut ColumnChunk, &LogicalType)> = match &mut data {
+                TableData::Node(n) => n
+                    .groups
+                    .iter_mut()
+                    .flat_map(|g| g.columns.iter_mut().zip(&types))
+                    .collect(),
+                TableData::Rel(r) => r
+                    .fwd
+                    .groups
+                    .iter_mut()
+                    .chain(r.bwd.groups.iter_mut())
+                    .flat_map(|g| g.properties.iter_mut().zip(&types))
+                    .collect(),
+            };
+            let mut changed = false;
+            for (chunk, ty) in chunks {
+                if let Some(a) = chunk.fold_patch(&pager, ty)? {
+                    self.local.track_runs(&a.written);
+                    self.local.retire(&pager, &a.retired);
+                    *chunk = a.chunk;
+                    changed = true;
+                }
+            }
+            if changed {
+                any = true;
+                self.tables.insert(table, Arc::new(data));
+            }
+        }
+        Ok(any)
     }
 
     /// Sets the column values of deleted nodes to NULL in every node group
@@ -1602,10 +1872,10 @@ impl WriteTxn<'_> {
         Ok(any)
     }
 
-    /// Writes every CSR region with appended rels whole again (their rels
-    /// sorted in), so a checkpoint leaves plain regions. Returns whether
-    /// there were any.
-    pub fn fold_appended_rels(&mut self) -> Result<bool> {
+    /// Writes every CSR region with appended or deleted rels whole again
+    /// (appended rels sorted in, deleted ones left out), so a checkpoint
+    /// leaves plain regions. Returns whether there were any.
+    pub fn fold_rel_changes(&mut self) -> Result<bool> {
         self.flush_pending()?;
         let mut folded = false;
         let tables: Vec<TableId> = self.tables.keys().copied().collect();
@@ -1613,7 +1883,7 @@ impl WriteTxn<'_> {
             let Some(TableData::Rel(data)) = self.tables.get(&table).map(|t| &**t) else {
                 continue;
             };
-            let has = |csr: &CsrIndex| csr.groups.iter().any(|g| g.appended.is_some());
+            let has = |csr: &CsrIndex| csr.groups.iter().any(|g| g.has_changes());
             if !has(&data.fwd) && !has(&data.bwd) {
                 continue;
             }
@@ -1626,7 +1896,7 @@ impl WriteTxn<'_> {
                     RelDirection::Bwd => &mut data.bwd,
                 });
                 for g in 0..csr.groups.len() {
-                    if csr.groups[g].appended.is_some() {
+                    if csr.groups[g].has_changes() {
                         let buf = self.load_csr(&csr, g, &types)?;
                         self.store_csr(&mut csr, g, &buf)?;
                     }
@@ -1673,9 +1943,12 @@ impl WriteTxn<'_> {
     }
 
     /// Deletes rels `(src, dst, rel id)` of rel table `table` from both CSR
-    /// directions. Every rel must exist. Returns how many were deleted.
+    /// directions. Every rel must exist. Returns how many were deleted. A
+    /// region losing a few rels gets tombstones (see the `rel_table`
+    /// module); one losing more than its change index holds is written whole
+    /// without them.
     pub fn delete_rels(&mut self, table: TableId, rels: &[(u64, u64, u64)]) -> Result<u64> {
-        self.flush_pending()?;
+        self.flush_inserts()?;
         let entry = self.entry(table)?;
         let mut data = self.rel_data(table)?;
         let types = column_types(&entry, &data.column_ids)?;
@@ -1686,22 +1959,45 @@ impl WriteTxn<'_> {
         if uniq.is_empty() {
             return Ok(0);
         }
+        let list: Vec<(u64, u64, u64)> = uniq.iter().map(|(&id, &(s, d))| (s, d, id)).collect();
+        let pager = Arc::clone(self.pager());
         for dir in [RelDirection::Fwd, RelDirection::Bwd] {
-            let mut by_group: BTreeMap<usize, HashSet<u64>> = BTreeMap::new();
-            for (&id, &(s, d)) in &uniq {
-                let bound = if dir == RelDirection::Fwd { s } else { d };
-                by_group
-                    .entry((bound / NODE_GROUP_SIZE) as usize)
-                    .or_default()
-                    .insert(id);
+            let found = locate_rels(&pager, data.csr(dir), dir, &list)?;
+            let removed: usize = found.values().map(|h| h.len()).sum();
+            if removed != uniq.len() {
+                return Err(write_error(format!(
+                    "cannot delete {} rels of '{}': only {removed} of them exist",
+                    uniq.len(),
+                    entry.name
+                )));
             }
             let mut csr = std::mem::take(match dir {
                 RelDirection::Fwd => &mut data.fwd,
                 RelDirection::Bwd => &mut data.bwd,
             });
-            let mut removed = 0usize;
-            for (g, ids) in by_group {
-                if g >= csr.groups.len() {
+            for (g, hits) in found {
+                let group = &csr.groups[g];
+                if group.num_appended() + group.num_deleted() + hits.len() as u64 <= APPENDED_MAX {
+                    let pairs: Vec<u64> = hits
+                        .iter()
+                        .flat_map(|&(pos, id)| {
+                            let (s, d) = uniq[&id];
+                            let bound = if dir == RelDirection::Fwd { s } else { d };
+                            [bound % NODE_GROUP_SIZE, pos]
+                        })
+                        .collect();
+                    let pairs = u64_vector(&pairs);
+                    let chunk = match &group.deleted {
+                        Some(c) => {
+                            let a =
+                                c.append(&pager, &LogicalType::UInt64, &pairs, 0, pairs.len())?;
+                            self.local.track_runs(&a.written);
+                            self.retire(&a.retired);
+                            a.chunk
+                        }
+                        None => self.write_chunk(&pairs)?,
+                    };
+                    csr.groups[g].deleted = Some(chunk);
                     continue;
                 }
                 let old = self.load_csr(&csr, g, &types)?;
@@ -1709,10 +2005,11 @@ impl WriteTxn<'_> {
                 buf.offsets = Vec::with_capacity(old.offsets.len());
                 buf.offsets.push(0);
                 let mut keep = Vec::with_capacity(old.nbrs.len());
+                // `old` is in node order: its positions are not the stored ones.
+                let ids: HashSet<u64> = hits.iter().map(|h| h.1).collect();
                 for local in 0..old.num_nodes() {
                     for pos in old.range(local) {
                         if ids.contains(&old.ids[pos]) {
-                            removed += 1;
                             continue;
                         }
                         buf.nbrs.push(old.nbrs[pos]);
@@ -1728,21 +2025,22 @@ impl WriteTxn<'_> {
                 RelDirection::Fwd => data.fwd = csr,
                 RelDirection::Bwd => data.bwd = csr,
             }
-            if removed != uniq.len() {
-                return Err(write_error(format!(
-                    "cannot delete {} rels of '{}': only {removed} of them exist",
-                    uniq.len(),
-                    entry.name
-                )));
-            }
         }
         data.num_rels -= uniq.len() as u64;
+        self.local
+            .deleted_rels
+            .entry(table)
+            .or_default()
+            .extend(uniq.keys().copied());
         self.tables.insert(table, Arc::new(TableData::Rel(data)));
         Ok(uniq.len() as u64)
     }
 
     /// Sets property `property` of rel `rel_id` (from node `src` to node
-    /// `dst`) of rel table `table`, in both directions' parallel columns.
+    /// `dst`) of rel table `table`, in both directions' parallel columns. The
+    /// rel must exist (be one the caller matched in this transaction); one
+    /// this transaction deleted is an error. The value is checked now and
+    /// written at the next flush, with the transaction's other SETs.
     pub fn update_rel_property(
         &mut self,
         table: TableId,
@@ -1752,76 +2050,44 @@ impl WriteTxn<'_> {
         property: PropertyId,
         value: &Value,
     ) -> Result<()> {
-        self.flush_pending()?;
+        self.flush_inserts()?;
         let entry = self.entry(table)?;
-        let mut data = self.rel_data(table)?;
-        let pager = Arc::clone(self.pager());
-        let prop = entry
-            .properties
-            .iter()
-            .find(|p| p.id == property)
-            .ok_or_else(|| {
-                write_error(format!(
-                    "table '{}' has no property with id {}",
-                    entry.name, property.0
-                ))
-            })?;
-        let v = value.to_column_type(&prop.ty).ok_or_else(|| {
-            Error::type_error(format!(
-                "cannot store {} value {} in column '{}' ({}) of table '{}'",
-                value.logical_type(),
-                value,
-                prop.name,
-                prop.ty,
+        let data = self.rel_data(table)?;
+        let (_, v) = self.column_value(&entry, property, value)?;
+        if self.rel_deleted(table, rel_id) || rel_id >= data.next_rel_id {
+            return Err(write_error(format!(
+                "rel {rel_id} ({src} -> {dst}) of table '{}' does not exist",
                 entry.name
-            ))
-        })?;
-        let col = data
-            .column_of(property)
-            .ok_or_else(|| Error::internal("rel property without storage column"))?;
-        for dir in [RelDirection::Fwd, RelDirection::Bwd] {
-            let bound = if dir == RelDirection::Fwd { src } else { dst };
-            let g = (bound / NODE_GROUP_SIZE) as usize;
-            let csr = match dir {
-                RelDirection::Fwd => &data.fwd,
-                RelDirection::Bwd => &data.bwd,
-            };
-            let not_found = || {
-                write_error(format!(
-                    "rel {rel_id} ({src} -> {dst}) of table '{}' does not exist",
-                    entry.name
-                ))
-            };
-            let group = csr.groups.get(g).ok_or_else(not_found)?;
-            let pinned = group.pin(&pager, &[col])?;
-            let pos = pinned
-                .ranges(bound % NODE_GROUP_SIZE)
-                .flat_map(|(s, e)| s..e)
-                .find(|&p| pinned.rel_ids.get_u64(p) == rel_id)
-                .ok_or_else(not_found)?;
-            let n = group.num_rels as usize;
-            let mut vec = ValueVector::new(prop.ty.clone(), n);
-            pinned.properties[0].read(0, n, &mut vec, 0)?;
-            vec.set_null(pos as usize, false);
-            vec.set_value(pos as usize, &v);
-            drop(pinned);
-            let chunk = self.write_chunk(&vec)?;
-            let csr = match dir {
-                RelDirection::Fwd => &mut data.fwd,
-                RelDirection::Bwd => &mut data.bwd,
-            };
-            let old = std::mem::replace(&mut csr.groups[g].properties[col], chunk);
-            self.retire(&chunk_pages(&[old]));
+            )));
         }
-        self.tables.insert(table, Arc::new(TableData::Rel(data)));
+        data.column_of(property)
+            .ok_or_else(|| Error::internal("rel property without storage column"))?;
+        self.local
+            .rel_sets
+            .entry((table, property))
+            .or_default()
+            .insert(rel_id, (src, dst, v));
         Ok(())
+    }
+
+    /// After a COPY renumbered the rels of `table`.
+    pub(crate) fn forget_deleted_rels(&mut self, table: TableId) {
+        self.local.deleted_rels.remove(&table);
+    }
+
+    /// Whether this transaction deleted rel `rel_id` of `table`.
+    pub fn rel_deleted(&self, table: TableId, rel_id: u64) -> bool {
+        self.local
+            .deleted_rels
+            .get(&table)
+            .is_some_and(|d| d.contains(&rel_id))
     }
 
     /// Whether rel `rel_id` of rel table `table` leaves node `src`, as this
     /// transaction sees it (false once deleted): orients a rel matched
     /// without a direction. Cost: a scan of `src`'s forward CSR range.
     pub fn rel_leaves(&mut self, table: TableId, src: u64, rel_id: u64) -> Result<bool> {
-        self.flush_pending()?;
+        self.flush_inserts()?;
         let data = self.rel_data(table)?;
         let pager = Arc::clone(self.pager());
         let Some(group) = data.fwd.groups.get((src / NODE_GROUP_SIZE) as usize) else {

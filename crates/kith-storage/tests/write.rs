@@ -135,13 +135,11 @@ fn edges(
                 v
             })
             .collect();
-        let mut last_end = 0;
-        for local in 0..group.num_nodes {
-            let (s, e) = pinned.range(local);
-            assert_eq!(s, last_end, "CSR offsets not contiguous");
-            last_end = e;
-        }
-        assert_eq!(last_end, group.main_rels());
+        let mut offsets = vec![0u64; group.num_nodes as usize + 1];
+        pinned.offsets.read_u64s(0, offsets.len(), &mut offsets);
+        assert_eq!(offsets[0], 0);
+        assert!(offsets.is_sorted(), "CSR offsets not ascending");
+        assert_eq!(offsets[group.num_nodes as usize], group.main_rels());
         let mut seen = 0;
         for local in 0..pinned.node_span() {
             for pos in pinned.ranges(local).flat_map(|(s, e)| s..e) {
@@ -157,7 +155,12 @@ fn edges(
                 out.push((src, dst, id, p));
             }
         }
-        assert_eq!(seen, group.num_rels, "rels of no node");
+        assert_eq!(seen, group.live_rels(), "rels of no node");
+        let live = pinned.bound_nodes();
+        let live = live
+            .iter()
+            .filter(|&&b| b != kith_storage::DELETED_POSITION);
+        assert_eq!(live.count() as u64, seen, "bound_nodes and ranges differ");
     }
     out.sort_by_key(|e| e.2);
     out

@@ -348,12 +348,20 @@ fn rel_to_delete(
     if !r.oriented {
         return resolve_rel(txn, r, row);
     }
-    Ok(match (&row[r.rel], &row[r.src], &row[r.dst]) {
+    Ok(oriented_rel(txn, r, row))
+}
+
+/// The rel a directed match bound in `row`, and whether it still exists: it
+/// did when the statement read it, so only this transaction can have deleted
+/// it since (rel ids are not reused).
+fn oriented_rel(txn: &WriteTxn<'_>, r: &RelRef, row: &[Value]) -> Option<(RelKey, bool)> {
+    match (&row[r.rel], &row[r.src], &row[r.dst]) {
         (Value::InternalId(id), Value::InternalId(s), Value::InternalId(d)) => {
-            Some(((id.table(), s.offset(), d.offset(), id.offset()), true))
+            let (t, id) = (id.table(), id.offset());
+            Some(((t, s.offset(), d.offset(), id), !txn.rel_deleted(t, id)))
         }
         _ => None,
-    })
+    }
 }
 
 /// Rel `id` between nodes `a` and `b` as (src, dst) (see [`rel_swapped`]);
@@ -425,7 +433,11 @@ fn set_entity(
 }
 
 fn rel_to_set(txn: &mut WriteTxn<'_>, r: &RelRef, row: &[Value]) -> Result<Option<RelKey>> {
-    match resolve_rel(txn, r, row)? {
+    let rel = match r.oriented {
+        true => oriented_rel(txn, r, row),
+        false => resolve_rel(txn, r, row)?,
+    };
+    match rel {
         None => Ok(None),
         Some((key, true)) => Ok(Some(key)),
         Some(((t, _, _, id), false)) => Err(Error::runtime(format!(

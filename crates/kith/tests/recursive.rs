@@ -309,12 +309,29 @@ fn recursive_patterns_match_reference() {
         std::fs::write(&nodes_csv, text).unwrap();
         // The first two thirds of the rels are loaded with COPY, the rest
         // created one per transaction: those sit appended to their CSR
-        // regions, which every computation must read like loaded ones.
+        // regions, which every computation must read like loaded ones. Every
+        // fourth rel is written with a wrong weight (77) that a SET per
+        // transaction then corrects (a patch of the property chunk), and
+        // doomed rels (weight 0.01, so every search would take them) are
+        // loaded and created among them and then deleted one per
+        // transaction (tombstones in the regions' main parts and among the
+        // appended rels).
         let copied = edges.len() * 2 / 3;
+        let wrong = |i: usize| i % 4 == 1;
+        let doomed: Vec<(usize, usize)> = (0..edges.len() / 3)
+            .map(|k| ((k * 7) % n, (k * 3 + 1) % n))
+            .collect();
+        let doomed_copied = doomed.len() / 2;
         let mut text = String::from("from,to,w,pw\n");
         for (i, &(a, b)) in edges.iter().enumerate().take(copied) {
-            let (w, pw) = (weight_of(i), positive_weight_of(i));
+            let (w, pw) = match wrong(i) {
+                true => (77.0, 77.0),
+                false => (weight_of(i), positive_weight_of(i)),
+            };
             writeln!(text, "{},{},{w},{pw}", id_of(a), id_of(b)).unwrap();
+        }
+        for &(a, b) in &doomed[..doomed_copied] {
+            writeln!(text, "{},{},0.01,0.01", id_of(a), id_of(b)).unwrap();
         }
         std::fs::write(&edges_csv, text).unwrap();
         let db_path = dir.join(format!("db{gi}.kith"));
@@ -334,15 +351,57 @@ fn recursive_patterns_match_reference() {
             edges_csv.display()
         ))
         .unwrap();
-        for (i, &(a, b)) in edges.iter().enumerate().skip(copied) {
-            let (w, pw) = (weight_of(i), positive_weight_of(i));
+        let create = |a: usize, b: usize, w: f64, pw: f64| {
             conn.query(&format!(
                 "MATCH (a:N {{id: {}}}), (b:N {{id: {}}}) CREATE (a)-[:E {{w: {w}, pw: {pw}}}]->(b)",
                 id_of(a),
                 id_of(b)
             ))
             .unwrap();
+        };
+        for (i, &(a, b)) in edges.iter().enumerate().skip(copied) {
+            match wrong(i) {
+                true => create(a, b, 77.0, 77.0),
+                false => create(a, b, weight_of(i), positive_weight_of(i)),
+            }
+            if let Some(&(a, b)) = doomed.get(doomed_copied + i - copied) {
+                create(a, b, 0.01, 0.01);
+            }
         }
+        for (i, &(a, b)) in edges.iter().enumerate().filter(|(i, _)| wrong(*i)) {
+            conn.query(&format!(
+                "MATCH (a:N {{id: {}}})-[e:E]->(b:N {{id: {}}}) WHERE e.w = 77 WITH e LIMIT 1 SET e.w = {}, e.pw = {}",
+                id_of(a),
+                id_of(b),
+                weight_of(i),
+                positive_weight_of(i)
+            ))
+            .unwrap();
+        }
+        for &(a, b) in &doomed {
+            conn.query(&format!(
+                "MATCH (a:N {{id: {}}})-[e:E]->(b:N {{id: {}}}) WHERE e.w = 0.01 WITH e LIMIT 1 DELETE e",
+                id_of(a),
+                id_of(b)
+            ))
+            .unwrap();
+        }
+        assert_eq!(
+            rows_text(
+                &conn,
+                "MATCH ()-[e:E]->() RETURN count(*), count(e.w), sum(e.w)"
+            ),
+            rows_text(
+                &conn,
+                &format!(
+                    "RETURN {} AS n, {} AS c, {:.2} AS s",
+                    edges.len(),
+                    edges.len(),
+                    (0..edges.len()).map(weight_of).fold(0.0, |a, b| a + b)
+                )
+            ),
+            "{shape}: rels after the SETs and DELETEs"
+        );
 
         let fwd = adjacency(n, &edges, false);
         let bwd = adjacency(n, &edges, true);

@@ -28,7 +28,8 @@ pub struct CsrPins {
 }
 
 /// A pinned CSR group and, once it has been sought often enough, its
-/// offsets decoded from their bit-packed form.
+/// offsets decoded from their bit-packed form (a node the group masks, see
+/// [`PinnedCsrGroup::is_masked`], still reads an empty main range).
 struct PinnedGroup {
     csr: PinnedCsrGroup,
     seeks: u64,
@@ -68,7 +69,7 @@ impl CsrPins {
             ..
         })) = self.pinned.get(group)
         {
-            if local >= csr.num_nodes {
+            if local >= csr.num_nodes || csr.is_masked(local) {
                 return Ok((group, 0, 0));
             }
             let l = local as usize;

@@ -225,6 +225,9 @@ impl<'a> PathValues<'a> {
             pinned.neighbors.read_u64s(0, n, &mut nbrs);
             let bound = pinned.bound_nodes();
             for (pos, &local) in bound.iter().enumerate().take(n) {
+                if local == kith_storage::DELETED_POSITION {
+                    continue;
+                }
                 let r = ids[pos];
                 if !kith_graph::graph::mask_has(bits, r) {
                     continue;

@@ -1134,6 +1134,9 @@ fn rel_mask(
         pinned.rel_ids.read_u64s(0, n, &mut ids);
         keep.clear();
         keep.resize(n, true);
+        for &p in pinned.deleted_positions() {
+            keep[p as usize] = false;
+        }
         let (conds, props) = pinned.properties.split_at(num_conditions);
         for ((col, want), ty) in conds.iter().zip(&wanted).zip(&types) {
             let mut values = ValueVector::new(ty.clone(), n);
@@ -1335,7 +1338,9 @@ impl PredicateReader {
 }
 
 /// The weight property of every rel, indexed by rel id (read from the
-/// forward CSR, whose property chunks are in CSR order next to the rel ids).
+/// forward CSR, whose property chunks are in CSR order next to the rel ids);
+/// NaN for an id with no live rel (a deleted one), which no search reaches
+/// and [`RelWeights::check`] skips. A live rel's weight is a number.
 fn weights_by_rel_id(
     rel: &RelTableData,
     prop: kith_catalog::PropertyId,
@@ -1345,7 +1350,7 @@ fn weights_by_rel_id(
     let column = rel
         .column_of(prop)
         .ok_or_else(|| Error::internal("weight property has no storage column"))?;
-    let mut weights = vec![0f64; rel.next_rel_id.max(rel.num_rels) as usize];
+    let mut weights = vec![f64::NAN; rel.next_rel_id.max(rel.num_rels) as usize];
     let mut ids = Vec::new();
     for g in &rel.fwd.groups {
         if g.num_rels == 0 {
@@ -1361,7 +1366,11 @@ fn weights_by_rel_id(
             .ok_or_else(|| Error::internal("weight column not pinned"))?;
         let mut values = kith_common::ValueVector::new(ty.clone(), n);
         col.read(0, n, &mut values, 0)?;
+        let deleted = pinned.deleted_positions();
         for (i, &id) in ids.iter().enumerate() {
+            if deleted.binary_search(&(i as u64)).is_ok() {
+                continue;
+            }
             let v = values.get_value(i);
             let w = match v {
                 Value::Null => {
@@ -1371,6 +1380,7 @@ fn weights_by_rel_id(
                 }
                 v => v
                     .as_f64()
+                    .filter(|w| !w.is_nan())
                     .ok_or_else(|| Error::runtime(format!("weight {v} is not a number")))?,
             };
             let slot = weights
