@@ -25,6 +25,12 @@
 //!    engines; reported as "setup"), then [`INSERT_REL`] once per rel, each
 //!    its own transaction, capped like phase 1: one-edge commits into a
 //!    large existing rel table.
+//! 6. `updates` (not in the issue): the set-up of 5, then SETs and DELETEs
+//!    of single rows into the loaded tables, each its own transaction and
+//!    capped like phase 1 ([`SET_NODE`] on nodes 0.., [`SET_REL`] on rels
+//!    0.., [`DELETE_REL`] on the last rels), then one statement setting a
+//!    property of every rel ([`SET_ALL_RELS`]) and of every node
+//!    ([`SET_ALL_NODES`]).
 //!
 //! Phases 1 and 2 loop inside the driver (`exec_params`): one protocol round
 //! trip per phase, so the figures are the engines' (plus, for Kùzu, its
@@ -76,7 +82,27 @@ pub const PHASES: &[&str] = &[
     "bulk",
     "rels-batched",
     "rels-autocommit",
+    "updates",
 ];
+
+/// Phase `updates`: one node's property by primary key.
+pub const SET_NODE: &str = "MATCH (p:P {id: $id}) SET p.age = $age";
+/// One rel, found from its ends' keys and its `since` (rel i's is i).
+pub const SET_REL: &str =
+    "MATCH (a:P {id: $a})-[k:K]->(b:P {id: $b}) WHERE k.since = $s SET k.since = $t";
+pub const DELETE_REL: &str =
+    "MATCH (a:P {id: $a})-[k:K]->(b:P {id: $b}) WHERE k.since = $s DELETE k";
+pub const SET_ALL_RELS: &str = "MATCH ()-[k:K]->() SET k.since = k.since + 1";
+pub const SET_ALL_NODES: &str = "MATCH (p:P) SET p.age = p.age + 1";
+pub const AGE_CHECK: &str = "MATCH (p:P) RETURN count(*), sum(p.age)";
+pub const SINCE_CHECK: &str = "MATCH ()-[k:K]->() RETURN count(*), sum(k.since)";
+
+fn pair(a: u64, b: u64) -> Json {
+    Json::Arr(vec![Json::Arr(vec![
+        Json::Int(a as i64),
+        Json::Int(b as i64),
+    ])])
+}
 
 /// One relationship per statement, endpoints found by primary key: the
 /// index-lookup form that a client inserting edges one at a time uses.
@@ -265,7 +291,24 @@ fn run_phase(o: &InsertOptions, engine: &EngineKind, threads: usize, phase: &str
                     (NODE_CHECK, node_check_expected(n))
                 });
             }
-            "rels-autocommit" => rels_autocommit(&mut d, o, &tag, &dir, &mut out),
+            "rels-autocommit" => {
+                if copy_setup(&mut d, o, &tag, &dir, &mut out) {
+                    rel_insert_step(
+                        &mut d,
+                        o,
+                        &tag,
+                        "auto-commit single-rel MATCH by id + CREATE",
+                        (o.rels, o.nodes),
+                        1,
+                        &mut out,
+                    );
+                }
+            }
+            "updates" => {
+                if copy_setup(&mut d, o, &tag, &dir, &mut out) {
+                    updates(&mut d, o, &tag, &mut out);
+                }
+            }
             "rels-batched" => {
                 // Nodes first (timed and reported, but not the point), then
                 // rel i = (i % nodes) -> (i * 7919 % nodes), as in `bulk`.
@@ -345,14 +388,16 @@ fn rel_row(i: u64, nodes: u64) -> (u64, u64, u64) {
     (i % nodes, i.wrapping_mul(7919) % nodes, i)
 }
 
-/// Phase `rels-autocommit` (see the module comment).
-fn rels_autocommit(
+/// The set-up of phases `rels-autocommit` and `updates`: `nodes` nodes and
+/// `rels` rels written to CSV files and loaded with COPY (one step). False
+/// on error.
+fn copy_setup(
     d: &mut Driver,
     o: &InsertOptions,
     tag: &str,
     dir: &std::path::Path,
     out: &mut PhaseResult,
-) {
+) -> bool {
     use std::fmt::Write as _;
     let (nodes, rels) = (o.nodes, o.rels);
     let mut text = String::from("id,name,age\n");
@@ -368,7 +413,7 @@ fn rels_autocommit(
     let rels_csv = dir.join("rels.csv");
     if let Err(e) = std::fs::write(&nodes_csv, text).and(std::fs::write(&rels_csv, rel_text)) {
         out.error = Some(format!("cannot write the CSV files: {e}"));
-        return;
+        return false;
     }
     let mut setup = Step {
         name: "setup: COPY nodes and rels".into(),
@@ -393,18 +438,135 @@ fn rels_autocommit(
         setup.rows, setup.ms
     ));
     out.steps.push(setup);
-    if out.error.is_some() {
-        return;
-    }
-    rel_insert_step(
+    out.error.is_none()
+}
+
+/// Phase `updates` after [`copy_setup`] (see the module comment). Every
+/// step's check is computed from the rows the steps before it did.
+fn updates(d: &mut Driver, o: &InsertOptions, tag: &str, out: &mut PhaseResult) {
+    let (nodes, rels) = (o.nodes, o.rels);
+    let done = |out: &PhaseResult| {
+        out.error
+            .is_none()
+            .then(|| out.steps.last().map_or(0, |s| s.rows))
+    };
+    // Node i's age is i % 100; SET_NODE makes it 1000 + i.
+    let base_ages: u64 = (nodes / 100) * 4950 + (0..nodes % 100).sum::<u64>();
+    let rows: Vec<Json> = (0..o.single_rows.min(nodes))
+        .map(|i| Json::Arr(vec![Json::Int(i as i64), Json::Int(1000 + i as i64)]))
+        .collect();
+    let limits = (1, o.single_max_ms);
+    params_step(
+        d,
+        tag,
+        "auto-commit single-node SET",
+        (SET_NODE, &["id", "age"], rows),
+        limits,
+        out,
+        |n| {
+            let raised: u64 = (0..n).map(|i| 1000 + i - i % 100).sum();
+            (AGE_CHECK, pair(nodes, base_ages + raised))
+        },
+    );
+    let Some(set_nodes) = done(out) else { return };
+    let ages = base_ages + (0..set_nodes).map(|i| 1000 + i - i % 100).sum::<u64>();
+    // Rel i's since is i; SET_REL adds `rels`, DELETE_REL takes the last ones.
+    let base_since = rels * rels.saturating_sub(1) / 2;
+    let rel_params = |i: u64, extra: Option<u64>| {
+        let (a, b, s) = rel_row(i, nodes);
+        let mut v = vec![
+            Json::Int(a as i64),
+            Json::Int(b as i64),
+            Json::Int(s as i64),
+        ];
+        v.extend(extra.map(|t| Json::Int(t as i64)));
+        Json::Arr(v)
+    };
+    let rows: Vec<Json> = (0..o.single_rows.min(rels / 2))
+        .map(|i| rel_params(i, Some(i + rels)))
+        .collect();
+    params_step(
+        d,
+        tag,
+        "auto-commit single-rel SET",
+        (SET_REL, &["a", "b", "s", "t"], rows),
+        limits,
+        out,
+        |n| (SINCE_CHECK, pair(rels, base_since + n * rels)),
+    );
+    let Some(set_rels) = done(out) else { return };
+    let since = base_since + set_rels * rels;
+    let doomed = |n: u64| rels - n..rels;
+    let rows: Vec<Json> = doomed(o.single_rows.min(rels / 2))
+        .rev()
+        .map(|i| rel_params(i, None))
+        .collect();
+    params_step(
+        d,
+        tag,
+        "auto-commit single-rel DELETE",
+        (DELETE_REL, &["a", "b", "s"], rows),
+        limits,
+        out,
+        |n| (SINCE_CHECK, pair(rels - n, since - doomed(n).sum::<u64>())),
+    );
+    let Some(deleted) = done(out) else { return };
+    let (live, since) = (rels - deleted, since - doomed(deleted).sum::<u64>());
+    if one_statement_step(
         d,
         o,
         tag,
-        "auto-commit single-rel MATCH by id + CREATE",
-        (rels, nodes),
-        1,
+        "SET of every rel (one statement)",
+        SET_ALL_RELS,
+        live,
         out,
-    );
+    ) {
+        out.checks
+            .push(check(d, SINCE_CHECK, pair(live, since + live)));
+    }
+    if one_statement_step(
+        d,
+        o,
+        tag,
+        "SET of every node (one statement)",
+        SET_ALL_NODES,
+        nodes,
+        out,
+    ) {
+        out.checks
+            .push(check(d, AGE_CHECK, pair(nodes, ages + nodes)));
+    }
+}
+
+/// Runs `stmt` once, as a step of `rows` rows; false on error.
+fn one_statement_step(
+    d: &mut Driver,
+    o: &InsertOptions,
+    tag: &str,
+    name: &str,
+    stmt: &str,
+    rows: u64,
+    out: &mut PhaseResult,
+) -> bool {
+    let (ms, error) = match d.exec(stmt, o.timeout_ms) {
+        Ok(r) => (r.ms, None),
+        Err(e) => (0.0, Some(e)),
+    };
+    log(&format!(
+        "{tag}: {name}: {ms:.0} ms{}",
+        error
+            .as_deref()
+            .map_or(String::new(), |e| format!(" ({e})"))
+    ));
+    let ok = error.is_none();
+    out.steps.push(Step {
+        name: name.into(),
+        rows,
+        txns: 1,
+        ms,
+        error,
+    });
+    ok
 }
 
 /// Rels `first..` among `nodes` nodes (`(first, nodes)`) by [`INSERT_REL`],

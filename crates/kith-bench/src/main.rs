@@ -71,7 +71,10 @@ INSERT OPTIONS (suite `insert`; --timeout defaults to 600 s per statement there)
                            --insert-rows single-rel CREATEs by id, --insert-per-tx per
                            transaction, stopping after --insert-max-s;
                            rels-autocommit: COPY the bulk nodes and rels, then
-                           single-rel CREATEs by id, one per transaction)
+                           single-rel CREATEs by id, one per transaction;
+                           updates: the same COPY, then single-node SETs,
+                           single-rel SETs and DELETEs, one per transaction,
+                           and a SET of every rel and of every node)
 ";
 
 struct Args {
