@@ -104,6 +104,13 @@ impl RelTableData {
         }
     }
 
+    pub fn csr_mut(&mut self, dir: RelDirection) -> &mut CsrIndex {
+        match dir {
+            RelDirection::Fwd => &mut self.fwd,
+            RelDirection::Bwd => &mut self.bwd,
+        }
+    }
+
     pub fn column_of(&self, property: PropertyId) -> Option<usize> {
         self.column_ids.iter().position(|p| *p == property)
     }

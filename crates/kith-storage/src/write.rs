@@ -468,6 +468,36 @@ fn locate_rels(
     Ok(out)
 }
 
+/// Property `property` of `entry`.
+fn catalog_property(entry: &TableEntry, property: PropertyId) -> Result<&kith_catalog::Property> {
+    entry
+        .properties
+        .iter()
+        .find(|p| p.id == property)
+        .ok_or_else(|| {
+            write_error(format!(
+                "table '{}' has no property with id {}",
+                entry.name, property.0
+            ))
+        })
+}
+
+/// `value` converted to the column type of `property` of `entry` (a clear
+/// error when it does not fit).
+fn column_value(entry: &TableEntry, property: PropertyId, value: &Value) -> Result<Value> {
+    let prop = catalog_property(entry, property)?;
+    value.to_column_type(&prop.ty).ok_or_else(|| {
+        Error::type_error(format!(
+            "cannot store {} value {} in column '{}' ({}) of table '{}'",
+            value.logical_type(),
+            value,
+            prop.name,
+            prop.ty,
+            entry.name
+        ))
+    })
+}
+
 fn u64_vector(values: &[u64]) -> ValueVector {
     ValueVector {
         ty: LogicalType::UInt64,
@@ -1035,37 +1065,6 @@ impl WriteTxn<'_> {
         Ok(())
     }
 
-    /// The column type of `property` of `table`, for writing `value` to it
-    /// (converted; a clear error when it does not fit).
-    fn column_value(
-        &self,
-        entry: &TableEntry,
-        property: PropertyId,
-        value: &Value,
-    ) -> Result<(LogicalType, Value)> {
-        let prop = entry
-            .properties
-            .iter()
-            .find(|p| p.id == property)
-            .ok_or_else(|| {
-                write_error(format!(
-                    "table '{}' has no property with id {}",
-                    entry.name, property.0
-                ))
-            })?;
-        let v = value.to_column_type(&prop.ty).ok_or_else(|| {
-            Error::type_error(format!(
-                "cannot store {} value {} in column '{}' ({}) of table '{}'",
-                value.logical_type(),
-                value,
-                prop.name,
-                prop.ty,
-                entry.name
-            ))
-        })?;
-        Ok((prop.ty.clone(), v))
-    }
-
     /// Replaces the values at `positions` (ascending, each once) of `chunk`
     /// by `values` (see [`ColumnChunk::set_values`]).
     fn set_chunk_values(
@@ -1098,7 +1097,7 @@ impl WriteTxn<'_> {
         };
         let mut data = data.clone();
         let entry = self.entry(table)?;
-        let ty = self.column_value(&entry, property, &Value::Null)?.0;
+        let ty = catalog_property(&entry, property)?.ty.clone();
         let col = data
             .column_of(property)
             .ok_or_else(|| Error::internal("property without storage column"))?;
@@ -1133,7 +1132,7 @@ impl WriteTxn<'_> {
         };
         let mut data = data.clone();
         let entry = self.entry(table)?;
-        let ty = self.column_value(&entry, property, &Value::Null)?.0;
+        let ty = catalog_property(&entry, property)?.ty.clone();
         let col = data
             .column_of(property)
             .ok_or_else(|| Error::internal("rel property without storage column"))?;
@@ -1157,17 +1156,9 @@ impl WriteTxn<'_> {
             for (g, hits) in found {
                 let positions: Vec<u64> = hits.iter().map(|h| h.0).collect();
                 let values: Vec<&Value> = hits.iter().map(|h| &sets[&h.1].2).collect();
-                let csr = match dir {
-                    RelDirection::Fwd => &mut data.fwd,
-                    RelDirection::Bwd => &mut data.bwd,
-                };
-                let old = csr.groups[g].properties[col].clone();
-                let chunk = self.set_chunk_values(&old, &ty, &positions, &values)?;
-                let csr = match dir {
-                    RelDirection::Fwd => &mut data.fwd,
-                    RelDirection::Bwd => &mut data.bwd,
-                };
-                csr.groups[g].properties[col] = chunk;
+                let old = &data.csr(dir).groups[g].properties[col];
+                let chunk = self.set_chunk_values(old, &ty, &positions, &values)?;
+                data.csr_mut(dir).groups[g].properties[col] = chunk;
             }
         }
         self.tables.insert(table, Arc::new(TableData::Rel(data)));
@@ -1350,7 +1341,7 @@ impl WriteTxn<'_> {
                 entry.name
             )));
         }
-        let (_, v) = self.column_value(&entry, property, value)?;
+        let v = column_value(&entry, property, value)?;
         data.column_of(property)
             .ok_or_else(|| Error::internal("property without storage column"))?;
         self.local
@@ -1620,10 +1611,7 @@ impl WriteTxn<'_> {
                     .or_default()
                     .push(i);
             }
-            let mut csr = std::mem::take(match dir {
-                RelDirection::Fwd => &mut data.fwd,
-                RelDirection::Bwd => &mut data.bwd,
-            });
+            let mut csr = std::mem::take(data.csr_mut(dir));
             for (g, rows) in by_group {
                 if let Some(group) = csr.groups.get(g) {
                     let room = group.num_appended() + group.num_deleted() + rows.len() as u64
@@ -1680,10 +1668,7 @@ impl WriteTxn<'_> {
                     .collect();
                 self.store_csr(&mut csr, g, &buf)?;
             }
-            match dir {
-                RelDirection::Fwd => data.fwd = csr,
-                RelDirection::Bwd => data.bwd = csr,
-            }
+            *data.csr_mut(dir) = csr;
         }
         Ok(())
     }
@@ -1891,20 +1876,14 @@ impl WriteTxn<'_> {
             let mut data = data.clone();
             let types = column_types(&self.entry(table)?, &data.column_ids)?;
             for dir in [RelDirection::Fwd, RelDirection::Bwd] {
-                let mut csr = std::mem::take(match dir {
-                    RelDirection::Fwd => &mut data.fwd,
-                    RelDirection::Bwd => &mut data.bwd,
-                });
+                let mut csr = std::mem::take(data.csr_mut(dir));
                 for g in 0..csr.groups.len() {
                     if csr.groups[g].has_changes() {
                         let buf = self.load_csr(&csr, g, &types)?;
                         self.store_csr(&mut csr, g, &buf)?;
                     }
                 }
-                match dir {
-                    RelDirection::Fwd => data.fwd = csr,
-                    RelDirection::Bwd => data.bwd = csr,
-                }
+                *data.csr_mut(dir) = csr;
             }
             self.tables.insert(table, Arc::new(TableData::Rel(data)));
         }
@@ -1971,10 +1950,7 @@ impl WriteTxn<'_> {
                     entry.name
                 )));
             }
-            let mut csr = std::mem::take(match dir {
-                RelDirection::Fwd => &mut data.fwd,
-                RelDirection::Bwd => &mut data.bwd,
-            });
+            let mut csr = std::mem::take(data.csr_mut(dir));
             for (g, hits) in found {
                 let group = &csr.groups[g];
                 if group.num_appended() + group.num_deleted() + hits.len() as u64 <= APPENDED_MAX {
@@ -2021,10 +1997,7 @@ impl WriteTxn<'_> {
                 buf.props = old.props.iter().map(|p| p.gather(&keep)).collect();
                 self.store_csr(&mut csr, g, &buf)?;
             }
-            match dir {
-                RelDirection::Fwd => data.fwd = csr,
-                RelDirection::Bwd => data.bwd = csr,
-            }
+            *data.csr_mut(dir) = csr;
         }
         data.num_rels -= uniq.len() as u64;
         self.local
@@ -2053,7 +2026,7 @@ impl WriteTxn<'_> {
         self.flush_inserts()?;
         let entry = self.entry(table)?;
         let data = self.rel_data(table)?;
-        let (_, v) = self.column_value(&entry, property, value)?;
+        let v = column_value(&entry, property, value)?;
         if self.rel_deleted(table, rel_id) || rel_id >= data.next_rel_id {
             return Err(write_error(format!(
                 "rel {rel_id} ({src} -> {dst}) of table '{}' does not exist",
