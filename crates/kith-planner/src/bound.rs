@@ -371,11 +371,13 @@ pub enum ContinuationSource {
 /// A variable a bound query starts with (see `binder::bind_continuation`).
 #[derive(Debug, Clone, PartialEq)]
 pub enum SeedKind {
-    /// A node of one of these tables (its input column holds the id).
+    /// A node of one of these tables: its input columns hold the id, then
+    /// whether the writes deleted it (BOOL).
     Node(Vec<TableId>),
     /// A rel of one of these tables: its input columns hold the id, the
-    /// source and destination ids, then the properties
-    /// `binder::carried_rel_columns` lists.
+    /// source and destination ids, the properties
+    /// `binder::carried_rel_columns` lists, then whether the writes deleted
+    /// it (BOOL).
     Rel(Vec<TableId>),
     Value(LogicalType),
 }

@@ -2048,6 +2048,15 @@ impl WriteTxn<'_> {
         self.local.deleted_rels.remove(&table);
     }
 
+    /// Whether node `offset` of `table` is deleted as this transaction sees
+    /// it (false for a table without node storage).
+    pub fn node_deleted(&self, table: TableId, offset: u64) -> bool {
+        matches!(
+            self.tables.get(&table).map(|t| t.as_ref()),
+            Some(TableData::Node(n)) if n.is_deleted(offset)
+        )
+    }
+
     /// Whether this transaction deleted rel `rel_id` of `table`.
     pub fn rel_deleted(&self, table: TableId, rel_id: u64) -> bool {
         self.local

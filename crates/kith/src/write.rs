@@ -241,6 +241,16 @@ fn continuation_rows(
             col.push_value(value);
         }
         columns.push(col);
+        if let SeedKind::Node(_) = kind {
+            let mut deleted = ValueVector::new(LogicalType::Bool, 0);
+            for value in &values {
+                deleted.push_value(&match value {
+                    Value::InternalId(id) => Value::Bool(txn.node_deleted(id.table(), id.offset())),
+                    _ => Value::Null,
+                });
+            }
+            columns.push(deleted);
+        }
         seeds.push((v.name.clone(), kind));
     }
     let chunk = Chunk {
@@ -251,8 +261,8 @@ fn continuation_rows(
 }
 
 /// The input columns of a rel variable of a continuation (see
-/// `SeedKind::Rel`): id, endpoints, then its properties as the writes left
-/// them, read from the transaction.
+/// `SeedKind::Rel`): id, endpoints, its properties as the writes left them,
+/// read from the transaction, and whether they deleted it.
 fn rel_columns(
     txn: &mut WriteTxn<'_>,
     tables: &[TableId],
@@ -262,6 +272,7 @@ fn rel_columns(
     let mut cols: Vec<ValueVector> = (0..3)
         .map(|_| ValueVector::new(LogicalType::InternalId, 0))
         .chain(props.iter().map(|(_, ty)| ValueVector::new(ty.clone(), 0)))
+        .chain([ValueVector::new(LogicalType::Bool, 0)])
         .collect();
     for id in ids {
         let Some([rel, a, b]) = id else {
@@ -279,7 +290,8 @@ fn rel_columns(
             c.push_value(&Value::InternalId(*v));
         }
         let e = entry(txn, rel.table())?;
-        // A rel the writes deleted keeps its id; its properties read NULL.
+        // A rel the writes deleted keeps its id and type; its properties
+        // are NULL here and flagged, so reading them is EntityNotFound.
         let values = txn.read_rel_properties(rel.table(), src.offset(), rel.offset())?;
         for (c, (name, _)) in cols[3..].iter_mut().zip(&props) {
             let v = match (&values, e.properties.iter().position(|p| p.name == *name)) {
@@ -287,6 +299,9 @@ fn rel_columns(
                 _ => Value::Null,
             };
             c.push_value(&v);
+        }
+        if let Some(flag) = cols.last_mut() {
+            flag.push_value(&Value::Bool(values.is_none()));
         }
     }
     Ok(cols)

@@ -528,7 +528,9 @@ impl Node {
                         return Ok(Value::Null);
                     }
                     let v = (f.func)(buf).map_err(|e| {
-                        if e.message.contains(name) {
+                        // Internal calls (`_node`, `_live`, ...) are the
+                        // binder's rewrites; their names mean nothing to users.
+                        if e.message.contains(name) || name.starts_with('_') {
                             e
                         } else {
                             Error::new(e.kind, format!("{name}(): {}", e.message))

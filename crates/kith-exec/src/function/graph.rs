@@ -21,6 +21,7 @@ pub fn lookup(name: &str) -> Option<ScalarFunction> {
         "_labels" => (labels, false),
         "_label_text" => (label_text, false),
         "_has_labels" => (has_labels, false),
+        "_live" => (live, false),
         "id" => (id, true),
         "_table_is" => (table_is, true),
         "_path" => (path, true),
@@ -271,6 +272,19 @@ fn label(args: &[Value]) -> Result<Value> {
 /// `_labels(id, names [, hidden])`: a node's labels: the hidden label list
 /// when the node has one (several labels, SET/REMOVE of labels), else its
 /// table's label (none for the table of unlabelled nodes).
+/// `_live(deleted, value)`: `value`, read from a node or rel the
+/// statement's writes left; openCypher's EntityNotFound when they deleted it
+/// (its id and type stay readable, its properties and labels do not).
+fn live(args: &[Value]) -> Result<Value> {
+    match args {
+        [Value::Bool(true), _] => Err(Error::runtime(
+            "EntityNotFound: a node or rel deleted by this statement has no properties or labels to read",
+        )),
+        [_, value] => Ok(value.clone()),
+        _ => Err(Error::internal("_live takes a deleted flag and a value")),
+    }
+}
+
 fn labels(args: &[Value]) -> Result<Value> {
     if args.first().is_none_or(Value::is_null) {
         return Ok(Value::Null);

@@ -20,6 +20,10 @@ use crate::expr::{BoundExpr, BoundExprKind, SlotId};
 /// character), so they never clash with a property.
 pub(crate) const CARRIED_SRC: &str = "\u{1}src";
 pub(crate) const CARRIED_DST: &str = "\u{1}dst";
+/// Hidden value of a node or rel a write statement hands to the clauses
+/// after it: whether its writes deleted it (reading its properties or labels
+/// is then openCypher's EntityNotFound).
+pub(crate) const CARRIED_DELETED: &str = "\u{1}deleted";
 
 /// What a variable that holds an id stands for.
 enum Entity {
@@ -123,6 +127,27 @@ impl Binder<'_> {
                 )
             })
             .collect()
+    }
+
+    /// The hidden deleted flag of node or rel `var`, if it has one.
+    pub(crate) fn deleted_flag(&self, var: &str) -> Option<BoundExpr> {
+        let key = format!("_anon_{var}.{CARRIED_DELETED}");
+        let (_, slot, _) = self.values.iter().find(|v| v.0 == key)?;
+        Some(BoundExpr::slot(*slot, LogicalType::Bool, Span::new(0, 0)))
+    }
+
+    /// `value`, read from node or rel `var`, guarded by the hidden deleted
+    /// flag a write statement's continuation seeds it with (unchanged for a
+    /// variable without one).
+    pub(crate) fn guard_deleted(&self, var: &str, value: BoundExpr) -> BoundExpr {
+        let Some(flag) = self.deleted_flag(var) else {
+            return value;
+        };
+        BoundExpr {
+            span: value.span,
+            ty: value.ty.clone(),
+            kind: BoundExprKind::Function("_live".to_string(), vec![flag, value]),
+        }
     }
 
     /// A list literal of the names of `tables`, indexed by table id (the
@@ -488,6 +513,9 @@ impl Binder<'_> {
                         span,
                     }));
                 }
+                // A rel's type stays readable after DELETE, a node's labels
+                // do not.
+                let guard = !is_rel;
                 let ty = if function == "labels" {
                     LogicalType::List(Box::new(LogicalType::String))
                 } else {
@@ -498,10 +526,14 @@ impl Binder<'_> {
                 } else {
                     "_label"
                 };
-                Ok(Some(BoundExpr {
+                let value = BoundExpr {
                     kind: BoundExprKind::Function(f.to_string(), vec![id, names]),
                     ty,
                     span,
+                };
+                Ok(Some(match guard {
+                    true => self.guard_deleted(&name, value),
+                    false => value,
                 }))
             }
             _ => {

@@ -605,6 +605,10 @@ pub fn bind_continuation(
                     properties: Vec::new(),
                     imported: true,
                 });
+                let s = b.new_slot();
+                b.part.inputs.push((s, LogicalType::Bool));
+                let flag = format!("_anon_{name}.{}", entity::CARRIED_DELETED);
+                b.values.push((flag, s, LogicalType::Bool));
             }
             SeedKind::Rel(tables) => {
                 // Like a rel carried through WITH: the id, then hidden
@@ -616,7 +620,8 @@ pub fn bind_continuation(
                 let hidden = ends
                     .iter()
                     .map(|e| (e.to_string(), LogicalType::InternalId))
-                    .chain(carried_rel_columns(catalog, tables));
+                    .chain(carried_rel_columns(catalog, tables))
+                    .chain([(entity::CARRIED_DELETED.to_string(), LogicalType::Bool)]);
                 for (prop, ty) in hidden {
                     let s = b.new_slot();
                     b.part.inputs.push((s, ty.clone()));

@@ -118,8 +118,16 @@ impl Binder<'_> {
                 (Some(_), ExprKind::Variable(v)) => Some(self.rel_tables_of(v)),
                 _ => None,
             });
+            // A node a write statement deleted stays flagged through WITH
+            // (a rel's flag travels with its properties).
+            let node_flag = match (&item.expr.kind, carried_nodes.last()) {
+                (ExprKind::Variable(v), Some(Some(_))) if proj.is_with => self
+                    .deleted_flag(v)
+                    .map(|f| (entity::CARRIED_DELETED.to_string(), f)),
+                _ => None,
+            };
             outputs.push((name.clone(), e));
-            for (prop, e) in rel_props.unwrap_or_default() {
+            for (prop, e) in rel_props.unwrap_or_default().into_iter().chain(node_flag) {
                 has_agg.push(false);
                 carried_nodes.push(None);
                 carried_rels.push(None);
@@ -590,7 +598,9 @@ impl Binder<'_> {
                         .all(|t| t.implicit)
                 });
             return match self.values.iter().find(|v| v.0 == hidden) {
-                Some((_, slot, ty)) => Ok(BoundExpr::slot(*slot, ty.clone(), span)),
+                Some((_, slot, ty)) => {
+                    Ok(self.guard_deleted(var, BoundExpr::slot(*slot, ty.clone(), span)))
+                }
                 // Schema-less: a property no implicit table has reads NULL.
                 None if implicit => Ok(BoundExpr::literal(Value::Null, span)),
                 None => Err(Error::at(
