@@ -22,7 +22,7 @@ use crate::expression::cast::cast_value;
 use crate::expression::{EvalContext, Evaluated, Evaluator};
 use crate::operator::collect::Collect;
 use crate::operator::cross_product::{build_index, CrossProduct, JoinIndex, Probe};
-use crate::operator::extend::Extend;
+use crate::operator::extend::{CsrPins, Extend, PairCount, SharedRels};
 use crate::operator::fill_nulls::FillNulls;
 use crate::operator::filter::Filter;
 use crate::operator::hash_aggregate::{AggregateDef, GroupKey, HashAggregate};
@@ -168,6 +168,9 @@ enum Built {
         properties: Vec<(usize, usize)>,
         exclude: Vec<(Pos, Pos)>,
         collapse: bool,
+        /// Fused into this counting extend: the other extend from the same
+        /// node (`fuse_counted_pair`).
+        pair: Option<FusedExtend>,
     },
     Intersect(IntersectSpec),
     ScanProperties {
@@ -184,6 +187,16 @@ enum Built {
     },
     /// Properties the previous operator's table lacks.
     FillNulls(Vec<Pos>),
+}
+
+/// The first of two counting extends from one node, fused into the second
+/// (see [`PairCount`]).
+#[derive(Clone)]
+struct FusedExtend {
+    data: Arc<RelTableData>,
+    fwd: bool,
+    shared: SharedRels,
+    output_chunk: usize,
 }
 
 enum BuiltSource {
@@ -432,6 +445,7 @@ impl PipelineShape {
                         properties,
                         exclude,
                         collapse: false,
+                        pair: None,
                     }
                 }
                 Step::Intersect {
@@ -541,6 +555,9 @@ impl PipelineShape {
                     .is_some_and(|(c, _)| c == *input_chunk || c == *output_chunk)
             };
             *collapse = properties.is_empty() && !reads.iter().any(in_chunks);
+        }
+        if let Some(reads) = sink_reads {
+            fuse_counted_pair(&mut steps, &mut stats, reads, &b.layout, ctx);
         }
         Ok(PipelineShape {
             ctx: Arc::clone(ctx),
@@ -657,6 +674,7 @@ impl PipelineShape {
                     properties,
                     exclude,
                     collapse,
+                    pair,
                 } => {
                     let mut e = Extend::new(
                         op,
@@ -673,6 +691,13 @@ impl PipelineShape {
                     );
                     e.exclude = exclude.clone();
                     e.collapse = *collapse;
+                    if let Some(f) = pair {
+                        e.pair = Some(PairCount {
+                            pins: CsrPins::new(Arc::clone(&f.data), f.fwd, Vec::new()),
+                            shared: f.shared,
+                        });
+                        e.pair_output = Some(f.output_chunk);
+                    }
                     Box::new(e)
                 }
                 Built::Intersect(spec) => {
@@ -713,6 +738,98 @@ impl PipelineShape {
             op = profiled(op, i + 1);
         }
         Ok((op, self.builder.result_set()))
+    }
+}
+
+/// `MATCH (a)-[:R]->(b)-[:R]->(c) RETURN count(*)` started at `b`: the first
+/// extend writes every `a` only for the counting extend after it to add
+/// `b`'s other degree once per `a`. When nothing reads the `a`s (or `b`'s
+/// group) but the isomorphism test between the two rels, the counting
+/// extend multiplies `b`'s two degrees instead (`Extend::pair`) and the first
+/// extend goes; PROFILE shows the two as one operator.
+fn fuse_counted_pair(
+    steps: &mut Vec<Built>,
+    stats: &mut Vec<Option<(Arc<OpStats>, usize)>>,
+    reads: &HashSet<SlotId>,
+    layout: &SlotLayout,
+    ctx: &QueryContext,
+) {
+    let n = steps.len();
+    if n < 2 {
+        return;
+    }
+    let (head, tail) = steps.split_at_mut(n - 1);
+    let (
+        Built::Extend {
+            rel_table: first_table,
+            data,
+            fwd: first_fwd,
+            from: first_from,
+            input_chunk: first_input,
+            output_chunk: first_output,
+            rel_id: first_rel,
+            properties: first_properties,
+            exclude: first_exclude,
+            collapse: false,
+            pair: None,
+            ..
+        },
+        Built::Extend {
+            rel_table,
+            fwd,
+            from,
+            input_chunk,
+            exclude,
+            collapse: true,
+            pair,
+            ..
+        },
+    ) = (&head[n - 2], &mut tail[0])
+    else {
+        return;
+    };
+    let from_input = first_from.0 == *first_input && from == first_from;
+    let chained = *input_chunk == *first_output;
+    let unread = !reads
+        .iter()
+        .any(|s| layout.get(*s).is_some_and(|(c, _)| c == *first_input));
+    // The counting extend's only exclusions test the first extend's rel.
+    let excludes_first = exclude
+        .iter()
+        .all(|(rel, _)| rel.0 == *first_output && Some(rel.1) == *first_rel);
+    if !(from_input
+        && chained
+        && unread
+        && excludes_first
+        && first_properties.is_empty()
+        && first_exclude.is_empty())
+    {
+        return;
+    }
+    let shared = match (
+        exclude.is_empty(),
+        first_table == rel_table,
+        first_fwd == fwd,
+    ) {
+        (true, _, _) | (false, false, _) => SharedRels::None,
+        (false, true, true) => SharedRels::All,
+        (false, true, false) => SharedRels::SelfLoops,
+    };
+    *pair = Some(FusedExtend {
+        data: Arc::clone(data),
+        fwd: *first_fwd,
+        shared,
+        output_chunk: *first_output,
+    });
+    *input_chunk = *first_input;
+    exclude.clear();
+    steps.remove(n - 2);
+    // stats[i + 1] belongs to steps[i].
+    let first = stats.remove(n - 1);
+    if let (Some(profile), Some((a, _)), Some(Some((b, _)))) =
+        (ctx.profile.as_ref(), first, stats.get_mut(n - 1))
+    {
+        *b = profile.fuse(&a, b);
     }
 }
 

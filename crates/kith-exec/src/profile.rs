@@ -49,6 +49,25 @@ impl Profile {
         s
     }
 
+    /// Two operators of a pipeline merged into one (`first` pulled from
+    /// `second`'s place): one line labelled with both.
+    pub fn fuse(&self, first: &Arc<OpStats>, second: &Arc<OpStats>) -> Arc<OpStats> {
+        let fused = Arc::new(OpStats {
+            pipeline: second.pipeline,
+            label: format!("{} × {}", first.label, second.label),
+            tuples: AtomicU64::new(0),
+            nanos: AtomicU64::new(0),
+        });
+        let mut ops = self.ops.lock();
+        ops.retain(|op| !Arc::ptr_eq(op, first));
+        for op in ops.iter_mut() {
+            if Arc::ptr_eq(op, second) {
+                *op = Arc::clone(&fused);
+            }
+        }
+        fused
+    }
+
     /// One line per operator: pipeline, operator, tuples, inclusive and
     /// own time (inclusive minus the operator it pulls from).
     pub fn report(&self) -> String {

@@ -200,6 +200,20 @@ fn patterns() -> Vec<(&'static str, usize, Vec<PatternRel>)> {
             ],
         ),
         ("2-chain", 3, vec![(0, 1, 0, Right), (1, 2, 0, Right)]),
+        // Stars around v1 (the start: most rels), whose counts multiply its
+        // two degrees (less the pairs of one rel: self loops, every rel).
+        ("out-star", 3, vec![(0, 1, 0, Left), (1, 2, 0, Right)]),
+        ("in-star", 3, vec![(0, 1, 0, Right), (1, 2, 0, Left)]),
+        (
+            "2-chain, two tables",
+            3,
+            vec![(0, 1, 0, Right), (1, 2, 1, Right)],
+        ),
+        (
+            "undirected 2-chain",
+            3,
+            vec![(0, 1, 0, Both), (1, 2, 0, Both)],
+        ),
         (
             "3-chain",
             4,

@@ -150,6 +150,30 @@ impl CsrPins {
         Ok(group)
     }
 
+    /// How many of node `offset`'s rels lead to node `target` (a scan of
+    /// its neighbours, `scratch` a vector at a time).
+    pub fn count_to(
+        &mut self,
+        pager: &Arc<Pager>,
+        offset: u64,
+        target: u64,
+        scratch: &mut [u64],
+    ) -> Result<u64> {
+        let (group, s, e) = self.range(pager, offset)?;
+        let csr = self.group(group)?;
+        let mut n = 0u64;
+        let runs = std::iter::once((s, e)).chain(self.appended(group, offset).iter().copied());
+        for (mut at, end) in runs {
+            while at < end {
+                let k = ((end - at) as usize).min(scratch.len());
+                csr.neighbors.read_u64s(at, k, &mut scratch[..k]);
+                n += scratch[..k].iter().filter(|&&x| x == target).count() as u64;
+                at += k as u64;
+            }
+        }
+        Ok(n)
+    }
+
     /// A group pinned by [`CsrPins::range`].
     pub fn group(&self, group: usize) -> Result<&PinnedCsrGroup> {
         self.pinned
@@ -158,6 +182,28 @@ impl CsrPins {
             .map(|p| &p.csr)
             .ok_or_else(|| kith_common::Error::internal("CSR group read before it was pinned"))
     }
+}
+
+/// The other half of two counting extends from one node `b` whose
+/// neighbours nothing reads (`MATCH (a)-[:R]->(b)-[:R]->(c) RETURN count(*)`
+/// started at `b`): each `b` stands for deg₁(b) · deg₂(b) tuples, less the
+/// pairs that would bind one rel twice (relationship isomorphism), without
+/// writing the `a`s.
+pub struct PairCount {
+    pub pins: CsrPins,
+    pub shared: SharedRels,
+}
+
+/// Which pairs of rels of a [`PairCount`] are one rel, to be excluded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SharedRels {
+    /// Different tables, or no isomorphism test between the two: none.
+    None,
+    /// One table read in one direction: each rel pairs with itself.
+    All,
+    /// One table read in both directions: a self loop at `b` is in both
+    /// ranges, once each.
+    SelfLoops,
 }
 
 pub struct Extend {
@@ -183,6 +229,12 @@ pub struct Extend {
     /// all its rels (the result set's multiplicity) and no neighbour is
     /// read. The last extend of `MATCH (a)->(b)->(c) RETURN count(*)`.
     pub collapse: bool,
+    /// With `collapse`: the fused other extend from the same node (then
+    /// `from` is in the input group and `exclude` is empty; the pair's
+    /// `shared` accounts for the isomorphism test).
+    pub pair: Option<PairCount>,
+    /// The output group of the fused extend, one tuple per batch.
+    pub pair_output: Option<usize>,
     /// The multiplicity the child set, restored before pulling from it.
     base_multiplicity: u64,
     /// Positions in the current range of the rels to skip, ascending, and
@@ -233,6 +285,8 @@ impl Extend {
             properties,
             exclude: Vec::new(),
             collapse: false,
+            pair: None,
+            pair_output: None,
             base_multiplicity: 1,
             skips: Vec::new(),
             next_skip: 0,
@@ -378,11 +432,13 @@ impl Extend {
                 continue;
             }
             rs.chunks[self.input_chunk].state.flat = Some(0);
-            let out = &mut rs.chunks[self.output_chunk];
-            for v in &mut out.vectors {
-                v.reset(1);
+            for c in std::iter::once(self.output_chunk).chain(self.pair_output) {
+                let out = &mut rs.chunks[c];
+                for v in &mut out.vectors {
+                    v.reset(1);
+                }
+                out.state.reset(1);
             }
-            out.state.reset(1);
             rs.multiplicity = self.base_multiplicity * total;
             return Ok(true);
         }
@@ -395,6 +451,9 @@ impl Extend {
     /// exclusion can only remove a rel from a node equal to its gate, so only
     /// such tuples are flattened and tested one by one.
     fn batch_degrees(&mut self, rs: &mut ResultSet) -> Result<u64> {
+        if self.pair.is_some() {
+            return self.batch_pair_degrees(rs);
+        }
         let input = self.input_chunk;
         let mut fixed_gates = std::mem::take(&mut self.fixed_gates);
         let mut gated = std::mem::take(&mut self.gated);
@@ -465,6 +524,62 @@ impl Extend {
         }
         self.skips.clear();
         (self.fixed_gates, self.gated) = (fixed_gates, gated);
+        Ok(total)
+    }
+
+    /// [`Extend::pair`]: the sum over the input batch's nodes of the
+    /// product of their two degrees, less the pairs of one rel.
+    fn batch_pair_degrees(&mut self, rs: &ResultSet) -> Result<u64> {
+        let Extend {
+            ctx,
+            pins,
+            pair: Some(pair),
+            from,
+            input_chunk,
+            scratch,
+            ..
+        } = self
+        else {
+            return Ok(0);
+        };
+        let pager = &ctx.pager;
+        let chunk = &rs.chunks[*input_chunk];
+        let v = &chunk.vectors[from.1];
+        let ids = ids_of(v)?;
+        let mut total = 0u64;
+        let mut visit = |p: usize| -> Result<()> {
+            if v.is_null(p) {
+                return Ok(());
+            }
+            let b = ids[p].offset();
+            let d2 = pins.degree(pager, b)?;
+            if d2 == 0 {
+                return Ok(());
+            }
+            let d1 = pair.pins.degree(pager, b)?;
+            let shared = match pair.shared {
+                SharedRels::None => 0,
+                SharedRels::All => d1.min(d2),
+                // A self loop is in both ranges: scan the shorter.
+                SharedRels::SelfLoops if d1 == 0 => 0,
+                SharedRels::SelfLoops if d1 < d2 => pair.pins.count_to(pager, b, b, scratch)?,
+                SharedRels::SelfLoops => pins.count_to(pager, b, b, scratch)?,
+            };
+            total += d1 * d2 - shared;
+            Ok(())
+        };
+        match &chunk.state.sel {
+            Some(sel) => {
+                for &p in sel.iter() {
+                    visit(p as usize)?;
+                }
+            }
+            None => {
+                for p in 0..chunk.state.len {
+                    visit(p)?;
+                }
+            }
+        }
         Ok(total)
     }
 

@@ -2,8 +2,9 @@
 //! the order and direction of extends, and where each predicate runs.
 //!
 //! The start node is the one with the most predicates of its own (ties: the
-//! smallest table); rels are then added breadth-first, each predicate placed
-//! right after the step that makes its last slot available. A node whose
+//! smallest table, then the most rels in the pattern); rels are then added
+//! breadth-first, each predicate placed right after the step that makes its
+//! last slot available. A node whose
 //! primary key an equality fixes with a key computable from what is bound
 //! (constants, parameters, earlier variables) is found by a PK-index lookup
 //! per tuple (`Step::LookupNode`, an index nested-loop join) instead of a
@@ -494,13 +495,23 @@ fn plan_pipeline(
             })
             .count()
     };
+    // Fixed-length rels at each node.
+    let pattern_degree = |i: usize| {
+        g.rels
+            .iter()
+            .filter(|r| r.recursive.is_none() && (r.left == i || r.right == i))
+            .count()
+    };
     // The unbound node to scan next: most predicates of its own, then the
-    // smallest table.
+    // smallest table, then the most rels: the middle of `(a)->(b)->(c)`,
+    // whose two extends then both run from one flat node (and, when only
+    // counted, multiply its two degrees: `Extend::pair`).
     let pick_start = |bound: &[bool]| {
         (0..g.nodes.len()).filter(|&i| !bound[i]).min_by_key(|&i| {
             (
                 std::cmp::Reverse(own_predicates(i)),
                 cardinality(node_tables[i]),
+                std::cmp::Reverse(pattern_degree(i)),
                 i,
             )
         })
