@@ -283,19 +283,19 @@ pub fn load_nodes(
                 num_rows: count as u64,
                 columns: chunks,
                 deleted: None,
-                cleared: 0,
+                free: None,
             })
         },
     )?;
     let mut groups: Vec<NodeGroupData> = existing.groups[..full_groups as usize].to_vec();
     groups.extend(new_groups);
-    // The rewritten partial group keeps its deleted rows deleted.
+    // The rewritten partial group keeps its deleted (and free) rows.
     if let (Some(old), Some(new)) = (
         existing.groups.get(full_groups as usize),
         groups.get_mut(full_groups as usize),
     ) {
         new.deleted = old.deleted.clone();
-        new.cleared = old.cleared;
+        new.free = old.free.clone();
     }
     let pk_index = PkIndex::build(&pager, key_kind(&types[pk_col]), entries.into_iter())?;
     txn.tables.insert(

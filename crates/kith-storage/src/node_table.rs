@@ -19,15 +19,25 @@ pub struct NodeGroupData {
     pub num_rows: u64,
     /// One chunk per entry of the table's `column_ids`.
     pub columns: Vec<ColumnChunk>,
-    /// Rows of this group deleted since it was written (None: none deleted).
-    /// Deleted rows keep their offset; scans must skip them (see
-    /// [`NodeTableData::is_deleted`]). Their column values stay until a
-    /// checkpoint clears them (see `cleared`).
+    /// Rows of this group that are deleted (None: none). A deleted row
+    /// keeps its offset until an insert reuses it; scans must skip it (see
+    /// [`NodeTableData::is_deleted`]). Its column values stay until a
+    /// checkpoint clears them (see `free`).
     pub deleted: Option<DeletedMask>,
-    /// How many of the deleted rows had their values cleared (set to NULL,
-    /// so their strings and lists stop taking pages) at a checkpoint; fewer
-    /// than `deleted.count` when rows were deleted since.
-    pub cleared: u64,
+    /// The deleted rows a checkpoint has cleared (a subset of `deleted`):
+    /// every value, the primary key included, is NULL, no index entry and
+    /// no rel (the checkpoint folded their tombstones away) points at them,
+    /// so an insert may take their offsets (`NodeTableData::take_free`).
+    /// Rows deleted since are in `deleted` only.
+    pub free: Option<DeletedMask>,
+}
+
+impl NodeGroupData {
+    /// Deleted rows whose values a checkpoint has not cleared yet.
+    pub fn uncleared(&self) -> u64 {
+        let deleted = self.deleted.as_ref().map_or(0, |m| m.count);
+        deleted - self.free.as_ref().map_or(0, |m| m.count)
+    }
 }
 
 /// A per-node-group deletion bitmap (bit set = row deleted), kept in the
@@ -66,18 +76,36 @@ impl DeletedMask {
         true
     }
 
+    pub fn remove(&mut self, local: u64) -> bool {
+        if !self.contains(local) {
+            return false;
+        }
+        Arc::make_mut(&mut self.words)[(local / 64) as usize] &= !(1 << (local % 64));
+        self.count -= 1;
+        true
+    }
+
+    /// The set rows, ascending.
+    pub fn iter(&self) -> impl Iterator<Item = u64> + '_ {
+        self.words.iter().enumerate().flat_map(|(wi, &w)| {
+            let mut bits = w;
+            std::iter::from_fn(move || {
+                (bits != 0).then(|| {
+                    let b = bits.trailing_zeros() as u64;
+                    bits &= bits - 1;
+                    wi as u64 * 64 + b
+                })
+            })
+        })
+    }
+
     fn encode(&self, e: &mut Encoder) {
         // Sparse list when it is smaller than the bitmap.
         if self.count * 4 < self.words.len() as u64 * 8 {
             e.u8(1);
             e.u64(self.count);
-            for (wi, &w) in self.words.iter().enumerate() {
-                let mut bits = w;
-                while bits != 0 {
-                    let b = bits.trailing_zeros() as u64;
-                    e.u32((wi as u64 * 64 + b) as u32);
-                    bits &= bits - 1;
-                }
+            for local in self.iter() {
+                e.u32(local as u32);
             }
         } else {
             e.u8(2);
@@ -183,6 +211,35 @@ impl NodeTableData {
             .sum()
     }
 
+    /// Takes up to `n` free offsets (see [`NodeGroupData::free`]), lowest
+    /// first, and marks them live; the caller writes every column of them.
+    pub fn take_free(&mut self, n: usize) -> Vec<u64> {
+        let mut out = Vec::new();
+        for (g, group) in self.groups.iter_mut().enumerate() {
+            if out.len() == n {
+                break;
+            }
+            let Some(free) = group.free.as_mut().filter(|m| m.count > 0) else {
+                continue;
+            };
+            let taken: Vec<u64> = free.iter().take(n - out.len()).collect();
+            for &local in &taken {
+                free.remove(local);
+                if let Some(deleted) = group.deleted.as_mut() {
+                    deleted.remove(local);
+                }
+                out.push(g as u64 * NODE_GROUP_SIZE + local);
+            }
+            // Empty masks are absent, as decoding gives them.
+            for mask in [&mut group.free, &mut group.deleted] {
+                if mask.as_ref().is_some_and(|m| m.count == 0) {
+                    *mask = None;
+                }
+            }
+        }
+        out
+    }
+
     /// Number of rows that are not deleted.
     pub fn num_live_rows(&self) -> u64 {
         self.num_rows - self.num_deleted()
@@ -265,11 +322,12 @@ impl NodeTableData {
             for c in &g.columns {
                 c.encode(e);
             }
-            match &g.deleted {
-                Some(m) if m.count > 0 => m.encode(e),
-                _ => e.u8(0),
+            for mask in [&g.deleted, &g.free] {
+                match mask {
+                    Some(m) if m.count > 0 => m.encode(e),
+                    _ => e.u8(0),
+                }
             }
-            e.u64(g.cleared);
         }
         match &self.pk_index {
             Some(idx) => {
@@ -295,7 +353,9 @@ impl NodeTableData {
     }
 
     /// Decodes metadata written with metadata format `format` (1: before
-    /// deletions and the PK delta existed; before 3: no cleared rows).
+    /// deletions and the PK delta existed; 3 and 4: a count of cleared rows,
+    /// whose primary keys were kept, so they are cleared again and not free;
+    /// 5: free rows).
     pub fn decode(d: &mut Decoder<'_>, format: u32) -> Result<NodeTableData> {
         let num_rows = d.u64()?;
         let ncols = d.count(4)?;
@@ -317,12 +377,19 @@ impl NodeTableData {
             } else {
                 None
             };
-            let cleared = if format >= 3 { d.u64()? } else { 0 };
+            let free = match format {
+                5.. => DeletedMask::decode(d)?,
+                3 | 4 => {
+                    d.u64()?;
+                    None
+                }
+                _ => None,
+            };
             groups.push(NodeGroupData {
                 num_rows: rows,
                 columns,
                 deleted,
-                cleared,
+                free,
             });
         }
         let pk_index = match d.u8()? {

@@ -945,14 +945,23 @@ impl WriteTxn<'_> {
                 kith_common::ids::MAX_TABLE_ROWS
             )));
         }
+        // Offsets: free ones (deleted rows a checkpoint cleared) first, then
+        // new ones after the buffered rows. The free ones are taken from
+        // `data`, which is stored back only once every check has passed.
+        let reused = data.take_free(n);
+        let first = data.num_rows + self.local.pending_rows(table);
+        let offsets: Vec<u64> = reused
+            .iter()
+            .copied()
+            .chain(first..first + (n - reused.len()) as u64)
+            .collect();
         // An implicit table's hidden serial key: the row's offset.
         let serial_rows;
         let rows = if entry.implicit {
-            let first = data.num_rows + self.local.pending_rows(table);
             let mut owned = rows.to_vec();
-            for (i, row) in owned.iter_mut().enumerate() {
+            for (row, &o) in owned.iter_mut().zip(&offsets) {
                 if let Some(k) = row.get_mut(pk_prop) {
-                    *k = Value::Int64((first + i as u64) as i64);
+                    *k = Value::Int64(o as i64);
                 }
             }
             serial_rows = owned;
@@ -990,8 +999,8 @@ impl WriteTxn<'_> {
         }
         drop(lookup);
 
-        // Buffered in the transaction; written by `flush_pending`.
-        let first = data.num_rows + self.local.pending_rows(table);
+        // Buffered in the transaction; written by `flush_pending` (a reused
+        // row's values as SETs of every column, a new row's as an append).
         if data.pk_index.is_none() {
             data.pk_index = Some(PkIndex::build(
                 &pager,
@@ -1002,23 +1011,40 @@ impl WriteTxn<'_> {
                 self.local.fresh.insert(idx.slots.first, idx.slots.count);
             }
         }
-        for (i, k) in keys.into_iter().enumerate() {
-            data.pk_delta.insert(k, first + i as u64);
+        for (k, &o) in keys.into_iter().zip(&offsets) {
+            data.pk_delta.insert(k, o);
         }
+        let column_ids = data.column_ids.clone();
         self.tables.insert(table, Arc::new(TableData::Node(data)));
-        let pending = self.local.pending.entry(table).or_insert_with(|| {
-            types
-                .iter()
-                .map(|t| ValueVector::new(t.clone(), 0))
-                .collect()
-        });
-        for (p, c) in pending.iter_mut().zip(&new_cols) {
-            p.append(c);
+        let r = reused.len();
+        for (c, property) in column_ids.into_iter().enumerate() {
+            // Every column, NULLs too: an ADD COLUMN default may have
+            // filled the cleared row.
+            let sets = self.local.node_sets.entry((table, property)).or_default();
+            for (i, &o) in reused.iter().enumerate() {
+                sets.insert(o, new_cols[c].get_value(i));
+            }
         }
-        if self.local.pending_rows(table) >= NODE_GROUP_SIZE {
-            self.flush_table(table)?;
+        if r < n {
+            let pending = self.local.pending.entry(table).or_insert_with(|| {
+                types
+                    .iter()
+                    .map(|t| ValueVector::new(t.clone(), 0))
+                    .collect()
+            });
+            let appended: Vec<u64> = (r as u64..n as u64).collect();
+            for (p, c) in pending.iter_mut().zip(&new_cols) {
+                if r == 0 {
+                    p.append(c);
+                } else {
+                    p.append(&c.gather(&appended));
+                }
+            }
+            if self.local.pending_rows(table) >= NODE_GROUP_SIZE {
+                self.flush_table(table)?;
+            }
         }
-        Ok((first..first + n as u64).collect())
+        Ok(offsets)
     }
 
     /// [`WriteTxn::insert_nodes`] with the rows of `chunk` (columns in catalog
@@ -1243,7 +1269,7 @@ impl WriteTxn<'_> {
                 num_rows: take as u64,
                 columns: chunks,
                 deleted: None,
-                cleared: 0,
+                free: None,
             });
             taken += take;
         }
@@ -1256,7 +1282,9 @@ impl WriteTxn<'_> {
     /// those past [`pk_delta_limit`]. Called at commit; call with `force` at
     /// CHECKPOINT.
     pub fn merge_pk_deltas(&mut self, force: bool) -> Result<()> {
-        self.flush_inserts()?;
+        // The rebuild reads the key column, where a reused row's key is a
+        // buffered SET.
+        self.flush_pending()?;
         let ids: Vec<TableId> = self.tables.keys().copied().collect();
         for id in ids {
             let Some(TableData::Node(data)) = self.tables.get(&id).map(|t| t.as_ref()) else {
@@ -1455,9 +1483,19 @@ impl WriteTxn<'_> {
         let types = column_types(&entry, &data.column_ids)?;
         let pk_ty = types[data.pk_column].clone();
         let kind = key_kind(&pk_ty);
+        let pk_property = data.column_ids[data.pk_column];
         for &o in &nodes {
             if !data.pk_delta.is_empty() {
-                let key = read_node_value(&pager, &data, data.pk_column, &pk_ty, o)?;
+                // A reused row's key is still a buffered SET.
+                let buffered = self
+                    .local
+                    .node_sets
+                    .get(&(table, pk_property))
+                    .and_then(|sets| sets.get(&o));
+                let key = match buffered {
+                    Some(v) => v.clone(),
+                    None => read_node_value(&pager, &data, data.pk_column, &pk_ty, o)?,
+                };
                 if let Some(k) = PkKey::of_value(&key, kind) {
                     if data.pk_delta.get(&k) == Some(o) {
                         data.pk_delta.remove(&k);
@@ -1799,13 +1837,17 @@ impl WriteTxn<'_> {
         Ok(any)
     }
 
-    /// Sets the column values of deleted nodes to NULL in every node group
-    /// with rows deleted since its last clearing, so their strings, lists and
-    /// variant values stop taking pages (a group whose rows are all deleted
-    /// keeps nothing but NULL bitmaps). The primary-key column is kept: the
-    /// index is rebuilt from it and skips deleted rows anyway. Offsets are
-    /// not reused. Returns whether any group was cleared.
-    pub fn clear_deleted_rows(&mut self) -> Result<bool> {
+    /// Frees the offsets of deleted nodes for reuse: in every node group
+    /// with rows deleted since its last clearing, their column values, the
+    /// primary key included, are set to NULL (so their strings, lists and
+    /// variant values stop taking pages; a group whose rows are all deleted
+    /// keeps nothing but NULL bitmaps), they join the group's `free` rows,
+    /// and the table's PK index is rebuilt without them, so no stale entry
+    /// can point at a reused offset. Runs after
+    /// [`WriteTxn::fold_rel_changes`], which removes the tombstones of their
+    /// rels, the last references to them. Returns whether any group was
+    /// cleared.
+    fn clear_deleted_rows(&mut self) -> Result<bool> {
         self.flush_pending()?;
         let pager = Arc::clone(self.pager());
         let mut any = false;
@@ -1814,22 +1856,18 @@ impl WriteTxn<'_> {
             let Some(TableData::Node(data)) = self.tables.get(&table).map(|t| &**t) else {
                 continue;
             };
-            let due = |g: &NodeGroupData| g.deleted.as_ref().is_some_and(|m| m.count > g.cleared);
-            if !data.groups.iter().any(due) {
+            if !data.groups.iter().any(|g| g.uncleared() > 0) {
                 continue;
             }
             let mut data = data.clone();
             let types = column_types(&self.entry(table)?, &data.column_ids)?;
             for g in 0..data.groups.len() {
-                if !due(&data.groups[g]) {
+                if data.groups[g].uncleared() == 0 {
                     continue;
                 }
                 let rows = data.groups[g].num_rows as usize;
                 let mut retired = Vec::new();
                 for (c, ty) in types.iter().enumerate() {
-                    if c == data.pk_column {
-                        continue;
-                    }
                     let mut v = ValueVector::new(ty.clone(), rows);
                     data.pin_column(&pager, g, c)?.read(0, rows, &mut v, 0)?;
                     let group = &data.groups[g];
@@ -1849,8 +1887,9 @@ impl WriteTxn<'_> {
                 }
                 self.retire(&retired);
                 let group = &mut data.groups[g];
-                group.cleared = group.deleted.as_ref().map_or(0, |m| m.count);
+                group.free = group.deleted.clone();
             }
+            self.rebuild_pk_index(table, &mut data)?;
             any = true;
             self.tables.insert(table, Arc::new(TableData::Node(data)));
         }
