@@ -182,6 +182,49 @@ pub enum Sink {
 pub struct SubPlan {
     pub source: Source,
     pub steps: Vec<Step>,
+    /// The optimizer's estimate of the order its pattern nodes are bound
+    /// in (EXPLAIN shows it); None for a single node.
+    pub estimate: Option<JoinEstimate>,
+}
+
+/// What the cost model expects of a pipeline's joins (see
+/// `planner/join_order.rs`).
+#[derive(Debug, Clone)]
+pub struct JoinEstimate {
+    /// Pattern variables in the order they are bound.
+    pub order: Vec<String>,
+    /// Tuples all its steps produce.
+    pub cost: f64,
+    /// Tuples after the last join.
+    pub rows: f64,
+    /// The pipeline starts from a previous part's rows: both are per row.
+    pub per_input_row: bool,
+}
+
+impl JoinEstimate {
+    pub fn describe(&self) -> String {
+        let per = if self.per_input_row {
+            " per input row"
+        } else {
+            ""
+        };
+        format!(
+            "join order ({}): est. {} tuples produced, {} out{per}",
+            self.order.join(", "),
+            round(self.cost),
+            round(self.rows)
+        )
+    }
+}
+
+/// A count for EXPLAIN: two significant digits.
+fn round(x: f64) -> String {
+    if !x.is_finite() || x < 100.0 {
+        return format!("{x:.0}");
+    }
+    let digits = x.log10().floor() as i32 - 1;
+    let unit = 10f64.powi(digits);
+    format!("{:.0}", (x / unit).round() * unit)
 }
 
 /// The recursive join that starts a part: the previous part's rows are
@@ -477,6 +520,10 @@ impl SubPlan {
             } => format!("ScanNodes {}{}", table(*t), props(properties)),
             Source::Rows { columns } => format!("ScanRows ({} columns)", columns.len()),
         });
+        if let Some(e) = &self.estimate {
+            let last = lines.len() - 1;
+            lines[last] = format!("{}  [{}]", lines[last], e.describe());
+        }
     }
 }
 
@@ -489,7 +536,11 @@ fn describe_sub(p: &SubPlan, catalog: &Catalog) -> String {
         Source::Rows { .. } => "ScanRows".to_string(),
     }];
     parts.extend(p.steps.iter().map(|s| s.describe(catalog)));
-    parts.join(" -> ")
+    let mut out = parts.join(" -> ");
+    if let Some(e) = &p.estimate {
+        out = format!("{out}  [{}]", e.describe());
+    }
+    out
 }
 
 fn describe_expr(e: &BoundExpr) -> String {

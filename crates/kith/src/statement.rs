@@ -583,7 +583,9 @@ result: {rows} rows in {:.3} ms with {} threads (operator times are summed over 
         },
         BoundStatement::Explain { inner, .. } => match *inner {
             BoundStatement::Query(q) => {
-                let mut plan = kith_planner::planner::plan_query(*q, &snapshot.catalog, &|_| 0)?;
+                let mut plan = kith_planner::planner::plan_query(*q, &snapshot.catalog, &|t| {
+                    snapshot.cardinality(t)
+                })?;
                 for part in &mut plan.parts {
                     if let Some(r) = &mut part.recursive {
                         let k = settings
@@ -605,7 +607,9 @@ result: {rows} rows in {:.3} ms with {} threads (operator times are summed over 
             BoundStatement::Union { queries, all } => {
                 let mut parts = Vec::new();
                 for q in queries {
-                    let plan = kith_planner::planner::plan_query(q, &snapshot.catalog, &|_| 0)?;
+                    let plan = kith_planner::planner::plan_query(q, &snapshot.catalog, &|t| {
+                        snapshot.cardinality(t)
+                    })?;
                     parts.push(plan.explain(&snapshot.catalog).trim_end().to_string());
                 }
                 let glue = if all { "\nUNION ALL\n" } else { "\nUNION\n" };

@@ -26,7 +26,9 @@ use crate::plan::{
     Step, SubPlan, SubqueryPlan,
 };
 
+mod join_order;
 mod recursive;
+use join_order::{bit, bits, Estimates, JoinOrder};
 use recursive::split_recursive;
 
 fn reads(
@@ -471,6 +473,17 @@ fn plan_pipeline(
         .collect();
     let mut steps = Vec::new();
 
+    let estimates = Estimates::new(
+        g,
+        catalog,
+        node_tables,
+        rel_tables,
+        pending
+            .iter()
+            .flatten()
+            .filter(|e| isomorphism_pair(g, e).is_none()),
+        cardinality,
+    );
     let ctx = ExtendCtx {
         g,
         catalog,
@@ -478,6 +491,8 @@ fn plan_pipeline(
         rel_tables,
         directions: &choice.directions,
         used,
+        estimates: &estimates,
+        chosen: Default::default(),
     };
     let mut bound = vec![false; g.nodes.len()];
     let mut done = vec![false; g.rels.len()];
@@ -502,19 +517,38 @@ fn plan_pipeline(
             .filter(|r| r.recursive.is_none() && (r.left == i || r.right == i))
             .count()
     };
-    // The unbound node to scan next: most predicates of its own, then the
-    // smallest table, then the most rels: the middle of `(a)->(b)->(c)`,
-    // whose two extends then both run from one flat node (and, when only
-    // counted, multiply its two degrees: `Extend::pair`).
+    // Where a scan starts when the estimates cannot tell (see
+    // `join_order.rs`): most predicates of its own, then the smallest
+    // table, then the most rels: the middle of `(a)->(b)->(c)`, whose two
+    // extends then both run from one flat node (and, when only counted,
+    // multiply its two degrees: `Extend::pair`).
+    let mut by_preference: Vec<usize> = (0..g.nodes.len()).collect();
+    by_preference.sort_by_key(|&i| {
+        (
+            std::cmp::Reverse(own_predicates(i)),
+            cardinality(node_tables[i]),
+            std::cmp::Reverse(pattern_degree(i)),
+            i,
+        )
+    });
+    let mut start_rank = vec![0; g.nodes.len()];
+    for (rank, &i) in by_preference.iter().enumerate() {
+        start_rank[i] = rank;
+    }
+    // The unbound node to scan next: the start of the cheapest order of
+    // the component of the most preferred unbound node.
     let pick_start = |bound: &[bool]| {
-        (0..g.nodes.len()).filter(|&i| !bound[i]).min_by_key(|&i| {
-            (
-                std::cmp::Reverse(own_predicates(i)),
-                cardinality(node_tables[i]),
-                std::cmp::Reverse(pattern_degree(i)),
-                i,
-            )
-        })
+        let first = by_preference.iter().copied().find(|&i| !bound[i])?;
+        let prefer = |order: &[usize]| -> Vec<usize> {
+            std::iter::once(start_rank[order[0]])
+                .chain(order.iter().copied())
+                .collect()
+        };
+        let nodes = ctx.reachable(bit(first)) & !ctx.mask(bound);
+        let best = estimates.best_order(g, 0, nodes, &prefer, &|y, set| {
+            ctx.intersect_rels(y, &|n| set & bit(n) != 0, &|_| false)
+        });
+        Some(best.map_or(first, |o| o.order[0]))
     };
 
     let source = if from_rows {
@@ -571,6 +605,7 @@ fn plan_pipeline(
             )?,
         }
     };
+    let mut estimate = ctx.take_estimate(matches!(source, Source::Rows { .. }));
     // Whatever is not connected to the bound part: a cross product with the
     // materialized rows of each remaining component.
     let slot_types: HashMap<SlotId, LogicalType> = g
@@ -599,6 +634,11 @@ fn plan_pipeline(
                 &mut pending,
                 &mut steps,
             )?;
+            // A key lookup that starts the pipeline shows its order.
+            let found = ctx.take_estimate(false);
+            if estimate.is_none() && matches!(source, Source::Single) {
+                estimate = found;
+            }
             continue;
         }
         let Some(start) = pick_start(&bound) else {
@@ -626,6 +666,7 @@ fn plan_pipeline(
             build: Box::new(SubPlan {
                 source: sub_source,
                 steps: sub_steps,
+                estimate: ctx.take_estimate(false),
             }),
             columns,
             key,
@@ -638,7 +679,11 @@ fn plan_pipeline(
             e.span
         )));
     }
-    Ok(SubPlan { source, steps })
+    Ok(SubPlan {
+        source,
+        steps,
+        estimate,
+    })
 }
 
 fn place_filters(
@@ -669,9 +714,79 @@ struct ExtendCtx<'a> {
     /// Per rel: the direction it is matched in (never `Both`).
     directions: &'a [Direction],
     used: &'a HashSet<SlotId>,
+    estimates: &'a Estimates,
+    /// The order the last `extend_all` followed, for EXPLAIN.
+    chosen: std::cell::RefCell<Option<JoinOrder>>,
 }
 
 impl ExtendCtx<'_> {
+    /// The order the last `scan_from`, `lookup_from` or `extend_all`
+    /// followed, as EXPLAIN shows it (None: the greedy order, or one node).
+    fn take_estimate(&self, per_input_row: bool) -> Option<crate::plan::JoinEstimate> {
+        let o = self.chosen.take()?;
+        (o.order.len() >= 2).then(|| crate::plan::JoinEstimate {
+            order: o
+                .order
+                .iter()
+                .map(|&i| self.g.nodes[i].name.clone())
+                .collect(),
+            cost: o.cost,
+            rows: o.rows,
+            per_input_row,
+        })
+    }
+
+    /// `bound` as a bit set (see `join_order.rs`).
+    fn mask(&self, bound: &[bool]) -> u64 {
+        (0..bound.len().min(64))
+            .filter(|&i| bound[i])
+            .fold(0, |m, i| m | bit(i))
+    }
+
+    /// The nodes connected to `from` (a bit set) through fixed-length rels,
+    /// `from` included.
+    fn reachable(&self, from: u64) -> u64 {
+        let mut set = from;
+        loop {
+            let grown = self
+                .g
+                .rels
+                .iter()
+                .filter(|r| r.recursive.is_none() && r.left < 64 && r.right < 64)
+                .fold(set, |m, r| {
+                    if m & (bit(r.left) | bit(r.right)) != 0 {
+                        m | bit(r.left) | bit(r.right)
+                    } else {
+                        m
+                    }
+                });
+            if grown == set {
+                return set;
+            }
+            set = grown;
+        }
+    }
+
+    /// The rels an intersection would bind unbound node `x` through: those
+    /// not `done`, without property reads, from `x` to a `bound` node.
+    fn intersect_rels(
+        &self,
+        x: usize,
+        bound: &dyn Fn(usize) -> bool,
+        done: &dyn Fn(usize) -> bool,
+    ) -> Vec<usize> {
+        (0..self.g.rels.len())
+            .filter(|&i| {
+                let r = &self.g.rels[i];
+                !done(i)
+                    && r.recursive.is_none()
+                    && r.properties.is_empty()
+                    && r.left != r.right
+                    && ((r.left == x && bound(r.right)) || (r.right == x && bound(r.left)))
+            })
+            .collect()
+    }
+
     /// Adds every rel reachable from the bound nodes, breadth-first, each
     /// predicate right after the step that makes its last slot available.
     /// Scans node `start` and adds everything connected to it.
@@ -690,6 +805,13 @@ impl ExtendCtx<'_> {
         place_filters(available, pending, steps);
         bound[start] = true;
         self.extend_all(bound, done, available, pending, steps)?;
+        // From one tuple to the scan's rows.
+        let scanned = self.chosen.take().and_then(|o| {
+            let intersect =
+                |y, set: u64| self.intersect_rels(y, &|n| set & bit(n) != 0, &|_| false);
+            self.estimates.evaluate(self.g, 0, &o.order, &intersect)
+        });
+        self.chosen.replace(scanned);
         Ok(Source::ScanNodes {
             table: self.node_tables[start],
             id_slot: n.id_slot,
@@ -918,20 +1040,10 @@ impl ExtendCtx<'_> {
     /// one rel and filtering on the others. The node with the most such
     /// rels wins.
     fn intersect_candidate(&self, bound: &[bool], done: &[bool]) -> Option<(usize, Vec<usize>)> {
-        let g = self.g;
-        (0..g.nodes.len())
+        (0..self.g.nodes.len())
             .filter(|&x| !bound[x])
             .filter_map(|x| {
-                let rels: Vec<usize> = (0..g.rels.len())
-                    .filter(|&i| {
-                        let r = &g.rels[i];
-                        !done[i]
-                            && r.recursive.is_none()
-                            && r.properties.is_empty()
-                            && r.left != r.right
-                            && ((r.left == x && bound[r.right]) || (r.right == x && bound[r.left]))
-                    })
-                    .collect();
+                let rels = self.intersect_rels(x, &|n| bound[n], &|i| done[i]);
                 (rels.len() >= 2).then_some((x, rels))
             })
             .max_by_key(|(x, rels)| (rels.len(), std::cmp::Reverse(*x)))
@@ -1017,11 +1129,36 @@ impl ExtendCtx<'_> {
         steps: &mut Vec<Step>,
     ) -> Result<()> {
         let g = self.g;
+        // The cheapest order of the nodes reachable from what is bound (None:
+        // too many nodes, or nothing to add: the greedy rules below).
+        let mask = self.mask(bound);
+        let order = self.estimates.best_order(
+            g,
+            mask,
+            self.reachable(mask) & !mask,
+            &|order| order.to_vec(),
+            &|y, set| self.intersect_rels(y, &|n| set & bit(n) != 0, &|_| false),
+        );
+        self.chosen.replace(order.clone().map(|o| JoinOrder {
+            order: bits(mask).chain(o.order).collect(),
+            ..o
+        }));
         while done.iter().any(|d| !d) {
             let closing = (0..g.rels.len())
                 .any(|i| !done[i] && bound[g.rels[i].left] && bound[g.rels[i].right]);
+            // The next node of the order, if any is left.
+            let next = order
+                .as_ref()
+                .and_then(|o| o.order.iter().copied().find(|&y| !bound[y]));
             if !closing {
-                if let Some((x, rels)) = self.intersect_candidate(bound, done) {
+                let candidate = match next {
+                    Some(y) => {
+                        let rels = self.intersect_rels(y, &|n| bound[n], &|i| done[i]);
+                        (rels.len() >= 2).then_some((y, rels))
+                    }
+                    None => self.intersect_candidate(bound, done),
+                };
+                if let Some((x, rels)) = candidate {
                     self.intersect(x, &rels, bound, done, available, pending, steps)?;
                     continue;
                 }
@@ -1045,13 +1182,38 @@ impl ExtendCtx<'_> {
                             .all(|s| new.contains(s) || available.contains(s))
                 })
             };
-            let pick = (0..g.rels.len())
-                .filter(|&i| !done[i])
-                .filter(|&i| bound[g.rels[i].left] || bound[g.rels[i].right])
-                .max_by_key(|&i| {
-                    let closing = bound[g.rels[i].left] && bound[g.rels[i].right];
-                    (closing, !closing && filtered(i), std::cmp::Reverse(i))
-                });
+            let from_bound = |i: usize| {
+                let r = &g.rels[i];
+                if bound[r.left] {
+                    r.left
+                } else {
+                    r.right
+                }
+            };
+            let guided = match next {
+                // The order's next node, through its rel with the fewest
+                // rels per tuple (as the estimate assumed).
+                Some(y) if !closing => (0..g.rels.len())
+                    .filter(|&i| !done[i])
+                    .filter(|&i| {
+                        let r = &g.rels[i];
+                        (r.left == y && bound[r.right]) || (r.right == y && bound[r.left])
+                    })
+                    .min_by(|&a, &b| {
+                        let degree = |i| self.estimates.degree(g, i, from_bound(i));
+                        degree(a).total_cmp(&degree(b)).then(a.cmp(&b))
+                    }),
+                _ => None,
+            };
+            let pick = guided.or_else(|| {
+                (0..g.rels.len())
+                    .filter(|&i| !done[i])
+                    .filter(|&i| bound[g.rels[i].left] || bound[g.rels[i].right])
+                    .max_by_key(|&i| {
+                        let closing = bound[g.rels[i].left] && bound[g.rels[i].right];
+                        (closing, !closing && filtered(i), std::cmp::Reverse(i))
+                    })
+            });
             let Some(ri) = pick else {
                 // The rest is not connected to what is bound.
                 return Ok(());
