@@ -37,7 +37,12 @@ struct JobState {
 }
 
 struct Job {
-    task: Arc<dyn Task>,
+    /// Taken by [`Scheduler::run`] once every worker is done: a pool worker
+    /// still holds its `Arc<Job>` for a moment after it reports, and the
+    /// task (with what it owns: the query's memory charges, pinned pages)
+    /// must be gone when `run` returns, not whenever that worker gets to
+    /// drop its handle.
+    task: Mutex<Option<Arc<dyn Task>>>,
     num_workers: usize,
     cancel: CancelToken,
     state: Mutex<JobState>,
@@ -56,14 +61,20 @@ impl Job {
         }
     }
 
+    /// Runs the task as worker `worker_idx`; the worker's handle on the
+    /// task is dropped before this returns.
     fn run_as(&self, worker_idx: usize) {
+        let Some(task) = self.task.lock().clone() else {
+            return;
+        };
         let ctx = WorkerContext {
             worker_idx,
             num_workers: self.num_workers,
             cancel: self.cancel.clone(),
         };
-        let result = catch_unwind(AssertUnwindSafe(|| self.task.run_worker(&ctx)))
+        let result = catch_unwind(AssertUnwindSafe(|| task.run_worker(&ctx)))
             .unwrap_or_else(|panic| Err(Error::internal(panic_message(&panic))));
+        drop(task);
         self.record(result);
     }
 }
@@ -134,7 +145,7 @@ impl Scheduler {
         // A child token so that one task's failure stops its own workers
         // without cancelling the caller's token.
         let job = Arc::new(Job {
-            task,
+            task: Mutex::new(Some(task)),
             num_workers,
             cancel: cancel.child(),
             state: Mutex::new(JobState {
@@ -162,6 +173,9 @@ impl Scheduler {
         }
         let error = st.error.take();
         drop(st);
+        // No worker runs the task any more: drop it here, on the caller's
+        // thread, before returning.
+        drop(job.task.lock().take());
         if num_workers > 1 {
             self.shared
                 .queue
@@ -218,6 +232,12 @@ fn worker_loop(shared: &Shared) {
         if st.active == 0 {
             job.done.notify_all();
         }
+        drop(st);
+        // Tests widen the moment in which a worker still holds the job after
+        // reporting (under load it can last a time slice), so that anything
+        // the job keeps alive past `run` shows.
+        #[cfg(test)]
+        std::thread::sleep(std::time::Duration::from_micros(300));
     }
 }
 
@@ -250,6 +270,19 @@ mod tests {
                 self.total.fetch_add(r.sum::<u64>(), Ordering::Relaxed);
             }
             Ok(())
+        }
+    }
+
+    /// When `run` returns, no pool worker holds the task any more (a
+    /// query's memory charges are given back when its tasks drop, and the
+    /// next query may need that memory at once).
+    #[test]
+    fn run_returns_after_every_worker_let_go_of_the_task() {
+        let s = Scheduler::new(4);
+        for i in 0..200u64 {
+            let task = sum_task(64 + i % 7);
+            s.run(task.clone(), 4, &CancelToken::new()).unwrap();
+            assert_eq!(Arc::strong_count(&task), 1, "run {i}");
         }
     }
 
