@@ -1093,6 +1093,128 @@ impl PinnedColumn {
         Ok(())
     }
 
+    /// Reads the values at `rows` (any order, repeats allowed) into
+    /// `out[at[i]]`, setting nulls: the property reads of the nodes an
+    /// extend reached. A plain or bit-packed part without tail or patch is
+    /// read in one tight loop (one shift and mask per value, no call per
+    /// value); anything else value by value through [`PinnedColumn::read`].
+    pub fn gather(&self, rows: &[u64], out: &mut ValueVector, at: &[usize]) -> Result<()> {
+        debug_assert_eq!(rows.len(), at.len());
+        let n = self.chunk.num_values;
+        if let Some(&bad) = rows.iter().find(|&&r| r >= self.num_values()) {
+            return Err(Error::internal(format!(
+                "read of row {bad} beyond chunk of {}",
+                self.num_values()
+            )));
+        }
+        if self.tail.is_some() || self.patch.is_some() || !self.gathers(out) {
+            for (&r, &p) in rows.iter().zip(at) {
+                self.read(r, 1, out, p)?;
+            }
+            return Ok(());
+        }
+        debug_assert!(rows.iter().all(|&r| r < n));
+        if self.nulls.is_some() {
+            let words = as_words(&self.nulls);
+            for (&r, &p) in rows.iter().zip(at) {
+                let null = !words.is_empty() && (words[(r / 64) as usize] >> (r % 64)) & 1 == 1;
+                out.set_null(p, null);
+            }
+        } else if out.nulls.may_have_nulls() {
+            for &p in at {
+                out.set_null(p, false);
+            }
+        }
+        match &self.chunk.encoding {
+            Encoding::BitPacked { base, bits } => {
+                let words = as_words(&self.data);
+                let (base, bits) = (*base, u64::from(*bits));
+                let mask = if bits == 64 {
+                    u64::MAX
+                } else {
+                    (1u64 << bits) - 1
+                };
+                // One value: `bits` bits at bit `r * bits`, maybe across
+                // two words.
+                let get = |r: u64| -> u64 {
+                    if bits == 0 {
+                        return base;
+                    }
+                    let bit = r * bits;
+                    let (w, shift) = ((bit / 64) as usize, bit % 64);
+                    let mut v = words[w] >> shift;
+                    if shift + bits > 64 {
+                        v |= words[w + 1] << (64 - shift);
+                    }
+                    base.wrapping_add(v & mask)
+                };
+                let signed = |k: u64| (k ^ SIGN_FLIP) as i64;
+                macro_rules! gather_into {
+                    ($o:expr, $conv:expr) => {
+                        for (&r, &p) in rows.iter().zip(at) {
+                            $o[p] = $conv(get(r));
+                        }
+                    };
+                }
+                match &mut out.data {
+                    VectorData::Bool(o) => gather_into!(o, |k: u64| k != 0),
+                    VectorData::I8(o) => gather_into!(o, |k| signed(k) as i8),
+                    VectorData::I16(o) => gather_into!(o, |k| signed(k) as i16),
+                    VectorData::I32(o) => gather_into!(o, |k| signed(k) as i32),
+                    VectorData::I64(o) => gather_into!(o, signed),
+                    VectorData::U8(o) => gather_into!(o, |k| k as u8),
+                    VectorData::U16(o) => gather_into!(o, |k| k as u16),
+                    VectorData::U32(o) => gather_into!(o, |k| k as u32),
+                    VectorData::U64(o) => gather_into!(o, |k| k),
+                    VectorData::Id(o) => gather_into!(o, InternalId),
+                    _ => {
+                        return Err(Error::internal(
+                            "bit-packed chunk read into wrong vector type",
+                        ))
+                    }
+                }
+            }
+            Encoding::Plain => {
+                let bytes: &[u8] = self.data.as_deref().unwrap_or(&[]);
+                match &mut out.data {
+                    VectorData::F64(o) => {
+                        let src: &[f64] = bytemuck::try_cast_slice(bytes)
+                            .map_err(|_| Error::internal("misaligned f64 chunk"))?;
+                        for (&r, &p) in rows.iter().zip(at) {
+                            o[p] = src[r as usize];
+                        }
+                    }
+                    VectorData::F32(o) => {
+                        let src: &[f32] = bytemuck::try_cast_slice(bytes)
+                            .map_err(|_| Error::internal("misaligned f32 chunk"))?;
+                        for (&r, &p) in rows.iter().zip(at) {
+                            o[p] = src[r as usize];
+                        }
+                    }
+                    _ => return Err(Error::internal("plain chunk read into wrong vector type")),
+                }
+            }
+            _ => return Err(Error::internal("gather of an encoding without a fast path")),
+        }
+        Ok(())
+    }
+
+    /// Whether [`PinnedColumn::gather`]'s loop serves this part and `out`.
+    fn gathers(&self, out: &ValueVector) -> bool {
+        match &self.chunk.encoding {
+            Encoding::BitPacked { .. } => !matches!(
+                out.data,
+                VectorData::F32(_)
+                    | VectorData::F64(_)
+                    | VectorData::Str(_)
+                    | VectorData::Value(_)
+                    | VectorData::Interval(_)
+            ),
+            Encoding::Plain => matches!(out.data, VectorData::F32(_) | VectorData::F64(_)),
+            _ => false,
+        }
+    }
+
     /// Decodes unsigned values `start..start+count` into `out` (for CSR offsets
     /// and neighbour lists stored as U64 columns).
     #[inline]
@@ -1155,6 +1277,30 @@ mod tests {
     use proptest::prelude::*;
     use std::collections::BTreeMap;
 
+    /// `gather` of rows in a scrambled order with repeats, into scattered
+    /// positions over stale values, reads what `read` of the whole column
+    /// (`whole`) read.
+    fn check_gather(pinned: &PinnedColumn, whole: &ValueVector) {
+        let n = whole.len();
+        if n == 0 {
+            return;
+        }
+        let rows: Vec<u64> = (0..2 * n as u64)
+            .map(|i| (i * 7919 + 3) % n as u64)
+            .collect();
+        let at: Vec<usize> = (0..rows.len()).rev().collect();
+        let mut out = ValueVector::new(whole.ty.clone(), rows.len());
+        // Stale values and nulls where the gather writes.
+        for p in 0..rows.len() {
+            out.copy_from(p, whole, (p * 13) % n);
+        }
+        pinned.gather(&rows, &mut out, &at).unwrap();
+        for (&r, &p) in rows.iter().zip(&at) {
+            assert_eq!(out.get_value(p), whole.get_value(r as usize), "row {r}");
+        }
+        assert!(pinned.gather(&[n as u64 + 4], &mut out, &[0]).is_err());
+    }
+
     fn round_trip(ty: LogicalType, values: &[Option<Value>], start: usize) {
         let pager = Arc::new(Pager::in_memory(PagerConfig::default()));
         let mut v = ValueVector::new(ty.clone(), values.len());
@@ -1177,6 +1323,7 @@ mod tests {
             assert_eq!(out.get_value(i), want, "position {i}");
             assert_eq!(pinned.is_null(i as u64), want.is_null());
         }
+        check_gather(&pinned, &out);
         // Partial reads at an offset.
         if count > 2 {
             let mut part = ValueVector::new(out.ty.clone(), 2);
@@ -1314,6 +1461,9 @@ mod tests {
             assert_eq!(chunk.len(), all.len() as u64);
             let pinned = chunk.pin(&pager).unwrap();
             assert_eq!(pinned.num_values(), all.len() as u64);
+            let mut whole = ValueVector::new(ty.clone(), all.len());
+            pinned.read(0, all.len(), &mut whole, 0).unwrap();
+            check_gather(&pinned, &whole);
             for from in [0, all.len() / 3, all.len().saturating_sub(1)] {
                 let n = all.len() - from;
                 let mut out = ValueVector::new(ty.clone(), n);

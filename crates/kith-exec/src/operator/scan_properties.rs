@@ -20,7 +20,14 @@ pub struct ScanProperties {
     pinned: Vec<Option<Vec<PinnedColumn>>>,
     /// The output vector of each column (second half of `columns`).
     vectors: Vec<usize>,
-    targets: Vec<(usize, Option<u64>)>,
+    /// Positions of NULL ids, and the node offsets to read with their
+    /// positions (reused across batches).
+    nulls: Vec<usize>,
+    rows: Vec<u64>,
+    at: Vec<usize>,
+    /// Per node group: the rows to read and their positions in the output
+    /// (reused across batches).
+    by_group: Vec<(Vec<u64>, Vec<usize>)>,
 }
 
 impl ScanProperties {
@@ -40,7 +47,10 @@ impl ScanProperties {
             columns,
             pinned: Vec::new(),
             vectors,
-            targets: Vec::new(),
+            nulls: Vec::new(),
+            rows: Vec::new(),
+            at: Vec::new(),
+            by_group: Vec::new(),
         }
     }
 
@@ -69,6 +79,40 @@ impl ScanProperties {
     }
 }
 
+impl ScanProperties {
+    /// Reads `rows` (offsets within node group `group`) of every column
+    /// into positions `at` of the output vectors: one gather per column.
+    #[allow(clippy::too_many_arguments)]
+    fn read_group(
+        ctx: &QueryContext,
+        data: &NodeTableData,
+        columns: &[(usize, usize)],
+        pinned: &mut Vec<Option<Vec<PinnedColumn>>>,
+        vectors: &[usize],
+        rs: &mut ResultSet,
+        c: usize,
+        group: usize,
+        rows: &[u64],
+        at: &[usize],
+    ) -> Result<()> {
+        // Only the clauses after a DELETE in the same statement can hold a
+        // deleted node (scans, extends and lookups skip them): reading its
+        // properties is openCypher's EntityNotFound.
+        if let Some(mask) = data.deleted_mask(group) {
+            if rows.iter().any(|&r| mask.contains(r)) {
+                return Err(Error::runtime(
+                    "EntityNotFound: a node deleted by this statement has no properties or labels to read",
+                ));
+            }
+        }
+        let pins = Self::pins(pinned, ctx, data, columns, group)?;
+        for (col, &vector) in pins.iter().zip(vectors) {
+            col.gather(rows, &mut rs.chunks[c].vectors[vector], at)?;
+        }
+        Ok(())
+    }
+}
+
 impl Operator for ScanProperties {
     fn next(&mut self, rs: &mut ResultSet) -> Result<bool> {
         if !self.child.next(rs)? {
@@ -76,56 +120,93 @@ impl Operator for ScanProperties {
         }
         let (c, v) = self.node;
         let len = rs.chunks[c].state.len;
-        // (position, node offset or None for a NULL id), reused across batches.
-        let mut targets = std::mem::take(&mut self.targets);
-        targets.clear();
-        {
-            let ids = &rs.chunks[c].vectors[v];
-            let VectorData::Id(idv) = &ids.data else {
-                return Err(Error::internal("property scan over a non-id vector"));
-            };
-            rs.chunks[c].state.for_each_position(|p| {
-                targets.push((p, (!ids.is_null(p)).then(|| idv[p].offset())))
-            });
-        }
-        for &vector in &self.vectors {
-            rs.chunks[c].vectors[vector].reset(len);
-        }
         let ScanProperties {
             ctx,
             data,
             columns,
             pinned,
             vectors,
+            nulls,
+            rows,
+            at,
+            by_group,
             ..
         } = self;
-        for &(p, offset) in &targets {
-            match offset {
-                None => {
-                    for &vector in vectors.iter() {
-                        rs.chunks[c].vectors[vector].set_null(p, true);
+        // The rows to read and where they go, in one pass over the ids
+        // (plain pushes: this loop runs once per extended tuple).
+        rows.clear();
+        at.clear();
+        nulls.clear();
+        {
+            let ids = &rs.chunks[c].vectors[v];
+            let VectorData::Id(idv) = &ids.data else {
+                return Err(Error::internal("property scan over a non-id vector"));
+            };
+            let state = &rs.chunks[c].state;
+            if ids.nulls.may_have_nulls() || state.is_flat() {
+                state.for_each_position(|p| {
+                    if ids.is_null(p) {
+                        nulls.push(p);
+                    } else {
+                        rows.push(idv[p].offset());
+                        at.push(p);
                     }
-                }
-                Some(o) => {
-                    let group = (o / NODE_GROUP_SIZE) as usize;
-                    let local = o % NODE_GROUP_SIZE;
-                    // Only the clauses after a DELETE in the same statement
-                    // can hold a deleted node (scans, extends and lookups
-                    // skip them): reading its properties is openCypher's
-                    // EntityNotFound.
-                    if data.deleted_mask(group).is_some_and(|m| m.contains(local)) {
-                        return Err(Error::runtime(
-                            "EntityNotFound: a node deleted by this statement has no properties or labels to read",
-                        ));
+                });
+            } else {
+                // No NULL ids: plain copies the compiler can vectorize.
+                match &state.sel {
+                    None => {
+                        rows.extend(idv[..state.len].iter().map(|id| id.offset()));
+                        at.extend(0..state.len);
                     }
-                    let pins = Self::pins(pinned, ctx, data, columns, group)?;
-                    for (col, &vector) in pins.iter().zip(vectors.iter()) {
-                        col.read(local, 1, &mut rs.chunks[c].vectors[vector], p)?;
+                    Some(sel) => {
+                        rows.extend(sel.iter().map(|&p| idv[p as usize].offset()));
+                        at.extend(sel.iter().map(|&p| p as usize));
                     }
                 }
             }
         }
-        self.targets = targets;
+        for &vector in vectors.iter() {
+            let out = &mut rs.chunks[c].vectors[vector];
+            out.reset(len);
+            for &p in nulls.iter() {
+                out.set_null(p, true);
+            }
+        }
+        let (low, high) = rows
+            .iter()
+            .fold((u64::MAX, 0), |(l, h), &o| (l.min(o), h.max(o)));
+        if rows.is_empty() {
+            return Ok(true);
+        }
+        let (first, last) = (
+            (low / NODE_GROUP_SIZE) as usize,
+            (high / NODE_GROUP_SIZE) as usize,
+        );
+        if first == last {
+            // All in one node group (always for tables of one group).
+            let base = first as u64 * NODE_GROUP_SIZE;
+            rows.iter_mut().for_each(|r| *r -= base);
+            Self::read_group(ctx, data, columns, pinned, vectors, rs, c, first, rows, at)?;
+            return Ok(true);
+        }
+        for (rows, at) in by_group.iter_mut() {
+            rows.clear();
+            at.clear();
+        }
+        if by_group.len() <= last {
+            by_group.resize_with(last + 1, Default::default);
+        }
+        for (&o, &p) in rows.iter().zip(at.iter()) {
+            let g = &mut by_group[(o / NODE_GROUP_SIZE) as usize];
+            g.0.push(o % NODE_GROUP_SIZE);
+            g.1.push(p);
+        }
+        for (group, (rows, at)) in by_group.iter().enumerate() {
+            if !rows.is_empty() {
+                Self::read_group(ctx, data, columns, pinned, vectors, rs, c, group, rows, at)?;
+            }
+        }
         Ok(true)
     }
 }
