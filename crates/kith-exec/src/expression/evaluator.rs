@@ -1,12 +1,13 @@
 //! The compiled expression tree and its vectorized evaluation.
 
-use kith_common::{Error, LogicalType, Result, Value, ValueVector};
+use kith_common::{Error, LogicalType, Result, Value, ValueVector, VectorData};
 use kith_planner::expr::{BinaryOp, BoundExpr, BoundExprKind, Quantifier, SlotId, UnaryOp};
 use regex::Regex;
 
 use super::cast::{cast_value, coerce};
 use super::typed::{self, Scratch};
 use super::{kernels, EvalContext, Evaluated, View};
+use crate::function::temporal::DatePart;
 use crate::function::{self, ScalarFunction};
 use crate::result_set::ChunkState;
 use kith_planner::procedure::ProcedureRef;
@@ -55,6 +56,10 @@ pub(super) enum Kind {
         varying: Vec<usize>,
     },
     Cast(Box<Node>),
+    /// `date_part('<part>', x)`, `month(x)`, ... of a DATE or TIMESTAMP
+    /// with the part known when compiled: one typed loop (the function path
+    /// builds a `Value` per row and matches the part's name per row).
+    DatePart(DatePart, Box<Node>),
     /// Evaluated row at a time so untaken branches never run (no spurious
     /// errors such as division by zero).
     Case {
@@ -167,6 +172,11 @@ impl Node {
                     scratch: Scratch::default(),
                     in_list: None,
                 }
+            }
+            BoundExprKind::Function(name, args) if date_part_call(name, args).is_some() => {
+                let (part, arg) = date_part_call(name, args)
+                    .ok_or_else(|| Error::internal("date part call without its part"))?;
+                Kind::DatePart(part, Box::new(Node::compile(arg)?))
             }
             BoundExprKind::Function(name, args) => {
                 let f = function::lookup(name).ok_or_else(|| {
@@ -539,6 +549,44 @@ impl Node {
                     coerce(v, ty)
                 })
             }
+            Kind::DatePart(part, x) => {
+                let mx = x.eval(ctx)?;
+                let src = x.vector(ctx);
+                let part = *part;
+                let out = &mut self.out;
+                let write = |out: &mut ValueVector, dst: usize, p: usize| -> Result<()> {
+                    let v = match &src.data {
+                        _ if src.is_null(p) => None,
+                        VectorData::I32(d) => Some(part.of_date(d[p])),
+                        VectorData::I64(t) => Some(part.of_timestamp(t[p])),
+                        _ => return Err(Error::internal("date part of a non-temporal vector")),
+                    };
+                    // `reset` cleared the nulls.
+                    match (v, &mut out.data) {
+                        (Some(v), VectorData::I64(o)) => o[dst] = v,
+                        (Some(_), _) => {
+                            return Err(Error::internal("date part into a non-INT64 vector"))
+                        }
+                        (None, _) => out.set_null(dst, true),
+                    }
+                    Ok(())
+                };
+                match mx {
+                    Mode::Flat(p) => {
+                        out.reset(1);
+                        write(out, 0, p)?;
+                        Ok(Mode::Flat(0))
+                    }
+                    Mode::Unflat(u) => {
+                        let state: &ChunkState = &ctx.rs.chunks[u].state;
+                        out.reset(state.len);
+                        each_pos!(state, p => {
+                            write(out, p, p)?;
+                        });
+                        Ok(Mode::Unflat(u))
+                    }
+                }
+            }
             Kind::Cast(x) => {
                 let mx = x.eval(ctx)?;
                 let src = x.vector(ctx);
@@ -731,6 +779,12 @@ impl Node {
                     (f.func)(&vals)?
                 }
             }
+            Kind::DatePart(part, x) => match x.eval_row(ctx, p, locals)? {
+                Value::Date(d) => Value::Int64(part.of_date(d.0)),
+                Value::Timestamp(t) => Value::Int64(part.of_timestamp(t.0)),
+                Value::Null => Value::Null,
+                _ => return Err(Error::internal("date part of a non-temporal value")),
+            },
             Kind::Cast(x) => cast_value(&x.eval_row(ctx, p, locals)?, &self.ty)?,
             Kind::List(items) => Value::List(
                 items
@@ -821,6 +875,22 @@ fn subquery_table<'a>(
 
 /// Physical position to read for tuple position `p` given a child's mode.
 #[inline]
+/// A call [`Kind::DatePart`] serves: the part and the DATE or TIMESTAMP
+/// argument.
+fn date_part_call<'a>(name: &str, args: &'a [BoundExpr]) -> Option<(DatePart, &'a BoundExpr)> {
+    let (part, arg) = match (name, args) {
+        ("date_part" | "datepart", [part, arg]) => match &part.kind {
+            BoundExprKind::Literal(Value::String(s)) => (DatePart::of(s)?, arg),
+            _ => return None,
+        },
+        ("year" | "month" | "day" | "hour" | "minute" | "second", [arg]) => {
+            (DatePart::of(name)?, arg)
+        }
+        _ => return None,
+    };
+    matches!(arg.ty, LogicalType::Date | LogicalType::Timestamp).then_some((part, arg))
+}
+
 fn at(m: Mode, p: usize) -> usize {
     match m {
         Mode::Flat(fp) => fp,

@@ -858,3 +858,124 @@ fn reduce_and_nested_comprehensions() {
     );
     assert_eq!(eval(&e, &rs, &layout).unwrap().1, vec![ints(&[2, 3, 4])]);
 }
+
+/// Year, month, day of `days` since 1970-01-01, the slow way (a reference
+/// for the date-part kernel).
+fn civil_by_counting(days: i64) -> (i64, i64, i64) {
+    let leap = |y: i64| (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let year_len = |y: i64| if leap(y) { 366 } else { 365 };
+    let (mut y, mut d) = (1970i64, days);
+    while d < 0 {
+        y -= 1;
+        d += year_len(y);
+    }
+    while d >= year_len(y) {
+        d -= year_len(y);
+        y += 1;
+    }
+    let months = [
+        31,
+        if leap(y) { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
+    let mut m = 0;
+    while d >= months[m] {
+        d -= months[m];
+        m += 1;
+    }
+    (y, m as i64 + 1, d + 1)
+}
+
+proptest! {
+    /// `date_part('<part>', x)` and `<part>(x)` over DATE and TIMESTAMP
+    /// vectors (unflat with a selection, NULLs, and flat) read what the
+    /// calendar says.
+    #[test]
+    fn date_parts_match_the_calendar(
+        days in prop::collection::vec(prop::option::weighted(0.9, -80_000i32..80_000), 1..40),
+        micros in prop::collection::vec(prop::option::weighted(0.9, -4_000_000_000_000_000i64..4_000_000_000_000_000), 1..40),
+        flat_at in 0usize..40,
+    ) {
+        use kith_common::{Date, Timestamp};
+        let dates: Vec<Value> = days.iter().map(|d| d.map_or(Value::Null, |d| Value::Date(Date(d)))).collect();
+        let stamps: Vec<Value> = micros.iter().map(|m| m.map_or(Value::Null, |m| Value::Timestamp(Timestamp(m)))).collect();
+        let want = |v: &Value, part: &str| -> Value {
+            let (days, micros_of_day) = match v {
+                Value::Date(d) => (d.0 as i64, 0),
+                Value::Timestamp(t) => (t.0.div_euclid(86_400_000_000), t.0.rem_euclid(86_400_000_000)),
+                _ => return Value::Null,
+            };
+            let (y, m, d) = civil_by_counting(days);
+            let secs = micros_of_day / 1_000_000;
+            Value::Int64(match part {
+                "year" => y,
+                "month" => m,
+                "day" => d,
+                "hour" => secs / 3600,
+                "minute" => secs / 60 % 60,
+                _ => secs % 60,
+            })
+        };
+        for (ty, vals) in [(T::Date, &dates), (T::Timestamp, &stamps)] {
+            let n = vals.len();
+            let sel: Vec<u32> = (0..n as u32).filter(|i| i % 3 != 1).collect();
+            for flat in [None, Some(flat_at % n)] {
+                let flat_sel = flat.map(|f| f.min(sel.len() - 1));
+                let rs = ResultSet {
+                    chunks: vec![chunk(vec![vector(ty.clone(), vals)], flat_sel, Some(sel.clone()))],
+                    multiplicity: 1,
+                };
+                let mut layout = SlotLayout::default();
+                layout.positions.insert(SlotId(0), (0, 0));
+                let expected: Vec<&Value> = match flat_sel {
+                    Some(i) => vec![&vals[sel[i] as usize]],
+                    None => sel.iter().map(|&p| &vals[p as usize]).collect(),
+                };
+                for (part, spelling) in [("year", "YEAR"), ("month", "months"), ("day", "day"),
+                                         ("hour", "Hours"), ("minute", "minute"), ("second", "seconds")] {
+                    let e = func("date_part", vec![lit(Value::String(spelling.into())), slot(0, ty.clone())], T::Int64);
+                    let (_, got) = eval(&e, &rs, &layout).unwrap();
+                    let w: Vec<Value> = expected.iter().map(|v| want(v, part)).collect();
+                    prop_assert_eq!(&got, &w, "date_part('{}') over {:?}", spelling, ty);
+                    let e = func(part, vec![slot(0, ty.clone())], T::Int64);
+                    let (_, got) = eval(&e, &rs, &layout).unwrap();
+                    prop_assert_eq!(&got, &w, "{}() over {:?}", part, ty);
+                }
+            }
+        }
+    }
+}
+
+/// A part that no kernel knows takes the function path and says so.
+#[test]
+fn unknown_date_part_is_an_error() {
+    let rs = ResultSet {
+        chunks: vec![chunk(
+            vec![vector(T::Date, &[Value::Date(kith_common::Date(3))])],
+            None,
+            None,
+        )],
+        multiplicity: 1,
+    };
+    let mut layout = SlotLayout::default();
+    layout.positions.insert(SlotId(0), (0, 0));
+    let e = func(
+        "date_part",
+        vec![lit(Value::String("fortnight".into())), slot(0, T::Date)],
+        T::Int64,
+    );
+    let err = eval(&e, &rs, &layout).unwrap_err();
+    assert!(
+        err.message.contains("unknown date part 'fortnight'"),
+        "{err}"
+    );
+}

@@ -78,45 +78,84 @@ fn interval(args: &[Value]) -> Result<Value> {
     )?)?))
 }
 
+/// A field of a DATE or TIMESTAMP (`date_part`, `year()`, ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DatePart {
+    Year,
+    Month,
+    Day,
+    Hour,
+    Minute,
+    Second,
+}
+
+impl DatePart {
+    /// The part named `name` (singular or plural, any case).
+    pub(crate) fn of(name: &str) -> Option<DatePart> {
+        let is = |a: &str, b: &str| name.eq_ignore_ascii_case(a) || name.eq_ignore_ascii_case(b);
+        Some(if is("year", "years") {
+            DatePart::Year
+        } else if is("month", "months") {
+            DatePart::Month
+        } else if is("day", "days") {
+            DatePart::Day
+        } else if is("hour", "hours") {
+            DatePart::Hour
+        } else if is("minute", "minutes") {
+            DatePart::Minute
+        } else if is("second", "seconds") {
+            DatePart::Second
+        } else {
+            return None;
+        })
+    }
+
+    /// This part of a DATE (days since the epoch).
+    #[inline]
+    pub(crate) fn of_date(self, days: i32) -> i64 {
+        self.of_time(days as i64, 0)
+    }
+
+    /// This part of a TIMESTAMP (microseconds since the epoch).
+    #[inline]
+    pub(crate) fn of_timestamp(self, micros: i64) -> i64 {
+        self.of_time(
+            micros.div_euclid(MICROS_PER_DAY),
+            micros.rem_euclid(MICROS_PER_DAY),
+        )
+    }
+
+    #[inline]
+    fn of_time(self, days: i64, micros_of_day: i64) -> i64 {
+        let secs = micros_of_day / MICROS_PER_SEC;
+        match self {
+            DatePart::Year => civil_from_days(days).0,
+            DatePart::Month => civil_from_days(days).1 as i64,
+            DatePart::Day => civil_from_days(days).2 as i64,
+            DatePart::Hour => secs / 3600,
+            DatePart::Minute => secs / 60 % 60,
+            DatePart::Second => secs % 60,
+        }
+    }
+}
+
 /// Extracts `part` (year, month, day, hour, minute, second) of a DATE or TIMESTAMP.
 pub(crate) fn extract(part: &str, v: &Value) -> Result<i64> {
-    let (days, micros_of_day) = match v {
-        Value::Date(d) => (d.0 as i64, 0),
-        Value::Timestamp(t) => (
-            t.0.div_euclid(MICROS_PER_DAY),
-            t.0.rem_euclid(MICROS_PER_DAY),
-        ),
-        other => {
-            return component(other, part)?.as_i64().ok_or_else(|| {
-                Error::runtime(format!(
-                    "cannot extract {part} from a value of type {}",
-                    other.logical_type()
-                ))
-            })
-        }
-    };
-    let (y, m, d) = civil_from_days(days);
-    let secs = micros_of_day / MICROS_PER_SEC;
-    // Compared ignoring case without allocating (this runs per row).
-    let is = |a: &str, b: &str| part.eq_ignore_ascii_case(a) || part.eq_ignore_ascii_case(b);
-    Ok(if is("year", "years") {
-        y
-    } else if is("month", "months") {
-        m as i64
-    } else if is("day", "days") {
-        d as i64
-    } else if is("hour", "hours") {
-        secs / 3600
-    } else if is("minute", "minutes") {
-        secs / 60 % 60
-    } else if is("second", "seconds") {
-        secs % 60
-    } else {
-        return Err(Error::runtime(format!(
+    let known = DatePart::of(part);
+    match (v, known) {
+        (Value::Date(d), Some(k)) => Ok(k.of_date(d.0)),
+        (Value::Timestamp(t), Some(k)) => Ok(k.of_timestamp(t.0)),
+        (Value::Date(_) | Value::Timestamp(_), None) => Err(Error::runtime(format!(
             "unknown date part '{}'",
             part.to_ascii_lowercase()
-        )));
-    })
+        ))),
+        (other, _) => component(other, part)?.as_i64().ok_or_else(|| {
+            Error::runtime(format!(
+                "cannot extract {part} from a value of type {}",
+                other.logical_type()
+            ))
+        }),
+    }
 }
 
 fn part_fn(part: &str, args: &[Value]) -> Result<Value> {
