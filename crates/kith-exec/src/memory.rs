@@ -1,10 +1,12 @@
 //! Memory accounting for a query's intermediate state (collected rows,
-//! sorted rows, aggregation groups, unwound lists): each holder charges what
+//! sorted rows, aggregation groups, unwound lists, hash-join indexes): each
+//! holder charges what
 //! it has grown to against the buffer manager's memory limit, which evicts
 //! cached pages to make room, so data pages and intermediate results share
 //! one budget. A query that cannot stay within it fails with an
 //! out-of-memory error instead of the process being killed. Charges are
-//! given back when the query ends.
+//! given back when the query ends, or earlier by a holder that frees
+//! temporary buffers ([`MemoryCharge::shrink_to`]).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -55,6 +57,17 @@ impl QueryMemory {
         self.charged.fetch_add(bytes, Ordering::Relaxed);
         Ok(())
     }
+
+    /// Gives back `bytes` of what this query charged (a multiple of
+    /// [`CHARGE_STEP`], so the pager's page rounding matches the charge).
+    fn release(&self, bytes: u64) {
+        debug_assert!(
+            bytes.is_multiple_of(CHARGE_STEP),
+            "release of {bytes} bytes"
+        );
+        self.pager.release_memory(bytes);
+        self.charged.fetch_sub(bytes, Ordering::Relaxed);
+    }
 }
 
 impl Drop for QueryMemory {
@@ -81,5 +94,17 @@ impl MemoryCharge {
         memory.charge(more)?;
         self.charged += more;
         Ok(())
+    }
+
+    /// The holder now takes only `bytes` (it freed temporary buffers, as a
+    /// hash-join build does between its phases): gives back what was
+    /// charged beyond that, in whole steps, so that a query's later holders
+    /// can use it.
+    pub fn shrink_to(&mut self, memory: &QueryMemory, bytes: u64) {
+        let keep = bytes.div_ceil(CHARGE_STEP) * CHARGE_STEP;
+        if keep < self.charged {
+            memory.release(self.charged - keep);
+            self.charged = keep;
+        }
     }
 }

@@ -21,11 +21,12 @@ use kith_storage::{NodeTableData, RelTableData, TableData};
 use crate::expression::cast::cast_value;
 use crate::expression::{EvalContext, Evaluated, Evaluator};
 use crate::operator::collect::Collect;
-use crate::operator::cross_product::{build_index, CrossProduct, JoinIndex, Probe};
+use crate::operator::cross_product::{CrossProduct, Probe};
 use crate::operator::extend::{CsrPins, Extend, PairCount, SharedRels};
 use crate::operator::fill_nulls::FillNulls;
 use crate::operator::filter::Filter;
 use crate::operator::hash_aggregate::{AggregateDef, GroupKey, HashAggregate};
+use crate::operator::hash_join::{BuildContext, JoinIndex};
 use crate::operator::intersect::{Intersect, IntersectRel, IntersectSpec};
 use crate::operator::lookup_node::LookupNode;
 use crate::operator::order_by::{sort_chunk, OrderBy};
@@ -352,7 +353,8 @@ impl PipelineShape {
                                 .columns
                                 .pop()
                                 .ok_or_else(|| Error::internal("hash join without its key"))?;
-                            Some((k.probe.clone(), Arc::new(build_index(&keys))))
+                            let index = build_join_index(keys, ctx, sched, threads)?;
+                            Some((k.probe.clone(), Arc::new(index)))
                         }
                         None => None,
                     };
@@ -1002,6 +1004,45 @@ fn run_subqueries(
         subqueries: Arc::new(tables),
         memory: Arc::clone(&ctx.memory),
     }))
+}
+
+/// The index of a hash join's build rows by their `keys`, built on the
+/// query's workers; under PROFILE one line of its own reports the build.
+fn build_join_index(
+    keys: ValueVector,
+    ctx: &Arc<QueryContext>,
+    sched: &Scheduler,
+    threads: usize,
+) -> Result<JoinIndex> {
+    let started = std::time::Instant::now();
+    let cx = BuildContext {
+        sched,
+        threads,
+        cancel: &ctx.cancel,
+        memory: &ctx.memory,
+    };
+    let index = JoinIndex::build(keys, &cx)?;
+    if let Some(p) = &ctx.profile {
+        let s = p.register(
+            p.next_pipeline(),
+            format!(
+                "HashJoin build keys={} key={} partitions={} threads={} memory={} KiB",
+                index.num_keys(),
+                if index.is_integer() {
+                    "integer"
+                } else {
+                    "general"
+                },
+                index.num_partitions(),
+                index.build_threads(),
+                index.memory_bytes() >> 10,
+            ),
+        );
+        let ordering = std::sync::atomic::Ordering::Relaxed;
+        s.tuples.store(index.num_rows() as u64, ordering);
+        s.nanos.store(started.elapsed().as_nanos() as u64, ordering);
+    }
+    Ok(index)
 }
 
 /// One chunk holding the rows of `chunks` in order.

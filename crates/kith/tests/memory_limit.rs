@@ -1,12 +1,12 @@
 //! Intermediate results count against the memory limit (the buffer pool
-//! size): a query whose collected rows, sorted rows or aggregation groups
-//! outgrow it fails with an out-of-memory error, the database stays usable,
-//! and the memory is given back.
+//! size): a query whose collected rows, sorted rows, aggregation groups or
+//! hash-join index outgrow it fails with an out-of-memory error, the
+//! database stays usable, and the memory is given back.
 
 use kith::{Config, Connection, Database, ErrorKind};
 
-fn small_database() -> (Database, std::path::PathBuf) {
-    let dir = std::env::temp_dir().join(format!("kith-memory-limit-{}", std::process::id()));
+fn small_database(name: &str) -> (Database, std::path::PathBuf) {
+    let dir = std::env::temp_dir().join(format!("kith-memory-limit-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let config = Config {
@@ -20,7 +20,7 @@ fn small_database() -> (Database, std::path::PathBuf) {
 
 #[test]
 fn queries_beyond_the_memory_limit_fail_cleanly() {
-    let (db, dir) = small_database();
+    let (db, dir) = small_database("rows");
     let conn = Connection::new(&db);
     conn.query("CREATE NODE TABLE N(id INT64, PRIMARY KEY(id))")
         .unwrap();
@@ -56,6 +56,54 @@ fn queries_beyond_the_memory_limit_fail_cleanly() {
         .query("MATCH (a:N), (b:N) WHERE b.id < 100 RETURN a.id, b.id")
         .unwrap();
     assert_eq!(r.rows().count(), 300_000);
+    drop(conn);
+    drop(db);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A hash join's build rows fit, but its index does not: the index is
+/// charged too, so the query fails cleanly instead of growing past the
+/// limit. 1.5 M build rows hold 24 MiB (the key and the column the join's
+/// filter reads), which fits; their index needs more than 40 MiB besides.
+#[test]
+fn a_hash_join_index_beyond_the_memory_limit_fails_cleanly() {
+    let (db, dir) = small_database("hash-join");
+    let conn = Connection::new(&db);
+    conn.query("CREATE NODE TABLE N(id INT64, PRIMARY KEY(id))")
+        .unwrap();
+    conn.query("CREATE NODE TABLE M(id INT64, v INT64, PRIMARY KEY(id))")
+        .unwrap();
+    conn.query("UNWIND range(0, 2999) AS i CREATE (:N {id: i})")
+        .unwrap();
+    let csv = dir.join("m.csv");
+    let mut text = String::from("id,v\n");
+    for i in 0..1_500_000 {
+        text.push_str(&format!("{i},{i}\n"));
+    }
+    std::fs::write(&csv, text).unwrap();
+    conn.query(&format!("COPY M FROM '{}' (HEADER=true)", csv.display()))
+        .unwrap();
+    let join = "MATCH (a:N) WITH a.id AS x MATCH (m:M) WHERE m.v = x";
+    let plan: String = conn
+        .query(&format!("EXPLAIN {join} RETURN count(*)"))
+        .unwrap()
+        .rows()
+        .map(|row| format!("{}\n", row[0]))
+        .collect();
+    assert!(plan.contains("HashJoin"), "{plan}");
+    let err = match conn.query(&format!("{join} RETURN count(*)")) {
+        Ok(r) => panic!("expected out of memory, got {:?}", r.rows().next()),
+        Err(e) => e,
+    };
+    assert_eq!(err.kind, ErrorKind::OutOfMemory, "{err}");
+    assert!(err.message.contains("memory limit of 48 MiB"), "{err}");
+    // The charges were given back, and a build that fits runs.
+    for _ in 0..3 {
+        let r = conn
+            .query(&format!("{join} AND m.id < 100000 RETURN count(*)"))
+            .unwrap();
+        assert_eq!(r.rows().next().unwrap()[0], kith::Value::Int64(3000));
+    }
     drop(conn);
     drop(db);
     let _ = std::fs::remove_dir_all(&dir);

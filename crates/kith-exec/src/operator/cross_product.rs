@@ -1,34 +1,19 @@
-//! Cross product and hash join: for each tuple of the input group (flattened
-//! one tuple at a time, as extends do), the rows of a materialized build
-//! side, written as a new unflat group in batches of at most
-//! `VECTOR_CAPACITY`: every row (a cross product), or with a [`Probe`] only
-//! the rows whose join key equals the tuple's (a hash join; the equality
-//! stays a filter after it, so the hash only has to find every candidate).
+//! Cross product and hash-join probe: for each tuple of the input group
+//! (flattened one tuple at a time, as extends do), the rows of a
+//! materialized build side, written as a new unflat group in batches of at
+//! most `VECTOR_CAPACITY`: every row (a cross product), or with a [`Probe`]
+//! only the rows whose join key equals the tuple's (a hash join, whose index
+//! is built in `hash_join.rs`; the equality stays a filter after it).
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use kith_common::constants::VECTOR_CAPACITY;
 use kith_common::{Chunk, Error, LogicalType, Result, ValueVector};
 
+use super::hash_join::{Hit, JoinIndex};
 use super::{Operator, QueryContext};
-use crate::expression::kernels::EqKey;
 use crate::expression::{EvalContext, Evaluated, Evaluator};
 use crate::result_set::{ResultSet, SlotLayout};
-
-/// The build rows by join key (row numbers in the build chunk).
-pub type JoinIndex = HashMap<EqKey, Vec<u32>>;
-
-/// Indexes `keys` (one per build row); rows with no key are left out.
-pub fn build_index(keys: &ValueVector) -> JoinIndex {
-    let mut index = JoinIndex::new();
-    for r in 0..keys.len() {
-        if let Some(k) = EqKey::of(&keys.get_value(r)) {
-            index.entry(k).or_default().push(r as u32);
-        }
-    }
-    index
-}
 
 /// The probe side of a hash join.
 pub struct Probe {
@@ -48,7 +33,7 @@ pub struct CrossProduct {
     columns: Vec<usize>,
     probe: Option<Probe>,
     /// The current tuple's matching build rows (hash join).
-    matched: Vec<u32>,
+    matched: Hit,
     probe_out: ValueVector,
     has_input: bool,
     next_input: usize,
@@ -74,7 +59,7 @@ impl CrossProduct {
             output_chunk,
             columns,
             probe,
-            matched: Vec::new(),
+            matched: Hit::default(),
             probe_out: ValueVector::new(LogicalType::Any, 0),
             has_input: false,
             next_input: 0,
@@ -86,43 +71,47 @@ impl CrossProduct {
     fn emit(&mut self, rs: &mut ResultSet) {
         let n = (self.end - self.pos).min(VECTOR_CAPACITY);
         let out = &mut rs.chunks[self.output_chunk];
-        let hashed = self.probe.is_some();
-        for (src, &vector) in self.rows.columns.iter().zip(&self.columns) {
-            let v = &mut out.vectors[vector];
-            v.reset(n);
-            for p in 0..n {
-                let row = if hashed {
-                    self.matched[self.pos + p] as usize
-                } else {
-                    self.pos + p
-                };
-                v.copy_from(p, src, row);
+        match &self.probe {
+            Some(probe) => {
+                // One typed gather per column from the key's row range.
+                let rows = &probe.index.rows(self.matched)[self.pos..self.pos + n];
+                for (src, &vector) in self.rows.columns.iter().zip(&self.columns) {
+                    let v = &mut out.vectors[vector];
+                    v.reset(0);
+                    v.extend_gather(src, rows);
+                }
+            }
+            None => {
+                for (src, &vector) in self.rows.columns.iter().zip(&self.columns) {
+                    let v = &mut out.vectors[vector];
+                    v.reset(n);
+                    for p in 0..n {
+                        v.copy_from(p, src, self.pos + p);
+                    }
+                }
             }
         }
         out.state.reset(n);
         self.pos += n;
     }
 
-    /// The build rows matching the current (flat) tuple's key.
+    /// The build rows matching the current (flat) tuple's key: the key is
+    /// read in place from its vector (typed, for integer and id keys).
     fn probe(&mut self, rs: &ResultSet) -> Result<()> {
-        let Some(probe) = &mut self.probe else {
+        let Some(Probe { key, layout, index }) = &mut self.probe else {
             return Ok(());
         };
         let ectx = EvalContext {
             rs,
-            layout: &probe.layout,
+            layout,
             params: &self.ctx.params,
             subqueries: &self.ctx.subqueries,
         };
-        if probe.key.evaluate(&ectx, &mut self.probe_out)? != Evaluated::Flat {
+        let view = key.evaluate_view(&ectx, &mut self.probe_out)?;
+        if view.evaluated != Evaluated::Flat {
             return Err(Error::internal("hash join probe key over an unflat group"));
         }
-        self.matched.clear();
-        if let Some(rows) =
-            EqKey::of(&self.probe_out.get_value(0)).and_then(|k| probe.index.get(&k))
-        {
-            self.matched.extend_from_slice(rows);
-        }
+        self.matched = index.lookup(view.vector, view.flat_pos);
         Ok(())
     }
 }

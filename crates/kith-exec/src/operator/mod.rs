@@ -9,6 +9,7 @@ pub mod fill_nulls;
 pub mod filter;
 pub mod flat_cursor;
 pub mod hash_aggregate;
+pub mod hash_join;
 pub mod intersect;
 pub mod lookup_node;
 pub mod order_by;
