@@ -7,8 +7,8 @@
 //! loops handle fixed-width vectors without boxing values per row. Each
 //! worker keeps its own states and `combine` merges them at the end.
 
+use hashbrown::HashSet;
 use std::cmp::Ordering;
-use std::collections::HashSet;
 use std::hash::{Hash, Hasher};
 
 use kith_common::{Error, LogicalType, Result, Value, ValueVector, VectorData};

@@ -345,7 +345,8 @@ impl PipelineShape {
                         outputs.push(k.build.clone());
                         types.push(k.build.ty.clone());
                     }
-                    let chunks = collect_all(shape, outputs, &types, ctx, sched, threads, None)?;
+                    let chunks =
+                        collect_all(vec![shape], outputs, &types, ctx, sched, threads, None)?;
                     let mut rows = concat(chunks, &types);
                     let index = match key {
                         Some(k) => {
@@ -835,10 +836,16 @@ fn fuse_counted_pair(
     }
 }
 
-/// Runs one pipeline: every worker pulls batches through its own chain into
-/// its own sink; finished sinks are handed to `merge`.
+/// Runs pipelines that feed one sink: every worker pulls batches through
+/// its own chain into its own sink per pipeline; finished sinks are handed
+/// to `merge` with their pipeline's index. The pipelines of a union (one
+/// per table choice of a pattern) run together: a worker starts at the
+/// pipeline its index points to and goes round the others, sharing each
+/// one's morsels with whoever else is there, so pipelines with one-tuple
+/// sources (a key lookup per choice of an undirected pattern) run side by
+/// side instead of one after another on the calling thread.
 struct PipelineTask<S, F, M> {
-    shape: PipelineShape,
+    shapes: Vec<PipelineShape>,
     make_sink: F,
     merge: M,
     _sink: std::marker::PhantomData<fn() -> S>,
@@ -848,37 +855,48 @@ impl<S, F, M> Task for PipelineTask<S, F, M>
 where
     S: LocalSink + 'static,
     F: Fn() -> Result<S> + Send + Sync,
-    M: Fn(S) -> Result<()> + Send + Sync,
+    M: Fn(usize, S) -> Result<()> + Send + Sync,
 {
-    fn run_worker(&self, _ctx: &WorkerContext) -> Result<()> {
-        let (mut op, mut rs) = self.shape.instantiate()?;
-        let mut sink = (self.make_sink)()?;
-        while op.next(&mut rs)? {
-            sink.consume(&rs, &self.shape.layout)?;
+    fn run_worker(&self, ctx: &WorkerContext) -> Result<()> {
+        let n = self.shapes.len();
+        for k in 0..n {
+            let i = (ctx.worker_idx + k) % n;
+            let shape = &self.shapes[i];
+            let (mut op, mut rs) = shape.instantiate()?;
+            let mut sink = (self.make_sink)()?;
+            while op.next(&mut rs)? {
+                sink.consume(&rs, &shape.layout)?;
+            }
+            (self.merge)(i, sink)?;
         }
-        (self.merge)(sink)
+        Ok(())
     }
 }
 
-fn run_pipeline<S, F, M>(
+/// Runs `shapes` as one task (see [`PipelineTask`]) on at most `threads`
+/// workers, and no more than their sources have morsels.
+fn run_pipelines<S, F, M>(
     sched: &Scheduler,
     threads: usize,
-    shape: PipelineShape,
+    shapes: Vec<PipelineShape>,
     make_sink: F,
     merge: M,
 ) -> Result<()>
 where
     S: LocalSink + 'static,
     F: Fn() -> Result<S> + Send + Sync + 'static,
-    M: Fn(S) -> Result<()> + Send + Sync + 'static,
+    M: Fn(usize, S) -> Result<()> + Send + Sync + 'static,
 {
-    let cancel = shape.ctx.cancel.clone();
-    // Workers share a pipeline by taking its source's morsels: more workers
-    // than morsels only wake threads that find nothing to do (and the
-    // caller then waits for them).
-    let threads = threads.min(shape.source.morsels().max(1));
+    let Some(first) = shapes.first() else {
+        return Ok(());
+    };
+    let cancel = first.ctx.cancel.clone();
+    // More workers than morsels only wake threads that find nothing to do
+    // (and the caller then waits for them).
+    let morsels: usize = shapes.iter().map(|s| s.source.morsels()).sum();
+    let threads = threads.min(morsels.max(1));
     let task = Arc::new(PipelineTask {
-        shape,
+        shapes,
         make_sink,
         merge,
         _sink: std::marker::PhantomData,
@@ -1118,7 +1136,7 @@ fn apply_unwinds(mut rows: Chunk, part: &PartPlan, ctx: &QueryContext) -> Result
 /// Runs `shape` into result collectors evaluating `outputs`; with `wanted`,
 /// stops once that many rows exist.
 fn collect_all(
-    shape: PipelineShape,
+    shapes: Vec<PipelineShape>,
     outputs: Vec<BoundExpr>,
     types: &[LogicalType],
     ctx: &Arc<QueryContext>,
@@ -1127,15 +1145,17 @@ fn collect_all(
     wanted: Option<u64>,
 ) -> Result<Vec<Chunk>> {
     let wanted = wanted.map(|w| (w, Arc::new(AtomicU64::new(0))));
-    let collected: Arc<Mutex<Vec<Chunk>>> = Arc::new(Mutex::new(Vec::new()));
+    // Per pipeline, returned in pipeline order.
+    let collected: Arc<Mutex<Vec<Vec<Chunk>>>> =
+        Arc::new(Mutex::new(vec![Vec::new(); shapes.len()]));
     let outputs = Arc::new(outputs);
     let types = types.to_vec();
     let sink_ctx = Arc::clone(ctx);
     let out = Arc::clone(&collected);
-    run_pipeline(
+    run_pipelines(
         sched,
         threads,
-        shape,
+        shapes,
         move || {
             let evs = outputs
                 .iter()
@@ -1149,13 +1169,13 @@ fn collect_all(
                 true,
             ))
         },
-        move |sink: Collect| {
-            out.lock().extend(sink.into_chunks());
+        move |i, sink: Collect| {
+            out.lock()[i].extend(sink.into_chunks());
             Ok(())
         },
     )?;
     let chunks = std::mem::take(&mut *collected.lock());
-    Ok(chunks)
+    Ok(chunks.into_iter().flatten().collect())
 }
 
 /// The value of a SKIP / LIMIT expression that reads no variable.
@@ -1234,42 +1254,46 @@ fn execute_part(
                 (Some(l), false) => Some(plan.skip.unwrap_or(0).saturating_add(l) as usize),
                 _ => None,
             };
-            let collected: Arc<Mutex<Vec<Chunk>>> = Arc::new(Mutex::new(Vec::new()));
+            let shapes = plan
+                .pipelines
+                .iter()
+                .map(shape)
+                .collect::<Result<Vec<_>>>()?;
+            // Per pipeline, so that the runs are in pipeline order whichever
+            // worker finishes first (ties keep that order in the merge).
+            let collected: Arc<Mutex<Vec<Vec<Chunk>>>> =
+                Arc::new(Mutex::new(vec![Vec::new(); shapes.len()]));
             let outputs = Arc::new(outputs.clone());
             let types = plan.types.clone();
             let first_key = plan.num_visible;
             let descending = Arc::new(plan.descending.clone());
-            for p in &plan.pipelines {
-                let sink_ctx = Arc::clone(ctx);
-                let out = Arc::clone(&collected);
-                let (outputs, types, descending) =
-                    (Arc::clone(&outputs), types.clone(), Arc::clone(&descending));
-                run_pipeline(
-                    sched,
-                    threads,
-                    shape(p)?,
-                    move || {
-                        let evs = outputs
-                            .iter()
-                            .map(Evaluator::new)
-                            .collect::<Result<Vec<_>>>()?;
-                        Ok(OrderBy {
-                            inner: Collect::new(Arc::clone(&sink_ctx), evs, &types, None, false),
-                            first_key,
-                            descending: Arc::clone(&descending),
-                            keep,
-                        })
-                    },
-                    // Each worker sorts its own rows; the runs are merged below.
-                    move |sink: OrderBy| {
-                        let sorted = sink.finish();
-                        out.lock().push(sorted);
-                        Ok(())
-                    },
-                )?;
-            }
+            let sink_ctx = Arc::clone(ctx);
+            let out = Arc::clone(&collected);
+            run_pipelines(
+                sched,
+                threads,
+                shapes,
+                move || {
+                    let evs = outputs
+                        .iter()
+                        .map(Evaluator::new)
+                        .collect::<Result<Vec<_>>>()?;
+                    Ok(OrderBy {
+                        inner: Collect::new(Arc::clone(&sink_ctx), evs, &types, None, false),
+                        first_key,
+                        descending: Arc::clone(&descending),
+                        keep,
+                    })
+                },
+                // Each worker sorts its own rows; the runs are merged below.
+                move |i, sink: OrderBy| {
+                    let sorted = sink.finish();
+                    out.lock()[i].push(sorted);
+                    Ok(())
+                },
+            )?;
             let chunks = std::mem::take(&mut *collected.lock());
-            chunks
+            chunks.into_iter().flatten().collect()
         }
         Sink::Collect { outputs } => {
             // Without DISTINCT, enough rows anywhere satisfies SKIP + LIMIT.
@@ -1277,26 +1301,45 @@ fn execute_part(
                 (Some(l), false) => Some(plan.skip.unwrap_or(0).saturating_add(l)),
                 _ => None,
             };
-            let mut chunks = Vec::new();
-            let mut have = 0u64;
-            for p in &plan.pipelines {
-                let rest = wanted.map(|w| w.saturating_sub(have));
-                if rest == Some(0) {
-                    break;
-                }
-                let got = collect_all(
-                    shape(p)?,
+            if wanted.is_none() {
+                // Every row of every pipeline: all of them at once.
+                let shapes = plan
+                    .pipelines
+                    .iter()
+                    .map(shape)
+                    .collect::<Result<Vec<_>>>()?;
+                collect_all(
+                    shapes,
                     outputs.clone(),
                     &plan.types,
                     ctx,
                     sched,
                     threads,
-                    rest,
-                )?;
-                have += got.iter().map(|c| c.num_rows as u64).sum::<u64>();
-                chunks.extend(got);
+                    None,
+                )?
+            } else {
+                // One pipeline after another, until SKIP + LIMIT rows are in.
+                let mut chunks = Vec::new();
+                let mut have = 0u64;
+                for p in &plan.pipelines {
+                    let rest = wanted.map(|w| w.saturating_sub(have));
+                    if rest == Some(0) {
+                        break;
+                    }
+                    let got = collect_all(
+                        vec![shape(p)?],
+                        outputs.clone(),
+                        &plan.types,
+                        ctx,
+                        sched,
+                        threads,
+                        rest,
+                    )?;
+                    have += got.iter().map(|c| c.num_rows as u64).sum::<u64>();
+                    chunks.extend(got);
+                }
+                chunks
             }
-            chunks
         }
         Sink::Aggregate { keys, aggregates } => {
             let defs = Arc::new(
@@ -1306,7 +1349,15 @@ fn execute_part(
                     .collect::<Result<Vec<_>>>()?,
             );
             let key_exprs = Arc::new(keys.iter().map(|(e, _)| e.clone()).collect::<Vec<_>>());
-            let merged: Arc<Mutex<Option<HashAggregate>>> = Arc::new(Mutex::new(None));
+            let shapes = plan
+                .pipelines
+                .iter()
+                .map(shape)
+                .collect::<Result<Vec<_>>>()?;
+            // Per pipeline, merged in pipeline order below (so `collect()`
+            // lists come out in that order whichever worker finishes first).
+            let merged: Arc<Mutex<Vec<Option<HashAggregate>>>> =
+                Arc::new(Mutex::new((0..shapes.len()).map(|_| None).collect()));
             let make_sink = {
                 let (sink_ctx, sink_defs, key_exprs) =
                     (Arc::clone(ctx), Arc::clone(&defs), Arc::clone(&key_exprs));
@@ -1318,26 +1369,31 @@ fn execute_part(
                     HashAggregate::new(Arc::clone(&sink_ctx), evs, Arc::clone(&sink_defs))
                 })
             };
-            for p in &plan.pipelines {
-                let out = Arc::clone(&merged);
-                let make = Arc::clone(&make_sink);
-                run_pipeline(
-                    sched,
-                    threads,
-                    shape(p)?,
-                    move || make(),
-                    move |sink: HashAggregate| {
-                        let mut slot = out.lock();
-                        match slot.as_mut() {
-                            Some(m) => m.merge(sink)?,
-                            None => *slot = Some(sink),
-                        }
-                        Ok(())
-                    },
-                )?;
-            }
+            let out = Arc::clone(&merged);
+            let make = Arc::clone(&make_sink);
+            run_pipelines(
+                sched,
+                threads,
+                shapes,
+                move || make(),
+                move |i, sink: HashAggregate| {
+                    let mut slots = out.lock();
+                    match slots[i].as_mut() {
+                        Some(m) => m.merge(sink)?,
+                        None => slots[i] = Some(sink),
+                    }
+                    Ok(())
+                },
+            )?;
             // No pipeline (a pattern that cannot match): the empty state.
-            let agg = match merged.lock().take() {
+            let mut agg: Option<HashAggregate> = None;
+            for sink in std::mem::take(&mut *merged.lock()).into_iter().flatten() {
+                match agg.as_mut() {
+                    Some(m) => m.merge(sink)?,
+                    None => agg = Some(sink),
+                }
+            }
+            let agg = match agg {
                 Some(agg) => agg,
                 None => make_sink()?,
             };

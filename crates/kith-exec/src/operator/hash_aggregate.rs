@@ -2,7 +2,9 @@
 //! input counted with multiplicities, never flattened for count/sum), then the
 //! tables are merged once at the end.
 
-use std::collections::HashMap;
+// foldhash (hashbrown's default) instead of SipHash: a group key is hashed per
+// input tuple.
+use hashbrown::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
