@@ -1145,14 +1145,10 @@ fn collect_all(
     wanted: Option<u64>,
 ) -> Result<Vec<Chunk>> {
     let wanted = wanted.map(|w| (w, Arc::new(AtomicU64::new(0))));
-    // Per pipeline, returned in pipeline order.
-    let collected: Arc<Mutex<Vec<Vec<Chunk>>>> =
-        Arc::new(Mutex::new(vec![Vec::new(); shapes.len()]));
     let outputs = Arc::new(outputs);
     let types = types.to_vec();
     let sink_ctx = Arc::clone(ctx);
-    let out = Arc::clone(&collected);
-    run_pipelines(
+    gather_pipelines(
         sched,
         threads,
         shapes,
@@ -1169,11 +1165,32 @@ fn collect_all(
                 true,
             ))
         },
-        move |i, sink: Collect| {
-            out.lock()[i].extend(sink.into_chunks());
-            Ok(())
-        },
-    )?;
+        Collect::into_chunks,
+    )
+}
+
+/// Runs `shapes` (see [`run_pipelines`]) and returns the chunks `finish`
+/// makes of each finished sink, in pipeline order.
+fn gather_pipelines<S, F, G>(
+    sched: &Scheduler,
+    threads: usize,
+    shapes: Vec<PipelineShape>,
+    make_sink: F,
+    finish: G,
+) -> Result<Vec<Chunk>>
+where
+    S: LocalSink + 'static,
+    F: Fn() -> Result<S> + Send + Sync + 'static,
+    G: Fn(S) -> Vec<Chunk> + Send + Sync + 'static,
+{
+    let collected: Arc<Mutex<Vec<Vec<Chunk>>>> =
+        Arc::new(Mutex::new(vec![Vec::new(); shapes.len()]));
+    let out = Arc::clone(&collected);
+    run_pipelines(sched, threads, shapes, make_sink, move |i, sink| {
+        let chunks = finish(sink);
+        out.lock()[i].extend(chunks);
+        Ok(())
+    })?;
     let chunks = std::mem::take(&mut *collected.lock());
     Ok(chunks.into_iter().flatten().collect())
 }
@@ -1259,17 +1276,14 @@ fn execute_part(
                 .iter()
                 .map(shape)
                 .collect::<Result<Vec<_>>>()?;
-            // Per pipeline, so that the runs are in pipeline order whichever
-            // worker finishes first (ties keep that order in the merge).
-            let collected: Arc<Mutex<Vec<Vec<Chunk>>>> =
-                Arc::new(Mutex::new(vec![Vec::new(); shapes.len()]));
             let outputs = Arc::new(outputs.clone());
             let types = plan.types.clone();
             let first_key = plan.num_visible;
             let descending = Arc::new(plan.descending.clone());
             let sink_ctx = Arc::clone(ctx);
-            let out = Arc::clone(&collected);
-            run_pipelines(
+            // Runs in pipeline order whichever worker finishes first (ties
+            // keep that order in the merge).
+            gather_pipelines(
                 sched,
                 threads,
                 shapes,
@@ -1286,14 +1300,8 @@ fn execute_part(
                     })
                 },
                 // Each worker sorts its own rows; the runs are merged below.
-                move |i, sink: OrderBy| {
-                    let sorted = sink.finish();
-                    out.lock()[i].push(sorted);
-                    Ok(())
-                },
-            )?;
-            let chunks = std::mem::take(&mut *collected.lock());
-            chunks.into_iter().flatten().collect()
+                |sink: OrderBy| vec![sink.finish()],
+            )?
         }
         Sink::Collect { outputs } => {
             // Without DISTINCT, enough rows anywhere satisfies SKIP + LIMIT.

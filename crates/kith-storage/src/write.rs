@@ -1014,10 +1014,10 @@ impl WriteTxn<'_> {
         for (k, &o) in keys.into_iter().zip(&offsets) {
             data.pk_delta.insert(k, o);
         }
-        let column_ids = data.column_ids.clone();
+        let column_ids = (!reused.is_empty()).then(|| data.column_ids.clone());
         self.tables.insert(table, Arc::new(TableData::Node(data)));
         let r = reused.len();
-        for (c, property) in column_ids.into_iter().enumerate() {
+        for (c, property) in column_ids.into_iter().flatten().enumerate() {
             // Every column, NULLs too: an ADD COLUMN default may have
             // filled the cleared row.
             let sets = self.local.node_sets.entry((table, property)).or_default();
@@ -1117,6 +1117,9 @@ impl WriteTxn<'_> {
         property: PropertyId,
         sets: &BTreeMap<u64, Value>,
     ) -> Result<()> {
+        if sets.is_empty() {
+            return Ok(());
+        }
         // A table dropped since the SET takes its SETs with it.
         let Some(TableData::Node(data)) = self.tables.get(&table).map(|t| &**t) else {
             return Ok(());

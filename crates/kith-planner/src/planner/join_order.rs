@@ -180,14 +180,7 @@ impl Estimates {
                         || (r.right == y && bound & bit(r.left) != 0))
             })
             .collect();
-        let from = |i: usize| {
-            let r = &g.rels[i];
-            if r.left == y {
-                r.right
-            } else {
-                r.left
-            }
-        };
+        let from = |i: usize| other_end(g, i, y);
         let best = rels.iter().copied().min_by(|&a, &b| {
             self.degree(g, a, from(a))
                 .total_cmp(&self.degree(g, b, from(b)))
@@ -202,14 +195,7 @@ impl Estimates {
 
     /// (cost, rows) of binding `y` after `bound` (holding `rows` tuples).
     fn step(&self, g: &QueryGraph, bound: u64, rows: f64, y: usize, join: &Join) -> (f64, f64) {
-        let from = |i: usize| {
-            let r = &g.rels[i];
-            if r.left == y {
-                r.right
-            } else {
-                r.left
-            }
-        };
+        let from = |i: usize| other_end(g, i, y);
         // Each rel but the one extended keeps the tuples whose far end is
         // `y`: degree / rows of y's table.
         let closing = |i: usize| (self.degree(g, i, from(i)) / self.node_rows[y]).min(1.0);
@@ -376,6 +362,16 @@ impl Estimates {
         best.into_values()
             .filter(|o| o.order.len() == most)
             .reduce(|a, b| if better(&b, &a) { b } else { a })
+    }
+}
+
+/// The end of rel `ri` that is not node `y`.
+fn other_end(g: &QueryGraph, ri: usize, y: usize) -> usize {
+    let r = &g.rels[ri];
+    if r.left == y {
+        r.right
+    } else {
+        r.left
     }
 }
 
