@@ -202,6 +202,8 @@ struct FusedExtend {
 
 enum BuiltSource {
     Single(Arc<AtomicBool>),
+    /// One tuple standing for this many (see `count_whole_rel_table`).
+    Counted(Arc<AtomicBool>, u64),
     Scan {
         table: TableId,
         data: Arc<NodeTableData>,
@@ -223,7 +225,7 @@ impl BuiltSource {
     /// The number of morsels the source hands out.
     fn morsels(&self) -> usize {
         match self {
-            BuiltSource::Single(_) => 1,
+            BuiltSource::Single(_) | BuiltSource::Counted(..) => 1,
             BuiltSource::Scan { morsels, .. } | BuiltSource::Rows { morsels, .. } => {
                 morsels.count() as usize
             }
@@ -562,6 +564,8 @@ impl PipelineShape {
         if let Some(reads) = sink_reads {
             fuse_counted_pair(&mut steps, &mut stats, reads, &b.layout, ctx);
         }
+        let mut source = source;
+        count_whole_rel_table(&mut source, &mut steps, &mut stats, ctx);
         Ok(PipelineShape {
             ctx: Arc::clone(ctx),
             layout: Arc::new(b.layout.clone()),
@@ -578,6 +582,11 @@ impl PipelineShape {
         let mut op: Box<dyn Operator> = match &self.source {
             BuiltSource::Single(taken) => Box::new(SingleTuple {
                 taken: Arc::clone(taken),
+                multiplicity: 1,
+            }),
+            BuiltSource::Counted(taken, count) => Box::new(SingleTuple {
+                taken: Arc::clone(taken),
+                multiplicity: *count,
             }),
             BuiltSource::Scan {
                 table,
@@ -833,6 +842,56 @@ fn fuse_counted_pair(
         (ctx.profile.as_ref(), first, stats.get_mut(n - 1))
     {
         *b = profile.fuse(&a, b);
+    }
+}
+
+/// `MATCH (a:A)-[:R]->(b:B) RETURN count(*)`: a counting extend straight
+/// over a scan of every node of one end sums the degree of every node, which
+/// is the rel table's number of live rels (a rel table has one table at each
+/// end; deleted nodes have no live rels). The pipeline becomes one tuple
+/// standing for that many: no scan and no CSR read. PROFILE shows
+/// `CountRels`.
+fn count_whole_rel_table(
+    source: &mut BuiltSource,
+    steps: &mut Vec<Built>,
+    stats: &mut Vec<Option<(Arc<OpStats>, usize)>>,
+    ctx: &QueryContext,
+) {
+    let (
+        BuiltSource::Scan { id, columns, .. },
+        [Built::Extend {
+            data,
+            from,
+            exclude,
+            properties,
+            collapse: true,
+            pair: None,
+            ..
+        }],
+    ) = (&*source, &steps[..])
+    else {
+        return;
+    };
+    if from != id || !columns.is_empty() || !exclude.is_empty() || !properties.is_empty() {
+        return;
+    }
+    let count = data.num_rels;
+    *source = BuiltSource::Counted(Arc::new(AtomicBool::new(false)), count);
+    steps.clear();
+    // stats[0] is the scan's, stats[1] the extend's.
+    if let (Some(profile), Some(Some((scan, _))), Some(Some((extend, chunk)))) = (
+        ctx.profile.as_ref(),
+        stats.first().cloned(),
+        stats.get(1).cloned(),
+    ) {
+        let label = format!(
+            "CountRels ({count} rels, from the table's size) × {}",
+            extend.label
+        );
+        let fused = profile.replace(&scan, &extend, label);
+        *stats = vec![Some((fused, chunk))];
+    } else {
+        stats.truncate(1);
     }
 }
 

@@ -52,9 +52,20 @@ impl Profile {
     /// Two operators of a pipeline merged into one (`first` pulled from
     /// `second`'s place): one line labelled with both.
     pub fn fuse(&self, first: &Arc<OpStats>, second: &Arc<OpStats>) -> Arc<OpStats> {
+        let label = format!("{} × {}", first.label, second.label);
+        self.replace(first, second, label)
+    }
+
+    /// [`Profile::fuse`] with a label of its own (what replaced the two).
+    pub fn replace(
+        &self,
+        first: &Arc<OpStats>,
+        second: &Arc<OpStats>,
+        label: String,
+    ) -> Arc<OpStats> {
         let fused = Arc::new(OpStats {
             pipeline: second.pipeline,
-            label: format!("{} × {}", first.label, second.label),
+            label,
             tuples: AtomicU64::new(0),
             nanos: AtomicU64::new(0),
         });
