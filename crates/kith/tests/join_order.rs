@@ -108,3 +108,32 @@ fn explain_estimates_use_the_table_sizes() {
     let p = explain(&conn, "MATCH (a:U)-[:F]->(b:U) RETURN count(*)");
     assert!(p.contains("20000 out"), "{p}");
 }
+
+/// Patterns beyond the dynamic program's size (here 70 nodes) are ordered
+/// greedily and still answer.
+#[test]
+fn very_long_patterns_are_planned() {
+    let db = Database::open(":memory:", Config::default()).unwrap();
+    let conn = Connection::new(&db);
+    conn.query("CREATE NODE TABLE N(id INT64, PRIMARY KEY(id))")
+        .unwrap();
+    conn.query("CREATE REL TABLE E(FROM N TO N)").unwrap();
+    conn.query("UNWIND range(0, 9) AS i CREATE (:N {id: i})")
+        .unwrap();
+    conn.query("MATCH (a:N), (b:N) WHERE b.id = a.id + 1 CREATE (a)-[:E]->(b)")
+        .unwrap();
+    // A chain of 69 rels over a path of 10 nodes matches nothing; a chain of
+    // 9 matches once, and 14 nodes is the most the program orders.
+    let chain = |rels: usize| {
+        let mut q = String::from("MATCH (n0:N)");
+        for i in 1..=rels {
+            q.push_str(&format!("-[:E]->(n{i}:N)"));
+        }
+        q + " RETURN count(*)"
+    };
+    assert_eq!(count(&conn, &chain(69)), 0);
+    assert_eq!(count(&conn, &chain(9)), 1);
+    assert_eq!(count(&conn, &chain(13)), 0);
+    assert!(explain(&conn, &chain(13)).contains("join order"));
+    assert!(!explain(&conn, &chain(69)).contains("join order"));
+}

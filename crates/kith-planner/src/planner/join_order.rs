@@ -375,8 +375,13 @@ fn other_end(g: &QueryGraph, ri: usize, y: usize) -> usize {
     }
 }
 
+/// Node `i` as a bit set: none for `i` of 64 and beyond (patterns that
+/// large are ordered greedily; see `best_order`).
 pub fn bit(i: usize) -> u64 {
-    1u64 << i
+    u32::try_from(i)
+        .ok()
+        .and_then(|i| 1u64.checked_shl(i))
+        .unwrap_or(0)
 }
 
 /// The members of a bit set, ascending.
