@@ -33,8 +33,10 @@ use crate::operator::order_by::{sort_chunk, OrderBy};
 use crate::operator::recursive_join::{recursive_join, RecursiveSettings};
 use crate::operator::scan_counted_rows::ScanCountedRows;
 use crate::operator::scan_node::ScanNodes;
+use crate::operator::scan_properties::read_by_id;
 use crate::operator::scan_properties::ScanProperties;
 use crate::operator::scan_rows::ScanRows;
+use crate::operator::semi_mask::{SemiMask, SemiMaskFilter};
 use crate::operator::single::SingleTuple;
 use crate::operator::{LocalSink, Operator, Pos, QueryContext};
 use crate::profile::{OpStats, Profiled};
@@ -188,6 +190,11 @@ enum Built {
     },
     /// Properties the previous operator's table lacks.
     FillNulls(Vec<Pos>),
+    SemiMask {
+        node: Pos,
+        mask: Arc<SemiMask>,
+        num_nodes: u64,
+    },
 }
 
 /// The first of two counting extends from one node, fused into the second
@@ -380,6 +387,22 @@ impl PipelineShape {
                     }
                 }
                 Step::Filter(e) => Built::Filter(e.clone()),
+                Step::SemiMask {
+                    node,
+                    table,
+                    predicate,
+                } => {
+                    let num_nodes = node_data(ctx, *table)?.num_rows;
+                    let node = b
+                        .layout
+                        .get(*node)
+                        .ok_or_else(|| Error::internal("semijoin mask of an unplaced node"))?;
+                    Built::SemiMask {
+                        node,
+                        mask: ctx.semi_masks.get_or_add(*table, predicate, num_nodes),
+                        num_nodes,
+                    }
+                }
                 Step::LookupNode {
                     table,
                     key,
@@ -668,6 +691,17 @@ impl PipelineShape {
                         probe,
                     ))
                 }
+                Built::SemiMask {
+                    node,
+                    mask,
+                    num_nodes,
+                } => Box::new(SemiMaskFilter::new(
+                    op,
+                    Arc::clone(ctx),
+                    *node,
+                    Arc::clone(mask),
+                    *num_nodes,
+                )),
                 Built::Filter(e) => Box::new(Filter {
                     child: op,
                     predicate: Evaluator::new(e)?,
@@ -1046,6 +1080,7 @@ pub fn execute_query_from(
             profile: ctx.profile.clone(),
             subqueries: Arc::clone(&ctx.subqueries),
             memory: Arc::clone(&ctx.memory),
+            semi_masks: Arc::default(),
         });
         let chunks = execute_part(part, rows, &part_ctx, sched, threads)?;
         part_ctx.cancel.check()?;
@@ -1080,6 +1115,7 @@ fn run_subqueries(
         profile: ctx.profile.clone(),
         subqueries: Arc::new(tables),
         memory: Arc::clone(&ctx.memory),
+        semi_masks: Arc::clone(&ctx.semi_masks),
     }))
 }
 
@@ -1294,7 +1330,9 @@ fn execute_part(
     // The slots an aggregating sink reads (its keys and arguments): a last
     // extend whose tuples it does not read may only count.
     let sink_reads: Option<HashSet<SlotId>> = match &plan.sink {
-        Sink::Aggregate { keys, aggregates } => {
+        Sink::Aggregate {
+            keys, aggregates, ..
+        } => {
             let mut v = Vec::new();
             for (k, _) in keys {
                 k.slots(&mut v);
@@ -1408,7 +1446,11 @@ fn execute_part(
                 chunks
             }
         }
-        Sink::Aggregate { keys, aggregates } => {
+        Sink::Aggregate {
+            keys,
+            aggregates,
+            dependent,
+        } => {
             let defs = Arc::new(
                 aggregates
                     .iter()
@@ -1466,14 +1508,38 @@ fn execute_part(
             };
             let key_types: Vec<LogicalType> = keys.iter().map(|(e, _)| e.ty.clone()).collect();
             let agg_types: Vec<LogicalType> = aggregates.iter().map(|a| a.ty.clone()).collect();
-            let groups = agg.finish(&key_types, &agg_types);
-            // Evaluate the outputs over (keys, aggregates).
+            let mut groups = agg.finish(&key_types, &agg_types);
+            // Evaluate the outputs over (keys, aggregates, dependent keys).
             let mut layout = SlotLayout::default();
             for (i, (_, slot)) in keys.iter().enumerate() {
                 layout.positions.insert(*slot, (0, i));
             }
             for (i, a) in aggregates.iter().enumerate() {
                 layout.positions.insert(a.slot, (0, keys.len() + i));
+            }
+            for d in dependent {
+                let column = match d.property.property {
+                    Some(p) => {
+                        let data = node_data(ctx, d.table)?;
+                        let ids = groups
+                            .columns
+                            .get(d.node_key)
+                            .cloned()
+                            .ok_or_else(|| Error::internal("dependent key without its node"))?;
+                        match data.column_of(p) {
+                            Some(c) => read_by_id(ctx, &data, &[(c, d.property.ty.clone())], ids)?
+                                .pop()
+                                .ok_or_else(|| Error::internal("dependent key not read"))?,
+                            None => null_vector(&d.property.ty, groups.num_rows),
+                        }
+                    }
+                    // The table lacks the property: NULL in every group.
+                    None => null_vector(&d.property.ty, groups.num_rows),
+                };
+                layout
+                    .positions
+                    .insert(d.property.slot, (0, groups.columns.len()));
+                groups.columns.push(column);
             }
             vec![project_rows(
                 groups,
@@ -1485,6 +1551,13 @@ fn execute_part(
         }
     };
     Ok(finish_rows(rows, plan, input.as_deref()))
+}
+
+/// `n` NULLs of type `ty`.
+fn null_vector(ty: &LogicalType, n: usize) -> ValueVector {
+    let mut v = ValueVector::new(ty.clone(), n);
+    (0..n).for_each(|p| v.set_null(p, true));
+    v
 }
 
 /// Evaluates `outputs` over the rows of `input` (one unflat chunk).

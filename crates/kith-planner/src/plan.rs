@@ -105,6 +105,18 @@ pub enum Step {
         /// table), by that rel's id slot.
         exclude: Vec<(usize, SlotId)>,
     },
+    /// A semijoin mask passed sideways: `predicate` reads only properties of
+    /// node `node` (of table `table`), which an extend or intersection just
+    /// bound. Once enough tuples have reached the step to pay for it, the
+    /// predicate is evaluated over the whole table into a node mask (a scan
+    /// of its columns) and tuples whose node is not in it are dropped here,
+    /// before their properties are gathered one by one. The predicate stays
+    /// a filter downstream, so the mask only saves work.
+    SemiMask {
+        node: SlotId,
+        table: TableId,
+        predicate: crate::bound::PropertyPredicate,
+    },
     /// Reads properties of already-bound nodes by id.
     ScanProperties {
         node: SlotId,
@@ -147,6 +159,7 @@ impl Step {
                     .collect();
                 format!("Intersect [{}] -> {}", lists.join(", "), table(*to_table))
             }
+            Step::SemiMask { table: t, .. } => format!("SemiMask {}", table(*t)),
             Step::ScanProperties { table: t, .. } => format!("ScanProperties {}", table(*t)),
             Step::LookupNode { table: t, .. } => format!("LookupNode {}", table(*t)),
             Step::CrossProduct { key: None, .. } => "CrossProduct".to_string(),
@@ -173,7 +186,21 @@ pub enum Sink {
     Aggregate {
         keys: Vec<(BoundExpr, SlotId)>,
         aggregates: Vec<BoundAggregate>,
+        /// Keys that depend on another key: properties of a node whose
+        /// primary key (or id) is grouped on. The node's id is a key in
+        /// their place and they are read once per group, by that id, after
+        /// the aggregation (not gathered for every tuple nor hashed).
+        dependent: Vec<DependentKey>,
     },
+}
+
+/// A group key read after aggregation: property `property` of the node
+/// whose id is key `node_key` of the aggregation, into slot `slot`.
+#[derive(Debug, Clone)]
+pub struct DependentKey {
+    pub node_key: usize,
+    pub table: TableId,
+    pub property: PropertyRead,
 }
 
 /// A pipeline without a sink: one of a part's pipelines, or the build
@@ -421,10 +448,18 @@ impl PartPlan {
             Sink::Collect { outputs } => {
                 lines.push(format!("Projection ({} columns)", outputs.len()))
             }
-            Sink::Aggregate { keys, aggregates } => {
+            Sink::Aggregate {
+                keys,
+                aggregates,
+                dependent,
+            } => {
                 let names: Vec<&str> = aggregates.iter().map(|a| a.function.as_str()).collect();
+                let late = match dependent.len() {
+                    0 => String::new(),
+                    n => format!(" ({n} dependent keys read per group)"),
+                };
                 lines.push(format!(
-                    "HashAggregate keys={} aggregates=[{}]",
+                    "HashAggregate keys={} aggregates=[{}]{late}",
                     keys.len(),
                     names.join(", ")
                 ));
@@ -481,6 +516,15 @@ impl SubPlan {
                     props(properties)
                 ),
                 Step::Intersect { .. } => step.describe(catalog),
+                Step::SemiMask {
+                    table: t,
+                    predicate,
+                    ..
+                } => format!(
+                    "SemiMask {} (sideways from a predicate on {} of its properties)",
+                    table(*t),
+                    predicate.properties.len()
+                ),
                 Step::ScanProperties {
                     table: t,
                     properties,

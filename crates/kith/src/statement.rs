@@ -772,6 +772,7 @@ fn run_plan(
         memory: Arc::new(kith_exec::memory::QueryMemory::new(Arc::clone(
             conn.db.storage.pager(),
         ))),
+        semi_masks: Arc::default(),
     });
     let chunks = kith_exec::pipeline::execute_query_from(
         plan,

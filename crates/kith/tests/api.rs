@@ -510,14 +510,15 @@ fn filtered_properties_are_scanned_before_the_rest() {
     let at = |p: &str| lines.iter().position(|l| l.starts_with(p));
     let extend = at("Extend Knows").unwrap_or_else(|| panic!("{text}"));
     // The plan prints top-down: rest of the properties, filter, filtered
-    // property, extend.
+    // property, the semijoin mask of the filter's predicate, extend.
+    assert!(lines[extend - 1].starts_with("SemiMask Person"), "{text}");
     assert!(
-        lines[extend - 1].starts_with("ScanProperties Person [1 properties]"),
+        lines[extend - 2].starts_with("ScanProperties Person [1 properties]"),
         "{text}"
     );
-    assert!(lines[extend - 2].starts_with("Filter"), "{text}");
+    assert!(lines[extend - 3].starts_with("Filter"), "{text}");
     assert!(
-        lines[extend - 3].starts_with("ScanProperties Person [1 properties]"),
+        lines[extend - 4].starts_with("ScanProperties Person [1 properties]"),
         "{text}"
     );
     let rows: Vec<Vec<Value>> = conn.query(q).unwrap().rows().collect();

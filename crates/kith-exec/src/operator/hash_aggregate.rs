@@ -41,6 +41,7 @@ fn hash_value<H: Hasher>(v: &Value, h: &mut H) {
         Value::String(s) => s.hash(h),
         // Equal entities have equal ids (see `Value::total_cmp`).
         Value::Node(n) => n.id.0.hash(h),
+        Value::InternalId(id) => id.0.hash(h),
         Value::Rel(r) => r.id.0.hash(h),
         Value::Double(_) | Value::Float(_) => {
             let f = v.as_f64().unwrap_or(0.0);

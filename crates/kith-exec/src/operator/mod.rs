@@ -14,11 +14,13 @@ pub mod intersect;
 pub mod lookup_node;
 pub mod order_by;
 pub mod path_values;
+pub mod property_mask;
 pub mod recursive_join;
 pub mod scan_counted_rows;
 pub mod scan_node;
 pub mod scan_properties;
 pub mod scan_rows;
+pub mod semi_mask;
 pub mod single;
 
 use std::collections::HashMap;
@@ -44,6 +46,8 @@ pub struct QueryContext {
     pub subqueries: Arc<Vec<SubqueryTable>>,
     /// The memory the statement's intermediate results hold.
     pub memory: Arc<crate::memory::QueryMemory>,
+    /// The semijoin masks of the query part (shared by its pipelines).
+    pub semi_masks: Arc<semi_mask::SemiMasks>,
 }
 
 /// A pull operator: fills `rs` with its next batch of tuples.

@@ -3,12 +3,12 @@
 
 use std::sync::Arc;
 
-use kith_common::constants::NODE_GROUP_SIZE;
-use kith_common::{Error, Result, VectorData};
+use kith_common::constants::{NODE_GROUP_SIZE, VECTOR_CAPACITY};
+use kith_common::{Error, LogicalType, Result, ValueVector, VectorData};
 use kith_storage::{NodeTableData, PinnedColumn};
 
 use super::{Operator, Pos, QueryContext};
-use crate::result_set::ResultSet;
+use crate::result_set::{DataChunk, ResultSet};
 
 pub struct ScanProperties {
     pub child: Box<dyn Operator>,
@@ -209,4 +209,76 @@ impl Operator for ScanProperties {
         }
         Ok(true)
     }
+}
+
+/// Hands out the node ids of one vector a batch at a time (the source of
+/// [`read_by_id`]'s property scan).
+struct IdBatches {
+    ids: ValueVector,
+    at: usize,
+}
+
+impl Operator for IdBatches {
+    fn next(&mut self, rs: &mut ResultSet) -> Result<bool> {
+        let n = (self.ids.len() - self.at).min(VECTOR_CAPACITY);
+        if n == 0 {
+            return Ok(false);
+        }
+        let out = &mut rs.chunks[0].vectors[0];
+        out.reset(n);
+        for i in 0..n {
+            out.copy_from(i, &self.ids, self.at + i);
+        }
+        rs.chunks[0].state.reset(n);
+        self.at += n;
+        Ok(true)
+    }
+}
+
+/// Properties of the nodes of `ids` (of `data`'s table; a NULL id reads
+/// NULL), one vector per `(storage column, type)` with a value per id: the
+/// group keys read once per group after an aggregation.
+pub fn read_by_id(
+    ctx: &Arc<QueryContext>,
+    data: &Arc<NodeTableData>,
+    columns: &[(usize, LogicalType)],
+    ids: ValueVector,
+) -> Result<Vec<ValueVector>> {
+    let mut out: Vec<ValueVector> = columns
+        .iter()
+        .map(|(_, ty)| ValueVector::new(ty.clone(), 0))
+        .collect();
+    let mut vectors = vec![ValueVector::new(LogicalType::InternalId, VECTOR_CAPACITY)];
+    vectors.extend(
+        columns
+            .iter()
+            .map(|(_, ty)| ValueVector::new(ty.clone(), VECTOR_CAPACITY)),
+    );
+    let mut rs = ResultSet {
+        chunks: vec![DataChunk {
+            vectors,
+            state: Default::default(),
+        }],
+        multiplicity: 1,
+    };
+    let mut scan = ScanProperties::new(
+        Box::new(IdBatches { ids, at: 0 }),
+        Arc::clone(ctx),
+        Arc::clone(data),
+        (0, 0),
+        columns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.0, i + 1))
+            .collect(),
+    );
+    while scan.next(&mut rs)? {
+        let chunk = &rs.chunks[0];
+        for (o, v) in out.iter_mut().zip(&chunk.vectors[1..]) {
+            for p in 0..chunk.state.len {
+                o.push_value(&v.get_value(p));
+            }
+        }
+    }
+    Ok(out)
 }

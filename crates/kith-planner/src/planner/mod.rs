@@ -22,8 +22,8 @@ use kith_parser::ast::Direction;
 use crate::bound::{BoundPart, BoundQuery, QueryGraph};
 use crate::expr::{BoundExpr, SlotId};
 use crate::plan::{
-    ExtendDirection, IntersectRel, PartPlan, PropertyRead, QueryPlan, RecursiveJoin, Sink, Source,
-    Step, SubPlan, SubqueryPlan,
+    DependentKey, ExtendDirection, IntersectRel, PartPlan, PropertyRead, QueryPlan, RecursiveJoin,
+    Sink, Source, Step, SubPlan, SubqueryPlan,
 };
 
 mod join_order;
@@ -342,12 +342,13 @@ fn check_explicit_pattern(g: &QueryGraph, catalog: &Catalog) -> Result<()> {
 }
 
 fn plan_part(
-    q: BoundPart,
+    mut q: BoundPart,
     from_rows: bool,
     catalog: &Catalog,
     cardinality: &dyn Fn(TableId) -> u64,
 ) -> Result<PartPlan> {
     let from_rows = from_rows || !q.unwinds.is_empty();
+    let dependent = dependent_keys(&mut q, catalog)?;
     // Slots something downstream reads.
     let mut used: HashSet<SlotId> = HashSet::new();
     let mut collect = |e: &BoundExpr| {
@@ -419,6 +420,7 @@ fn plan_part(
             Sink::Aggregate {
                 keys: q.group_keys,
                 aggregates: q.aggregates,
+                dependent,
             },
             outputs,
         )
@@ -443,6 +445,105 @@ fn plan_part(
         limit_expr: q.limit_expr,
         optional: q.optional,
     })
+}
+
+/// Group keys that are properties of a node whose primary key is also a
+/// key (`RETURN f.id, f.name, count(*)`): one node per group, so grouping
+/// on the node's id is the same grouping. Those keys leave `q.group_keys`
+/// (the node's id takes their place) and become [`DependentKey`]s, and a
+/// property nothing else reads is no longer read by the pipelines: it is
+/// read once per group instead of once per tuple, and never hashed.
+fn dependent_keys(q: &mut BoundPart, catalog: &Catalog) -> Result<Vec<DependentKey>> {
+    use crate::expr::BoundExprKind;
+    let mut dependent = Vec::new();
+    if q.aggregates.is_empty() || q.optional.is_some() {
+        return Ok(dependent);
+    }
+    let key_slot = |e: &BoundExpr| match e.kind {
+        BoundExprKind::Slot(s) => Some(s),
+        _ => None,
+    };
+    for n in 0..q.graph.nodes.len() {
+        let node = &q.graph.nodes[n];
+        let [table] = node.tables[..] else {
+            continue;
+        };
+        let Some(pk) = catalog.table(table).and_then(|t| t.primary_key()) else {
+            continue;
+        };
+        let Some(pk_slot) = node.properties.iter().find(|p| p.0 == pk.name).map(|p| p.1) else {
+            continue;
+        };
+        let id_slot = node.id_slot;
+        let keyed = q
+            .group_keys
+            .iter()
+            .any(|(e, _)| key_slot(e) == Some(pk_slot));
+        let id_taken = q
+            .group_keys
+            .iter()
+            .any(|(e, out)| *out == id_slot || key_slot(e) == Some(id_slot));
+        if !keyed || id_taken {
+            continue;
+        }
+        let props: Vec<(String, SlotId, LogicalType)> = node.properties.clone();
+        let prop_of =
+            |e: &BoundExpr| key_slot(e).and_then(|s| props.iter().find(|p| p.1 == s).cloned());
+        let span = kith_common::Span::new(0, 0);
+        let mut kept = Vec::with_capacity(q.group_keys.len());
+        let mut late = Vec::new();
+        for (e, out) in std::mem::take(&mut q.group_keys) {
+            match prop_of(&e) {
+                Some(p) => late.push((p, out)),
+                None => kept.push((e, out)),
+            }
+        }
+        kept.push((
+            BoundExpr::slot(id_slot, LogicalType::InternalId, span),
+            id_slot,
+        ));
+        q.group_keys = kept;
+        for ((name, _, ty), out) in late {
+            let read = reads(catalog, table, &[(name, out, ty)])?;
+            // `node_key` holds the id slot until every key is placed.
+            dependent.extend(read.into_iter().map(|property| DependentKey {
+                node_key: id_slot.0 as usize,
+                table,
+                property,
+            }));
+        }
+    }
+    for d in &mut dependent {
+        let id_slot = SlotId(d.node_key as u32);
+        d.node_key = q
+            .group_keys
+            .iter()
+            .position(|(_, out)| *out == id_slot)
+            .ok_or_else(|| Error::internal("dependent key without its node's key"))?;
+    }
+    if dependent.is_empty() {
+        return Ok(dependent);
+    }
+    // The node properties still read before the aggregation.
+    let mut read: HashSet<SlotId> = HashSet::new();
+    let mut add = |e: &BoundExpr| {
+        let mut v = Vec::new();
+        e.slots(&mut v);
+        read.extend(v);
+    };
+    q.predicates.iter().for_each(&mut add);
+    q.group_keys.iter().for_each(|(e, _)| add(e));
+    q.aggregates
+        .iter()
+        .filter_map(|a| a.arg.as_ref())
+        .for_each(&mut add);
+    q.outputs.iter().for_each(|(_, e)| add(e));
+    q.order_by.iter().for_each(|k| add(&k.expr));
+    q.unwinds.iter().for_each(|u| add(&u.expr));
+    for node in &mut q.graph.nodes {
+        node.properties.retain(|p| read.contains(&p.1));
+    }
+    Ok(dependent)
 }
 
 /// The pipeline (source and steps) of one table choice.
@@ -1002,6 +1103,17 @@ impl ExtendCtx<'_> {
         let (catalog, node_tables) = (self.catalog, self.node_tables);
         bound[to] = true;
         let tn = &self.g.nodes[to];
+        // Conjuncts over the new node's properties alone: a mask of the
+        // nodes that pass them, built from a scan of the table when enough
+        // tuples arrive (sideways information passing); they stay filters.
+        let conjuncts: Vec<BoundExpr> = pending.iter().flatten().cloned().collect();
+        if let Some(predicate) = recursive::node_predicate(&conjuncts, tn) {
+            steps.push(Step::SemiMask {
+                node: tn.id_slot,
+                table: node_tables[to],
+                predicate,
+            });
+        }
         available.insert(tn.id_slot);
         let mut with_props = available.clone();
         with_props.extend(tn.properties.iter().map(|p| p.1));

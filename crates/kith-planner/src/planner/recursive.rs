@@ -265,7 +265,7 @@ pub(super) fn split_recursive(
         graph_b.nodes[i].imported = true;
     }
     let dst_predicate = if separate && !left_outer {
-        destination_predicate(&b_preds, &g.nodes[r.right])
+        node_predicate(&b_preds, &g.nodes[r.right])
     } else {
         None
     };
@@ -441,8 +441,9 @@ fn for_each_expr(part: &BoundPart, f: &mut dyn FnMut(&BoundExpr)) {
 
 /// The conjuncts of `preds` that read only properties of `dst` (no ids, no
 /// other variables, no subqueries, nothing random), as one predicate a
-/// destination mask can be built from.
-fn destination_predicate(
+/// node mask can be built from (a recursive join's destinations, a
+/// semijoin mask).
+pub(super) fn node_predicate(
     preds: &[BoundExpr],
     dst: &crate::bound::QueryNode,
 ) -> Option<crate::bound::PropertyPredicate> {
