@@ -1576,6 +1576,7 @@ fn project_rows(
                 len: n,
                 sel: None,
                 flat: None,
+                generation: 0,
             },
         }],
         multiplicity: 1,

@@ -19,6 +19,20 @@ pub struct ChunkState {
     /// When `Some(i)`, the chunk is flat and stands for the tuple at selected
     /// index `i` only.
     pub flat: Option<usize>,
+    /// Which content the vectors hold: 0 when untracked (every `reset`);
+    /// an extend numbers its fresh batches and keeps the number when it
+    /// hands the same batch on again (the neighbours of a node of an earlier
+    /// group, once per tuple of a later one). A consumer that saw this very
+    /// state before may keep what it computed from it.
+    pub generation: u64,
+}
+
+impl ChunkState {
+    /// Whether this state is `seen` again with a tracked content.
+    #[inline]
+    pub fn repeats(&self, seen: &ChunkState) -> bool {
+        self.generation != 0 && self == seen
+    }
 }
 
 impl ChunkState {
@@ -80,6 +94,7 @@ impl ChunkState {
         self.len = len;
         self.sel = None;
         self.flat = None;
+        self.generation = 0;
     }
 }
 

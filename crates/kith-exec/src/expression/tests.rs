@@ -45,7 +45,12 @@ fn chunk(vectors: Vec<ValueVector>, flat: Option<usize>, sel: Option<Vec<u32>>) 
     let len = vectors[0].len();
     DataChunk {
         vectors,
-        state: ChunkState { len, sel, flat },
+        state: ChunkState {
+            len,
+            sel,
+            flat,
+            generation: 0,
+        },
     }
 }
 

@@ -254,6 +254,14 @@ pub struct Extend {
     runs: Vec<(u64, u64)>,
     next_run: usize,
     scratch: Vec<u64>,
+    /// The number of the last fresh batch written (see
+    /// [`crate::result_set::ChunkState::generation`]), and the node whose whole range it held
+    /// (no rel skipped, one batch): a later tuple extending that same node
+    /// gets the batch handed on again, unchanged, without reading the CSR.
+    generation: u64,
+    whole_range_of: Option<InternalId>,
+    /// The node whose whole range the next emitted batch will hold, if so.
+    fresh_whole: Option<InternalId>,
 }
 
 impl Extend {
@@ -299,6 +307,9 @@ impl Extend {
             runs: Vec::new(),
             next_run: 0,
             scratch: vec![0; VECTOR_CAPACITY],
+            generation: 0,
+            whole_range_of: None,
+            fresh_whole: None,
         }
     }
 
@@ -410,8 +421,35 @@ impl Extend {
             column.read(self.pos, n, v, 0)?;
         }
         out.state.reset(n);
+        self.generation += 1;
+        out.state.generation = self.generation;
+        // Only the first batch after a seek of a whole range holds it.
+        self.whole_range_of = self.fresh_whole.take();
         self.pos += n as u64;
         Ok(())
+    }
+
+    /// After a seek from `from`: when the range is the one the last batch
+    /// held whole, hands that batch on again (its vectors are untouched:
+    /// only this extend writes them) and returns true.
+    fn repeat_batch(&mut self, rs: &mut ResultSet, from: InternalId) -> bool {
+        let whole = self.skips.is_empty()
+            && self.runs.is_empty()
+            && self.end - self.pos <= VECTOR_CAPACITY as u64;
+        let out = &mut rs.chunks[self.output_chunk].state;
+        if whole
+            && self.whole_range_of == Some(from)
+            && self.generation != 0
+            && out.generation == self.generation
+            && out.len as u64 == self.end - self.pos
+        {
+            out.sel = None;
+            out.flat = None;
+            self.pos = self.end;
+            return true;
+        }
+        self.fresh_whole = whole.then_some(from);
+        false
     }
 }
 
@@ -652,6 +690,10 @@ impl Operator for Extend {
             self.seek(from.offset())?;
             if !self.exclude.is_empty() {
                 self.find_excluded(rs, from)?;
+            }
+            self.fresh_whole = None;
+            if self.pos < self.end && self.repeat_batch(rs, from) {
+                return Ok(true);
             }
         }
     }

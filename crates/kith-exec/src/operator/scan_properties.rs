@@ -8,7 +8,7 @@ use kith_common::{Error, LogicalType, Result, ValueVector, VectorData};
 use kith_storage::{NodeTableData, PinnedColumn};
 
 use super::{Operator, Pos, QueryContext};
-use crate::result_set::{DataChunk, ResultSet};
+use crate::result_set::{ChunkState, DataChunk, ResultSet};
 
 pub struct ScanProperties {
     pub child: Box<dyn Operator>,
@@ -28,6 +28,9 @@ pub struct ScanProperties {
     /// Per node group: the rows to read and their positions in the output
     /// (reused across batches).
     by_group: Vec<(Vec<u64>, Vec<usize>)>,
+    /// The state of the node's group last read: the same batch handed on
+    /// again (see `ChunkState::generation`) still holds what was read.
+    last: ChunkState,
 }
 
 impl ScanProperties {
@@ -51,6 +54,7 @@ impl ScanProperties {
             rows: Vec::new(),
             at: Vec::new(),
             by_group: Vec::new(),
+            last: ChunkState::default(),
         }
     }
 
@@ -119,6 +123,10 @@ impl Operator for ScanProperties {
             return Ok(false);
         }
         let (c, v) = self.node;
+        if rs.chunks[c].state.repeats(&self.last) {
+            return Ok(true);
+        }
+        self.last.clone_from(&rs.chunks[c].state);
         let len = rs.chunks[c].state.len;
         let ScanProperties {
             ctx,
