@@ -174,6 +174,9 @@ enum Built {
         /// Fused into this counting extend: the other extend from the same
         /// node (`fuse_counted_pair`).
         pair: Option<FusedExtend>,
+        /// Output batches filled from several input tuples
+        /// (`pack_last_extend`).
+        pack: bool,
     },
     Intersect(IntersectSpec),
     ScanProperties {
@@ -195,6 +198,44 @@ enum Built {
         mask: Arc<SemiMask>,
         num_nodes: u64,
     },
+}
+
+/// Lets the last extend of an aggregating pipeline fill each output batch
+/// from several tuples of its input batch ([`Extend::pack`]) when neither the
+/// sink nor the steps after it (property reads, filters, masks) read its
+/// input group: the groups before that one are flat and fixed for the whole
+/// input batch, so every packed tuple still stands for its own match.
+fn pack_last_extend(steps: &mut [Built], reads: &HashSet<SlotId>, layout: &SlotLayout) {
+    let Some(i) = steps
+        .iter()
+        .rposition(|s| matches!(s, Built::Extend { .. }))
+    else {
+        return;
+    };
+    let (head, tail) = steps.split_at_mut(i + 1);
+    let Some(Built::Extend {
+        input_chunk,
+        collapse: false,
+        pair: None,
+        pack,
+        ..
+    }) = head.last_mut()
+    else {
+        return;
+    };
+    let input = *input_chunk;
+    let in_input = |s: &SlotId| layout.get(*s).is_some_and(|(c, _)| c == input);
+    let later_ok = tail.iter().all(|step| match step {
+        Built::ScanProperties { node, .. } | Built::SemiMask { node, .. } => node.0 != input,
+        Built::FillNulls(positions) => positions.iter().all(|p| p.0 != input),
+        Built::Filter(e) => {
+            let mut v = Vec::new();
+            e.slots(&mut v);
+            !v.iter().any(in_input)
+        }
+        _ => false,
+    });
+    *pack = later_ok && !reads.iter().any(in_input);
 }
 
 /// The first of two counting extends from one node, fused into the second
@@ -474,6 +515,7 @@ impl PipelineShape {
                         exclude,
                         collapse: false,
                         pair: None,
+                        pack: false,
                     }
                 }
                 Step::Intersect {
@@ -586,6 +628,7 @@ impl PipelineShape {
         }
         if let Some(reads) = sink_reads {
             fuse_counted_pair(&mut steps, &mut stats, reads, &b.layout, ctx);
+            pack_last_extend(&mut steps, reads, &b.layout);
         }
         let mut source = source;
         count_whole_rel_table(&mut source, &mut steps, &mut stats, ctx);
@@ -721,6 +764,7 @@ impl PipelineShape {
                     exclude,
                     collapse,
                     pair,
+                    pack,
                 } => {
                     let mut e = Extend::new(
                         op,
@@ -737,6 +781,7 @@ impl PipelineShape {
                     );
                     e.exclude = exclude.clone();
                     e.collapse = *collapse;
+                    e.pack = *pack;
                     if let Some(f) = pair {
                         e.pair = Some(PairCount {
                             pins: CsrPins::new(Arc::clone(&f.data), f.fwd, Vec::new()),

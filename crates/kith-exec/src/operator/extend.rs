@@ -235,6 +235,12 @@ pub struct Extend {
     pub pair: Option<PairCount>,
     /// The output group of the fused extend, one tuple per batch.
     pub pair_output: Option<usize>,
+    /// Nothing downstream reads the input group (nor anything but this
+    /// extend's output group): the rels of several tuples of one input batch
+    /// fill one output batch, so a low-degree expansion does not hand on a
+    /// batch of a few tuples per input tuple. The input group stays flat at
+    /// the last tuple read, so the tuple count is still the output's.
+    pub pack: bool,
     /// The multiplicity the child set, restored before pulling from it.
     base_multiplicity: u64,
     /// Positions in the current range of the rels to skip, ascending, and
@@ -295,6 +301,7 @@ impl Extend {
             collapse: false,
             pair: None,
             pair_output: None,
+            pack: false,
             base_multiplicity: 1,
             skips: Vec::new(),
             next_skip: 0,
@@ -384,21 +391,34 @@ impl Extend {
     }
 
     fn emit(&mut self, rs: &mut ResultSet) -> Result<()> {
+        let n = self.write(rs, 0, VECTOR_CAPACITY)?;
+        self.finish_batch(rs, n);
+        Ok(())
+    }
+
+    /// Writes the rels from the cursor on (up to the next skipped one, at
+    /// most `room`) at position `at` of the output vectors; returns how many.
+    fn write(&mut self, rs: &mut ResultSet, at: usize, room: usize) -> Result<usize> {
         let limit = self
             .skips
             .get(self.next_skip)
             .map_or(self.end, |&s| s.min(self.end));
-        let n = ((limit - self.pos) as usize).min(VECTOR_CAPACITY);
+        let n = ((limit - self.pos) as usize).min(room);
         let pinned = self.pins.group(self.group)?;
         let out = &mut rs.chunks[self.output_chunk];
+        // A fresh batch starts empty; a packed one grows.
+        let size = |v: &mut ValueVector| match at {
+            0 => v.reset(n),
+            _ => v.resize(at + n),
+        };
         if let Some((vector, table)) = self.to {
             pinned
                 .neighbors
                 .read_u64s(self.pos, n, &mut self.scratch[..n]);
             let v = &mut out.vectors[vector];
-            v.reset(n);
+            size(v);
             if let VectorData::Id(ids) = &mut v.data {
-                for (dst, &nbr) in ids.iter_mut().zip(&self.scratch[..n]) {
+                for (dst, &nbr) in ids[at..].iter_mut().zip(&self.scratch[..n]) {
                     *dst = InternalId::new(table, nbr);
                 }
             }
@@ -408,25 +428,100 @@ impl Extend {
                 .rel_ids
                 .read_u64s(self.pos, n, &mut self.scratch[..n]);
             let v = &mut out.vectors[vector];
-            v.reset(n);
+            size(v);
             if let VectorData::Id(ids) = &mut v.data {
-                for (dst, &rel) in ids.iter_mut().zip(&self.scratch[..n]) {
+                for (dst, &rel) in ids[at..].iter_mut().zip(&self.scratch[..n]) {
                     *dst = InternalId::new(self.rel_table, rel);
                 }
             }
         }
         for ((_, vector), column) in self.properties.iter().zip(&pinned.properties) {
             let v = &mut out.vectors[*vector];
-            v.reset(n);
-            column.read(self.pos, n, v, 0)?;
+            size(v);
+            column.read(self.pos, n, v, at)?;
         }
+        self.pos += n as u64;
+        Ok(n)
+    }
+
+    /// Marks the output group as a fresh batch of `n` tuples.
+    fn finish_batch(&mut self, rs: &mut ResultSet, n: usize) {
+        let out = &mut rs.chunks[self.output_chunk];
         out.state.reset(n);
         self.generation += 1;
         out.state.generation = self.generation;
         // Only the first batch after a seek of a whole range holds it.
         self.whole_range_of = self.fresh_whole.take();
-        self.pos += n as u64;
-        Ok(())
+    }
+
+    /// [`Extend::pack`]: fills one output batch from as many tuples of the
+    /// held input batch as fit.
+    fn next_packed(&mut self, rs: &mut ResultSet) -> Result<bool> {
+        let mut filled = 0;
+        loop {
+            if self.pos < self.end && self.skips.get(self.next_skip) == Some(&self.pos) {
+                self.pos += 1;
+                self.next_skip += 1;
+                continue;
+            }
+            if self.pos < self.end {
+                filled += self.write(rs, filled, VECTOR_CAPACITY - filled)?;
+                if filled == VECTOR_CAPACITY {
+                    break;
+                }
+                continue;
+            }
+            if let Some(&(s, e)) = self.runs.get(self.next_run) {
+                (self.pos, self.end) = (s, e);
+                self.next_run += 1;
+                continue;
+            }
+            // Once something is packed, only tuples of the held batch join
+            // it: pulling the child would change the groups before it.
+            let more = if filled == 0 {
+                self.cursor
+                    .advance(self.child.as_mut(), rs, &self.ctx.cancel)?
+            } else {
+                self.cursor.advance_within(rs)
+            };
+            if !more {
+                break;
+            }
+            self.seek_flat_tuple(rs)?;
+        }
+        if filled == 0 {
+            return Ok(false);
+        }
+        self.fresh_whole = None;
+        self.finish_batch(rs, filled);
+        Ok(true)
+    }
+
+    /// Seeks the rels of the input group's current flat tuple (none for a
+    /// NULL node) and finds its excluded rels.
+    fn seek_flat_tuple(&mut self, rs: &ResultSet) -> Result<Option<InternalId>> {
+        let from_chunk = &rs.chunks[self.from.0];
+        let Some(p) = from_chunk.state.flat_position() else {
+            return Err(kith_common::Error::internal("extend source is not flat"));
+        };
+        let ids = &from_chunk.vectors[self.from.1];
+        if ids.is_null(p) {
+            self.pos = 0;
+            self.end = 0;
+            self.runs.clear();
+            return Ok(None);
+        }
+        let VectorData::Id(v) = &ids.data else {
+            return Err(kith_common::Error::internal(
+                "extend source is not an id vector",
+            ));
+        };
+        let from = v[p];
+        self.seek(from.offset())?;
+        if !self.exclude.is_empty() {
+            self.find_excluded(rs, from)?;
+        }
+        Ok(Some(from))
     }
 
     /// After a seek from `from`: when the range is the one the last batch
@@ -649,6 +744,9 @@ impl Operator for Extend {
         if self.collapse {
             return self.next_collapsed(rs);
         }
+        if self.pack {
+            return self.next_packed(rs);
+        }
         loop {
             if self.pos < self.end && self.skips.get(self.next_skip) == Some(&self.pos) {
                 self.pos += 1;
@@ -670,28 +768,10 @@ impl Operator for Extend {
             {
                 return Ok(false);
             }
-            let from_chunk = &rs.chunks[self.from.0];
-            let Some(p) = from_chunk.state.flat_position() else {
-                return Err(kith_common::Error::internal("extend source is not flat"));
-            };
-            let ids = &from_chunk.vectors[self.from.1];
-            if ids.is_null(p) {
-                self.pos = 0;
-                self.end = 0;
-                self.runs.clear();
-                continue;
-            }
-            let VectorData::Id(v) = &ids.data else {
-                return Err(kith_common::Error::internal(
-                    "extend source is not an id vector",
-                ));
-            };
-            let from = v[p];
-            self.seek(from.offset())?;
-            if !self.exclude.is_empty() {
-                self.find_excluded(rs, from)?;
-            }
             self.fresh_whole = None;
+            let Some(from) = self.seek_flat_tuple(rs)? else {
+                continue;
+            };
             if self.pos < self.end && self.repeat_batch(rs, from) {
                 return Ok(true);
             }

@@ -23,6 +23,17 @@ impl FlatCursor {
         }
     }
 
+    /// Makes the next tuple of the held batch flat; false when it is used up
+    /// (the child is not pulled).
+    pub fn advance_within(&mut self, rs: &mut ResultSet) -> bool {
+        if self.has_input && self.next < rs.chunks[self.chunk].state.selected_len() {
+            rs.chunks[self.chunk].state.flat = Some(self.next);
+            self.next += 1;
+            return true;
+        }
+        false
+    }
+
     /// Makes the next tuple of the input group flat, pulling the child's
     /// next batch when this one is used up; false once the child is done.
     pub fn advance(

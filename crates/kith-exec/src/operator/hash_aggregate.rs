@@ -305,10 +305,13 @@ impl HashAggregate {
                 .any(|k| matches!(k, Some(Evaluated::Unflat(_))))
             {
                 if let Some(u) = unflat {
+                    let state = &rs.chunks[u].state;
                     let positions = &mut self.positions;
-                    rs.chunks[u]
-                        .state
-                        .for_each_position(|p| positions.push(p as u32));
+                    match &state.sel {
+                        // All of the group: 0..len, in one go.
+                        None if !state.is_flat() => positions.extend(0..state.len as u32),
+                        _ => state.for_each_position(|p| positions.push(p as u32)),
+                    }
                 }
             }
             // A global aggregate (no keys) skips hashing: this runs once per
