@@ -548,6 +548,58 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+    /// Integer `/` and `%` (32- and 64-bit loops, NULLs, a flat divisor,
+    /// selections, zero and `i64::MIN / -1`) against the value-at-a-time
+    /// kernel: the same values, or an error the kernel gives for one of
+    /// the positions.
+    #[test]
+    fn division_matches_reference(
+        rows in prop::collection::vec(
+            (prop::option::weighted(0.9, prop_oneof![any::<i64>(), -100i64..100, Just(i64::MIN), -(1i64 << 33)..(1i64 << 33)]),
+             prop::option::weighted(0.9, prop_oneof![-9i64..9, any::<i64>(), Just(-1i64)])),
+            1..40,
+        ),
+        small in any::<bool>(),
+        use_sel in any::<bool>(),
+        flat_b in any::<bool>(),
+        rem in any::<bool>(),
+    ) {
+        let shrink = |x: i64| if small { x % 100_000 } else { x };
+        let a: Vec<Value> = rows.iter().map(|r| r.0.map_or(Value::Null, |x| Value::Int64(if small && x.unsigned_abs() >> 31 == 1 { x } else { shrink(x) }))).collect();
+        let b: Vec<Value> = rows.iter().map(|r| r.1.map_or(Value::Null, |x| Value::Int64(shrink(x)))).collect();
+        let n = rows.len();
+        let sel: Option<Vec<u32>> = use_sel.then(|| (0..n as u32).filter(|i| i % 3 != 1).collect());
+        let chunks = vec![
+            chunk(vec![vector(T::Int64, &a), vector(T::Int64, &b)], None, sel.clone()),
+            chunk(vec![vector(T::Int64, &b)], Some(0), None),
+        ];
+        let rs = ResultSet { chunks, multiplicity: 1 };
+        let mut layout = SlotLayout::default();
+        layout.positions.insert(SlotId(0), (0, 0));
+        layout.positions.insert(SlotId(1), if flat_b { (1, 0) } else { (0, 1) });
+        let op = if rem { BinaryOp::Mod } else { BinaryOp::Div };
+        let e = bin(op, slot(0, T::Int64), slot(1, T::Int64), T::Int64);
+        let positions: Vec<usize> = match &sel { Some(s) => s.iter().map(|&p| p as usize).collect(), None => (0..n).collect() };
+        let each: Vec<kith_common::Result<Value>> = positions
+            .iter()
+            .map(|&p| kernels::binary(op, &a[p], if flat_b { &b[0] } else { &b[p] }, None))
+            .collect();
+        let got = eval(&e, &rs, &layout).map(|(_, v)| v);
+        match got {
+            Ok(v) => {
+                let want: Vec<Value> = each.into_iter().collect::<kith_common::Result<_>>().map_err(|e| TestCaseError::fail(format!("typed gave values where the kernel fails: {}", e.message)))?;
+                prop_assert_eq!(v, want);
+            }
+            Err(e) => prop_assert!(
+                each.iter().any(|r| r.as_ref().is_err_and(|x| x.message == e.message)),
+                "typed error {:?} that no position gives", e.message
+            ),
+        }
+    }
+}
+
 /// Throughput of `age > 30` over an INT32 column (run with `--ignored`).
 #[test]
 #[ignore]
