@@ -96,6 +96,12 @@ pub fn sort_chunk(
         }
         Ordering::Equal
     };
+    if let Some(order) = sort_int_keys(&keys, descending, keep) {
+        return Chunk {
+            columns: chunk.columns.iter().map(|c| c.gather(&order)).collect(),
+            num_rows: order.len(),
+        };
+    }
     let mut order: Vec<u64> = (0..n as u64).collect();
     match keep {
         Some(k) if k < n => {
@@ -110,6 +116,57 @@ pub fn sort_chunk(
     Chunk {
         columns: chunk.columns.iter().map(|c| c.gather(&order)).collect(),
         num_rows: order.len(),
+    }
+}
+
+/// One or two integer keys: the row order from a sort of normalized keys
+/// (per key a NULL rank, then the value with its sign bit flipped, inverted
+/// when descending, so that plain tuple order is the wanted order), the row
+/// number last so ties keep their order as the stable sort does. `None` for
+/// other keys.
+fn sort_int_keys(keys: &[KeyColumn], descending: &[bool], keep: Option<usize>) -> Option<Vec<u64>> {
+    /// (NULL rank, order-preserving bits) of one key value.
+    fn norm(v: Option<i64>, desc: bool) -> (u8, u64) {
+        let bits = |x: i64| (x as u64) ^ (1 << 63);
+        match (v, desc) {
+            // Ascending: NULLs last; descending: NULLs first.
+            (Some(x), false) => (0, bits(x)),
+            (None, false) => (1, 0),
+            (Some(x), true) => (1, !bits(x)),
+            (None, true) => (0, 0),
+        }
+    }
+    fn finish<K: Ord + Copy>(mut rows: Vec<(K, u32)>, keep: Option<usize>) -> Vec<u64> {
+        match keep {
+            Some(k) if k < rows.len() => {
+                if k > 0 {
+                    rows.select_nth_unstable(k - 1);
+                }
+                rows.truncate(k);
+            }
+            _ => {}
+        }
+        rows.sort_unstable();
+        rows.into_iter().map(|(_, r)| r as u64).collect()
+    }
+    let desc = |i: usize| descending.get(i).copied().unwrap_or(false);
+    match keys {
+        [KeyColumn::Int(a)] if a.len() <= u32::MAX as usize => Some(finish(
+            a.iter()
+                .enumerate()
+                .map(|(r, &x)| (norm(x, desc(0)), r as u32))
+                .collect(),
+            keep,
+        )),
+        [KeyColumn::Int(a), KeyColumn::Int(b)] if a.len() <= u32::MAX as usize => Some(finish(
+            a.iter()
+                .zip(b)
+                .enumerate()
+                .map(|(r, (&x, &y))| ((norm(x, desc(0)), norm(y, desc(1))), r as u32))
+                .collect(),
+            keep,
+        )),
+        _ => None,
     }
 }
 
@@ -143,5 +200,60 @@ impl LocalSink for OrderBy {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kith_common::LogicalType;
+
+    /// The rows' order through the comparator (the path other keys take).
+    fn by_comparator(chunk: &Chunk, descending: &[bool], keep: Option<usize>) -> Vec<Vec<Value>> {
+        let n = chunk.num_rows;
+        let keys: Vec<KeyColumn> = chunk.columns.iter().map(|c| KeyColumn::new(c, n)).collect();
+        let mut order: Vec<usize> = (0..n).collect();
+        order.sort_by(|&a, &b| {
+            for (k, desc) in keys.iter().zip(descending) {
+                let o = k.cmp(a, b);
+                let o = if *desc { o.reverse() } else { o };
+                if o != Ordering::Equal {
+                    return o;
+                }
+            }
+            Ordering::Equal
+        });
+        order.truncate(keep.unwrap_or(n));
+        order.into_iter().map(|r| chunk.row(r)).collect()
+    }
+
+    proptest::proptest! {
+        /// One or two integer keys (NULLs, both directions, duplicates,
+        /// extreme values, with and without a top-k) sort as the comparator
+        /// path sorts, ties in row order.
+        #[test]
+        fn integer_keys_sort_like_the_comparator(
+            rows in proptest::collection::vec(
+                (proptest::option::weighted(0.8, proptest::prop_oneof![-3i64..3, proptest::num::i64::ANY]),
+                 proptest::option::weighted(0.8, -2i32..2)),
+                0..80,
+            ),
+            two in proptest::bool::ANY,
+            desc in (proptest::bool::ANY, proptest::bool::ANY),
+            keep in proptest::option::of(0usize..90),
+        ) {
+            let mut a = ValueVector::new(LogicalType::Int64, 0);
+            let mut b = ValueVector::new(LogicalType::Int32, 0);
+            for (x, y) in &rows {
+                a.push_value(&x.map_or(Value::Null, Value::Int64));
+                b.push_value(&y.map_or(Value::Null, Value::Int32));
+            }
+            let columns = if two { vec![a, b] } else { vec![a] };
+            let chunk = Chunk { columns, num_rows: rows.len() };
+            let descending = [desc.0, desc.1];
+            let sorted = sort_chunk(&chunk, 0, &descending, keep);
+            let got: Vec<Vec<Value>> = (0..sorted.num_rows).map(|r| sorted.row(r)).collect();
+            proptest::prop_assert_eq!(got, by_comparator(&chunk, &descending, keep));
+        }
     }
 }
