@@ -146,7 +146,8 @@ fn sort_int_keys(keys: &[KeyColumn], descending: &[bool], keep: Option<usize>) -
             }
             _ => {}
         }
-        rows.sort_unstable();
+        // Stable: merged runs (one per worker) are found and merged.
+        rows.sort();
         rows.into_iter().map(|(_, r)| r as u64).collect()
     }
     let desc = |i: usize| descending.get(i).copied().unwrap_or(false);
