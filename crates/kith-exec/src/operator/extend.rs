@@ -454,10 +454,9 @@ impl Extend {
         self.whole_range_of = self.fresh_whole.take();
     }
 
-    /// [`Extend::pack`]: fills one output batch from as many tuples of the
-    /// held input batch as fit.
-    fn next_packed(&mut self, rs: &mut ResultSet) -> Result<bool> {
-        let mut filled = 0;
+    /// Moves the cursor past skipped rels and on to the tuple's next
+    /// appended run; true while the current tuple has rels left.
+    fn rels_left(&mut self) -> bool {
         loop {
             if self.pos < self.end && self.skips.get(self.next_skip) == Some(&self.pos) {
                 self.pos += 1;
@@ -465,15 +464,26 @@ impl Extend {
                 continue;
             }
             if self.pos < self.end {
+                return true;
+            }
+            let Some(&(s, e)) = self.runs.get(self.next_run) else {
+                return false;
+            };
+            (self.pos, self.end) = (s, e);
+            self.next_run += 1;
+        }
+    }
+
+    /// [`Extend::pack`]: fills one output batch from as many tuples of the
+    /// held input batch as fit.
+    fn next_packed(&mut self, rs: &mut ResultSet) -> Result<bool> {
+        let mut filled = 0;
+        loop {
+            if self.rels_left() {
                 filled += self.write(rs, filled, VECTOR_CAPACITY - filled)?;
                 if filled == VECTOR_CAPACITY {
                     break;
                 }
-                continue;
-            }
-            if let Some(&(s, e)) = self.runs.get(self.next_run) {
-                (self.pos, self.end) = (s, e);
-                self.next_run += 1;
                 continue;
             }
             // Once something is packed, only tuples of the held batch join
@@ -748,19 +758,9 @@ impl Operator for Extend {
             return self.next_packed(rs);
         }
         loop {
-            if self.pos < self.end && self.skips.get(self.next_skip) == Some(&self.pos) {
-                self.pos += 1;
-                self.next_skip += 1;
-                continue;
-            }
-            if self.pos < self.end {
+            if self.rels_left() {
                 self.emit(rs)?;
                 return Ok(true);
-            }
-            if let Some(&(s, e)) = self.runs.get(self.next_run) {
-                (self.pos, self.end) = (s, e);
-                self.next_run += 1;
-                continue;
             }
             if !self
                 .cursor
