@@ -297,53 +297,49 @@ impl AggregateState {
     fn update_extreme(&mut self, input: &ValueVector, positions: &[u32]) -> Result<()> {
         let has_nulls = input.nulls.may_have_nulls();
         let live = |p: &&u32| !has_nulls || !input.is_null(**p as usize);
-        {
-            {
-                let want = if self.func == AggregateFunc::Min {
-                    Ordering::Less
-                } else {
-                    Ordering::Greater
-                };
-                let mut arg: Option<usize> = None;
-                macro_rules! scan {
-                    ($s:expr) => {{
-                        for p in positions.iter().filter(live) {
-                            let p = *p as usize;
-                            match arg {
-                                Some(a) if $s[p].partial_cmp(&$s[a]) != Some(want) => {}
-                                _ => arg = Some(p),
-                            }
-                        }
-                    }};
-                }
-                match &input.data {
-                    VectorData::I8(s) => scan!(s),
-                    VectorData::I16(s) => scan!(s),
-                    VectorData::I32(s) => scan!(s),
-                    VectorData::I64(s) => scan!(s),
-                    VectorData::U8(s) => scan!(s),
-                    VectorData::U16(s) => scan!(s),
-                    VectorData::U32(s) => scan!(s),
-                    VectorData::U64(s) => scan!(s),
-                    VectorData::F32(s) => scan!(s),
-                    VectorData::F64(s) => scan!(s),
-                    VectorData::Str(s) => {
-                        for p in positions.iter().filter(live) {
-                            let p = *p as usize;
-                            match arg {
-                                Some(a) if s.get(p).cmp(s.get(a)) != want => {}
-                                _ => arg = Some(p),
-                            }
-                        }
+        let want = if self.func == AggregateFunc::Min {
+            Ordering::Less
+        } else {
+            Ordering::Greater
+        };
+        let mut arg: Option<usize> = None;
+        macro_rules! scan {
+            ($s:expr) => {{
+                for p in positions.iter().filter(live) {
+                    let p = *p as usize;
+                    match arg {
+                        Some(a) if $s[p].partial_cmp(&$s[a]) != Some(want) => {}
+                        _ => arg = Some(p),
                     }
-                    _ => return self.update_generic(input, positions, 1),
                 }
-                if let Some(p) = arg {
-                    self.offer_best(input.get_value(p));
-                }
-                Ok(())
-            }
+            }};
         }
+        match &input.data {
+            VectorData::I8(s) => scan!(s),
+            VectorData::I16(s) => scan!(s),
+            VectorData::I32(s) => scan!(s),
+            VectorData::I64(s) => scan!(s),
+            VectorData::U8(s) => scan!(s),
+            VectorData::U16(s) => scan!(s),
+            VectorData::U32(s) => scan!(s),
+            VectorData::U64(s) => scan!(s),
+            VectorData::F32(s) => scan!(s),
+            VectorData::F64(s) => scan!(s),
+            VectorData::Str(s) => {
+                for p in positions.iter().filter(live) {
+                    let p = *p as usize;
+                    match arg {
+                        Some(a) if s.get(p).cmp(s.get(a)) != want => {}
+                        _ => arg = Some(p),
+                    }
+                }
+            }
+            _ => return self.update_generic(input, positions, 1),
+        }
+        if let Some(p) = arg {
+            self.offer_best(input.get_value(p));
+        }
+        Ok(())
     }
 
     fn add_int(&mut self, local: i128, n: u64, multiplicity: u64) -> Result<()> {

@@ -196,7 +196,6 @@ enum Built {
     SemiMask {
         node: Pos,
         mask: Arc<SemiMask>,
-        num_nodes: u64,
     },
 }
 
@@ -441,7 +440,6 @@ impl PipelineShape {
                     Built::SemiMask {
                         node,
                         mask: ctx.semi_masks.get_or_add(*table, predicate, num_nodes),
-                        num_nodes,
                     }
                 }
                 Step::LookupNode {
@@ -734,16 +732,11 @@ impl PipelineShape {
                         probe,
                     ))
                 }
-                Built::SemiMask {
-                    node,
-                    mask,
-                    num_nodes,
-                } => Box::new(SemiMaskFilter::new(
+                Built::SemiMask { node, mask } => Box::new(SemiMaskFilter::new(
                     op,
                     Arc::clone(ctx),
                     *node,
                     Arc::clone(mask),
-                    *num_nodes,
                 )),
                 Built::Filter(e) => Box::new(Filter {
                     child: op,
@@ -1087,19 +1080,14 @@ pub fn execute_query_from(
                         recursive_join(join, &base, &ctx, sched, threads, recursive)?;
                     if let Some(p) = &ctx.profile {
                         // Which policy ran (the automatic choice included).
-                        let s = p.register(
-                            p.next_pipeline(),
-                            format!(
-                                "RecursiveJoin (IFE) policy={} k={} threads={} source morsels={}",
-                                stats.policy.name(),
-                                stats.k,
-                                stats.threads,
-                                stats.source_morsels
-                            ),
+                        let label = format!(
+                            "RecursiveJoin (IFE) policy={} k={} threads={} source morsels={}",
+                            stats.policy.name(),
+                            stats.k,
+                            stats.threads,
+                            stats.source_morsels
                         );
-                        let ordering = std::sync::atomic::Ordering::Relaxed;
-                        s.tuples.store(out.num_rows as u64, ordering);
-                        s.nanos.store(started.elapsed().as_nanos() as u64, ordering);
+                        p.record(label, out.num_rows as u64, started);
                     }
                     base = out;
                 }
@@ -1181,24 +1169,19 @@ fn build_join_index(
     };
     let index = JoinIndex::build(keys, &cx)?;
     if let Some(p) = &ctx.profile {
-        let s = p.register(
-            p.next_pipeline(),
-            format!(
-                "HashJoin build keys={} key={} partitions={} threads={} memory={} KiB",
-                index.num_keys(),
-                if index.is_integer() {
-                    "integer"
-                } else {
-                    "general"
-                },
-                index.num_partitions(),
-                index.build_threads(),
-                index.memory_bytes() >> 10,
-            ),
+        let label = format!(
+            "HashJoin build keys={} key={} partitions={} threads={} memory={} KiB",
+            index.num_keys(),
+            if index.is_integer() {
+                "integer"
+            } else {
+                "general"
+            },
+            index.num_partitions(),
+            index.build_threads(),
+            index.memory_bytes() >> 10,
         );
-        let ordering = std::sync::atomic::Ordering::Relaxed;
-        s.tuples.store(index.num_rows() as u64, ordering);
-        s.nanos.store(started.elapsed().as_nanos() as u64, ordering);
+        p.record(label, index.num_rows() as u64, started);
     }
     Ok(index)
 }
@@ -1562,29 +1545,33 @@ fn execute_part(
             for (i, a) in aggregates.iter().enumerate() {
                 layout.positions.insert(a.slot, (0, keys.len() + i));
             }
-            for d in dependent {
-                let column = match d.property.property {
-                    Some(p) => {
-                        let data = node_data(ctx, d.table)?;
-                        let ids = groups
-                            .columns
-                            .get(d.node_key)
-                            .cloned()
-                            .ok_or_else(|| Error::internal("dependent key without its node"))?;
-                        match data.column_of(p) {
-                            Some(c) => read_by_id(ctx, &data, &[(c, d.property.ty.clone())], ids)?
-                                .pop()
-                                .ok_or_else(|| Error::internal("dependent key not read"))?,
-                            None => null_vector(&d.property.ty, groups.num_rows),
-                        }
-                    }
-                    // The table lacks the property: NULL in every group.
-                    None => null_vector(&d.property.ty, groups.num_rows),
-                };
-                layout
-                    .positions
-                    .insert(d.property.slot, (0, groups.columns.len()));
-                groups.columns.push(column);
+            // Each node's dependent keys (adjacent in the plan) in one read
+            // by id; NULLs for properties its table lacks.
+            for keys in dependent.chunk_by(|a, b| a.node == b.node) {
+                let (table, node) = (keys[0].table, keys[0].node);
+                let data = node_data(ctx, table)?;
+                let ids = layout
+                    .get(node)
+                    .and_then(|(_, v)| groups.columns.get(v).cloned())
+                    .ok_or_else(|| Error::internal("dependent key without its node"))?;
+                let column_of = |p: &PropertyRead| p.property.and_then(|id| data.column_of(id));
+                let stored: Vec<(usize, LogicalType)> = keys
+                    .iter()
+                    .filter_map(|k| Some((column_of(&k.property)?, k.property.ty.clone())))
+                    .collect();
+                let mut read = read_by_id(ctx, &data, &stored, ids)?.into_iter();
+                for k in keys {
+                    let column = match column_of(&k.property) {
+                        Some(_) => read
+                            .next()
+                            .ok_or_else(|| Error::internal("dependent key not read"))?,
+                        None => null_vector(&k.property.ty, groups.num_rows),
+                    };
+                    layout
+                        .positions
+                        .insert(k.property.slot, (0, groups.columns.len()));
+                    groups.columns.push(column);
+                }
             }
             vec![project_rows(
                 groups,

@@ -49,6 +49,16 @@ impl Profile {
         s
     }
 
+    /// A phase that ran outside the pipelines (a recursive join, a hash-join
+    /// build) as a pipeline line of its own: `tuples` out, timed from
+    /// `started`.
+    pub fn record(&self, label: String, tuples: u64, started: Instant) {
+        let s = self.register(self.next_pipeline(), label);
+        s.tuples.store(tuples, Ordering::Relaxed);
+        s.nanos
+            .store(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    }
+
     /// Two operators of a pipeline merged into one (`first` pulled from
     /// `second`'s place): one line labelled with both.
     pub fn fuse(&self, first: &Arc<OpStats>, second: &Arc<OpStats>) -> Arc<OpStats> {

@@ -195,10 +195,10 @@ pub enum Sink {
 }
 
 /// A group key read after aggregation: property `property` of the node
-/// whose id is key `node_key` of the aggregation, into slot `slot`.
+/// whose id is the group key in slot `node`, into `property.slot`.
 #[derive(Debug, Clone)]
 pub struct DependentKey {
-    pub node_key: usize,
+    pub node: SlotId,
     pub table: TableId,
     pub property: PropertyRead,
 }

@@ -261,9 +261,10 @@ pub struct Extend {
     next_run: usize,
     scratch: Vec<u64>,
     /// The number of the last fresh batch written (see
-    /// [`crate::result_set::ChunkState::generation`]), and the node whose whole range it held
-    /// (no rel skipped, one batch): a later tuple extending that same node
-    /// gets the batch handed on again, unchanged, without reading the CSR.
+    /// [`crate::result_set::ChunkState::generation`]), and the node whose
+    /// whole range it held (no rel skipped, one batch): a later tuple
+    /// extending that same node gets the batch handed on again, unchanged,
+    /// without reading the CSR.
     generation: u64,
     whole_range_of: Option<InternalId>,
     /// The node whose whole range the next emitted batch will hold, if so.

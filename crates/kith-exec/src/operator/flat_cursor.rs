@@ -43,9 +43,7 @@ impl FlatCursor {
         cancel: &CancelToken,
     ) -> Result<bool> {
         loop {
-            if self.has_input && self.next < rs.chunks[self.chunk].state.selected_len() {
-                rs.chunks[self.chunk].state.flat = Some(self.next);
-                self.next += 1;
+            if self.advance_within(rs) {
                 return Ok(true);
             }
             rs.chunks[self.chunk].state.flat = None;

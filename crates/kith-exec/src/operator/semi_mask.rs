@@ -36,6 +36,8 @@ const APPLY_BELOW_SIXTEENTHS: u64 = 15;
 pub struct SemiMask {
     table: TableId,
     predicate: PropertyPredicate,
+    /// Rows of the table when the query's pipelines were resolved.
+    num_nodes: u64,
     /// Tuples seen by all workers before the mask was built.
     seen: AtomicU64,
     threshold: u64,
@@ -49,6 +51,7 @@ impl SemiMask {
         SemiMask {
             table,
             predicate,
+            num_nodes,
             seen: AtomicU64::new(0),
             threshold: (num_nodes / BUILD_AFTER_TABLE_FRACTION).max(1),
             mask: OnceLock::new(),
@@ -57,7 +60,7 @@ impl SemiMask {
 
     /// The mask, once built; builds it when `arrived` more tuples take the
     /// count past the threshold.
-    fn get(&self, arrived: u64, num_nodes: u64, ctx: &QueryContext) -> Result<Option<&[u64]>> {
+    fn get(&self, arrived: u64, ctx: &QueryContext) -> Result<Option<&[u64]>> {
         if let Some(m) = self.mask.get() {
             return Ok(m.as_deref());
         }
@@ -68,10 +71,10 @@ impl SemiMask {
         let mut failed = None;
         let m = self.mask.get_or_init(|| {
             let tables = [(self.table, 0)];
-            match node_mask(Some(&self.predicate), &tables, num_nodes, ctx) {
+            match node_mask(Some(&self.predicate), &tables, self.num_nodes, ctx) {
                 Ok(Some(mask)) => {
                     let kept: u64 = mask.iter().map(|w| u64::from(w.count_ones())).sum();
-                    (kept * 16 <= num_nodes * APPLY_BELOW_SIXTEENTHS).then_some(mask)
+                    (kept * 16 <= self.num_nodes * APPLY_BELOW_SIXTEENTHS).then_some(mask)
                 }
                 Ok(None) => None,
                 // Cancelled while building: the query stops below.
@@ -124,8 +127,6 @@ pub struct SemiMaskFilter {
     pub ctx: Arc<QueryContext>,
     pub node: Pos,
     pub mask: Arc<SemiMask>,
-    /// Rows of the node table when the pipeline was resolved.
-    pub num_nodes: u64,
     sel: Vec<u32>,
 }
 
@@ -135,14 +136,12 @@ impl SemiMaskFilter {
         ctx: Arc<QueryContext>,
         node: Pos,
         mask: Arc<SemiMask>,
-        num_nodes: u64,
     ) -> SemiMaskFilter {
         SemiMaskFilter {
             child,
             ctx,
             node,
             mask,
-            num_nodes,
             sel: Vec::new(),
         }
     }
@@ -164,7 +163,7 @@ impl Operator for SemiMaskFilter {
             }
             let chunk = &mut rs.chunks[self.node.0];
             let arrived = chunk.state.num_tuples() as u64;
-            let Some(mask) = self.mask.get(arrived, self.num_nodes, &self.ctx)? else {
+            let Some(mask) = self.mask.get(arrived, &self.ctx)? else {
                 return Ok(true);
             };
             let vector = &chunk.vectors[self.node.1];

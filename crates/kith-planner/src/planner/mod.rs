@@ -382,6 +382,12 @@ fn plan_part(
         .for_each(&mut collect);
     q.outputs.iter().for_each(|(_, e)| collect(e));
     q.order_by.iter().for_each(|k| collect(&k.expr));
+    if !dependent.is_empty() {
+        // Properties only dependent keys read are read after aggregating.
+        for node in &mut q.graph.nodes {
+            node.properties.retain(|p| used.contains(&p.1));
+        }
+    }
 
     let choices = table_choices(&q.graph, catalog)?;
     // The NULL ids an imported node may hold (from an OPTIONAL MATCH) pass
@@ -450,9 +456,9 @@ fn plan_part(
 /// Group keys that are properties of a node whose primary key is also a
 /// key (`RETURN f.id, f.name, count(*)`): one node per group, so grouping
 /// on the node's id is the same grouping. Those keys leave `q.group_keys`
-/// (the node's id takes their place) and become [`DependentKey`]s, and a
-/// property nothing else reads is no longer read by the pipelines: it is
-/// read once per group instead of once per tuple, and never hashed.
+/// (the node's id takes their place) and become [`DependentKey`]s, read once
+/// per group instead of once per tuple, and never hashed (`plan_part` stops
+/// the pipelines reading a property nothing else reads).
 fn dependent_keys(q: &mut BoundPart, catalog: &Catalog) -> Result<Vec<DependentKey>> {
     use crate::expr::BoundExprKind;
     let mut dependent = Vec::new();
@@ -503,45 +509,19 @@ fn dependent_keys(q: &mut BoundPart, catalog: &Catalog) -> Result<Vec<DependentK
             id_slot,
         ));
         q.group_keys = kept;
-        for ((name, _, ty), out) in late {
-            let read = reads(catalog, table, &[(name, out, ty)])?;
-            // `node_key` holds the id slot until every key is placed.
-            dependent.extend(read.into_iter().map(|property| DependentKey {
-                node_key: id_slot.0 as usize,
-                table,
-                property,
-            }));
-        }
-    }
-    for d in &mut dependent {
-        let id_slot = SlotId(d.node_key as u32);
-        d.node_key = q
-            .group_keys
-            .iter()
-            .position(|(_, out)| *out == id_slot)
-            .ok_or_else(|| Error::internal("dependent key without its node's key"))?;
-    }
-    if dependent.is_empty() {
-        return Ok(dependent);
-    }
-    // The node properties still read before the aggregation.
-    let mut read: HashSet<SlotId> = HashSet::new();
-    let mut add = |e: &BoundExpr| {
-        let mut v = Vec::new();
-        e.slots(&mut v);
-        read.extend(v);
-    };
-    q.predicates.iter().for_each(&mut add);
-    q.group_keys.iter().for_each(|(e, _)| add(e));
-    q.aggregates
-        .iter()
-        .filter_map(|a| a.arg.as_ref())
-        .for_each(&mut add);
-    q.outputs.iter().for_each(|(_, e)| add(e));
-    q.order_by.iter().for_each(|k| add(&k.expr));
-    q.unwinds.iter().for_each(|u| add(&u.expr));
-    for node in &mut q.graph.nodes {
-        node.properties.retain(|p| read.contains(&p.1));
+        let late: Vec<_> = late
+            .into_iter()
+            .map(|((name, _, ty), out)| (name, out, ty))
+            .collect();
+        dependent.extend(
+            reads(catalog, table, &late)?
+                .into_iter()
+                .map(|property| DependentKey {
+                    node: id_slot,
+                    table,
+                    property,
+                }),
+        );
     }
     Ok(dependent)
 }
