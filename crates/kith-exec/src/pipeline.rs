@@ -188,6 +188,7 @@ enum Built {
         table: TableId,
         data: Arc<NodeTableData>,
         key: BoundExpr,
+        each_item: bool,
         pk_type: LogicalType,
         pos: (usize, usize),
     },
@@ -445,6 +446,7 @@ impl PipelineShape {
                 Step::LookupNode {
                     table,
                     key,
+                    each_item,
                     id_slot,
                 } => {
                     let data = node_data(ctx, *table)?;
@@ -455,12 +457,19 @@ impl PipelineShape {
                         .and_then(|e| e.primary_key())
                         .map(|p| p.ty.clone())
                         .ok_or_else(|| Error::internal("lookup in a table without a key"))?;
-                    let chunk = b.chunks.len() - 1;
+                    // Items become a group of their own; one key per tuple
+                    // fills the newest.
+                    let chunk = if *each_item {
+                        b.add_chunk()
+                    } else {
+                        b.chunks.len() - 1
+                    };
                     let vector = b.add(chunk, *id_slot, LogicalType::InternalId);
                     Built::LookupNode {
                         table: *table,
                         data,
                         key: key.clone(),
+                        each_item: *each_item,
                         pk_type,
                         pos: (chunk, vector),
                     }
@@ -802,6 +811,7 @@ impl PipelineShape {
                     table,
                     data,
                     key,
+                    each_item,
                     pk_type,
                     pos,
                 } => Box::new(LookupNode::new(
@@ -813,6 +823,7 @@ impl PipelineShape {
                     pk_type.clone(),
                     data.pk_lookup(&ctx.pager)?,
                     *pos,
+                    *each_item,
                 )),
                 Built::FillNulls(vectors) => Box::new(FillNulls {
                     child: op,

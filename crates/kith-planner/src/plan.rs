@@ -85,9 +85,15 @@ pub enum Step {
     /// earlier), found through the PK index and written to `id_slot` in the
     /// newest chunk. A tuple whose key finds no node is dropped; the
     /// equality predicate stays as a filter after this step.
+    ///
+    /// With `each_item`, `key` is a list read from no slot (`n.pk IN
+    /// $ids`, only at the start of a pipeline) and the nodes of its
+    /// distinct items are written to `id_slot` as a new unflat group; the
+    /// membership test stays as a filter.
     LookupNode {
         table: TableId,
         key: BoundExpr,
+        each_item: bool,
         id_slot: SlotId,
     },
     /// Binds node `to`, which several rels tie to bound nodes, as the
@@ -532,10 +538,16 @@ impl SubPlan {
                 } => {
                     format!("ScanProperties {}{}", table(*t), props(properties))
                 }
-                Step::LookupNode { table: t, key, .. } => {
+                Step::LookupNode {
+                    table: t,
+                    key,
+                    each_item,
+                    ..
+                } => {
                     format!(
-                        "LookupNode {} by primary key {}",
+                        "LookupNode {} by primary key {}{}",
                         table(*t),
+                        if *each_item { "in each item of " } else { "" },
                         describe_expr(key)
                     )
                 }

@@ -75,6 +75,61 @@ fn parameters_in_expressions_skip_limit_and_unwind() {
     );
 }
 
+/// `WHERE a.pk IN $ids` looks each item up in the key index (EXPLAIN:
+/// LookupNode); the result equals a scan's for lists of every shape.
+#[test]
+fn key_membership_in_a_parameter_list() {
+    let (db, _) = setup();
+    let conn = Connection::new(&db);
+    let plan: String = conn
+        .query_with_params(
+            "EXPLAIN MATCH (a:Person) WHERE a.id IN $ids RETURN a.name",
+            &[("ids", Value::List(vec![Value::Int64(1)]))],
+        )
+        .unwrap()
+        .rows()
+        .map(|r| format!("{}\n", r[0]))
+        .collect();
+    assert!(plan.contains("each item of"), "{plan}");
+    let lists = [
+        vec![],
+        vec![Value::Int64(2), Value::Int64(2), Value::Int64(5)],
+        vec![Value::Null, Value::Double(3.0), Value::Double(3.5)],
+        vec![Value::String("1".into()), Value::Int32(6), Value::Int64(99)],
+        (0..20).map(Value::Int64).rev().collect(),
+    ];
+    for list in lists {
+        let p = [("ids", Value::List(list.clone()))];
+        let got = rows(
+            &conn,
+            "MATCH (a:Person) WHERE a.id IN $ids RETURN a.id ORDER BY a.id",
+            &p,
+        );
+        // The same membership where no index can serve it.
+        let want = rows(
+            &conn,
+            "MATCH (a:Person) WHERE a.id + 0 IN $ids RETURN a.id ORDER BY a.id",
+            &p,
+        );
+        assert_eq!(got, want, "{list:?}");
+    }
+    assert!(rows(
+        &conn,
+        "MATCH (a:Person) WHERE a.id IN $ids RETURN a.id",
+        &[("ids", Value::Null)]
+    )
+    .is_empty());
+    let err = conn
+        .query_with_params(
+            "MATCH (a:Person) WHERE a.id IN $ids RETURN a.id",
+            &[("ids", Value::Int64(1))],
+        )
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(err.contains("IN expects a LIST"), "{err}");
+}
+
 #[test]
 fn parameter_errors() {
     let (db, _) = setup();

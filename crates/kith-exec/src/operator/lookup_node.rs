@@ -7,9 +7,14 @@
 //! (NULL, a value of another type, no such key) is dropped; the equality
 //! filter the planner keeps after this step decides Cypher's comparison
 //! exactly, so the lookup only has to find every candidate.
+//!
+//! In item mode (`WHERE n.pk IN $ids` at the start of a pipeline) the key is
+//! a list and the nodes of its distinct items become a new unflat group,
+//! handed on in batches; the membership filter after it decides each one.
 
 use std::sync::Arc;
 
+use kith_common::constants::VECTOR_CAPACITY;
 use kith_common::{
     Error, InternalId, LogicalType, Result, TableId, Value, ValueVector, VectorData,
 };
@@ -32,6 +37,9 @@ pub struct LookupNode {
     vector: usize,
     keys: ValueVector,
     sel: Vec<u32>,
+    /// Item mode: the nodes found for the current input tuple (ascending)
+    /// and how many of them were handed on.
+    items: Option<(Vec<InternalId>, usize)>,
 }
 
 impl LookupNode {
@@ -45,6 +53,7 @@ impl LookupNode {
         pk_type: LogicalType,
         lookup: PkLookup,
         (chunk, vector): (usize, usize),
+        each_item: bool,
     ) -> LookupNode {
         let keys = ValueVector::new(key.result_type().clone(), 0);
         LookupNode {
@@ -59,6 +68,79 @@ impl LookupNode {
             vector,
             keys,
             sel: Vec::new(),
+            items: each_item.then(|| (Vec::new(), 0)),
+        }
+    }
+
+    /// Item mode: the next batch of found nodes as the newest chunk.
+    fn next_items(&mut self, rs: &mut ResultSet) -> Result<bool> {
+        loop {
+            let (found, done) = self
+                .items
+                .as_mut()
+                .ok_or_else(|| Error::internal("primary-key item lookup without its buffer"))?;
+            if *done < found.len() {
+                // Only the newest group may be unflat: the one tuple the
+                // items were looked up for is fixed while they are handed
+                // on.
+                for older in &mut rs.chunks[..self.chunk] {
+                    if !older.state.is_flat() {
+                        if older.state.selected_len() != 1 {
+                            return Err(Error::internal(
+                                "primary-key item lookup after an unflat group",
+                            ));
+                        }
+                        older.state.flat = Some(0);
+                    }
+                }
+                let n = (found.len() - *done).min(VECTOR_CAPACITY);
+                let chunk = &mut rs.chunks[self.chunk];
+                let out = &mut chunk.vectors[self.vector];
+                out.reset(n);
+                for (p, id) in found[*done..*done + n].iter().enumerate() {
+                    write_id(out, p, *id)?;
+                }
+                chunk.state.reset(n);
+                *done += n;
+                return Ok(true);
+            }
+            if !self.child.next(rs)? {
+                return Ok(false);
+            }
+            let shape = {
+                let ectx = EvalContext {
+                    rs,
+                    layout: &self.layout,
+                    params: &self.ctx.params,
+                    subqueries: &self.ctx.subqueries,
+                };
+                self.key.evaluate(&ectx, &mut self.keys)?
+            };
+            if !matches!(shape, Evaluated::Flat) {
+                return Err(Error::internal(
+                    "primary-key item lookup keyed by a per-tuple list",
+                ));
+            }
+            let list = self.keys.get_value(0);
+            let items = match &list {
+                Value::Null => continue,
+                Value::List(items) => items,
+                other => {
+                    return Err(Error::runtime(format!(
+                        "IN expects a LIST on its right, got {}",
+                        other.logical_type()
+                    )))
+                }
+            };
+            let mut ids = Vec::with_capacity(items.len());
+            for item in items {
+                if let Some(id) = self.find(item)? {
+                    ids.push(id);
+                }
+            }
+            ids.sort_unstable();
+            ids.dedup();
+            self.items = Some((ids, 0));
         }
     }
 
@@ -115,6 +197,9 @@ fn write_id(out: &mut ValueVector, p: usize, id: InternalId) -> Result<()> {
 
 impl Operator for LookupNode {
     fn next(&mut self, rs: &mut ResultSet) -> Result<bool> {
+        if self.items.is_some() {
+            return self.next_items(rs);
+        }
         loop {
             if !self.child.next(rs)? {
                 return Ok(false);

@@ -787,6 +787,14 @@ fn place_filters(
 }
 
 /// What adding the rels of a query graph needs.
+/// What a primary-key lookup probes the index with (see
+/// [`ExtendCtx::lookup_key`]).
+struct LookupKey {
+    key: BoundExpr,
+    /// The key is a list: each distinct item's node is bound.
+    each_item: bool,
+}
+
 struct ExtendCtx<'a> {
     g: &'a QueryGraph,
     catalog: &'a Catalog,
@@ -902,13 +910,15 @@ impl ExtendCtx<'_> {
 
     /// The primary-key equality `n.pk = key` among `pending` of unbound node
     /// `i` whose key reads only `available` slots (and can equal a key of
-    /// the primary key's type), if any.
+    /// the primary key's type), if any; or, when nothing is bound yet, a
+    /// membership `n.pk IN list` whose list reads no slot (a literal or a
+    /// parameter: `WHERE a.id IN $ids`), each of its items looked up.
     fn lookup_key(
         &self,
         i: usize,
         available: &HashSet<SlotId>,
         pending: &[Option<BoundExpr>],
-    ) -> Option<BoundExpr> {
+    ) -> Option<LookupKey> {
         use crate::expr::{BinaryOp, BoundExprKind};
         let table = self.node_tables[i];
         if table == NO_TABLE {
@@ -926,21 +936,37 @@ impl ExtendCtx<'_> {
                 || (pk.ty.is_integer() && ty.is_numeric())
                 || (*ty == pk.ty && matches!(ty, LogicalType::String | LogicalType::Date))
         };
-        pending.iter().flatten().find_map(|e| {
-            let BoundExprKind::Binary(BinaryOp::Eq, l, r) = &e.kind else {
-                return None;
-            };
-            let key = match (&l.kind, &r.kind) {
-                (BoundExprKind::Slot(s), _) if *s == pk_slot => r,
-                (_, BoundExprKind::Slot(s)) if *s == pk_slot => l,
-                _ => return None,
-            };
+        let reads_only = |key: &BoundExpr, allowed: &HashSet<SlotId>| {
             let mut slots = Vec::new();
             key.slots(&mut slots);
-            (slots.iter().all(|s| available.contains(s))
-                && fits(&key.ty)
-                && !crate::binder::calls_function(key, "rand"))
-            .then(|| (**key).clone())
+            slots.iter().all(|s| allowed.contains(s)) && !crate::binder::calls_function(key, "rand")
+        };
+        pending.iter().flatten().find_map(|e| match &e.kind {
+            BoundExprKind::Binary(BinaryOp::Eq, l, r) => {
+                let key = match (&l.kind, &r.kind) {
+                    (BoundExprKind::Slot(s), _) if *s == pk_slot => r,
+                    (_, BoundExprKind::Slot(s)) if *s == pk_slot => l,
+                    _ => return None,
+                };
+                (reads_only(key, available) && fits(&key.ty)).then(|| LookupKey {
+                    key: (**key).clone(),
+                    each_item: false,
+                })
+            }
+            BoundExprKind::Binary(BinaryOp::In, l, r)
+                if matches!(l.kind, BoundExprKind::Slot(s) if s == pk_slot)
+                    && available.is_empty() =>
+            {
+                let item_fits = match &r.ty {
+                    LogicalType::List(item) => fits(item),
+                    t => *t == LogicalType::Any,
+                };
+                (item_fits && reads_only(r, &HashSet::new())).then(|| LookupKey {
+                    key: (**r).clone(),
+                    each_item: true,
+                })
+            }
+            _ => None,
         })
     }
 
@@ -950,7 +976,7 @@ impl ExtendCtx<'_> {
         bound: &[bool],
         available: &HashSet<SlotId>,
         pending: &[Option<BoundExpr>],
-    ) -> Option<(usize, BoundExpr)> {
+    ) -> Option<(usize, LookupKey)> {
         (0..self.g.nodes.len())
             .filter(|&i| !bound[i])
             .find_map(|i| self.lookup_key(i, available, pending).map(|k| (i, k)))
@@ -962,7 +988,7 @@ impl ExtendCtx<'_> {
     fn lookup_from(
         &self,
         i: usize,
-        key: BoundExpr,
+        key: LookupKey,
         bound: &mut [bool],
         done: &mut [bool],
         available: &mut HashSet<SlotId>,
@@ -973,7 +999,8 @@ impl ExtendCtx<'_> {
         let table = self.node_tables[i];
         steps.push(Step::LookupNode {
             table,
-            key,
+            key: key.key,
+            each_item: key.each_item,
             id_slot: n.id_slot,
         });
         available.insert(n.id_slot);
