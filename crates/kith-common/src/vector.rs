@@ -456,6 +456,49 @@ impl ValueVector {
         }
     }
 
+    /// Becomes `src[start..start + len]` (same type), typed: no [`Value`]
+    /// per slot.
+    pub fn assign_range(&mut self, src: &ValueVector, start: usize, len: usize) {
+        fn copy<T: Clone>(d: &mut Vec<T>, s: &[T], range: std::ops::Range<usize>) {
+            d.clear();
+            d.extend_from_slice(&s[range]);
+        }
+        let r = start..start + len;
+        let typed = self.ty == src.ty;
+        match (&mut self.data, &src.data) {
+            (VectorData::Bool(d), VectorData::Bool(s)) if typed => copy(d, s, r),
+            (VectorData::I8(d), VectorData::I8(s)) if typed => copy(d, s, r),
+            (VectorData::I16(d), VectorData::I16(s)) if typed => copy(d, s, r),
+            (VectorData::I32(d), VectorData::I32(s)) if typed => copy(d, s, r),
+            (VectorData::I64(d), VectorData::I64(s)) if typed => copy(d, s, r),
+            (VectorData::U8(d), VectorData::U8(s)) if typed => copy(d, s, r),
+            (VectorData::U16(d), VectorData::U16(s)) if typed => copy(d, s, r),
+            (VectorData::U32(d), VectorData::U32(s)) if typed => copy(d, s, r),
+            (VectorData::U64(d), VectorData::U64(s)) if typed => copy(d, s, r),
+            (VectorData::F32(d), VectorData::F32(s)) if typed => copy(d, s, r),
+            (VectorData::F64(d), VectorData::F64(s)) if typed => copy(d, s, r),
+            (VectorData::Interval(d), VectorData::Interval(s)) if typed => copy(d, s, r),
+            (VectorData::Id(d), VectorData::Id(s)) if typed => copy(d, s, r),
+            (VectorData::Value(d), VectorData::Value(s)) if typed => copy(d, s, r),
+            _ => {
+                self.reset(len);
+                for p in 0..len {
+                    self.copy_from(p, src, start + p);
+                }
+                return;
+            }
+        }
+        self.nulls.clear();
+        self.nulls.resize(len);
+        if src.nulls.may_have_nulls() {
+            for p in 0..len {
+                if src.is_null(start + p) {
+                    self.nulls.set(p, true);
+                }
+            }
+        }
+    }
+
     /// Appends all slots of `other` (same type).
     pub fn append(&mut self, other: &ValueVector) {
         let base = self.len();
@@ -589,6 +632,76 @@ impl ValueVector {
         }
     }
 
+    /// A new vector of `sources[c][p]` for each `(c, p)` of `indices`: a
+    /// gather across the equally typed vectors of several chunks, without
+    /// first concatenating them. The type is `ty`'s (no source: all NULL
+    /// is impossible, as no index can be given).
+    pub fn gather_across(
+        ty: &LogicalType,
+        sources: &[&ValueVector],
+        indices: &[(u32, u32)],
+    ) -> ValueVector {
+        macro_rules! typed {
+            ($variant:ident) => {{
+                let parts: Option<Vec<&[_]>> = sources
+                    .iter()
+                    .map(|s| match &s.data {
+                        VectorData::$variant(v) => Some(&v[..]),
+                        _ => None,
+                    })
+                    .collect();
+                parts.map(|parts| {
+                    VectorData::$variant(
+                        indices
+                            .iter()
+                            .map(|&(c, p)| parts[c as usize][p as usize].clone())
+                            .collect(),
+                    )
+                })
+            }};
+        }
+        let data = match sources.first().map(|s| &s.data) {
+            Some(VectorData::Bool(_)) => typed!(Bool),
+            Some(VectorData::I8(_)) => typed!(I8),
+            Some(VectorData::I16(_)) => typed!(I16),
+            Some(VectorData::I32(_)) => typed!(I32),
+            Some(VectorData::I64(_)) => typed!(I64),
+            Some(VectorData::U8(_)) => typed!(U8),
+            Some(VectorData::U16(_)) => typed!(U16),
+            Some(VectorData::U32(_)) => typed!(U32),
+            Some(VectorData::U64(_)) => typed!(U64),
+            Some(VectorData::F32(_)) => typed!(F32),
+            Some(VectorData::F64(_)) => typed!(F64),
+            Some(VectorData::Interval(_)) => typed!(Interval),
+            Some(VectorData::Id(_)) => typed!(Id),
+            Some(VectorData::Value(_)) => typed!(Value),
+            Some(VectorData::Str(_)) | None => None,
+        };
+        let mut out = match data {
+            Some(data) => ValueVector {
+                ty: ty.clone(),
+                data,
+                nulls: NullMask::with_len(indices.len()),
+            },
+            // Strings, or sources of mixed layouts: value by value.
+            None => {
+                let mut out = ValueVector::new(ty.clone(), indices.len());
+                for (pos, &(c, p)) in indices.iter().enumerate() {
+                    out.set_value(pos, &sources[c as usize].get_value(p as usize));
+                }
+                return out;
+            }
+        };
+        if sources.iter().any(|s| s.nulls.may_have_nulls()) {
+            for (pos, &(c, p)) in indices.iter().enumerate() {
+                if sources[c as usize].is_null(p as usize) {
+                    out.nulls.set(pos, true);
+                }
+            }
+        }
+        out
+    }
+
     /// Resets to `len` empty, non-null slots, keeping allocations.
     pub fn reset(&mut self, len: usize) {
         if let VectorData::Str(s) = &mut self.data {
@@ -665,9 +778,9 @@ mod tests {
         assert_eq!(i.gather(&[3]).get_value(0), Value::Int64(7));
     }
 
-    #[test]
-    fn extend_gather_matches_value_by_value_pushes() {
-        let cases = [
+    /// One vector's values per storage layout, NULLs included.
+    fn sample_cases() -> Vec<(LogicalType, Vec<Value>)> {
+        vec![
             (
                 LogicalType::Int64,
                 vec![Value::Int64(1), Value::Null, Value::Int64(-3)],
@@ -700,7 +813,12 @@ mod tests {
                     Value::List(vec![]),
                 ],
             ),
-        ];
+        ]
+    }
+
+    #[test]
+    fn extend_gather_matches_value_by_value_pushes() {
+        let cases = sample_cases();
         let positions = [2u32, 0, 1, 1, 2, 0, 0];
         for (ty, values) in cases {
             let mut src = ValueVector::new(ty.clone(), 0);
@@ -724,6 +842,40 @@ mod tests {
         let mut any = ValueVector::new(LogicalType::Any, 0);
         any.extend_gather(&src, &[0, 0]);
         assert_eq!(any.get_value(1), Value::Int64(4));
+    }
+
+    /// The typed range copy and the gather across chunks equal value by
+    /// value copies, over a destination that held other values and NULLs.
+    #[test]
+    fn assign_range_and_gather_across_match_value_copies() {
+        for (ty, values) in sample_cases() {
+            let mut src = ValueVector::new(ty.clone(), 0);
+            values.iter().for_each(|v| src.push_value(v));
+            let mut other = src.clone();
+            other.append(&src);
+            for (start, len) in [(0, 3), (1, 2), (2, 1), (3, 0)] {
+                let mut got = other.clone();
+                got.assign_range(&src, start, len);
+                assert_eq!(got.len(), len, "{ty:?}");
+                for p in 0..len {
+                    assert_eq!(
+                        got.get_value(p),
+                        src.get_value(start + p),
+                        "{ty:?} {start}+{p}"
+                    );
+                }
+            }
+            let indices = [(1u32, 5u32), (0, 0), (0, 2), (1, 1), (0, 1), (1, 3)];
+            let got = ValueVector::gather_across(&ty, &[&src, &other], &indices);
+            for (pos, &(c, p)) in indices.iter().enumerate() {
+                let from = if c == 0 { &src } else { &other };
+                assert_eq!(
+                    got.get_value(pos),
+                    from.get_value(p as usize),
+                    "{ty:?} at {pos}"
+                );
+            }
+        }
     }
 
     #[test]

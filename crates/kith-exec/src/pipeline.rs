@@ -1401,7 +1401,9 @@ fn execute_part(
     };
     let ordered = !plan.descending.is_empty();
     let rows: Vec<Chunk> = match &plan.sink {
-        Sink::Collect { outputs } if ordered => {
+        // An OPTIONAL MATCH's one sort key is the input row number, which
+        // `pad_unmatched` groups by without sorting.
+        Sink::Collect { outputs } if ordered && plan.optional.is_none() => {
             // Top-k per worker is only exact without DISTINCT.
             let keep = match (plan.limit, plan.distinct) {
                 (Some(l), false) => Some(plan.skip.unwrap_or(0).saturating_add(l) as usize),
@@ -1670,6 +1672,10 @@ fn finish_rows(chunks: Vec<Chunk>, plan: &PartPlan, input: Option<&Chunk>) -> Ve
         }
         chunks = vec![out];
     }
+    if let (Some(map), Some(input)) = (&plan.optional, input) {
+        // Its one sort key is the row number, which the padding groups by.
+        return vec![pad_unmatched(chunks, input, map, plan)];
+    }
     if ordered {
         // The runs are sorted; a stable sort of their concatenation merges them.
         let all = concat(chunks, &plan.types);
@@ -1677,9 +1683,6 @@ fn finish_rows(chunks: Vec<Chunk>, plan: &PartPlan, input: Option<&Chunk>) -> Ve
             .limit
             .map(|l| skip.saturating_add(l).min(usize::MAX as u64) as usize);
         chunks = vec![sort_chunk(&all, plan.num_visible, &plan.descending, keep)];
-    }
-    if let (Some(map), Some(input), Some(matched)) = (&plan.optional, input, chunks.first()) {
-        return vec![pad_unmatched(matched, input, map, plan)];
     }
     let mut out = Chunk::new(&plan.types[..plan.num_visible], 0);
     let mut index = 0u64;
@@ -1700,33 +1703,81 @@ fn finish_rows(chunks: Vec<Chunk>, plan: &PartPlan, input: Option<&Chunk>) -> Ve
     vec![out]
 }
 
-/// OPTIONAL MATCH: the matches (sorted by input row number, the column after
-/// the visible ones), with one NULL-padded row for each input row that has
-/// none.
-fn pad_unmatched(matched: &Chunk, input: &Chunk, map: &[Option<usize>], plan: &PartPlan) -> Chunk {
+/// OPTIONAL MATCH: the matches grouped by input row number (the column
+/// after the visible ones; each worker's rows of one input row keep their
+/// order), with one NULL-padded row for each input row that has none. The
+/// numbers are `0..input rows`, so a counting sort groups them, and each
+/// column is one typed gather across the collected chunks plus the few
+/// padded values.
+fn pad_unmatched(
+    chunks: Vec<Chunk>,
+    input: &Chunk,
+    map: &[Option<usize>],
+    plan: &PartPlan,
+) -> Chunk {
     let visible = &plan.types[..plan.num_visible];
-    let mut out = Chunk::new(visible, 0);
-    let row_col = &matched.columns[plan.num_visible];
-    let mut next = 0;
-    for r in 0..input.num_rows {
-        let mut any = false;
-        while next < matched.num_rows && row_col.get_value(next).as_i64() == Some(r as i64) {
-            for (dst, src) in out.columns.iter_mut().zip(&matched.columns) {
-                dst.push_value(&src.get_value(next));
+    let chunks: Vec<Chunk> = chunks.into_iter().filter(|c| c.num_rows > 0).collect();
+    let n_in = input.num_rows;
+    // Each match's (chunk, position) and input row.
+    let mut matches: Vec<((u32, u32), usize)> = Vec::new();
+    for (c, chunk) in chunks.iter().enumerate() {
+        let Some(col) = chunk.columns.get(plan.num_visible) else {
+            continue;
+        };
+        for p in 0..chunk.num_rows {
+            let r = match &col.data {
+                kith_common::VectorData::I64(v) => Some(v[p]),
+                _ => col.get_value(p).as_i64(),
+            };
+            if let Some(r) = r
+                .and_then(|r| usize::try_from(r).ok())
+                .filter(|&r| r < n_in)
+            {
+                matches.push(((c as u32, p as u32), r));
             }
-            out.num_rows += 1;
-            next += 1;
-            any = true;
-        }
-        if !any {
-            for (dst, from) in out.columns.iter_mut().zip(map) {
-                match from {
-                    Some(i) => dst.push_value(&input.columns[*i].get_value(r)),
-                    None => dst.push_value(&Value::Null),
-                }
-            }
-            out.num_rows += 1;
         }
     }
+    // start[r]..start[r + 1]: the matches of input row r in `order`.
+    let mut start = vec![0usize; n_in + 1];
+    for &(_, r) in &matches {
+        start[r + 1] += 1;
+    }
+    for r in 0..n_in {
+        start[r + 1] += start[r];
+    }
+    let mut cursor = start.clone();
+    let mut order = vec![(0u32, 0u32); matches.len()];
+    for &(at, r) in &matches {
+        order[cursor[r]] = at;
+        cursor[r] += 1;
+    }
+    drop(matches);
+    let mut idx: Vec<(u32, u32)> = Vec::with_capacity(order.len() + n_in);
+    let mut pads: Vec<(usize, usize)> = Vec::new();
+    for r in 0..n_in {
+        if start[r] == start[r + 1] {
+            pads.push((idx.len(), r));
+            // Any position: the padded value overwrites it.
+            idx.push((0, 0));
+        } else {
+            idx.extend_from_slice(&order[start[r]..start[r + 1]]);
+        }
+    }
+    let mut out = Chunk::new(visible, 0);
+    for (i, col) in out.columns.iter_mut().enumerate() {
+        let sources: Vec<&ValueVector> = chunks.iter().filter_map(|c| c.columns.get(i)).collect();
+        *col = if sources.len() == chunks.len() && !sources.is_empty() {
+            ValueVector::gather_across(&visible[i], &sources, &idx)
+        } else {
+            ValueVector::new(visible[i].clone(), idx.len())
+        };
+        for &(p, r) in &pads {
+            match map.get(i).copied().flatten() {
+                Some(j) => col.set_value(p, &input.columns[j].get_value(r)),
+                None => col.set_null(p, true),
+            }
+        }
+    }
+    out.num_rows = idx.len();
     out
 }
