@@ -135,7 +135,7 @@ impl ResultSet {
 /// Where each slot lives in a pipeline's result set: `(chunk, vector)`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SlotLayout {
-    pub positions: std::collections::HashMap<kith_planner::expr::SlotId, (usize, usize)>,
+    pub positions: hashbrown::HashMap<kith_planner::expr::SlotId, (usize, usize)>,
 }
 
 impl SlotLayout {

@@ -4,7 +4,7 @@
 //! variables it uses, then its value) become a hash table that expressions
 //! probe with their row's ids (`BoundExprKind::Subquery`).
 
-use std::collections::HashMap;
+use hashbrown::HashMap;
 
 use kith_common::{Chunk, Error, Result, Value};
 use kith_planner::bound::SubqueryKind;
@@ -41,7 +41,14 @@ impl SubqueryTable {
                     }
                 }
                 let value = match kind {
-                    SubqueryKind::Exists => Value::Bool(true),
+                    // The row's match count (no keys: one row, maybe 0).
+                    SubqueryKind::Exists => {
+                        let count = c.columns.get(num_keys).map(|col| col.get_value(r));
+                        if count.and_then(|v| v.as_i64()) == Some(0) {
+                            continue;
+                        }
+                        Value::Bool(true)
+                    }
                     SubqueryKind::Count | SubqueryKind::Collect => c
                         .columns
                         .get(num_keys)
@@ -106,6 +113,23 @@ mod tests {
             c.num_rows += 1;
         }
         c
+    }
+
+    /// An EXISTS table holds the keys counting a match: a subquery without
+    /// keys has one row, whose count 0 means no match.
+    #[test]
+    fn exists_keeps_rows_with_a_match() {
+        let mut s = Vec::new();
+        let count = |n: i64| {
+            let mut c = Chunk::new(&[LogicalType::Int64], 0);
+            c.columns[0].push_value(&Value::Int64(n));
+            c.num_rows = 1;
+            c
+        };
+        for (n, want) in [(0, false), (3, true)] {
+            let t = SubqueryTable::from_rows(SubqueryKind::Exists, 0, &[count(n)]).unwrap();
+            assert_eq!(t.lookup(&[], &mut s).unwrap(), Value::Bool(want));
+        }
     }
 
     #[test]

@@ -432,7 +432,7 @@ pub fn in_list(x: &Value, list: &Value) -> Result<Option<bool>> {
 /// `x IN list` for one list and many `x`: the list's items hashed once
 /// ([`EqKey`]), so each test is a lookup instead of a scan of the list.
 pub struct InList {
-    keys: std::collections::HashSet<EqKey>,
+    keys: hashbrown::HashSet<EqKey>,
     has_null: bool,
     list: Value,
 }
@@ -444,7 +444,7 @@ impl InList {
         let Value::List(items) = list else {
             return None;
         };
-        let mut keys = std::collections::HashSet::with_capacity(items.len());
+        let mut keys = hashbrown::HashSet::with_capacity(items.len());
         let mut has_null = false;
         for item in items {
             match (item, EqKey::of(item)) {

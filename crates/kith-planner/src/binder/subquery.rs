@@ -217,15 +217,11 @@ impl Binder<'_> {
             })
             .collect();
         items.push(match (kind, projection) {
-            (SubqueryKind::Exists, _) => item(
-                ast::Expr {
-                    kind: ExprKind::Literal(Literal::Bool(true)),
-                    span,
-                },
-                "_exists",
-                span,
-            ),
-            (SubqueryKind::Count, _) => item(
+            // A count per key, like COUNT { }: grouping lets the last extend
+            // count rels instead of enumerating them (and a key without a
+            // match has no row; the table keeps the rows counting more than
+            // zero, so a subquery without keys says false on no match).
+            (SubqueryKind::Exists | SubqueryKind::Count, _) => item(
                 ast::Expr {
                     kind: ExprKind::Function {
                         name: ast::Ident {
@@ -246,10 +242,9 @@ impl Binder<'_> {
                 return Err(Error::internal("pattern comprehension without projection"))
             }
         });
-        clauses.push(Clause::Projection(ast::Projection {
-            distinct: kind == SubqueryKind::Exists,
-            ..ast::Projection::plain(false, false, items, None, span)
-        }));
+        clauses.push(Clause::Projection(ast::Projection::plain(
+            false, false, items, None, span,
+        )));
         let stmt = Statement::Query(ast::Query {
             parts: vec![ast::SingleQuery { clauses, span }],
             union_all: Vec::new(),
