@@ -322,6 +322,30 @@ const MICRO_QUERIES: &[Query] = &[
         .sql("SELECT count(*) FROM Knows ab JOIN Person a ON a.id = ab.src JOIN Knows bc ON bc.src = ab.dst JOIN Knows cd ON cd.src = bc.dst JOIN Knows ac ON ac.src = ab.src AND ac.dst = bc.dst JOIN Knows ad ON ad.src = ab.src AND ad.dst = cd.dst JOIN Knows bd ON bd.src = ab.dst AND bd.dst = cd.dst WHERE a.age = 18"),
 ];
 
+/// Clauses beyond pattern counts on Person/Knows: OPTIONAL MATCH (left
+/// outer), EXISTS subqueries, DISTINCT, collect and grouping over all
+/// edges, the shapes a user's queries take beside the seed's micro set.
+const CLAUSE_QUERIES: &[Query] = &[
+    q("optional-count", "MATCH (a:Person) OPTIONAL MATCH (a)-[:Knows]->(b:Person) RETURN count(*), count(b)")
+        .sql("SELECT count(*), count(k.dst) FROM Person a LEFT JOIN Knows k ON k.src = a.id"),
+    q("optional-filter", "MATCH (a:Person) OPTIONAL MATCH (a)-[:Knows]->(b:Person) WHERE b.age > 50 RETURN count(*), count(b)")
+        .sql("SELECT count(*), count(m.dst) FROM Person a LEFT JOIN (SELECT k.src, k.dst FROM Knows k JOIN Person b ON b.id = k.dst WHERE b.age > 50) m ON m.src = a.id"),
+    q("optional-top5", "MATCH (a:Person) OPTIONAL MATCH (a)-[:Knows]->(b:Person) RETURN a.id, count(b) AS c ORDER BY c DESC, a.id LIMIT 5")
+        .sql("SELECT a.id, count(k.dst) AS c FROM Person a LEFT JOIN Knows k ON k.src = a.id GROUP BY a.id ORDER BY c DESC, a.id LIMIT 5"),
+    q("not-exists", "MATCH (a:Person) WHERE NOT EXISTS { MATCH (a)-[:Knows]->(:Person) } RETURN count(*)")
+        .sql("SELECT count(*) FROM Person a WHERE NOT EXISTS (SELECT 1 FROM Knows k WHERE k.src = a.id)"),
+    q("exists-filter", "MATCH (a:Person) WHERE EXISTS { MATCH (a)-[:Knows]->(b:Person) WHERE b.age > 70 } RETURN count(*)")
+        .sql("SELECT count(*) FROM Person a WHERE EXISTS (SELECT 1 FROM Knows k JOIN Person b ON b.id = k.dst WHERE k.src = a.id AND b.age > 70)"),
+    q("distinct-dst", "MATCH (a:Person)-[:Knows]->(b:Person) RETURN count(DISTINCT b)")
+        .sql("SELECT count(DISTINCT dst) FROM Knows"),
+    q("collect-per-src", "MATCH (a:Person)-[:Knows]->(b:Person) WITH a, collect(b.id) AS l RETURN sum(size(l))")
+        .sql("SELECT sum(len(l)) FROM (SELECT src, list(dst) AS l FROM Knows GROUP BY src)"),
+    q("indegree-over-100", "MATCH (a:Person)-[:Knows]->(b:Person) WITH b, count(*) AS indeg WHERE indeg > 100 RETURN count(*)")
+        .sql("SELECT count(*) FROM (SELECT dst FROM Knows GROUP BY dst HAVING count(*) > 100)"),
+    q("group-age-top3", "MATCH (a:Person)-[:Knows]->(b:Person) RETURN a.age, count(*) AS c ORDER BY c DESC, a.age LIMIT 3")
+        .sql("SELECT a.age, count(*) AS c FROM Knows k JOIN Person a ON a.id = k.src GROUP BY a.age ORDER BY c DESC, a.age LIMIT 3"),
+];
+
 /// Seed 000 (recursive query parallelism, VLDB 2025) workloads, the seed
 /// 003 variable-length query and weighted shortest paths (on the generated
 /// `weight` column), in Kùzu's recursive syntax. Sources are
@@ -492,6 +516,15 @@ pub const SUITES: &[Suite] = &[
         ddl: PERSON_KNOWS_DDL,
         loads: PERSON_KNOWS_LOADS,
         queries: MICRO_QUERIES,
+        sql_ddl: PERSON_KNOWS_SQL_DDL,
+    },
+    Suite {
+        name: "clauses",
+        description: "OPTIONAL MATCH (counted, filtered, grouped with a top 5), NOT EXISTS and EXISTS subqueries, count(DISTINCT), collect per node and grouped counts over every edge of the Person/Knows graph.",
+        dataset: Dataset::PersonKnows,
+        ddl: PERSON_KNOWS_DDL,
+        loads: PERSON_KNOWS_LOADS,
+        queries: CLAUSE_QUERIES,
         sql_ddl: PERSON_KNOWS_SQL_DDL,
     },
     Suite {

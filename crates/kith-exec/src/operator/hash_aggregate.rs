@@ -8,7 +8,7 @@ use hashbrown::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use kith_common::{Chunk, LogicalType, Result, Value, ValueVector};
+use kith_common::{Chunk, LogicalType, Result, Value, ValueVector, VectorData};
 use kith_planner::bound::BoundAggregate;
 use kith_planner::expr::{BoundExprKind, SlotId};
 
@@ -93,7 +93,14 @@ pub struct HashAggregate {
     specs: Arc<Vec<AggregateDef>>,
     args: Vec<Option<Evaluator>>,
     arg_scratch: Vec<ValueVector>,
-    pub groups: HashMap<GroupKey, Vec<AggregateState>>,
+    /// Each group's number in `group_keys` / `group_states`.
+    groups: HashMap<GroupKey, usize>,
+    group_keys: Vec<GroupKey>,
+    group_states: Vec<Vec<AggregateState>>,
+    /// One integer or id key per group: its group number by the key's bits
+    /// (and storage layout), so a tuple of a group seen before costs one
+    /// integer probe instead of a key of values built and hashed.
+    by_int: HashMap<(u8, u64), usize>,
     /// The single group of an aggregate without keys.
     global: Option<Vec<AggregateState>>,
     key_kinds: Vec<Evaluated>,
@@ -152,6 +159,9 @@ impl HashAggregate {
             args,
             arg_scratch,
             groups,
+            group_keys: Vec::new(),
+            group_states: Vec::new(),
+            by_int: HashMap::new(),
             global,
             key_kinds: Vec::new(),
             arg_kinds: Vec::new(),
@@ -174,19 +184,34 @@ impl HashAggregate {
             (None, Some(theirs)) => self.global = Some(theirs),
             _ => {}
         }
-        for (key, states) in other.groups {
-            match self.groups.get_mut(&key) {
-                Some(mine) => {
-                    for (m, s) in mine.iter_mut().zip(states) {
+        for (key, states) in other.group_keys.into_iter().zip(other.group_states) {
+            match self.groups.get(&key) {
+                Some(&g) => {
+                    for (m, s) in self.group_states[g].iter_mut().zip(states) {
                         m.combine(s)?;
                     }
                 }
                 None => {
-                    self.groups.insert(key, states);
+                    self.groups.insert(key.clone(), self.group_keys.len());
+                    self.group_keys.push(key);
+                    self.group_states.push(states);
                 }
             }
         }
         Ok(())
+    }
+
+    /// The number of `key`'s group, created when new.
+    fn group_of(&mut self, key: GroupKey) -> usize {
+        if let Some(&g) = self.groups.get(&key) {
+            return g;
+        }
+        let g = self.group_keys.len();
+        self.groups.insert(key.clone(), g);
+        self.group_keys.push(key);
+        self.group_states
+            .push(self.specs.iter().map(|d| d.spec.new_state()).collect());
+        g
     }
 
     /// The groups as rows: key columns then aggregate columns.
@@ -194,9 +219,10 @@ impl HashAggregate {
         let types: Vec<LogicalType> = key_types.iter().chain(agg_types).cloned().collect();
         let mut out = Chunk::new(&types, 0);
         if let Some(states) = self.global.take() {
-            self.groups.insert(GroupKey(Vec::new()), states);
+            self.group_keys.push(GroupKey(Vec::new()));
+            self.group_states.push(states);
         }
-        for (key, states) in self.groups {
+        for (key, states) in self.group_keys.iter().zip(&self.group_states) {
             for (col, v) in out.columns.iter_mut().zip(
                 key.0
                     .iter()
@@ -325,9 +351,8 @@ impl HashAggregate {
                 }
             } else {
                 let key = GroupKey(self.key_scratch.iter().map(|v| v.get_value(0)).collect());
-                self.groups
-                    .entry(key)
-                    .or_insert_with(|| specs.iter().map(|d| d.spec.new_state()).collect())
+                let g = self.group_of(key);
+                &mut self.group_states[g]
             };
             for (i, state) in states.iter_mut().enumerate() {
                 let (input, flat_pos) = match self.arg_direct[i] {
@@ -354,20 +379,43 @@ impl HashAggregate {
         rs.chunks[u]
             .state
             .for_each_position(|p| positions.push(p as u32));
+        // One unflat integer or id key: its bits find the group.
+        let int_key = |v: &ValueVector, p: usize| -> Option<(u8, u64)> {
+            if v.is_null(p) {
+                return None;
+            }
+            match &v.data {
+                VectorData::Id(d) => Some((0, d[p].0)),
+                VectorData::I64(d) => Some((1, d[p] as u64)),
+                VectorData::I32(d) => Some((2, d[p] as u64)),
+                _ => None,
+            }
+        };
+        let single = self.keys.len() == 1;
         for pi in 0..self.positions.len() {
             let p = self.positions[pi] as usize;
-            let key = GroupKey(
-                self.key_scratch
-                    .iter()
-                    .zip(key_kinds)
-                    .map(|(v, k)| v.get_value(if matches!(k, Evaluated::Flat) { 0 } else { p }))
-                    .collect(),
-            );
-            let states = self
-                .groups
-                .entry(key)
-                .or_insert_with(|| specs.iter().map(|d| d.spec.new_state()).collect());
-            for (i, state) in states.iter_mut().enumerate() {
+            let bits = single.then(|| int_key(&self.key_scratch[0], p)).flatten();
+            let cached = bits.and_then(|b| self.by_int.get(&b).copied());
+            let g = match cached {
+                Some(g) => g,
+                None => {
+                    let key = GroupKey(
+                        self.key_scratch
+                            .iter()
+                            .zip(key_kinds)
+                            .map(|(v, k)| {
+                                v.get_value(if matches!(k, Evaluated::Flat) { 0 } else { p })
+                            })
+                            .collect(),
+                    );
+                    let g = self.group_of(key);
+                    if let Some(b) = bits {
+                        self.by_int.insert(b, g);
+                    }
+                    g
+                }
+            };
+            for (i, state) in self.group_states[g].iter_mut().enumerate() {
                 let (input, flat_pos) = match self.arg_direct[i] {
                     Some((c, v, fp)) => (&rs.chunks[c].vectors[v], fp as u32),
                     None => (&self.arg_scratch[i], 0),
