@@ -72,6 +72,20 @@ impl LookupNode {
         }
     }
 
+    /// The next input tuple's keys (None: no more input).
+    fn next_keys(&mut self, rs: &mut ResultSet) -> Result<Option<Evaluated>> {
+        if !self.child.next(rs)? {
+            return Ok(None);
+        }
+        let ectx = EvalContext {
+            rs,
+            layout: &self.layout,
+            params: &self.ctx.params,
+            subqueries: &self.ctx.subqueries,
+        };
+        self.key.evaluate(&ectx, &mut self.keys).map(Some)
+    }
+
     /// Item mode: the next batch of found nodes as the newest chunk.
     fn next_items(&mut self, rs: &mut ResultSet) -> Result<bool> {
         loop {
@@ -104,17 +118,8 @@ impl LookupNode {
                 *done += n;
                 return Ok(true);
             }
-            if !self.child.next(rs)? {
+            let Some(shape) = self.next_keys(rs)? else {
                 return Ok(false);
-            }
-            let shape = {
-                let ectx = EvalContext {
-                    rs,
-                    layout: &self.layout,
-                    params: &self.ctx.params,
-                    subqueries: &self.ctx.subqueries,
-                };
-                self.key.evaluate(&ectx, &mut self.keys)?
             };
             if !matches!(shape, Evaluated::Flat) {
                 return Err(Error::internal(
@@ -201,17 +206,8 @@ impl Operator for LookupNode {
             return self.next_items(rs);
         }
         loop {
-            if !self.child.next(rs)? {
+            let Some(shape) = self.next_keys(rs)? else {
                 return Ok(false);
-            }
-            let shape = {
-                let ectx = EvalContext {
-                    rs,
-                    layout: &self.layout,
-                    params: &self.ctx.params,
-                    subqueries: &self.ctx.subqueries,
-                };
-                self.key.evaluate(&ectx, &mut self.keys)?
             };
             let c = self.chunk;
             match shape {
