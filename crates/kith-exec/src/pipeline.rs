@@ -1724,17 +1724,20 @@ fn pad_unmatched(
         let Some(col) = chunk.columns.get(plan.num_visible) else {
             continue;
         };
-        for p in 0..chunk.num_rows {
-            let r = match &col.data {
-                kith_common::VectorData::I64(v) => Some(v[p]),
-                _ => col.get_value(p).as_i64(),
-            };
+        let mut add = |p: usize, r: Option<i64>| {
             if let Some(r) = r
                 .and_then(|r| usize::try_from(r).ok())
                 .filter(|&r| r < n_in)
             {
                 matches.push(((c as u32, p as u32), r));
             }
+        };
+        // The numbers are INT64 (typed); anything else value by value.
+        match &col.data {
+            kith_common::VectorData::I64(v) => {
+                (0..chunk.num_rows).for_each(|p| add(p, Some(v[p])));
+            }
+            _ => (0..chunk.num_rows).for_each(|p| add(p, col.get_value(p).as_i64())),
         }
     }
     // start[r]..start[r + 1]: the matches of input row r in `order`.

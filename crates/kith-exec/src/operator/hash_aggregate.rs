@@ -4,7 +4,8 @@
 
 // foldhash (hashbrown's default) instead of SipHash: a group key is hashed per
 // input tuple.
-use hashbrown::HashMap;
+use hashbrown::{DefaultHashBuilder, HashMap, HashTable};
+use std::hash::BuildHasher;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
@@ -93,8 +94,10 @@ pub struct HashAggregate {
     specs: Arc<Vec<AggregateDef>>,
     args: Vec<Option<Evaluator>>,
     arg_scratch: Vec<ValueVector>,
-    /// Each group's number in `group_keys` / `group_states`.
-    groups: HashMap<GroupKey, usize>,
+    /// Each group's number in `group_keys` / `group_states`, found by its
+    /// key's hash (the key is kept once, in `group_keys`).
+    groups: HashTable<usize>,
+    hasher: DefaultHashBuilder,
     group_keys: Vec<GroupKey>,
     group_states: Vec<Vec<AggregateState>>,
     /// One integer or id key per group: its group number by the key's bits
@@ -146,7 +149,6 @@ impl HashAggregate {
                 _ => None,
             })
             .collect();
-        let groups = HashMap::new();
         // A global aggregate has one group even over no input.
         let global = keys
             .is_empty()
@@ -158,7 +160,8 @@ impl HashAggregate {
             specs,
             args,
             arg_scratch,
-            groups,
+            groups: HashTable::new(),
+            hasher: DefaultHashBuilder::default(),
             group_keys: Vec::new(),
             group_states: Vec::new(),
             by_int: HashMap::new(),
@@ -185,33 +188,46 @@ impl HashAggregate {
             _ => {}
         }
         for (key, states) in other.group_keys.into_iter().zip(other.group_states) {
-            match self.groups.get(&key) {
-                Some(&g) => {
+            let hash = self.hasher.hash_one(&key);
+            match self.find_group(hash, &key) {
+                Some(g) => {
                     for (m, s) in self.group_states[g].iter_mut().zip(states) {
                         m.combine(s)?;
                     }
                 }
                 None => {
-                    self.groups.insert(key.clone(), self.group_keys.len());
-                    self.group_keys.push(key);
-                    self.group_states.push(states);
+                    self.add_group(hash, key, states);
                 }
             }
         }
         Ok(())
     }
 
-    /// The number of `key`'s group, created when new.
-    fn group_of(&mut self, key: GroupKey) -> usize {
-        if let Some(&g) = self.groups.get(&key) {
-            return g;
-        }
+    fn find_group(&self, hash: u64, key: &GroupKey) -> Option<usize> {
+        let keys = &self.group_keys;
+        self.groups.find(hash, |&g| keys[g] == *key).copied()
+    }
+
+    fn add_group(&mut self, hash: u64, key: GroupKey, states: Vec<AggregateState>) -> usize {
         let g = self.group_keys.len();
-        self.groups.insert(key.clone(), g);
+        let (keys, hasher) = (&self.group_keys, &self.hasher);
+        self.groups
+            .insert_unique(hash, g, |&g| hasher.hash_one(&keys[g]));
         self.group_keys.push(key);
-        self.group_states
-            .push(self.specs.iter().map(|d| d.spec.new_state()).collect());
+        self.group_states.push(states);
         g
+    }
+
+    /// The number of `key`'s group, created (with fresh states) when new.
+    fn group_of(&mut self, key: GroupKey) -> usize {
+        let hash = self.hasher.hash_one(&key);
+        match self.find_group(hash, &key) {
+            Some(g) => g,
+            None => {
+                let states = self.specs.iter().map(|d| d.spec.new_state()).collect();
+                self.add_group(hash, key, states)
+            }
+        }
     }
 
     /// The groups as rows: key columns then aggregate columns.
