@@ -28,6 +28,7 @@ use std::time::Instant;
 use crate::fastfmt::{push_u64, push_u64_padded};
 use crate::json::Json;
 use crate::rng::{mix, Xoshiro256};
+use crate::suite;
 
 /// Edges (or nodes) per chunk; fixed so output is independent of thread count.
 pub const CHUNK: u64 = 1 << 18;
@@ -407,6 +408,7 @@ pub fn generate_simple(
     all.sort_by_key(|e| (e.0, e.1));
     all.dedup_by_key(|e| (e.0, e.1));
     let edges = all.len() as u64;
+    let params = deep_sources(nodes, &all);
     let mut w = BufWriter::with_capacity(1 << 20, File::create(dir.join("knows.csv"))?);
     let header = "from,to,since,weight\n";
     w.write_all(header.as_bytes())?;
@@ -437,6 +439,7 @@ pub fn generate_simple(
     m.push(("nodes".into(), Json::Int(nodes as i64)));
     m.push(("edges".into(), Json::Int(edges as i64)));
     m.push(("generated_edges".into(), Json::Int(src.edges() as i64)));
+    m.push(("params".into(), params));
     m.push(("self_loops".into(), Json::Str("dropped".into())));
     m.push(("duplicate_edges".into(), Json::Str("dropped".into())));
     m.push(("bytes".into(), Json::Int(bytes as i64)));
@@ -449,6 +452,86 @@ pub fn generate_simple(
         bytes,
         seconds,
     })
+}
+
+/// Levels a recursive-query source must reach (seed 000 picks sources
+/// with at least 3 reachable levels, so that a query does real work).
+pub const SOURCE_LEVELS: usize = 3;
+
+/// `SRC1`, `SRC8` and `SRC64` for a graph whose edges are sorted by
+/// source: [`suite::sources_where`] keeping the ids that reach
+/// [`SOURCE_LEVELS`] levels of out-neighbours. On R-MAT most ids past the
+/// hubs have no out-edge at large scales, so the plain draw can pick a
+/// source that finds nothing.
+fn deep_sources(nodes: u64, sorted: &[(u64, u64, u64)]) -> Json {
+    let mut offsets = vec![0usize; nodes as usize + 1];
+    for e in sorted {
+        offsets[e.0 as usize + 1] += 1;
+    }
+    for i in 0..nodes as usize {
+        offsets[i + 1] += offsets[i];
+    }
+    let mut seen = vec![false; nodes as usize];
+    let mut touched: Vec<u64> = Vec::new();
+    let mut deep = |src: u64| {
+        let reached = reaches_levels(
+            src,
+            SOURCE_LEVELS,
+            &offsets,
+            sorted,
+            &mut seen,
+            &mut touched,
+        );
+        for &v in &touched {
+            seen[v as usize] = false;
+        }
+        touched.clear();
+        reached
+    };
+    let mut pool = suite::sources_where(nodes, 64, &mut deep);
+    if pool.len() < 64 {
+        // Too few deep sources (a tiny or sparse graph): the plain draw.
+        pool = suite::sources(nodes, 64);
+    }
+    let list = |k: usize| Json::Str(suite::id_list(&pool[..k.min(pool.len())]));
+    Json::Obj(vec![
+        ("SRC1".into(), list(1)),
+        ("SRC8".into(), list(8)),
+        ("SRC64".into(), list(64)),
+    ])
+}
+
+/// Whether a breadth-first search from `src` over the out-edges finds a
+/// node `levels` hops away (stopping as soon as it does). `seen` comes in
+/// all false; the nodes it marks are pushed on `touched`.
+fn reaches_levels(
+    src: u64,
+    levels: usize,
+    offsets: &[usize],
+    sorted: &[(u64, u64, u64)],
+    seen: &mut [bool],
+    touched: &mut Vec<u64>,
+) -> bool {
+    seen[src as usize] = true;
+    touched.push(src);
+    let mut frontier = vec![src];
+    for _ in 0..levels {
+        let mut next = Vec::new();
+        for &u in &frontier {
+            for e in &sorted[offsets[u as usize]..offsets[u as usize + 1]] {
+                if !seen[e.1 as usize] {
+                    seen[e.1 as usize] = true;
+                    touched.push(e.1);
+                    next.push(e.1);
+                }
+            }
+        }
+        if next.is_empty() {
+            return false;
+        }
+        frontier = next;
+    }
+    true
 }
 
 pub fn rmat_meta(p: &RmatParams) -> Vec<(String, Json)> {
@@ -511,6 +594,34 @@ mod tests {
         assert!(s1.edges < p.edges());
         assert!(pairs.iter().all(|(u, v)| u != v));
         assert!(pairs.windows(2).all(|w| w[0] < w[1]));
+        // The recursive sources in meta.json each reach 3 levels, checked
+        // by a plain level-set walk over the written edges.
+        let meta = crate::json::parse(&std::fs::read_to_string(base.join("a/meta.json")).unwrap())
+            .unwrap();
+        let params = meta.get("params").unwrap();
+        let ids = |k: &str| -> Vec<u64> {
+            let text = params.get(k).and_then(Json::as_str).unwrap();
+            text.trim_matches(|c| c == '[' || c == ']')
+                .split(',')
+                .map(|x| x.parse().unwrap())
+                .collect()
+        };
+        let src64 = ids("SRC64");
+        assert_eq!(src64.len(), 64);
+        assert_eq!(ids("SRC8"), src64[..8]);
+        assert_eq!(ids("SRC1"), src64[..1]);
+        for &s in &src64 {
+            let mut seen = std::collections::HashSet::from([s]);
+            let mut level = vec![s];
+            for _ in 0..SOURCE_LEVELS {
+                level = pairs
+                    .iter()
+                    .filter(|(u, v)| level.contains(u) && seen.insert(*v))
+                    .map(|&(_, v)| v)
+                    .collect();
+                assert!(!level.is_empty(), "source {s} stops early");
+            }
+        }
         let _ = std::fs::remove_dir_all(&base);
     }
 

@@ -586,17 +586,40 @@ pub fn with_data_dir(cypher: &str, data_dir: &str) -> String {
 /// Ids of `k` recursive-query sources out of `nodes`, a pure function of
 /// `k` and `nodes` (distinct while `k <= nodes`).
 pub fn sources(nodes: u64, k: u64) -> Vec<u64> {
-    sample_ids(nodes, k, 0x5352_4353)
+    sources_where(nodes, k, |_| true)
+}
+
+/// The ids [`sources`] draws, skipping those `keep` rejects (a generator
+/// that knows the edges keeps the sources reaching a few levels, as seed
+/// 000 picks them). Gives up after `64 * nodes` draws, so it can return
+/// fewer than `k` ids.
+pub fn sources_where(nodes: u64, k: u64, keep: impl FnMut(u64) -> bool) -> Vec<u64> {
+    sample_ids_where(nodes, k, 0x5352_4353, keep)
+}
+
+/// A Cypher list literal of ids: `[1,2,3]`.
+pub fn id_list(ids: &[u64]) -> String {
+    let ids: Vec<String> = ids.iter().map(u64::to_string).collect();
+    format!("[{}]", ids.join(","))
 }
 
 /// `k` distinct ids below `nodes`, drawn deterministically from `salt`.
 fn sample_ids(nodes: u64, k: u64, salt: u64) -> Vec<u64> {
+    sample_ids_where(nodes, k, salt, |_| true)
+}
+
+fn sample_ids_where(nodes: u64, k: u64, salt: u64, mut keep: impl FnMut(u64) -> bool) -> Vec<u64> {
     let mut out: Vec<u64> = Vec::with_capacity(k as usize);
+    let mut rejected = std::collections::HashSet::new();
     let mut i = 0u64;
-    while (out.len() as u64) < k.min(nodes) {
+    while (out.len() as u64) < k.min(nodes) && i < nodes.saturating_mul(64) {
         let id = mix(salt, i) % nodes.max(1);
-        if !out.contains(&id) {
-            out.push(id);
+        if !out.contains(&id) && !rejected.contains(&id) {
+            if keep(id) {
+                out.push(id);
+            } else {
+                rejected.insert(id);
+            }
         }
         i += 1;
     }
@@ -608,17 +631,13 @@ fn sample_ids(nodes: u64, k: u64, salt: u64) -> Vec<u64> {
 /// list starts with the smaller ones) and `DST500` (500 destination ids
 /// drawn independently of the sources).
 pub fn derived_params(nodes: u64) -> BTreeMap<String, String> {
-    let list = |ids: Vec<u64>| {
-        let ids: Vec<String> = ids.iter().map(u64::to_string).collect();
-        format!("[{}]", ids.join(","))
-    };
     let mut m = BTreeMap::new();
     for k in [1u64, 8, 50, 64] {
-        m.insert(format!("SRC{k}"), list(sources(nodes, k)));
+        m.insert(format!("SRC{k}"), id_list(&sources(nodes, k)));
     }
     m.insert(
         "DST500".to_string(),
-        list(sample_ids(nodes, 500, 0x4453_5430)),
+        id_list(&sample_ids(nodes, 500, 0x4453_5430)),
     );
     m
 }
