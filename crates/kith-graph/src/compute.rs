@@ -14,7 +14,7 @@ use crate::bits::{saturating_add, zeroed_u16s, zeroed_u64s, DenseBits};
 use crate::distance::HopBound;
 use crate::engine::{run_ife, CollectSink, Compute, IfeOptions, Nodes, RunStats, Visit};
 use crate::graph::Graph;
-use crate::weights::RelWeights;
+use crate::weights::{weight_error, weight_ok, RelWeights};
 
 /// Largest upper bound for level-indexed computations (levels are kept as
 /// `u16` per node, 0 meaning unvisited).
@@ -48,6 +48,9 @@ pub struct PathRow {
     pub dst: u64,
     pub nodes: Vec<u64>,
     pub rels: Vec<u64>,
+    /// A weighted search's cost of the path (`f64` bits, summed from the
+    /// source as the search sums it); 0 for the other searches.
+    pub cost_bits: u64,
 }
 
 pub(crate) fn check_bounds(lower: u32, upper: u32) -> Result<()> {
@@ -427,9 +430,9 @@ const INF_BITS: u64 = u64::MAX;
 
 impl WeightedShortest {
     pub fn new(weights: impl Into<RelWeights>) -> Result<WeightedShortest> {
-        let weights = weights.into();
-        weights.check(false)?;
-        Ok(WeightedShortest { weights })
+        Ok(WeightedShortest {
+            weights: weights.into(),
+        })
     }
 }
 
@@ -455,29 +458,26 @@ impl Compute for WeightedShortest {
     ) -> Result<()> {
         let next = v.next;
         let weights = &self.weights;
-        let mut bad_rel = None;
         nodes.for_each(|u| {
             let du = f64::from_bits(aux.dist[u as usize].load(Ordering::Relaxed));
-            v.graph.neighbors(u, v.scratch, |w, r| {
-                let Some(wt) = weights.get(r) else {
-                    bad_rel = Some(r);
-                    return;
-                };
-                let nd = (du + wt).to_bits();
-                let d = &aux.dist[w as usize];
-                if nd < d.load(Ordering::Relaxed) && nd < d.fetch_min(nd, Ordering::Relaxed) {
-                    next.set(w);
-                }
-            });
-            Ok(())
-        })?;
-        match bad_rel {
-            Some(r) => Err(Error::runtime(format!(
-                "rel id {r} has no weight (the weight array has {} entries)",
-                weights.len()
-            ))),
-            None => Ok(()),
-        }
+            let mut bad = None;
+            v.graph
+                .weighted_neighbors(u, v.scratch, weights, |w, r, wt| {
+                    if !weight_ok(wt, false) {
+                        bad.get_or_insert((r, wt));
+                        return;
+                    }
+                    let nd = (du + wt).to_bits();
+                    let d = &aux.dist[w as usize];
+                    if nd < d.load(Ordering::Relaxed) && nd < d.fetch_min(nd, Ordering::Relaxed) {
+                        next.set(w);
+                    }
+                })?;
+            match bad {
+                Some((r, wt)) => Err(weight_error(r, wt, false)),
+                None => Ok(()),
+            }
+        })
     }
 
     fn has_output_phase(&self) -> bool {
@@ -800,6 +800,7 @@ pub(crate) fn parent_chain_path(
         dst,
         nodes,
         rels,
+        cost_bits: 0,
     })
 }
 
@@ -826,6 +827,7 @@ pub(crate) fn parent_dag_paths(
             dst,
             nodes: nodes.iter().rev().copied().collect(),
             rels: rels.iter().rev().copied().collect(),
+            cost_bits: 0,
         });
         return;
     }
@@ -947,7 +949,7 @@ pub fn weighted_shortest<G: Graph>(
     sched: &Scheduler,
     graph: &Arc<G>,
     sources: &[u64],
-    weights: Arc<[f64]>,
+    weights: impl Into<RelWeights>,
     opts: &IfeOptions,
     cancel: &CancelToken,
 ) -> Result<Vec<CostRow>> {

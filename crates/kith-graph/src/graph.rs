@@ -4,9 +4,12 @@
 use std::sync::Arc;
 
 use kith_common::constants::NODE_GROUP_SIZE;
-use kith_common::Result;
+use kith_common::vector::VectorData;
+use kith_common::{Error, LogicalType, Result, ValueVector};
 use kith_pager::Pager;
 use kith_storage::{CsrIndex, PinnedCsrGroup};
+
+use crate::weights::RelWeights;
 
 /// Neighbour access for IFE over one node table with dense offsets `0..n`.
 ///
@@ -23,6 +26,29 @@ pub trait Graph: Send + Sync + 'static {
 
     /// Calls `f(neighbour, rel_id)` for every rel of `node`, in CSR order.
     fn neighbors<F: FnMut(u64, u64)>(&self, node: u64, scratch: &mut Self::Scratch, f: F);
+
+    /// Calls `f(neighbour, rel_id, weight)` for every rel of `node`, in CSR
+    /// order, with the weight `weights` gives the rel (a graph that pinned
+    /// its weight column reads [`RelWeights::Pinned`] next to the
+    /// neighbours). Err: a rel without a weight, or whose weight is NULL.
+    /// Weights are handed on as stored: the caller checks them.
+    fn weighted_neighbors<F: FnMut(u64, u64, f64)>(
+        &self,
+        node: u64,
+        scratch: &mut Self::Scratch,
+        weights: &RelWeights,
+        mut f: F,
+    ) -> Result<()> {
+        let mut missing = None;
+        self.neighbors(node, scratch, |n, r| match weights.get(r) {
+            Some(w) => f(n, r, w),
+            None => missing = Some(r),
+        });
+        match missing {
+            None => Ok(()),
+            Some(r) => Err(Error::internal(format!("rel {r} has no weight"))),
+        }
+    }
 }
 
 /// A CSR held in plain vectors.
@@ -106,6 +132,11 @@ pub struct StorageCsr {
     /// Bit `r` set: rel id `r` may be walked (rel property conditions of
     /// the pattern); `None`: every rel. Ids beyond the mask are skipped.
     rel_mask: Option<Arc<[u64]>>,
+    /// The type of the weight property pinned as each group's first
+    /// property column ([`StorageCsr::with_weights`]): rel properties are
+    /// stored in CSR order, so a node's weights are read beside its
+    /// neighbours and a search reads only the weights of the rels it walks.
+    weight_ty: Option<LogicalType>,
 }
 
 /// Decode buffers of one worker for [`StorageCsr`].
@@ -113,6 +144,9 @@ pub struct StorageCsr {
 pub struct StorageScratch {
     nbrs: Vec<u64>,
     rels: Vec<u64>,
+    /// Weights as stored, then as f64.
+    stored: Option<ValueVector>,
+    weights: Vec<f64>,
 }
 
 impl StorageCsr {
@@ -120,11 +154,29 @@ impl StorageCsr {
     /// group's region; use [`StorageCsr::with_num_nodes`] to widen it to the
     /// node table (nodes beyond the CSR have no rels).
     pub fn new(pager: &Arc<Pager>, csr: &CsrIndex) -> Result<StorageCsr> {
+        StorageCsr::pinning(pager, csr, &[])
+    }
+
+    /// [`StorageCsr::new`] that also pins the weight property (storage
+    /// column `column`, of type `ty`) for [`Graph::weighted_neighbors`]
+    /// with [`RelWeights::Pinned`].
+    pub fn with_weights(
+        pager: &Arc<Pager>,
+        csr: &CsrIndex,
+        column: usize,
+        ty: LogicalType,
+    ) -> Result<StorageCsr> {
+        let mut g = StorageCsr::pinning(pager, csr, &[column])?;
+        g.weight_ty = Some(ty);
+        Ok(g)
+    }
+
+    fn pinning(pager: &Arc<Pager>, csr: &CsrIndex, columns: &[usize]) -> Result<StorageCsr> {
         let mut groups = Vec::with_capacity(csr.groups.len());
         let mut num_nodes = 0;
         let mut num_edges = 0;
         for (gi, g) in csr.groups.iter().enumerate() {
-            let pinned = g.pin(pager, &[])?;
+            let pinned = g.pin(pager, columns)?;
             if pinned.node_span() > 0 {
                 num_nodes = gi as u64 * NODE_GROUP_SIZE + pinned.node_span();
             }
@@ -136,6 +188,7 @@ impl StorageCsr {
             num_nodes,
             num_edges,
             rel_mask: None,
+            weight_ty: None,
         })
     }
 
@@ -182,6 +235,36 @@ impl Graph for StorageCsr {
             self.run(g, a, b, s, &mut f);
         }
     }
+
+    fn weighted_neighbors<F: FnMut(u64, u64, f64)>(
+        &self,
+        node: u64,
+        s: &mut StorageScratch,
+        weights: &RelWeights,
+        mut f: F,
+    ) -> Result<()> {
+        let (RelWeights::Pinned, Some(ty)) = (weights, &self.weight_ty) else {
+            let mut missing = None;
+            self.neighbors(node, s, |n, r| match weights.get(r) {
+                Some(w) => f(n, r, w),
+                None => missing = Some(r),
+            });
+            return match missing {
+                None => Ok(()),
+                Some(r) => Err(Error::internal(format!("rel {r} has no weight"))),
+            };
+        };
+        let Some(g) = self.groups.get((node / NODE_GROUP_SIZE) as usize) else {
+            return Ok(());
+        };
+        let local = node % NODE_GROUP_SIZE;
+        let (a, b) = g.range(local);
+        self.weighted_run(g, ty, a, b, s, &mut f)?;
+        for &(a, b) in g.appended(local) {
+            self.weighted_run(g, ty, a, b, s, &mut f)?;
+        }
+        Ok(())
+    }
 }
 
 impl StorageCsr {
@@ -219,6 +302,71 @@ impl StorageCsr {
                 }
             }
         }
+    }
+}
+
+impl StorageCsr {
+    /// [`StorageCsr::run`] with the weights of positions `a..b` read from
+    /// the pinned weight column.
+    fn weighted_run<F: FnMut(u64, u64, f64)>(
+        &self,
+        g: &PinnedCsrGroup,
+        ty: &LogicalType,
+        a: u64,
+        b: u64,
+        s: &mut StorageScratch,
+        f: &mut F,
+    ) -> Result<()> {
+        let len = (b - a) as usize;
+        if len == 0 {
+            return Ok(());
+        }
+        let column = g
+            .properties
+            .first()
+            .ok_or_else(|| Error::internal("weight column not pinned"))?;
+        let stored = s
+            .stored
+            .get_or_insert_with(|| ValueVector::new(ty.clone(), len));
+        if stored.len() < len {
+            stored.resize(len);
+        }
+        column.read(a, len, stored, 0)?;
+        if stored.nulls.may_have_nulls() && (0..len).any(|i| stored.is_null(i)) {
+            return Err(Error::runtime(
+                "weighted shortest path over a rel whose weight is NULL",
+            ));
+        }
+        s.weights.clear();
+        match &stored.data {
+            VectorData::F64(v) => s.weights.extend_from_slice(&v[..len]),
+            VectorData::F32(v) => s.weights.extend(v[..len].iter().map(|&x| x as f64)),
+            VectorData::I64(v) => s.weights.extend(v[..len].iter().map(|&x| x as f64)),
+            VectorData::I32(v) => s.weights.extend(v[..len].iter().map(|&x| x as f64)),
+            _ => {
+                for i in 0..len {
+                    let v = stored.get_value(i);
+                    let w = v
+                        .as_f64()
+                        .ok_or_else(|| Error::runtime(format!("weight {v} is not a number")))?;
+                    s.weights.push(w);
+                }
+            }
+        }
+        if s.nbrs.len() < len {
+            s.nbrs.resize(len, 0);
+            s.rels.resize(len, 0);
+        }
+        g.neighbors.read_u64s(a, len, &mut s.nbrs[..len]);
+        g.rel_ids.read_u64s(a, len, &mut s.rels[..len]);
+        let edges = s.nbrs[..len].iter().zip(&s.rels[..len]).zip(&s.weights);
+        match &self.rel_mask {
+            None => edges.for_each(|((n, r), w)| f(*n, *r, *w)),
+            Some(mask) => edges
+                .filter(|((_, r), _)| mask_has(mask, **r))
+                .for_each(|((n, r), w)| f(*n, *r, *w)),
+        }
+        Ok(())
     }
 }
 

@@ -226,6 +226,7 @@ impl WalkPaths {
                 dst,
                 nodes: dfs.nodes.clone(),
                 rels: dfs.rels.clone(),
+                cost_bits: 0,
             });
         }
     }

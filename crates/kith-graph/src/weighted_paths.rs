@@ -14,13 +14,13 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::Arc;
 
-use kith_common::{Error, Result};
+use kith_common::Result;
 use kith_sched::CancelToken;
 
 use crate::compute::{parent_chain_path, parent_dag_paths, PathMode, PathRow};
 use crate::graph::{mask_has, Graph};
 use crate::paths::SourceSearch;
-use crate::weights::RelWeights;
+use crate::weights::{weight_error, weight_ok, RelWeights};
 
 /// One weighted shortest path from each source to every node it reaches.
 pub struct WeightedPaths {
@@ -50,10 +50,8 @@ impl WeightedPaths {
         lower: u32,
         mode: PathMode,
     ) -> Result<WeightedPaths> {
-        let weights = weights.into();
-        weights.check(mode == PathMode::All)?;
         Ok(WeightedPaths {
-            weights,
+            weights: weights.into(),
             mode,
             lower,
             dst_mask: None,
@@ -89,7 +87,10 @@ impl WeightedPaths {
                     buf.clear();
                     buf.extend_from_slice(&s.parents[x as usize]);
                 };
+                let first = out.len();
                 parent_dag_paths(src, v, &mut parents_of, &mut nodes, &mut rels, out);
+                let cost = s.cost[v as usize].to_bits();
+                out[first..].iter_mut().for_each(|p| p.cost_bits = cost);
             }
             return Ok(());
         }
@@ -118,11 +119,11 @@ impl WeightedPaths {
                 continue;
             }
             let cost = f64::from_bits(c);
-            g.neighbors(u, scratch, |w, r| {
-                let Some(weight) = self.weights.get(r) else {
-                    bad_weight = Some(r);
+            g.weighted_neighbors(u, scratch, &self.weights, |w, r, weight| {
+                if !weight_ok(weight, false) {
+                    bad_weight.get_or_insert((r, weight));
                     return;
-                };
+                }
                 let wi = w as usize;
                 if wi >= n || settled[wi] {
                     return;
@@ -136,9 +137,9 @@ impl WeightedPaths {
                         heap.push(Reverse((cand.0, cand.1, w)));
                     }
                 }
-            });
-            if let Some(r) = bad_weight {
-                return Err(Error::internal(format!("rel {r} has no weight")));
+            })?;
+            if let Some((r, weight)) = bad_weight {
+                return Err(weight_error(r, weight, false));
             }
             steps += 1;
             if steps == CANCEL_EVERY {
@@ -156,7 +157,9 @@ impl WeightedPaths {
                 continue;
             }
             let hops = best[v as usize].1 as usize;
-            out.push(parent_chain_path(src, v, hops, |x| Ok(parent[x as usize]))?);
+            let mut path = parent_chain_path(src, v, hops, |x| Ok(parent[x as usize]))?;
+            path.cost_bits = best[v as usize].0;
+            out.push(path);
         }
         Ok(())
     }
@@ -217,11 +220,11 @@ fn search_all<G: Graph>(
         }
         let cost = s.cost[ui];
         let (costs, parents) = (&mut s.cost, &mut s.parents);
-        g.neighbors(u, scratch, |w, r| {
-            let Some(weight) = weights.get(r) else {
-                bad_weight = Some(r);
+        g.weighted_neighbors(u, scratch, weights, |w, r, weight| {
+            if !weight_ok(weight, true) {
+                bad_weight.get_or_insert((r, weight));
                 return;
-            };
+            }
             let wi = w as usize;
             if wi >= n || settled[wi] {
                 return;
@@ -235,9 +238,9 @@ fn search_all<G: Graph>(
             } else if cand == costs[wi] {
                 parents[wi].push((u, r));
             }
-        });
-        if let Some(r) = bad_weight {
-            return Err(Error::internal(format!("rel {r} has no weight")));
+        })?;
+        if let Some((r, weight)) = bad_weight {
+            return Err(weight_error(r, weight, true));
         }
         if s.order.len().is_multiple_of(CANCEL_EVERY as usize) {
             if let Some(c) = cancel {
@@ -259,10 +262,8 @@ pub struct AllWeightedCounts {
 
 impl AllWeightedCounts {
     pub fn new(weights: impl Into<RelWeights>, lower: u32) -> Result<AllWeightedCounts> {
-        let weights = weights.into();
-        weights.check(true)?;
         Ok(AllWeightedCounts {
-            weights,
+            weights: weights.into(),
             lower,
             dst_mask: None,
             cancel: None,
@@ -329,6 +330,16 @@ mod tests {
     use kith_sched::Scheduler;
 
     fn paths(edges: &[(u64, u64)], weights: &[f64], n: u64, src: u64) -> Vec<(u64, Vec<u64>, f64)> {
+        try_paths(edges, weights, n, src, PathMode::One).unwrap()
+    }
+
+    fn try_paths(
+        edges: &[(u64, u64)],
+        weights: &[f64],
+        n: u64,
+        src: u64,
+        mode: PathMode,
+    ) -> Result<Vec<(u64, Vec<u64>, f64)>> {
         let g = Arc::new(InMemoryCsr::from_edges(n, edges));
         let sched = Scheduler::new(2);
         let mut rows = Vec::new();
@@ -342,24 +353,20 @@ mod tests {
             run_ife(
                 &sched,
                 Arc::clone(&g),
-                Arc::new(
-                    WeightedPaths::new(Arc::<[f64]>::from(weights), 1, PathMode::One).unwrap(),
-                ),
+                Arc::new(WeightedPaths::new(Arc::<[f64]>::from(weights), 1, mode)?),
                 &[src],
                 &opts,
                 &CancelToken::new(),
                 sink.clone(),
-            )
-            .unwrap();
+            )?;
             let mut got: Vec<_> = sink
                 .take()
                 .into_iter()
                 .map(|p| {
-                    (
-                        p.dst,
-                        p.nodes.clone(),
-                        RelWeights::from(Arc::from(weights)).cost(&p.rels),
-                    )
+                    // The search's cost is the rels' weights summed in order.
+                    let cost = f64::from_bits(p.cost_bits);
+                    assert_eq!(cost, RelWeights::from(Arc::from(weights)).cost(&p.rels));
+                    (p.dst, p.nodes.clone(), cost)
                 })
                 .collect();
             got.sort_by_key(|r| r.0);
@@ -368,7 +375,7 @@ mod tests {
             }
             rows = got;
         }
-        rows
+        Ok(rows)
     }
 
     #[test]
@@ -391,7 +398,15 @@ mod tests {
         // against 0-2-1 at cost 0).
         let got = paths(&[(0, 2), (2, 1), (0, 1)], &[0.0, 0.0, 0.0], 3, 0);
         assert_eq!(got[0], (1, vec![0, 1], 0.0));
-        assert!(WeightedPaths::new(Arc::<[f64]>::from(vec![1.0, -1.0]), 1, PathMode::One).is_err());
-        assert!(WeightedPaths::new(Arc::<[f64]>::from(vec![1.0, 0.0]), 1, PathMode::All).is_err());
+        // Weights are checked as they are read: a bad one reached fails
+        // the search, one never reached does not.
+        let e = try_paths(&[(0, 1), (1, 2)], &[1.0, -1.0], 3, 0, PathMode::One).unwrap_err();
+        assert!(e.message.contains("non-negative"), "{e}");
+        let e = try_paths(&[(0, 1), (1, 2)], &[1.0, 0.0], 3, 0, PathMode::All).unwrap_err();
+        assert!(e.message.contains("positive weights"), "{e}");
+        assert_eq!(
+            try_paths(&[(0, 1), (2, 0)], &[1.0, -1.0], 3, 0, PathMode::One).unwrap(),
+            vec![(1, vec![0, 1], 1.0)]
+        );
     }
 }

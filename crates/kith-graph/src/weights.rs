@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use kith_common::{Error, InternalId, Result, TableId};
+use kith_common::{Error, InternalId, TableId};
 
 #[derive(Clone, Debug)]
 pub enum RelWeights {
@@ -13,6 +13,32 @@ pub enum RelWeights {
     Dense(Arc<[f64]>),
     /// Per rel table, indexed by the offset of a raw internal id.
     ByTable(Arc<[(TableId, Arc<[f64]>)]>),
+    /// Read beside the neighbours from the weight column the graph pinned
+    /// ([`crate::StorageCsr::with_weights`]), so a search reads only the
+    /// weights of the rels it walks; [`RelWeights::get`] knows none.
+    Pinned,
+}
+
+/// Whether a search may walk a rel of weight `w`: finite and
+/// non-negative, or positive when `positive` (all cheapest paths: a rel of
+/// weight 0 could close a cycle of cost 0). Checked as the searches read
+/// each weight, so a rel no search reaches is never read.
+#[inline]
+pub fn weight_ok(w: f64, positive: bool) -> bool {
+    w.is_finite() && if positive { w > 0.0 } else { w >= 0.0 }
+}
+
+/// The error for rel `r` of weight `w` that [`weight_ok`] refuses.
+pub fn weight_error(r: u64, w: f64, positive: bool) -> Error {
+    if positive && w.is_finite() && w >= 0.0 {
+        Error::runtime(format!(
+            "all weighted shortest paths need positive weights; rel {r} has weight {w}"
+        ))
+    } else {
+        Error::runtime(format!(
+            "weighted shortest path needs finite non-negative weights; rel {r} has weight {w}"
+        ))
+    }
 }
 
 impl From<Arc<[f64]>> for RelWeights {
@@ -33,36 +59,9 @@ impl RelWeights {
                 let (_, w) = tables.iter().find(|(t, _)| *t == id.table())?;
                 w.get(id.offset() as usize).copied()
             }
+            RelWeights::Pinned => None,
         };
         w.filter(|x| !x.is_nan())
-    }
-
-    /// Every weight must be finite and non-negative, or positive when
-    /// `positive` (all cheapest paths: a rel of weight 0 could close a cycle
-    /// of cost 0). NaN marks an id with no rel (a deleted one; a stored
-    /// weight is never NaN) and is skipped.
-    pub fn check(&self, positive: bool) -> Result<()> {
-        let arrays: Vec<&[f64]> = match self {
-            RelWeights::Dense(w) => vec![w],
-            RelWeights::ByTable(t) => t.iter().map(|(_, w)| &w[..]).collect(),
-        };
-        for w in arrays {
-            if let Some((r, x)) = w
-                .iter()
-                .enumerate()
-                .find(|(_, x)| !(x.is_nan() || x.is_finite() && **x >= 0.0))
-            {
-                return Err(Error::runtime(format!(
-                    "weighted shortest path needs finite non-negative weights; rel {r} has weight {x}"
-                )));
-            }
-            if let Some((r, x)) = w.iter().enumerate().find(|(_, x)| positive && **x <= 0.0) {
-                return Err(Error::runtime(format!(
-                    "all weighted shortest paths need positive weights; rel {r} has weight {x}"
-                )));
-            }
-        }
-        Ok(())
     }
 
     /// Entries in all arrays (for messages).
@@ -70,6 +69,7 @@ impl RelWeights {
         match self {
             RelWeights::Dense(w) => w.len(),
             RelWeights::ByTable(t) => t.iter().map(|(_, w)| w.len()).sum(),
+            RelWeights::Pinned => 0,
         }
     }
 
@@ -94,8 +94,6 @@ mod tests {
         let d = RelWeights::from(Arc::from(vec![1.0, 0.0]));
         assert_eq!(d.get(1), Some(0.0));
         assert_eq!(d.get(2), None);
-        assert!(d.check(false).is_ok());
-        assert!(d.check(true).is_err());
         assert_eq!(d.cost(&[0, 0, 1]), 2.0);
         let t = RelWeights::ByTable(Arc::from(vec![
             (TableId(3), Arc::from(vec![0.5, 2.0])),
@@ -104,14 +102,22 @@ mod tests {
         assert_eq!(t.get(InternalId::new(TableId(3), 1).0), Some(2.0));
         assert_eq!(t.get(InternalId::new(TableId(5), 0).0), Some(4.0));
         assert_eq!(t.get(InternalId::new(TableId(4), 0).0), None);
-        assert!(t.check(true).is_ok());
-        let bad = RelWeights::from(Arc::from(vec![-1.0]));
-        assert!(bad.check(false).is_err());
-        let infinite = RelWeights::from(Arc::from(vec![f64::INFINITY]));
-        assert!(infinite.check(false).is_err());
         // NaN: an id with no rel.
         let holes = RelWeights::from(Arc::from(vec![f64::NAN, 1.0]));
-        assert!(holes.check(true).is_ok());
         assert_eq!(holes.get(0), None);
+        assert_eq!(RelWeights::Pinned.get(0), None);
+    }
+
+    #[test]
+    fn weights_are_checked_one_by_one() {
+        assert!(weight_ok(0.0, false) && !weight_ok(0.0, true));
+        assert!(weight_ok(2.5, true));
+        for bad in [-1.0, f64::INFINITY, f64::NAN] {
+            assert!(!weight_ok(bad, false), "{bad}");
+        }
+        assert!(weight_error(3, 0.0, true)
+            .message
+            .contains("positive weights"));
+        assert!(weight_error(3, -1.0, true).message.contains("non-negative"));
     }
 }

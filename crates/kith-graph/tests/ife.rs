@@ -380,6 +380,7 @@ fn masked_shortest_paths_match_filtered_enumeration() {
                         dst: *nodes.last().unwrap(),
                         nodes: nodes.to_vec(),
                         rels: rels.to_vec(),
+                        cost_bits: 0,
                     });
                 }
             });

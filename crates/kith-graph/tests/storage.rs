@@ -20,8 +20,17 @@ fn u64_chunk(pager: &Pager, vals: &[u64]) -> ColumnChunk {
     ColumnChunk::write(pager, &v, 0, vals.len()).unwrap()
 }
 
-/// Writes `mem` as stored CSR groups (group-local offsets).
-fn store(pager: &Pager, mem: &InMemoryCsr) -> CsrIndex {
+fn f64_chunk(pager: &Pager, vals: &[f64]) -> ColumnChunk {
+    let mut v = ValueVector::new(LogicalType::Double, vals.len());
+    if let VectorData::F64(d) = &mut v.data {
+        d.copy_from_slice(vals);
+    }
+    ColumnChunk::write(pager, &v, 0, vals.len()).unwrap()
+}
+
+/// Writes `mem` as stored CSR groups (group-local offsets), with
+/// `weights` (by rel id) as the first rel property in CSR order.
+fn store(pager: &Pager, mem: &InMemoryCsr, weights: &[f64]) -> CsrIndex {
     let n = mem.num_nodes();
     let mut groups = Vec::new();
     let mut first = 0;
@@ -38,7 +47,13 @@ fn store(pager: &Pager, mem: &InMemoryCsr) -> CsrIndex {
             offsets: u64_chunk(pager, &offs),
             neighbors: u64_chunk(pager, &mem.nbrs[b..e]),
             rel_ids: u64_chunk(pager, &mem.rel_ids[b..e]),
-            properties: vec![],
+            properties: vec![f64_chunk(
+                pager,
+                &mem.rel_ids[b..e]
+                    .iter()
+                    .map(|&r| weights[r as usize])
+                    .collect::<Vec<_>>(),
+            )],
             appended: None,
             deleted: None,
         });
@@ -55,7 +70,8 @@ fn storage_csr_matches_in_memory() {
     let n = NODE_GROUP_SIZE + 3000;
     let edges = random_edges(&mut rng, n, 3 * n as usize);
     let mem = Arc::new(InMemoryCsr::from_edges(n, &edges));
-    let csr = store(&pager, &mem);
+    let weights: Vec<f64> = (0..edges.len()).map(|r| (r % 7) as f64 * 0.25).collect();
+    let csr = store(&pager, &mem, &weights);
     assert!(csr.groups.len() >= 2);
     let st = Arc::new(StorageCsr::new(&pager, &csr).unwrap());
     assert_eq!(st.num_nodes(), n);
@@ -71,6 +87,24 @@ fn storage_csr_matches_in_memory() {
         st.neighbors(u, &mut scratch, |w, r| b.push((w, r)));
         assert_eq!(a, b, "node {u}");
     }
+    // Weights read beside the neighbours equal those looked up by rel id.
+    let dense = RelWeights::from(Arc::<[f64]>::from(weights.clone()));
+    let weighted =
+        Arc::new(StorageCsr::with_weights(&pager, &csr, 0, LogicalType::Double).unwrap());
+    for u in (0..n).step_by(89).chain([n - 1, NODE_GROUP_SIZE]) {
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        mem.weighted_neighbors(u, &mut (), &dense, |w, r, x| a.push((w, r, x)))
+            .unwrap();
+        weighted
+            .weighted_neighbors(u, &mut scratch, &RelWeights::Pinned, |w, r, x| {
+                b.push((w, r, x))
+            })
+            .unwrap();
+        assert_eq!(a, b, "node {u}");
+    }
+    // A graph that pinned no weights has none to give.
+    let no_weights = st.weighted_neighbors(0, &mut scratch, &RelWeights::Pinned, |_, _, _| {});
+    assert!(edges.iter().all(|e| e.0 != 0) || no_weights.is_err());
     let sched = Scheduler::new(2);
     let cancel = CancelToken::new();
     let srcs = [0, 5, NODE_GROUP_SIZE + 1, n - 1];
@@ -87,6 +121,10 @@ fn storage_csr_matches_in_memory() {
         assert_eq!(
             walk_counts(&sched, &st, &srcs[..2], 1, 3, &o, &cancel).unwrap(),
             walk_counts(&sched, &mem, &srcs[..2], 1, 3, &o, &cancel).unwrap()
+        );
+        assert_eq!(
+            weighted_shortest(&sched, &weighted, &srcs, RelWeights::Pinned, &o, &cancel).unwrap(),
+            weighted_shortest(&sched, &mem, &srcs, dense.clone(), &o, &cancel).unwrap()
         );
     }
     // A wider node table: the extra nodes have no rels.

@@ -198,7 +198,28 @@ pub fn recursive_join(
         ExtendDirection::Fwd => RelDirection::Fwd,
         ExtendDirection::Bwd => RelDirection::Bwd,
     };
-    let mut csr = StorageCsr::new(&ctx.pager, rel.csr(dir))?.with_num_nodes(num_nodes);
+    // Weighted searches read the weight property beside the neighbours
+    // (rel properties are stored in CSR order in both directions), so a
+    // search reads only the weights of the rels it walks.
+    let weight_column = match (&join.mode, &join.weight) {
+        (m, Some((prop, ty))) if m.weighted() => {
+            let column = rel
+                .column_of(*prop)
+                .ok_or_else(|| Error::internal("weight property has no storage column"))?;
+            Some((column, ty.clone()))
+        }
+        (m, None) if m.weighted() => {
+            return Err(Error::internal("weighted shortest path without a weight"))
+        }
+        _ => None,
+    };
+    let mut csr = match &weight_column {
+        Some((column, ty)) => {
+            StorageCsr::with_weights(&ctx.pager, rel.csr(dir), *column, ty.clone())?
+        }
+        None => StorageCsr::new(&ctx.pager, rel.csr(dir))?,
+    }
+    .with_num_nodes(num_nodes);
     if let Some(mask) = rel_mask(join, join.rel_table, &rel, ctx)? {
         csr = csr.with_rel_mask(mask);
     }
@@ -215,19 +236,7 @@ pub fn recursive_join(
     };
     let (sources, row_src, index_of) = collect_sources(join, rows, |id| Some(id.offset()))?;
     let opts = ife_options(join, settings, sources.len(), num_nodes, threads, ctx);
-    // Rel weights by rel id, for weighted shortest paths.
-    let weights = match (&join.mode, &join.weight) {
-        (m, Some((prop, ty))) if m.weighted() => Some(RelWeights::from(weights_by_rel_id(
-            &rel,
-            *prop,
-            ty.clone(),
-            ctx,
-        )?)),
-        (m, None) if m.weighted() => {
-            return Err(Error::internal("weighted shortest path without a weight"))
-        }
-        _ => None,
-    };
+    let weights = weight_column.map(|_| RelWeights::Pinned);
     if enumerates(join) {
         let (node_table, rel_table) = (join.node_table, join.rel_table);
         let ids = PathIds {
@@ -569,7 +578,7 @@ fn paths_join<G: Graph>(
                 continue;
             }
             let len = match &weights {
-                Some(w) => w.cost(&p.rels).to_bits(),
+                Some(_) => p.cost_bits,
                 None => p.rels.len() as u64,
             };
             found.push((src_index(p.src)?, found.len() as u64, len, 1));
@@ -593,7 +602,7 @@ fn paths_join<G: Graph>(
         let mut counts: HashMap<(u64, u64, u64), u64> = HashMap::new();
         for p in &found_paths {
             let len = match &weights {
-                Some(w) => w.cost(&p.rels).to_bits(),
+                Some(_) => p.cost_bits,
                 None => p.rels.len() as u64,
             };
             *counts.entry((p.src, p.dst, len)).or_default() += 1;

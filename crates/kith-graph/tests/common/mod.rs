@@ -251,6 +251,7 @@ pub fn ref_all_paths(adj: &[Vec<(u64, u64)>], srcs: &[u64], lo: u32, hi: u32) ->
                     dst: d,
                     nodes: nodes.to_vec(),
                     rels: rels.to_vec(),
+                    cost_bits: 0,
                 });
             }
         });
@@ -336,6 +337,7 @@ pub fn ref_paths(
                     dst: *nodes.last().unwrap(),
                     nodes: nodes.to_vec(),
                     rels: rels.to_vec(),
+                    cost_bits: 0,
                 });
             }
         });
