@@ -9,7 +9,7 @@
 //! and rel predicates are rel-id masks; an OPTIONAL MATCH makes the join
 //! left outer.
 
-use std::collections::{HashMap, HashSet};
+use hashbrown::{HashMap, HashSet};
 use std::sync::Arc;
 
 use kith_common::{
