@@ -426,6 +426,21 @@ impl ValueVector {
         self.set_value(pos, value);
     }
 
+    /// [`ValueVector::push_value`] that moves the value into a vector of
+    /// values (lists, structs) instead of cloning it.
+    pub fn push_owned(&mut self, value: Value) {
+        if !value.is_null() {
+            if let VectorData::Value(v) = &mut self.data {
+                let pos = v.len();
+                v.push(value);
+                self.nulls.resize(pos + 1);
+                self.nulls.set(pos, false);
+                return;
+            }
+        }
+        self.push_value(&value);
+    }
+
     /// Copies slot `src_pos` of `src` (same type) into slot `dst_pos`.
     pub fn copy_from(&mut self, dst_pos: usize, src: &ValueVector, src_pos: usize) {
         if src.is_null(src_pos) {
@@ -744,6 +759,31 @@ impl Chunk {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn push_owned_moves_into_value_vectors_and_matches_push_value() {
+        let list = LogicalType::List(Box::new(LogicalType::Int64));
+        let (mut a, mut b) = (ValueVector::new(list.clone(), 0), ValueVector::new(list, 0));
+        let vals = [
+            Value::List(vec![Value::Int64(1), Value::Int64(2)]),
+            Value::Null,
+            Value::List(vec![]),
+        ];
+        for v in &vals {
+            a.push_owned(v.clone());
+            b.push_value(v);
+        }
+        let mut ints = ValueVector::new(LogicalType::Int64, 0);
+        ints.push_owned(Value::Int64(7));
+        ints.push_owned(Value::Null);
+        for (i, v) in vals.iter().enumerate() {
+            assert_eq!(&a.get_value(i), v);
+            assert_eq!(a.get_value(i), b.get_value(i));
+        }
+        assert_eq!(a.len(), 3);
+        assert_eq!(ints.get_value(0), Value::Int64(7));
+        assert!(ints.is_null(1));
+    }
 
     #[test]
     fn string_data_round_trip() {

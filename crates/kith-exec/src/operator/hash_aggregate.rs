@@ -238,14 +238,15 @@ impl HashAggregate {
             self.group_keys.push(GroupKey(Vec::new()));
             self.group_states.push(states);
         }
-        for (key, states) in self.group_keys.iter().zip(&self.group_states) {
+        let groups = std::mem::take(&mut self.group_keys);
+        let states = std::mem::take(&mut self.group_states);
+        for (key, states) in groups.into_iter().zip(states) {
             for (col, v) in out.columns.iter_mut().zip(
                 key.0
-                    .iter()
-                    .cloned()
-                    .chain(states.iter().map(|s| s.finalize())),
+                    .into_iter()
+                    .chain(states.into_iter().map(AggregateState::into_value)),
             ) {
-                col.push_value(&v);
+                col.push_owned(v);
             }
             out.num_rows += 1;
         }
