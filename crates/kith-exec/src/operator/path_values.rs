@@ -34,13 +34,15 @@ struct NodeTable {
 /// in CSR order, so finding a rel by id takes a pass over its table's
 /// forward CSR, made once for all the rels of a result
 /// ([`PathValues::load_rels`]).
-type RelTable = HashMap<u64, Arc<RelValue>>;
+pub type RelTable = HashMap<u64, Arc<RelValue>>;
 
 /// Builds node and rel values by id, caching each.
 pub struct PathValues<'a> {
     ctx: &'a QueryContext,
     nodes: HashMap<TableId, NodeTable>,
-    rels: HashMap<TableId, RelTable>,
+    /// Loaded once ([`PathValues::load_rels`]), then shared read-only by
+    /// the workers that build a result's paths ([`PathValues::with_rels`]).
+    rels: Arc<HashMap<TableId, RelTable>>,
     node_cache: HashMap<InternalId, Arc<NodeValue>>,
 }
 
@@ -56,9 +58,23 @@ impl<'a> PathValues<'a> {
         PathValues {
             ctx,
             nodes: HashMap::new(),
-            rels: HashMap::new(),
+            rels: Arc::default(),
             node_cache: HashMap::new(),
         }
+    }
+
+    /// A builder over the rels another one loaded (node values are read
+    /// and cached per builder).
+    pub fn with_rels(ctx: &'a QueryContext, rels: Arc<HashMap<TableId, RelTable>>) -> Self {
+        PathValues {
+            rels,
+            ..PathValues::new(ctx)
+        }
+    }
+
+    /// The loaded rels, to share with [`PathValues::with_rels`].
+    pub fn loaded_rels(&self) -> Arc<HashMap<TableId, RelTable>> {
+        Arc::clone(&self.rels)
     }
 
     fn node_table(&mut self, t: TableId) -> Result<&mut NodeTable> {
@@ -208,7 +224,7 @@ impl<'a> PathValues<'a> {
             scratch.push(ValueVector::new(p.ty.clone(), 1));
         }
         let stored: Vec<usize> = columns.iter().flatten().copied().collect();
-        let map = self.rels.entry(t).or_default();
+        let map = Arc::make_mut(&mut self.rels).entry(t).or_default();
         let (mut ids, mut nbrs) = (Vec::new(), Vec::new());
         for (gi, g) in rd.fwd.groups.iter().enumerate() {
             let n = g.num_rels as usize;

@@ -27,7 +27,7 @@ use kith_planner::plan::{ExtendDirection, RecursiveJoin};
 use kith_sched::Scheduler;
 use kith_storage::{RelDirection, RelTableData, TableData};
 
-use super::path_values::PathValues;
+use super::path_values::{PathValues, RelTable};
 use super::property_mask::{node_mask, PredicateReader};
 use super::QueryContext;
 use crate::expression::kernels::equals;
@@ -158,7 +158,7 @@ pub fn bounds(join: &RecursiveJoin, settings: &RecursiveSettings) -> Result<(u32
 pub fn recursive_join(
     join: &RecursiveJoin,
     rows: &Chunk,
-    ctx: &QueryContext,
+    ctx: &Arc<QueryContext>,
     sched: &Scheduler,
     threads: usize,
     settings: &RecursiveSettings,
@@ -495,7 +495,7 @@ fn collect_rows<G: Graph, C: Compute>(
 fn paths_join<G: Graph>(
     join: &RecursiveJoin,
     rows: &Chunk,
-    ctx: &QueryContext,
+    ctx: &Arc<QueryContext>,
     sched: &Scheduler,
     opts: &IfeOptions,
     graph: Arc<G>,
@@ -570,8 +570,9 @@ fn paths_join<G: Graph>(
                 .iter()
                 .flat_map(|p| p.rels.iter().map(|r| (ids.rel)(*r))),
         )?;
-        let mut node_buf: Vec<InternalId> = Vec::new();
-        let mut rel_buf: Vec<InternalId> = Vec::new();
+        // The kept paths' elements as ids, in one pass, so that their
+        // values can be built on several workers.
+        let mut elems = PathElements::default();
         for (i, p) in found_paths.iter().enumerate() {
             let dst = (ids.node)(p.dst);
             if !(ids.dst_ok)(dst) {
@@ -583,20 +584,17 @@ fn paths_join<G: Graph>(
             };
             found.push((src_index(p.src)?, found.len() as u64, len, 1));
             dst_ids.push(dst);
-            rel_buf.clear();
-            rel_buf.extend(p.rels.iter().map(|r| (ids.rel)(*r)));
-            if join.with_path {
-                node_buf.clear();
-                node_buf.extend(p.nodes.iter().map(|n| (ids.node)(*n)));
-                paths.push(values.path(&node_buf, &rel_buf)?);
-            }
-            if join.with_rels {
-                rel_lists.push(values.rel_list(&rel_buf)?);
-            }
-            if i % 1024 == 0 {
+            elems.nodes.extend(p.nodes.iter().map(|n| (ids.node)(*n)));
+            elems.node_ends.push(elems.nodes.len());
+            elems.rels.extend(p.rels.iter().map(|r| (ids.rel)(*r)));
+            elems.rel_ends.push(elems.rels.len());
+            if i % 4096 == 0 {
                 ctx.cancel.check()?;
             }
         }
+        let want = (join.with_path, join.with_rels);
+        (paths, rel_lists) =
+            build_path_values(ctx, sched, opts.threads, values.loaded_rels(), elems, want)?;
     } else {
         // Count the paths of each (source, destination, length).
         let mut counts: HashMap<(u64, u64, u64), u64> = HashMap::new();
@@ -632,6 +630,79 @@ fn paths_join<G: Graph>(
     };
     let out = emit_rows(join, rows, ctx, &f, &dst_id)?;
     Ok((out, stats))
+}
+
+/// The elements of a result's paths as ids, flat: path `i`'s nodes are
+/// `nodes[node_ends[i - 1]..node_ends[i]]` (from 0 for the first), its rels
+/// likewise.
+#[derive(Default)]
+struct PathElements {
+    nodes: Vec<InternalId>,
+    node_ends: Vec<usize>,
+    rels: Vec<InternalId>,
+    rel_ends: Vec<usize>,
+}
+
+/// Paths per morsel of [`build_path_values`].
+const PATH_MORSEL: usize = 8192;
+
+/// The path values and rel lists (as `want` asks: paths, rels) of every
+/// path of `elems`, in order, built in morsels of [`PATH_MORSEL`] paths on
+/// up to `threads` workers. Each worker reads node values into its own
+/// cache; the rels were loaded once and are shared.
+fn build_path_values(
+    ctx: &Arc<QueryContext>,
+    sched: &Scheduler,
+    threads: usize,
+    rels: Arc<HashMap<TableId, RelTable>>,
+    elems: PathElements,
+    want: (bool, bool),
+) -> Result<(Vec<Value>, Vec<Value>)> {
+    let n = elems.node_ends.len();
+    let morsels = n.div_ceil(PATH_MORSEL);
+    if threads <= 1 || morsels <= 1 {
+        return build_path_range(ctx, &rels, &elems, 0..n, want);
+    }
+    let (ctx2, elems) = (Arc::clone(ctx), Arc::new(elems));
+    let parts = sched.parallel_map(threads, &ctx.cancel, morsels, move |m| {
+        let range = m * PATH_MORSEL..((m + 1) * PATH_MORSEL).min(n);
+        build_path_range(&ctx2, &rels, &elems, range, want)
+    })?;
+    let (mut paths, mut rel_lists) = (Vec::new(), Vec::new());
+    for (p, r) in parts {
+        paths.extend(p);
+        rel_lists.extend(r);
+    }
+    Ok((paths, rel_lists))
+}
+
+/// [`build_path_values`] of the paths in `range`, on this thread.
+fn build_path_range(
+    ctx: &QueryContext,
+    rels: &Arc<HashMap<TableId, RelTable>>,
+    e: &PathElements,
+    range: std::ops::Range<usize>,
+    (want_paths, want_rels): (bool, bool),
+) -> Result<(Vec<Value>, Vec<Value>)> {
+    let mut values = PathValues::with_rels(ctx, Arc::clone(rels));
+    let (mut paths, mut rel_lists) = (Vec::new(), Vec::new());
+    paths.reserve(if want_paths { range.len() } else { 0 });
+    rel_lists.reserve(if want_rels { range.len() } else { 0 });
+    for i in range {
+        let start = |ends: &[usize]| if i == 0 { 0 } else { ends[i - 1] };
+        let nodes = &e.nodes[start(&e.node_ends)..e.node_ends[i]];
+        let rels = &e.rels[start(&e.rel_ends)..e.rel_ends[i]];
+        if want_paths {
+            paths.push(values.path(nodes, rels)?);
+        }
+        if want_rels {
+            rel_lists.push(values.rel_list(rels)?);
+        }
+        if i % 1024 == 0 {
+            ctx.cancel.check()?;
+        }
+    }
+    Ok((paths, rel_lists))
 }
 
 /// The sources of a join (distinct, in first-seen order), each input row's
@@ -875,7 +946,7 @@ fn union_member(
 fn union_join(
     join: &RecursiveJoin,
     rows: &Chunk,
-    ctx: &QueryContext,
+    ctx: &Arc<QueryContext>,
     sched: &Scheduler,
     threads: usize,
     (lower, upper): (u32, u32),
