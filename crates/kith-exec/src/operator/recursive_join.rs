@@ -465,6 +465,11 @@ struct Sources<'a> {
     index_of: &'a HashMap<u64, usize>,
 }
 
+/// The most rows [`collect_rows`] makes room for before the search (32
+/// bytes each for lengths: 128 MiB of address space, touched only as rows
+/// arrive).
+const RESERVED_ROWS: u64 = 1 << 22;
+
 /// Runs a computation over `graph` from `sources` and collects its rows.
 fn collect_rows<G: Graph, C: Compute>(
     sched: &Scheduler,
@@ -474,7 +479,13 @@ fn collect_rows<G: Graph, C: Compute>(
     opts: &IfeOptions,
     ctx: &QueryContext,
 ) -> Result<(Vec<C::Row>, RunStats)> {
-    let sink = Arc::new(CollectSink::<C::Row>::default());
+    // One row per (source, reached node) for the shortest-path searches
+    // (walks can have one per length): room for that many, up to
+    // RESERVED_ROWS, saves the copies of growing the vector by doubling.
+    let expected = (sources.len() as u64).saturating_mul(graph.num_nodes());
+    let sink = Arc::new(CollectSink::<C::Row>::with_capacity(
+        expected.min(RESERVED_ROWS) as usize,
+    ));
     let stats = run_ife(
         sched,
         graph,
