@@ -66,11 +66,7 @@ impl Operator for ScanCountedRows {
             }
             let len = end - start;
             for (src, &(chunk, vector)) in self.rows.columns.iter().zip(&self.columns) {
-                let out = &mut rs.chunks[chunk].vectors[vector];
-                out.reset(len);
-                for p in 0..len {
-                    out.copy_from(p, src, start + p);
-                }
+                rs.chunks[chunk].vectors[vector].assign_range(src, start, len);
             }
             rs.chunks[self.chunk].state.reset(len);
             rs.multiplicity = count;
