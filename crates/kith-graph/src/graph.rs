@@ -37,17 +37,28 @@ pub trait Graph: Send + Sync + 'static {
         node: u64,
         scratch: &mut Self::Scratch,
         weights: &RelWeights,
-        mut f: F,
+        f: F,
     ) -> Result<()> {
-        let mut missing = None;
-        self.neighbors(node, scratch, |n, r| match weights.get(r) {
-            Some(w) => f(n, r, w),
-            None => missing = Some(r),
-        });
-        match missing {
-            None => Ok(()),
-            Some(r) => Err(Error::internal(format!("rel {r} has no weight"))),
-        }
+        looked_up_weights(self, node, scratch, weights, f)
+    }
+}
+
+/// [`Graph::weighted_neighbors`] looking each rel's weight up by rel id.
+fn looked_up_weights<G: Graph + ?Sized, F: FnMut(u64, u64, f64)>(
+    g: &G,
+    node: u64,
+    scratch: &mut G::Scratch,
+    weights: &RelWeights,
+    mut f: F,
+) -> Result<()> {
+    let mut missing = None;
+    g.neighbors(node, scratch, |n, r| match weights.get(r) {
+        Some(w) => f(n, r, w),
+        None => missing = Some(r),
+    });
+    match missing {
+        None => Ok(()),
+        Some(r) => Err(Error::internal(format!("rel {r} has no weight"))),
     }
 }
 
@@ -244,15 +255,7 @@ impl Graph for StorageCsr {
         mut f: F,
     ) -> Result<()> {
         let (RelWeights::Pinned, Some(ty)) = (weights, &self.weight_ty) else {
-            let mut missing = None;
-            self.neighbors(node, s, |n, r| match weights.get(r) {
-                Some(w) => f(n, r, w),
-                None => missing = Some(r),
-            });
-            return match missing {
-                None => Ok(()),
-                Some(r) => Err(Error::internal(format!("rel {r} has no weight"))),
-            };
+            return looked_up_weights(self, node, s, weights, f);
         };
         let Some(g) = self.groups.get((node / NODE_GROUP_SIZE) as usize) else {
             return Ok(());
