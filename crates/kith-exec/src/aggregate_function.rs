@@ -483,26 +483,19 @@ impl AggregateState {
         Ok(())
     }
 
-    /// The aggregate's value: count of nothing is 0, sum of nothing 0,
-    /// avg/min/max/stdev of nothing NULL, collect of nothing `[]`; stdev of
-    /// one value is 0.0.
-    pub fn finalize(&self) -> Value {
-        match (self.func, &self.distinct) {
-            (AggregateFunc::Collect, None) => Value::List(self.acc.items.clone()),
-            _ => self.final_value(),
-        }
-    }
-
     /// [`AggregateState::finalize`] that moves a collected list out
     /// instead of cloning it (the last read of a group's state).
     pub fn into_value(mut self) -> Value {
         match (self.func, &self.distinct) {
             (AggregateFunc::Collect, None) => Value::List(std::mem::take(&mut self.acc.items)),
-            _ => self.final_value(),
+            _ => self.finalize(),
         }
     }
 
-    fn final_value(&self) -> Value {
+    /// The aggregate's value: count of nothing is 0, sum of nothing 0,
+    /// avg/min/max/stdev of nothing NULL, collect of nothing `[]`; stdev of
+    /// one value is 0.0.
+    pub fn finalize(&self) -> Value {
         if let Some(set) = &self.distinct {
             let mut plain = AggregateState {
                 func: self.func,

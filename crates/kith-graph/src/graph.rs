@@ -281,24 +281,18 @@ impl StorageCsr {
         s: &mut StorageScratch,
         f: &mut F,
     ) {
-        let len = (b - a) as usize;
-        if len == 0 {
+        if a == b {
             return;
         }
-        if s.nbrs.len() < len {
-            s.nbrs.resize(len, 0);
-            s.rels.resize(len, 0);
-        }
-        g.neighbors.read_u64s(a, len, &mut s.nbrs[..len]);
-        g.rel_ids.read_u64s(a, len, &mut s.rels[..len]);
+        let (nbrs, rels) = decode(g, a, b, &mut s.nbrs, &mut s.rels);
         match &self.rel_mask {
             None => {
-                for (n, r) in s.nbrs[..len].iter().zip(&s.rels[..len]) {
+                for (n, r) in nbrs.iter().zip(rels) {
                     f(*n, *r);
                 }
             }
             Some(mask) => {
-                for (n, r) in s.nbrs[..len].iter().zip(&s.rels[..len]) {
+                for (n, r) in nbrs.iter().zip(rels) {
                     if mask_has(mask, *r) {
                         f(*n, *r);
                     }
@@ -306,9 +300,7 @@ impl StorageCsr {
             }
         }
     }
-}
 
-impl StorageCsr {
     /// [`StorageCsr::run`] with the weights of positions `a..b` read from
     /// the pinned weight column.
     fn weighted_run<F: FnMut(u64, u64, f64)>(
@@ -328,9 +320,13 @@ impl StorageCsr {
             .properties
             .first()
             .ok_or_else(|| Error::internal("weight column not pinned"))?;
-        let stored = s
-            .stored
-            .get_or_insert_with(|| ValueVector::new(ty.clone(), len));
+        let StorageScratch {
+            nbrs,
+            rels,
+            stored,
+            weights,
+        } = s;
+        let stored = stored.get_or_insert_with(|| ValueVector::new(ty.clone(), len));
         if stored.len() < len {
             stored.resize(len);
         }
@@ -340,29 +336,30 @@ impl StorageCsr {
                 "weighted shortest path over a rel whose weight is NULL",
             ));
         }
-        s.weights.clear();
-        match &stored.data {
-            VectorData::F64(v) => s.weights.extend_from_slice(&v[..len]),
-            VectorData::F32(v) => s.weights.extend(v[..len].iter().map(|&x| x as f64)),
-            VectorData::I64(v) => s.weights.extend(v[..len].iter().map(|&x| x as f64)),
-            VectorData::I32(v) => s.weights.extend(v[..len].iter().map(|&x| x as f64)),
-            _ => {
-                for i in 0..len {
-                    let v = stored.get_value(i);
-                    let w = v
-                        .as_f64()
-                        .ok_or_else(|| Error::runtime(format!("weight {v} is not a number")))?;
-                    s.weights.push(w);
+        // DOUBLE weights are read where they were decoded; other numeric
+        // types are converted once per neighbour list.
+        let ws: &[f64] = match &stored.data {
+            VectorData::F64(v) => &v[..len],
+            data => {
+                weights.clear();
+                match data {
+                    VectorData::F32(v) => weights.extend(v[..len].iter().map(|&x| x as f64)),
+                    VectorData::I64(v) => weights.extend(v[..len].iter().map(|&x| x as f64)),
+                    VectorData::I32(v) => weights.extend(v[..len].iter().map(|&x| x as f64)),
+                    _ => {
+                        for i in 0..len {
+                            let v = stored.get_value(i);
+                            weights.push(v.as_f64().ok_or_else(|| {
+                                Error::runtime(format!("weight {v} is not a number"))
+                            })?);
+                        }
+                    }
                 }
+                weights
             }
-        }
-        if s.nbrs.len() < len {
-            s.nbrs.resize(len, 0);
-            s.rels.resize(len, 0);
-        }
-        g.neighbors.read_u64s(a, len, &mut s.nbrs[..len]);
-        g.rel_ids.read_u64s(a, len, &mut s.rels[..len]);
-        let edges = s.nbrs[..len].iter().zip(&s.rels[..len]).zip(&s.weights);
+        };
+        let (nbrs, rels) = decode(g, a, b, nbrs, rels);
+        let edges = nbrs.iter().zip(rels).zip(ws);
         match &self.rel_mask {
             None => edges.for_each(|((n, r), w)| f(*n, *r, *w)),
             Some(mask) => edges
@@ -371,6 +368,26 @@ impl StorageCsr {
         }
         Ok(())
     }
+}
+
+/// Decodes the neighbours and rel ids at positions `a..b` of `g` into the
+/// buffers (grown as needed) and returns them.
+#[inline]
+fn decode<'s>(
+    g: &PinnedCsrGroup,
+    a: u64,
+    b: u64,
+    nbrs: &'s mut Vec<u64>,
+    rels: &'s mut Vec<u64>,
+) -> (&'s [u64], &'s [u64]) {
+    let len = (b - a) as usize;
+    if nbrs.len() < len {
+        nbrs.resize(len, 0);
+        rels.resize(len, 0);
+    }
+    g.neighbors.read_u64s(a, len, &mut nbrs[..len]);
+    g.rel_ids.read_u64s(a, len, &mut rels[..len]);
+    (&nbrs[..len], &rels[..len])
 }
 
 /// One CSR of a [`UnionCsr`]: a rel table walked in one direction.

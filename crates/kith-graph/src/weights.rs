@@ -64,21 +64,9 @@ impl RelWeights {
         w.filter(|x| !x.is_nan())
     }
 
-    /// Entries in all arrays (for messages).
-    pub fn len(&self) -> usize {
-        match self {
-            RelWeights::Dense(w) => w.len(),
-            RelWeights::ByTable(t) => t.iter().map(|(_, w)| w.len()).sum(),
-            RelWeights::Pinned => 0,
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// The cost of a path's rels, summed from the source as the searches
-    /// sum it.
+    /// sum it (the tests' reference for the cost a search records).
+    #[cfg(test)]
     pub fn cost(&self, rels: &[u64]) -> f64 {
         rels.iter()
             .fold(0.0, |c, r| c + self.get(*r).unwrap_or(f64::NAN))

@@ -680,6 +680,8 @@ fn build_path_values(
         build_path_range(&ctx2, &rels, &elems, range, want)
     })?;
     let (mut paths, mut rel_lists) = (Vec::new(), Vec::new());
+    paths.reserve(if want.0 { n } else { 0 });
+    rel_lists.reserve(if want.1 { n } else { 0 });
     for (p, r) in parts {
         paths.extend(p);
         rel_lists.extend(r);
@@ -1270,7 +1272,9 @@ fn dst_mask(
 /// The weight property of every rel, indexed by rel id (read from the
 /// forward CSR, whose property chunks are in CSR order next to the rel ids);
 /// NaN for an id with no live rel (a deleted one), which no search reaches
-/// and [`RelWeights::check`] skips. A live rel's weight is a number.
+/// ([`RelWeights::get`] gives it no weight). A live rel's weight is a
+/// number. Used for patterns over several rel tables; one table reads its
+/// weights beside the neighbours instead.
 fn weights_by_rel_id(
     rel: &RelTableData,
     prop: kith_catalog::PropertyId,
