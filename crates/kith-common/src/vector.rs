@@ -336,6 +336,32 @@ impl ValueVector {
         }
     }
 
+    /// [`ValueVector::get_value`] that leaves NULL behind in a `Value`
+    /// vector instead of cloning (for a reader that is the value's last).
+    pub fn take_value(&mut self, pos: usize) -> Value {
+        match &mut self.data {
+            VectorData::Value(v) if !self.nulls.is_null(pos) => {
+                self.nulls.set(pos, true);
+                std::mem::replace(&mut v[pos], Value::Null)
+            }
+            _ => self.get_value(pos),
+        }
+    }
+
+    /// [`ValueVector::set_value`] of a value the caller no longer needs:
+    /// a `Value` vector takes it as is instead of cloning it (a list or a
+    /// map would be copied element by element).
+    pub fn put_value(&mut self, pos: usize, value: Value) {
+        match (&mut self.data, value) {
+            (_, Value::Null) => self.nulls.set(pos, true),
+            (VectorData::Value(v), x) => {
+                v[pos] = x;
+                self.nulls.set(pos, false);
+            }
+            (_, x) => self.set_value(pos, &x),
+        }
+    }
+
     /// Stores `value` at `pos`. The value must already have this vector's type
     /// (the binder inserts casts); a mismatch is a bug and stores NULL in release
     /// builds after a debug assertion.

@@ -329,6 +329,16 @@ impl Node {
 
     /// The vector holding this node's values after `eval`.
     #[inline]
+    /// This node's result as a function argument: a slot's vector is
+    /// shared with the rest of the query; any other node's is its own,
+    /// read once per row, so its values can be moved out.
+    fn arg<'a>(&'a mut self, ctx: &'a EvalContext) -> Arg<'a> {
+        match &self.kind {
+            Kind::Slot { loc, .. } => Arg::Shared(&ctx.rs.chunks[loc.0].vectors[loc.1]),
+            _ => Arg::Owned(&mut self.out),
+        }
+    }
+
     pub fn vector<'a>(&'a self, ctx: &'a EvalContext) -> &'a ValueVector {
         match &self.kind {
             Kind::Slot { loc, .. } => &ctx.rs.chunks[loc.0].vectors[loc.1],
@@ -519,20 +529,20 @@ impl Node {
                 for a in args.iter_mut() {
                     modes.push(a.eval(ctx)?);
                 }
-                let vecs: Vec<&ValueVector> = args.iter().map(|a| a.vector(ctx)).collect();
+                let mut vecs: Vec<Arg<'_>> = args.iter_mut().map(|a| a.arg(ctx)).collect();
                 let (ty, f, name) = (&self.ty, *f, name.as_str());
                 // Flat arguments (constants, say) are read once per batch;
                 // only the others per row.
                 buf.clear();
                 buf.extend(vecs.iter().zip(&modes).map(|(v, m)| match m {
-                    Mode::Flat(p) => v.get_value(*p),
+                    Mode::Flat(p) => v.get(*p),
                     Mode::Unflat(_) => Value::Null,
                 }));
                 varying.clear();
                 varying.extend((0..modes.len()).filter(|&i| matches!(modes[i], Mode::Unflat(_))));
                 map_rows(&mut self.out, ctx, &modes, |p| {
                     for &i in varying.iter() {
-                        buf[i] = vecs[i].get_value(at(modes[i], p));
+                        buf[i] = vecs[i].take(at(modes[i], p));
                     }
                     if f.propagate_nulls && buf.iter().any(Value::is_null) {
                         return Ok(Value::Null);
@@ -926,7 +936,7 @@ fn map_rows(
         None => {
             out.reset(1);
             let v = f(0)?;
-            out.set_value(0, &v);
+            out.put_value(0, v);
             Ok(Mode::Flat(0))
         }
         Some(u) => {
@@ -934,9 +944,33 @@ fn map_rows(
             out.reset(state.len);
             each_pos!(state, p => {
                 let v = f(p)?;
-                out.set_value(p, &v);
+                out.put_value(p, v);
             });
             Ok(Mode::Unflat(u))
+        }
+    }
+}
+
+/// A function argument's vector ([`Node::arg`]).
+enum Arg<'a> {
+    Shared(&'a ValueVector),
+    Owned(&'a mut ValueVector),
+}
+
+impl Arg<'_> {
+    fn get(&self, p: usize) -> Value {
+        match self {
+            Arg::Shared(v) => v.get_value(p),
+            Arg::Owned(v) => v.get_value(p),
+        }
+    }
+
+    /// The value at `p`, moved out of an argument's own vector (a list
+    /// is not copied element by element to be read once).
+    fn take(&mut self, p: usize) -> Value {
+        match self {
+            Arg::Shared(v) => v.get_value(p),
+            Arg::Owned(v) => v.take_value(p),
         }
     }
 }
