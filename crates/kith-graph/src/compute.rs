@@ -583,39 +583,6 @@ impl Parents {
         arenas[(p1 >> ARENA_INDEX_BITS) as usize][(p1 & ((1 << ARENA_INDEX_BITS) - 1)) as usize]
     }
 
-    /// The smallest parent edge of `child`, without collecting them all.
-    /// `memo` (one slot per node, 0 = not yet known) keeps the answer as
-    /// its entry pointer: the destinations of one source share most of
-    /// their paths, and each step back would otherwise walk the node's
-    /// whole parent list again. Workers racing on a slot store the same
-    /// pointer.
-    fn min_parent(
-        &self,
-        arenas: &[&[ParentEntry]],
-        memo: &[AtomicU64],
-        child: u64,
-    ) -> Option<(u64, u64)> {
-        let entry = |p: u64| Self::entry(arenas, p);
-        let slot = &memo[child as usize];
-        let known = slot.load(Ordering::Relaxed);
-        if known != 0 {
-            let e = entry(known);
-            return Some((e.node, e.rel));
-        }
-        let mut best: Option<(u64, u64, u64)> = None;
-        let mut p = self.heads[child as usize].load(Ordering::Relaxed);
-        while p != 0 {
-            let e = entry(p);
-            if best.is_none_or(|(n, r, _)| (e.node, e.rel) < (n, r)) {
-                best = Some((e.node, e.rel, p));
-            }
-            p = e.next;
-        }
-        let (n, r, ptr) = best?;
-        slot.store(ptr, Ordering::Relaxed);
-        Some((n, r))
-    }
-
     /// Every parent edge of `child`, sorted.
     fn parents_of(&self, arenas: &[&[ParentEntry]], child: u64, out: &mut Vec<(u64, u64)>) {
         out.clear();
@@ -662,11 +629,26 @@ impl ShortestPaths {
     }
 }
 
+/// [`PathMode::One`] keeps only each node's smallest parent edge, in one
+/// word when the parent node and rel ids fit 32 bits each: packed so that
+/// the smallest edge is the largest word (0 stays "none"), `fetch_max`
+/// keeps it. Edges with larger ids go to the [`Parents`] lists.
+#[inline]
+fn pack_parent(node: u64, rel: u64) -> Option<u64> {
+    ((node | rel) >> 32 == 0).then_some(!(node << 32 | rel))
+}
+
+#[inline]
+fn unpack_parent(word: u64) -> Option<(u64, u64)> {
+    (word != 0).then(|| (!word >> 32, !word & 0xffff_ffff))
+}
+
 pub struct PathsAux {
     level: Vec<AtomicU16>,
     parents: Parents,
-    /// [`Parents::min_parent`]'s answers (only [`PathMode::One`] uses it;
-    /// zeroed pages cost nothing until written).
+    /// [`PathMode::One`]: each node's smallest parent edge that
+    /// [`pack_parent`] packs (the others are in `parents`). Unused for
+    /// [`PathMode::All`] (zeroed pages cost nothing until written).
     min_parent: Vec<AtomicU64>,
     wanted: DstCountdown,
 }
@@ -720,6 +702,23 @@ impl Compute for ShortestPaths {
             if mask.is_some_and(|m| !crate::graph::mask_has(m, u)) {
                 return Ok(());
             }
+            if self.mode == PathMode::One {
+                v.graph.neighbors(u, v.scratch, |w, r| {
+                    if claim_level(&aux.level[w as usize], lvl1, || aux.wanted.reached(dst, w)) {
+                        match pack_parent(u, r) {
+                            Some(word) => {
+                                let slot = &aux.min_parent[w as usize];
+                                if word > slot.load(Ordering::Relaxed) {
+                                    slot.fetch_max(word, Ordering::Relaxed);
+                                }
+                            }
+                            None => aux.parents.add(&mut arena, worker, w, u, r),
+                        }
+                        next.set(w);
+                    }
+                });
+                return Ok(());
+            }
             v.graph.neighbors(u, v.scratch, |w, r| {
                 if claim_level(&aux.level[w as usize], lvl1, || aux.wanted.reached(dst, w)) {
                     aux.parents.add(&mut arena, worker, w, u, r);
@@ -756,8 +755,12 @@ impl Compute for ShortestPaths {
             }
             match self.mode {
                 PathMode::One => out.push(parent_chain_path(src, dst, (l - 1) as usize, |v| {
-                    aux.parents
-                        .min_parent(&arenas, &aux.min_parent, v)
+                    let packed = unpack_parent(aux.min_parent[v as usize].load(Ordering::Relaxed));
+                    let listed = aux.parents.parent_edges(&arenas, v).min();
+                    packed
+                        .into_iter()
+                        .chain(listed)
+                        .min()
                         .ok_or_else(|| Error::internal("visited node without a parent"))
                 })?),
                 PathMode::All => {

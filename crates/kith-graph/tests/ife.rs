@@ -42,6 +42,40 @@ fn dedup_sorted<T: Ord + Clone>(mut v: Vec<T>) -> Vec<T> {
     v
 }
 
+/// The path [`PathMode::One`] chooses per (source, destination): the one
+/// whose reversed (node, rel) sequence is smallest; a source listed twice
+/// is output twice.
+fn ref_one_paths(adj: &[Vec<(u64, u64)>], srcs: &[u64], lo: u32, hi: u32) -> Vec<PathRow> {
+    let mut uniq = srcs.to_vec();
+    uniq.sort_unstable();
+    uniq.dedup();
+    let mut best: std::collections::BTreeMap<(u64, u64), PathRow> = Default::default();
+    let key = |p: &PathRow| -> Vec<(u64, u64)> {
+        p.nodes
+            .iter()
+            .rev()
+            .skip(1)
+            .copied()
+            .zip(p.rels.iter().rev().copied())
+            .collect()
+    };
+    for p in ref_all_paths(adj, &uniq, lo, hi) {
+        let e = best.entry((p.src, p.dst)).or_insert_with(|| p.clone());
+        if key(&p) < key(e) {
+            *e = p;
+        }
+    }
+    let mut expect_one = Vec::new();
+    for &src in srcs {
+        expect_one.extend(
+            best.range((src, 0)..=(src, u64::MAX))
+                .map(|(_, p)| p.clone()),
+        );
+    }
+    expect_one.sort();
+    expect_one
+}
+
 fn check_shape(sched: &Scheduler, s: &Shape, lo: u32, hi: u32, opts: &IfeOptions, rng: &mut Rng) {
     let cancel = CancelToken::new();
     let g = Arc::new(InMemoryCsr::from_edges(s.n, &s.edges));
@@ -73,35 +107,7 @@ fn check_shape(sched: &Scheduler, s: &Shape, lo: u32, hi: u32, opts: &IfeOptions
     let all = shortest_paths(sched, &g, &srcs, wlo, whi, PathMode::All, opts, &cancel).unwrap();
     assert_eq!(all, ref_all_paths(&adj, &srcs, wlo, whi), "all paths {ctx}");
     let one = shortest_paths(sched, &g, &srcs, wlo, whi, PathMode::One, opts, &cancel).unwrap();
-    // The chosen path is the one whose reversed (node, rel) sequence is
-    // smallest; a source listed twice is output twice.
-    let mut uniq = srcs.clone();
-    uniq.sort_unstable();
-    uniq.dedup();
-    let mut best: std::collections::BTreeMap<(u64, u64), PathRow> = Default::default();
-    let key = |p: &PathRow| -> Vec<(u64, u64)> {
-        p.nodes
-            .iter()
-            .rev()
-            .skip(1)
-            .copied()
-            .zip(p.rels.iter().rev().copied())
-            .collect()
-    };
-    for p in ref_all_paths(&adj, &uniq, wlo, whi) {
-        let e = best.entry((p.src, p.dst)).or_insert_with(|| p.clone());
-        if key(&p) < key(e) {
-            *e = p;
-        }
-    }
-    let mut expect_one = Vec::new();
-    for &src in &srcs {
-        expect_one.extend(
-            best.range((src, 0)..=(src, u64::MAX))
-                .map(|(_, p)| p.clone()),
-        );
-    }
-    expect_one.sort();
+    let expect_one = ref_one_paths(&adj, &srcs, wlo, whi);
     let one_sorted = one;
     assert_eq!(one_sorted, expect_one, "one path {ctx}");
 
@@ -128,6 +134,34 @@ fn check_shape(sched: &Scheduler, s: &Shape, lo: u32, hi: u32, opts: &IfeOptions
     let w = dyadic_weights(rng, s.edges.len());
     let got = weighted_shortest(sched, &g, &srcs, w.clone(), opts, &cancel).unwrap();
     assert_eq!(got, ref_dijkstra(&adj, &w, &srcs), "weighted {ctx}");
+}
+
+/// [`PathMode::One`] keeps parent edges in one packed word only when the
+/// ids fit 32 bits; rels with larger ids (a union graph's, say) go to the
+/// parent lists. With every other rel id beyond 32 bits, both kinds
+/// compete for the same nodes and the smallest edge must still win.
+#[test]
+fn one_shortest_path_with_rel_ids_beyond_32_bits() {
+    let sched = Scheduler::new(4);
+    let cancel = CancelToken::new();
+    let big = |r: u64| if r % 2 == 1 { r + (1 << 40) } else { r };
+    for s in shapes(31) {
+        let mut g = InMemoryCsr::from_edges(s.n, &s.edges);
+        g.rel_ids.iter_mut().for_each(|r| *r = big(*r));
+        let g = Arc::new(g);
+        let adj: Vec<Vec<(u64, u64)>> = adjacency(s.n, &s.edges)
+            .into_iter()
+            .map(|l| l.into_iter().map(|(n, r)| (n, big(r))).collect())
+            .collect();
+        let srcs = sources(s.n);
+        let hi = if s.edges.len() <= 60 { 4 } else { 2 };
+        let expect = ref_one_paths(&adj, &srcs, 0, hi);
+        for opts in configs() {
+            let got =
+                shortest_paths(&sched, &g, &srcs, 0, hi, PathMode::One, &opts, &cancel).unwrap();
+            assert_eq!(got, expect, "{} {opts:?}", s.name);
+        }
+    }
 }
 
 #[test]
