@@ -853,3 +853,102 @@ fn automatic_policy_packs_many_sources_into_lanes() {
     conn.query("CALL recursive_policy='auto'").unwrap();
     assert!(policy_of(many).0.contains("policy=nTkMS"));
 }
+
+/// The rels of returned paths carry their own properties and endpoints
+/// whatever order the rels were numbered in: some loaded by COPY (ids in
+/// CSR order), the rest created one at a time in shuffled order (appended
+/// runs), some deleted, read before and after a CHECKPOINT rewrites the
+/// regions, walked forward, backward and undirected. Each rel's `w` names
+/// its endpoints, so every hop of every path can be checked.
+#[test]
+fn path_rels_carry_their_own_properties() {
+    let dir = std::env::temp_dir().join(format!("kith-path-rels-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = Database::open(&dir.join("db").to_string_lossy(), Config::default()).unwrap();
+    let conn = Connection::new(&db);
+    let n = 40usize;
+    let mut r = Lcg(4242);
+    let mut edges: Vec<(usize, usize, usize)> = Vec::new();
+    for k in 0..160 {
+        let (a, b) = (r.below(n as u64) as usize, r.below(n as u64) as usize);
+        edges.push((a, b, k));
+    }
+    let csv = dir.join("e.csv");
+    let copied = edges.len() / 2;
+    let mut text = String::new();
+    for &(a, b, k) in &edges[..copied] {
+        writeln!(text, "{a},{b},{}", (a * 1000 + b) * 1000 + k).unwrap();
+    }
+    std::fs::write(&csv, text).unwrap();
+    conn.query(
+        "CREATE NODE TABLE N(id INT64, PRIMARY KEY(id)); \
+         CREATE REL TABLE E(FROM N TO N, w INT64);",
+    )
+    .unwrap();
+    conn.query(&format!(
+        "UNWIND range(0, {}) AS i CREATE (:N {{id: i}})",
+        n - 1
+    ))
+    .unwrap();
+    conn.query(&format!("COPY E FROM '{}'", csv.display()))
+        .unwrap();
+    let mut rest: Vec<(usize, usize, usize)> = edges[copied..].to_vec();
+    for i in (1..rest.len()).rev() {
+        rest.swap(i, r.below(i as u64 + 1) as usize);
+    }
+    for &(a, b, k) in &rest {
+        conn.query(&format!(
+            "MATCH (a:N {{id: {a}}}), (b:N {{id: {b}}}) CREATE (a)-[:E {{w: {}}}]->(b)",
+            (a * 1000 + b) * 1000 + k
+        ))
+        .unwrap();
+    }
+    // Delete a few of each kind.
+    conn.query("MATCH ()-[e:E]->() WHERE e.w % 1000 IN [3, 11, 97, 120, 151] DELETE e")
+        .unwrap();
+    let check = |stage: &str| {
+        for (arrow, dir) in [
+            ("-[e:E* SHORTEST 1..12]->", 1),
+            ("<-[e:E* SHORTEST 1..12]-", -1),
+            ("-[e:E* ALL SHORTEST 1..12]-", 0),
+        ] {
+            for src in [0, 7, 19] {
+                let q = format!(
+                    "MATCH p = (a:N){arrow}(b:N) WHERE a.id = {src} \
+                     RETURN [x IN nodes(p) | x.id], [x IN rels(p) | x.w]"
+                );
+                let res = conn.query(&q).unwrap_or_else(|e| panic!("{q}: {e}"));
+                let mut paths = 0;
+                for row in res.rows() {
+                    let (Value::List(ns), Value::List(ws)) = (&row[0], &row[1]) else {
+                        panic!("{stage} {q}: unexpected row {row:?}");
+                    };
+                    assert_eq!(ns.len(), ws.len() + 1, "{stage} {q}");
+                    for (i, w) in ws.iter().enumerate() {
+                        let (x, y, w) = (int(&ns[i]), int(&ns[i + 1]), int(w));
+                        let (from, to) = ((w / 1000) / 1000, (w / 1000) % 1000);
+                        let ok = match dir {
+                            1 => (from, to) == (x, y),
+                            -1 => (from, to) == (y, x),
+                            _ => (from, to) == (x, y) || (from, to) == (y, x),
+                        };
+                        assert!(ok, "{stage} {q}: hop {x}-{y} got rel w={w}");
+                        assert!(
+                            ![3, 11, 97, 120, 151].contains(&(w % 1000)),
+                            "{stage}: deleted rel {w}"
+                        );
+                    }
+                    paths += 1;
+                }
+                assert!(paths > 0 || src != 0, "{stage} {q}: no paths");
+            }
+        }
+    };
+    check("before checkpoint");
+    conn.query("CHECKPOINT").unwrap();
+    check("after checkpoint");
+    drop(conn);
+    drop(db);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,8 +1,10 @@
 //! Node and rel values of enumerated variable-length paths (`p = (a)-[*]->(b)`,
 //! `-[r*]->`): the recursive join knows only ids, so the values (label,
 //! endpoints, every property, as `_node`/`_rel` build them for fixed-length
-//! patterns) are read here, once per distinct node or rel (cached), since
-//! paths share most of their elements.
+//! patterns) are read here, once per distinct node or rel for a whole
+//! result ([`PathValues`]), since paths share most of their elements; the
+//! paths are then built from the read-only [`ElementValues`] on several
+//! workers.
 
 use hashbrown::HashMap;
 use std::sync::Arc;
@@ -30,20 +32,20 @@ struct NodeTable {
     scratch: Vec<ValueVector>,
 }
 
-/// The rel values a result needs, by rel offset: rel properties are stored
-/// in CSR order, so finding a rel by id takes a pass over its table's
-/// forward CSR, made once for all the rels of a result
-/// ([`PathValues::load_rels`]).
-pub type RelTable = HashMap<u64, Arc<RelValue>>;
+/// The node and rel values a result's paths are made of, read once by
+/// [`PathValues`] and then shared read-only by the workers that build the
+/// paths.
+#[derive(Default)]
+pub struct ElementValues {
+    nodes: HashMap<InternalId, Arc<NodeValue>>,
+    rels: HashMap<InternalId, Arc<RelValue>>,
+}
 
-/// Builds node and rel values by id, caching each.
+/// Reads the node and rel values of a result's paths into [`ElementValues`].
 pub struct PathValues<'a> {
     ctx: &'a QueryContext,
-    nodes: HashMap<TableId, NodeTable>,
-    /// Loaded once ([`PathValues::load_rels`]), then shared read-only by
-    /// the workers that build a result's paths ([`PathValues::with_rels`]).
-    rels: Arc<HashMap<TableId, RelTable>>,
-    node_cache: HashMap<InternalId, Arc<NodeValue>>,
+    tables: HashMap<TableId, NodeTable>,
+    values: ElementValues,
 }
 
 fn entry(ctx: &QueryContext, t: TableId) -> Result<&TableEntry> {
@@ -57,28 +59,18 @@ impl<'a> PathValues<'a> {
     pub fn new(ctx: &'a QueryContext) -> PathValues<'a> {
         PathValues {
             ctx,
-            nodes: HashMap::new(),
-            rels: Arc::default(),
-            node_cache: HashMap::new(),
+            tables: HashMap::new(),
+            values: ElementValues::default(),
         }
     }
 
-    /// A builder over the rels another one loaded (node values are read
-    /// and cached per builder).
-    pub fn with_rels(ctx: &'a QueryContext, rels: Arc<HashMap<TableId, RelTable>>) -> Self {
-        PathValues {
-            rels,
-            ..PathValues::new(ctx)
-        }
-    }
-
-    /// The loaded rels, to share with [`PathValues::with_rels`].
-    pub fn loaded_rels(&self) -> Arc<HashMap<TableId, RelTable>> {
-        Arc::clone(&self.rels)
+    /// The values read.
+    pub fn finish(self) -> ElementValues {
+        self.values
     }
 
     fn node_table(&mut self, t: TableId) -> Result<&mut NodeTable> {
-        if !self.nodes.contains_key(&t) {
+        if !self.tables.contains_key(&t) {
             let e = entry(self.ctx, t)?;
             let data = self.ctx.version.table(t)?.clone();
             let TableData::Node(nd) = data.as_ref() else {
@@ -97,7 +89,7 @@ impl<'a> PathValues<'a> {
                 nd.column_of(p.id)
             });
             let label = e.label.as_str().into();
-            self.nodes.insert(
+            self.tables.insert(
                 t,
                 NodeTable {
                     label,
@@ -109,16 +101,45 @@ impl<'a> PathValues<'a> {
                 },
             );
         }
-        self.nodes
+        self.tables
             .get_mut(&t)
             .ok_or_else(|| Error::internal("node table cache"))
     }
 
-    /// The value of node `id`.
-    pub fn node(&mut self, id: InternalId) -> Result<Arc<NodeValue>> {
-        if let Some(v) = self.node_cache.get(&id) {
-            return Ok(v.clone());
+    /// Reads the values of `ids` (nodes of any tables, repeats allowed):
+    /// each distinct node once, in id order (node group by node group).
+    pub fn load_nodes(&mut self, ids: impl IntoIterator<Item = InternalId>) -> Result<()> {
+        let mut wanted: HashMap<TableId, Vec<u64>> = HashMap::new();
+        for id in ids {
+            let bits = wanted.entry(id.table()).or_default();
+            let o = id.offset() as usize;
+            if bits.len() <= o / 64 {
+                bits.resize(o / 64 + 1, 0);
+            }
+            bits[o / 64] |= 1 << (o % 64);
         }
+        for (t, bits) in wanted {
+            for (w, &word) in bits.iter().enumerate() {
+                let mut word = word;
+                while word != 0 {
+                    let o = (w * 64) as u64 + u64::from(word.trailing_zeros());
+                    word &= word - 1;
+                    let id = InternalId::new(t, o);
+                    if !self.values.nodes.contains_key(&id) {
+                        let v = self.read_node(id)?;
+                        self.values.nodes.insert(id, v);
+                    }
+                }
+                if w % 1024 == 0 {
+                    self.ctx.cancel.check()?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the value of node `id`.
+    fn read_node(&mut self, id: InternalId) -> Result<Arc<NodeValue>> {
         let pager = self.ctx.pager.clone();
         let nt = self.node_table(id.table())?;
         let TableData::Node(nd) = nt.data.as_ref() else {
@@ -165,44 +186,56 @@ impl<'a> PathValues<'a> {
                 }
             }
         }
-        let v = Arc::new(NodeValue {
+        Ok(Arc::new(NodeValue {
             id,
             label,
             properties: properties.into(),
-        });
-        self.node_cache.insert(id, v.clone());
-        Ok(v)
+        }))
     }
 
-    /// Reads the values of `ids` (rels of any tables, repeats allowed):
-    /// one pass over each table's forward CSR picks the positions of the
-    /// wanted rel ids (a bit per id), then reads their endpoints and
-    /// properties. [`PathValues::rel`] answers only for loaded rels.
-    pub fn load_rels(&mut self, ids: impl IntoIterator<Item = InternalId>) -> Result<()> {
-        let mut wanted: HashMap<TableId, Vec<u64>> = HashMap::new();
-        for id in ids {
-            let (t, r) = (id.table(), id.offset() as usize);
-            if self
-                .rels
-                .get(&t)
-                .is_some_and(|m| m.contains_key(&(r as u64)))
-            {
+    /// Reads the values of `rels` (rels of any tables, repeats allowed),
+    /// each given with the endpoint expected to be its source and the
+    /// other one. Rel properties are stored in CSR order, so a rel is
+    /// found among its source's forward CSR positions: the wanted rels are
+    /// grouped by that node, and each node's rel ids are read once (a
+    /// result's rels share few sources, but a hub can be the source of
+    /// many). A rel not beside the first endpoint is looked for beside the
+    /// second (undirected walks, or a guess the other way round).
+    /// [`PathValues::rel`] answers only for loaded rels.
+    pub fn load_rels(
+        &mut self,
+        rels: impl IntoIterator<Item = (InternalId, InternalId, InternalId)>,
+    ) -> Result<()> {
+        // Per table, the rels to read and a bit per rel offset already
+        // listed (paths repeat most of their rels).
+        type Wanted = (Vec<(InternalId, InternalId, InternalId)>, Vec<u64>);
+        let mut wanted: HashMap<TableId, Wanted> = HashMap::new();
+        for (r, a, b) in rels {
+            let (items, listed) = wanted.entry(r.table()).or_default();
+            let o = r.offset() as usize;
+            if listed.len() <= o / 64 {
+                listed.resize(o / 64 + 1, 0);
+            }
+            if listed[o / 64] & (1 << (o % 64)) != 0 {
                 continue;
             }
-            let bits = wanted.entry(t).or_default();
-            if bits.len() <= r / 64 {
-                bits.resize(r / 64 + 1, 0);
+            listed[o / 64] |= 1 << (o % 64);
+            if !self.values.rels.contains_key(&r) {
+                items.push((r, a, b));
             }
-            bits[r / 64] |= 1 << (r % 64);
         }
-        for (t, bits) in wanted {
-            self.load_rel_table(t, &bits)?;
+        for (t, (items, _)) in wanted {
+            self.load_rel_table(t, items)?;
         }
         Ok(())
     }
 
-    /// [`PathValues::load_rels`] for the rel ids of table `t` set in `bits`.
-    fn load_rel_table(&mut self, t: TableId, bits: &[u64]) -> Result<()> {
+    /// [`PathValues::load_rels`] for the rels of table `t`.
+    fn load_rel_table(
+        &mut self,
+        t: TableId,
+        items: Vec<(InternalId, InternalId, InternalId)>,
+    ) -> Result<()> {
         let e = entry(self.ctx, t)?;
         let info = e
             .rel_info()
@@ -224,77 +257,176 @@ impl<'a> PathValues<'a> {
             scratch.push(ValueVector::new(p.ty.clone(), 1));
         }
         let stored: Vec<usize> = columns.iter().flatten().copied().collect();
-        let map = Arc::make_mut(&mut self.rels).entry(t).or_default();
-        let (mut ids, mut nbrs) = (Vec::new(), Vec::new());
-        for (gi, g) in rd.fwd.groups.iter().enumerate() {
-            let n = g.num_rels as usize;
-            if n == 0 {
+        // (source offset, rel offset) to find, first beside the first
+        // endpoint, then beside the second for those not found.
+        let src_of = |n: InternalId| (n.table() == info.src).then_some(n.offset());
+        let mut first: Vec<(u64, u64)> = Vec::with_capacity(items.len());
+        let mut second: HashMap<u64, u64> = HashMap::new();
+        for &(r, a, b) in &items {
+            match (src_of(a), src_of(b)) {
+                (Some(x), y) => {
+                    first.push((x, r.offset()));
+                    if let Some(y) = y.filter(|&y| y != x) {
+                        second.insert(r.offset(), y);
+                    }
+                }
+                (None, Some(y)) => first.push((y, r.offset())),
+                (None, None) => {
+                    return Err(Error::internal(format!(
+                        "rel {r} has no endpoint in its source table"
+                    )))
+                }
+            }
+        }
+        let mut pins: HashMap<usize, kith_storage::PinnedCsrGroup> = HashMap::new();
+        let mut found = self.find_rels(rd, &stored, &mut pins, first)?;
+        let missing: Vec<(u64, u64)> = items
+            .iter()
+            .filter(|(r, _, _)| !found.contains_key(&r.offset()))
+            .filter_map(|(r, _, _)| second.get(&r.offset()).map(|&y| (y, r.offset())))
+            .collect();
+        if !missing.is_empty() {
+            found.extend(self.find_rels(rd, &stored, &mut pins, missing)?);
+        }
+        let map = &mut self.values.rels;
+        let mut nbr = [0u64; 1];
+        for &(r, _, _) in &items {
+            if map.contains_key(&r) {
                 continue;
             }
-            let pinned = g.pin(&self.ctx.pager, &stored)?;
-            ids.resize(n, 0);
-            pinned.rel_ids.read_u64s(0, n, &mut ids);
-            if !ids.iter().any(|&r| kith_graph::graph::mask_has(bits, r)) {
-                continue;
+            let r = r.offset();
+            let &(src, pos) = found.get(&r).ok_or_else(|| {
+                Error::internal(format!(
+                    "rel {} not found beside its endpoints (deleted?)",
+                    InternalId::new(t, r)
+                ))
+            })?;
+            let pinned = pins
+                .get(&((src / NODE_GROUP_SIZE) as usize))
+                .ok_or_else(|| Error::internal("rel group not pinned"))?;
+            pinned.neighbors.read_u64s(pos, 1, &mut nbr);
+            let mut properties = Vec::with_capacity(names.len());
+            let mut k = 0;
+            for (i, (name, c)) in names.iter().zip(&columns).enumerate() {
+                let v = match c {
+                    Some(_) => {
+                        let col = pinned
+                            .properties
+                            .get(k)
+                            .ok_or_else(|| Error::internal("rel column not pinned"))?;
+                        k += 1;
+                        col.read(pos, 1, &mut scratch[i], 0)?;
+                        scratch[i].get_value(0)
+                    }
+                    None => Value::Null,
+                };
+                properties.push((name.clone(), v));
             }
-            nbrs.resize(n, 0);
-            pinned.neighbors.read_u64s(0, n, &mut nbrs);
-            let bound = pinned.bound_nodes();
-            for (pos, &local) in bound.iter().enumerate().take(n) {
-                if local == kith_storage::DELETED_POSITION {
-                    continue;
-                }
-                let r = ids[pos];
-                if !kith_graph::graph::mask_has(bits, r) {
-                    continue;
-                }
-                let mut properties = Vec::with_capacity(names.len());
-                let mut k = 0;
-                for (i, (name, c)) in names.iter().zip(&columns).enumerate() {
-                    let v = match c {
-                        Some(_) => {
-                            let col = pinned
-                                .properties
-                                .get(k)
-                                .ok_or_else(|| Error::internal("rel column not pinned"))?;
-                            k += 1;
-                            col.read(pos as u64, 1, &mut scratch[i], 0)?;
-                            scratch[i].get_value(0)
-                        }
-                        None => Value::Null,
-                    };
-                    properties.push((name.clone(), v));
-                }
-                let src = gi as u64 * NODE_GROUP_SIZE + local;
-                map.insert(
-                    r,
-                    Arc::new(RelValue {
-                        id: InternalId::new(t, r),
-                        label: label.clone(),
-                        src: InternalId::new(info.src, src),
-                        dst: InternalId::new(info.dst, nbrs[pos]),
-                        properties: properties.into(),
-                    }),
-                );
-            }
-            self.ctx.cancel.check()?;
+            map.insert(
+                InternalId::new(t, r),
+                Arc::new(RelValue {
+                    id: InternalId::new(t, r),
+                    label: label.clone(),
+                    src: InternalId::new(info.src, src),
+                    dst: InternalId::new(info.dst, nbr[0]),
+                    properties: properties.into(),
+                }),
+            );
         }
         Ok(())
     }
 
-    /// The value of rel `id`, loaded by [`PathValues::load_rels`].
-    pub fn rel(&self, id: InternalId) -> Result<Arc<RelValue>> {
-        self.rels
-            .get(&id.table())
-            .and_then(|m| m.get(&id.offset()))
+    /// The forward CSR position of each rel of `wanted` (source offset,
+    /// rel offset) found among its source's rels, by rel offset, with the
+    /// source: each source's rel ids are read once. Pins the groups it
+    /// reads into `pins` (with the `stored` property columns).
+    fn find_rels(
+        &self,
+        rd: &kith_storage::RelTableData,
+        stored: &[usize],
+        pins: &mut HashMap<usize, kith_storage::PinnedCsrGroup>,
+        mut wanted: Vec<(u64, u64)>,
+    ) -> Result<HashMap<u64, (u64, u64)>> {
+        wanted.sort_unstable();
+        wanted.dedup();
+        let mut found = HashMap::with_capacity(wanted.len());
+        let mut ids = Vec::new();
+        let (mut i, mut sources) = (0, 0usize);
+        while i < wanted.len() {
+            let src = wanted[i].0;
+            let end = i + wanted[i..].partition_point(|w| w.0 == src);
+            let want = &wanted[i..end];
+            i = end;
+            let gi = (src / NODE_GROUP_SIZE) as usize;
+            let Some(g) = rd.fwd.groups.get(gi) else {
+                continue;
+            };
+            if !pins.contains_key(&gi) {
+                pins.insert(gi, g.pin(&self.ctx.pager, stored)?);
+            }
+            let pinned = pins
+                .get(&gi)
+                .ok_or_else(|| Error::internal("rel group not pinned"))?;
+            let local = src % NODE_GROUP_SIZE;
+            // A region written in one piece usually numbers its rels in
+            // position order: try the position that numbering gives, and
+            // read the node's rel ids only for the rels not there.
+            let positions = pinned.rel_ids.num_values();
+            let mut first = [0u64; 1];
+            if positions > 0 {
+                pinned.rel_ids.read_u64s(0, 1, &mut first);
+            }
+            let mut unseen = 0;
+            for &(_, r) in want {
+                let guess = r.wrapping_sub(first[0]);
+                let mut at = [u64::MAX; 1];
+                if guess < positions {
+                    pinned.rel_ids.read_u64s(guess, 1, &mut at);
+                }
+                if at[0] == r && pinned.ranges(local).any(|(s, e)| (s..e).contains(&guess)) {
+                    found.insert(r, (src, guess));
+                } else {
+                    unseen += 1;
+                }
+            }
+            if unseen > 0 {
+                for (s, e) in pinned.ranges(local) {
+                    ids.resize((e - s) as usize, 0);
+                    pinned.rel_ids.read_u64s(s, ids.len(), &mut ids);
+                    for (k, r) in ids.iter().enumerate() {
+                        if want.binary_search(&(src, *r)).is_ok() {
+                            found.insert(*r, (src, s + k as u64));
+                        }
+                    }
+                }
+            }
+            sources += 1;
+            if sources % 1024 == 0 {
+                self.ctx.cancel.check()?;
+            }
+        }
+        Ok(found)
+    }
+}
+
+impl ElementValues {
+    /// The value of node `id`, read by [`PathValues::load_nodes`].
+    pub fn node(&self, id: InternalId) -> Result<Arc<NodeValue>> {
+        self.nodes
+            .get(&id)
             .cloned()
-            .ok_or_else(|| {
-                Error::internal(format!("rel {id} not loaded (deleted, or not asked for)"))
-            })
+            .ok_or_else(|| Error::internal(format!("node {id} not loaded")))
+    }
+
+    /// The value of rel `id`, read by [`PathValues::load_rels`].
+    pub fn rel(&self, id: InternalId) -> Result<Arc<RelValue>> {
+        self.rels.get(&id).cloned().ok_or_else(|| {
+            Error::internal(format!("rel {id} not loaded (deleted, or not asked for)"))
+        })
     }
 
     /// `LIST(REL)` of `rels`.
-    pub fn rel_list(&mut self, rels: &[InternalId]) -> Result<Value> {
+    pub fn rel_list(&self, rels: &[InternalId]) -> Result<Value> {
         let mut out = Vec::with_capacity(rels.len());
         for r in rels {
             out.push(Value::Rel(self.rel(*r)?));
@@ -303,7 +435,7 @@ impl<'a> PathValues<'a> {
     }
 
     /// The path through `nodes` and `rels` (`nodes.len() == rels.len() + 1`).
-    pub fn path(&mut self, nodes: &[InternalId], rels: &[InternalId]) -> Result<Value> {
+    pub fn path(&self, nodes: &[InternalId], rels: &[InternalId]) -> Result<Value> {
         let mut p = kith_common::PathValue {
             nodes: Vec::with_capacity(nodes.len()),
             rels: Vec::with_capacity(rels.len()),

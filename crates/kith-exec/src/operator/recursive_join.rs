@@ -27,7 +27,7 @@ use kith_planner::plan::{ExtendDirection, RecursiveJoin};
 use kith_sched::Scheduler;
 use kith_storage::{RelDirection, RelTableData, TableData};
 
-use super::path_values::{PathValues, RelTable};
+use super::path_values::{ElementValues, PathValues};
 use super::property_mask::{node_mask, PredicateReader};
 use super::QueryContext;
 use crate::expression::kernels::equals;
@@ -575,12 +575,6 @@ fn paths_join<G: Graph>(
     let mut dst_ids: Vec<InternalId> = Vec::new();
     let (mut paths, mut rel_lists) = (Vec::new(), Vec::new());
     if join.with_path || join.with_rels {
-        let mut values = PathValues::new(ctx);
-        values.load_rels(
-            found_paths
-                .iter()
-                .flat_map(|p| p.rels.iter().map(|r| (ids.rel)(*r))),
-        )?;
         // The kept paths' elements as ids, in one pass, so that their
         // values can be built on several workers.
         let mut elems = PathElements::default();
@@ -603,9 +597,27 @@ fn paths_join<G: Graph>(
                 ctx.cancel.check()?;
             }
         }
+        drop(found_paths);
+        // A rel walked only backward was reached from its destination: its
+        // source is the path's next node.
+        let walked_back: Vec<TableId> = join
+            .rel_tables
+            .iter()
+            .map(|&(t, _)| t)
+            .filter(|&t| {
+                join.rel_tables
+                    .iter()
+                    .all(|&(t2, d)| t2 != t || d == ExtendDirection::Bwd)
+            })
+            .collect();
+        let mut values = PathValues::new(ctx);
+        values.load_rels(elems.rels_with_ends(&walked_back))?;
+        if join.with_path {
+            values.load_nodes(elems.nodes.iter().copied())?;
+        }
         let want = (join.with_path, join.with_rels);
         (paths, rel_lists) =
-            build_path_values(ctx, sched, opts.threads, values.loaded_rels(), elems, want)?;
+            build_path_values(ctx, sched, opts.threads, values.finish(), elems, want)?;
     } else {
         // Count the paths of each (source, destination, length).
         let mut counts: HashMap<(u64, u64, u64), u64> = HashMap::new();
@@ -626,8 +638,8 @@ fn paths_join<G: Graph>(
             found.push((src_index(s)?, found.len() as u64, len, count));
             dst_ids.push(dst);
         }
+        drop(found_paths);
     }
-    drop(found_paths);
     // The destination column of a found row is its index into `dst_ids`.
     let dst_id = |k: u64| dst_ids.get(k as usize).copied();
     let f = Found {
@@ -654,30 +666,53 @@ struct PathElements {
     rel_ends: Vec<usize>,
 }
 
+impl PathElements {
+    /// Each rel of each path with its endpoints, the one expected to be
+    /// its source first (the node it was reached from, or the next one for
+    /// a table in `walked_back`), for [`PathValues::load_rels`].
+    fn rels_with_ends<'a>(
+        &'a self,
+        walked_back: &'a [TableId],
+    ) -> impl Iterator<Item = (InternalId, InternalId, InternalId)> + 'a {
+        (0..self.rel_ends.len()).flat_map(move |i| {
+            let r0 = if i == 0 { 0 } else { self.rel_ends[i - 1] };
+            let n0 = if i == 0 { 0 } else { self.node_ends[i - 1] };
+            (r0..self.rel_ends[i]).map(move |k| {
+                let r = self.rels[k];
+                let (a, b) = (self.nodes[n0 + k - r0], self.nodes[n0 + k - r0 + 1]);
+                if walked_back.contains(&r.table()) {
+                    (r, b, a)
+                } else {
+                    (r, a, b)
+                }
+            })
+        })
+    }
+}
+
 /// Paths per morsel of [`build_path_values`].
 const PATH_MORSEL: usize = 8192;
 
 /// The path values and rel lists (as `want` asks: paths, rels) of every
 /// path of `elems`, in order, built in morsels of [`PATH_MORSEL`] paths on
-/// up to `threads` workers. Each worker reads node values into its own
-/// cache; the rels were loaded once and are shared.
+/// up to `threads` workers from the element values read before.
 fn build_path_values(
     ctx: &Arc<QueryContext>,
     sched: &Scheduler,
     threads: usize,
-    rels: Arc<HashMap<TableId, RelTable>>,
+    values: ElementValues,
     elems: PathElements,
     want: (bool, bool),
 ) -> Result<(Vec<Value>, Vec<Value>)> {
     let n = elems.node_ends.len();
     let morsels = n.div_ceil(PATH_MORSEL);
     if threads <= 1 || morsels <= 1 {
-        return build_path_range(ctx, &rels, &elems, 0..n, want);
+        return build_path_range(ctx, &values, &elems, 0..n, want);
     }
-    let (ctx2, elems) = (Arc::clone(ctx), Arc::new(elems));
+    let (ctx2, elems, values) = (Arc::clone(ctx), Arc::new(elems), Arc::new(values));
     let parts = sched.parallel_map(threads, &ctx.cancel, morsels, move |m| {
         let range = m * PATH_MORSEL..((m + 1) * PATH_MORSEL).min(n);
-        build_path_range(&ctx2, &rels, &elems, range, want)
+        build_path_range(&ctx2, &values, &elems, range, want)
     })?;
     let (mut paths, mut rel_lists) = (Vec::new(), Vec::new());
     paths.reserve(if want.0 { n } else { 0 });
@@ -692,12 +727,11 @@ fn build_path_values(
 /// [`build_path_values`] of the paths in `range`, on this thread.
 fn build_path_range(
     ctx: &QueryContext,
-    rels: &Arc<HashMap<TableId, RelTable>>,
+    values: &ElementValues,
     e: &PathElements,
     range: std::ops::Range<usize>,
     (want_paths, want_rels): (bool, bool),
 ) -> Result<(Vec<Value>, Vec<Value>)> {
-    let mut values = PathValues::with_rels(ctx, Arc::clone(rels));
     let (mut paths, mut rel_lists) = (Vec::new(), Vec::new());
     paths.reserve(if want_paths { range.len() } else { 0 });
     rel_lists.reserve(if want_rels { range.len() } else { 0 });
