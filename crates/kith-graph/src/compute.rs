@@ -640,7 +640,7 @@ fn pack_parent(node: u64, rel: u64) -> Option<u64> {
 
 #[inline]
 fn unpack_parent(word: u64) -> Option<(u64, u64)> {
-    (word != 0).then(|| (!word >> 32, !word & 0xffff_ffff))
+    (word != 0).then_some((!word >> 32, !word & 0xffff_ffff))
 }
 
 pub struct PathsAux {
