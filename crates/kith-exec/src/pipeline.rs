@@ -30,7 +30,8 @@ use crate::operator::hash_join::{BuildContext, JoinIndex};
 use crate::operator::intersect::{Intersect, IntersectRel, IntersectSpec};
 use crate::operator::lookup_node::LookupNode;
 use crate::operator::order_by::{sort_chunk, OrderBy};
-use crate::operator::recursive_join::{recursive_join, RecursiveSettings};
+use crate::operator::path_values::LazyPaths;
+use crate::operator::recursive_join::{recursive_join, RecursiveOutput, RecursiveSettings};
 use crate::operator::scan_counted_rows::ScanCountedRows;
 use crate::operator::scan_node::ScanNodes;
 use crate::operator::scan_properties::read_by_id;
@@ -261,12 +262,22 @@ enum BuiltSource {
     },
     Rows {
         rows: Arc<Chunk>,
+        /// Builds the path columns of a recursive join's rows.
+        paths: Option<Arc<LazyPaths>>,
         morsels: Arc<MorselDispenser>,
         chunk: usize,
         columns: Vec<(usize, usize)>,
         /// The rows end with a count column (after a recursive join).
         counted: bool,
     },
+}
+
+/// A part's input rows and, after a recursive join whose paths are built
+/// as they are read, what builds them.
+#[derive(Clone)]
+struct PartRows {
+    chunk: Arc<Chunk>,
+    paths: Option<Arc<LazyPaths>>,
 }
 
 impl BuiltSource {
@@ -301,7 +312,7 @@ impl PipelineShape {
         plan_source: &Source,
         plan_steps: &[Step],
         ctx: &Arc<QueryContext>,
-        rows: Option<Arc<Chunk>>,
+        rows: Option<PartRows>,
         sched: &Scheduler,
         threads: usize,
         counted: bool,
@@ -332,7 +343,8 @@ impl PipelineShape {
                 }
             }
             Source::Rows { columns } => {
-                let rows = rows.ok_or_else(|| Error::internal("row source without rows"))?;
+                let PartRows { chunk: rows, paths } =
+                    rows.ok_or_else(|| Error::internal("row source without rows"))?;
                 let positions: Vec<(usize, usize)> = columns
                     .iter()
                     .map(|(slot, ty)| (first, b.add(first, *slot, ty.clone())))
@@ -346,6 +358,7 @@ impl PipelineShape {
                 ));
                 BuiltSource::Rows {
                     rows,
+                    paths,
                     morsels,
                     chunk: first,
                     columns: positions,
@@ -677,6 +690,7 @@ impl PipelineShape {
             )),
             BuiltSource::Rows {
                 rows,
+                paths,
                 morsels,
                 chunk,
                 columns,
@@ -684,6 +698,7 @@ impl PipelineShape {
             } => Box::new(ScanCountedRows {
                 ctx: Arc::clone(ctx),
                 rows: Arc::clone(rows),
+                paths: paths.clone(),
                 morsels: Arc::clone(morsels),
                 chunk: *chunk,
                 columns: columns.clone(),
@@ -691,6 +706,7 @@ impl PipelineShape {
             }),
             BuiltSource::Rows {
                 rows,
+                paths,
                 morsels,
                 chunk,
                 columns,
@@ -698,6 +714,7 @@ impl PipelineShape {
             } => Box::new(ScanRows {
                 ctx: Arc::clone(ctx),
                 rows: Arc::clone(rows),
+                paths: paths.clone(),
                 morsels: Arc::clone(morsels),
                 chunk: *chunk,
                 columns: columns.clone(),
@@ -1085,10 +1102,23 @@ pub fn execute_query_from(
             true => {
                 // The first part starts from one empty row.
                 let mut base = input.take().unwrap_or_else(|| Chunk::new(&[], 1));
+                let mut paths = None;
                 if let Some(join) = &part.recursive {
                     let started = std::time::Instant::now();
-                    let (out, stats) =
-                        recursive_join(join, &base, &ctx, sched, threads, recursive)?;
+                    let RecursiveOutput {
+                        rows: out,
+                        paths: lazy,
+                        stats,
+                    } = recursive_join(join, &base, &ctx, sched, threads, recursive)?;
+                    // Path values are built as the part's scan reads them:
+                    // nothing else may read the rows first (the planner
+                    // gives a recursive join's part no UNWIND or padding).
+                    if lazy.is_some() && (!part.unwinds.is_empty() || part.optional.is_some()) {
+                        return Err(Error::internal(
+                            "path values of a recursive join read before its part's scan",
+                        ));
+                    }
+                    paths = lazy.map(Arc::new);
                     if let Some(p) = &ctx.profile {
                         // Which policy ran (the automatic choice included).
                         let label = format!(
@@ -1110,7 +1140,10 @@ pub fn execute_query_from(
                     }
                     base.columns.push(numbers);
                 }
-                Some(Arc::new(apply_unwinds(base, part, &ctx)?))
+                Some(PartRows {
+                    chunk: Arc::new(apply_unwinds(base, part, &ctx)?),
+                    paths,
+                })
             }
             false => None,
         };
@@ -1345,7 +1378,7 @@ fn constant_count(e: &BoundExpr, ctx: &QueryContext, what: &str) -> Result<u64> 
 /// Runs one part's pipeline and finishing phase.
 fn execute_part(
     plan: &PartPlan,
-    rows: Option<Arc<Chunk>>,
+    rows: Option<PartRows>,
     ctx: &Arc<QueryContext>,
     sched: &Scheduler,
     threads: usize,
@@ -1595,7 +1628,7 @@ fn execute_part(
             )?]
         }
     };
-    Ok(finish_rows(rows, plan, input.as_deref()))
+    Ok(finish_rows(rows, plan, input.as_ref().map(|r| &*r.chunk)))
 }
 
 /// `n` NULLs of type `ty`.

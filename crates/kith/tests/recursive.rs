@@ -893,6 +893,7 @@ fn path_rels_carry_their_own_properties() {
     .unwrap();
     conn.query(&format!("COPY E FROM '{}'", csv.display()))
         .unwrap();
+    conn.query("CREATE (:N {id: 1000})").unwrap();
     let mut rest: Vec<(usize, usize, usize)> = edges[copied..].to_vec();
     for i in (1..rest.len()).rev() {
         rest.swap(i, r.below(i as u64 + 1) as usize);
@@ -914,34 +915,58 @@ fn path_rels_carry_their_own_properties() {
             ("-[e:E* ALL SHORTEST 1..12]-", 0),
         ] {
             for src in [0, 7, 19] {
-                let q = format!(
-                    "MATCH p = (a:N){arrow}(b:N) WHERE a.id = {src} \
-                     RETURN [x IN nodes(p) | x.id], [x IN rels(p) | x.w]"
-                );
-                let res = conn.query(&q).unwrap_or_else(|e| panic!("{q}: {e}"));
-                let mut paths = 0;
-                for row in res.rows() {
-                    let (Value::List(ns), Value::List(ws)) = (&row[0], &row[1]) else {
-                        panic!("{stage} {q}: unexpected row {row:?}");
-                    };
-                    assert_eq!(ns.len(), ws.len() + 1, "{stage} {q}");
-                    for (i, w) in ws.iter().enumerate() {
-                        let (x, y, w) = (int(&ns[i]), int(&ns[i + 1]), int(w));
-                        let (from, to) = ((w / 1000) / 1000, (w / 1000) % 1000);
-                        let ok = match dir {
-                            1 => (from, to) == (x, y),
-                            -1 => (from, to) == (y, x),
-                            _ => (from, to) == (x, y) || (from, to) == (y, x),
+                // The same paths read by a plain scan, materialized for
+                // OPTIONAL MATCH (node 1000 has none: one padded row) and
+                // emitted twice for a source given twice.
+                let ret = "RETURN [x IN nodes(p) | x.id], [x IN rels(p) | x.w]";
+                let queries = [
+                    format!("MATCH p = (a:N){arrow}(b:N) WHERE a.id = {src} {ret}"),
+                    format!(
+                        "MATCH (a:N) WHERE a.id IN [{src}, 1000] \
+                         OPTIONAL MATCH p = (a){arrow}(b:N) {ret}"
+                    ),
+                    format!(
+                        "UNWIND [{src}, {src}] AS s \
+                         MATCH p = (a:N){arrow}(b:N) WHERE a.id = s {ret}"
+                    ),
+                ];
+                let mut counts = Vec::new();
+                for q in &queries {
+                    let res = conn.query(q).unwrap_or_else(|e| panic!("{q}: {e}"));
+                    let (mut paths, mut padded) = (0, 0);
+                    for row in res.rows() {
+                        if row[0] == Value::Null && row[1] == Value::Null {
+                            padded += 1;
+                            continue;
+                        }
+                        let (Value::List(ns), Value::List(ws)) = (&row[0], &row[1]) else {
+                            panic!("{stage} {q}: unexpected row {row:?}");
                         };
-                        assert!(ok, "{stage} {q}: hop {x}-{y} got rel w={w}");
-                        assert!(
-                            ![3, 11, 97, 120, 151].contains(&(w % 1000)),
-                            "{stage}: deleted rel {w}"
-                        );
+                        assert_eq!(ns.len(), ws.len() + 1, "{stage} {q}");
+                        for (i, w) in ws.iter().enumerate() {
+                            let (x, y, w) = (int(&ns[i]), int(&ns[i + 1]), int(w));
+                            let (from, to) = ((w / 1000) / 1000, (w / 1000) % 1000);
+                            let ok = match dir {
+                                1 => (from, to) == (x, y),
+                                -1 => (from, to) == (y, x),
+                                _ => (from, to) == (x, y) || (from, to) == (y, x),
+                            };
+                            assert!(ok, "{stage} {q}: hop {x}-{y} got rel w={w}");
+                            assert!(
+                                ![3, 11, 97, 120, 151].contains(&(w % 1000)),
+                                "{stage}: deleted rel {w}"
+                            );
+                        }
+                        paths += 1;
                     }
-                    paths += 1;
+                    counts.push((paths, padded));
                 }
-                assert!(paths > 0 || src != 0, "{stage} {q}: no paths");
+                let plain = counts[0].0;
+                assert!(plain > 0 || src != 0, "{stage} {arrow}: no paths from 0");
+                let q = &queries[1];
+                assert_eq!(counts[1], (plain, 1), "{stage} {q}");
+                let q = &queries[2];
+                assert_eq!(counts[2], (2 * plain, 0), "{stage} {q}");
             }
         }
     };

@@ -13,7 +13,9 @@ use kith_catalog::TableEntry;
 use kith_common::constants::NODE_GROUP_SIZE;
 use kith_common::{
     Error, InternalId, LogicalType, NodeValue, RelValue, Result, TableId, Value, ValueVector,
+    VectorData,
 };
+use kith_graph::PathRow;
 use kith_storage::{PinnedColumn, TableData};
 
 use super::QueryContext;
@@ -426,27 +428,168 @@ impl ElementValues {
     }
 
     /// `LIST(REL)` of `rels`.
-    pub fn rel_list(&self, rels: &[InternalId]) -> Result<Value> {
+    pub fn rel_list(&self, rels: impl ExactSizeIterator<Item = InternalId>) -> Result<Value> {
         let mut out = Vec::with_capacity(rels.len());
         for r in rels {
-            out.push(Value::Rel(self.rel(*r)?));
+            out.push(Value::Rel(self.rel(r)?));
         }
         Ok(Value::List(out))
     }
 
-    /// The path through `nodes` and `rels` (`nodes.len() == rels.len() + 1`).
-    pub fn path(&self, nodes: &[InternalId], rels: &[InternalId]) -> Result<Value> {
+    /// The path through `nodes` and `rels` (one node more than rels).
+    pub fn path(
+        &self,
+        nodes: impl ExactSizeIterator<Item = InternalId>,
+        rels: impl ExactSizeIterator<Item = InternalId>,
+    ) -> Result<Value> {
         let mut p = kith_common::PathValue {
             nodes: Vec::with_capacity(nodes.len()),
             rels: Vec::with_capacity(rels.len()),
         };
         for n in nodes {
-            p.nodes.push(self.node(*n)?);
+            p.nodes.push(self.node(n)?);
         }
         for r in rels {
-            p.rels.push(self.rel(*r)?);
+            p.rels.push(self.rel(r)?);
         }
         Ok(Value::Path(Arc::new(p)))
+    }
+}
+
+/// How a search's dense node and rel numbers map to ids: node tables by
+/// their first dense number (ascending), and the rel table of a one-table
+/// search (`None`: the search reports rel ids whole, as a union does).
+#[derive(Clone, Debug)]
+pub struct IdSpace {
+    pub nodes: Vec<(TableId, u64)>,
+    pub rel_table: Option<TableId>,
+}
+
+impl IdSpace {
+    #[inline]
+    pub fn node(&self, d: u64) -> InternalId {
+        let t = self
+            .nodes
+            .partition_point(|&(_, b)| b <= d)
+            .saturating_sub(1);
+        match self.nodes.get(t) {
+            Some(&(table, base)) => InternalId::new(table, d - base),
+            None => InternalId(d),
+        }
+    }
+
+    #[inline]
+    pub fn rel(&self, r: u64) -> InternalId {
+        match self.rel_table {
+            Some(t) => InternalId::new(t, r),
+            None => InternalId(r),
+        }
+    }
+}
+
+/// Which value of a path a result column holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathPart {
+    /// The `PATH`.
+    Path,
+    /// Its rels as a `LIST(REL)`.
+    Rels,
+}
+
+/// A recursive join's path columns, built as they are read: the join's
+/// rows hold each path's number (`UINT64`, NULL for a padded row) and the
+/// worker that scans a morsel of rows builds that morsel's values
+/// ([`LazyPaths::fill`]), so path values live only while the parent
+/// pipeline works on them, and are built on every worker.
+pub struct LazyPaths {
+    /// The paths as the search found them, in path-number order.
+    pub paths: Vec<PathRow>,
+    pub ids: IdSpace,
+    pub values: ElementValues,
+    /// Result columns holding path numbers, with the value each stands for.
+    pub columns: Vec<(usize, PathPart)>,
+}
+
+impl LazyPaths {
+    /// Reads the values of the paths' nodes (when `with_nodes`) and rels;
+    /// `walked_back` lists the rel tables walked only backward (a rel's
+    /// source is then the path's next node).
+    pub fn new(
+        ctx: &QueryContext,
+        paths: Vec<PathRow>,
+        ids: IdSpace,
+        columns: Vec<(usize, PathPart)>,
+        walked_back: &[TableId],
+    ) -> Result<LazyPaths> {
+        let mut values = PathValues::new(ctx);
+        let rels = paths.iter().flat_map(|p| {
+            p.rels.iter().enumerate().map(|(k, &r)| {
+                let (r, a, b) = (ids.rel(r), ids.node(p.nodes[k]), ids.node(p.nodes[k + 1]));
+                if walked_back.contains(&r.table()) {
+                    (r, b, a)
+                } else {
+                    (r, a, b)
+                }
+            })
+        });
+        values.load_rels(rels)?;
+        if columns.iter().any(|c| c.1 == PathPart::Path) {
+            values.load_nodes(
+                paths
+                    .iter()
+                    .flat_map(|p| p.nodes.iter().map(|&n| ids.node(n))),
+            )?;
+        }
+        Ok(LazyPaths {
+            paths,
+            ids,
+            values: values.finish(),
+            columns,
+        })
+    }
+
+    /// What column `c` of the join's rows holds, if it is a path column.
+    pub fn part_of(&self, c: usize) -> Option<PathPart> {
+        self.columns.iter().find(|x| x.0 == c).map(|x| x.1)
+    }
+
+    /// The value of path number `i`.
+    fn value(&self, i: u64, part: PathPart) -> Result<Value> {
+        let p = self
+            .paths
+            .get(i as usize)
+            .ok_or_else(|| Error::internal(format!("path number {i} beyond the result")))?;
+        let rels = p.rels.iter().map(|&r| self.ids.rel(r));
+        match part {
+            PathPart::Path => self
+                .values
+                .path(p.nodes.iter().map(|&n| self.ids.node(n)), rels),
+            PathPart::Rels => self.values.rel_list(rels),
+        }
+    }
+
+    /// Writes the values of the path numbers `numbers[start..start + len]`
+    /// into `out` (reset to `len`).
+    pub fn fill(
+        &self,
+        part: PathPart,
+        numbers: &ValueVector,
+        start: usize,
+        len: usize,
+        out: &mut ValueVector,
+    ) -> Result<()> {
+        let VectorData::U64(ids) = &numbers.data else {
+            return Err(Error::internal("path numbers not in a UINT64 column"));
+        };
+        out.reset(len);
+        for p in 0..len {
+            if numbers.is_null(start + p) {
+                out.set_null(p, true);
+            } else {
+                out.put_value(p, self.value(ids[start + p], part)?);
+            }
+        }
+        Ok(())
     }
 }
 

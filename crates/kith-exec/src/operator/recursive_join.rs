@@ -27,7 +27,7 @@ use kith_planner::plan::{ExtendDirection, RecursiveJoin};
 use kith_sched::Scheduler;
 use kith_storage::{RelDirection, RelTableData, TableData};
 
-use super::path_values::{ElementValues, PathValues};
+use super::path_values::{IdSpace, LazyPaths, PathPart};
 use super::property_mask::{node_mask, PredicateReader};
 use super::QueryContext;
 use crate::expression::kernels::equals;
@@ -162,7 +162,7 @@ pub fn recursive_join(
     sched: &Scheduler,
     threads: usize,
     settings: &RecursiveSettings,
-) -> Result<(Chunk, RunStats)> {
+) -> Result<RecursiveOutput> {
     let as_trail;
     let join = if settings.trail_by_default && join.mode == RecursiveMode::Walk {
         as_trail = RecursiveJoin {
@@ -181,7 +181,8 @@ pub fn recursive_join(
             threads,
             source_morsels: 0,
         };
-        return Ok((empty_interval(join, rows, ctx)?, stats));
+        let (rows, paths) = empty_interval(join, rows, ctx)?;
+        return Ok(RecursiveOutput { rows, paths, stats });
     }
     if join.rel_tables.len() > 1 || join.node_tables.len() > 1 {
         return union_join(join, rows, ctx, sched, threads, (lower, upper), settings);
@@ -241,9 +242,9 @@ pub fn recursive_join(
         let (node_table, rel_table) = (join.node_table, join.rel_table);
         let ids = PathIds {
             node: &|d| InternalId::new(node_table, d),
-            rel: &|r| InternalId::new(rel_table, r),
             dst_ok: &|_| true,
             space: vec![(node_table, 0)],
+            rel_table: Some(rel_table),
         };
         let srcs = Sources {
             list: &sources,
@@ -359,25 +360,68 @@ pub fn recursive_join(
         num_sources: sources.len(),
         rows: &found,
         weighted,
-        paths: None,
-        rel_lists: None,
+        path_numbers: false,
     };
     let out = emit_rows(join, rows, ctx, &found, &dst_id)?;
-    Ok((out, stats))
+    Ok(RecursiveOutput {
+        rows: out,
+        paths: None,
+        stats,
+    })
 }
 
 /// The join's output for an empty interval (`*2..1`): no paths.
-fn empty_interval(join: &RecursiveJoin, rows: &Chunk, ctx: &QueryContext) -> Result<Chunk> {
+fn empty_interval(
+    join: &RecursiveJoin,
+    rows: &Chunk,
+    ctx: &QueryContext,
+) -> Result<(Chunk, Option<LazyPaths>)> {
     let f = Found {
         row_src: &[],
         index_of: &HashMap::new(),
         num_sources: 0,
         rows: &[],
         weighted: false,
-        paths: join.with_path.then_some(&[]),
-        rel_lists: join.with_rels.then_some(&[]),
+        path_numbers: join.with_path || join.with_rels,
     };
-    emit_rows(join, rows, ctx, &f, &|_| None)
+    let out = emit_rows(join, rows, ctx, &f, &|_| None)?;
+    let columns = path_columns(join, rows);
+    let paths = match columns.is_empty() {
+        true => None,
+        false => Some(LazyPaths::new(
+            ctx,
+            Vec::new(),
+            IdSpace {
+                nodes: Vec::new(),
+                rel_table: None,
+            },
+            columns,
+            &[],
+        )?),
+    };
+    Ok((out, paths))
+}
+
+/// What a recursive join returns: its rows and, when it outputs paths,
+/// what builds their values from the path numbers in the rows.
+pub struct RecursiveOutput {
+    pub rows: Chunk,
+    pub paths: Option<LazyPaths>,
+    pub stats: RunStats,
+}
+
+/// The path columns of a join's rows (after the input columns, the
+/// destination and the length), with the value each holds.
+fn path_columns(join: &RecursiveJoin, rows: &Chunk) -> Vec<(usize, PathPart)> {
+    let first = rows.columns.len() + 1 + usize::from(join.with_len);
+    let mut columns = Vec::new();
+    if join.with_path {
+        columns.push((first, PathPart::Path));
+    }
+    if join.with_rels {
+        columns.push((first + usize::from(join.with_path), PathPart::Rels));
+    }
+    columns
 }
 
 /// Whether `join` enumerates its paths (one row per path) instead of
@@ -388,18 +432,6 @@ fn enumerates(join: &RecursiveJoin) -> bool {
         || join.with_path
         || join.with_rels
         || join.node_predicate.is_some()
-}
-
-/// The found row at `k` of an optional per-row value list.
-fn f_paths(values: Option<&[Value]>, k: u32) -> Result<Option<Value>> {
-    match values {
-        None => Ok(None),
-        Some(v) => v
-            .get(k as usize)
-            .cloned()
-            .map(Some)
-            .ok_or_else(|| Error::internal("path value missing")),
-    }
 }
 
 /// The hop bound of a walk search's graph for a destination mask
@@ -451,11 +483,13 @@ fn walk_counts<G: Graph>(
 /// Maps the dense node and rel ids of a graph to internal ids.
 struct PathIds<'a> {
     node: &'a dyn Fn(u64) -> InternalId,
-    rel: &'a dyn Fn(u64) -> InternalId,
     /// Whether a destination lies in one of the pattern's tables.
     dst_ok: &'a dyn Fn(InternalId) -> bool,
     /// Each node table with the first dense id of its nodes.
     space: Vec<(TableId, u64)>,
+    /// The rel table of a one-table search (`rel` adds it to the offset);
+    /// `None`: rel ids are reported whole.
+    rel_table: Option<TableId>,
 }
 
 /// The sources of a join, as [`collect_sources`] returns them.
@@ -515,7 +549,7 @@ fn paths_join<G: Graph>(
     ids: &PathIds<'_>,
     bound: &WalkBound<'_>,
     weights: Option<RelWeights>,
-) -> Result<(Chunk, RunStats)> {
+) -> Result<RecursiveOutput> {
     let dst_mask = dst_mask(join, &ids.space, graph.num_nodes(), ctx)?;
     let node_mask = node_mask(
         join.node_predicate.as_ref(),
@@ -573,31 +607,24 @@ fn paths_join<G: Graph>(
     };
     let mut found: Vec<(usize, u64, u64, u64)> = Vec::new();
     let mut dst_ids: Vec<InternalId> = Vec::new();
-    let (mut paths, mut rel_lists) = (Vec::new(), Vec::new());
+    let mut paths = None;
     if join.with_path || join.with_rels {
-        // The kept paths' elements as ids, in one pass, so that their
-        // values can be built on several workers.
-        let mut elems = PathElements::default();
+        // The kept paths, in order; their values are built as the parent
+        // pipeline reads them (LazyPaths).
+        found_paths.retain(|p| (ids.dst_ok)((ids.node)(p.dst)));
+        found.reserve_exact(found_paths.len());
+        dst_ids.reserve_exact(found_paths.len());
         for (i, p) in found_paths.iter().enumerate() {
-            let dst = (ids.node)(p.dst);
-            if !(ids.dst_ok)(dst) {
-                continue;
-            }
             let len = match &weights {
                 Some(_) => p.cost_bits,
                 None => p.rels.len() as u64,
             };
             found.push((src_index(p.src)?, found.len() as u64, len, 1));
-            dst_ids.push(dst);
-            elems.nodes.extend(p.nodes.iter().map(|n| (ids.node)(*n)));
-            elems.node_ends.push(elems.nodes.len());
-            elems.rels.extend(p.rels.iter().map(|r| (ids.rel)(*r)));
-            elems.rel_ends.push(elems.rels.len());
+            dst_ids.push((ids.node)(p.dst));
             if i % 4096 == 0 {
                 ctx.cancel.check()?;
             }
         }
-        drop(found_paths);
         // A rel walked only backward was reached from its destination: its
         // source is the path's next node.
         let walked_back: Vec<TableId> = join
@@ -610,14 +637,18 @@ fn paths_join<G: Graph>(
                     .all(|&(t2, d)| t2 != t || d == ExtendDirection::Bwd)
             })
             .collect();
-        let mut values = PathValues::new(ctx);
-        values.load_rels(elems.rels_with_ends(&walked_back))?;
-        if join.with_path {
-            values.load_nodes(elems.nodes.iter().copied())?;
-        }
-        let want = (join.with_path, join.with_rels);
-        (paths, rel_lists) =
-            build_path_values(ctx, sched, opts.threads, values.finish(), elems, want)?;
+        let space = IdSpace {
+            nodes: ids.space.clone(),
+            rel_table: ids.rel_table,
+        };
+        let columns = path_columns(join, rows);
+        paths = Some(LazyPaths::new(
+            ctx,
+            found_paths,
+            space,
+            columns,
+            &walked_back,
+        )?);
     } else {
         // Count the paths of each (source, destination, length).
         let mut counts: HashMap<(u64, u64, u64), u64> = HashMap::new();
@@ -648,108 +679,14 @@ fn paths_join<G: Graph>(
         num_sources: srcs.list.len(),
         rows: &found,
         weighted: weights.is_some(),
-        paths: join.with_path.then_some(paths.as_slice()),
-        rel_lists: join.with_rels.then_some(rel_lists.as_slice()),
+        path_numbers: join.with_path || join.with_rels,
     };
     let out = emit_rows(join, rows, ctx, &f, &dst_id)?;
-    Ok((out, stats))
-}
-
-/// The elements of a result's paths as ids, flat: path `i`'s nodes are
-/// `nodes[node_ends[i - 1]..node_ends[i]]` (from 0 for the first), its rels
-/// likewise.
-#[derive(Default)]
-struct PathElements {
-    nodes: Vec<InternalId>,
-    node_ends: Vec<usize>,
-    rels: Vec<InternalId>,
-    rel_ends: Vec<usize>,
-}
-
-impl PathElements {
-    /// Each rel of each path with its endpoints, the one expected to be
-    /// its source first (the node it was reached from, or the next one for
-    /// a table in `walked_back`), for [`PathValues::load_rels`].
-    fn rels_with_ends<'a>(
-        &'a self,
-        walked_back: &'a [TableId],
-    ) -> impl Iterator<Item = (InternalId, InternalId, InternalId)> + 'a {
-        (0..self.rel_ends.len()).flat_map(move |i| {
-            let r0 = if i == 0 { 0 } else { self.rel_ends[i - 1] };
-            let n0 = if i == 0 { 0 } else { self.node_ends[i - 1] };
-            (r0..self.rel_ends[i]).map(move |k| {
-                let r = self.rels[k];
-                let (a, b) = (self.nodes[n0 + k - r0], self.nodes[n0 + k - r0 + 1]);
-                if walked_back.contains(&r.table()) {
-                    (r, b, a)
-                } else {
-                    (r, a, b)
-                }
-            })
-        })
-    }
-}
-
-/// Paths per morsel of [`build_path_values`].
-const PATH_MORSEL: usize = 8192;
-
-/// The path values and rel lists (as `want` asks: paths, rels) of every
-/// path of `elems`, in order, built in morsels of [`PATH_MORSEL`] paths on
-/// up to `threads` workers from the element values read before.
-fn build_path_values(
-    ctx: &Arc<QueryContext>,
-    sched: &Scheduler,
-    threads: usize,
-    values: ElementValues,
-    elems: PathElements,
-    want: (bool, bool),
-) -> Result<(Vec<Value>, Vec<Value>)> {
-    let n = elems.node_ends.len();
-    let morsels = n.div_ceil(PATH_MORSEL);
-    if threads <= 1 || morsels <= 1 {
-        return build_path_range(ctx, &values, &elems, 0..n, want);
-    }
-    let (ctx2, elems, values) = (Arc::clone(ctx), Arc::new(elems), Arc::new(values));
-    let parts = sched.parallel_map(threads, &ctx.cancel, morsels, move |m| {
-        let range = m * PATH_MORSEL..((m + 1) * PATH_MORSEL).min(n);
-        build_path_range(&ctx2, &values, &elems, range, want)
-    })?;
-    let (mut paths, mut rel_lists) = (Vec::new(), Vec::new());
-    paths.reserve(if want.0 { n } else { 0 });
-    rel_lists.reserve(if want.1 { n } else { 0 });
-    for (p, r) in parts {
-        paths.extend(p);
-        rel_lists.extend(r);
-    }
-    Ok((paths, rel_lists))
-}
-
-/// [`build_path_values`] of the paths in `range`, on this thread.
-fn build_path_range(
-    ctx: &QueryContext,
-    values: &ElementValues,
-    e: &PathElements,
-    range: std::ops::Range<usize>,
-    (want_paths, want_rels): (bool, bool),
-) -> Result<(Vec<Value>, Vec<Value>)> {
-    let (mut paths, mut rel_lists) = (Vec::new(), Vec::new());
-    paths.reserve(if want_paths { range.len() } else { 0 });
-    rel_lists.reserve(if want_rels { range.len() } else { 0 });
-    for i in range {
-        let start = |ends: &[usize]| if i == 0 { 0 } else { ends[i - 1] };
-        let nodes = &e.nodes[start(&e.node_ends)..e.node_ends[i]];
-        let rels = &e.rels[start(&e.rel_ends)..e.rel_ends[i]];
-        if want_paths {
-            paths.push(values.path(nodes, rels)?);
-        }
-        if want_rels {
-            rel_lists.push(values.rel_list(rels)?);
-        }
-        if i % 1024 == 0 {
-            ctx.cancel.check()?;
-        }
-    }
-    Ok((paths, rel_lists))
+    Ok(RecursiveOutput {
+        rows: out,
+        paths,
+        stats,
+    })
 }
 
 /// The sources of a join (distinct, in first-seen order), each input row's
@@ -793,10 +730,9 @@ struct Found<'a> {
     /// (source index, destination, length or cost bits, count)
     rows: &'a [(usize, u64, u64, u64)],
     weighted: bool,
-    /// Per found row, its path value (`with_path`).
-    paths: Option<&'a [Value]>,
-    /// Per found row, its rels as a `LIST(REL)` (`with_rels`).
-    rel_lists: Option<&'a [Value]>,
+    /// The path and rels columns (as the join asks) hold each found row's
+    /// number, for [`LazyPaths`].
+    path_numbers: bool,
 }
 
 /// The join's output: each input row repeated once per destination found
@@ -852,8 +788,8 @@ fn emit_rows(
         _ => {}
     }
     let mut counts: Vec<u64> = Vec::with_capacity(cap);
-    let mut paths: Vec<Value> = Vec::new();
-    let mut rel_lists: Vec<Value> = Vec::new();
+    // Each output row's path number (`path_numbers`).
+    let mut numbers: Vec<u64> = Vec::new();
     let mut hit = vec![false; sources];
     for (k, f) in found.iter().enumerate() {
         let rows_of = &by_src[start[f.0]..start[f.0 + 1]];
@@ -876,15 +812,8 @@ fn emit_rows(
             }
             counts.push(f.3);
         }
-        if f_all.paths.is_some() || f_all.rel_lists.is_some() {
-            for _ in rows_of {
-                if let Some(p) = f_paths(f_all.paths, k as u32)? {
-                    paths.push(p);
-                }
-                if let Some(p) = f_paths(f_all.rel_lists, k as u32)? {
-                    rel_lists.push(p);
-                }
-            }
+        if f_all.path_numbers {
+            numbers.extend(rows_of.iter().map(|_| k as u64));
         }
         if k % 65_536 == 0 {
             ctx.cancel.check()?;
@@ -903,11 +832,8 @@ fn emit_rows(
             dsts.push(InternalId(0));
             lens_i.push(0);
             lens_f.push(0.0);
-            if f_all.paths.is_some() {
-                paths.push(Value::Null);
-            }
-            if f_all.rel_lists.is_some() {
-                rel_lists.push(Value::Null);
+            if f_all.path_numbers {
+                numbers.push(0);
             }
             counts.push(1);
         }
@@ -938,14 +864,11 @@ fn emit_rows(
             typed(LogicalType::Int64, VectorData::I64(lens_i))
         });
     }
-    if f_all.paths.is_some() {
-        columns.push(typed(LogicalType::Path, VectorData::Value(paths)));
-    }
-    if f_all.rel_lists.is_some() {
-        columns.push(typed(
-            super::path_values::rels_type(),
-            VectorData::Value(rel_lists),
-        ));
+    if f_all.path_numbers {
+        // One column per path value asked for (LazyPaths::columns).
+        for _ in 0..usize::from(join.with_path) + usize::from(join.with_rels) {
+            columns.push(typed(LogicalType::UInt64, VectorData::U64(numbers.clone())));
+        }
     }
     columns.push(ValueVector {
         ty: COUNT_TYPE,
@@ -998,7 +921,7 @@ fn union_join(
     threads: usize,
     (lower, upper): (u32, u32),
     settings: &RecursiveSettings,
-) -> Result<(Chunk, RunStats)> {
+) -> Result<RecursiveOutput> {
     let index_of_table = |t: kith_common::TableId| join.node_tables.iter().position(|x| *x == t);
     let mut sizes = Vec::with_capacity(join.node_tables.len());
     for t in &join.node_tables {
@@ -1098,9 +1021,9 @@ fn union_join(
         };
         let ids = PathIds {
             node: &node,
-            rel: &InternalId,
             dst_ok: &|id: InternalId| join.dst_tables.contains(&id.table()),
             space: space.clone(),
+            rel_table: None,
         };
         let srcs = Sources {
             list: &sources,
@@ -1186,11 +1109,14 @@ fn union_join(
         num_sources: sources.len(),
         rows: &found,
         weighted: false,
-        paths: None,
-        rel_lists: None,
+        path_numbers: false,
     };
     let out = emit_rows(join, rows, ctx, &found, &dst_id)?;
-    Ok((out, stats))
+    Ok(RecursiveOutput {
+        rows: out,
+        paths: None,
+        stats,
+    })
 }
 
 /// The rels of `table` that satisfy the join's property conditions

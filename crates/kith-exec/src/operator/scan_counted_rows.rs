@@ -9,6 +9,8 @@ use std::sync::Arc;
 use kith_common::{Chunk, Result, Value, VectorData};
 use kith_sched::MorselDispenser;
 
+use super::path_values::LazyPaths;
+use super::scan_rows::copy_rows;
 use super::{Operator, Pos, QueryContext};
 use crate::result_set::ResultSet;
 
@@ -16,6 +18,8 @@ pub struct ScanCountedRows {
     pub ctx: Arc<QueryContext>,
     /// The columns of `columns`, then the count column.
     pub rows: Arc<Chunk>,
+    /// Builds the path columns of a recursive join's rows as they are read.
+    pub paths: Option<Arc<LazyPaths>>,
     pub morsels: Arc<MorselDispenser>,
     pub chunk: usize,
     /// Where each column of `rows` but the last goes.
@@ -65,9 +69,14 @@ impl Operator for ScanCountedRows {
                 continue;
             }
             let len = end - start;
-            for (src, &(chunk, vector)) in self.rows.columns.iter().zip(&self.columns) {
-                rs.chunks[chunk].vectors[vector].assign_range(src, start, len);
-            }
+            copy_rows(
+                &self.rows,
+                self.paths.as_deref(),
+                &self.columns,
+                start,
+                len,
+                rs,
+            )?;
             rs.chunks[self.chunk].state.reset(len);
             rs.multiplicity = count;
             return Ok(true);

@@ -6,12 +6,15 @@ use std::sync::Arc;
 use kith_common::{Chunk, Result};
 use kith_sched::MorselDispenser;
 
+use super::path_values::LazyPaths;
 use super::{Operator, Pos, QueryContext};
 use crate::result_set::ResultSet;
 
 pub struct ScanRows {
     pub ctx: Arc<QueryContext>,
     pub rows: Arc<Chunk>,
+    /// Builds the path columns of a recursive join's rows as they are read.
+    pub paths: Option<Arc<LazyPaths>>,
     /// Shared across workers; ranges of row numbers.
     pub morsels: Arc<MorselDispenser>,
     pub chunk: usize,
@@ -29,10 +32,35 @@ impl Operator for ScanRows {
         };
         let start = range.start as usize;
         let len = (range.end - range.start) as usize;
-        for (src, &(chunk, vector)) in self.rows.columns.iter().zip(&self.columns) {
-            rs.chunks[chunk].vectors[vector].assign_range(src, start, len);
-        }
+        copy_rows(
+            &self.rows,
+            self.paths.as_deref(),
+            &self.columns,
+            start,
+            len,
+            rs,
+        )?;
         rs.chunks[self.chunk].state.reset(len);
         Ok(true)
     }
+}
+
+/// Copies rows `start..start + len` of `rows` into the result set (column
+/// `i` to `columns[i]`), building the values of path columns.
+pub fn copy_rows(
+    rows: &Chunk,
+    paths: Option<&LazyPaths>,
+    columns: &[Pos],
+    start: usize,
+    len: usize,
+    rs: &mut ResultSet,
+) -> Result<()> {
+    for (i, (src, &(chunk, vector))) in rows.columns.iter().zip(columns).enumerate() {
+        let out = &mut rs.chunks[chunk].vectors[vector];
+        match paths.and_then(|p| p.part_of(i).map(|part| (p, part))) {
+            Some((p, part)) => p.fill(part, src, start, len, out)?,
+            None => out.assign_range(src, start, len),
+        }
+    }
+    Ok(())
 }
