@@ -426,19 +426,54 @@ impl ElementValues {
             Error::internal(format!("rel {id} not loaded (deleted, or not asked for)"))
         })
     }
+}
+
+/// One worker's own copies of the element values it builds paths from.
+/// Every path of a source starts with the same nodes: were the workers to
+/// share one `Arc` per element, each clone and drop would bounce its
+/// reference count between their cores. A copy shares the properties.
+#[derive(Default)]
+pub struct PathCache {
+    nodes: HashMap<InternalId, Arc<NodeValue>>,
+    rels: HashMap<InternalId, Arc<RelValue>>,
+}
+
+impl PathCache {
+    fn node(&mut self, values: &ElementValues, id: InternalId) -> Result<Arc<NodeValue>> {
+        if let Some(v) = self.nodes.get(&id) {
+            return Ok(Arc::clone(v));
+        }
+        let v = Arc::new(NodeValue::clone(&*values.node(id)?));
+        self.nodes.insert(id, Arc::clone(&v));
+        Ok(v)
+    }
+
+    fn rel(&mut self, values: &ElementValues, id: InternalId) -> Result<Arc<RelValue>> {
+        if let Some(v) = self.rels.get(&id) {
+            return Ok(Arc::clone(v));
+        }
+        let v = Arc::new(RelValue::clone(&*values.rel(id)?));
+        self.rels.insert(id, Arc::clone(&v));
+        Ok(v)
+    }
 
     /// `LIST(REL)` of `rels`.
-    pub fn rel_list(&self, rels: impl ExactSizeIterator<Item = InternalId>) -> Result<Value> {
+    fn rel_list(
+        &mut self,
+        values: &ElementValues,
+        rels: impl ExactSizeIterator<Item = InternalId>,
+    ) -> Result<Value> {
         let mut out = Vec::with_capacity(rels.len());
         for r in rels {
-            out.push(Value::Rel(self.rel(r)?));
+            out.push(Value::Rel(self.rel(values, r)?));
         }
         Ok(Value::List(out))
     }
 
     /// The path through `nodes` and `rels` (one node more than rels).
-    pub fn path(
-        &self,
+    fn path(
+        &mut self,
+        values: &ElementValues,
         nodes: impl ExactSizeIterator<Item = InternalId>,
         rels: impl ExactSizeIterator<Item = InternalId>,
     ) -> Result<Value> {
@@ -447,10 +482,10 @@ impl ElementValues {
             rels: Vec::with_capacity(rels.len()),
         };
         for n in nodes {
-            p.nodes.push(self.node(n)?);
+            p.nodes.push(self.node(values, n)?);
         }
         for r in rels {
-            p.rels.push(self.rel(r)?);
+            p.rels.push(self.rel(values, r)?);
         }
         Ok(Value::Path(Arc::new(p)))
     }
@@ -554,22 +589,23 @@ impl LazyPaths {
     }
 
     /// The value of path number `i`.
-    fn value(&self, i: u64, part: PathPart) -> Result<Value> {
+    fn value(&self, i: u64, part: PathPart, cache: &mut PathCache) -> Result<Value> {
         let p = self
             .paths
             .get(i as usize)
             .ok_or_else(|| Error::internal(format!("path number {i} beyond the result")))?;
         let rels = p.rels.iter().map(|&r| self.ids.rel(r));
         match part {
-            PathPart::Path => self
-                .values
-                .path(p.nodes.iter().map(|&n| self.ids.node(n)), rels),
-            PathPart::Rels => self.values.rel_list(rels),
+            PathPart::Path => {
+                let nodes = p.nodes.iter().map(|&n| self.ids.node(n));
+                cache.path(&self.values, nodes, rels)
+            }
+            PathPart::Rels => cache.rel_list(&self.values, rels),
         }
     }
 
     /// Writes the values of the path numbers `numbers[start..start + len]`
-    /// into `out` (reset to `len`).
+    /// into `out` (reset to `len`), from the worker's `cache`.
     pub fn fill(
         &self,
         part: PathPart,
@@ -577,6 +613,7 @@ impl LazyPaths {
         start: usize,
         len: usize,
         out: &mut ValueVector,
+        cache: &mut PathCache,
     ) -> Result<()> {
         let VectorData::U64(ids) = &numbers.data else {
             return Err(Error::internal("path numbers not in a UINT64 column"));
@@ -586,7 +623,7 @@ impl LazyPaths {
             if numbers.is_null(start + p) {
                 out.set_null(p, true);
             } else {
-                out.put_value(p, self.value(ids[start + p], part)?);
+                out.put_value(p, self.value(ids[start + p], part, cache)?);
             }
         }
         Ok(())

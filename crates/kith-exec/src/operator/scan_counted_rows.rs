@@ -9,7 +9,7 @@ use std::sync::Arc;
 use kith_common::{Chunk, Result, Value, VectorData};
 use kith_sched::MorselDispenser;
 
-use super::path_values::LazyPaths;
+use super::path_values::{LazyPaths, PathCache};
 use super::scan_rows::copy_rows;
 use super::{Operator, Pos, QueryContext};
 use crate::result_set::ResultSet;
@@ -20,6 +20,8 @@ pub struct ScanCountedRows {
     pub rows: Arc<Chunk>,
     /// Builds the path columns of a recursive join's rows as they are read.
     pub paths: Option<Arc<LazyPaths>>,
+    /// This worker's copies of the path elements.
+    pub path_cache: PathCache,
     pub morsels: Arc<MorselDispenser>,
     pub chunk: usize,
     /// Where each column of `rows` but the last goes.
@@ -69,14 +71,8 @@ impl Operator for ScanCountedRows {
                 continue;
             }
             let len = end - start;
-            copy_rows(
-                &self.rows,
-                self.paths.as_deref(),
-                &self.columns,
-                start,
-                len,
-                rs,
-            )?;
+            let paths = self.paths.as_deref().map(|p| (p, &mut self.path_cache));
+            copy_rows(&self.rows, paths, &self.columns, start, len, rs)?;
             rs.chunks[self.chunk].state.reset(len);
             rs.multiplicity = count;
             return Ok(true);

@@ -3,10 +3,10 @@
 
 use std::sync::Arc;
 
-use kith_common::{Chunk, Result};
+use kith_common::{Chunk, Error, Result};
 use kith_sched::MorselDispenser;
 
-use super::path_values::LazyPaths;
+use super::path_values::{LazyPaths, PathCache};
 use super::{Operator, Pos, QueryContext};
 use crate::result_set::ResultSet;
 
@@ -15,6 +15,8 @@ pub struct ScanRows {
     pub rows: Arc<Chunk>,
     /// Builds the path columns of a recursive join's rows as they are read.
     pub paths: Option<Arc<LazyPaths>>,
+    /// This worker's copies of the path elements.
+    pub path_cache: PathCache,
     /// Shared across workers; ranges of row numbers.
     pub morsels: Arc<MorselDispenser>,
     pub chunk: usize,
@@ -32,14 +34,8 @@ impl Operator for ScanRows {
         };
         let start = range.start as usize;
         let len = (range.end - range.start) as usize;
-        copy_rows(
-            &self.rows,
-            self.paths.as_deref(),
-            &self.columns,
-            start,
-            len,
-            rs,
-        )?;
+        let paths = self.paths.as_deref().map(|p| (p, &mut self.path_cache));
+        copy_rows(&self.rows, paths, &self.columns, start, len, rs)?;
         rs.chunks[self.chunk].state.reset(len);
         Ok(true)
     }
@@ -49,7 +45,7 @@ impl Operator for ScanRows {
 /// `i` to `columns[i]`), building the values of path columns.
 pub fn copy_rows(
     rows: &Chunk,
-    paths: Option<&LazyPaths>,
+    mut paths: Option<(&LazyPaths, &mut PathCache)>,
     columns: &[Pos],
     start: usize,
     len: usize,
@@ -57,9 +53,12 @@ pub fn copy_rows(
 ) -> Result<()> {
     for (i, (src, &(chunk, vector))) in rows.columns.iter().zip(columns).enumerate() {
         let out = &mut rs.chunks[chunk].vectors[vector];
-        match paths.and_then(|p| p.part_of(i).map(|part| (p, part))) {
-            Some((p, part)) => p.fill(part, src, start, len, out)?,
-            None => out.assign_range(src, start, len),
+        match &mut paths {
+            Some((p, cache)) if p.part_of(i).is_some() => {
+                let part = p.part_of(i).ok_or_else(|| Error::internal("path column"))?;
+                p.fill(part, src, start, len, out, cache)?
+            }
+            _ => out.assign_range(src, start, len),
         }
     }
     Ok(())
