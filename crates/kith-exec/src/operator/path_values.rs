@@ -39,8 +39,8 @@ struct NodeTable {
 /// paths.
 #[derive(Default)]
 pub struct ElementValues {
-    nodes: HashMap<InternalId, Arc<NodeValue>>,
-    rels: HashMap<InternalId, Arc<RelValue>>,
+    nodes: HashMap<InternalId, NodeValue>,
+    rels: HashMap<InternalId, RelValue>,
 }
 
 /// Reads the node and rel values of a result's paths into [`ElementValues`].
@@ -141,7 +141,7 @@ impl<'a> PathValues<'a> {
     }
 
     /// Reads the value of node `id`.
-    fn read_node(&mut self, id: InternalId) -> Result<Arc<NodeValue>> {
+    fn read_node(&mut self, id: InternalId) -> Result<NodeValue> {
         let pager = self.ctx.pager.clone();
         let nt = self.node_table(id.table())?;
         let TableData::Node(nd) = nt.data.as_ref() else {
@@ -188,11 +188,11 @@ impl<'a> PathValues<'a> {
                 }
             }
         }
-        Ok(Arc::new(NodeValue {
+        Ok(NodeValue {
             id,
             label,
             properties: properties.into(),
-        }))
+        })
     }
 
     /// Reads the values of `rels` (rels of any tables, repeats allowed),
@@ -326,13 +326,13 @@ impl<'a> PathValues<'a> {
             }
             map.insert(
                 InternalId::new(t, r),
-                Arc::new(RelValue {
+                RelValue {
                     id: InternalId::new(t, r),
                     label: label.clone(),
                     src: InternalId::new(info.src, src),
                     dst: InternalId::new(info.dst, nbr[0]),
                     properties: properties.into(),
-                }),
+                },
             );
         }
         Ok(())
@@ -413,22 +413,21 @@ impl<'a> PathValues<'a> {
 
 impl ElementValues {
     /// The value of node `id`, read by [`PathValues::load_nodes`].
-    pub fn node(&self, id: InternalId) -> Result<Arc<NodeValue>> {
+    pub fn node(&self, id: InternalId) -> Result<&NodeValue> {
         self.nodes
             .get(&id)
-            .cloned()
             .ok_or_else(|| Error::internal(format!("node {id} not loaded")))
     }
 
     /// The value of rel `id`, read by [`PathValues::load_rels`].
-    pub fn rel(&self, id: InternalId) -> Result<Arc<RelValue>> {
-        self.rels.get(&id).cloned().ok_or_else(|| {
+    pub fn rel(&self, id: InternalId) -> Result<&RelValue> {
+        self.rels.get(&id).ok_or_else(|| {
             Error::internal(format!("rel {id} not loaded (deleted, or not asked for)"))
         })
     }
 }
 
-/// One worker's own copies of the element values it builds paths from.
+/// One worker's own `Arc`s of the element values it builds paths from.
 /// Every path of a source starts with the same nodes: were the workers to
 /// share one `Arc` per element, each clone and drop would bounce its
 /// reference count between their cores. A copy shares the properties.
@@ -443,7 +442,7 @@ impl PathCache {
         if let Some(v) = self.nodes.get(&id) {
             return Ok(Arc::clone(v));
         }
-        let v = Arc::new(NodeValue::clone(&*values.node(id)?));
+        let v = Arc::new(values.node(id)?.clone());
         self.nodes.insert(id, Arc::clone(&v));
         Ok(v)
     }
@@ -452,7 +451,7 @@ impl PathCache {
         if let Some(v) = self.rels.get(&id) {
             return Ok(Arc::clone(v));
         }
-        let v = Arc::new(RelValue::clone(&*values.rel(id)?));
+        let v = Arc::new(values.rel(id)?.clone());
         self.rels.insert(id, Arc::clone(&v));
         Ok(v)
     }
