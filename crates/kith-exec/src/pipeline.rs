@@ -42,7 +42,7 @@ use crate::operator::single::SingleTuple;
 use crate::operator::{LocalSink, Operator, Pos, QueryContext};
 use crate::profile::{OpStats, Profiled};
 use crate::result_set::{ChunkState, DataChunk, ResultSet, SlotLayout};
-use crate::subquery::SubqueryTable;
+use crate::subquery::{degree_shape, SubqueryTable};
 
 /// The shape of the factorized result set: vector types per chunk.
 #[derive(Default)]
@@ -1182,6 +1182,21 @@ fn run_subqueries(
 ) -> Result<Arc<QueryContext>> {
     let mut tables = Vec::with_capacity(plan.subqueries.len());
     for s in &plan.subqueries {
+        if let Some(shape) = degree_shape(s) {
+            let started = std::time::Instant::now();
+            let table = SubqueryTable::from_degrees(s.kind, shape, &ctx)?;
+            if let Some(p) = &ctx.profile {
+                let (_, rel, dir) = shape;
+                let name = ctx
+                    .version
+                    .catalog
+                    .table(rel)
+                    .map_or_else(|| rel.0.to_string(), |t| t.label.clone());
+                p.record(format!("Subquery by degree: {name} {dir:?}"), 0, started);
+            }
+            tables.push(table);
+            continue;
+        }
         let rows = execute_query_from(&s.plan, None, Arc::clone(&ctx), sched, threads, recursive)?;
         ctx.cancel.check()?;
         tables.push(SubqueryTable::from_rows(s.kind, s.num_keys, &rows)?);

@@ -3,18 +3,131 @@
 //! once, before the plan's first part; its rows (the ids of the outer
 //! variables it uses, then its value) become a hash table that expressions
 //! probe with their row's ids (`BoundExprKind::Subquery`).
+//!
+//! A subquery that only counts one node's rels in one table
+//! (`EXISTS { MATCH (a)-[:R]->() }`, `COUNT { (a)<-[:R]-(:T) }`, a pattern
+//! predicate `WHERE (a)-[:R]->()`) does not run: its table is the CSR
+//! degree of every node of the key's table ([`degree_shape`]).
 
 use hashbrown::HashMap;
 
-use kith_common::{Chunk, Error, Result, Value};
+use kith_common::constants::NODE_GROUP_SIZE;
+use kith_common::{Chunk, Error, InternalId, Result, TableId, Value};
 use kith_planner::bound::SubqueryKind;
+use kith_planner::expr::{BoundExpr, BoundExprKind};
+use kith_planner::plan::{ExtendDirection, Sink, Source, Step, SubqueryPlan};
+use kith_storage::{RelDirection, TableData};
+
+use crate::operator::QueryContext;
 
 /// One subquery's results: key ids → value.
 #[derive(Debug)]
 pub struct SubqueryTable {
     kind: SubqueryKind,
     num_keys: usize,
-    rows: HashMap<Box<[u64]>, Value>,
+    rows: Rows,
+}
+
+#[derive(Debug)]
+enum Rows {
+    /// The subquery's rows by their key ids.
+    Hashed(HashMap<Box<[u64]>, Value>),
+    /// Per node of `table` (by offset), its number of rels: the count of a
+    /// one-key subquery of [`degree_shape`].
+    Degrees { table: TableId, counts: Vec<u64> },
+}
+
+/// The node table, rel table and direction of a subquery that counts the
+/// rels of its one key node in one rel table and nothing else: one part,
+/// a scan of one end's whole table, one extend to the other end (no rel
+/// id, property, filter or isomorphism check) and `count(*)` grouped by
+/// the key, which is the scanned node (the extend only counts) or the
+/// neighbour. Each key's count is then its degree in that CSR.
+pub fn degree_shape(s: &SubqueryPlan) -> Option<(TableId, TableId, ExtendDirection)> {
+    if s.num_keys != 1
+        || !matches!(s.kind, SubqueryKind::Exists | SubqueryKind::Count)
+        || !s.plan.subqueries.is_empty()
+    {
+        return None;
+    }
+    let [part] = s.plan.parts.as_slice() else {
+        return None;
+    };
+    let plain = part.recursive.is_none()
+        && part.inputs.is_empty()
+        && part.unwinds.is_empty()
+        && part.optional.is_none()
+        && !part.distinct
+        && part.skip.is_none()
+        && part.limit.is_none()
+        && part.skip_expr.is_none()
+        && part.limit_expr.is_none();
+    let [pipeline] = part.pipelines.as_slice() else {
+        return None;
+    };
+    let Source::ScanNodes {
+        table,
+        id_slot,
+        properties,
+    } = &pipeline.source
+    else {
+        return None;
+    };
+    let [Step::Extend {
+        rel_table,
+        direction,
+        from,
+        to,
+        rel_id: None,
+        properties: rel_properties,
+        exclude,
+        to_table,
+    }] = pipeline.steps.as_slice()
+    else {
+        return None;
+    };
+    // The key is the scanned node (its rels counted), or the extend's
+    // neighbour when the plan scans the other end: then every rel of the
+    // key in the other direction is reached once.
+    let (key_table, key_node, key_direction) = match to {
+        None => (*table, *id_slot, *direction),
+        Some(to) => {
+            let back = match direction {
+                ExtendDirection::Fwd => ExtendDirection::Bwd,
+                ExtendDirection::Bwd => ExtendDirection::Fwd,
+            };
+            (*to_table, *to, back)
+        }
+    };
+    let Sink::Aggregate {
+        keys,
+        aggregates,
+        dependent,
+    } = &part.sink
+    else {
+        return None;
+    };
+    let [(key, key_slot)] = keys.as_slice() else {
+        return None;
+    };
+    let [count] = aggregates.as_slice() else {
+        return None;
+    };
+    let is_slot = |e: &BoundExpr, slot| matches!(e.kind, BoundExprKind::Slot(s) if s == slot);
+    let key_is_node = is_slot(key, key_node)
+        || matches!(&key.kind, BoundExprKind::Function(f, a) if f == "id" && a.len() == 1 && is_slot(&a[0], key_node));
+    let outputs_ok = matches!(part.final_outputs.as_slice(), [k, c] if is_slot(k, *key_slot) && is_slot(c, count.slot));
+    let counts_rels = count.function == "count" && !count.distinct && count.arg.is_none();
+    (plain
+        && properties.is_empty()
+        && from == id_slot
+        && rel_properties.is_empty()
+        && exclude.is_empty()
+        && dependent.is_empty()
+        && key_is_node
+        && outputs_ok
+        && counts_rels)
+        .then_some((key_table, *rel_table, key_direction))
 }
 
 impl SubqueryTable {
@@ -61,7 +174,50 @@ impl SubqueryTable {
         Ok(SubqueryTable {
             kind,
             num_keys,
-            rows,
+            rows: Rows::Hashed(rows),
+        })
+    }
+
+    /// The table of a [`degree_shape`] subquery: the degree of every node
+    /// of `node_table` in `rel_table`'s CSR in `direction`, as of the
+    /// query's snapshot.
+    pub fn from_degrees(
+        kind: SubqueryKind,
+        (node_table, rel_table, direction): (TableId, TableId, ExtendDirection),
+        ctx: &QueryContext,
+    ) -> Result<SubqueryTable> {
+        let TableData::Rel(rd) = ctx.version.table(rel_table)?.as_ref() else {
+            return Err(Error::internal("expected rel table storage"));
+        };
+        let TableData::Node(nd) = ctx.version.table(node_table)?.as_ref() else {
+            return Err(Error::internal("expected node table storage"));
+        };
+        let dir = match direction {
+            ExtendDirection::Fwd => RelDirection::Fwd,
+            ExtendDirection::Bwd => RelDirection::Bwd,
+        };
+        let mut counts = vec![0u64; nd.num_rows as usize];
+        for (gi, g) in rd.csr(dir).groups.iter().enumerate() {
+            let pinned = g.pin(&ctx.pager, &[])?;
+            let base = gi as u64 * NODE_GROUP_SIZE;
+            for local in 0..pinned.node_span() {
+                let d = pinned.degree(local);
+                if d > 0 {
+                    let slot = counts
+                        .get_mut((base + local) as usize)
+                        .ok_or_else(|| Error::internal("rels of a node beyond its table"))?;
+                    *slot = d;
+                }
+            }
+            ctx.cancel.check()?;
+        }
+        Ok(SubqueryTable {
+            kind,
+            num_keys: 1,
+            rows: Rows::Degrees {
+                table: node_table,
+                counts,
+            },
         })
     }
 
@@ -85,8 +241,23 @@ impl SubqueryTable {
                 }
             }
         }
-        Ok(match self.rows.get(scratch.as_slice()) {
-            Some(v) => v.clone(),
+        let found = match &self.rows {
+            Rows::Hashed(rows) => rows.get(scratch.as_slice()).cloned(),
+            Rows::Degrees { table, counts } => {
+                let id = InternalId(scratch[0]);
+                let count = match id.table() == *table {
+                    true => counts.get(id.offset() as usize).copied().unwrap_or(0),
+                    false => 0,
+                };
+                match self.kind {
+                    _ if count == 0 => None,
+                    SubqueryKind::Exists => Some(Value::Bool(true)),
+                    _ => Some(Value::Int64(count as i64)),
+                }
+            }
+        };
+        Ok(match found {
+            Some(v) => v,
             None => match self.kind {
                 SubqueryKind::Exists => Value::Bool(false),
                 SubqueryKind::Count => Value::Int64(0),
