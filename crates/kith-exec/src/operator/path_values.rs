@@ -39,8 +39,57 @@ struct NodeTable {
 /// paths.
 #[derive(Default)]
 pub struct ElementValues {
-    nodes: HashMap<InternalId, NodeValue>,
-    rels: HashMap<InternalId, RelValue>,
+    nodes: ById<NodeValue>,
+    rels: ById<RelValue>,
+}
+
+/// Values by id for the ids of a few tables, known up front: each table's
+/// ids as a bit set with the number of bits set before each word, so an
+/// id's position among the values is a rank (a popcount, no hashing).
+pub struct ById<T> {
+    /// (table, bit per offset, bits set before each word, first value).
+    tables: Vec<(TableId, Vec<u64>, Vec<u32>, usize)>,
+    values: Vec<T>,
+}
+
+impl<T> Default for ById<T> {
+    fn default() -> Self {
+        ById {
+            tables: Vec::new(),
+            values: Vec::new(),
+        }
+    }
+}
+
+impl<T> ById<T> {
+    /// Adds table `t`'s values: one per bit set in `bits`, in offset order.
+    fn push_table(&mut self, t: TableId, bits: Vec<u64>, values: Vec<T>) -> Result<()> {
+        let mut before = Vec::with_capacity(bits.len());
+        let mut n = 0u32;
+        for w in &bits {
+            before.push(n);
+            n += w.count_ones();
+        }
+        if n as usize != values.len() || self.tables.iter().any(|x| x.0 == t) {
+            return Err(Error::internal("element values do not match their ids"));
+        }
+        self.tables.push((t, bits, before, self.values.len()));
+        self.values.extend(values);
+        Ok(())
+    }
+
+    /// The position of `id`'s value.
+    #[inline]
+    fn index(&self, id: InternalId) -> Option<usize> {
+        let (_, bits, before, first) = self.tables.iter().find(|x| x.0 == id.table())?;
+        let o = id.offset();
+        let (w, b) = ((o / 64) as usize, o % 64);
+        let word = *bits.get(w)?;
+        if (word >> b) & 1 == 0 {
+            return None;
+        }
+        Some(first + before[w] as usize + (word & ((1u64 << b) - 1)).count_ones() as usize)
+    }
 }
 
 /// Reads the node and rel values of a result's paths into [`ElementValues`].
@@ -110,6 +159,7 @@ impl<'a> PathValues<'a> {
 
     /// Reads the values of `ids` (nodes of any tables, repeats allowed):
     /// each distinct node once, in id order (node group by node group).
+    /// Called once per result.
     pub fn load_nodes(&mut self, ids: impl IntoIterator<Item = InternalId>) -> Result<()> {
         let mut wanted: HashMap<TableId, Vec<u64>> = HashMap::new();
         for id in ids {
@@ -121,21 +171,19 @@ impl<'a> PathValues<'a> {
             bits[o / 64] |= 1 << (o % 64);
         }
         for (t, bits) in wanted {
+            let mut values = Vec::new();
             for (w, &word) in bits.iter().enumerate() {
                 let mut word = word;
                 while word != 0 {
                     let o = (w * 64) as u64 + u64::from(word.trailing_zeros());
                     word &= word - 1;
-                    let id = InternalId::new(t, o);
-                    if !self.values.nodes.contains_key(&id) {
-                        let v = self.read_node(id)?;
-                        self.values.nodes.insert(id, v);
-                    }
+                    values.push(self.read_node(InternalId::new(t, o))?);
                 }
                 if w % 1024 == 0 {
                     self.ctx.cancel.check()?;
                 }
             }
+            self.values.nodes.push_table(t, bits, values)?;
         }
         Ok(())
     }
@@ -203,7 +251,7 @@ impl<'a> PathValues<'a> {
     /// result's rels share few sources, but a hub can be the source of
     /// many). A rel not beside the first endpoint is looked for beside the
     /// second (undirected walks, or a guess the other way round).
-    /// [`PathValues::rel`] answers only for loaded rels.
+    /// Called once per result.
     pub fn load_rels(
         &mut self,
         rels: impl IntoIterator<Item = (InternalId, InternalId, InternalId)>,
@@ -222,12 +270,12 @@ impl<'a> PathValues<'a> {
                 continue;
             }
             listed[o / 64] |= 1 << (o % 64);
-            if !self.values.rels.contains_key(&r) {
-                items.push((r, a, b));
-            }
+            items.push((r, a, b));
         }
-        for (t, (items, _)) in wanted {
-            self.load_rel_table(t, items)?;
+        for (t, (items, listed)) in wanted {
+            let mut values = self.load_rel_table(t, items)?;
+            values.sort_unstable_by_key(|v| v.id.offset());
+            self.values.rels.push_table(t, listed, values)?;
         }
         Ok(())
     }
@@ -237,7 +285,7 @@ impl<'a> PathValues<'a> {
         &mut self,
         t: TableId,
         items: Vec<(InternalId, InternalId, InternalId)>,
-    ) -> Result<()> {
+    ) -> Result<Vec<RelValue>> {
         let e = entry(self.ctx, t)?;
         let info = e
             .rel_info()
@@ -290,12 +338,9 @@ impl<'a> PathValues<'a> {
         if !missing.is_empty() {
             found.extend(self.find_rels(rd, &stored, &mut pins, missing)?);
         }
-        let map = &mut self.values.rels;
+        let mut out = Vec::with_capacity(items.len());
         let mut nbr = [0u64; 1];
         for &(r, _, _) in &items {
-            if map.contains_key(&r) {
-                continue;
-            }
             let r = r.offset();
             let &(src, pos) = found.get(&r).ok_or_else(|| {
                 Error::internal(format!(
@@ -324,18 +369,15 @@ impl<'a> PathValues<'a> {
                 };
                 properties.push((name.clone(), v));
             }
-            map.insert(
-                InternalId::new(t, r),
-                RelValue {
-                    id: InternalId::new(t, r),
-                    label: label.clone(),
-                    src: InternalId::new(info.src, src),
-                    dst: InternalId::new(info.dst, nbr[0]),
-                    properties: properties.into(),
-                },
-            );
+            out.push(RelValue {
+                id: InternalId::new(t, r),
+                label: label.clone(),
+                src: InternalId::new(info.src, src),
+                dst: InternalId::new(info.dst, nbr[0]),
+                properties: properties.into(),
+            });
         }
-        Ok(())
+        Ok(out)
     }
 
     /// The forward CSR position of each rel of `wanted` (source offset,
@@ -415,45 +457,57 @@ impl ElementValues {
     /// The value of node `id`, read by [`PathValues::load_nodes`].
     pub fn node(&self, id: InternalId) -> Result<&NodeValue> {
         self.nodes
-            .get(&id)
+            .index(id)
+            .map(|i| &self.nodes.values[i])
             .ok_or_else(|| Error::internal(format!("node {id} not loaded")))
     }
 
     /// The value of rel `id`, read by [`PathValues::load_rels`].
     pub fn rel(&self, id: InternalId) -> Result<&RelValue> {
-        self.rels.get(&id).ok_or_else(|| {
-            Error::internal(format!("rel {id} not loaded (deleted, or not asked for)"))
-        })
+        self.rels
+            .index(id)
+            .map(|i| &self.rels.values[i])
+            .ok_or_else(|| {
+                Error::internal(format!("rel {id} not loaded (deleted, or not asked for)"))
+            })
     }
 }
 
-/// One worker's own `Arc`s of the element values it builds paths from.
-/// Every path of a source starts with the same nodes: were the workers to
-/// share one `Arc` per element, each clone and drop would bounce its
-/// reference count between their cores. A copy shares the properties.
+/// One worker's own `Arc`s of the element values it builds paths from, by
+/// their position in [`ElementValues`]. Every path of a source starts with
+/// the same nodes: were the workers to share one `Arc` per element, each
+/// clone and drop would bounce its reference count between their cores.
+/// A copy shares the properties.
 #[derive(Default)]
 pub struct PathCache {
-    nodes: HashMap<InternalId, Arc<NodeValue>>,
-    rels: HashMap<InternalId, Arc<RelValue>>,
+    nodes: Vec<Option<Arc<NodeValue>>>,
+    rels: Vec<Option<Arc<RelValue>>>,
+}
+
+/// The worker's `Arc` of value `id` of `by_id`, made on first use.
+fn cached<T: Clone>(
+    cache: &mut Vec<Option<Arc<T>>>,
+    by_id: &ById<T>,
+    id: InternalId,
+) -> Result<Arc<T>> {
+    let i = by_id
+        .index(id)
+        .ok_or_else(|| Error::internal(format!("path element {id} not loaded")))?;
+    if cache.len() < by_id.values.len() {
+        cache.resize(by_id.values.len(), None);
+    }
+    Ok(Arc::clone(
+        cache[i].get_or_insert_with(|| Arc::new(by_id.values[i].clone())),
+    ))
 }
 
 impl PathCache {
     fn node(&mut self, values: &ElementValues, id: InternalId) -> Result<Arc<NodeValue>> {
-        if let Some(v) = self.nodes.get(&id) {
-            return Ok(Arc::clone(v));
-        }
-        let v = Arc::new(values.node(id)?.clone());
-        self.nodes.insert(id, Arc::clone(&v));
-        Ok(v)
+        cached(&mut self.nodes, &values.nodes, id)
     }
 
     fn rel(&mut self, values: &ElementValues, id: InternalId) -> Result<Arc<RelValue>> {
-        if let Some(v) = self.rels.get(&id) {
-            return Ok(Arc::clone(v));
-        }
-        let v = Arc::new(values.rel(id)?.clone());
-        self.rels.insert(id, Arc::clone(&v));
-        Ok(v)
+        cached(&mut self.rels, &values.rels, id)
     }
 
     /// `LIST(REL)` of `rels`.
