@@ -596,8 +596,10 @@ fn paths_join<G: Graph>(
             collect_rows(sched, graph, compute, srcs.list, opts, ctx)?
         }
     };
-    // Same order whatever the policy and thread count.
-    found_paths.sort_unstable();
+    // Same order whatever the policy and thread count. The workers hand
+    // over sorted runs (a source's destinations in order): a merging sort
+    // finds them instead of partitioning 2.6 M rows afresh.
+    found_paths.sort();
     ctx.cancel.check()?;
     let src_index = |s: u64| -> Result<usize> {
         srcs.index_of
