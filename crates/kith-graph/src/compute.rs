@@ -5,7 +5,7 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 
 use kith_common::{Error, Result};
 use kith_sched::{CancelToken, Scheduler};
@@ -638,8 +638,9 @@ fn pack_parent(node: u64, rel: u64) -> Option<u64> {
     ((node | rel) >> 32 == 0).then_some(!(node << 32 | rel))
 }
 
+/// The parent edge `(node, rel)` of a packed word (None: none).
 #[inline]
-fn unpack_parent(word: u64) -> Option<(u64, u64)> {
+pub fn unpack_parent(word: u64) -> Option<(u64, u64)> {
     (word != 0).then_some((!word >> 32, !word & 0xffff_ffff))
 }
 
@@ -649,7 +650,7 @@ pub struct PathsAux {
     /// [`PathMode::One`]: each node's smallest parent edge that
     /// [`pack_parent`] packs (the others are in `parents`). Unused for
     /// [`PathMode::All`] (zeroed pages cost nothing until written).
-    min_parent: Vec<AtomicU64>,
+    min_parent: Arc<Vec<AtomicU64>>,
     wanted: DstCountdown,
 }
 
@@ -667,10 +668,10 @@ impl Compute for ShortestPaths {
         PathsAux {
             level,
             parents: Parents::new(n, workers),
-            min_parent: match self.mode {
+            min_parent: Arc::new(match self.mode {
                 PathMode::One => zeroed_u64s(n as usize),
                 PathMode::All => Vec::new(),
-            },
+            }),
             wanted: DstCountdown::new(self.dst_mask.as_deref(), srcs[0]),
         }
     }
@@ -775,6 +776,173 @@ impl Compute for ShortestPaths {
         }
         Ok(())
     }
+}
+
+/// One destination of a [`ShortestTrees`] search: its path has `hops`
+/// rels and is read back from the source's tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct TreeRow {
+    pub src: u64,
+    pub dst: u64,
+    pub hops: u32,
+}
+
+/// The smallest parent edge of every node a source reached, packed (see
+/// [`pack_parent`]; 0: not reached, or the source).
+pub type ParentTree = Arc<Vec<AtomicU64>>;
+
+/// One shortest path per destination ([`ShortestPaths`] with
+/// [`PathMode::One`]) without building the paths: each destination's row
+/// holds its length, and the search's parent tree is kept per source
+/// ([`ShortestTrees::take_trees`]), from which a path is read back when
+/// it is needed ([`tree_path`]). A row is 24 bytes instead of a path's two
+/// vectors. Needs node and rel ids below 2^32 (the caller checks), so
+/// that every parent edge packs.
+pub struct ShortestTrees {
+    pub search: ShortestPaths,
+    trees: Mutex<Vec<(u64, ParentTree)>>,
+}
+
+impl ShortestTrees {
+    pub fn new(lower: u32, upper: u32) -> ShortestTrees {
+        ShortestTrees {
+            search: ShortestPaths::new(lower, upper, PathMode::One),
+            trees: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The parent tree of each source searched, by source.
+    pub fn take_trees(&self) -> Vec<(u64, ParentTree)> {
+        std::mem::take(&mut *self.trees.lock())
+    }
+}
+
+impl Compute for ShortestTrees {
+    type Aux = PathsAux;
+    type Row = TreeRow;
+
+    fn upper(&self) -> u32 {
+        self.search.upper
+    }
+
+    fn new_aux(&self, n: u64, srcs: &[u64], workers: usize) -> PathsAux {
+        let aux = self.search.new_aux(n, srcs, workers);
+        self.trees
+            .lock()
+            .push((srcs[0], Arc::clone(&aux.min_parent)));
+        aux
+    }
+
+    fn complete(&self, aux: &PathsAux) -> bool {
+        self.search.complete(aux)
+    }
+
+    fn process<G: Graph>(
+        &self,
+        aux: &PathsAux,
+        v: &mut Visit<'_, G, TreeRow>,
+        nodes: Nodes<'_>,
+    ) -> Result<()> {
+        if !v.extend {
+            return Ok(());
+        }
+        let (next, lvl1) = (v.next, (v.iter + 2) as u16);
+        // The source (level 0) is never intermediate, so never masked.
+        let mask = self.search.node_mask.as_deref().filter(|_| v.iter > 0);
+        let dst = self.search.dst_mask.as_deref();
+        let mut wide = false;
+        nodes.for_each(|u| {
+            if mask.is_some_and(|m| !crate::graph::mask_has(m, u)) {
+                return Ok(());
+            }
+            v.graph.neighbors(u, v.scratch, |w, r| {
+                if claim_level(&aux.level[w as usize], lvl1, || aux.wanted.reached(dst, w)) {
+                    match pack_parent(u, r) {
+                        Some(word) => {
+                            let slot = &aux.min_parent[w as usize];
+                            if word > slot.load(Ordering::Relaxed) {
+                                slot.fetch_max(word, Ordering::Relaxed);
+                            }
+                        }
+                        None => wide = true,
+                    }
+                    next.set(w);
+                }
+            });
+            Ok(())
+        })?;
+        if wide {
+            return Err(Error::internal(
+                "a parent-tree search met an id beyond 32 bits",
+            ));
+        }
+        Ok(())
+    }
+
+    fn has_output_phase(&self) -> bool {
+        true
+    }
+
+    fn output(
+        &self,
+        aux: &PathsAux,
+        srcs: &[u64],
+        dsts: Range<u64>,
+        out: &mut Vec<TreeRow>,
+    ) -> Result<()> {
+        let src = srcs[0];
+        for dst in dsts {
+            let l = aux.level[dst as usize].load(Ordering::Relaxed);
+            if l == 0
+                || ((l - 1) as u32) < self.search.lower
+                || ((l - 1) as u32) > self.search.upper
+            {
+                continue;
+            }
+            if let Some(m) = &self.search.dst_mask {
+                if !crate::graph::mask_has(m, dst) {
+                    continue;
+                }
+            }
+            out.push(TreeRow {
+                src,
+                dst,
+                hops: (l - 1) as u32,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Writes the path of `row` from its source's `tree` into `nodes` and
+/// `rels` (cleared first): the same path [`ShortestPaths`] outputs.
+pub fn tree_path(
+    tree: &[AtomicU64],
+    row: &TreeRow,
+    nodes: &mut Vec<u64>,
+    rels: &mut Vec<u64>,
+) -> Result<()> {
+    let hops = row.hops as usize;
+    nodes.clear();
+    rels.clear();
+    nodes.resize(hops + 1, 0);
+    rels.resize(hops, 0);
+    nodes[hops] = row.dst;
+    let mut cur = row.dst;
+    for i in (0..hops).rev() {
+        let word = tree
+            .get(cur as usize)
+            .map_or(0, |w| w.load(Ordering::Relaxed));
+        let (p, r) =
+            unpack_parent(word).ok_or_else(|| Error::internal("visited node without a parent"))?;
+        nodes[i] = p;
+        rels[i] = r;
+        cur = p;
+    }
+    if cur != row.src {
+        return Err(Error::internal("a parent chain does not end at its source"));
+    }
+    Ok(())
 }
 
 /// The path from `src` to `dst` of `hops` rels along single parent edges

@@ -49,9 +49,10 @@ pub mod weighted_paths;
 pub mod weights;
 
 pub use compute::{
-    all_shortest_counts, shortest_lengths, shortest_paths, walk_counts, weighted_shortest,
-    AllShortestCounts, CostRow, LenRow, PathMode, PathRow, ShortestLengths, ShortestPaths,
-    WalkCounts, WeightedShortest, MAX_UPPER,
+    all_shortest_counts, shortest_lengths, shortest_paths, tree_path, unpack_parent, walk_counts,
+    weighted_shortest, AllShortestCounts, CostRow, LenRow, ParentTree, PathMode, PathRow,
+    ShortestLengths, ShortestPaths, ShortestTrees, TreeRow, WalkCounts, WeightedShortest,
+    MAX_UPPER,
 };
 pub use distance::{bound_pays, hops_to_targets, HopBound};
 pub use engine::{run_ife, CollectSink, Compute, IfeOptions, Nodes, Policy, RunStats, Sink, Visit};

@@ -164,6 +164,56 @@ fn one_shortest_path_with_rel_ids_beyond_32_bits() {
     }
 }
 
+/// [`ShortestTrees`] rows read back through their source's parent tree
+/// are the paths [`ShortestPaths`] outputs with [`PathMode::One`], for
+/// every shape, bound and policy.
+#[test]
+fn parent_trees_read_back_the_one_paths() {
+    let sched = Scheduler::new(4);
+    let cancel = CancelToken::new();
+    for s in shapes(17) {
+        let g = Arc::new(InMemoryCsr::from_edges(s.n, &s.edges));
+        let srcs = sources(s.n);
+        for (lo, hi) in [(0, 3), (1, 6), (2, 2)] {
+            for opts in configs() {
+                let want = shortest_paths(&sched, &g, &srcs, lo, hi, PathMode::One, &opts, &cancel)
+                    .unwrap();
+                let compute = Arc::new(ShortestTrees::new(lo, hi));
+                let sink = Arc::new(CollectSink::<TreeRow>::default());
+                run_ife(
+                    &sched,
+                    Arc::clone(&g),
+                    Arc::clone(&compute),
+                    &srcs,
+                    &opts,
+                    &cancel,
+                    sink.clone(),
+                )
+                .unwrap();
+                let trees: std::collections::HashMap<u64, ParentTree> =
+                    compute.take_trees().into_iter().collect();
+                let (mut nodes, mut rels) = (Vec::new(), Vec::new());
+                let mut got: Vec<PathRow> = sink
+                    .take()
+                    .into_iter()
+                    .map(|row| {
+                        tree_path(&trees[&row.src], &row, &mut nodes, &mut rels).unwrap();
+                        PathRow {
+                            src: row.src,
+                            dst: row.dst,
+                            nodes: nodes.clone(),
+                            rels: rels.clone(),
+                            cost_bits: 0,
+                        }
+                    })
+                    .collect();
+                got.sort_unstable();
+                assert_eq!(got, want, "{} {lo}..{hi} {opts:?}", s.name);
+            }
+        }
+    }
+}
+
 #[test]
 fn all_shapes_all_policies() {
     let sched = Scheduler::new(4);

@@ -15,8 +15,9 @@ use kith_common::{
     Error, InternalId, LogicalType, NodeValue, RelValue, Result, TableId, Value, ValueVector,
     VectorData,
 };
-use kith_graph::PathRow;
+use kith_graph::{tree_path, ParentTree, PathRow, TreeRow};
 use kith_storage::{PinnedColumn, TableData};
+use std::sync::atomic::Ordering;
 
 use super::QueryContext;
 
@@ -482,6 +483,10 @@ impl ElementValues {
 pub struct PathCache {
     nodes: Vec<Option<Arc<NodeValue>>>,
     rels: Vec<Option<Arc<RelValue>>>,
+    /// Buffers of one path read back from a tree, and of its ids.
+    path_nodes: Vec<u64>,
+    path_rels: Vec<u64>,
+    ids: Vec<InternalId>,
 }
 
 /// The worker's `Arc` of value `id` of `by_id`, made on first use.
@@ -590,43 +595,94 @@ pub enum PathPart {
 /// ([`LazyPaths::fill`]), so path values live only while the parent
 /// pipeline works on them, and are built on every worker.
 pub struct LazyPaths {
-    /// The paths as the search found them, in path-number order.
-    pub paths: Vec<PathRow>,
+    /// The paths, in path-number order.
+    pub paths: FoundPaths,
     pub ids: IdSpace,
     pub values: ElementValues,
     /// Result columns holding path numbers, with the value each stands for.
     pub columns: Vec<(usize, PathPart)>,
 }
 
+/// The paths a search found, in the search's dense numbers.
+pub enum FoundPaths {
+    /// Each path's nodes and rels.
+    Rows(Vec<PathRow>),
+    /// One shortest path per destination, read back from its source's
+    /// parent tree ([`ShortestTrees`](kith_graph::ShortestTrees)).
+    Trees {
+        rows: Vec<TreeRow>,
+        trees: HashMap<u64, ParentTree>,
+    },
+}
+
+impl FoundPaths {
+    /// Calls `f(nodes, rels)` for the elements of the paths: every path
+    /// of `Rows`; for `Trees`, each tree node on a path with its parent
+    /// edge once (a two-node "path"), and each source as a lone node.
+    fn for_each_part(&self, mut f: impl FnMut(&[u64], &[u64])) -> Result<()> {
+        match self {
+            FoundPaths::Rows(rows) => rows.iter().for_each(|p| f(&p.nodes, &p.rels)),
+            FoundPaths::Trees { rows, trees } => {
+                let mut marks: HashMap<u64, Vec<u64>> = HashMap::new();
+                for row in rows {
+                    let tree = trees
+                        .get(&row.src)
+                        .ok_or_else(|| Error::internal("path of a source without a tree"))?;
+                    let seen = marks.entry(row.src).or_insert_with(|| {
+                        f(&[row.src], &[]);
+                        vec![0u64; tree.len().div_ceil(64)]
+                    });
+                    let mut v = row.dst;
+                    for _ in 0..row.hops {
+                        let (w, b) = ((v / 64) as usize, v % 64);
+                        if seen.get(w).is_none_or(|x| x >> b & 1 == 1) {
+                            break;
+                        }
+                        seen[w] |= 1 << b;
+                        let word = tree
+                            .get(v as usize)
+                            .map_or(0, |x| x.load(Ordering::Relaxed));
+                        let (p, r) = kith_graph::unpack_parent(word)
+                            .ok_or_else(|| Error::internal("visited node without a parent"))?;
+                        f(&[p, v], &[r]);
+                        v = p;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 impl LazyPaths {
-    /// Reads the values of the paths' nodes (when `with_nodes`) and rels;
-    /// `walked_back` lists the rel tables walked only backward (a rel's
-    /// source is then the path's next node).
+    /// Reads the values of the paths' nodes (when a column holds paths)
+    /// and rels; `walked_back` lists the rel tables walked only backward
+    /// (a rel's source is then the path's next node).
     pub fn new(
         ctx: &QueryContext,
-        paths: Vec<PathRow>,
+        paths: FoundPaths,
         ids: IdSpace,
         columns: Vec<(usize, PathPart)>,
         walked_back: &[TableId],
     ) -> Result<LazyPaths> {
         let mut values = PathValues::new(ctx);
-        let rels = paths.iter().flat_map(|p| {
-            p.rels.iter().enumerate().map(|(k, &r)| {
-                let (r, a, b) = (ids.rel(r), ids.node(p.nodes[k]), ids.node(p.nodes[k + 1]));
-                if walked_back.contains(&r.table()) {
-                    (r, b, a)
-                } else {
-                    (r, a, b)
-                }
-            })
-        });
+        let (mut rels, mut nodes) = (Vec::new(), Vec::new());
+        let with_nodes = columns.iter().any(|c| c.1 == PathPart::Path);
+        paths.for_each_part(|ns, rs| {
+            for (k, &r) in rs.iter().enumerate() {
+                let (r, a, b) = (ids.rel(r), ids.node(ns[k]), ids.node(ns[k + 1]));
+                rels.push(match walked_back.contains(&r.table()) {
+                    true => (r, b, a),
+                    false => (r, a, b),
+                });
+            }
+            if with_nodes {
+                nodes.extend(ns.iter().map(|&n| ids.node(n)));
+            }
+        })?;
         values.load_rels(rels)?;
-        if columns.iter().any(|c| c.1 == PathPart::Path) {
-            values.load_nodes(
-                paths
-                    .iter()
-                    .flat_map(|p| p.nodes.iter().map(|&n| ids.node(n))),
-            )?;
+        if with_nodes {
+            values.load_nodes(nodes)?;
         }
         Ok(LazyPaths {
             paths,
@@ -643,18 +699,38 @@ impl LazyPaths {
 
     /// The value of path number `i`.
     fn value(&self, i: u64, part: PathPart, cache: &mut PathCache) -> Result<Value> {
-        let p = self
-            .paths
-            .get(i as usize)
-            .ok_or_else(|| Error::internal(format!("path number {i} beyond the result")))?;
-        let rels = p.rels.iter().map(|&r| self.ids.rel(r));
-        match part {
-            PathPart::Path => {
-                let nodes = p.nodes.iter().map(|&n| self.ids.node(n));
-                cache.path(&self.values, nodes, rels)
+        let beyond = || Error::internal(format!("path number {i} beyond the result"));
+        let (nodes, rels) = match &self.paths {
+            FoundPaths::Rows(rows) => {
+                let p = rows.get(i as usize).ok_or_else(beyond)?;
+                (p.nodes.as_slice(), p.rels.as_slice())
             }
-            PathPart::Rels => cache.rel_list(&self.values, rels),
-        }
+            FoundPaths::Trees { rows, trees } => {
+                let row = rows.get(i as usize).ok_or_else(beyond)?;
+                let tree = trees
+                    .get(&row.src)
+                    .ok_or_else(|| Error::internal("path of a source without a tree"))?;
+                tree_path(tree, row, &mut cache.path_nodes, &mut cache.path_rels)?;
+                (cache.path_nodes.as_slice(), cache.path_rels.as_slice())
+            }
+        };
+        // The path's ids, out of the cache's buffers before it is borrowed
+        // for the values.
+        let mut ids = std::mem::take(&mut cache.ids);
+        ids.clear();
+        ids.extend(nodes.iter().map(|&n| self.ids.node(n)));
+        let split = ids.len();
+        ids.extend(rels.iter().map(|&r| self.ids.rel(r)));
+        let v = match part {
+            PathPart::Path => cache.path(
+                &self.values,
+                ids[..split].iter().copied(),
+                ids[split..].iter().copied(),
+            ),
+            PathPart::Rels => cache.rel_list(&self.values, ids[split..].iter().copied()),
+        };
+        cache.ids = ids;
+        v
     }
 
     /// Writes the values of the path numbers `numbers[start..start + len]`

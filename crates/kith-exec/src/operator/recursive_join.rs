@@ -18,8 +18,8 @@ use kith_common::{
 use kith_graph::{
     bound_pays, hops_to_targets, run_ife, AllShortestCounts, AllWeightedCounts, CollectSink,
     Compute, Graph, HopBound, IfeOptions, LenRow, PathMode, PathSemantics, RelWeights,
-    ShortestLengths, ShortestPaths, StorageCsr, UnionCsr, UnionMember, WalkCounts, WalkPaths,
-    WeightedPaths, WeightedShortest, MAX_UPPER,
+    ShortestLengths, ShortestPaths, ShortestTrees, StorageCsr, UnionCsr, UnionMember, WalkCounts,
+    WalkPaths, WeightedPaths, WeightedShortest, MAX_UPPER,
 };
 pub use kith_graph::{Policy, RunStats};
 use kith_planner::bound::RecursiveMode;
@@ -27,7 +27,7 @@ use kith_planner::plan::{ExtendDirection, RecursiveJoin};
 use kith_sched::Scheduler;
 use kith_storage::{RelDirection, RelTableData, TableData};
 
-use super::path_values::{IdSpace, LazyPaths, PathPart};
+use super::path_values::{FoundPaths, IdSpace, LazyPaths, PathPart};
 use super::property_mask::{node_mask, PredicateReader};
 use super::QueryContext;
 use crate::expression::kernels::equals;
@@ -245,6 +245,7 @@ pub fn recursive_join(
             dst_ok: &|_| true,
             space: vec![(node_table, 0)],
             rel_table: Some(rel_table),
+            rel_id_bound: rel.next_rel_id.max(rel.num_rels),
         };
         let srcs = Sources {
             list: &sources,
@@ -390,7 +391,7 @@ fn empty_interval(
         true => None,
         false => Some(LazyPaths::new(
             ctx,
-            Vec::new(),
+            FoundPaths::Rows(Vec::new()),
             IdSpace {
                 nodes: Vec::new(),
                 rel_table: None,
@@ -490,6 +491,8 @@ struct PathIds<'a> {
     /// The rel table of a one-table search (`rel` adds it to the offset);
     /// `None`: rel ids are reported whole.
     rel_table: Option<TableId>,
+    /// One past the largest rel id the search reports.
+    rel_id_bound: u64,
 }
 
 /// The sources of a join, as [`collect_sources`] returns them.
@@ -508,7 +511,7 @@ const RESERVED_ROWS: u64 = 1 << 22;
 fn collect_rows<G: Graph, C: Compute>(
     sched: &Scheduler,
     graph: Arc<G>,
-    compute: C,
+    compute: impl Into<Arc<C>>,
     sources: &[u64],
     opts: &IfeOptions,
     ctx: &QueryContext,
@@ -523,7 +526,7 @@ fn collect_rows<G: Graph, C: Compute>(
     let stats = run_ife(
         sched,
         graph,
-        Arc::new(compute),
+        compute.into(),
         sources,
         opts,
         &ctx.cancel,
@@ -557,6 +560,39 @@ fn paths_join<G: Graph>(
         graph.num_nodes(),
         ctx,
     )?;
+    // One shortest path per destination, its value read: the searches'
+    // parent trees are kept and the paths read back from them as they are
+    // built, when every parent edge packs in a word (32-bit ids).
+    let trees = join.mode == RecursiveMode::Shortest
+        && (join.with_path || join.with_rels)
+        && graph.num_nodes() <= 1 << 32
+        && ids.rel_id_bound <= 1 << 32;
+    if trees {
+        let mut compute = ShortestTrees::new(lower, upper);
+        compute.search.node_mask = node_mask;
+        compute.search.dst_mask = dst_mask;
+        let compute = Arc::new(compute);
+        let (mut found, stats) = collect_rows::<_, ShortestTrees>(
+            sched,
+            graph,
+            Arc::clone(&compute),
+            srcs.list,
+            opts,
+            ctx,
+        )?;
+        found.sort_unstable();
+        ctx.cancel.check()?;
+        found.retain(|p| (ids.dst_ok)((ids.node)(p.dst)));
+        let keys: Vec<(u64, u64, u64)> = found
+            .iter()
+            .map(|r| (r.src, r.dst, u64::from(r.hops)))
+            .collect();
+        let found_paths = FoundPaths::Trees {
+            rows: found,
+            trees: compute.take_trees().into_iter().collect(),
+        };
+        return emit_paths(join, rows, ctx, srcs, ids, &keys, found_paths, false, stats);
+    }
     let (mut found_paths, stats) = match join.mode {
         RecursiveMode::Walk | RecursiveMode::Trail | RecursiveMode::Acyclic => {
             let semantics = match join.mode {
@@ -601,6 +637,34 @@ fn paths_join<G: Graph>(
     // finds them instead of partitioning 2.6 M rows afresh.
     found_paths.sort();
     ctx.cancel.check()?;
+    if join.with_path || join.with_rels {
+        // The kept paths, in order; their values are built as the parent
+        // pipeline reads them (LazyPaths).
+        found_paths.retain(|p| (ids.dst_ok)((ids.node)(p.dst)));
+        let keys: Vec<(u64, u64, u64)> = found_paths
+            .iter()
+            .map(|p| {
+                let len = match &weights {
+                    Some(_) => p.cost_bits,
+                    None => p.rels.len() as u64,
+                };
+                (p.src, p.dst, len)
+            })
+            .collect();
+        let found_paths = FoundPaths::Rows(found_paths);
+        let weighted = weights.is_some();
+        return emit_paths(
+            join,
+            rows,
+            ctx,
+            srcs,
+            ids,
+            &keys,
+            found_paths,
+            weighted,
+            stats,
+        );
+    }
     let src_index = |s: u64| -> Result<usize> {
         srcs.index_of
             .get(&s)
@@ -609,69 +673,25 @@ fn paths_join<G: Graph>(
     };
     let mut found: Vec<(usize, u64, u64, u64)> = Vec::new();
     let mut dst_ids: Vec<InternalId> = Vec::new();
-    let mut paths = None;
-    if join.with_path || join.with_rels {
-        // The kept paths, in order; their values are built as the parent
-        // pipeline reads them (LazyPaths).
-        found_paths.retain(|p| (ids.dst_ok)((ids.node)(p.dst)));
-        found.reserve_exact(found_paths.len());
-        dst_ids.reserve_exact(found_paths.len());
-        for (i, p) in found_paths.iter().enumerate() {
-            let len = match &weights {
-                Some(_) => p.cost_bits,
-                None => p.rels.len() as u64,
-            };
-            found.push((src_index(p.src)?, found.len() as u64, len, 1));
-            dst_ids.push((ids.node)(p.dst));
-            if i % 4096 == 0 {
-                ctx.cancel.check()?;
-            }
-        }
-        // A rel walked only backward was reached from its destination: its
-        // source is the path's next node.
-        let walked_back: Vec<TableId> = join
-            .rel_tables
-            .iter()
-            .map(|&(t, _)| t)
-            .filter(|&t| {
-                join.rel_tables
-                    .iter()
-                    .all(|&(t2, d)| t2 != t || d == ExtendDirection::Bwd)
-            })
-            .collect();
-        let space = IdSpace {
-            nodes: ids.space.clone(),
-            rel_table: ids.rel_table,
+    // Count the paths of each (source, destination, length).
+    let mut counts: HashMap<(u64, u64, u64), u64> = HashMap::new();
+    for p in &found_paths {
+        let len = match &weights {
+            Some(_) => p.cost_bits,
+            None => p.rels.len() as u64,
         };
-        let columns = path_columns(join, rows);
-        paths = Some(LazyPaths::new(
-            ctx,
-            found_paths,
-            space,
-            columns,
-            &walked_back,
-        )?);
-    } else {
-        // Count the paths of each (source, destination, length).
-        let mut counts: HashMap<(u64, u64, u64), u64> = HashMap::new();
-        for p in &found_paths {
-            let len = match &weights {
-                Some(_) => p.cost_bits,
-                None => p.rels.len() as u64,
-            };
-            *counts.entry((p.src, p.dst, len)).or_default() += 1;
+        *counts.entry((p.src, p.dst, len)).or_default() += 1;
+    }
+    drop(found_paths);
+    let mut keyed: Vec<_> = counts.into_iter().collect();
+    keyed.sort_unstable();
+    for ((s, d, len), count) in keyed {
+        let dst = (ids.node)(d);
+        if !(ids.dst_ok)(dst) {
+            continue;
         }
-        let mut keyed: Vec<_> = counts.into_iter().collect();
-        keyed.sort_unstable();
-        for ((s, d, len), count) in keyed {
-            let dst = (ids.node)(d);
-            if !(ids.dst_ok)(dst) {
-                continue;
-            }
-            found.push((src_index(s)?, found.len() as u64, len, count));
-            dst_ids.push(dst);
-        }
-        drop(found_paths);
+        found.push((src_index(s)?, found.len() as u64, len, count));
+        dst_ids.push(dst);
     }
     // The destination column of a found row is its index into `dst_ids`.
     let dst_id = |k: u64| dst_ids.get(k as usize).copied();
@@ -681,12 +701,76 @@ fn paths_join<G: Graph>(
         num_sources: srcs.list.len(),
         rows: &found,
         weighted: weights.is_some(),
-        path_numbers: join.with_path || join.with_rels,
+        path_numbers: false,
     };
     let out = emit_rows(join, rows, ctx, &f, &dst_id)?;
     Ok(RecursiveOutput {
         rows: out,
-        paths,
+        paths: None,
+        stats,
+    })
+}
+
+/// The rows of a join that outputs paths: one per kept path, in order
+/// (`keys`: each path's source, destination and length or cost bits),
+/// with the path numbers [`LazyPaths`] builds the values of.
+#[allow(clippy::too_many_arguments)]
+fn emit_paths(
+    join: &RecursiveJoin,
+    rows: &Chunk,
+    ctx: &Arc<QueryContext>,
+    srcs: &Sources<'_>,
+    ids: &PathIds<'_>,
+    keys: &[(u64, u64, u64)],
+    found_paths: FoundPaths,
+    weighted: bool,
+    stats: RunStats,
+) -> Result<RecursiveOutput> {
+    let mut found: Vec<(usize, u64, u64, u64)> = Vec::with_capacity(keys.len());
+    let mut dst_ids: Vec<InternalId> = Vec::with_capacity(keys.len());
+    for (i, &(src, dst, len)) in keys.iter().enumerate() {
+        let si = srcs
+            .index_of
+            .get(&src)
+            .copied()
+            .ok_or_else(|| Error::internal("recursive result for an unknown source"))?;
+        found.push((si, i as u64, len, 1));
+        dst_ids.push((ids.node)(dst));
+        if i % 4096 == 0 {
+            ctx.cancel.check()?;
+        }
+    }
+    // A rel walked only backward was reached from its destination: its
+    // source is the path's next node.
+    let walked_back: Vec<TableId> = join
+        .rel_tables
+        .iter()
+        .map(|&(t, _)| t)
+        .filter(|&t| {
+            join.rel_tables
+                .iter()
+                .all(|&(t2, d)| t2 != t || d == ExtendDirection::Bwd)
+        })
+        .collect();
+    let space = IdSpace {
+        nodes: ids.space.clone(),
+        rel_table: ids.rel_table,
+    };
+    let columns = path_columns(join, rows);
+    let paths = LazyPaths::new(ctx, found_paths, space, columns, &walked_back)?;
+    let dst_id = |k: u64| dst_ids.get(k as usize).copied();
+    let f = Found {
+        row_src: srcs.row_src,
+        index_of: srcs.index_of,
+        num_sources: srcs.list.len(),
+        rows: &found,
+        weighted,
+        path_numbers: true,
+    };
+    let out = emit_rows(join, rows, ctx, &f, &dst_id)?;
+    Ok(RecursiveOutput {
+        rows: out,
+        paths: Some(paths),
         stats,
     })
 }
@@ -1026,6 +1110,7 @@ fn union_join(
             dst_ok: &|id: InternalId| join.dst_tables.contains(&id.table()),
             space: space.clone(),
             rel_table: None,
+            rel_id_bound: u64::MAX,
         };
         let srcs = Sources {
             list: &sources,
