@@ -817,60 +817,164 @@ impl ShortestTrees {
     }
 }
 
+/// The state of one [`ShortestTrees`] morsel: one source, or up to 64
+/// sources in bit lanes (nTkMS), each lane with its own parent tree.
+pub enum TreesAux {
+    One(PathsAux),
+    Lanes {
+        /// The lanes reached at the current and the next level, per node.
+        cur: [Vec<AtomicU64>; 2],
+        /// The lanes that reached each node.
+        visited: Vec<AtomicU64>,
+        parents: Vec<ParentTree>,
+    },
+}
+
 impl Compute for ShortestTrees {
-    type Aux = PathsAux;
+    type Aux = TreesAux;
     type Row = TreeRow;
+
+    fn max_lanes(&self) -> usize {
+        64
+    }
 
     fn upper(&self) -> u32 {
         self.search.upper
     }
 
-    fn new_aux(&self, n: u64, srcs: &[u64], workers: usize) -> PathsAux {
-        let aux = self.search.new_aux(n, srcs, workers);
-        self.trees
-            .lock()
-            .push((srcs[0], Arc::clone(&aux.min_parent)));
-        aux
+    fn new_aux(&self, n: u64, srcs: &[u64], workers: usize) -> TreesAux {
+        if srcs.len() == 1 {
+            let aux = self.search.new_aux(n, srcs, workers);
+            self.trees
+                .lock()
+                .push((srcs[0], Arc::clone(&aux.min_parent)));
+            return TreesAux::One(aux);
+        }
+        let cur = [zeroed_u64s(n as usize), zeroed_u64s(n as usize)];
+        let visited = zeroed_u64s(n as usize);
+        let mut parents = Vec::with_capacity(srcs.len());
+        let mut trees = self.trees.lock();
+        for (lane, &s) in srcs.iter().enumerate() {
+            cur[0][s as usize].fetch_or(1 << lane, Ordering::Relaxed);
+            visited[s as usize].fetch_or(1 << lane, Ordering::Relaxed);
+            let tree: ParentTree = Arc::new(zeroed_u64s(n as usize));
+            trees.push((s, Arc::clone(&tree)));
+            parents.push(tree);
+        }
+        TreesAux::Lanes {
+            cur,
+            visited,
+            parents,
+        }
     }
 
-    fn complete(&self, aux: &PathsAux) -> bool {
-        self.search.complete(aux)
+    fn complete(&self, aux: &TreesAux) -> bool {
+        match aux {
+            TreesAux::One(a) => self.search.complete(a),
+            TreesAux::Lanes { .. } => false,
+        }
     }
 
     fn process<G: Graph>(
         &self,
-        aux: &PathsAux,
+        aux: &TreesAux,
         v: &mut Visit<'_, G, TreeRow>,
         nodes: Nodes<'_>,
     ) -> Result<()> {
-        if !v.extend {
-            return Ok(());
-        }
-        let (next, lvl1) = (v.next, (v.iter + 2) as u16);
         // The source (level 0) is never intermediate, so never masked.
         let mask = self.search.node_mask.as_deref().filter(|_| v.iter > 0);
         let dst = self.search.dst_mask.as_deref();
         let mut wide = false;
-        nodes.for_each(|u| {
-            if mask.is_some_and(|m| !crate::graph::mask_has(m, u)) {
-                return Ok(());
+        match aux {
+            TreesAux::One(aux) => {
+                if !v.extend {
+                    return Ok(());
+                }
+                let (next, lvl1) = (v.next, (v.iter + 2) as u16);
+                nodes.for_each(|u| {
+                    if mask.is_some_and(|m| !crate::graph::mask_has(m, u)) {
+                        return Ok(());
+                    }
+                    v.graph.neighbors(u, v.scratch, |w, r| {
+                        if claim_level(&aux.level[w as usize], lvl1, || aux.wanted.reached(dst, w))
+                        {
+                            match pack_parent(u, r) {
+                                Some(word) => {
+                                    let slot = &aux.min_parent[w as usize];
+                                    if word > slot.load(Ordering::Relaxed) {
+                                        slot.fetch_max(word, Ordering::Relaxed);
+                                    }
+                                }
+                                None => wide = true,
+                            }
+                            next.set(w);
+                        }
+                    });
+                    Ok(())
+                })?;
             }
-            v.graph.neighbors(u, v.scratch, |w, r| {
-                if claim_level(&aux.level[w as usize], lvl1, || aux.wanted.reached(dst, w)) {
-                    match pack_parent(u, r) {
-                        Some(word) => {
-                            let slot = &aux.min_parent[w as usize];
+            TreesAux::Lanes {
+                cur,
+                visited,
+                parents,
+            } => {
+                let iter = v.iter;
+                let (emit, extend, next) = (iter >= self.search.lower, v.extend, v.next);
+                let (this, other) = (&cur[(iter & 1) as usize], &cur[((iter + 1) & 1) as usize]);
+                nodes.for_each(|u| {
+                    let lanes = this[u as usize].swap(0, Ordering::Relaxed);
+                    if lanes == 0 {
+                        return Ok(());
+                    }
+                    if emit && dst.is_none_or(|m| crate::graph::mask_has(m, u)) {
+                        let mut l = lanes;
+                        while l != 0 {
+                            v.out.push(TreeRow {
+                                src: v.srcs[l.trailing_zeros() as usize],
+                                dst: u,
+                                hops: iter,
+                            });
+                            l &= l - 1;
+                        }
+                    }
+                    if !extend || mask.is_some_and(|m| !crate::graph::mask_has(m, u)) {
+                        return Ok(());
+                    }
+                    v.graph.neighbors(u, v.scratch, |w, r| {
+                        // Lanes that reached w before this level are done
+                        // with it; those reaching it now (by this edge or
+                        // another of the level) take this edge as a parent
+                        // candidate. `other` is written before `visited`,
+                        // so a lane seen in `visited` and not in `other`
+                        // reached w at an earlier level.
+                        let vis = visited[w as usize].load(Ordering::Acquire);
+                        let cand = lanes & !(vis & !other[w as usize].load(Ordering::Relaxed));
+                        if cand == 0 {
+                            return;
+                        }
+                        let newly = cand & !vis;
+                        if newly != 0 {
+                            other[w as usize].fetch_or(newly, Ordering::Relaxed);
+                            visited[w as usize].fetch_or(newly, Ordering::Release);
+                            next.set(w);
+                        }
+                        let Some(word) = pack_parent(u, r) else {
+                            wide = true;
+                            return;
+                        };
+                        let mut l = cand;
+                        while l != 0 {
+                            let slot = &parents[l.trailing_zeros() as usize][w as usize];
                             if word > slot.load(Ordering::Relaxed) {
                                 slot.fetch_max(word, Ordering::Relaxed);
                             }
+                            l &= l - 1;
                         }
-                        None => wide = true,
-                    }
-                    next.set(w);
-                }
-            });
-            Ok(())
-        })?;
+                    });
+                    Ok(())
+                })?;
+            }
+        }
         if wide {
             return Err(Error::internal(
                 "a parent-tree search met an id beyond 32 bits",
@@ -883,13 +987,18 @@ impl Compute for ShortestTrees {
         true
     }
 
+    /// One source: its rows, from the levels. Lanes emit theirs as they
+    /// reach each level.
     fn output(
         &self,
-        aux: &PathsAux,
+        aux: &TreesAux,
         srcs: &[u64],
         dsts: Range<u64>,
         out: &mut Vec<TreeRow>,
     ) -> Result<()> {
+        let TreesAux::One(aux) = aux else {
+            return Ok(());
+        };
         let src = srcs[0];
         for dst in dsts {
             let l = aux.level[dst as usize].load(Ordering::Relaxed);

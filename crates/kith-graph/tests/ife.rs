@@ -166,49 +166,93 @@ fn one_shortest_path_with_rel_ids_beyond_32_bits() {
 
 /// [`ShortestTrees`] rows read back through their source's parent tree
 /// are the paths [`ShortestPaths`] outputs with [`PathMode::One`], for
-/// every shape, bound and policy.
+/// every shape, bound and policy (nTkMS runs the lane version), with and
+/// without node and destination masks.
 #[test]
 fn parent_trees_read_back_the_one_paths() {
     let sched = Scheduler::new(4);
     let cancel = CancelToken::new();
-    for s in shapes(17) {
-        let g = Arc::new(InMemoryCsr::from_edges(s.n, &s.edges));
+    // Rel ids numbered backwards too: a node's rels then come in falling
+    // id order, so the first edge to reach a node is not its smallest.
+    let graphs = shapes(17).into_iter().flat_map(|s| {
+        let mut back = InMemoryCsr::from_edges(s.n, &s.edges);
+        let m = s.edges.len() as u64;
+        back.rel_ids.iter_mut().for_each(|r| *r = m - 1 - *r);
+        [
+            (Arc::new(InMemoryCsr::from_edges(s.n, &s.edges)), s.clone()),
+            (Arc::new(back), s),
+        ]
+    });
+    for (g, s) in graphs {
         let srcs = sources(s.n);
+        let mask = |keep: &dyn Fn(u64) -> bool| -> Arc<[u64]> {
+            let mut m = vec![0u64; (s.n as usize).div_ceil(64)];
+            for v in (0..s.n).filter(|&v| keep(v)) {
+                m[(v / 64) as usize] |= 1 << (v % 64);
+            }
+            m.into()
+        };
+        let masks = [
+            (None, None),
+            (Some(mask(&|v| v % 5 != 2)), None),
+            (None, Some(mask(&|v| v % 3 != 1))),
+            (Some(mask(&|v| v % 4 != 1)), Some(mask(&|v| v % 2 == 0))),
+        ];
         for (lo, hi) in [(0, 3), (1, 6), (2, 2)] {
-            for opts in configs() {
-                let want = shortest_paths(&sched, &g, &srcs, lo, hi, PathMode::One, &opts, &cancel)
+            for (node_mask, dst_mask) in &masks {
+                for opts in configs() {
+                    let mut one = ShortestPaths::new(lo, hi, PathMode::One);
+                    one.node_mask = node_mask.clone();
+                    one.dst_mask = dst_mask.clone();
+                    let sink = Arc::new(CollectSink::<PathRow>::default());
+                    run_ife(
+                        &sched,
+                        Arc::clone(&g),
+                        Arc::new(one),
+                        &srcs,
+                        &opts,
+                        &cancel,
+                        sink.clone(),
+                    )
                     .unwrap();
-                let compute = Arc::new(ShortestTrees::new(lo, hi));
-                let sink = Arc::new(CollectSink::<TreeRow>::default());
-                run_ife(
-                    &sched,
-                    Arc::clone(&g),
-                    Arc::clone(&compute),
-                    &srcs,
-                    &opts,
-                    &cancel,
-                    sink.clone(),
-                )
-                .unwrap();
-                let trees: std::collections::HashMap<u64, ParentTree> =
-                    compute.take_trees().into_iter().collect();
-                let (mut nodes, mut rels) = (Vec::new(), Vec::new());
-                let mut got: Vec<PathRow> = sink
-                    .take()
-                    .into_iter()
-                    .map(|row| {
-                        tree_path(&trees[&row.src], &row, &mut nodes, &mut rels).unwrap();
-                        PathRow {
-                            src: row.src,
-                            dst: row.dst,
-                            nodes: nodes.clone(),
-                            rels: rels.clone(),
-                            cost_bits: 0,
-                        }
-                    })
-                    .collect();
-                got.sort_unstable();
-                assert_eq!(got, want, "{} {lo}..{hi} {opts:?}", s.name);
+                    let mut want = sink.take();
+                    want.sort_unstable();
+                    let mut trees = ShortestTrees::new(lo, hi);
+                    trees.search.node_mask = node_mask.clone();
+                    trees.search.dst_mask = dst_mask.clone();
+                    let compute = Arc::new(trees);
+                    let sink = Arc::new(CollectSink::<TreeRow>::default());
+                    run_ife(
+                        &sched,
+                        Arc::clone(&g),
+                        Arc::clone(&compute),
+                        &srcs,
+                        &opts,
+                        &cancel,
+                        sink.clone(),
+                    )
+                    .unwrap();
+                    let trees: std::collections::HashMap<u64, ParentTree> =
+                        compute.take_trees().into_iter().collect();
+                    let (mut nodes, mut rels) = (Vec::new(), Vec::new());
+                    let mut got: Vec<PathRow> = sink
+                        .take()
+                        .into_iter()
+                        .map(|row| {
+                            tree_path(&trees[&row.src], &row, &mut nodes, &mut rels).unwrap();
+                            PathRow {
+                                src: row.src,
+                                dst: row.dst,
+                                nodes: nodes.clone(),
+                                rels: rels.clone(),
+                                cost_bits: 0,
+                            }
+                        })
+                        .collect();
+                    got.sort_unstable();
+                    let masked = (node_mask.is_some(), dst_mask.is_some());
+                    assert_eq!(got, want, "{} {lo}..{hi} masks {masked:?} {opts:?}", s.name);
+                }
             }
         }
     }

@@ -76,7 +76,11 @@ pub const AUTO_MULTI_SOURCE_MIN: usize = 8;
 
 /// Bytes of lane state per node per multi-source morsel (two frontiers and
 /// the visited lanes, one u64 each).
-const LANE_BYTES_PER_NODE: u64 = 24;
+pub const LANE_BYTES_PER_NODE: u64 = 24;
+
+/// [`LANE_BYTES_PER_NODE`] for shortest paths kept as parent trees: one
+/// parent word per lane more (the paper's 536 bytes).
+pub const TREE_LANE_BYTES_PER_NODE: u64 = LANE_BYTES_PER_NODE + 64 * 8;
 
 /// The policy of one run: the connection's setting if it named one, else
 /// nTkMS when the computation has a lane version (shortest-path lengths),
@@ -85,7 +89,7 @@ const LANE_BYTES_PER_NODE: u64 = 24;
 /// paper's robust default) otherwise. PROFILE reports the choice.
 pub fn auto_policy(
     settings: &RecursiveSettings,
-    has_lanes: bool,
+    lane_bytes_per_node: Option<u64>,
     sources: usize,
     nodes: u64,
     threads: usize,
@@ -94,10 +98,13 @@ pub fn auto_policy(
     if let Some(p) = settings.policy {
         return p;
     }
-    let lane_bytes = LANE_BYTES_PER_NODE
+    let Some(per_node) = lane_bytes_per_node else {
+        return Policy::ManyThreadsKSources;
+    };
+    let lane_bytes = per_node
         .saturating_mul(nodes)
         .saturating_mul(threads.max(1) as u64);
-    if has_lanes && sources >= AUTO_MULTI_SOURCE_MIN && lane_bytes <= memory_limit / 4 {
+    if sources >= AUTO_MULTI_SOURCE_MIN && lane_bytes <= memory_limit / 4 {
         Policy::ManyThreadsKMultiSources
     } else {
         Policy::ManyThreadsKSources
@@ -115,11 +122,20 @@ fn ife_options(
     threads: usize,
     ctx: &QueryContext,
 ) -> IfeOptions {
-    let has_lanes = join.mode == RecursiveMode::Shortest && !enumerates(join);
+    // Shortest lengths have a lane version, and so do shortest paths read
+    // as values when kept as parent trees (`ShortestTrees`; a search whose
+    // ids do not pack falls back to nTkS, which PROFILE reports).
+    let lane_bytes = match join.mode {
+        RecursiveMode::Shortest if !enumerates(join) => Some(LANE_BYTES_PER_NODE),
+        RecursiveMode::Shortest if join.with_path || join.with_rels => {
+            Some(TREE_LANE_BYTES_PER_NODE)
+        }
+        _ => None,
+    };
     IfeOptions {
         policy: auto_policy(
             settings,
-            has_lanes,
+            lane_bytes,
             sources,
             nodes,
             threads,
@@ -1383,21 +1399,26 @@ mod tests {
         let gib = 1u64 << 30;
         let ms = Policy::ManyThreadsKMultiSources;
         let ks = Policy::ManyThreadsKSources;
-        assert_eq!(auto_policy(&auto, true, 64, 1_000_000, 2, gib), ms);
+        let (lens, trees) = (Some(LANE_BYTES_PER_NODE), Some(TREE_LANE_BYTES_PER_NODE));
+        assert_eq!(auto_policy(&auto, lens, 64, 1_000_000, 2, gib), ms);
         assert_eq!(
-            auto_policy(&auto, true, AUTO_MULTI_SOURCE_MIN, 1000, 2, gib),
+            auto_policy(&auto, lens, AUTO_MULTI_SOURCE_MIN, 1000, 2, gib),
             ms
         );
-        assert_eq!(auto_policy(&auto, true, 7, 1000, 2, gib), ks);
-        assert_eq!(auto_policy(&auto, false, 64, 1000, 2, gib), ks);
+        assert_eq!(auto_policy(&auto, lens, 7, 1000, 2, gib), ks);
+        assert_eq!(auto_policy(&auto, None, 64, 1000, 2, gib), ks);
         // 24 bytes x 100 M nodes x 2 threads is past a quarter of 1 GiB.
-        assert_eq!(auto_policy(&auto, true, 64, 100_000_000, 2, gib), ks);
+        assert_eq!(auto_policy(&auto, lens, 64, 100_000_000, 2, gib), ks);
+        // Parent trees: 536 bytes x 1 M nodes x 2 threads is too, 65 k
+        // nodes are not.
+        assert_eq!(auto_policy(&auto, trees, 64, 1_000_000, 2, gib), ks);
+        assert_eq!(auto_policy(&auto, trees, 64, 65_536, 2, gib), ms);
         let fixed = RecursiveSettings {
             policy: Some(Policy::OneThreadOneSource),
             ..RecursiveSettings::default()
         };
         assert_eq!(
-            auto_policy(&fixed, true, 64, 1000, 2, gib),
+            auto_policy(&fixed, lens, 64, 1000, 2, gib),
             Policy::OneThreadOneSource
         );
     }

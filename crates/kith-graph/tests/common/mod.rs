@@ -22,6 +22,7 @@ impl Rng {
     }
 }
 
+#[derive(Clone)]
 pub struct Shape {
     pub name: &'static str,
     pub n: u64,
