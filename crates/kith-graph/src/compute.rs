@@ -629,6 +629,61 @@ impl ShortestPaths {
     }
 }
 
+impl ShortestPaths {
+    /// One level of the BFS from `nodes`: each newly reached node records
+    /// its parent edges (with [`PathMode::One`], the smallest in one word
+    /// when it packs). Shared by [`ShortestTrees`], whose rows differ.
+    fn extend<G: Graph, R>(
+        &self,
+        aux: &PathsAux,
+        v: &mut Visit<'_, G, R>,
+        nodes: Nodes<'_>,
+    ) -> Result<()> {
+        if !v.extend {
+            return Ok(());
+        }
+        let (next, worker, lvl1) = (v.next, v.worker, (v.iter + 2) as u16);
+        let mut arena = aux
+            .parents
+            .arenas
+            .get(worker)
+            .ok_or_else(|| Error::internal("worker index beyond the Parents arenas"))?
+            .write();
+        // The source (level 0) is never intermediate, so never masked.
+        let mask = self.node_mask.as_deref().filter(|_| v.iter > 0);
+        let dst = self.dst_mask.as_deref();
+        nodes.for_each(|u| {
+            if mask.is_some_and(|m| !crate::graph::mask_has(m, u)) {
+                return Ok(());
+            }
+            if self.mode == PathMode::One {
+                v.graph.neighbors(u, v.scratch, |w, r| {
+                    if claim_level(&aux.level[w as usize], lvl1, || aux.wanted.reached(dst, w)) {
+                        match pack_parent(u, r) {
+                            Some(word) => {
+                                let slot = &aux.min_parent[w as usize];
+                                if word > slot.load(Ordering::Relaxed) {
+                                    slot.fetch_max(word, Ordering::Relaxed);
+                                }
+                            }
+                            None => aux.parents.add(&mut arena, worker, w, u, r),
+                        }
+                        next.set(w);
+                    }
+                });
+                return Ok(());
+            }
+            v.graph.neighbors(u, v.scratch, |w, r| {
+                if claim_level(&aux.level[w as usize], lvl1, || aux.wanted.reached(dst, w)) {
+                    aux.parents.add(&mut arena, worker, w, u, r);
+                    next.set(w);
+                }
+            });
+            Ok(())
+        })
+    }
+}
+
 /// [`PathMode::One`] keeps only each node's smallest parent edge, in one
 /// word when the parent node and rel ids fit 32 bits each: packed so that
 /// the smallest edge is the largest word (0 stays "none"), `fetch_max`
@@ -686,48 +741,7 @@ impl Compute for ShortestPaths {
         v: &mut Visit<'_, G, PathRow>,
         nodes: Nodes<'_>,
     ) -> Result<()> {
-        if !v.extend {
-            return Ok(());
-        }
-        let (next, worker, lvl1) = (v.next, v.worker, (v.iter + 2) as u16);
-        let mut arena = aux
-            .parents
-            .arenas
-            .get(worker)
-            .ok_or_else(|| Error::internal("worker index beyond the Parents arenas"))?
-            .write();
-        // The source (level 0) is never intermediate, so never masked.
-        let mask = self.node_mask.as_deref().filter(|_| v.iter > 0);
-        let dst = self.dst_mask.as_deref();
-        nodes.for_each(|u| {
-            if mask.is_some_and(|m| !crate::graph::mask_has(m, u)) {
-                return Ok(());
-            }
-            if self.mode == PathMode::One {
-                v.graph.neighbors(u, v.scratch, |w, r| {
-                    if claim_level(&aux.level[w as usize], lvl1, || aux.wanted.reached(dst, w)) {
-                        match pack_parent(u, r) {
-                            Some(word) => {
-                                let slot = &aux.min_parent[w as usize];
-                                if word > slot.load(Ordering::Relaxed) {
-                                    slot.fetch_max(word, Ordering::Relaxed);
-                                }
-                            }
-                            None => aux.parents.add(&mut arena, worker, w, u, r),
-                        }
-                        next.set(w);
-                    }
-                });
-                return Ok(());
-            }
-            v.graph.neighbors(u, v.scratch, |w, r| {
-                if claim_level(&aux.level[w as usize], lvl1, || aux.wanted.reached(dst, w)) {
-                    aux.parents.add(&mut arena, worker, w, u, r);
-                    next.set(w);
-                }
-            });
-            Ok(())
-        })
+        self.extend(aux, v, nodes)
     }
 
     fn has_output_phase(&self) -> bool {
@@ -887,31 +901,13 @@ impl Compute for ShortestTrees {
         let mut wide = false;
         match aux {
             TreesAux::One(aux) => {
-                if !v.extend {
-                    return Ok(());
-                }
-                let (next, lvl1) = (v.next, (v.iter + 2) as u16);
-                nodes.for_each(|u| {
-                    if mask.is_some_and(|m| !crate::graph::mask_has(m, u)) {
-                        return Ok(());
-                    }
-                    v.graph.neighbors(u, v.scratch, |w, r| {
-                        if claim_level(&aux.level[w as usize], lvl1, || aux.wanted.reached(dst, w))
-                        {
-                            match pack_parent(u, r) {
-                                Some(word) => {
-                                    let slot = &aux.min_parent[w as usize];
-                                    if word > slot.load(Ordering::Relaxed) {
-                                        slot.fetch_max(word, Ordering::Relaxed);
-                                    }
-                                }
-                                None => wide = true,
-                            }
-                            next.set(w);
-                        }
-                    });
-                    Ok(())
-                })?;
+                self.search.extend(aux, v, nodes)?;
+                // Edges whose ids do not pack went to this worker's list.
+                wide = aux
+                    .parents
+                    .arenas
+                    .get(v.worker)
+                    .is_some_and(|a| !a.read().is_empty());
             }
             TreesAux::Lanes {
                 cur,

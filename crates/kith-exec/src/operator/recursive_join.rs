@@ -709,20 +709,46 @@ fn paths_join<G: Graph>(
         found.push((src_index(s)?, found.len() as u64, len, count));
         dst_ids.push(dst);
     }
-    // The destination column of a found row is its index into `dst_ids`.
+    let weighted = weights.is_some();
+    emit_found(
+        join,
+        rows,
+        ctx,
+        srcs,
+        (&found, &dst_ids),
+        weighted,
+        None,
+        stats,
+    )
+}
+
+/// The join's output from its found rows (source index, destination
+/// number, length or cost bits, count) and the ids of their destinations
+/// (by destination number), with the path values of `paths`.
+#[allow(clippy::too_many_arguments)]
+fn emit_found(
+    join: &RecursiveJoin,
+    rows: &Chunk,
+    ctx: &QueryContext,
+    srcs: &Sources<'_>,
+    (found, dst_ids): (&[FoundRow], &[InternalId]),
+    weighted: bool,
+    paths: Option<LazyPaths>,
+    stats: RunStats,
+) -> Result<RecursiveOutput> {
     let dst_id = |k: u64| dst_ids.get(k as usize).copied();
     let f = Found {
         row_src: srcs.row_src,
         index_of: srcs.index_of,
         num_sources: srcs.list.len(),
-        rows: &found,
-        weighted: weights.is_some(),
-        path_numbers: false,
+        rows: found,
+        weighted,
+        path_numbers: paths.is_some(),
     };
     let out = emit_rows(join, rows, ctx, &f, &dst_id)?;
     Ok(RecursiveOutput {
         rows: out,
-        paths: None,
+        paths,
         stats,
     })
 }
@@ -774,21 +800,16 @@ fn emit_paths(
     };
     let columns = path_columns(join, rows);
     let paths = LazyPaths::new(ctx, found_paths, space, columns, &walked_back)?;
-    let dst_id = |k: u64| dst_ids.get(k as usize).copied();
-    let f = Found {
-        row_src: srcs.row_src,
-        index_of: srcs.index_of,
-        num_sources: srcs.list.len(),
-        rows: &found,
+    emit_found(
+        join,
+        rows,
+        ctx,
+        srcs,
+        (&found, &dst_ids),
         weighted,
-        path_numbers: true,
-    };
-    let out = emit_rows(join, rows, ctx, &f, &dst_id)?;
-    Ok(RecursiveOutput {
-        rows: out,
-        paths: Some(paths),
+        Some(paths),
         stats,
-    })
+    )
 }
 
 /// The sources of a join (distinct, in first-seen order), each input row's
@@ -823,6 +844,10 @@ fn collect_sources(
     Ok((sources, row_src, index_of))
 }
 
+/// A found row: (source index, destination number, length or cost bits,
+/// count).
+type FoundRow = (usize, u64, u64, u64);
+
 /// What a search found, for [`emit_rows`].
 struct Found<'a> {
     /// Per input row, its source (None: NULL).
@@ -830,7 +855,7 @@ struct Found<'a> {
     index_of: &'a HashMap<u64, usize>,
     num_sources: usize,
     /// (source index, destination, length or cost bits, count)
-    rows: &'a [(usize, u64, u64, u64)],
+    rows: &'a [FoundRow],
     weighted: bool,
     /// The path and rels columns (as the join asks) hold each found row's
     /// number, for [`LazyPaths`].
