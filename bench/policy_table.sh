@@ -26,11 +26,13 @@ declare -A Q
 Q[lengths-1src]="MATCH (a:Person)-[e:Knows* SHORTEST 1..30]->(b:Person) WHERE a.id IN [$SRC1] RETURN count(*), sum(length(e))"
 Q[lengths-64src]="MATCH (a:Person)-[e:Knows* SHORTEST 1..30]->(b:Person) WHERE a.id % $M64 = 7 RETURN count(*), sum(length(e))"
 Q[paths-1src]="MATCH (a:Person)-[e:Knows* SHORTEST 1..30]->(b:Person) WHERE a.id IN [$SRC1] RETURN count(*), sum(size(nodes(e)))"
+Q[paths-8src]="MATCH (a:Person)-[e:Knows* SHORTEST 1..30]->(b:Person) WHERE a.id % $M8 = 7 RETURN count(*), sum(size(nodes(e)))"
+Q[paths-64src]="MATCH (a:Person)-[e:Knows* SHORTEST 1..30]->(b:Person) WHERE a.id % $M64 = 7 RETURN count(*), sum(size(nodes(e)))"
 Q[walks1..3-8src]="MATCH (a:Person)-[:Knows*1..3]->(b:Person) WHERE a.id % $M8 = 7 RETURN count(*)"
 Q[wcost-8src]="MATCH (a:Person)-[e:Knows* WSHORTEST(weight)]->(b:Person) WHERE a.id % $M8 = 7 RETURN count(*), sum(cost(e))"
 echo "| query | threads | 1T1S | nT1S | nTkS | nTkMS |"
 echo "|---|---:|---:|---:|---:|---:|"
-for name in ${QUERIES:-lengths-1src lengths-64src paths-1src walks1..3-8src wcost-8src}; do
+for name in ${QUERIES:-lengths-1src lengths-64src paths-1src paths-8src paths-64src walks1..3-8src wcost-8src}; do
   for t in $THREADS; do
     row="| $name | $t |"
     for p in 1T1S nT1S nTkS nTkMS; do
