@@ -42,7 +42,7 @@ use crate::operator::single::SingleTuple;
 use crate::operator::{LocalSink, Operator, Pos, QueryContext};
 use crate::profile::{OpStats, Profiled};
 use crate::result_set::{ChunkState, DataChunk, ResultSet, SlotLayout};
-use crate::subquery::{degree_shape, SubqueryTable};
+use crate::subquery::SubqueryTable;
 
 /// The shape of the factorized result set: vector types per chunk.
 #[derive(Default)]
@@ -1182,16 +1182,17 @@ fn run_subqueries(
 ) -> Result<Arc<QueryContext>> {
     let mut tables = Vec::with_capacity(plan.subqueries.len());
     for s in &plan.subqueries {
-        if let Some(shape) = degree_shape(s) {
+        if let Some(degree) = &s.degree {
             let started = std::time::Instant::now();
-            let table = SubqueryTable::from_degrees(s.kind, shape, &ctx)?;
+            let table = SubqueryTable::from_degrees(s.kind, degree, &ctx)?;
             if let Some(p) = &ctx.profile {
-                let (_, rel, dir) = shape;
+                let rel = degree.rel_table;
                 let name = ctx
                     .version
                     .catalog
                     .table(rel)
                     .map_or_else(|| rel.0.to_string(), |t| t.label.clone());
+                let dir = degree.direction;
                 p.record(format!("Subquery by degree: {name} {dir:?}"), 0, started);
             }
             tables.push(table);

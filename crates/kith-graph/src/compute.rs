@@ -133,6 +133,19 @@ pub enum LengthsAux {
     },
 }
 
+/// The lane state of a multi-source morsel over `n` nodes: the lanes
+/// reached at the current and next level per node (`srcs[lane]` at level
+/// 0) and the lanes that reached each node.
+fn lane_frontiers(n: u64, srcs: &[u64]) -> ([Vec<AtomicU64>; 2], Vec<AtomicU64>) {
+    let cur = [zeroed_u64s(n as usize), zeroed_u64s(n as usize)];
+    let visited = zeroed_u64s(n as usize);
+    for (lane, &s) in srcs.iter().enumerate() {
+        cur[0][s as usize].fetch_or(1 << lane, Ordering::Relaxed);
+        visited[s as usize].fetch_or(1 << lane, Ordering::Relaxed);
+    }
+    (cur, visited)
+}
+
 impl Compute for ShortestLengths {
     type Aux = LengthsAux;
     type Row = LenRow;
@@ -156,12 +169,7 @@ impl Compute for ShortestLengths {
             let wanted = DstCountdown::new(self.dst_mask.as_deref(), srcs[0]);
             return LengthsAux::One { visited, wanted };
         }
-        let cur = [zeroed_u64s(n as usize), zeroed_u64s(n as usize)];
-        let visited = zeroed_u64s(n as usize);
-        for (lane, &s) in srcs.iter().enumerate() {
-            cur[0][s as usize].fetch_or(1 << lane, Ordering::Relaxed);
-            visited[s as usize].fetch_or(1 << lane, Ordering::Relaxed);
-        }
+        let (cur, visited) = lane_frontiers(n, srcs);
         LengthsAux::Lanes { cur, visited }
     }
 
@@ -627,9 +635,19 @@ impl ShortestPaths {
             dst_mask: None,
         }
     }
-}
 
-impl ShortestPaths {
+    /// The length of the path to `dst` when the search keeps it (reached
+    /// within the bounds, wanted by the destination mask).
+    fn kept_hops(&self, aux: &PathsAux, dst: u64) -> Option<u32> {
+        let l = aux.level[dst as usize].load(Ordering::Relaxed);
+        let hops = u32::from(l).checked_sub(1)?;
+        let wanted = self
+            .dst_mask
+            .as_deref()
+            .is_none_or(|m| crate::graph::mask_has(m, dst));
+        (hops >= self.lower && hops <= self.upper && wanted).then_some(hops)
+    }
+
     /// One level of the BFS from `nodes`: each newly reached node records
     /// its parent edges (with [`PathMode::One`], the smallest in one word
     /// when it packs). Shared by [`ShortestTrees`], whose rows differ.
@@ -759,17 +777,11 @@ impl Compute for ShortestPaths {
         let arenas: Vec<&[ParentEntry]> = guards.iter().map(|g| &g[..]).collect();
         let src = srcs[0];
         for dst in dsts {
-            let l = aux.level[dst as usize].load(Ordering::Relaxed);
-            if l == 0 || ((l - 1) as u32) < self.lower || ((l - 1) as u32) > self.upper {
+            let Some(hops) = self.kept_hops(aux, dst) else {
                 continue;
-            }
-            if let Some(m) = &self.dst_mask {
-                if !crate::graph::mask_has(m, dst) {
-                    continue;
-                }
-            }
+            };
             match self.mode {
-                PathMode::One => out.push(parent_chain_path(src, dst, (l - 1) as usize, |v| {
+                PathMode::One => out.push(parent_chain_path(src, dst, hops as usize, |v| {
                     let packed = unpack_parent(aux.min_parent[v as usize].load(Ordering::Relaxed));
                     let listed = aux.parents.parent_edges(&arenas, v).min();
                     packed
@@ -864,13 +876,10 @@ impl Compute for ShortestTrees {
                 .push((srcs[0], Arc::clone(&aux.min_parent)));
             return TreesAux::One(aux);
         }
-        let cur = [zeroed_u64s(n as usize), zeroed_u64s(n as usize)];
-        let visited = zeroed_u64s(n as usize);
+        let (cur, visited) = lane_frontiers(n, srcs);
         let mut parents = Vec::with_capacity(srcs.len());
         let mut trees = self.trees.lock();
-        for (lane, &s) in srcs.iter().enumerate() {
-            cur[0][s as usize].fetch_or(1 << lane, Ordering::Relaxed);
-            visited[s as usize].fetch_or(1 << lane, Ordering::Relaxed);
+        for &s in srcs {
             let tree: ParentTree = Arc::new(zeroed_u64s(n as usize));
             trees.push((s, Arc::clone(&tree)));
             parents.push(tree);
@@ -995,26 +1004,14 @@ impl Compute for ShortestTrees {
         let TreesAux::One(aux) = aux else {
             return Ok(());
         };
-        let src = srcs[0];
-        for dst in dsts {
-            let l = aux.level[dst as usize].load(Ordering::Relaxed);
-            if l == 0
-                || ((l - 1) as u32) < self.search.lower
-                || ((l - 1) as u32) > self.search.upper
-            {
-                continue;
-            }
-            if let Some(m) = &self.search.dst_mask {
-                if !crate::graph::mask_has(m, dst) {
-                    continue;
-                }
-            }
-            out.push(TreeRow {
-                src,
+        out.extend(dsts.filter_map(|dst| {
+            let hops = self.search.kept_hops(aux, dst)?;
+            Some(TreeRow {
+                src: srcs[0],
                 dst,
-                hops: (l - 1) as u32,
-            });
-        }
+                hops,
+            })
+        }));
         Ok(())
     }
 }
@@ -1027,39 +1024,29 @@ pub fn tree_path(
     nodes: &mut Vec<u64>,
     rels: &mut Vec<u64>,
 ) -> Result<()> {
-    let hops = row.hops as usize;
+    walk_parent_chain(row.src, row.dst, row.hops as usize, nodes, rels, |v| {
+        let word = tree
+            .get(v as usize)
+            .map_or(0, |w| w.load(Ordering::Relaxed));
+        unpack_parent(word).ok_or_else(|| Error::internal("visited node without a parent"))
+    })
+}
+
+/// Writes the path from `src` to `dst` of `hops` rels along single parent
+/// edges (`parent(v)` is `v`'s `(node, rel)`) into `nodes` and `rels`: the
+/// length is known, so they are filled from the back at their exact size.
+fn walk_parent_chain(
+    src: u64,
+    dst: u64,
+    hops: usize,
+    nodes: &mut Vec<u64>,
+    rels: &mut Vec<u64>,
+    mut parent: impl FnMut(u64) -> Result<(u64, u64)>,
+) -> Result<()> {
     nodes.clear();
     rels.clear();
     nodes.resize(hops + 1, 0);
     rels.resize(hops, 0);
-    nodes[hops] = row.dst;
-    let mut cur = row.dst;
-    for i in (0..hops).rev() {
-        let word = tree
-            .get(cur as usize)
-            .map_or(0, |w| w.load(Ordering::Relaxed));
-        let (p, r) =
-            unpack_parent(word).ok_or_else(|| Error::internal("visited node without a parent"))?;
-        nodes[i] = p;
-        rels[i] = r;
-        cur = p;
-    }
-    if cur != row.src {
-        return Err(Error::internal("a parent chain does not end at its source"));
-    }
-    Ok(())
-}
-
-/// The path from `src` to `dst` of `hops` rels along single parent edges
-/// (`parent(v)` is `v`'s `(node, rel)`): the length is known, so the
-/// vectors are filled from the back at their exact size.
-pub(crate) fn parent_chain_path(
-    src: u64,
-    dst: u64,
-    hops: usize,
-    mut parent: impl FnMut(u64) -> Result<(u64, u64)>,
-) -> Result<PathRow> {
-    let (mut nodes, mut rels) = (vec![0u64; hops + 1], vec![0u64; hops]);
     nodes[hops] = dst;
     let mut cur = dst;
     for i in (0..hops).rev() {
@@ -1071,6 +1058,19 @@ pub(crate) fn parent_chain_path(
     if cur != src {
         return Err(Error::internal("a parent chain does not end at its source"));
     }
+    Ok(())
+}
+
+/// The [`PathRow`] from `src` to `dst` of `hops` rels along single parent
+/// edges ([`walk_parent_chain`]).
+pub(crate) fn parent_chain_path(
+    src: u64,
+    dst: u64,
+    hops: usize,
+    parent: impl FnMut(u64) -> Result<(u64, u64)>,
+) -> Result<PathRow> {
+    let (mut nodes, mut rels) = (Vec::new(), Vec::new());
+    walk_parent_chain(src, dst, hops, &mut nodes, &mut rels, parent)?;
     Ok(PathRow {
         src,
         dst,

@@ -361,6 +361,18 @@ pub struct SubqueryPlan {
     pub plan: QueryPlan,
     pub kind: SubqueryKind,
     pub num_keys: usize,
+    /// Set when the subquery only counts the rels of its key node in one
+    /// rel table: the executor reads the degrees instead of running it.
+    pub degree: Option<DegreeCount>,
+}
+
+/// A subquery answered from degrees: each node of `node_table` counts its
+/// rels in `rel_table` walked in `direction`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DegreeCount {
+    pub node_table: TableId,
+    pub rel_table: TableId,
+    pub direction: ExtendDirection,
 }
 
 /// One part of a query: a pipeline and its finishing phase.

@@ -327,8 +327,6 @@ impl Node {
         })
     }
 
-    /// The vector holding this node's values after `eval`.
-    #[inline]
     /// This node's result as a function argument: a slot's vector is
     /// shared with the rest of the query; any other node's is its own,
     /// read once per row, so its values can be moved out.
@@ -339,6 +337,8 @@ impl Node {
         }
     }
 
+    /// The vector holding this node's values after `eval`.
+    #[inline]
     pub fn vector<'a>(&'a self, ctx: &'a EvalContext) -> &'a ValueVector {
         match &self.kind {
             Kind::Slot { loc, .. } => &ctx.rs.chunks[loc.0].vectors[loc.1],

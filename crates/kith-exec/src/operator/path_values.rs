@@ -93,11 +93,32 @@ impl<T> ById<T> {
     }
 }
 
-/// Reads the node and rel values of a result's paths into [`ElementValues`].
+/// Sets bit `o` of `bits` (grown as needed); true when it was not set.
+fn mark(bits: &mut Vec<u64>, o: u64) -> bool {
+    let (w, b) = ((o / 64) as usize, o % 64);
+    if bits.len() <= w {
+        bits.resize(w + 1, 0);
+    }
+    let new = bits[w] >> b & 1 == 0;
+    bits[w] |= 1 << b;
+    new
+}
+
+/// A rel to read, with the endpoint expected to be its source and the
+/// other one.
+type WantedRel = (InternalId, InternalId, InternalId);
+
+/// Reads the node and rel values of a result's paths into [`ElementValues`]:
+/// the elements are named first ([`PathValues::want_node`],
+/// [`PathValues::want_rel`], repeats allowed: a bit per id keeps each
+/// once), then read together ([`PathValues::read`]).
 pub struct PathValues<'a> {
     ctx: &'a QueryContext,
     tables: HashMap<TableId, NodeTable>,
-    values: ElementValues,
+    /// Per node table, a bit per wanted offset.
+    nodes: HashMap<TableId, Vec<u64>>,
+    /// Per rel table, the wanted rels (each once) and a bit per offset.
+    rels: HashMap<TableId, (Vec<WantedRel>, Vec<u64>)>,
 }
 
 fn entry(ctx: &QueryContext, t: TableId) -> Result<&TableEntry> {
@@ -112,13 +133,51 @@ impl<'a> PathValues<'a> {
         PathValues {
             ctx,
             tables: HashMap::new(),
-            values: ElementValues::default(),
+            nodes: HashMap::new(),
+            rels: HashMap::new(),
         }
     }
 
-    /// The values read.
-    pub fn finish(self) -> ElementValues {
-        self.values
+    /// Names a node whose value is read.
+    pub fn want_node(&mut self, id: InternalId) {
+        mark(self.nodes.entry(id.table()).or_default(), id.offset());
+    }
+
+    /// Names a rel whose value is read, with the endpoint expected to be
+    /// its source (`a`) and the other one (`b`).
+    pub fn want_rel(&mut self, r: InternalId, a: InternalId, b: InternalId) {
+        let (items, listed) = self.rels.entry(r.table()).or_default();
+        if mark(listed, r.offset()) {
+            items.push((r, a, b));
+        }
+    }
+
+    /// Reads the values of the nodes and rels named: each node once, in id
+    /// order (node group by node group); rels as [`PathValues::read_rels`]
+    /// finds them.
+    pub fn read(mut self) -> Result<ElementValues> {
+        let mut values = ElementValues::default();
+        for (t, bits) in std::mem::take(&mut self.nodes) {
+            let mut read = Vec::new();
+            for (w, &word) in bits.iter().enumerate() {
+                let mut word = word;
+                while word != 0 {
+                    let o = (w * 64) as u64 + u64::from(word.trailing_zeros());
+                    word &= word - 1;
+                    read.push(self.read_node(InternalId::new(t, o))?);
+                }
+                if w % 1024 == 0 {
+                    self.ctx.cancel.check()?;
+                }
+            }
+            values.nodes.push_table(t, bits, read)?;
+        }
+        for (t, (items, listed)) in std::mem::take(&mut self.rels) {
+            let mut read = self.read_rels(t, items)?;
+            read.sort_unstable_by_key(|v| v.id.offset());
+            values.rels.push_table(t, listed, read)?;
+        }
+        Ok(values)
     }
 
     fn node_table(&mut self, t: TableId) -> Result<&mut NodeTable> {
@@ -156,37 +215,6 @@ impl<'a> PathValues<'a> {
         self.tables
             .get_mut(&t)
             .ok_or_else(|| Error::internal("node table cache"))
-    }
-
-    /// Reads the values of `ids` (nodes of any tables, repeats allowed):
-    /// each distinct node once, in id order (node group by node group).
-    /// Called once per result.
-    pub fn load_nodes(&mut self, ids: impl IntoIterator<Item = InternalId>) -> Result<()> {
-        let mut wanted: HashMap<TableId, Vec<u64>> = HashMap::new();
-        for id in ids {
-            let bits = wanted.entry(id.table()).or_default();
-            let o = id.offset() as usize;
-            if bits.len() <= o / 64 {
-                bits.resize(o / 64 + 1, 0);
-            }
-            bits[o / 64] |= 1 << (o % 64);
-        }
-        for (t, bits) in wanted {
-            let mut values = Vec::new();
-            for (w, &word) in bits.iter().enumerate() {
-                let mut word = word;
-                while word != 0 {
-                    let o = (w * 64) as u64 + u64::from(word.trailing_zeros());
-                    word &= word - 1;
-                    values.push(self.read_node(InternalId::new(t, o))?);
-                }
-                if w % 1024 == 0 {
-                    self.ctx.cancel.check()?;
-                }
-            }
-            self.values.nodes.push_table(t, bits, values)?;
-        }
-        Ok(())
     }
 
     /// Reads the value of node `id`.
@@ -244,49 +272,14 @@ impl<'a> PathValues<'a> {
         })
     }
 
-    /// Reads the values of `rels` (rels of any tables, repeats allowed),
-    /// each given with the endpoint expected to be its source and the
-    /// other one. Rel properties are stored in CSR order, so a rel is
-    /// found among its source's forward CSR positions: the wanted rels are
-    /// grouped by that node, and each node's rel ids are read once (a
-    /// result's rels share few sources, but a hub can be the source of
-    /// many). A rel not beside the first endpoint is looked for beside the
-    /// second (undirected walks, or a guess the other way round).
-    /// Called once per result.
-    pub fn load_rels(
-        &mut self,
-        rels: impl IntoIterator<Item = (InternalId, InternalId, InternalId)>,
-    ) -> Result<()> {
-        // Per table, the rels to read and a bit per rel offset already
-        // listed (paths repeat most of their rels).
-        type Wanted = (Vec<(InternalId, InternalId, InternalId)>, Vec<u64>);
-        let mut wanted: HashMap<TableId, Wanted> = HashMap::new();
-        for (r, a, b) in rels {
-            let (items, listed) = wanted.entry(r.table()).or_default();
-            let o = r.offset() as usize;
-            if listed.len() <= o / 64 {
-                listed.resize(o / 64 + 1, 0);
-            }
-            if listed[o / 64] & (1 << (o % 64)) != 0 {
-                continue;
-            }
-            listed[o / 64] |= 1 << (o % 64);
-            items.push((r, a, b));
-        }
-        for (t, (items, listed)) in wanted {
-            let mut values = self.load_rel_table(t, items)?;
-            values.sort_unstable_by_key(|v| v.id.offset());
-            self.values.rels.push_table(t, listed, values)?;
-        }
-        Ok(())
-    }
-
-    /// [`PathValues::load_rels`] for the rels of table `t`.
-    fn load_rel_table(
-        &mut self,
-        t: TableId,
-        items: Vec<(InternalId, InternalId, InternalId)>,
-    ) -> Result<Vec<RelValue>> {
+    /// The values of `items`, rels of table `t`. Rel properties are stored
+    /// in CSR order, so a rel is found among its source's forward CSR
+    /// positions: the rels are grouped by that node, and each node's rel
+    /// ids are read once (a result's rels share few sources, but a hub can
+    /// be the source of many). A rel not beside the first endpoint is
+    /// looked for beside the second (undirected walks, or a guess the
+    /// other way round).
+    fn read_rels(&mut self, t: TableId, items: Vec<WantedRel>) -> Result<Vec<RelValue>> {
         let e = entry(self.ctx, t)?;
         let info = e
             .rel_info()
@@ -455,7 +448,7 @@ impl<'a> PathValues<'a> {
 }
 
 impl ElementValues {
-    /// The value of node `id`, read by [`PathValues::load_nodes`].
+    /// The value of node `id`, read by [`PathValues::read`].
     pub fn node(&self, id: InternalId) -> Result<&NodeValue> {
         self.nodes
             .index(id)
@@ -463,7 +456,7 @@ impl ElementValues {
             .ok_or_else(|| Error::internal(format!("node {id} not loaded")))
     }
 
-    /// The value of rel `id`, read by [`PathValues::load_rels`].
+    /// The value of rel `id`, read by [`PathValues::read`].
     pub fn rel(&self, id: InternalId) -> Result<&RelValue> {
         self.rels
             .index(id)
@@ -474,19 +467,24 @@ impl ElementValues {
     }
 }
 
-/// One worker's own `Arc`s of the element values it builds paths from, by
-/// their position in [`ElementValues`]. Every path of a source starts with
-/// the same nodes: were the workers to share one `Arc` per element, each
-/// clone and drop would bounce its reference count between their cores.
-/// A copy shares the properties.
+/// What one worker builds path values with: its own `Arc`s of the
+/// elements and a buffer for a path read back from a tree.
 #[derive(Default)]
 pub struct PathCache {
-    nodes: Vec<Option<Arc<NodeValue>>>,
-    rels: Vec<Option<Arc<RelValue>>>,
-    /// Buffers of one path read back from a tree, and of its ids.
+    arcs: ElementArcs,
     path_nodes: Vec<u64>,
     path_rels: Vec<u64>,
-    ids: Vec<InternalId>,
+}
+
+/// One worker's own `Arc`s of the element values, by their position in
+/// [`ElementValues`]. Every path of a source starts with the same nodes:
+/// were the workers to share one `Arc` per element, each clone and drop
+/// would bounce its reference count between their cores. A copy shares
+/// the properties.
+#[derive(Default)]
+struct ElementArcs {
+    nodes: Vec<Option<Arc<NodeValue>>>,
+    rels: Vec<Option<Arc<RelValue>>>,
 }
 
 /// The worker's `Arc` of value `id` of `by_id`, made on first use.
@@ -506,7 +504,7 @@ fn cached<T: Clone>(
     ))
 }
 
-impl PathCache {
+impl ElementArcs {
     fn node(&mut self, values: &ElementValues, id: InternalId) -> Result<Arc<NodeValue>> {
         cached(&mut self.nodes, &values.nodes, id)
     }
@@ -616,6 +614,37 @@ pub enum FoundPaths {
 }
 
 impl FoundPaths {
+    pub fn len(&self) -> usize {
+        match self {
+            FoundPaths::Rows(rows) => rows.len(),
+            FoundPaths::Trees { rows, .. } => rows.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Path `i`'s source, destination and length (its cost bits when
+    /// `weighted`).
+    pub fn end(&self, i: usize, weighted: bool) -> (u64, u64, u64) {
+        match self {
+            FoundPaths::Rows(rows) => {
+                let p = &rows[i];
+                let len = if weighted {
+                    p.cost_bits
+                } else {
+                    p.rels.len() as u64
+                };
+                (p.src, p.dst, len)
+            }
+            FoundPaths::Trees { rows, .. } => {
+                let r = &rows[i];
+                (r.src, r.dst, u64::from(r.hops))
+            }
+        }
+    }
+
     /// Calls `f(nodes, rels)` for the elements of the paths: every path
     /// of `Rows`; for `Trees`, each tree node on a path with its parent
     /// edge once (a two-node "path"), and each source as a lone node.
@@ -634,11 +663,9 @@ impl FoundPaths {
                     });
                     let mut v = row.dst;
                     for _ in 0..row.hops {
-                        let (w, b) = ((v / 64) as usize, v % 64);
-                        if seen.get(w).is_none_or(|x| x >> b & 1 == 1) {
+                        if !mark(seen, v) {
                             break;
                         }
-                        seen[w] |= 1 << b;
                         let word = tree
                             .get(v as usize)
                             .map_or(0, |x| x.load(Ordering::Relaxed));
@@ -666,28 +693,24 @@ impl LazyPaths {
         walked_back: &[TableId],
     ) -> Result<LazyPaths> {
         let mut values = PathValues::new(ctx);
-        let (mut rels, mut nodes) = (Vec::new(), Vec::new());
         let with_nodes = columns.iter().any(|c| c.1 == PathPart::Path);
         paths.for_each_part(|ns, rs| {
             for (k, &r) in rs.iter().enumerate() {
                 let (r, a, b) = (ids.rel(r), ids.node(ns[k]), ids.node(ns[k + 1]));
-                rels.push(match walked_back.contains(&r.table()) {
-                    true => (r, b, a),
-                    false => (r, a, b),
-                });
+                match walked_back.contains(&r.table()) {
+                    true => values.want_rel(r, b, a),
+                    false => values.want_rel(r, a, b),
+                }
             }
             if with_nodes {
-                nodes.extend(ns.iter().map(|&n| ids.node(n)));
+                ns.iter().for_each(|&n| values.want_node(ids.node(n)));
             }
         })?;
-        values.load_rels(rels)?;
-        if with_nodes {
-            values.load_nodes(nodes)?;
-        }
+        let values = values.read()?;
         Ok(LazyPaths {
             paths,
             ids,
-            values: values.finish(),
+            values,
             columns,
         })
     }
@@ -714,23 +737,14 @@ impl LazyPaths {
                 (cache.path_nodes.as_slice(), cache.path_rels.as_slice())
             }
         };
-        // The path's ids, out of the cache's buffers before it is borrowed
-        // for the values.
-        let mut ids = std::mem::take(&mut cache.ids);
-        ids.clear();
-        ids.extend(nodes.iter().map(|&n| self.ids.node(n)));
-        let split = ids.len();
-        ids.extend(rels.iter().map(|&r| self.ids.rel(r)));
-        let v = match part {
-            PathPart::Path => cache.path(
-                &self.values,
-                ids[..split].iter().copied(),
-                ids[split..].iter().copied(),
-            ),
-            PathPart::Rels => cache.rel_list(&self.values, ids[split..].iter().copied()),
-        };
-        cache.ids = ids;
-        v
+        let rels = rels.iter().map(|&r| self.ids.rel(r));
+        match part {
+            PathPart::Path => {
+                let nodes = nodes.iter().map(|&n| self.ids.node(n));
+                cache.arcs.path(&self.values, nodes, rels)
+            }
+            PathPart::Rels => cache.arcs.rel_list(&self.values, rels),
+        }
     }
 
     /// Writes the values of the path numbers `numbers[start..start + len]`

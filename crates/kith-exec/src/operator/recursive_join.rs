@@ -76,11 +76,11 @@ pub const AUTO_MULTI_SOURCE_MIN: usize = 8;
 
 /// Bytes of lane state per node per multi-source morsel (two frontiers and
 /// the visited lanes, one u64 each).
-pub const LANE_BYTES_PER_NODE: u64 = 24;
+const LANE_BYTES_PER_NODE: u64 = 24;
 
 /// [`LANE_BYTES_PER_NODE`] for shortest paths kept as parent trees: one
 /// parent word per lane more (the paper's 536 bytes).
-pub const TREE_LANE_BYTES_PER_NODE: u64 = LANE_BYTES_PER_NODE + 64 * 8;
+const TREE_LANE_BYTES_PER_NODE: u64 = LANE_BYTES_PER_NODE + 64 * 8;
 
 /// The policy of one run: the connection's setting if it named one, else
 /// nTkMS when the computation has a lane version (shortest-path lengths),
@@ -174,7 +174,7 @@ pub fn bounds(join: &RecursiveJoin, settings: &RecursiveSettings) -> Result<(u32
 pub fn recursive_join(
     join: &RecursiveJoin,
     rows: &Chunk,
-    ctx: &Arc<QueryContext>,
+    ctx: &QueryContext,
     sched: &Scheduler,
     threads: usize,
     settings: &RecursiveSettings,
@@ -559,7 +559,7 @@ fn collect_rows<G: Graph, C: Compute>(
 fn paths_join<G: Graph>(
     join: &RecursiveJoin,
     rows: &Chunk,
-    ctx: &Arc<QueryContext>,
+    ctx: &QueryContext,
     sched: &Scheduler,
     opts: &IfeOptions,
     graph: Arc<G>,
@@ -599,15 +599,11 @@ fn paths_join<G: Graph>(
         found.sort_unstable();
         ctx.cancel.check()?;
         found.retain(|p| (ids.dst_ok)((ids.node)(p.dst)));
-        let keys: Vec<(u64, u64, u64)> = found
-            .iter()
-            .map(|r| (r.src, r.dst, u64::from(r.hops)))
-            .collect();
         let found_paths = FoundPaths::Trees {
             rows: found,
             trees: compute.take_trees().into_iter().collect(),
         };
-        return emit_paths(join, rows, ctx, srcs, ids, &keys, found_paths, false, stats);
+        return emit_paths(join, rows, ctx, srcs, ids, found_paths, false, stats);
     }
     let (mut found_paths, stats) = match join.mode {
         RecursiveMode::Walk | RecursiveMode::Trail | RecursiveMode::Acyclic => {
@@ -657,29 +653,9 @@ fn paths_join<G: Graph>(
         // The kept paths, in order; their values are built as the parent
         // pipeline reads them (LazyPaths).
         found_paths.retain(|p| (ids.dst_ok)((ids.node)(p.dst)));
-        let keys: Vec<(u64, u64, u64)> = found_paths
-            .iter()
-            .map(|p| {
-                let len = match &weights {
-                    Some(_) => p.cost_bits,
-                    None => p.rels.len() as u64,
-                };
-                (p.src, p.dst, len)
-            })
-            .collect();
         let found_paths = FoundPaths::Rows(found_paths);
         let weighted = weights.is_some();
-        return emit_paths(
-            join,
-            rows,
-            ctx,
-            srcs,
-            ids,
-            &keys,
-            found_paths,
-            weighted,
-            stats,
-        );
+        return emit_paths(join, rows, ctx, srcs, ids, found_paths, weighted, stats);
     }
     let src_index = |s: u64| -> Result<usize> {
         srcs.index_of
@@ -753,24 +729,24 @@ fn emit_found(
     })
 }
 
-/// The rows of a join that outputs paths: one per kept path, in order
-/// (`keys`: each path's source, destination and length or cost bits),
+/// The rows of a join that outputs paths: one per kept path, in order,
 /// with the path numbers [`LazyPaths`] builds the values of.
 #[allow(clippy::too_many_arguments)]
 fn emit_paths(
     join: &RecursiveJoin,
     rows: &Chunk,
-    ctx: &Arc<QueryContext>,
+    ctx: &QueryContext,
     srcs: &Sources<'_>,
     ids: &PathIds<'_>,
-    keys: &[(u64, u64, u64)],
     found_paths: FoundPaths,
     weighted: bool,
     stats: RunStats,
 ) -> Result<RecursiveOutput> {
-    let mut found: Vec<(usize, u64, u64, u64)> = Vec::with_capacity(keys.len());
-    let mut dst_ids: Vec<InternalId> = Vec::with_capacity(keys.len());
-    for (i, &(src, dst, len)) in keys.iter().enumerate() {
+    let n = found_paths.len();
+    let mut found: Vec<FoundRow> = Vec::with_capacity(n);
+    let mut dst_ids: Vec<InternalId> = Vec::with_capacity(n);
+    for i in 0..n {
+        let (src, dst, len) = found_paths.end(i, weighted);
         let si = srcs
             .index_of
             .get(&src)
@@ -1043,7 +1019,7 @@ fn union_member(
 fn union_join(
     join: &RecursiveJoin,
     rows: &Chunk,
-    ctx: &Arc<QueryContext>,
+    ctx: &QueryContext,
     sched: &Scheduler,
     threads: usize,
     (lower, upper): (u32, u32),

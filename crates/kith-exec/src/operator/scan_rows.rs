@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use kith_common::{Chunk, Error, Result};
+use kith_common::{Chunk, Result};
 use kith_sched::MorselDispenser;
 
 use super::path_values::{LazyPaths, PathCache};
@@ -53,13 +53,13 @@ pub fn copy_rows(
 ) -> Result<()> {
     for (i, (src, &(chunk, vector))) in rows.columns.iter().zip(columns).enumerate() {
         let out = &mut rs.chunks[chunk].vectors[vector];
-        match &mut paths {
-            Some((p, cache)) if p.part_of(i).is_some() => {
-                let part = p.part_of(i).ok_or_else(|| Error::internal("path column"))?;
-                p.fill(part, src, start, len, out, cache)?
+        if let Some((p, cache)) = &mut paths {
+            if let Some(part) = p.part_of(i) {
+                p.fill(part, src, start, len, out, cache)?;
+                continue;
             }
-            _ => out.assign_range(src, start, len),
         }
+        out.assign_range(src, start, len);
     }
     Ok(())
 }

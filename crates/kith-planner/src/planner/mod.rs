@@ -28,6 +28,7 @@ use crate::plan::{
 
 mod join_order;
 mod recursive;
+mod subquery;
 use join_order::{bit, bits, Estimates, JoinOrder};
 use recursive::split_recursive;
 
@@ -66,8 +67,10 @@ pub fn plan_query(
         .subqueries
         .into_iter()
         .map(|s| {
+            let plan = plan_query(s.query, catalog, cardinality)?;
             Ok(SubqueryPlan {
-                plan: plan_query(s.query, catalog, cardinality)?,
+                degree: subquery::degree_count(&plan, s.kind, s.num_keys),
+                plan,
                 kind: s.kind,
                 num_keys: s.num_keys,
             })
