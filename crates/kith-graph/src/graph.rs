@@ -397,6 +397,10 @@ pub struct UnionMember {
     /// Index of the node table reached.
     pub to: usize,
     pub rel_table: kith_common::TableId,
+    /// Added to the table's rel offsets to give the rel ids the union
+    /// reports: the caller gives each rel table its own range (and the
+    /// same base to both directions of one table).
+    pub rel_base: u64,
     /// The rel table's CSR in the walked direction.
     pub csr: StorageCsr,
     /// Skip self-loops: set on the backward copy of a rel table walked in
@@ -407,9 +411,9 @@ pub struct UnionMember {
 
 /// Several stored CSRs (rel tables, each in one direction) over several node
 /// tables as one graph: node table `i` owns the dense ids
-/// `bases[i]..bases[i] + sizes[i]`. A rel id is reported as the raw
-/// `InternalId` of (its table, its offset), so ids of different tables
-/// never collide (and a rel walked in both directions keeps one id).
+/// `bases[i]..bases[i] + sizes[i]`. A rel id is its offset plus its
+/// member's `rel_base`, so ids stay dense (parent trees pack them in 32
+/// bits) and a rel walked in both directions keeps one id.
 pub struct UnionCsr {
     bases: Vec<u64>,
     num_nodes: u64,
@@ -465,18 +469,15 @@ impl Graph for UnionCsr {
             if m.from != t || local >= m.csr.num_nodes() {
                 continue;
             }
-            let base = self.bases[m.to];
-            let rel_table = m.rel_table;
+            let (base, rel_base) = (self.bases[m.to], m.rel_base);
             if m.skip_self_loops && m.from == m.to {
                 m.csr.neighbors(local, s, |n, r| {
                     if n != local {
-                        f(base + n, kith_common::InternalId::new(rel_table, r).0)
+                        f(base + n, rel_base + r)
                     }
                 });
             } else {
-                m.csr.neighbors(local, s, |n, r| {
-                    f(base + n, kith_common::InternalId::new(rel_table, r).0)
-                });
+                m.csr.neighbors(local, s, |n, r| f(base + n, rel_base + r));
             }
         }
     }

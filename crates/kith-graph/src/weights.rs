@@ -1,18 +1,16 @@
 //! Rel weights of weighted shortest paths, looked up by the rel ids a
 //! [`crate::Graph`] reports: offsets into one stored rel table
-//! ([`crate::StorageCsr`]), or raw internal ids of several tables, or of one
-//! table walked both ways ([`crate::UnionCsr`]).
+//! ([`crate::StorageCsr`], or a [`crate::UnionCsr`] walking one table both
+//! ways, whose rel ids are the same offsets).
 
 use std::sync::Arc;
 
-use kith_common::{Error, InternalId, TableId};
+use kith_common::Error;
 
 #[derive(Clone, Debug)]
 pub enum RelWeights {
     /// Indexed by rel id.
     Dense(Arc<[f64]>),
-    /// Per rel table, indexed by the offset of a raw internal id.
-    ByTable(Arc<[(TableId, Arc<[f64]>)]>),
     /// Read beside the neighbours from the weight column the graph pinned
     /// ([`crate::StorageCsr::with_weights`]), so a search reads only the
     /// weights of the rels it walks; [`RelWeights::get`] knows none.
@@ -54,11 +52,6 @@ impl RelWeights {
     pub fn get(&self, r: u64) -> Option<f64> {
         let w = match self {
             RelWeights::Dense(w) => w.get(r as usize).copied(),
-            RelWeights::ByTable(tables) => {
-                let id = InternalId(r);
-                let (_, w) = tables.iter().find(|(t, _)| *t == id.table())?;
-                w.get(id.offset() as usize).copied()
-            }
             RelWeights::Pinned => None,
         };
         w.filter(|x| !x.is_nan())
@@ -78,18 +71,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn dense_and_by_table_lookups_and_checks() {
+    fn dense_lookups_and_checks() {
         let d = RelWeights::from(Arc::from(vec![1.0, 0.0]));
         assert_eq!(d.get(1), Some(0.0));
         assert_eq!(d.get(2), None);
         assert_eq!(d.cost(&[0, 0, 1]), 2.0);
-        let t = RelWeights::ByTable(Arc::from(vec![
-            (TableId(3), Arc::from(vec![0.5, 2.0])),
-            (TableId(5), Arc::from(vec![4.0])),
-        ]));
-        assert_eq!(t.get(InternalId::new(TableId(3), 1).0), Some(2.0));
-        assert_eq!(t.get(InternalId::new(TableId(5), 0).0), Some(4.0));
-        assert_eq!(t.get(InternalId::new(TableId(4), 0).0), None);
         // NaN: an id with no rel.
         let holes = RelWeights::from(Arc::from(vec![f64::NAN, 1.0]));
         assert_eq!(holes.get(0), None);

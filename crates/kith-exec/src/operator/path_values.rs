@@ -547,34 +547,33 @@ impl ElementArcs {
     }
 }
 
-/// How a search's dense node and rel numbers map to ids: node tables by
-/// their first dense number (ascending), and the rel table of a one-table
-/// search (`None`: the search reports rel ids whole, as a union does).
+/// How a search's dense node and rel numbers map to ids: node tables and
+/// rel tables, each by its first dense number (ascending).
 #[derive(Clone, Debug)]
 pub struct IdSpace {
     pub nodes: Vec<(TableId, u64)>,
-    pub rel_table: Option<TableId>,
+    pub rels: Vec<(TableId, u64)>,
 }
 
 impl IdSpace {
     #[inline]
     pub fn node(&self, d: u64) -> InternalId {
-        let t = self
-            .nodes
-            .partition_point(|&(_, b)| b <= d)
-            .saturating_sub(1);
-        match self.nodes.get(t) {
-            Some(&(table, base)) => InternalId::new(table, d - base),
-            None => InternalId(d),
-        }
+        dense_to_id(&self.nodes, d)
     }
 
     #[inline]
     pub fn rel(&self, r: u64) -> InternalId {
-        match self.rel_table {
-            Some(t) => InternalId::new(t, r),
-            None => InternalId(r),
-        }
+        dense_to_id(&self.rels, r)
+    }
+}
+
+/// The table whose range holds dense number `d`, and `d`'s offset in it.
+#[inline]
+fn dense_to_id(space: &[(TableId, u64)], d: u64) -> InternalId {
+    let t = space.partition_point(|&(_, b)| b <= d).saturating_sub(1);
+    match space.get(t) {
+        Some(&(table, base)) => InternalId::new(table, d - base),
+        None => InternalId(d),
     }
 }
 

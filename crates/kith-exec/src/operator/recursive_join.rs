@@ -260,8 +260,8 @@ pub fn recursive_join(
             node: &|d| InternalId::new(node_table, d),
             dst_ok: &|_| true,
             space: vec![(node_table, 0)],
-            rel_table: Some(rel_table),
-            rel_id_bound: rel.next_rel_id.max(rel.num_rels),
+            rels: vec![(rel_table, 0)],
+            rel_id_bound: rel_id_bound(&rel),
         };
         let srcs = Sources {
             list: &sources,
@@ -410,7 +410,7 @@ fn empty_interval(
             FoundPaths::Rows(Vec::new()),
             IdSpace {
                 nodes: Vec::new(),
-                rel_table: None,
+                rels: Vec::new(),
             },
             columns,
             &[],
@@ -504,11 +504,16 @@ struct PathIds<'a> {
     dst_ok: &'a dyn Fn(InternalId) -> bool,
     /// Each node table with the first dense id of its nodes.
     space: Vec<(TableId, u64)>,
-    /// The rel table of a one-table search (`rel` adds it to the offset);
-    /// `None`: rel ids are reported whole.
-    rel_table: Option<TableId>,
+    /// Each rel table with the first dense id of its rels.
+    rels: Vec<(TableId, u64)>,
     /// One past the largest rel id the search reports.
     rel_id_bound: u64,
+}
+
+/// One past the largest rel offset of a rel table (ids of deleted rels
+/// included): the size of its range of dense rel ids.
+fn rel_id_bound(rel: &RelTableData) -> u64 {
+    rel.next_rel_id.max(rel.num_rels)
 }
 
 /// The sources of a join, as [`collect_sources`] returns them.
@@ -772,7 +777,7 @@ fn emit_paths(
         .collect();
     let space = IdSpace {
         nodes: ids.space.clone(),
-        rel_table: ids.rel_table,
+        rels: ids.rels.clone(),
     };
     let columns = path_columns(join, rows);
     let paths = LazyPaths::new(ctx, found_paths, space, columns, &walked_back)?;
@@ -1035,8 +1040,20 @@ fn union_join(
     }
     let mut members = Vec::new();
     let mut masks: Vec<(TableId, Arc<[u64]>)> = Vec::new();
+    // Each rel table's range of dense rel ids (both directions of a table
+    // share one), in first-walked order.
+    let mut rel_space: Vec<(TableId, u64)> = Vec::new();
+    let mut rel_ids_end = 0u64;
     for (t, d) in &join.rel_tables {
         let (from, to, rel, mut csr) = union_member(ctx, *t, *d, &index_of_table)?;
+        let rel_base = match rel_space.iter().find(|(x, _)| x == t) {
+            Some(&(_, base)) => base,
+            None => {
+                rel_space.push((*t, rel_ids_end));
+                rel_ids_end = rel_ids_end.saturating_add(rel_id_bound(&rel));
+                rel_space[rel_space.len() - 1].1
+            }
+        };
         if !join.rel_conditions.is_empty() || join.rel_predicate.is_some() {
             let mask = match masks.iter().find(|m: &&(TableId, Arc<[u64]>)| m.0 == *t) {
                 Some(m) => Arc::clone(&m.1),
@@ -1053,6 +1070,7 @@ fn union_join(
             from,
             to,
             rel_table: *t,
+            rel_base,
             csr,
             // Undirected: a self-loop is walked once, forward.
             skip_self_loops: join.undirected && *d == ExtendDirection::Bwd,
@@ -1068,10 +1086,12 @@ fn union_join(
                 ExtendDirection::Bwd => ExtendDirection::Fwd,
             };
             let (from, to, _, csr) = union_member(ctx, *t, flipped, &index_of_table)?;
+            // Hop bounds read no rel ids.
             back.push(UnionMember {
                 from,
                 to,
                 rel_table: *t,
+                rel_base: 0,
                 csr,
                 skip_self_loops: false,
             });
@@ -1097,7 +1117,7 @@ fn union_join(
         .map(|(i, t)| (*t, graph.global(i, 0)))
         .collect();
     // Weighted searches here walk one rel table both ways (the planner
-    // refuses a weight over several tables); rel ids are raw internal ids.
+    // refuses a weight over several tables), so rel ids are its offsets.
     let weights = match &join.weight {
         Some((prop, ty)) if join.mode.weighted() => {
             if join.rel_tables.iter().any(|(t, _)| *t != join.rel_table) {
@@ -1110,7 +1130,7 @@ fn union_join(
                 TableData::Node(_) => return Err(Error::internal("expected rel table storage")),
             };
             let w = weights_by_rel_id(&rel, *prop, ty.clone(), ctx)?;
-            Some(RelWeights::ByTable(Arc::from(vec![(join.rel_table, w)])))
+            Some(RelWeights::Dense(w))
         }
         _ => None,
     };
@@ -1126,8 +1146,8 @@ fn union_join(
             node: &node,
             dst_ok: &|id: InternalId| join.dst_tables.contains(&id.table()),
             space: space.clone(),
-            rel_table: None,
-            rel_id_bound: u64::MAX,
+            rels: rel_space.clone(),
+            rel_id_bound: rel_ids_end,
         };
         let srcs = Sources {
             list: &sources,
