@@ -15,9 +15,23 @@ use std::time::Duration;
 
 use crate::json::{self, Json};
 
+/// The IFE dispatch policies a KithDB configuration can be pinned to
+/// (`CALL recursive_policy=...`), with the engine name each gets.
+pub const KITH_POLICIES: &[(&str, &str)] = &[
+    ("1T1S", "kith-1T1S"),
+    ("nT1S", "kith-nT1S"),
+    ("nTkS", "kith-nTkS"),
+    ("nTkMS", "kith-nTkMS"),
+];
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum EngineKind {
+    /// KithDB with its automatic choices.
     Kith,
+    /// KithDB with every recursive query under one dispatch policy
+    /// (`kith:nTkS`; an index into [`KITH_POLICIES`]), for seed 000's
+    /// policy tables measured in one warm process.
+    KithPolicy(usize),
     Kuzu,
     /// DuckDB through Python, fed the suites' SQL equivalents.
     Duckdb,
@@ -25,7 +39,14 @@ pub enum EngineKind {
 
 impl EngineKind {
     pub fn parse(s: &str) -> Option<EngineKind> {
-        match s.trim().to_ascii_lowercase().as_str() {
+        let lower = s.trim().to_ascii_lowercase();
+        if let Some(policy) = lower.strip_prefix("kith:") {
+            return KITH_POLICIES
+                .iter()
+                .position(|(p, _)| p.to_ascii_lowercase() == policy)
+                .map(EngineKind::KithPolicy);
+        }
+        match lower.as_str() {
             "kith" | "kithdb" => Some(EngineKind::Kith),
             "kuzu" | "kùzu" => Some(EngineKind::Kuzu),
             "duckdb" => Some(EngineKind::Duckdb),
@@ -35,6 +56,7 @@ impl EngineKind {
     pub fn name(&self) -> &'static str {
         match self {
             EngineKind::Kith => "kith",
+            EngineKind::KithPolicy(i) => KITH_POLICIES[*i].1,
             EngineKind::Kuzu => "kuzu",
             EngineKind::Duckdb => "duckdb",
         }
@@ -42,6 +64,13 @@ impl EngineKind {
     /// Whether the engine is given the suites' SQL instead of Cypher.
     pub fn speaks_sql(&self) -> bool {
         *self == EngineKind::Duckdb
+    }
+    /// The dispatch policy a KithDB configuration is pinned to.
+    pub fn policy(&self) -> Option<&'static str> {
+        match self {
+            EngineKind::KithPolicy(i) => Some(KITH_POLICIES[*i].0),
+            _ => None,
+        }
     }
 }
 
@@ -86,6 +115,8 @@ pub struct Driver {
     pub hard_timeout: Option<Duration>,
     /// The greeting: engine, version, rss_kb.
     pub hello: Json,
+    /// Sent with `open`: the recursive dispatch policy to pin.
+    policy: Option<&'static str>,
 }
 
 /// A driver's answer to one exec.
@@ -98,7 +129,7 @@ pub struct ExecReply {
 impl Driver {
     pub fn start(kind: &EngineKind, spawn: &DriverSpawn) -> Result<Driver, String> {
         let mut cmd = match kind {
-            EngineKind::Kith => {
+            EngineKind::Kith | EngineKind::KithPolicy(_) => {
                 let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
                 let mut c = Command::new(exe);
                 c.arg("__kith-worker");
@@ -138,6 +169,7 @@ impl Driver {
             lines,
             hard_timeout: None,
             hello: Json::Null,
+            policy: kind.policy(),
         };
         let hello = d.read_reply()?;
         if hello.get("ok").and_then(Json::as_bool) != Some(true) {
@@ -217,6 +249,7 @@ impl Driver {
             ("path".into(), Json::str(path.to_string_lossy())),
             ("threads".into(), Json::Int(threads as i64)),
             ("buffer_pool_bytes".into(), Json::opt_u64(buffer_pool_bytes)),
+            ("policy".into(), self.policy.map_or(Json::Null, Json::str)),
         ]))
         .map(|_| ())
     }

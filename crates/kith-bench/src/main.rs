@@ -32,7 +32,8 @@ USAGE:
                  [--format csv|parquet|both]
                  [--data DIR] [RUN OPTIONS]  (generates the data each suite needs
                                               unless present, then runs)
-  kith-bench suites                              (lists suites and their queries)
+  kith-bench suites [--data DIR]                 (lists suites and their queries;
+                                                  with DIR, bound to its parameters)
   kith-bench run --suites insert [--insert-scale 1] [RUN OPTIONS]
                  (issue 5 write benchmark, no data set needed; see INSERT OPTIONS)
 
@@ -48,7 +49,9 @@ RUN OPTIONS:
   --runs 5                 timed runs per query (default 5)
   --warmup 1               warm-up runs per query (default 1)
   --engines kith,kuzu      engines (default kith,kuzu; add duckdb for the SQL
-                           reference where a suite has SQL: foundation, micro, sq)
+                           reference where a suite has SQL: foundation, micro, sq;
+                           kith:1T1S, kith:nT1S, kith:nTkS, kith:nTkMS pin KithDB's
+                           recursive dispatch policy and add a policy table)
   --load-format csv        load from the .csv or the .parquet files (default csv;
                            parquet when `all` is given --format parquet)
   --buffer-pool-mb 4096    buffer pool for every engine (0 = engine default)
@@ -752,12 +755,27 @@ fn write_insert_md(args: &Args, md: Option<String>) -> Result<(), String> {
     Ok(())
 }
 
-fn cmd_suites() {
+/// Lists the suites; with `--data DIR`, each query as it would run on that
+/// data set (placeholders bound to its sources and ids).
+fn cmd_suites(args: &Args) -> Result<(), String> {
+    args.check_known(&["data"])?;
+    let bound = args.get("data").map(|dir| {
+        let dir = PathBuf::from(dir);
+        let params = runner::DataInfo::load(&dir).params();
+        let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
+        (dir.to_string_lossy().to_string(), params)
+    });
     for s in suite::SUITES {
         println!("{}: {}", s.name, s.description);
         println!("  (data: {})", s.dataset.name());
         for q in s.queries {
-            println!("  {}: {}", q.name, q.cypher);
+            let text = match &bound {
+                Some((dir, params)) => {
+                    suite::bind(q.cypher, dir, params).unwrap_or_else(|e| format!("({e})"))
+                }
+                None => q.cypher.to_string(),
+            };
+            println!("  {}: {}", q.name, text);
         }
     }
     println!("insert: issue 5 write throughput (no data set): auto-commit and batched single-row CREATE, bulk UNWIND CREATE of nodes and rels");
@@ -767,6 +785,7 @@ fn cmd_suites() {
         "  bulk rels:  {}",
         insert::rels_stmt(0, 99_999, insert::FULL_NODES)
     );
+    Ok(())
 }
 
 fn main() -> ExitCode {
@@ -785,10 +804,7 @@ fn main() -> ExitCode {
         Some("gen") => cmd_gen(&args),
         Some("run") => cmd_run(&args),
         Some("all") => cmd_all(&args),
-        Some("suites") => {
-            cmd_suites();
-            Ok(())
-        }
+        Some("suites") => cmd_suites(&args),
         Some("help") | None => {
             println!("{USAGE}");
             Ok(())

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use crate::driver::EngineKind;
+use crate::driver::{EngineKind, KITH_POLICIES};
 use crate::json::Json;
 use crate::runner::{compare_rows, ConfigResult, Report, Summary};
 use crate::suite::Scans;
@@ -99,6 +99,49 @@ pub fn equality(report: &Report, query: &str, threads: usize) -> String {
         }
     }
     "yes".into()
+}
+
+/// Seed 000's policy table (its Tables 3 and 4): each query's median under
+/// every dispatch policy that ran (`--engines kith:1T1S,...`), beside the
+/// automatic choice, and how far nTkS (the default) is from the best.
+fn policy_table(r: &Report, ran: &[&crate::suite::Query], o: &mut String) {
+    let policies: Vec<EngineKind> = (0..KITH_POLICIES.len())
+        .map(EngineKind::KithPolicy)
+        .filter(|e| r.engines.contains(e))
+        .collect();
+    if policies.is_empty() {
+        return;
+    }
+    let ntks = EngineKind::KithPolicy(2);
+    let _ = writeln!(o, "\n### Dispatch policies\n");
+    let mut head = "| query | threads | kith (automatic) |".to_string();
+    let mut rule = "|---|---:|---:|".to_string();
+    for e in &policies {
+        let _ = write!(head, " {} |", e.name());
+        rule.push_str("---:|");
+    }
+    let _ = writeln!(o, "{head} nTkS ÷ best policy |");
+    let _ = writeln!(o, "{rule}---:|");
+    for q in ran {
+        for &t in &r.threads {
+            let (auto, _) = cell(r.config(&EngineKind::Kith, t), q.name);
+            let mut line = format!("| {} | {t} | {auto} |", q.name);
+            let mut best: Option<f64> = None;
+            for e in &policies {
+                let (c, s) = cell(r.config(e, t), q.name);
+                if let Some(s) = s {
+                    best = Some(best.map_or(s.median, |b: f64| b.min(s.median)));
+                }
+                let _ = write!(line, " {c} |");
+            }
+            let ntks_median = cell(r.config(&ntks, t), q.name).1.map(|s| s.median);
+            let vs = match (ntks_median, best) {
+                (Some(n), Some(b)) if b > 0.0 => format!("{:.2}", n / b),
+                _ => "–".into(),
+            };
+            let _ = writeln!(o, "{line} {vs} |");
+        }
+    }
 }
 
 fn edges_per_core(edges: Option<u64>, s: Option<Summary>, threads: usize) -> Option<f64> {
@@ -221,6 +264,7 @@ pub fn markdown(r: &Report) -> String {
             );
         }
     }
+    policy_table(r, &ran, &mut o);
     // Each engine must also agree with itself across thread counts.
     for q in r.suite.queries {
         for e in &r.engines {
@@ -520,6 +564,39 @@ mod tests {
         assert!(md.contains("| 90.9 |"), "{md}");
         let j = to_json(&r);
         assert_eq!(json::parse(&j.to_string()).unwrap(), j);
+    }
+
+    #[test]
+    fn policy_table_compares_nt_ks_with_the_best_policy() {
+        let nt1s = EngineKind::parse("kith:nt1s").unwrap();
+        let ntks = EngineKind::parse("KITH:nTkS").unwrap();
+        assert_eq!((nt1s.name(), ntks.policy()), ("kith-nT1S", Some("nTkS")));
+        assert_eq!(EngineKind::parse("kith:nTkX"), None);
+        let mut r = report(vec![
+            config(EngineKind::Kith, 1, "[[5, 1.5]]", &[10.0], None),
+            config(nt1s.clone(), 1, "[[5, 1.5]]", &[8.0], None),
+            config(ntks.clone(), 1, "[[5, 1.5]]", &[12.0], None),
+        ]);
+        r.engines = vec![EngineKind::Kith, nt1s, ntks];
+        r.threads = vec![1];
+        let md = markdown(&r);
+        assert!(
+            md.contains("| query | threads | kith (automatic) | kith-nT1S | kith-nTkS | nTkS ÷ best policy |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| one-hop-count | 1 | 10.00 (10.00–10.00) | 8.00 (8.00–8.00) | 12.00 (12.00–12.00) | 1.50 |"),
+            "{md}"
+        );
+        // Without pinned policies there is no such table.
+        let plain = markdown(&report(vec![config(
+            EngineKind::Kith,
+            1,
+            "[[5]]",
+            &[1.0],
+            None,
+        )]));
+        assert!(!plain.contains("Dispatch policies"), "{plain}");
     }
 
     #[test]

@@ -370,6 +370,23 @@ const RECURSIVE_QUERIES: &[Query] = &[
     q("wsp-paths-8src", "MATCH (a:Person)-[e:Knows* WSHORTEST(weight)]->(b:Person) WHERE a.id IN {SRC8} RETURN count(*), sum(cost(e)), sum(size(rels(e)))"),
 ];
 
+/// Seed 000's shortest-path workloads on the LDBC-like network (the
+/// paper's second kind of graph): KNOWS walked in both directions, as LDBC
+/// friendships are, so `gen social --knows-per-person 20` gives the average
+/// degree of about 40 the issue asks for. Every person has friends there,
+/// so the derived sources all reach several levels.
+const RECURSIVE_SOCIAL_QUERIES: &[Query] = &[
+    q("sp-lengths-1src", "MATCH (a:Person)-[e:KNOWS* SHORTEST 1..30]-(b:Person) WHERE a.id IN {SRC1} RETURN count(*), sum(length(e))"),
+    q("sp-lengths-8src", "MATCH (a:Person)-[e:KNOWS* SHORTEST 1..30]-(b:Person) WHERE a.id IN {SRC8} RETURN count(*), sum(length(e))"),
+    q("sp-lengths-64src", "MATCH (a:Person)-[e:KNOWS* SHORTEST 1..30]-(b:Person) WHERE a.id IN {SRC64} RETURN count(*), sum(length(e))"),
+    q("sp-paths-1src", "MATCH (a:Person)-[e:KNOWS* SHORTEST 1..30]-(b:Person) WHERE a.id IN {SRC1} RETURN count(*), sum(size(nodes(e)))"),
+    q("sp-paths-8src", "MATCH (a:Person)-[e:KNOWS* SHORTEST 1..30]-(b:Person) WHERE a.id IN {SRC8} RETURN count(*), sum(size(nodes(e)))"),
+    q("sp-paths-64src", "MATCH (a:Person)-[e:KNOWS* SHORTEST 1..30]-(b:Person) WHERE a.id IN {SRC64} RETURN count(*), sum(size(nodes(e)))"),
+];
+
+const SOCIAL_KNOWS_DDL: &[&str] = &[SOCIAL_DDL[0], SOCIAL_DDL[3]];
+const SOCIAL_KNOWS_LOADS: &[Load] = &[load("Person", "person"), load("KNOWS", "knows")];
+
 /// Seed 003's variable-length query: walks of 1..5 hops between 50 sources
 /// and 500 destinations (`{SRC50}`, `{DST500}`), counted and with their
 /// paths built, plus the shortest paths between the same ends. On an
@@ -534,6 +551,15 @@ pub const SUITES: &[Suite] = &[
         ddl: PERSON_KNOWS_DDL,
         loads: PERSON_KNOWS_LOADS,
         queries: RECURSIVE_QUERIES,
+        sql_ddl: &[],
+    },
+    Suite {
+        name: "recursive-social",
+        description: "Seed 000 shortest-path lengths and paths from 1, 8 and 64 sources (up to 30 hops) on the LDBC-like network's Person/KNOWS graph, KNOWS walked in both directions (`gen social --knows-per-person 20` for an average degree of about 40).",
+        dataset: Dataset::Social,
+        ddl: SOCIAL_KNOWS_DDL,
+        loads: SOCIAL_KNOWS_LOADS,
+        queries: RECURSIVE_SOCIAL_QUERIES,
         sql_ddl: &[],
     },
     Suite {

@@ -86,6 +86,13 @@ fn handle(state: &mut State, req: &Json) -> Json {
                             eprintln!("[kith] CALL threads={threads}: {e}");
                         }
                     }
+                    // A pinned policy must hold for every query, so a
+                    // refusal fails the configuration.
+                    if let Some(policy) = req.get("policy").and_then(Json::as_str) {
+                        if let Err(e) = conn.query(&format!("CALL recursive_policy='{policy}'")) {
+                            return err(format!("CALL recursive_policy='{policy}': {e}"));
+                        }
+                    }
                     state.conn = Some(conn);
                     state.timeout_ms = 0;
                     state.db = Some(db);

@@ -199,3 +199,94 @@ fn insert_suite_runs_and_checks() {
     assert!(!stdout.contains("error"), "{stdout}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--engines kith:POLICY` pins the worker's recursive dispatch policy:
+/// the worker passes it to `CALL recursive_policy` (a policy the engine
+/// refuses fails the open), and the report gets the policy table, with
+/// every policy's results checked against the others.
+#[test]
+fn pinned_policies_reach_the_engine_and_the_report() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let exe = env!("CARGO_BIN_EXE_kith-bench");
+    let dir = std::env::temp_dir().join(format!("kith-bench-test-policy-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut w = Command::new(exe)
+        .arg("__kith-worker")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = w.stdin.take().unwrap();
+    let mut lines = BufReader::new(w.stdout.take().unwrap()).lines();
+    let _hello = lines.next().unwrap().unwrap();
+    let db = dir.join("db");
+    let db = db.to_str().unwrap();
+    writeln!(
+        stdin,
+        r#"{{"cmd":"open","path":"{db}","threads":1,"policy":"bogus"}}"#
+    )
+    .unwrap();
+    let reply = lines.next().unwrap().unwrap();
+    assert!(
+        reply.contains(r#""ok":false"#) && reply.contains("recursive_policy"),
+        "{reply}"
+    );
+    drop(stdin);
+    let _ = w.wait();
+
+    let data = dir.join("data");
+    let d = data.to_str().unwrap();
+    let st = Command::new(exe)
+        .args([
+            "gen",
+            "social",
+            "--persons",
+            "300",
+            "--knows-per-person",
+            "4",
+            "--out",
+            d,
+        ])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let out = Command::new(exe)
+        .args([
+            "run",
+            "--suite",
+            "recursive-social",
+            "--data",
+            d,
+            "--threads",
+            "2",
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+            "--engines",
+            "kith,kith:1T1S,kith:nTkS,kith:nTkMS",
+            "--tmp-dir",
+            dir.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("### Dispatch policies"), "{stdout}");
+    assert!(
+        stdout.contains("| kith-1T1S | kith-nTkS | kith-nTkMS | nTkS ÷ best policy |"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("| sp-paths-64src | 2 |"), "{stdout}");
+    assert!(
+        !stdout.contains("MISMATCHES") && !stdout.contains("error:"),
+        "{stdout}"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
