@@ -117,40 +117,36 @@ impl BoundExpr {
     pub fn slots(&self, out: &mut Vec<SlotId>) {
         match &self.kind {
             BoundExprKind::Slot(s) => out.push(*s),
-            BoundExprKind::Literal(_) | BoundExprKind::Parameter(_) | BoundExprKind::Local(_) => {}
-            BoundExprKind::Map(_)
-            | BoundExprKind::Field(..)
-            | BoundExprKind::Index(..)
-            | BoundExprKind::Slice(..)
-            | BoundExprKind::ListComprehension { .. }
-            | BoundExprKind::Quantifier { .. }
-            | BoundExprKind::Reduce { .. }
-            | BoundExprKind::Subquery { .. }
-            | BoundExprKind::Procedure { .. } => self.for_each_child(&mut |c| c.slots(out)),
-            BoundExprKind::Unary(_, e) | BoundExprKind::Cast(e) => e.slots(out),
+            _ => self.for_each_operand(&mut |c| c.slots(out)),
+        }
+    }
+
+    /// Calls `f` on every direct subexpression, of every kind.
+    pub fn for_each_operand(&self, f: &mut dyn FnMut(&BoundExpr)) {
+        match &self.kind {
+            BoundExprKind::Slot(_)
+            | BoundExprKind::Literal(_)
+            | BoundExprKind::Parameter(_)
+            | BoundExprKind::Local(_) => {}
+            BoundExprKind::Unary(_, e) | BoundExprKind::Cast(e) => f(e),
             BoundExprKind::Binary(_, a, b) => {
-                a.slots(out);
-                b.slots(out);
+                f(a);
+                f(b);
             }
-            BoundExprKind::Function(_, args) | BoundExprKind::List(args) => {
-                args.iter().for_each(|a| a.slots(out))
-            }
+            BoundExprKind::Function(_, args) | BoundExprKind::List(args) => args.iter().for_each(f),
             BoundExprKind::Case {
                 operand,
                 whens,
                 else_,
             } => {
-                if let Some(o) = operand {
-                    o.slots(out);
-                }
+                operand.iter().for_each(|o| f(o));
                 for (w, t) in whens {
-                    w.slots(out);
-                    t.slots(out);
+                    f(w);
+                    f(t);
                 }
-                if let Some(e) = else_ {
-                    e.slots(out);
-                }
+                else_.iter().for_each(|e| f(e));
             }
+            _ => self.for_each_child(f),
         }
     }
 

@@ -293,6 +293,10 @@ pub struct RecursiveJoin {
     pub with_path: bool,
     /// Output the rels of the path as a `LIST(REL)` (after the path).
     pub with_rels: bool,
+    /// Whether anything reads the properties of the path's nodes and rels
+    /// (false when the path and rels are only measured: `size(nodes(e))`,
+    /// `size(rels(p))`): the values then carry ids, labels and endpoints.
+    pub element_properties: bool,
     /// Undirected: every rel table is walked both ways (`rel_tables` lists
     /// each twice); a self-loop is walked once.
     pub undirected: bool,
@@ -338,6 +342,10 @@ impl RecursiveJoin {
             (true, false) => format!("{mode}, undirected"),
             (false, true) => format!("{mode}, optional"),
             (true, true) => format!("{mode}, undirected, optional"),
+        };
+        let mode = match paths && !self.element_properties {
+            true => format!("{mode}, element ids only"),
+            false => mode,
         };
         let names =
             |ts: &mut dyn Iterator<Item = TableId>| ts.map(table).collect::<Vec<_>>().join("|");

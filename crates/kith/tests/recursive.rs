@@ -977,3 +977,89 @@ fn path_rels_carry_their_own_properties() {
     drop(db);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A query that only measures its paths (`size(nodes(p))`, `size(e)`,
+/// ...) reads no element properties (EXPLAIN says "element ids only") and
+/// counts the same as one that reads them; any other use of the path or of
+/// an element keeps the properties.
+#[test]
+fn measured_paths_read_no_properties() {
+    let db = Database::open(":memory:", Config::default()).unwrap();
+    let conn = Connection::new(&db);
+    conn.query(
+        "CREATE NODE TABLE N(id INT64, name STRING, PRIMARY KEY(id)); \
+         CREATE REL TABLE E(FROM N TO N, w INT64); CREATE REL TABLE F(FROM N TO N, w INT64);",
+    )
+    .unwrap();
+    conn.query("UNWIND range(0, 29) AS i CREATE (:N {id: i, name: 'n' + toString(i)})")
+        .unwrap();
+    let mut r = Lcg(99);
+    for k in 0..70 {
+        let (a, b) = (r.below(30), r.below(30));
+        let t = if k % 3 == 0 { "F" } else { "E" };
+        conn.query(&format!(
+            "MATCH (a:N {{id: {a}}}), (b:N {{id: {b}}}) CREATE (a)-[:{t} {{w: {k}}}]->(b)"
+        ))
+        .unwrap();
+    }
+    let ids_only = |q: &str| {
+        let plan = rows_text(&conn, &format!("EXPLAIN {q}")).join("\n");
+        assert!(plan.contains("RecursiveJoin"), "{plan}");
+        plan.contains("element ids only")
+    };
+    // (pattern, measures, the same counted from properties, the first rel).
+    let forms = [
+        (
+            "p = (a:N)-[e:E* SHORTEST 1..6]->(b:N)",
+            "size(nodes(p)), size(rels(p)), size(e), size(nodes(p)[1..])",
+            "size([x IN nodes(p) | x.name]), size([x IN rels(p) | x.w]), size([x IN e | x.w]), size([x IN nodes(p)[1..] | x.name])",
+            "e[0]",
+        ),
+        (
+            "p = (a:N)-[e:E* SHORTEST 1..6]-(b:N)",
+            "size(nodes(p)), size(rels(p))",
+            "size([x IN nodes(p) | x.name]), size([x IN rels(p) | x.w])",
+            "rels(p)[0]",
+        ),
+        (
+            "(a:N)-[e:E|F* SHORTEST 1..6]->(b:N)",
+            "size(nodes(e)), size(rels(e))",
+            "size([x IN nodes(e) | x.name]), size([x IN rels(e) | x.w])",
+            "rels(e)[0]",
+        ),
+        (
+            "p = (a:N)-[e:E*1..3]-(b:N)",
+            "size(nodes(p)), size(e)",
+            "size([x IN nodes(p) | x.name]), size([x IN e | x.w])",
+            "e[0]",
+        ),
+    ];
+    for (pattern, measures, reads, first_rel) in forms {
+        let head = format!("MATCH {pattern} WHERE a.id IN [0, 4, 17] RETURN b.id, ");
+        let measured = format!("{head}{measures}");
+        let read = format!("{head}{reads}");
+        assert!(ids_only(&measured), "{measured}");
+        assert!(!ids_only(&read), "{read}");
+        let (mut x, mut y) = (rows_text(&conn, &measured), rows_text(&conn, &read));
+        x.sort();
+        y.sort();
+        assert!(!x.is_empty(), "{measured}");
+        assert_eq!(x, y, "{pattern}");
+        // Returning or indexing the elements needs their properties.
+        for q in [
+            format!("{head}e"),
+            format!("{head}{measures}, {first_rel}.w"),
+            format!("MATCH {pattern} WHERE a.id = 0 WITH e RETURN count(e)"),
+        ] {
+            assert!(!ids_only(&q), "{q}");
+        }
+    }
+    let named = rows_text(
+        &conn,
+        "MATCH p = (a:N)-[e:E* SHORTEST 1..6]->(b:N) WHERE a.id = 0 RETURN nodes(p)[1].name",
+    );
+    assert!(
+        !named.is_empty() && named.iter().all(|n| n.contains("String(\"n")),
+        "{named:?}"
+    );
+}

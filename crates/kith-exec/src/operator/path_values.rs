@@ -114,6 +114,9 @@ type WantedRel = (InternalId, InternalId, InternalId);
 /// once), then read together ([`PathValues::read`]).
 pub struct PathValues<'a> {
     ctx: &'a QueryContext,
+    /// Read the elements' properties (else ids, labels and endpoints only:
+    /// the query only measures its paths).
+    properties: bool,
     tables: HashMap<TableId, NodeTable>,
     /// Per node table, a bit per wanted offset.
     nodes: HashMap<TableId, Vec<u64>>,
@@ -129,9 +132,10 @@ fn entry(ctx: &QueryContext, t: TableId) -> Result<&TableEntry> {
 }
 
 impl<'a> PathValues<'a> {
-    pub fn new(ctx: &'a QueryContext) -> PathValues<'a> {
+    pub fn new(ctx: &'a QueryContext, properties: bool) -> PathValues<'a> {
         PathValues {
             ctx,
+            properties,
             tables: HashMap::new(),
             nodes: HashMap::new(),
             rels: HashMap::new(),
@@ -189,7 +193,7 @@ impl<'a> PathValues<'a> {
             };
             let mut props = Vec::new();
             let mut scratch = Vec::new();
-            for p in &e.properties {
+            for p in e.properties.iter().filter(|_| self.properties) {
                 if !kith_catalog::is_hidden(&p.name) {
                     props.push((p.name.clone(), nd.column_of(p.id)));
                     scratch.push(ValueVector::new(p.ty.clone(), 1));
@@ -292,7 +296,7 @@ impl<'a> PathValues<'a> {
         let mut names = Vec::new();
         let mut columns = Vec::new();
         let mut scratch = Vec::new();
-        for p in &e.properties {
+        for p in e.properties.iter().filter(|_| self.properties) {
             if kith_catalog::is_hidden(&p.name) {
                 continue;
             }
@@ -682,16 +686,18 @@ impl FoundPaths {
 
 impl LazyPaths {
     /// Reads the values of the paths' nodes (when a column holds paths)
-    /// and rels; `walked_back` lists the rel tables walked only backward
-    /// (a rel's source is then the path's next node).
+    /// and rels, with their properties when `properties`; `walked_back`
+    /// lists the rel tables walked only backward (a rel's source is then
+    /// the path's next node).
     pub fn new(
         ctx: &QueryContext,
         paths: FoundPaths,
         ids: IdSpace,
         columns: Vec<(usize, PathPart)>,
         walked_back: &[TableId],
+        properties: bool,
     ) -> Result<LazyPaths> {
-        let mut values = PathValues::new(ctx);
+        let mut values = PathValues::new(ctx, properties);
         let with_nodes = columns.iter().any(|c| c.1 == PathPart::Path);
         paths.for_each_part(|ns, rs| {
             for (k, &r) in rs.iter().enumerate() {

@@ -414,6 +414,7 @@ fn empty_interval(
             },
             columns,
             &[],
+            join.element_properties,
         )?),
     };
     Ok((out, paths))
@@ -780,7 +781,14 @@ fn emit_paths(
         rels: ids.rels.clone(),
     };
     let columns = path_columns(join, rows);
-    let paths = LazyPaths::new(ctx, found_paths, space, columns, &walked_back)?;
+    let paths = LazyPaths::new(
+        ctx,
+        found_paths,
+        space,
+        columns,
+        &walked_back,
+        join.element_properties,
+    )?;
     emit_found(
         join,
         rows,

@@ -250,6 +250,12 @@ pub(super) fn split_recursive(
     for_each_expr(&part, &mut |e| reads.extend(expr_slots(e)));
     let with_path = spec.path_slot.filter(|s| reads.contains(s));
     let with_rels = spec.rels_slot.filter(|s| reads.contains(s));
+    let mut whole: Vec<SlotId> = Vec::new();
+    for_each_expr(&part, &mut |e| slots_read_whole(e, &mut whole));
+    let element_properties = [with_path, with_rels]
+        .into_iter()
+        .flatten()
+        .any(|s| whole.contains(&s));
     let mut b_inputs = carried.clone();
     b_inputs.push((dst_slot, LogicalType::InternalId));
     if let Some(l) = spec.len_slot {
@@ -316,6 +322,7 @@ pub(super) fn split_recursive(
         weight,
         with_path: with_path.is_some(),
         with_rels: with_rels.is_some(),
+        element_properties,
         undirected,
         rel_conditions: spec.rel_conditions.clone(),
         rel_predicate: spec.rel_predicate.clone(),
@@ -423,6 +430,45 @@ fn rewrite_length(e: &BoundExpr, targets: &[SlotId], len: SlotId) -> BoundExpr {
         kind,
         ty: e.ty.clone(),
         span: e.span,
+    }
+}
+
+/// The slots `e` reads as whole values: all it reads but the paths and
+/// lists it only measures (`size(x)`, `length(x)`, `size(nodes(x))`,
+/// `size(rels(x))`, also through a slice with constant bounds, as
+/// `nodes(e)` of a recursive rel is bound), whose elements' properties no
+/// one sees.
+fn slots_read_whole(e: &BoundExpr, out: &mut Vec<SlotId>) {
+    use crate::expr::BoundExprKind as K;
+    fn measured(e: &BoundExpr) -> bool {
+        match &e.kind {
+            K::Slot(_) => true,
+            K::Slice(x, from, to) => {
+                let constant = |b: &Option<Box<BoundExpr>>| {
+                    b.as_deref().is_none_or(|b| matches!(b.kind, K::Literal(_)))
+                };
+                constant(from) && constant(to) && measured(x)
+            }
+            K::Function(name, args)
+                if matches!(name.as_str(), "nodes" | "rels" | "relationships") =>
+            {
+                matches!(
+                    args.as_slice(),
+                    [BoundExpr {
+                        kind: K::Slot(_),
+                        ..
+                    }]
+                )
+            }
+            _ => false,
+        }
+    }
+    match &e.kind {
+        K::Function(name, args)
+            if matches!(name.as_str(), "size" | "length")
+                && matches!(args.as_slice(), [x] if measured(x)) => {}
+        K::Slot(s) => out.push(*s),
+        _ => e.for_each_operand(&mut |c| slots_read_whole(c, out)),
     }
 }
 
