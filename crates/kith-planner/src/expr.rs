@@ -113,6 +113,16 @@ impl BoundExpr {
         }
     }
 
+    /// The integer a literal (`3`, `-3`) stands for.
+    pub fn as_int_literal(&self) -> Option<i64> {
+        match &self.kind {
+            BoundExprKind::Literal(Value::Int64(i)) => Some(*i),
+            BoundExprKind::Unary(UnaryOp::Neg, x) => x.as_int_literal()?.checked_neg(),
+            BoundExprKind::Unary(UnaryOp::Plus, x) => x.as_int_literal(),
+            _ => None,
+        }
+    }
+
     /// Every slot the expression reads.
     pub fn slots(&self, out: &mut Vec<SlotId>) {
         match &self.kind {

@@ -1011,8 +1011,8 @@ fn measured_paths_read_no_properties() {
     let forms = [
         (
             "p = (a:N)-[e:E* SHORTEST 1..6]->(b:N)",
-            "size(nodes(p)), size(rels(p)), size(e), size(nodes(p)[1..])",
-            "size([x IN nodes(p) | x.name]), size([x IN rels(p) | x.w]), size([x IN e | x.w]), size([x IN nodes(p)[1..] | x.name])",
+            "size(nodes(p)), size(rels(p)), size(e), size(nodes(p)[1..]), size(nodes(p)[-2..]), size(rels(p)[1..-1]), size(nodes(p)[..-9])",
+            "size([x IN nodes(p) | x.name]), size([x IN rels(p) | x.w]), size([x IN e | x.w]), size([x IN nodes(p)[1..] | x.name]), size([x IN nodes(p)[-2..] | x.name]), size([x IN rels(p)[1..-1] | x.w]), size([x IN nodes(p)[..-9] | x.name])",
             "e[0]",
         ),
         (
@@ -1054,6 +1054,14 @@ fn measured_paths_read_no_properties() {
             assert!(!ids_only(&q), "{q}");
         }
     }
+    // A path that is NULL (OPTIONAL MATCH without a match) counts NULL.
+    conn.query("CREATE (:N {id: 1000, name: 'alone'})").unwrap();
+    let padded = rows_text(
+        &conn,
+        "MATCH (a:N) WHERE a.id = 1000 OPTIONAL MATCH p = (a)-[:E* SHORTEST 1..6]->(b:N) \
+         RETURN size(nodes(p)), size(rels(p)[1..])",
+    );
+    assert_eq!(padded, vec!["[Null, Null]".to_string()]);
     let named = rows_text(
         &conn,
         "MATCH p = (a:N)-[e:E* SHORTEST 1..6]->(b:N) WHERE a.id = 0 RETURN nodes(p)[1].name",

@@ -74,6 +74,10 @@ pub(super) enum Kind {
     Field(Box<Node>, String),
     Index(Box<Node>, Box<Node>),
     Slice(Box<Node>, Option<Box<Node>>, Option<Box<Node>>),
+    /// `size(nodes(p))`, `size(rels(p))`, also of a slice with constant
+    /// bounds (`size(nodes(p)[1..-1])`): counted on the path value, no
+    /// list built.
+    PathCount(Box<Node>, PathCount),
     /// A comprehension variable: read from the frame of locals (only inside
     /// the body of a [`Nested`], which is evaluated value at a time).
     Local(u32),
@@ -172,6 +176,11 @@ impl Node {
                     scratch: Scratch::default(),
                     in_list: None,
                 }
+            }
+            BoundExprKind::Function(name, args) if path_count_call(name, args).is_some() => {
+                let (path, count) = path_count_call(name, args)
+                    .ok_or_else(|| Error::internal("path count without its path"))?;
+                Kind::PathCount(Box::new(Node::compile(path)?), count)
             }
             BoundExprKind::Function(name, args) if date_part_call(name, args).is_some() => {
                 let (part, arg) = date_part_call(name, args)
@@ -675,6 +684,14 @@ impl Node {
                     coerce(v, ty)
                 })
             }
+            Kind::PathCount(x, count) => {
+                let mx = x.eval(ctx)?;
+                let xv = x.vector(ctx);
+                let count = *count;
+                map_rows(&mut self.out, ctx, &[mx], |p| {
+                    count.of(&xv.get_value(at(mx, p)))
+                })
+            }
             Kind::Local(i) => Err(Error::internal(format!(
                 "comprehension variable #{i} read outside its comprehension"
             ))),
@@ -820,6 +837,7 @@ impl Node {
                 let to = b.as_ref().map(|b| b.eval_row(ctx, p, locals)).transpose()?;
                 kernels::slice(&v, from.as_ref(), to.as_ref())?
             }
+            Kind::PathCount(x, count) => count.of(&x.eval_row(ctx, p, locals)?)?,
             Kind::Local(i) => locals.get(*i as usize).cloned().unwrap_or(Value::Null),
             Kind::Subquery { index, keys, .. } => {
                 let vals = keys
@@ -881,6 +899,76 @@ fn subquery_table<'a>(
             "a subquery (EXISTS, COUNT or a pattern) in this clause is not supported yet",
         )
     })
+}
+
+/// What [`Kind::PathCount`] counts: a path's nodes or rels, through a
+/// slice with these constant bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct PathCount {
+    rels: bool,
+    slice: Option<(Option<i64>, Option<i64>)>,
+}
+
+impl PathCount {
+    /// The count for one path value (NULL for NULL), as `size()` of the
+    /// list `nodes()` / `rels()` and the slice would give.
+    fn of(self, v: &Value) -> Result<Value> {
+        let n = match v {
+            Value::Null => return Ok(Value::Null),
+            Value::Path(p) if self.rels => p.rels.len() as i64,
+            Value::Path(p) => p.nodes.len() as i64,
+            other => {
+                return Err(Error::type_error(format!(
+                    "{}() expects a PATH, got {}",
+                    if self.rels { "relationships" } else { "nodes" },
+                    other.logical_type()
+                )))
+            }
+        };
+        Ok(Value::Int64(match self.slice {
+            None => n,
+            Some((from, to)) => {
+                let bound = |b: Option<i64>, default: i64| {
+                    let i = b.unwrap_or(default);
+                    let i = if i < 0 { i.saturating_add(n) } else { i };
+                    i.clamp(0, n)
+                };
+                (bound(to, n) - bound(from, 0)).max(0)
+            }
+        }))
+    }
+}
+
+/// `size(nodes(x))`, `size(rels(x))` and `size(...[a..b])` of those with
+/// integer-literal (or absent) bounds: the path `x` and what to count.
+fn path_count_call<'a>(name: &str, args: &'a [BoundExpr]) -> Option<(&'a BoundExpr, PathCount)> {
+    let [arg] = args else { return None };
+    if name != "size" {
+        return None;
+    }
+    let (list, slice) = match &arg.kind {
+        BoundExprKind::Slice(list, from, to) => {
+            let bound = |b: &Option<Box<BoundExpr>>| match b.as_deref() {
+                None => Some(None),
+                Some(b) => b.as_int_literal().map(Some),
+            };
+            (&**list, Some((bound(from)?, bound(to)?)))
+        }
+        _ => (arg, None),
+    };
+    match &list.kind {
+        BoundExprKind::Function(f, inner)
+            if inner.len() == 1 && inner[0].ty == LogicalType::Path =>
+        {
+            let rels = match f.as_str() {
+                "nodes" => false,
+                "rels" | "relationships" => true,
+                _ => return None,
+            };
+            Some((&inner[0], PathCount { rels, slice }))
+        }
+        _ => None,
+    }
 }
 
 /// Physical position to read for tuple position `p` given a child's mode.
@@ -1141,4 +1229,69 @@ fn call_procedure(procedure: &ProcedureRef, args: &[Value]) -> Result<Value> {
             .map(|row| Value::Struct(p.outputs.iter().map(|c| c.name.clone()).zip(row).collect()))
             .collect(),
     ))
+}
+
+#[cfg(test)]
+mod path_count_tests {
+    use std::sync::Arc;
+
+    use kith_common::{InternalId, NodeValue, PathValue, RelValue, TableId, Value};
+
+    use super::{kernels, PathCount};
+
+    /// Counting a path's nodes or rels through a slice gives the size of
+    /// the list the slice kernel builds, for every length and bound.
+    #[test]
+    fn path_counts_match_the_sizes_of_sliced_lists() {
+        let node = |i: u64| {
+            Arc::new(NodeValue {
+                id: InternalId::new(TableId(1), i),
+                label: "N".into(),
+                properties: Arc::from(Vec::new()),
+            })
+        };
+        for len in 0..5u64 {
+            let path = Value::Path(Arc::new(PathValue {
+                nodes: (0..=len).map(node).collect(),
+                rels: (0..len)
+                    .map(|i| {
+                        Arc::new(RelValue {
+                            id: InternalId::new(TableId(2), i),
+                            label: "R".into(),
+                            src: InternalId::new(TableId(1), i),
+                            dst: InternalId::new(TableId(1), i + 1),
+                            properties: Arc::from(Vec::new()),
+                        })
+                    })
+                    .collect(),
+            }));
+            let Value::Path(p) = &path else {
+                unreachable!()
+            };
+            for rels in [false, true] {
+                let n = if rels { p.rels.len() } else { p.nodes.len() };
+                let list = Value::List(vec![Value::Null; n]);
+                let bounds = (-8..8).map(Some).chain([None]);
+                for from in bounds.clone() {
+                    for to in bounds.clone() {
+                        let (f, t) = (from.map(Value::Int64), to.map(Value::Int64));
+                        let Value::List(want) =
+                            kernels::slice(&list, f.as_ref(), t.as_ref()).unwrap()
+                        else {
+                            panic!("slice of a list is a list");
+                        };
+                        let count = PathCount {
+                            rels,
+                            slice: Some((from, to)),
+                        };
+                        assert_eq!(count.of(&path).unwrap(), Value::Int64(want.len() as i64));
+                    }
+                }
+                let whole = PathCount { rels, slice: None };
+                assert_eq!(whole.of(&path).unwrap(), Value::Int64(n as i64));
+                assert_eq!(whole.of(&Value::Null).unwrap(), Value::Null);
+                assert!(whole.of(&Value::Int64(1)).is_err());
+            }
+        }
+    }
 }

@@ -435,7 +435,7 @@ fn rewrite_length(e: &BoundExpr, targets: &[SlotId], len: SlotId) -> BoundExpr {
 
 /// The slots `e` reads as whole values: all it reads but the paths and
 /// lists it only measures (`size(x)`, `length(x)`, `size(nodes(x))`,
-/// `size(rels(x))`, also through a slice with constant bounds, as
+/// `size(rels(x))`, also through a slice with integer-literal bounds, as
 /// `nodes(e)` of a recursive rel is bound), whose elements' properties no
 /// one sees.
 fn slots_read_whole(e: &BoundExpr, out: &mut Vec<SlotId>) {
@@ -445,7 +445,7 @@ fn slots_read_whole(e: &BoundExpr, out: &mut Vec<SlotId>) {
             K::Slot(_) => true,
             K::Slice(x, from, to) => {
                 let constant = |b: &Option<Box<BoundExpr>>| {
-                    b.as_deref().is_none_or(|b| matches!(b.kind, K::Literal(_)))
+                    b.as_deref().is_none_or(|b| b.as_int_literal().is_some())
                 };
                 constant(from) && constant(to) && measured(x)
             }
