@@ -30,9 +30,8 @@ use crate::operator::hash_join::{BuildContext, JoinIndex};
 use crate::operator::intersect::{Intersect, IntersectRel, IntersectSpec};
 use crate::operator::lookup_node::LookupNode;
 use crate::operator::order_by::{sort_chunk, OrderBy};
-use crate::operator::path_values::LazyPaths;
 use crate::operator::recursive_join::{recursive_join, RecursiveOutput, RecursiveSettings};
-use crate::operator::scan_counted_rows::ScanCountedRows;
+use crate::operator::scan_counted_rows::{PartRows, ScanCountedRows};
 use crate::operator::scan_node::ScanNodes;
 use crate::operator::scan_properties::read_by_id;
 use crate::operator::scan_properties::ScanProperties;
@@ -261,23 +260,13 @@ enum BuiltSource {
         columns: Vec<(usize, (usize, usize))>,
     },
     Rows {
-        rows: Arc<Chunk>,
-        /// Builds the path columns of a recursive join's rows.
-        paths: Option<Arc<LazyPaths>>,
+        rows: PartRows,
         morsels: Arc<MorselDispenser>,
         chunk: usize,
         columns: Vec<(usize, usize)>,
         /// The rows end with a count column (after a recursive join).
         counted: bool,
     },
-}
-
-/// A part's input rows and, after a recursive join whose paths are built
-/// as they are read, what builds them.
-#[derive(Clone)]
-struct PartRows {
-    chunk: Arc<Chunk>,
-    paths: Option<Arc<LazyPaths>>,
 }
 
 impl BuiltSource {
@@ -343,8 +332,7 @@ impl PipelineShape {
                 }
             }
             Source::Rows { columns } => {
-                let PartRows { chunk: rows, paths } =
-                    rows.ok_or_else(|| Error::internal("row source without rows"))?;
+                let rows = rows.ok_or_else(|| Error::internal("row source without rows"))?;
                 let positions: Vec<(usize, usize)> = columns
                     .iter()
                     .map(|(slot, ty)| (first, b.add(first, *slot, ty.clone())))
@@ -353,12 +341,11 @@ impl PipelineShape {
                     b.add_anonymous(first, LogicalType::InternalId);
                 }
                 let morsels = Arc::new(MorselDispenser::new(
-                    rows.num_rows as u64,
+                    rows.num_rows() as u64,
                     VECTOR_CAPACITY as u64,
                 ));
                 BuiltSource::Rows {
                     rows,
-                    paths,
                     morsels,
                     chunk: first,
                     columns: positions,
@@ -690,15 +677,13 @@ impl PipelineShape {
             )),
             BuiltSource::Rows {
                 rows,
-                paths,
                 morsels,
                 chunk,
                 columns,
                 counted: true,
             } => Box::new(ScanCountedRows {
                 ctx: Arc::clone(ctx),
-                rows: Arc::clone(rows),
-                paths: paths.clone(),
+                rows: rows.clone(),
                 path_cache: Default::default(),
                 morsels: Arc::clone(morsels),
                 chunk: *chunk,
@@ -707,16 +692,18 @@ impl PipelineShape {
             }),
             BuiltSource::Rows {
                 rows,
-                paths,
                 morsels,
                 chunk,
                 columns,
                 counted: false,
             } => Box::new(ScanRows {
                 ctx: Arc::clone(ctx),
-                rows: Arc::clone(rows),
-                paths: paths.clone(),
-                path_cache: Default::default(),
+                rows: match rows {
+                    PartRows::Chunk(c) => Arc::clone(c),
+                    PartRows::Join(_) => {
+                        return Err(Error::internal("recursive join rows without their counts"))
+                    }
+                },
                 morsels: Arc::clone(morsels),
                 chunk: *chunk,
                 columns: columns.clone(),
@@ -1104,23 +1091,11 @@ pub fn execute_query_from(
             true => {
                 // The first part starts from one empty row.
                 let mut base = input.take().unwrap_or_else(|| Chunk::new(&[], 1));
-                let mut paths = None;
+                let mut join_rows = None;
                 if let Some(join) = &part.recursive {
                     let started = std::time::Instant::now();
-                    let RecursiveOutput {
-                        rows: out,
-                        paths: lazy,
-                        stats,
-                    } = recursive_join(join, &base, &ctx, sched, threads, recursive)?;
-                    // Path values are built as the part's scan reads them:
-                    // nothing else may read the rows first (the planner
-                    // gives a recursive join's part no UNWIND or padding).
-                    if lazy.is_some() && (!part.unwinds.is_empty() || part.optional.is_some()) {
-                        return Err(Error::internal(
-                            "path values of a recursive join read before its part's scan",
-                        ));
-                    }
-                    paths = lazy.map(Arc::new);
+                    let RecursiveOutput { rows: out, stats } =
+                        recursive_join(join, &base, &ctx, sched, threads, recursive)?;
                     if let Some(p) = &ctx.profile {
                         // Which policy ran (the automatic choice included).
                         let label = format!(
@@ -1130,9 +1105,17 @@ pub fn execute_query_from(
                             stats.threads,
                             stats.source_morsels
                         );
-                        p.record(label, out.num_rows as u64, started);
+                        p.record(label, out.num_rows() as u64, started);
                     }
-                    base = out;
+                    // The rows are built as the part's scan reads them,
+                    // unless the part reads them whole first (it may not
+                    // when they hold paths: the planner gives such a part
+                    // no UNWIND or padding).
+                    if part.unwinds.is_empty() && part.optional.is_none() {
+                        join_rows = Some(out);
+                    } else {
+                        base = out.materialize()?;
+                    }
                 }
                 if part.optional.is_some() {
                     // The row number, to find input rows without a match.
@@ -1142,9 +1125,9 @@ pub fn execute_query_from(
                     }
                     base.columns.push(numbers);
                 }
-                Some(PartRows {
-                    chunk: Arc::new(apply_unwinds(base, part, &ctx)?),
-                    paths,
+                Some(match join_rows {
+                    Some(j) => PartRows::Join(Arc::new(j)),
+                    None => PartRows::Chunk(Arc::new(apply_unwinds(base, part, &ctx)?)),
                 })
             }
             false => None,
@@ -1646,7 +1629,11 @@ fn execute_part(
             )?]
         }
     };
-    Ok(finish_rows(rows, plan, input.as_ref().map(|r| &*r.chunk)))
+    let input = match &input {
+        Some(PartRows::Chunk(c)) => Some(&**c),
+        _ => None,
+    };
+    Ok(finish_rows(rows, plan, input))
 }
 
 /// `n` NULLs of type `ty`.

@@ -11,6 +11,7 @@ pub mod flat_cursor;
 pub mod hash_aggregate;
 pub mod hash_join;
 pub mod intersect;
+pub mod join_rows;
 pub mod lookup_node;
 pub mod order_by;
 pub mod path_values;

@@ -13,7 +13,6 @@ use kith_catalog::TableEntry;
 use kith_common::constants::NODE_GROUP_SIZE;
 use kith_common::{
     Error, InternalId, LogicalType, NodeValue, RelValue, Result, TableId, Value, ValueVector,
-    VectorData,
 };
 use kith_graph::{tree_path, ParentTree, PathRow, TreeRow};
 use kith_storage::{PinnedColumn, TableData};
@@ -752,26 +751,22 @@ impl LazyPaths {
         }
     }
 
-    /// Writes the values of the path numbers `numbers[start..start + len]`
-    /// into `out` (reset to `len`), from the worker's `cache`.
+    /// Writes the values of the paths numbered `numbers` into `out`, NULL
+    /// from position `padded` on (rows a left outer join padded).
     pub fn fill(
         &self,
         part: PathPart,
-        numbers: &ValueVector,
-        start: usize,
-        len: usize,
+        numbers: &[u64],
+        padded: usize,
         out: &mut ValueVector,
         cache: &mut PathCache,
     ) -> Result<()> {
-        let VectorData::U64(ids) = &numbers.data else {
-            return Err(Error::internal("path numbers not in a UINT64 column"));
-        };
-        out.reset(len);
-        for p in 0..len {
-            if numbers.is_null(start + p) {
+        out.reset(numbers.len());
+        for (p, &n) in numbers.iter().enumerate() {
+            if p >= padded {
                 out.set_null(p, true);
             } else {
-                out.put_value(p, self.value(ids[start + p], part, cache)?);
+                out.put_value(p, self.value(n, part, cache)?);
             }
         }
         Ok(())

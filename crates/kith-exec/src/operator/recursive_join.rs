@@ -12,9 +12,7 @@
 use hashbrown::{HashMap, HashSet};
 use std::sync::Arc;
 
-use kith_common::{
-    Chunk, Error, InternalId, LogicalType, NullMask, Result, Value, ValueVector, VectorData,
-};
+use kith_common::{Chunk, Error, InternalId, LogicalType, Result, Value, ValueVector};
 use kith_graph::{
     bound_pays, hops_to_targets, run_ife, AllShortestCounts, AllWeightedCounts, CollectSink,
     Compute, Graph, HopBound, IfeOptions, LenRow, PathMode, PathSemantics, RelWeights,
@@ -27,6 +25,7 @@ use kith_planner::plan::{ExtendDirection, RecursiveJoin};
 use kith_sched::Scheduler;
 use kith_storage::{RelDirection, RelTableData, TableData};
 
+use super::join_rows::JoinRows;
 use super::path_values::{FoundPaths, IdSpace, LazyPaths, PathPart};
 use super::property_mask::{node_mask, PredicateReader};
 use super::QueryContext;
@@ -197,8 +196,8 @@ pub fn recursive_join(
             threads,
             source_morsels: 0,
         };
-        let (rows, paths) = empty_interval(join, rows, ctx)?;
-        return Ok(RecursiveOutput { rows, paths, stats });
+        let rows = empty_interval(join, rows, ctx)?;
+        return Ok(RecursiveOutput { rows, stats });
     }
     if join.rel_tables.len() > 1 || join.node_tables.len() > 1 {
         return union_join(join, rows, ctx, sched, threads, (lower, upper), settings);
@@ -379,20 +378,12 @@ pub fn recursive_join(
         weighted,
         path_numbers: false,
     };
-    let out = emit_rows(join, rows, ctx, &found, &dst_id)?;
-    Ok(RecursiveOutput {
-        rows: out,
-        paths: None,
-        stats,
-    })
+    let rows = emit_rows(join, rows, ctx, &found, &dst_id)?;
+    Ok(RecursiveOutput { rows, stats })
 }
 
 /// The join's output for an empty interval (`*2..1`): no paths.
-fn empty_interval(
-    join: &RecursiveJoin,
-    rows: &Chunk,
-    ctx: &QueryContext,
-) -> Result<(Chunk, Option<LazyPaths>)> {
+fn empty_interval(join: &RecursiveJoin, rows: &Chunk, ctx: &QueryContext) -> Result<JoinRows> {
     let f = Found {
         row_src: &[],
         index_of: &HashMap::new(),
@@ -401,9 +392,9 @@ fn empty_interval(
         weighted: false,
         path_numbers: join.with_path || join.with_rels,
     };
-    let out = emit_rows(join, rows, ctx, &f, &|_| None)?;
+    let mut out = emit_rows(join, rows, ctx, &f, &|_| None)?;
     let columns = path_columns(join, rows);
-    let paths = match columns.is_empty() {
+    out.paths = match columns.is_empty() {
         true => None,
         false => Some(LazyPaths::new(
             ctx,
@@ -417,14 +408,13 @@ fn empty_interval(
             join.element_properties,
         )?),
     };
-    Ok((out, paths))
+    Ok(out)
 }
 
 /// What a recursive join returns: its rows and, when it outputs paths,
 /// what builds their values from the path numbers in the rows.
 pub struct RecursiveOutput {
-    pub rows: Chunk,
-    pub paths: Option<LazyPaths>,
+    pub rows: JoinRows,
     pub stats: RunStats,
 }
 
@@ -727,12 +717,9 @@ fn emit_found(
         weighted,
         path_numbers: paths.is_some(),
     };
-    let out = emit_rows(join, rows, ctx, &f, &dst_id)?;
-    Ok(RecursiveOutput {
-        rows: out,
-        paths,
-        stats,
-    })
+    let mut rows = emit_rows(join, rows, ctx, &f, &dst_id)?;
+    rows.paths = paths;
+    Ok(RecursiveOutput { rows, stats })
 }
 
 /// The rows of a join that outputs paths: one per kept path, in order,
@@ -860,9 +847,8 @@ fn emit_rows(
     ctx: &QueryContext,
     f: &Found<'_>,
     dst_id: &dyn Fn(u64) -> Option<InternalId>,
-) -> Result<Chunk> {
-    let f_all = f;
-    let (row_src, index_of, found, weighted) = (f.row_src, f.index_of, f.rows, f.weighted);
+) -> Result<JoinRows> {
+    let (row_src, index_of, found) = (f.row_src, f.index_of, f.rows);
     let sources = f.num_sources;
     // The input rows of each source (usually one): `by_src[start[i]..
     // start[i + 1]]` are source i's. The found rows are then read in
@@ -885,116 +871,71 @@ fn emit_rows(
         start[i + 1] += start[i];
     }
     let mut cursor = start.clone();
-    let mut by_src = vec![0u64; start[sources]];
+    let mut by_src = vec![0u32; start[sources]];
     for (r, si) in row_si.iter().enumerate() {
         if let Some(si) = si {
-            by_src[cursor[*si]] = r as u64;
+            by_src[cursor[*si]] = r as u32;
             cursor[*si] += 1;
         }
     }
-    // Output rows: input row index and found row index.
     let cap = found.len();
-    let mut input_rows: Vec<u64> = Vec::with_capacity(cap);
-    let mut dsts: Vec<InternalId> = Vec::with_capacity(cap);
-    let mut lens_i: Vec<i64> = Vec::new();
-    let mut lens_f: Vec<f64> = Vec::new();
-    match (join.with_len, weighted) {
-        (true, true) => lens_f.reserve(cap),
-        (true, false) => lens_i.reserve(cap),
-        _ => {}
-    }
-    let mut counts: Vec<u64> = Vec::with_capacity(cap);
-    // Each output row's path number (`path_numbers`).
-    let mut numbers: Vec<u64> = Vec::new();
+    let mut out = JoinRows {
+        input: rows.clone(),
+        input_row: Vec::with_capacity(cap),
+        dst: Vec::with_capacity(cap),
+        len: Vec::with_capacity(if join.with_len { cap } else { 0 }),
+        weighted: f.weighted,
+        with_len: join.with_len,
+        count: Vec::with_capacity(cap),
+        numbers: Vec::with_capacity(if f.path_numbers { cap } else { 0 }),
+        padded_from: usize::MAX,
+        paths: None,
+    };
     let mut hit = vec![false; sources];
-    for (k, f) in found.iter().enumerate() {
-        let rows_of = &by_src[start[f.0]..start[f.0 + 1]];
+    for (k, f_row) in found.iter().enumerate() {
+        let rows_of = &by_src[start[f_row.0]..start[f_row.0 + 1]];
         if rows_of.is_empty() {
             continue;
         }
-        let Some(dst) = dst_id(f.1) else {
+        let Some(dst) = dst_id(f_row.1) else {
             continue;
         };
-        hit[f.0] = true;
+        hit[f_row.0] = true;
         for &r in rows_of {
-            input_rows.push(r);
-            dsts.push(dst);
+            out.input_row.push(r);
+            out.dst.push(dst);
             if join.with_len {
-                if weighted {
-                    lens_f.push(f64::from_bits(f.2));
-                } else {
-                    lens_i.push(f.2 as i64);
-                }
+                out.len.push(f_row.2);
             }
-            counts.push(f.3);
-        }
-        if f_all.path_numbers {
-            numbers.extend(rows_of.iter().map(|_| k as u64));
+            out.count.push(f_row.3);
+            if f.path_numbers {
+                out.numbers.push(k as u64);
+            }
         }
         if k % 65_536 == 0 {
             ctx.cancel.check()?;
         }
     }
-    // Output positions of the rows a left outer join adds for input rows
-    // without a result (NULL destination, length and path).
-    let mut null_rows: Vec<usize> = Vec::new();
+    // A left outer join adds a row for each input row without a result
+    // (NULL destination, length and path).
+    out.padded_from = out.input_row.len();
     if join.left_outer {
         for (r, si) in row_si.iter().enumerate() {
             if si.is_some_and(|si| hit[si]) {
                 continue;
             }
-            null_rows.push(input_rows.len());
-            input_rows.push(r as u64);
-            dsts.push(InternalId(0));
-            lens_i.push(0);
-            lens_f.push(0.0);
-            if f_all.path_numbers {
-                numbers.push(0);
+            out.input_row.push(r as u32);
+            out.dst.push(InternalId(0));
+            if join.with_len {
+                out.len.push(0);
             }
-            counts.push(1);
+            out.count.push(1);
+            if f.path_numbers {
+                out.numbers.push(0);
+            }
         }
     }
-    let n = input_rows.len();
-    if !join.with_len {
-        lens_i.clear();
-        lens_f.clear();
-    }
-    let typed = |ty: LogicalType, data: VectorData| {
-        let mut v = ValueVector {
-            ty,
-            data,
-            nulls: NullMask::with_len(n),
-        };
-        for &p in &null_rows {
-            v.set_null(p, true);
-        }
-        v
-    };
-    let mut columns: Vec<ValueVector> =
-        rows.columns.iter().map(|c| c.gather(&input_rows)).collect();
-    columns.push(typed(LogicalType::InternalId, VectorData::Id(dsts)));
-    if join.with_len {
-        columns.push(if weighted {
-            typed(LogicalType::Double, VectorData::F64(lens_f))
-        } else {
-            typed(LogicalType::Int64, VectorData::I64(lens_i))
-        });
-    }
-    if f_all.path_numbers {
-        // One column per path value asked for (LazyPaths::columns).
-        for _ in 0..usize::from(join.with_path) + usize::from(join.with_rels) {
-            columns.push(typed(LogicalType::UInt64, VectorData::U64(numbers.clone())));
-        }
-    }
-    columns.push(ValueVector {
-        ty: COUNT_TYPE,
-        data: VectorData::U64(counts),
-        nulls: NullMask::with_len(n),
-    });
-    Ok(Chunk {
-        columns,
-        num_rows: n,
-    })
+    Ok(out)
 }
 
 /// Rel table `t` walked in direction `d` as a member of a [`UnionCsr`]:
@@ -1243,12 +1184,8 @@ fn union_join(
         weighted: false,
         path_numbers: false,
     };
-    let out = emit_rows(join, rows, ctx, &found, &dst_id)?;
-    Ok(RecursiveOutput {
-        rows: out,
-        paths: None,
-        stats,
-    })
+    let rows = emit_rows(join, rows, ctx, &found, &dst_id)?;
+    Ok(RecursiveOutput { rows, stats })
 }
 
 /// The rels of `table` that satisfy the join's property conditions

@@ -1,7 +1,8 @@
-//! Scans materialized rows whose last column is a count (the output of a
-//! recursive join): each batch is a run of consecutive rows with the same
-//! count, which becomes the result set's multiplicity, so `count(*)` and the
-//! other aggregates count walks without expanding them.
+//! Scans the rows of a recursive join, each standing for a count of paths
+//! (built as they are read, or materialized with the count as the last
+//! column): each batch is a run of consecutive rows with the same count,
+//! which becomes the result set's multiplicity, so `count(*)` and the other
+//! aggregates count walks without expanding them.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -9,31 +10,51 @@ use std::sync::Arc;
 use kith_common::{Chunk, Result, Value, VectorData};
 use kith_sched::MorselDispenser;
 
-use super::path_values::{LazyPaths, PathCache};
+use super::join_rows::JoinRows;
+use super::path_values::PathCache;
 use super::scan_rows::copy_rows;
 use super::{Operator, Pos, QueryContext};
 use crate::result_set::ResultSet;
 
 pub struct ScanCountedRows {
     pub ctx: Arc<QueryContext>,
-    /// The columns of `columns`, then the count column.
-    pub rows: Arc<Chunk>,
-    /// Builds the path columns of a recursive join's rows as they are read.
-    pub paths: Option<Arc<LazyPaths>>,
+    pub rows: PartRows,
     /// This worker's copies of the path elements.
     pub path_cache: PathCache,
     pub morsels: Arc<MorselDispenser>,
     pub chunk: usize,
-    /// Where each column of `rows` but the last goes.
+    /// Where each column of the rows but the count goes.
     pub columns: Vec<Pos>,
     /// What is left of the current morsel.
     pub pending: Range<usize>,
 }
 
+/// A part's input rows: an earlier part's output (with the count as the
+/// last column after a recursive join that had to be materialized), or a
+/// recursive join's rows, built as they are read.
+#[derive(Clone)]
+pub enum PartRows {
+    Join(Arc<JoinRows>),
+    Chunk(Arc<Chunk>),
+}
+
+impl PartRows {
+    pub fn num_rows(&self) -> usize {
+        match self {
+            PartRows::Join(j) => j.num_rows(),
+            PartRows::Chunk(c) => c.num_rows,
+        }
+    }
+}
+
 impl ScanCountedRows {
     #[inline]
     fn count(&self, row: usize) -> u64 {
-        let Some(col) = self.rows.columns.last() else {
+        let col = match &self.rows {
+            PartRows::Join(j) => return j.count(row),
+            PartRows::Chunk(c) => c.columns.last(),
+        };
+        let Some(col) = col else {
             return 1;
         };
         if let VectorData::U64(v) = &col.data {
@@ -71,8 +92,10 @@ impl Operator for ScanCountedRows {
                 continue;
             }
             let len = end - start;
-            let paths = self.paths.as_deref().map(|p| (p, &mut self.path_cache));
-            copy_rows(&self.rows, paths, &self.columns, start, len, rs)?;
+            match &self.rows {
+                PartRows::Join(j) => j.fill(start, len, &self.columns, rs, &mut self.path_cache)?,
+                PartRows::Chunk(c) => copy_rows(c, &self.columns, start, len, rs),
+            }
             rs.chunks[self.chunk].state.reset(len);
             rs.multiplicity = count;
             return Ok(true);

@@ -6,17 +6,12 @@ use std::sync::Arc;
 use kith_common::{Chunk, Result};
 use kith_sched::MorselDispenser;
 
-use super::path_values::{LazyPaths, PathCache};
 use super::{Operator, Pos, QueryContext};
 use crate::result_set::ResultSet;
 
 pub struct ScanRows {
     pub ctx: Arc<QueryContext>,
     pub rows: Arc<Chunk>,
-    /// Builds the path columns of a recursive join's rows as they are read.
-    pub paths: Option<Arc<LazyPaths>>,
-    /// This worker's copies of the path elements.
-    pub path_cache: PathCache,
     /// Shared across workers; ranges of row numbers.
     pub morsels: Arc<MorselDispenser>,
     pub chunk: usize,
@@ -34,32 +29,16 @@ impl Operator for ScanRows {
         };
         let start = range.start as usize;
         let len = (range.end - range.start) as usize;
-        let paths = self.paths.as_deref().map(|p| (p, &mut self.path_cache));
-        copy_rows(&self.rows, paths, &self.columns, start, len, rs)?;
+        copy_rows(&self.rows, &self.columns, start, len, rs);
         rs.chunks[self.chunk].state.reset(len);
         Ok(true)
     }
 }
 
 /// Copies rows `start..start + len` of `rows` into the result set (column
-/// `i` to `columns[i]`), building the values of path columns.
-pub fn copy_rows(
-    rows: &Chunk,
-    mut paths: Option<(&LazyPaths, &mut PathCache)>,
-    columns: &[Pos],
-    start: usize,
-    len: usize,
-    rs: &mut ResultSet,
-) -> Result<()> {
-    for (i, (src, &(chunk, vector))) in rows.columns.iter().zip(columns).enumerate() {
-        let out = &mut rs.chunks[chunk].vectors[vector];
-        if let Some((p, cache)) = &mut paths {
-            if let Some(part) = p.part_of(i) {
-                p.fill(part, src, start, len, out, cache)?;
-                continue;
-            }
-        }
-        out.assign_range(src, start, len);
+/// `i` to `columns[i]`).
+pub fn copy_rows(rows: &Chunk, columns: &[Pos], start: usize, len: usize, rs: &mut ResultSet) {
+    for (src, &(chunk, vector)) in rows.columns.iter().zip(columns) {
+        rs.chunks[chunk].vectors[vector].assign_range(src, start, len);
     }
-    Ok(())
 }
