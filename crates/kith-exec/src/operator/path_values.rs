@@ -107,6 +107,12 @@ fn mark(bits: &mut Vec<u64>, o: u64) -> bool {
 /// other one.
 type WantedRel = (InternalId, InternalId, InternalId);
 
+/// A rel looked for beside a node: (node offset, rel offset, item).
+type Wanted = (u64, u64, usize);
+
+/// A rel's (source, position) not found yet.
+const NOT_FOUND: (u64, u64) = (u64::MAX, u64::MAX);
+
 /// Reads the node and rel values of a result's paths into [`ElementValues`]:
 /// the elements are named first ([`PathValues::want_node`],
 /// [`PathValues::want_rel`], repeats allowed: a bit per id keeps each
@@ -277,11 +283,11 @@ impl<'a> PathValues<'a> {
 
     /// The values of `items`, rels of table `t`. Rel properties are stored
     /// in CSR order, so a rel is found among its source's forward CSR
-    /// positions: the rels are grouped by that node, and each node's rel
-    /// ids are read once (a result's rels share few sources, but a hub can
-    /// be the source of many). A rel not beside the first endpoint is
-    /// looked for beside the second (undirected walks, or a guess the
-    /// other way round).
+    /// positions, grouped by that node: first at the position its id
+    /// suggests beside either endpoint (a rel an undirected walk took
+    /// backward is beside the second), and only for the rels not found so
+    /// by reading each endpoint's rel ids once (a result's rels share few
+    /// sources, but a hub can be the source of many).
     fn read_rels(&mut self, t: TableId, items: Vec<WantedRel>) -> Result<Vec<RelValue>> {
         let e = entry(self.ctx, t)?;
         let info = e
@@ -304,20 +310,21 @@ impl<'a> PathValues<'a> {
             scratch.push(ValueVector::new(p.ty.clone(), 1));
         }
         let stored: Vec<usize> = columns.iter().flatten().copied().collect();
-        // (source offset, rel offset) to find, first beside the first
-        // endpoint, then beside the second for those not found.
+        // Each item's (source offset, forward CSR position), found first by
+        // guessing beside either endpoint (a rel walked backward is beside
+        // the other one), and only then by reading the endpoints' rel ids.
         let src_of = |n: InternalId| (n.table() == info.src).then_some(n.offset());
-        let mut first: Vec<(u64, u64)> = Vec::with_capacity(items.len());
-        let mut second: HashMap<u64, u64> = HashMap::new();
-        for &(r, a, b) in &items {
-            match (src_of(a), src_of(b)) {
+        let mut ends: [Vec<Wanted>; 2] = [Vec::with_capacity(items.len()), Vec::new()];
+        for (i, &(r, a, b)) in items.iter().enumerate() {
+            let (x, y) = (src_of(a), src_of(b));
+            match (x, y) {
                 (Some(x), y) => {
-                    first.push((x, r.offset()));
+                    ends[0].push((x, r.offset(), i));
                     if let Some(y) = y.filter(|&y| y != x) {
-                        second.insert(r.offset(), y);
+                        ends[1].push((y, r.offset(), i));
                     }
                 }
-                (None, Some(y)) => first.push((y, r.offset())),
+                (None, Some(y)) => ends[0].push((y, r.offset(), i)),
                 (None, None) => {
                     return Err(Error::internal(format!(
                         "rel {r} has no endpoint in its source table"
@@ -326,25 +333,27 @@ impl<'a> PathValues<'a> {
             }
         }
         let mut pins: HashMap<usize, kith_storage::PinnedCsrGroup> = HashMap::new();
-        let mut found = self.find_rels(rd, &stored, &mut pins, first)?;
-        let missing: Vec<(u64, u64)> = items
-            .iter()
-            .filter(|(r, _, _)| !found.contains_key(&r.offset()))
-            .filter_map(|(r, _, _)| second.get(&r.offset()).map(|&y| (y, r.offset())))
-            .collect();
-        if !missing.is_empty() {
-            found.extend(self.find_rels(rd, &stored, &mut pins, missing)?);
+        let mut found = vec![NOT_FOUND; items.len()];
+        for scan in [false, true] {
+            for end in &ends {
+                let left: Vec<Wanted> = end
+                    .iter()
+                    .filter(|w| found[w.2] == NOT_FOUND)
+                    .copied()
+                    .collect();
+                self.find_rels(rd, &stored, &mut pins, left, scan, &mut found)?;
+            }
         }
         let mut out = Vec::with_capacity(items.len());
         let mut nbr = [0u64; 1];
-        for &(r, _, _) in &items {
+        for (&(r, _, _), &(src, pos)) in items.iter().zip(&found) {
             let r = r.offset();
-            let &(src, pos) = found.get(&r).ok_or_else(|| {
-                Error::internal(format!(
+            if (src, pos) == NOT_FOUND {
+                return Err(Error::internal(format!(
                     "rel {} not found beside its endpoints (deleted?)",
                     InternalId::new(t, r)
-                ))
-            })?;
+                )));
+            }
             let pinned = pins
                 .get(&((src / NODE_GROUP_SIZE) as usize))
                 .ok_or_else(|| Error::internal("rel group not pinned"))?;
@@ -377,20 +386,22 @@ impl<'a> PathValues<'a> {
         Ok(out)
     }
 
-    /// The forward CSR position of each rel of `wanted` (source offset,
-    /// rel offset) found among its source's rels, by rel offset, with the
-    /// source: each source's rel ids are read once. Pins the groups it
-    /// reads into `pins` (with the `stored` property columns).
+    /// Finds the forward CSR position of the rels of `wanted` (source
+    /// offset, rel offset, item) among their sources' rels, into
+    /// `found[item]` as (source offset, position): at the position a
+    /// region written in one piece numbers the rel with, and, when `scan`,
+    /// by reading the source's rel ids (once per source). Pins the groups
+    /// it reads into `pins` (with the `stored` property columns).
     fn find_rels(
         &self,
         rd: &kith_storage::RelTableData,
         stored: &[usize],
         pins: &mut HashMap<usize, kith_storage::PinnedCsrGroup>,
-        mut wanted: Vec<(u64, u64)>,
-    ) -> Result<HashMap<u64, (u64, u64)>> {
+        mut wanted: Vec<Wanted>,
+        scan: bool,
+        found: &mut [(u64, u64)],
+    ) -> Result<()> {
         wanted.sort_unstable();
-        wanted.dedup();
-        let mut found = HashMap::with_capacity(wanted.len());
         let mut ids = Vec::new();
         let (mut i, mut sources) = (0, 0usize);
         while i < wanted.len() {
@@ -409,35 +420,31 @@ impl<'a> PathValues<'a> {
                 .get(&gi)
                 .ok_or_else(|| Error::internal("rel group not pinned"))?;
             let local = src % NODE_GROUP_SIZE;
-            // A region written in one piece usually numbers its rels in
-            // position order: try the position that numbering gives, and
-            // read the node's rel ids only for the rels not there.
-            let positions = pinned.rel_ids.num_values();
-            let mut first = [0u64; 1];
-            if positions > 0 {
-                pinned.rel_ids.read_u64s(0, 1, &mut first);
-            }
-            let mut unseen = 0;
-            for &(_, r) in want {
-                let guess = r.wrapping_sub(first[0]);
-                let mut at = [u64::MAX; 1];
-                if guess < positions {
-                    pinned.rel_ids.read_u64s(guess, 1, &mut at);
-                }
-                if at[0] == r && pinned.ranges(local).any(|(s, e)| (s..e).contains(&guess)) {
-                    found.insert(r, (src, guess));
-                } else {
-                    unseen += 1;
-                }
-            }
-            if unseen > 0 {
+            if scan {
                 for (s, e) in pinned.ranges(local) {
                     ids.resize((e - s) as usize, 0);
                     pinned.rel_ids.read_u64s(s, ids.len(), &mut ids);
                     for (k, r) in ids.iter().enumerate() {
-                        if want.binary_search(&(src, *r)).is_ok() {
-                            found.insert(*r, (src, s + k as u64));
+                        let at = want.partition_point(|w| w.1 < *r);
+                        for w in want[at..].iter().take_while(|w| w.1 == *r) {
+                            found[w.2] = (src, s + k as u64);
                         }
+                    }
+                }
+            } else {
+                let positions = pinned.rel_ids.num_values();
+                let mut first = [0u64; 1];
+                if positions > 0 {
+                    pinned.rel_ids.read_u64s(0, 1, &mut first);
+                }
+                for &(_, r, item) in want {
+                    let guess = r.wrapping_sub(first[0]);
+                    let mut at = [u64::MAX; 1];
+                    if guess < positions {
+                        pinned.rel_ids.read_u64s(guess, 1, &mut at);
+                    }
+                    if at[0] == r && pinned.ranges(local).any(|(s, e)| (s..e).contains(&guess)) {
+                        found[item] = (src, guess);
                     }
                 }
             }
@@ -446,7 +453,7 @@ impl<'a> PathValues<'a> {
                 self.ctx.cancel.check()?;
             }
         }
-        Ok(found)
+        Ok(())
     }
 }
 
