@@ -30,9 +30,11 @@ pub struct JoinRows {
     pub len: Vec<u64>,
     pub weighted: bool,
     pub with_len: bool,
-    /// Per row, how many paths it stands for.
+    /// Per row, how many paths it stands for; empty while every count is
+    /// 1 (one row per path).
     pub count: Vec<u64>,
-    /// Per row, the number of its path (when paths are output).
+    /// Per row, the number of its path (when paths are output); empty while
+    /// each row's is its row number (one input row per source).
     pub numbers: Vec<u64>,
     /// Rows from here on are padded: NULL destination, length and paths.
     pub padded_from: usize,
@@ -48,7 +50,31 @@ impl JoinRows {
     /// The number of paths row `r` stands for.
     #[inline]
     pub fn count(&self, r: usize) -> u64 {
-        self.count[r]
+        self.count.get(r).copied().unwrap_or(1)
+    }
+
+    /// Records the count of the row just pushed (the rows' other columns
+    /// first): a count vector is made only once a count is not 1.
+    pub fn push_count(&mut self, c: u64) {
+        let row = self.input_row.len() - 1;
+        if self.count.is_empty() && c != 1 {
+            self.count = vec![1; row];
+        }
+        if !self.count.is_empty() || c != 1 {
+            self.count.push(c);
+        }
+    }
+
+    /// Records the path number of the row just pushed: a number vector is
+    /// made only once a row's number is not its row number.
+    pub fn push_number(&mut self, n: u64) {
+        let row = self.input_row.len() - 1;
+        if self.numbers.is_empty() && n != row as u64 {
+            self.numbers = (0..row as u64).collect();
+        }
+        if !self.numbers.is_empty() || n != row as u64 {
+            self.numbers.push(n);
+        }
     }
 
     /// Writes rows `start..start + len` into the result set, column `c` of
@@ -127,7 +153,11 @@ impl JoinRows {
                     "recursive join rows have no column {c}"
                 )));
             };
-            return paths.fill(part, &self.numbers[start..end], padded, out, cache);
+            let numbers: std::borrow::Cow<'_, [u64]> = match self.numbers.is_empty() {
+                true => (start as u64..end as u64).collect(),
+                false => self.numbers[start..end].into(),
+            };
+            return paths.fill(part, &numbers, padded, out, cache);
         }
         for p in padded..len {
             out.set_null(p, true);
@@ -161,7 +191,7 @@ impl JoinRows {
         }
         columns.push(ValueVector {
             ty: COUNT_TYPE,
-            data: VectorData::U64(self.count.clone()),
+            data: VectorData::U64((0..n).map(|r| self.count(r)).collect()),
             nulls: NullMask::with_len(n),
         });
         Ok(Chunk {

@@ -374,7 +374,7 @@ pub fn recursive_join(
         row_src: &row_src,
         index_of: &index_of,
         num_sources: sources.len(),
-        rows: &found,
+        rows: FoundList::Rows(&found),
         weighted,
         path_numbers: false,
     };
@@ -388,7 +388,7 @@ fn empty_interval(join: &RecursiveJoin, rows: &Chunk, ctx: &QueryContext) -> Res
         row_src: &[],
         index_of: &HashMap::new(),
         num_sources: 0,
-        rows: &[],
+        rows: FoundList::Rows(&[]),
         weighted: false,
         path_numbers: join.with_path || join.with_rels,
     };
@@ -682,16 +682,7 @@ fn paths_join<G: Graph>(
         dst_ids.push(dst);
     }
     let weighted = weights.is_some();
-    emit_found(
-        join,
-        rows,
-        ctx,
-        srcs,
-        (&found, &dst_ids),
-        weighted,
-        None,
-        stats,
-    )
+    emit_found(join, rows, ctx, srcs, (&found, &dst_ids), weighted, stats)
 }
 
 /// The join's output from its found rows (source index, destination
@@ -705,7 +696,6 @@ fn emit_found(
     srcs: &Sources<'_>,
     (found, dst_ids): (&[FoundRow], &[InternalId]),
     weighted: bool,
-    paths: Option<LazyPaths>,
     stats: RunStats,
 ) -> Result<RecursiveOutput> {
     let dst_id = |k: u64| dst_ids.get(k as usize).copied();
@@ -713,12 +703,11 @@ fn emit_found(
         row_src: srcs.row_src,
         index_of: srcs.index_of,
         num_sources: srcs.list.len(),
-        rows: found,
+        rows: FoundList::Rows(found),
         weighted,
-        path_numbers: paths.is_some(),
+        path_numbers: false,
     };
-    let mut rows = emit_rows(join, rows, ctx, &f, &dst_id)?;
-    rows.paths = paths;
+    let rows = emit_rows(join, rows, ctx, &f, &dst_id)?;
     Ok(RecursiveOutput { rows, stats })
 }
 
@@ -735,22 +724,16 @@ fn emit_paths(
     weighted: bool,
     stats: RunStats,
 ) -> Result<RecursiveOutput> {
-    let n = found_paths.len();
-    let mut found: Vec<FoundRow> = Vec::with_capacity(n);
-    let mut dst_ids: Vec<InternalId> = Vec::with_capacity(n);
-    for i in 0..n {
-        let (src, dst, len) = found_paths.end(i, weighted);
-        let si = srcs
-            .index_of
-            .get(&src)
-            .copied()
-            .ok_or_else(|| Error::internal("recursive result for an unknown source"))?;
-        found.push((si, i as u64, len, 1));
-        dst_ids.push((ids.node)(dst));
-        if i % 4096 == 0 {
-            ctx.cancel.check()?;
-        }
-    }
+    // One row per path, read from the paths (no list of found rows).
+    let f = Found {
+        row_src: srcs.row_src,
+        index_of: srcs.index_of,
+        num_sources: srcs.list.len(),
+        rows: FoundList::Paths(&found_paths),
+        weighted,
+        path_numbers: true,
+    };
+    let mut out = emit_rows(join, rows, ctx, &f, &|d| Some((ids.node)(d)))?;
     // A rel walked only backward was reached from its destination: its
     // source is the path's next node.
     let walked_back: Vec<TableId> = join
@@ -768,24 +751,15 @@ fn emit_paths(
         rels: ids.rels.clone(),
     };
     let columns = path_columns(join, rows);
-    let paths = LazyPaths::new(
+    out.paths = Some(LazyPaths::new(
         ctx,
         found_paths,
         space,
         columns,
         &walked_back,
         join.element_properties,
-    )?;
-    emit_found(
-        join,
-        rows,
-        ctx,
-        srcs,
-        (&found, &dst_ids),
-        weighted,
-        Some(paths),
-        stats,
-    )
+    )?);
+    Ok(RecursiveOutput { rows: out, stats })
 }
 
 /// The sources of a join (distinct, in first-seen order), each input row's
@@ -824,14 +798,21 @@ fn collect_sources(
 /// count).
 type FoundRow = (usize, u64, u64, u64);
 
+/// The rows a search found.
+enum FoundList<'a> {
+    /// (source index, destination, length or cost bits, count).
+    Rows(&'a [FoundRow]),
+    /// One row per path (counting 1), read from the paths themselves.
+    Paths(&'a FoundPaths),
+}
+
 /// What a search found, for [`emit_rows`].
 struct Found<'a> {
     /// Per input row, its source (None: NULL).
     row_src: &'a [Option<u64>],
     index_of: &'a HashMap<u64, usize>,
     num_sources: usize,
-    /// (source index, destination, length or cost bits, count)
-    rows: &'a [FoundRow],
+    rows: FoundList<'a>,
     weighted: bool,
     /// The path and rels columns (as the join asks) hold each found row's
     /// number, for [`LazyPaths`].
@@ -848,7 +829,7 @@ fn emit_rows(
     f: &Found<'_>,
     dst_id: &dyn Fn(u64) -> Option<InternalId>,
 ) -> Result<JoinRows> {
-    let (row_src, index_of, found) = (f.row_src, f.index_of, f.rows);
+    let (row_src, index_of) = (f.row_src, f.index_of);
     let sources = f.num_sources;
     // The input rows of each source (usually one): `by_src[start[i]..
     // start[i + 1]]` are source i's. The found rows are then read in
@@ -878,7 +859,10 @@ fn emit_rows(
             cursor[*si] += 1;
         }
     }
-    let cap = found.len();
+    let cap = match f.rows {
+        FoundList::Rows(r) => r.len(),
+        FoundList::Paths(p) => p.len(),
+    };
     let mut out = JoinRows {
         input: rows.clone(),
         input_row: Vec::with_capacity(cap),
@@ -886,13 +870,24 @@ fn emit_rows(
         len: Vec::with_capacity(if join.with_len { cap } else { 0 }),
         weighted: f.weighted,
         with_len: join.with_len,
-        count: Vec::with_capacity(cap),
-        numbers: Vec::with_capacity(if f.path_numbers { cap } else { 0 }),
+        count: Vec::new(),
+        numbers: Vec::new(),
         padded_from: usize::MAX,
         paths: None,
     };
     let mut hit = vec![false; sources];
-    for (k, f_row) in found.iter().enumerate() {
+    for k in 0..cap {
+        let f_row = match f.rows {
+            FoundList::Rows(r) => r[k],
+            FoundList::Paths(p) => {
+                let (src, dst, len) = p.end(k, f.weighted);
+                let si = index_of
+                    .get(&src)
+                    .copied()
+                    .ok_or_else(|| Error::internal("recursive result for an unknown source"))?;
+                (si, dst, len, 1)
+            }
+        };
         let rows_of = &by_src[start[f_row.0]..start[f_row.0 + 1]];
         if rows_of.is_empty() {
             continue;
@@ -907,9 +902,9 @@ fn emit_rows(
             if join.with_len {
                 out.len.push(f_row.2);
             }
-            out.count.push(f_row.3);
+            out.push_count(f_row.3);
             if f.path_numbers {
-                out.numbers.push(k as u64);
+                out.push_number(k as u64);
             }
         }
         if k % 65_536 == 0 {
@@ -929,8 +924,8 @@ fn emit_rows(
             if join.with_len {
                 out.len.push(0);
             }
-            out.count.push(1);
-            if f.path_numbers {
+            out.push_count(1);
+            if !out.numbers.is_empty() {
                 out.numbers.push(0);
             }
         }
@@ -1180,7 +1175,7 @@ fn union_join(
         row_src: &row_src,
         index_of: &index_of,
         num_sources: sources.len(),
-        rows: &found,
+        rows: FoundList::Rows(&found),
         weighted: false,
         path_numbers: false,
     };
