@@ -6,6 +6,8 @@
 //! part that must see its rows whole (UNWIND, OPTIONAL MATCH padding)
 //! materializes them ([`JoinRows::materialize`]).
 
+use std::sync::Arc;
+
 use kith_common::{
     Chunk, Error, InternalId, LogicalType, NullMask, Result, Value, ValueVector, VectorData,
 };
@@ -198,5 +200,23 @@ impl JoinRows {
             columns,
             num_rows: n,
         })
+    }
+}
+
+/// A part's input rows: an earlier part's output (with the count as the
+/// last column after a recursive join that had to be materialized), or a
+/// recursive join's rows, built as they are read.
+#[derive(Clone)]
+pub enum PartRows {
+    Join(Arc<JoinRows>),
+    Chunk(Arc<Chunk>),
+}
+
+impl PartRows {
+    pub fn num_rows(&self) -> usize {
+        match self {
+            PartRows::Join(j) => j.num_rows(),
+            PartRows::Chunk(c) => c.num_rows,
+        }
     }
 }

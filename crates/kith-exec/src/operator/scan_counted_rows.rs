@@ -7,10 +7,10 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use kith_common::{Chunk, Result, Value, VectorData};
+use kith_common::{Result, Value, VectorData};
 use kith_sched::MorselDispenser;
 
-use super::join_rows::JoinRows;
+use super::join_rows::PartRows;
 use super::path_values::PathCache;
 use super::scan_rows::copy_rows;
 use super::{Operator, Pos, QueryContext};
@@ -27,24 +27,6 @@ pub struct ScanCountedRows {
     pub columns: Vec<Pos>,
     /// What is left of the current morsel.
     pub pending: Range<usize>,
-}
-
-/// A part's input rows: an earlier part's output (with the count as the
-/// last column after a recursive join that had to be materialized), or a
-/// recursive join's rows, built as they are read.
-#[derive(Clone)]
-pub enum PartRows {
-    Join(Arc<JoinRows>),
-    Chunk(Arc<Chunk>),
-}
-
-impl PartRows {
-    pub fn num_rows(&self) -> usize {
-        match self {
-            PartRows::Join(j) => j.num_rows(),
-            PartRows::Chunk(c) => c.num_rows,
-        }
-    }
 }
 
 impl ScanCountedRows {
