@@ -112,7 +112,7 @@ fn policy_table(r: &Report, ran: &[&crate::suite::Query], o: &mut String) {
     if policies.is_empty() {
         return;
     }
-    let ntks = EngineKind::KithPolicy(2);
+    let ntks = EngineKind::parse("kith:nTkS");
     let _ = writeln!(o, "\n### Dispatch policies\n");
     let mut head = "| query | threads | kith (automatic) |".to_string();
     let mut rule = "|---|---:|---:|".to_string();
@@ -134,7 +134,10 @@ fn policy_table(r: &Report, ran: &[&crate::suite::Query], o: &mut String) {
                 }
                 let _ = write!(line, " {c} |");
             }
-            let ntks_median = cell(r.config(&ntks, t), q.name).1.map(|s| s.median);
+            let ntks_median = ntks
+                .as_ref()
+                .and_then(|e| cell(r.config(e, t), q.name).1)
+                .map(|s| s.median);
             let vs = match (ntks_median, best) {
                 (Some(n), Some(b)) if b > 0.0 => format!("{:.2}", n / b),
                 _ => "–".into(),

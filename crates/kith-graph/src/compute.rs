@@ -713,7 +713,7 @@ fn pack_parent(node: u64, rel: u64) -> Option<u64> {
 
 /// The parent edge `(node, rel)` of a packed word (None: none).
 #[inline]
-pub fn unpack_parent(word: u64) -> Option<(u64, u64)> {
+fn unpack_parent(word: u64) -> Option<(u64, u64)> {
     (word != 0).then_some((!word >> 32, !word & 0xffff_ffff))
 }
 
@@ -1025,11 +1025,16 @@ pub fn tree_path(
     rels: &mut Vec<u64>,
 ) -> Result<()> {
     walk_parent_chain(row.src, row.dst, row.hops as usize, nodes, rels, |v| {
-        let word = tree
-            .get(v as usize)
-            .map_or(0, |w| w.load(Ordering::Relaxed));
-        unpack_parent(word).ok_or_else(|| Error::internal("visited node without a parent"))
+        tree_parent(tree, v)
     })
+}
+
+/// The parent edge `(node, rel)` of node `v` in a source's `tree`.
+pub fn tree_parent(tree: &[AtomicU64], v: u64) -> Result<(u64, u64)> {
+    let word = tree
+        .get(v as usize)
+        .map_or(0, |w| w.load(Ordering::Relaxed));
+    unpack_parent(word).ok_or_else(|| Error::internal("visited node without a parent"))
 }
 
 /// Writes the path from `src` to `dst` of `hops` rels along single parent

@@ -396,7 +396,6 @@ pub struct UnionMember {
     pub from: usize,
     /// Index of the node table reached.
     pub to: usize,
-    pub rel_table: kith_common::TableId,
     /// Added to the table's rel offsets to give the rel ids the union
     /// reports: the caller gives each rel table its own range (and the
     /// same base to both directions of one table).

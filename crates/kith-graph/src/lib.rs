@@ -49,7 +49,7 @@ pub mod weighted_paths;
 pub mod weights;
 
 pub use compute::{
-    all_shortest_counts, shortest_lengths, shortest_paths, tree_path, unpack_parent, walk_counts,
+    all_shortest_counts, shortest_lengths, shortest_paths, tree_parent, tree_path, walk_counts,
     weighted_shortest, AllShortestCounts, CostRow, LenRow, ParentTree, PathMode, PathRow,
     ShortestLengths, ShortestPaths, ShortestTrees, TreeRow, WalkCounts, WeightedShortest,
     MAX_UPPER,

@@ -11,6 +11,17 @@ pub use kith_parser::ast::{BinaryOp, Quantifier, UnaryOp};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SlotId(pub u32);
 
+/// The bounds of a slice with literal bounds (`None`: open).
+pub type SliceBounds = (Option<i64>, Option<i64>);
+
+/// What [`BoundExpr::path_count`] counts: a path's nodes or rels, through
+/// a slice with these bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PathCount {
+    pub rels: bool,
+    pub slice: Option<SliceBounds>,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct BoundExpr {
     pub kind: BoundExprKind,
@@ -121,6 +132,49 @@ impl BoundExpr {
             BoundExprKind::Unary(UnaryOp::Plus, x) => x.as_int_literal(),
             _ => None,
         }
+    }
+
+    /// `x[a..b]` with integer-literal (or absent) bounds: `x` and the
+    /// bounds.
+    pub fn as_literal_slice(&self) -> Option<(&BoundExpr, SliceBounds)> {
+        let BoundExprKind::Slice(x, from, to) = &self.kind else {
+            return None;
+        };
+        let bound = |b: &Option<Box<BoundExpr>>| match b.as_deref() {
+            None => Some(None),
+            Some(b) => b.as_int_literal().map(Some),
+        };
+        Some((x, (bound(from)?, bound(to)?)))
+    }
+
+    /// `size(nodes(p))`, `size(rels(p))`, or `size()` of a slice of either
+    /// with integer-literal bounds (`nodes(e)` of a recursive rel is bound
+    /// as `nodes(e)[1..-1]`): the path `p` and what is counted, which needs
+    /// no list.
+    pub fn path_count(&self) -> Option<(&BoundExpr, PathCount)> {
+        let BoundExprKind::Function(name, args) = &self.kind else {
+            return None;
+        };
+        let [arg] = args.as_slice() else { return None };
+        if name != "size" {
+            return None;
+        }
+        let (list, slice) = match arg.as_literal_slice() {
+            Some((x, bounds)) => (x, Some(bounds)),
+            None => (arg, None),
+        };
+        let BoundExprKind::Function(f, inner) = &list.kind else {
+            return None;
+        };
+        let [path] = inner.as_slice() else {
+            return None;
+        };
+        let rels = match f.as_str() {
+            "nodes" => false,
+            "rels" | "relationships" => true,
+            _ => return None,
+        };
+        (path.ty == LogicalType::Path).then_some((path, PathCount { rels, slice }))
     }
 
     /// Every slot the expression reads.

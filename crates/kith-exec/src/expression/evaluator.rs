@@ -1,7 +1,9 @@
 //! The compiled expression tree and its vectorized evaluation.
 
 use kith_common::{Error, LogicalType, Result, Value, ValueVector, VectorData};
-use kith_planner::expr::{BinaryOp, BoundExpr, BoundExprKind, Quantifier, SlotId, UnaryOp};
+use kith_planner::expr::{
+    BinaryOp, BoundExpr, BoundExprKind, PathCount, Quantifier, SlotId, UnaryOp,
+};
 use regex::Regex;
 
 use super::cast::{cast_value, coerce};
@@ -177,8 +179,9 @@ impl Node {
                     in_list: None,
                 }
             }
-            BoundExprKind::Function(name, args) if path_count_call(name, args).is_some() => {
-                let (path, count) = path_count_call(name, args)
+            BoundExprKind::Function(..) if e.path_count().is_some() => {
+                let (path, count) = e
+                    .path_count()
                     .ok_or_else(|| Error::internal("path count without its path"))?;
                 Kind::PathCount(Box::new(Node::compile(path)?), count)
             }
@@ -689,7 +692,7 @@ impl Node {
                 let xv = x.vector(ctx);
                 let count = *count;
                 map_rows(&mut self.out, ctx, &[mx], |p| {
-                    count.of(&xv.get_value(at(mx, p)))
+                    count_path(count, &xv.get_value(at(mx, p)))
                 })
             }
             Kind::Local(i) => Err(Error::internal(format!(
@@ -837,7 +840,7 @@ impl Node {
                 let to = b.as_ref().map(|b| b.eval_row(ctx, p, locals)).transpose()?;
                 kernels::slice(&v, from.as_ref(), to.as_ref())?
             }
-            Kind::PathCount(x, count) => count.of(&x.eval_row(ctx, p, locals)?)?,
+            Kind::PathCount(x, count) => count_path(*count, &x.eval_row(ctx, p, locals)?)?,
             Kind::Local(i) => locals.get(*i as usize).cloned().unwrap_or(Value::Null),
             Kind::Subquery { index, keys, .. } => {
                 let vals = keys
@@ -901,78 +904,35 @@ fn subquery_table<'a>(
     })
 }
 
-/// What [`Kind::PathCount`] counts: a path's nodes or rels, through a
-/// slice with these constant bounds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct PathCount {
-    rels: bool,
-    slice: Option<(Option<i64>, Option<i64>)>,
-}
-
-impl PathCount {
-    /// The count for one path value (NULL for NULL), as `size()` of the
-    /// list `nodes()` / `rels()` and the slice would give.
-    fn of(self, v: &Value) -> Result<Value> {
-        let n = match v {
-            Value::Null => return Ok(Value::Null),
-            Value::Path(p) if self.rels => p.rels.len() as i64,
-            Value::Path(p) => p.nodes.len() as i64,
-            other => {
-                return Err(Error::type_error(format!(
-                    "{}() expects a PATH, got {}",
-                    if self.rels { "relationships" } else { "nodes" },
-                    other.logical_type()
-                )))
-            }
-        };
-        Ok(Value::Int64(match self.slice {
-            None => n,
-            Some((from, to)) => {
-                let bound = |b: Option<i64>, default: i64| {
-                    let i = b.unwrap_or(default);
-                    let i = if i < 0 { i.saturating_add(n) } else { i };
-                    i.clamp(0, n)
-                };
-                (bound(to, n) - bound(from, 0)).max(0)
-            }
-        }))
-    }
-}
-
-/// `size(nodes(x))`, `size(rels(x))` and `size(...[a..b])` of those with
-/// integer-literal (or absent) bounds: the path `x` and what to count.
-fn path_count_call<'a>(name: &str, args: &'a [BoundExpr]) -> Option<(&'a BoundExpr, PathCount)> {
-    let [arg] = args else { return None };
-    if name != "size" {
-        return None;
-    }
-    let (list, slice) = match &arg.kind {
-        BoundExprKind::Slice(list, from, to) => {
-            let bound = |b: &Option<Box<BoundExpr>>| match b.as_deref() {
-                None => Some(None),
-                Some(b) => b.as_int_literal().map(Some),
-            };
-            (&**list, Some((bound(from)?, bound(to)?)))
+/// `size()` of a path's nodes or rels as [`PathCount`] says, for one path
+/// value (NULL for NULL): what the lists `nodes()` / `rels()` and the
+/// slice would give.
+fn count_path(count: PathCount, v: &Value) -> Result<Value> {
+    let n = match v {
+        Value::Null => return Ok(Value::Null),
+        Value::Path(p) if count.rels => p.rels.len() as i64,
+        Value::Path(p) => p.nodes.len() as i64,
+        other => {
+            return Err(Error::type_error(format!(
+                "{}() expects a PATH, got {}",
+                if count.rels { "relationships" } else { "nodes" },
+                other.logical_type()
+            )))
         }
-        _ => (arg, None),
     };
-    match &list.kind {
-        BoundExprKind::Function(f, inner)
-            if inner.len() == 1 && inner[0].ty == LogicalType::Path =>
-        {
-            let rels = match f.as_str() {
-                "nodes" => false,
-                "rels" | "relationships" => true,
-                _ => return None,
+    Ok(Value::Int64(match count.slice {
+        None => n,
+        Some((from, to)) => {
+            let bound = |b: Option<i64>, default: i64| {
+                let i = b.unwrap_or(default);
+                let i = if i < 0 { i.saturating_add(n) } else { i };
+                i.clamp(0, n)
             };
-            Some((&inner[0], PathCount { rels, slice }))
+            (bound(to, n) - bound(from, 0)).max(0)
         }
-        _ => None,
-    }
+    }))
 }
 
-/// Physical position to read for tuple position `p` given a child's mode.
-#[inline]
 /// A call [`Kind::DatePart`] serves: the part and the DATE or TIMESTAMP
 /// argument.
 fn date_part_call<'a>(name: &str, args: &'a [BoundExpr]) -> Option<(DatePart, &'a BoundExpr)> {
@@ -989,6 +949,8 @@ fn date_part_call<'a>(name: &str, args: &'a [BoundExpr]) -> Option<(DatePart, &'
     matches!(arg.ty, LogicalType::Date | LogicalType::Timestamp).then_some((part, arg))
 }
 
+/// Physical position to read for tuple position `p` given a child's mode.
+#[inline]
 fn at(m: Mode, p: usize) -> usize {
     match m {
         Mode::Flat(fp) => fp,
@@ -1237,7 +1199,7 @@ mod path_count_tests {
 
     use kith_common::{InternalId, NodeValue, PathValue, RelValue, TableId, Value};
 
-    use super::{kernels, PathCount};
+    use super::{count_path, kernels, PathCount};
 
     /// Counting a path's nodes or rels through a slice gives the size of
     /// the list the slice kernel builds, for every length and bound.
@@ -1284,13 +1246,16 @@ mod path_count_tests {
                             rels,
                             slice: Some((from, to)),
                         };
-                        assert_eq!(count.of(&path).unwrap(), Value::Int64(want.len() as i64));
+                        assert_eq!(
+                            count_path(count, &path).unwrap(),
+                            Value::Int64(want.len() as i64)
+                        );
                     }
                 }
                 let whole = PathCount { rels, slice: None };
-                assert_eq!(whole.of(&path).unwrap(), Value::Int64(n as i64));
-                assert_eq!(whole.of(&Value::Null).unwrap(), Value::Null);
-                assert!(whole.of(&Value::Int64(1)).is_err());
+                assert_eq!(count_path(whole, &path).unwrap(), Value::Int64(n as i64));
+                assert_eq!(count_path(whole, &Value::Null).unwrap(), Value::Null);
+                assert!(count_path(whole, &Value::Int64(1)).is_err());
             }
         }
     }

@@ -58,25 +58,13 @@ impl JoinRows {
     /// Records the count of the row just pushed (the rows' other columns
     /// first): a count vector is made only once a count is not 1.
     pub fn push_count(&mut self, c: u64) {
-        let row = self.input_row.len() - 1;
-        if self.count.is_empty() && c != 1 {
-            self.count = vec![1; row];
-        }
-        if !self.count.is_empty() || c != 1 {
-            self.count.push(c);
-        }
+        push_unless_implied(&mut self.count, self.input_row.len() - 1, c, |_| 1);
     }
 
     /// Records the path number of the row just pushed: a number vector is
     /// made only once a row's number is not its row number.
     pub fn push_number(&mut self, n: u64) {
-        let row = self.input_row.len() - 1;
-        if self.numbers.is_empty() && n != row as u64 {
-            self.numbers = (0..row as u64).collect();
-        }
-        if !self.numbers.is_empty() || n != row as u64 {
-            self.numbers.push(n);
-        }
+        push_unless_implied(&mut self.numbers, self.input_row.len() - 1, n, |r| r);
     }
 
     /// Writes rows `start..start + len` into the result set, column `c` of
@@ -201,6 +189,18 @@ impl JoinRows {
             num_rows: n,
         })
     }
+}
+
+/// Pushes row `row`'s value `x` onto `v`, which stays empty while every
+/// row's value is the one `implied` gives for it.
+fn push_unless_implied(v: &mut Vec<u64>, row: usize, x: u64, implied: impl Fn(u64) -> u64) {
+    if v.is_empty() {
+        if x == implied(row as u64) {
+            return;
+        }
+        *v = (0..row as u64).map(&implied).collect();
+    }
+    v.push(x);
 }
 
 /// A part's input rows: an earlier part's output (with the count as the

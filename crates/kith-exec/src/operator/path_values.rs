@@ -14,9 +14,8 @@ use kith_common::constants::NODE_GROUP_SIZE;
 use kith_common::{
     Error, InternalId, LogicalType, NodeValue, RelValue, Result, TableId, Value, ValueVector,
 };
-use kith_graph::{tree_path, ParentTree, PathRow, TreeRow};
+use kith_graph::{tree_parent, tree_path, ParentTree, PathRow, TreeRow};
 use kith_storage::{PinnedColumn, TableData};
-use std::sync::atomic::Ordering;
 
 use super::QueryContext;
 
@@ -675,11 +674,7 @@ impl FoundPaths {
                         if !mark(seen, v) {
                             break;
                         }
-                        let word = tree
-                            .get(v as usize)
-                            .map_or(0, |x| x.load(Ordering::Relaxed));
-                        let (p, r) = kith_graph::unpack_parent(word)
-                            .ok_or_else(|| Error::internal("visited node without a parent"))?;
+                        let (p, r) = tree_parent(tree, v)?;
                         f(&[p, v], &[r]);
                         v = p;
                     }

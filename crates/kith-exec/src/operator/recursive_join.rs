@@ -659,8 +659,6 @@ fn paths_join<G: Graph>(
             .copied()
             .ok_or_else(|| Error::internal("recursive result for an unknown source"))
     };
-    let mut found: Vec<(usize, u64, u64, u64)> = Vec::new();
-    let mut dst_ids: Vec<InternalId> = Vec::new();
     // Count the paths of each (source, destination, length).
     let mut counts: HashMap<(u64, u64, u64), u64> = HashMap::new();
     for p in &found_paths {
@@ -673,39 +671,21 @@ fn paths_join<G: Graph>(
     drop(found_paths);
     let mut keyed: Vec<_> = counts.into_iter().collect();
     keyed.sort_unstable();
-    for ((s, d, len), count) in keyed {
-        let dst = (ids.node)(d);
-        if !(ids.dst_ok)(dst) {
-            continue;
-        }
-        found.push((src_index(s)?, found.len() as u64, len, count));
-        dst_ids.push(dst);
-    }
-    let weighted = weights.is_some();
-    emit_found(join, rows, ctx, srcs, (&found, &dst_ids), weighted, stats)
-}
-
-/// The join's output from its found rows (source index, destination
-/// number, length or cost bits, count) and the ids of their destinations
-/// (by destination number), with the path values of `paths`.
-#[allow(clippy::too_many_arguments)]
-fn emit_found(
-    join: &RecursiveJoin,
-    rows: &Chunk,
-    ctx: &QueryContext,
-    srcs: &Sources<'_>,
-    (found, dst_ids): (&[FoundRow], &[InternalId]),
-    weighted: bool,
-    stats: RunStats,
-) -> Result<RecursiveOutput> {
-    let dst_id = |k: u64| dst_ids.get(k as usize).copied();
+    let found = keyed
+        .into_iter()
+        .map(|((s, d, len), count)| Ok((src_index(s)?, d, len, count)))
+        .collect::<Result<Vec<FoundRow>>>()?;
     let f = Found {
         row_src: srcs.row_src,
         index_of: srcs.index_of,
         num_sources: srcs.list.len(),
-        rows: FoundList::Rows(found),
-        weighted,
+        rows: FoundList::Rows(&found),
+        weighted: weights.is_some(),
         path_numbers: false,
+    };
+    let dst_id = |d: u64| {
+        let id = (ids.node)(d);
+        (ids.dst_ok)(id).then_some(id)
     };
     let rows = emit_rows(join, rows, ctx, &f, &dst_id)?;
     Ok(RecursiveOutput { rows, stats })
@@ -993,9 +973,10 @@ fn union_join(
         let rel_base = match rel_space.iter().find(|(x, _)| x == t) {
             Some(&(_, base)) => base,
             None => {
-                rel_space.push((*t, rel_ids_end));
+                let base = rel_ids_end;
+                rel_space.push((*t, base));
                 rel_ids_end = rel_ids_end.saturating_add(rel_id_bound(&rel));
-                rel_space[rel_space.len() - 1].1
+                base
             }
         };
         if !join.rel_conditions.is_empty() || join.rel_predicate.is_some() {
@@ -1013,7 +994,6 @@ fn union_join(
         members.push(UnionMember {
             from,
             to,
-            rel_table: *t,
             rel_base,
             csr,
             // Undirected: a self-loop is walked once, forward.
@@ -1034,7 +1014,6 @@ fn union_join(
             back.push(UnionMember {
                 from,
                 to,
-                rel_table: *t,
                 rel_base: 0,
                 csr,
                 skip_self_loops: false,

@@ -440,33 +440,18 @@ fn rewrite_length(e: &BoundExpr, targets: &[SlotId], len: SlotId) -> BoundExpr {
 /// one sees.
 fn slots_read_whole(e: &BoundExpr, out: &mut Vec<SlotId>) {
     use crate::expr::BoundExprKind as K;
-    fn measured(e: &BoundExpr) -> bool {
-        match &e.kind {
-            K::Slot(_) => true,
-            K::Slice(x, from, to) => {
-                let constant = |b: &Option<Box<BoundExpr>>| {
-                    b.as_deref().is_none_or(|b| b.as_int_literal().is_some())
-                };
-                constant(from) && constant(to) && measured(x)
-            }
-            K::Function(name, args)
-                if matches!(name.as_str(), "nodes" | "rels" | "relationships") =>
-            {
-                matches!(
-                    args.as_slice(),
-                    [BoundExpr {
-                        kind: K::Slot(_),
-                        ..
-                    }]
-                )
-            }
-            _ => false,
+    let is_slot = |x: &BoundExpr| matches!(x.kind, K::Slot(_));
+    fn sliced_slot(e: &BoundExpr) -> bool {
+        match e.as_literal_slice() {
+            Some((x, _)) => sliced_slot(x),
+            None => matches!(e.kind, K::Slot(_)),
         }
     }
     match &e.kind {
+        _ if e.path_count().is_some_and(|(p, _)| is_slot(p)) => {}
         K::Function(name, args)
             if matches!(name.as_str(), "size" | "length")
-                && matches!(args.as_slice(), [x] if measured(x)) => {}
+                && matches!(args.as_slice(), [x] if sliced_slot(x)) => {}
         K::Slot(s) => out.push(*s),
         _ => e.for_each_operand(&mut |c| slots_read_whole(c, out)),
     }
