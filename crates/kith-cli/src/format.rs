@@ -269,15 +269,10 @@ pub fn to_json(value: &Value) -> Json {
         }
         Value::Path(p) => {
             let nodes = p
-                .nodes
-                .iter()
+                .nodes()
                 .map(|n| to_json(&Value::Node(n.clone())))
                 .collect();
-            let rels = p
-                .rels
-                .iter()
-                .map(|r| to_json(&Value::Rel(r.clone())))
-                .collect();
+            let rels = p.rels().map(|r| to_json(&Value::Rel(r.clone()))).collect();
             let mut obj = Map::new();
             obj.insert("_nodes".into(), Json::Array(nodes));
             obj.insert("_rels".into(), Json::Array(rels));

@@ -7,6 +7,7 @@ pub mod codec;
 pub mod constants;
 pub mod error;
 pub mod ids;
+pub mod path;
 pub mod temporal;
 pub mod types;
 pub mod value;
@@ -14,7 +15,8 @@ pub mod vector;
 
 pub use error::{Error, ErrorKind, Result, Span};
 pub use ids::{InternalId, TableId};
+pub use path::{PathPool, PathPoolHandle, PathValue};
 pub use temporal::{Date, Interval, Timestamp};
 pub use types::{LogicalType, PhysicalType};
-pub use value::{NodeValue, PathValue, RelValue, Value};
+pub use value::{NodeValue, RelValue, Value};
 pub use vector::{Chunk, NullMask, StringData, ValueVector, VectorData};

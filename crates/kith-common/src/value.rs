@@ -6,6 +6,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::ids::InternalId;
+use crate::path::PathValue;
 use crate::temporal::{
     Date, DateTime, Duration, Interval, LocalDateTime, LocalTime, Time, Timestamp,
 };
@@ -65,12 +66,6 @@ pub struct RelValue {
     pub src: InternalId,
     pub dst: InternalId,
     pub properties: Arc<[(String, Value)]>,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct PathValue {
-    pub nodes: Vec<Arc<NodeValue>>,
-    pub rels: Vec<Arc<RelValue>>,
 }
 
 impl Value {
@@ -445,9 +440,9 @@ impl fmt::Display for Value {
                 write!(f, "}}->({})", r.dst)
             }
             Value::Path(p) => {
-                for (i, n) in p.nodes.iter().enumerate() {
+                for (i, n) in p.nodes().enumerate() {
                     if i > 0 {
-                        if let Some(r) = p.rels.get(i - 1) {
+                        if let Some(r) = p.rel(i - 1) {
                             write!(f, "-[{}:{}]-", r.id, r.label)?;
                         }
                     }

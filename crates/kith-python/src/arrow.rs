@@ -268,10 +268,10 @@ fn graph_structs(values: &[Value]) -> Option<(Vec<Value>, LogicalType)> {
             Value::Node(n) => node_props.add(&n.properties)?,
             Value::Rel(r) => rel_props.add(&r.properties)?,
             Value::Path(p) => {
-                for n in &p.nodes {
+                for n in p.nodes() {
                     node_props.add(&n.properties)?;
                 }
-                for r in &p.rels {
+                for r in p.rels() {
                     rel_props.add(&r.properties)?;
                 }
             }
@@ -347,11 +347,11 @@ fn graph_structs(values: &[Value]) -> Option<(Vec<Value>, LogicalType)> {
             Value::Path(p) => Value::Struct(vec![
                 (
                     "_nodes".into(),
-                    Value::List(p.nodes.iter().map(|n| node(n)).collect()),
+                    Value::List(p.nodes().map(|n| node(n)).collect()),
                 ),
                 (
                     "_rels".into(),
-                    Value::List(p.rels.iter().map(|r| rel(r)).collect()),
+                    Value::List(p.rels().map(|r| rel(r)).collect()),
                 ),
             ]),
             _ => Value::Null,

@@ -189,11 +189,11 @@ impl<'py> Ctx<'py> {
             Value::Path(p) => {
                 let dict = PyDict::new(py);
                 let nodes = PyList::empty(py);
-                for n in &p.nodes {
+                for n in p.nodes() {
                     nodes.append(self.node(py, n)?)?;
                 }
                 let rels = PyList::empty(py);
-                for r in &p.rels {
+                for r in p.rels() {
                     rels.append(self.rel(py, r)?)?;
                 }
                 dict.set_item("_nodes", nodes)?;
@@ -324,10 +324,10 @@ impl<'py> Ctx<'py> {
             Value::Node(n) => nodes.push(self.node(py, n)?),
             Value::Rel(r) => rels.push(self.rel(py, r)?),
             Value::Path(p) => {
-                for n in &p.nodes {
+                for n in p.nodes() {
                     nodes.push(self.node(py, n)?);
                 }
-                for r in &p.rels {
+                for r in p.rels() {
                     rels.push(self.rel(py, r)?);
                 }
             }

@@ -475,15 +475,16 @@ pub fn values_match(actual: &Value, expected: &TckValue, o: CompareOpts) -> bool
         (Value::Node(a), TckValue::Node(b)) => node_match(a, b, o),
         (Value::Rel(a), TckValue::Rel(b)) => rel_match(a, b, o),
         (Value::Path(p), TckValue::Path(start, hops)) => {
-            if p.nodes.len() != hops.len() + 1 || p.rels.len() != hops.len() {
+            if p.rel_count() != hops.len() {
                 return false;
             }
-            if !node_match(&p.nodes[0], start, o) {
+            if !p.first_node().is_some_and(|n| node_match(n, start, o)) {
                 return false;
             }
             hops.iter().enumerate().all(|(i, h)| {
-                let r = &p.rels[i];
-                let (from, to) = (&p.nodes[i], &p.nodes[i + 1]);
+                let (Some(r), Some(from), Some(to)) = (p.rel(i), p.node(i), p.node(i + 1)) else {
+                    return false;
+                };
                 let dir_ok = if h.forward {
                     r.src == from.id && r.dst == to.id
                 } else {
@@ -639,10 +640,8 @@ mod tests {
             dst: InternalId(1),
             properties: Vec::new().into(),
         };
-        let path = Value::Path(std::sync::Arc::new(kith_common::PathValue {
-            nodes: vec![n.into(), m.into()],
-            rels: vec![r.into()],
-        }));
+        let path = kith_common::PathValue::new(vec![n.into(), m.into()], vec![r.into()]);
+        let path = Value::Path(std::sync::Arc::new(path.unwrap()));
         assert!(values_match(&path, &p("<(:A {p: 1})<-[:T]-(:B)>"), o));
         assert!(!values_match(&path, &p("<(:A {p: 1})-[:T]->(:B)>"), o));
     }

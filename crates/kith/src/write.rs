@@ -490,10 +490,10 @@ impl Doomed {
             Value::Node(n) => self.node(n.id),
             Value::Rel(r) => self.rel(orient_rel(txn, r.id, r.src, r.dst)?),
             Value::Path(p) => {
-                for r in &p.rels {
+                for r in p.rels() {
                     self.rel(orient_rel(txn, r.id, r.src, r.dst)?);
                 }
-                for n in &p.nodes {
+                for n in p.nodes() {
                     self.node(n.id);
                 }
             }

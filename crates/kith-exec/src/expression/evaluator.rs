@@ -910,8 +910,8 @@ fn subquery_table<'a>(
 fn count_path(count: PathCount, v: &Value) -> Result<Value> {
     let n = match v {
         Value::Null => return Ok(Value::Null),
-        Value::Path(p) if count.rels => p.rels.len() as i64,
-        Value::Path(p) => p.nodes.len() as i64,
+        Value::Path(p) if count.rels => p.rel_count() as i64,
+        Value::Path(p) => p.node_count() as i64,
         other => {
             return Err(Error::type_error(format!(
                 "{}() expects a PATH, got {}",
@@ -1213,9 +1213,9 @@ mod path_count_tests {
             })
         };
         for len in 0..5u64 {
-            let path = Value::Path(Arc::new(PathValue {
-                nodes: (0..=len).map(node).collect(),
-                rels: (0..len)
+            let path = PathValue::new(
+                (0..=len).map(node).collect(),
+                (0..len)
                     .map(|i| {
                         Arc::new(RelValue {
                             id: InternalId::new(TableId(2), i),
@@ -1226,12 +1226,14 @@ mod path_count_tests {
                         })
                     })
                     .collect(),
-            }));
+            )
+            .unwrap();
+            let path = Value::Path(Arc::new(path));
             let Value::Path(p) = &path else {
                 unreachable!()
             };
             for rels in [false, true] {
-                let n = if rels { p.rels.len() } else { p.nodes.len() };
+                let n = if rels { p.rel_count() } else { p.node_count() };
                 let list = Value::List(vec![Value::Null; n]);
                 let bounds = (-8..8).map(Some).chain([None]);
                 for from in bounds.clone() {

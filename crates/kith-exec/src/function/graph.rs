@@ -136,19 +136,19 @@ fn path(args: &[Value]) -> Result<Value> {
             (1, Value::Rel(r)) => rels.push(r.clone()),
             (1, Value::Path(p)) => {
                 let from = nodes.last().map(|n| n.id);
-                let forward = p.nodes.first().map(|n| n.id) == from;
-                let backward = p.nodes.last().map(|n| n.id) == from;
+                let forward = p.first_node().map(|n| n.id) == from;
+                let backward = p.last_node().map(|n| n.id) == from;
                 if !(forward || backward) {
                     return Err(Error::internal(format!(
                         "_path() element {i}: the path does not touch the node before it"
                     )));
                 }
                 if forward {
-                    nodes.extend(p.nodes.iter().skip(1).cloned());
-                    rels.extend(p.rels.iter().cloned());
+                    nodes.extend(p.nodes().skip(1).cloned());
+                    rels.extend(p.rels().cloned());
                 } else {
-                    nodes.extend(p.nodes.iter().rev().skip(1).cloned());
-                    rels.extend(p.rels.iter().rev().cloned());
+                    nodes.extend(p.nodes().rev().skip(1).cloned());
+                    rels.extend(p.rels().rev().cloned());
                 }
             }
             (_, Value::Null) => return Ok(Value::Null),
@@ -160,7 +160,9 @@ fn path(args: &[Value]) -> Result<Value> {
             }
         }
     }
-    Ok(Value::Path(Arc::new(PathValue { nodes, rels })))
+    let path = PathValue::new(nodes, rels)
+        .ok_or_else(|| Error::internal("_path(): not one node more than rels"))?;
+    Ok(Value::Path(Arc::new(path)))
 }
 
 /// `type(r)` of a rel value.
@@ -197,7 +199,7 @@ fn value_labels(args: &[Value]) -> Result<Value> {
 fn path_nodes(args: &[Value]) -> Result<Value> {
     match args {
         [Value::Path(p)] => Ok(Value::List(
-            p.nodes.iter().map(|n| Value::Node(n.clone())).collect(),
+            p.nodes().map(|n| Value::Node(n.clone())).collect(),
         )),
         [other] => Err(Error::type_error(format!(
             "nodes() expects a PATH, got {}",
@@ -211,7 +213,7 @@ fn path_nodes(args: &[Value]) -> Result<Value> {
 fn path_rels(args: &[Value]) -> Result<Value> {
     match args {
         [Value::Path(p)] => Ok(Value::List(
-            p.rels.iter().map(|r| Value::Rel(r.clone())).collect(),
+            p.rels().map(|r| Value::Rel(r.clone())).collect(),
         )),
         [other] => Err(Error::type_error(format!(
             "relationships() expects a PATH, got {}",

@@ -127,7 +127,7 @@ fn size(args: &[Value]) -> Result<Value> {
     match &args[0] {
         Value::String(s) => Ok(Value::Int64(s.chars().count() as i64)),
         Value::List(l) => Ok(Value::Int64(l.len() as i64)),
-        Value::Path(p) => Ok(Value::Int64(p.rels.len() as i64)),
+        Value::Path(p) => Ok(Value::Int64(p.rel_count() as i64)),
         v => Err(Error::runtime(format!(
             "size() expects a STRING or LIST, got {}",
             v.logical_type()

@@ -12,7 +12,8 @@ use std::sync::Arc;
 use kith_catalog::TableEntry;
 use kith_common::constants::NODE_GROUP_SIZE;
 use kith_common::{
-    Error, InternalId, LogicalType, NodeValue, RelValue, Result, TableId, Value, ValueVector,
+    Error, InternalId, LogicalType, NodeValue, PathPool, PathPoolHandle, PathValue, RelValue,
+    Result, TableId, Value, ValueVector,
 };
 use kith_graph::{tree_parent, tree_path, ParentTree, PathRow, TreeRow};
 use kith_storage::{PinnedColumn, TableData};
@@ -34,46 +35,37 @@ struct NodeTable {
 }
 
 /// The node and rel values a result's paths are made of, read once by
-/// [`PathValues`] and then shared read-only by the workers that build the
-/// paths.
-#[derive(Default)]
+/// [`PathValues`] into a pool that the paths built on every worker share
+/// ([`PathValue::pooled`]), with each element's position in it.
 pub struct ElementValues {
-    nodes: ById<NodeValue>,
-    rels: ById<RelValue>,
+    pool: PathPool,
+    nodes: Positions,
+    rels: Positions,
 }
 
-/// Values by id for the ids of a few tables, known up front: each table's
-/// ids as a bit set with the number of bits set before each word, so an
-/// id's position among the values is a rank (a popcount, no hashing).
-pub struct ById<T> {
-    /// (table, bit per offset, bits set before each word, first value).
+/// Positions by id for the ids of a few tables, known up front: each
+/// table's ids as a bit set with the number of bits set before each word,
+/// so an id's position is a rank (a popcount, no hashing).
+#[derive(Default)]
+pub struct Positions {
+    /// (table, bit per offset, bits set before each word, first position).
     tables: Vec<(TableId, Vec<u64>, Vec<u32>, usize)>,
-    values: Vec<T>,
 }
 
-impl<T> Default for ById<T> {
-    fn default() -> Self {
-        ById {
-            tables: Vec::new(),
-            values: Vec::new(),
-        }
-    }
-}
-
-impl<T> ById<T> {
-    /// Adds table `t`'s values: one per bit set in `bits`, in offset order.
-    fn push_table(&mut self, t: TableId, bits: Vec<u64>, values: Vec<T>) -> Result<()> {
+impl Positions {
+    /// Adds table `t`'s ids, one per bit set in `bits`, the first at
+    /// position `first`; `count` values come with them.
+    fn push_table(&mut self, t: TableId, bits: Vec<u64>, first: usize, count: usize) -> Result<()> {
         let mut before = Vec::with_capacity(bits.len());
         let mut n = 0u32;
         for w in &bits {
             before.push(n);
             n += w.count_ones();
         }
-        if n as usize != values.len() || self.tables.iter().any(|x| x.0 == t) {
+        if n as usize != count || self.tables.iter().any(|x| x.0 == t) {
             return Err(Error::internal("element values do not match their ids"));
         }
-        self.tables.push((t, bits, before, self.values.len()));
-        self.values.extend(values);
+        self.tables.push((t, bits, before, first));
         Ok(())
     }
 
@@ -88,6 +80,15 @@ impl<T> ById<T> {
             return None;
         }
         Some(first + before[w] as usize + (word & ((1u64 << b) - 1)).count_ones() as usize)
+    }
+}
+
+/// Moves `more` to the end of `all` (without a copy when `all` is empty).
+fn append<T>(all: &mut Vec<T>, mut more: Vec<T>) {
+    if all.is_empty() {
+        *all = more;
+    } else {
+        all.append(&mut more);
     }
 }
 
@@ -121,6 +122,7 @@ pub struct PathValues<'a> {
     /// Read the elements' properties (else ids, labels and endpoints only:
     /// the query only measures its paths).
     properties: bool,
+    no_properties: Arc<[(String, Value)]>,
     tables: HashMap<TableId, NodeTable>,
     /// Per node table, a bit per wanted offset.
     nodes: HashMap<TableId, Vec<u64>>,
@@ -140,9 +142,19 @@ impl<'a> PathValues<'a> {
         PathValues {
             ctx,
             properties,
+            no_properties: Arc::from(Vec::new()),
             tables: HashMap::new(),
             nodes: HashMap::new(),
             rels: HashMap::new(),
+        }
+    }
+
+    /// `properties` as a value's list: no properties share one (an empty
+    /// `Arc` is still an allocation, once per element of a measured path).
+    fn shared(&self, properties: Vec<(String, Value)>) -> Arc<[(String, Value)]> {
+        match properties.is_empty() {
+            true => self.no_properties.clone(),
+            false => properties.into(),
         }
     }
 
@@ -164,7 +176,8 @@ impl<'a> PathValues<'a> {
     /// order (node group by node group); rels as [`PathValues::read_rels`]
     /// finds them.
     pub fn read(mut self) -> Result<ElementValues> {
-        let mut values = ElementValues::default();
+        let (mut node_positions, mut rel_positions) = (Positions::default(), Positions::default());
+        let (mut nodes, mut rels) = (Vec::new(), Vec::new());
         for (t, bits) in std::mem::take(&mut self.nodes) {
             let mut read = Vec::new();
             for (w, &word) in bits.iter().enumerate() {
@@ -178,14 +191,20 @@ impl<'a> PathValues<'a> {
                     self.ctx.cancel.check()?;
                 }
             }
-            values.nodes.push_table(t, bits, read)?;
+            node_positions.push_table(t, bits, nodes.len(), read.len())?;
+            append(&mut nodes, read);
         }
         for (t, (items, listed)) in std::mem::take(&mut self.rels) {
             let mut read = self.read_rels(t, items)?;
             read.sort_unstable_by_key(|v| v.id.offset());
-            values.rels.push_table(t, listed, read)?;
+            rel_positions.push_table(t, listed, rels.len(), read.len())?;
+            append(&mut rels, read);
         }
-        Ok(values)
+        Ok(ElementValues {
+            pool: PathPool::new(nodes, rels),
+            nodes: node_positions,
+            rels: rel_positions,
+        })
     }
 
     fn node_table(&mut self, t: TableId) -> Result<&mut NodeTable> {
@@ -276,7 +295,7 @@ impl<'a> PathValues<'a> {
         Ok(NodeValue {
             id,
             label,
-            properties: properties.into(),
+            properties: self.shared(properties),
         })
     }
 
@@ -379,7 +398,7 @@ impl<'a> PathValues<'a> {
                 label: label.clone(),
                 src: InternalId::new(info.src, src),
                 dst: InternalId::new(info.dst, nbr[0]),
-                properties: properties.into(),
+                properties: self.shared(properties),
             });
         }
         Ok(out)
@@ -456,103 +475,24 @@ impl<'a> PathValues<'a> {
     }
 }
 
-impl ElementValues {
-    /// The value of node `id`, read by [`PathValues::read`].
-    pub fn node(&self, id: InternalId) -> Result<&NodeValue> {
-        self.nodes
-            .index(id)
-            .map(|i| &self.nodes.values[i])
-            .ok_or_else(|| Error::internal(format!("node {id} not loaded")))
-    }
-
-    /// The value of rel `id`, read by [`PathValues::read`].
-    pub fn rel(&self, id: InternalId) -> Result<&RelValue> {
-        self.rels
-            .index(id)
-            .map(|i| &self.rels.values[i])
-            .ok_or_else(|| {
-                Error::internal(format!("rel {id} not loaded (deleted, or not asked for)"))
-            })
-    }
-}
-
-/// What one worker builds path values with: its own `Arc`s of the
-/// elements and a buffer for a path read back from a tree.
+/// What one worker builds path values with: its handle on the pool (so
+/// the paths it builds count on a counter of its own) and buffers for a
+/// path read back from a tree.
 #[derive(Default)]
 pub struct PathCache {
-    arcs: ElementArcs,
+    handle: Option<PathPoolHandle>,
     path_nodes: Vec<u64>,
     path_rels: Vec<u64>,
 }
 
-/// One worker's own `Arc`s of the element values, by their position in
-/// [`ElementValues`]. Every path of a source starts with the same nodes:
-/// were the workers to share one `Arc` per element, each clone and drop
-/// would bounce its reference count between their cores. A copy shares
-/// the properties.
-#[derive(Default)]
-struct ElementArcs {
-    nodes: Vec<Option<Arc<NodeValue>>>,
-    rels: Vec<Option<Arc<RelValue>>>,
-}
-
-/// The worker's `Arc` of value `id` of `by_id`, made on first use.
-fn cached<T: Clone>(
-    cache: &mut Vec<Option<Arc<T>>>,
-    by_id: &ById<T>,
-    id: InternalId,
-) -> Result<Arc<T>> {
-    let i = by_id
-        .index(id)
-        .ok_or_else(|| Error::internal(format!("path element {id} not loaded")))?;
-    if cache.len() < by_id.values.len() {
-        cache.resize(by_id.values.len(), None);
-    }
-    Ok(Arc::clone(
-        cache[i].get_or_insert_with(|| Arc::new(by_id.values[i].clone())),
-    ))
-}
-
-impl ElementArcs {
-    fn node(&mut self, values: &ElementValues, id: InternalId) -> Result<Arc<NodeValue>> {
-        cached(&mut self.nodes, &values.nodes, id)
-    }
-
-    fn rel(&mut self, values: &ElementValues, id: InternalId) -> Result<Arc<RelValue>> {
-        cached(&mut self.rels, &values.rels, id)
-    }
-
-    /// `LIST(REL)` of `rels`.
-    fn rel_list(
-        &mut self,
-        values: &ElementValues,
-        rels: impl ExactSizeIterator<Item = InternalId>,
-    ) -> Result<Value> {
-        let mut out = Vec::with_capacity(rels.len());
-        for r in rels {
-            out.push(Value::Rel(self.rel(values, r)?));
+impl PathCache {
+    /// This worker's handle on `pool`.
+    fn handle(&mut self, pool: &Arc<PathPool>) -> &PathPoolHandle {
+        let stale = (self.handle.as_ref()).is_none_or(|h| !std::ptr::eq(h.pool(), &**pool));
+        if stale {
+            self.handle = Some(PathPoolHandle::new(pool));
         }
-        Ok(Value::List(out))
-    }
-
-    /// The path through `nodes` and `rels` (one node more than rels).
-    fn path(
-        &mut self,
-        values: &ElementValues,
-        nodes: impl ExactSizeIterator<Item = InternalId>,
-        rels: impl ExactSizeIterator<Item = InternalId>,
-    ) -> Result<Value> {
-        let mut p = kith_common::PathValue {
-            nodes: Vec::with_capacity(nodes.len()),
-            rels: Vec::with_capacity(rels.len()),
-        };
-        for n in nodes {
-            p.nodes.push(self.node(values, n)?);
-        }
-        for r in rels {
-            p.rels.push(self.rel(values, r)?);
-        }
-        Ok(Value::Path(Arc::new(p)))
+        self.handle.get_or_insert_with(|| PathPoolHandle::new(pool))
     }
 }
 
@@ -604,7 +544,9 @@ pub struct LazyPaths {
     /// The paths, in path-number order.
     pub paths: FoundPaths,
     pub ids: IdSpace,
-    pub values: ElementValues,
+    pool: Arc<PathPool>,
+    nodes: Positions,
+    rels: Positions,
     /// Result columns holding path numbers, with the value each stands for.
     pub columns: Vec<(usize, PathPart)>,
 }
@@ -716,7 +658,9 @@ impl LazyPaths {
         Ok(LazyPaths {
             paths,
             ids,
-            values,
+            pool: Arc::new(values.pool),
+            nodes: values.nodes,
+            rels: values.rels,
             columns,
         })
     }
@@ -743,13 +687,35 @@ impl LazyPaths {
                 (cache.path_nodes.as_slice(), cache.path_rels.as_slice())
             }
         };
-        let rels = rels.iter().map(|&r| self.ids.rel(r));
+        let missing = |id: InternalId| Error::internal(format!("path element {id} not loaded"));
+        let rel = |r: u64| {
+            let id = self.ids.rel(r);
+            self.rels.index(id).ok_or_else(|| missing(id))
+        };
         match part {
             PathPart::Path => {
-                let nodes = nodes.iter().map(|&n| self.ids.node(n));
-                cache.arcs.path(&self.values, nodes, rels)
+                let mut positions = Vec::with_capacity(nodes.len() + rels.len());
+                for &n in nodes {
+                    let id = self.ids.node(n);
+                    positions.push(self.nodes.index(id).ok_or_else(|| missing(id))? as u32);
+                }
+                for &r in rels {
+                    positions.push(rel(r)? as u32);
+                }
+                let handle = cache.handle(&self.pool);
+                let path = PathValue::pooled(handle, positions.into_boxed_slice())
+                    .ok_or_else(|| Error::internal("a found path does not fit its pool"))?;
+                Ok(Value::Path(Arc::new(path)))
             }
-            PathPart::Rels => cache.arcs.rel_list(&self.values, rels),
+            PathPart::Rels => {
+                let mut list = Vec::with_capacity(rels.len());
+                for &r in rels {
+                    let v = self.pool.rel(rel(r)?);
+                    let v = v.ok_or_else(|| Error::internal("rel position beyond the pool"))?;
+                    list.push(Value::Rel(Arc::clone(v)));
+                }
+                Ok(Value::List(list))
+            }
         }
     }
 
