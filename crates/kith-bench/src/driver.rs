@@ -5,7 +5,9 @@
 //! costs one configuration, not the run. KithDB's driver is this binary
 //! re-executed with the hidden `__kith-worker` subcommand (see `worker.rs`);
 //! Kùzu's is `bench/kuzu_driver.py`, DuckDB's (SQL, an optional reference)
-//! `bench/duckdb_driver.py`. The protocol is documented in the former.
+//! `bench/duckdb_driver.py`, NetworKit's (BFS, an optional reference for
+//! the shortest-path queries) `bench/networkit_driver.py`. The protocol is
+//! documented in Kùzu's.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -35,6 +37,19 @@ pub enum EngineKind {
     Kuzu,
     /// DuckDB through Python, fed the suites' SQL equivalents.
     Duckdb,
+    /// NetworKit through Python, fed the suites' structured BFS forms.
+    Networkit,
+}
+
+/// What an engine is given to run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dialect {
+    Cypher,
+    /// The suites' `sql_ddl`, loads as DuckDB COPY and each query's `sql`.
+    Sql,
+    /// No DDL; loads and each query's `networkit` form as JSON requests
+    /// (see `networkit.rs`).
+    Networkit,
 }
 
 impl EngineKind {
@@ -50,6 +65,7 @@ impl EngineKind {
             "kith" | "kithdb" => Some(EngineKind::Kith),
             "kuzu" | "kùzu" => Some(EngineKind::Kuzu),
             "duckdb" => Some(EngineKind::Duckdb),
+            "networkit" | "nk" => Some(EngineKind::Networkit),
             _ => None,
         }
     }
@@ -59,11 +75,20 @@ impl EngineKind {
             EngineKind::KithPolicy(i) => KITH_POLICIES[*i].1,
             EngineKind::Kuzu => "kuzu",
             EngineKind::Duckdb => "duckdb",
+            EngineKind::Networkit => "networkit",
+        }
+    }
+    /// What the engine is given instead of (or as) the suites' Cypher.
+    pub fn dialect(&self) -> Dialect {
+        match self {
+            EngineKind::Duckdb => Dialect::Sql,
+            EngineKind::Networkit => Dialect::Networkit,
+            EngineKind::Kith | EngineKind::KithPolicy(_) | EngineKind::Kuzu => Dialect::Cypher,
         }
     }
     /// Whether the engine is given the suites' SQL instead of Cypher.
     pub fn speaks_sql(&self) -> bool {
-        *self == EngineKind::Duckdb
+        self.dialect() == Dialect::Sql
     }
     /// The dispatch policy a KithDB configuration is pinned to.
     pub fn policy(&self) -> Option<&'static str> {
@@ -80,6 +105,7 @@ pub struct DriverSpawn {
     pub python: String,
     pub kuzu_script: PathBuf,
     pub duckdb_script: PathBuf,
+    pub networkit_script: PathBuf,
 }
 
 impl DriverSpawn {
@@ -99,6 +125,9 @@ impl DriverSpawn {
     }
     pub fn default_duckdb_script() -> PathBuf {
         Self::bench_script("duckdb_driver.py")
+    }
+    pub fn default_networkit_script() -> PathBuf {
+        Self::bench_script("networkit_driver.py")
     }
 }
 
@@ -143,6 +172,11 @@ impl Driver {
             EngineKind::Duckdb => {
                 let mut c = Command::new(&spawn.python);
                 c.arg(&spawn.duckdb_script);
+                c
+            }
+            EngineKind::Networkit => {
+                let mut c = Command::new(&spawn.python);
+                c.arg(&spawn.networkit_script);
                 c
             }
         };
@@ -351,7 +385,8 @@ mod tests {
         let spawn = DriverSpawn {
             python: "python3".into(),
             kuzu_script: script.clone(),
-            duckdb_script: script,
+            duckdb_script: script.clone(),
+            networkit_script: script,
         };
         let Ok(mut d) = Driver::start(&EngineKind::Kuzu, &spawn) else {
             eprintln!("python3 not available; skipping");
@@ -362,6 +397,62 @@ mod tests {
         let e = d.exec("RETURN 1", Some(100)).unwrap_err();
         assert!(e.starts_with(HARD_TIMEOUT), "{e}");
         assert!(t0.elapsed() < Duration::from_secs(10));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn networkit_parses_and_gets_its_own_dialect() {
+        for name in ["networkit", "NetworKit", "nk"] {
+            assert_eq!(EngineKind::parse(name), Some(EngineKind::Networkit));
+        }
+        assert_eq!(EngineKind::Networkit.name(), "networkit");
+        assert_eq!(EngineKind::Networkit.dialect(), Dialect::Networkit);
+        assert!(!EngineKind::Networkit.speaks_sql());
+        assert_eq!(EngineKind::Duckdb.dialect(), Dialect::Sql);
+        assert_eq!(EngineKind::Kuzu.dialect(), Dialect::Cypher);
+    }
+
+    /// Without the networkit package the driver refuses in its greeting,
+    /// saying why, and `start` reports that (the runner then skips the
+    /// engine). The package is hidden by a module of that name that fails
+    /// to import, so the test runs whether it is installed or not.
+    #[test]
+    #[cfg(unix)]
+    fn networkit_driver_refuses_without_the_package() {
+        let dir = std::env::temp_dir().join(format!("kith-bench-no-nk-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("networkit.py"),
+            "raise ImportError('simulated: no networkit here')\n",
+        )
+        .unwrap();
+        let python = dir.join("python.sh");
+        std::fs::write(
+            &python,
+            format!(
+                "#!/bin/sh\nPYTHONPATH='{}' exec python3 \"$@\"\n",
+                dir.display()
+            ),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
+        if Command::new("python3").arg("-c").arg("1").status().is_err() {
+            eprintln!("python3 not available; skipping");
+            let _ = std::fs::remove_dir_all(&dir);
+            return;
+        }
+        let spawn = DriverSpawn {
+            python: python.to_string_lossy().into_owned(),
+            kuzu_script: DriverSpawn::default_kuzu_script(),
+            duckdb_script: DriverSpawn::default_duckdb_script(),
+            networkit_script: DriverSpawn::default_networkit_script(),
+        };
+        let e = Driver::start(&EngineKind::Networkit, &spawn)
+            .err()
+            .expect("the driver must refuse");
+        assert!(e.starts_with("networkit not installed: "), "{e}");
+        assert!(e.contains("simulated: no networkit here"), "{e}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

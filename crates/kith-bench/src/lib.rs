@@ -1,12 +1,15 @@
 //! kith-bench: deterministic graph generators and a benchmark runner that
 //! drives KithDB (in-process, through the `kith` facade, in a child process)
-//! and Kùzu (through `bench/kuzu_driver.py`) with the same Cypher.
+//! and Kùzu (through `bench/kuzu_driver.py`) with the same Cypher, and the
+//! optional references DuckDB (SQL forms) and NetworKit (BFS forms of the
+//! shortest-path queries, `networkit.rs`).
 
 pub mod driver;
 pub mod fastfmt;
 pub mod gen;
 pub mod insert;
 pub mod json;
+pub mod networkit;
 pub mod nn50;
 pub mod parquet_out;
 pub mod report;

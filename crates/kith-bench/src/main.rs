@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use kith_bench::driver::{DriverSpawn, EngineKind};
+use kith_bench::driver::{Dialect, DriverSpawn, EngineKind};
 use kith_bench::gen::{self, ErParams, Rmat, RmatParams};
 use kith_bench::json;
 use kith_bench::nn50::{self, Nn50Params};
@@ -50,6 +50,9 @@ RUN OPTIONS:
   --warmup 1               warm-up runs per query (default 1)
   --engines kith,kuzu      engines (default kith,kuzu; add duckdb for the SQL
                            reference where a suite has SQL: foundation, micro, sq;
+                           networkit for the BFS reference of recursive and
+                           recursive-social's sp-count/sp-lengths (pip install
+                           networkit; other queries are not run on it);
                            kith:1T1S, kith:nT1S, kith:nTkS, kith:nTkMS pin KithDB's
                            recursive dispatch policy and add a policy table)
   --load-format csv        load from the .csv or the .parquet files (default csv;
@@ -60,6 +63,7 @@ RUN OPTIONS:
   --python python3         interpreter for bench/kuzu_driver.py
   --kuzu-driver PATH       path of kuzu_driver.py (default bench/kuzu_driver.py)
   --duckdb-driver PATH     path of duckdb_driver.py (default bench/duckdb_driver.py)
+  --networkit-driver PATH  path of networkit_driver.py (default bench/networkit_driver.py)
   --tmp-dir DIR            where the databases are created (default: system temp)
   --queries a,b            run only the queries whose name contains a or b
 
@@ -194,6 +198,7 @@ const RUN_OPTS: &[&str] = &[
     "python",
     "kuzu-driver",
     "duckdb-driver",
+    "networkit-driver",
     "tmp-dir",
     "queries",
     "load-format",
@@ -474,6 +479,9 @@ fn run_options(
             duckdb_script: args
                 .get("duckdb-driver")
                 .map_or_else(DriverSpawn::default_duckdb_script, PathBuf::from),
+            networkit_script: args
+                .get("networkit-driver")
+                .map_or_else(DriverSpawn::default_networkit_script, PathBuf::from),
         },
         timeout_ms: (timeout_s > 0.0).then_some((timeout_s * 1000.0) as u64),
         load_format,
@@ -532,7 +540,7 @@ fn insert_options(args: &Args) -> Result<insert::InsertOptions, String> {
         .unwrap_or("kith,kuzu")
         .split(',')
         .map(|e| EngineKind::parse(e).ok_or_else(|| format!("unknown engine {e:?}")))
-        .filter(|e| e.as_ref().map_or(true, |e| !e.speaks_sql()))
+        .filter(|e| e.as_ref().map_or(true, |e| e.dialect() == Dialect::Cypher))
         .collect::<Result<Vec<_>, _>>()?;
     let scale: f64 = args.num("insert-scale", if quick { 0.01 } else { 1.0 })?;
     if !(scale > 0.0 && scale <= 100.0) {
@@ -578,6 +586,9 @@ fn insert_options(args: &Args) -> Result<insert::InsertOptions, String> {
             duckdb_script: args
                 .get("duckdb-driver")
                 .map_or_else(DriverSpawn::default_duckdb_script, PathBuf::from),
+            networkit_script: args
+                .get("networkit-driver")
+                .map_or_else(DriverSpawn::default_networkit_script, PathBuf::from),
         },
         timeout_ms: (timeout_s > 0.0).then_some((timeout_s * 1000.0) as u64),
     })
@@ -776,6 +787,13 @@ fn cmd_suites(args: &Args) -> Result<(), String> {
                 None => q.cypher.to_string(),
             };
             println!("  {}: {}", q.name, text);
+            if let Some(n) = q.networkit {
+                let form = match &bound {
+                    Some((dir, params)) => n.bind(dir, params).unwrap_or_else(|e| format!("({e})")),
+                    None => n.describe(),
+                };
+                println!("    networkit: {form}");
+            }
         }
     }
     println!("insert: issue 5 write throughput (no data set): auto-commit and batched single-row CREATE, bulk UNWIND CREATE of nodes and rels");

@@ -202,26 +202,32 @@ pub fn markdown(r: &Report) -> String {
             short_err(c.error.as_deref().unwrap_or(""))
         );
     }
+    if r.engines.contains(&EngineKind::Networkit) {
+        let _ = writeln!(
+            o,
+            "- networkit: the loads read the CSV files into one in-memory `nk.Graph` (dense node ids; directed, or undirected for `-[]-` walks); a query is `nk.distance.SPSP` from its sources (one BFS each, in parallel over the sources on the thread count), and its time is that run only; the driver then keeps the distances in 1..max hops and adds them up (untimed). Queries without a NetworKit form are not run on it."
+        );
+    }
     let kith = EngineKind::Kith;
     let kuzu = EngineKind::Kuzu;
-    let duck = EngineKind::Duckdb;
-    // DuckDB (the SQL reference) gets its own columns only when it ran.
-    let with_duck = r.engines.contains(&duck);
+    // The references (DuckDB's SQL, NetworKit's BFS) get their own columns
+    // only when they ran.
+    let refs: Vec<EngineKind> = [EngineKind::Duckdb, EngineKind::Networkit]
+        .into_iter()
+        .filter(|e| r.engines.contains(e))
+        .collect();
     let _ = writeln!(o, "\n### Queries\n");
+    let mut head = String::new();
+    let mut rule = String::new();
+    for e in &refs {
+        let _ = write!(head, " {0} median ms | {0}/kith ratio |", e.name());
+        rule.push_str("---:|---:|");
+    }
     let _ = writeln!(
         o,
-        "| query | threads | kith median ms | kuzu median ms | kuzu/kith ratio |{} results equal | kith Medges/s/core | kuzu Medges/s/core |",
-        if with_duck {
-            " duckdb median ms | duckdb/kith ratio |"
-        } else {
-            ""
-        }
+        "| query | threads | kith median ms | kuzu median ms | kuzu/kith ratio |{head} results equal | kith Medges/s/core | kuzu Medges/s/core |"
     );
-    let _ = writeln!(
-        o,
-        "|---|---:|---:|---:|---:|{}---|---:|---:|",
-        if with_duck { "---:|---:|" } else { "" }
-    );
+    let _ = writeln!(o, "|---|---:|---:|---:|---:|{rule}---|---:|---:|");
     let mut mismatches = Vec::new();
     // Queries left out by `--queries` have no row.
     let ran: Vec<_> = r
@@ -239,12 +245,11 @@ pub fn markdown(r: &Report) -> String {
                 _ => "–".into(),
             };
             let ratio = ratio_of(ks, zs);
-            let duck_cells = if with_duck {
-                let (dc, ds) = cell(r.config(&duck, t), q.name);
-                format!(" {dc} | {} |", ratio_of(ks, ds))
-            } else {
-                String::new()
-            };
+            let mut ref_cells = String::new();
+            for e in &refs {
+                let (dc, ds) = cell(r.config(e, t), q.name);
+                let _ = write!(ref_cells, " {dc} | {} |", ratio_of(ks, ds));
+            }
             let eq = equality(r, q.name, t);
             if eq.starts_with("**NO") {
                 mismatches.push(format!("{} at {t} threads: {eq}", q.name));
@@ -260,7 +265,7 @@ pub fn markdown(r: &Report) -> String {
             let f = |x: Option<f64>| x.map_or("–".into(), |v| format!("{:.1}", v / 1e6));
             let _ = writeln!(
                 o,
-                "| {} | {t} | {kc} | {zc} | {ratio} |{duck_cells} {eq} | {} | {} |",
+                "| {} | {t} | {kc} | {zc} | {ratio} |{ref_cells} {eq} | {} | {} |",
                 q.name,
                 f(ke),
                 f(ze)
@@ -351,7 +356,7 @@ pub fn markdown(r: &Report) -> String {
     }
     let _ = writeln!(
         o,
-        "\nPeak RSS is the driver process's VmHWM over load and queries (Kùzu's includes the Python interpreter: see start RSS). DB size is every file under the database directory after close. Medges/s/core = edges in the data set / (median time × threads)."
+        "\nPeak RSS is the driver process's VmHWM over load and queries (the Python engines' include the interpreter: see start RSS). DB size is every file under the database directory after close. Medges/s/core = edges in the data set / (median time × threads)."
     );
     if !mismatches.is_empty() {
         let _ = writeln!(
@@ -600,6 +605,44 @@ mod tests {
             None,
         )]));
         assert!(!plain.contains("Dispatch policies"), "{plain}");
+    }
+
+    /// NetworKit (like DuckDB) gets a median and a ratio column beside
+    /// KithDB's only when it ran, and a line saying what its time covers.
+    #[test]
+    fn networkit_columns_only_when_it_ran() {
+        let mut r = report(vec![
+            config(EngineKind::Kith, 1, "[[5, 1.5]]", &[10.0], None),
+            config(EngineKind::Networkit, 1, "[[5, 1.5]]", &[4.0], None),
+        ]);
+        r.engines = vec![EngineKind::Kith, EngineKind::Networkit];
+        r.threads = vec![1];
+        let md = markdown(&r);
+        assert!(
+            md.contains(
+                "| kuzu/kith ratio | networkit median ms | networkit/kith ratio | results equal |"
+            ),
+            "{md}"
+        );
+        assert!(
+            md.contains("| one-hop-count | 1 | 10.00 (10.00–10.00) | not run | – | 4.00 (4.00–4.00) | 0.40 | yes |"),
+            "{md}"
+        );
+        assert!(md.contains("- networkit: the loads read"), "{md}");
+        r.engines.push(EngineKind::Duckdb);
+        let md = markdown(&r);
+        assert!(
+            md.contains("| duckdb median ms | duckdb/kith ratio | networkit median ms | networkit/kith ratio |"),
+            "{md}"
+        );
+        let plain = markdown(&report(vec![config(
+            EngineKind::Kith,
+            1,
+            "[[5]]",
+            &[1.0],
+            None,
+        )]));
+        assert!(!plain.contains("networkit"), "{plain}");
     }
 
     #[test]

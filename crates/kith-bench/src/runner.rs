@@ -6,9 +6,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::driver::{Driver, DriverSpawn, EngineKind, HARD_TIMEOUT};
+use crate::driver::{Dialect, Driver, DriverSpawn, EngineKind, HARD_TIMEOUT};
 use crate::json::{self, Json};
-use crate::suite::{self, LoadFormat, Suite};
+use crate::networkit;
+use crate::suite::{self, Load, LoadFormat, Query, Suite};
 use crate::sys;
 
 #[derive(Clone, Debug)]
@@ -282,10 +283,15 @@ fn run_config(opts: &RunOptions, engine: &EngineKind, threads: usize) -> ConfigR
         peak_rss_kb: None,
         db_bytes: None,
     };
-    let sql = engine.speaks_sql();
-    if sql && opts.suite.sql_ddl.is_empty() {
+    let dialect = engine.dialect();
+    let missing = match dialect {
+        Dialect::Sql if opts.suite.sql_ddl.is_empty() => Some("SQL version"),
+        Dialect::Networkit if opts.suite.networkit_walk().is_none() => Some("NetworKit form"),
+        _ => None,
+    };
+    if let Some(what) = missing {
         out.error = Some(format!(
-            "suite {} has no SQL version for {}",
+            "suite {} has no {what} for {}",
             opts.suite.name,
             engine.name()
         ));
@@ -328,10 +334,10 @@ fn run_config(opts: &RunOptions, engine: &EngineKind, threads: usize) -> ConfigR
     }
     let data_dir = std::fs::canonicalize(&opts.data_dir).unwrap_or_else(|_| opts.data_dir.clone());
     let data = data_dir.to_string_lossy().to_string();
-    let ddl = if sql {
-        opts.suite.sql_ddl
-    } else {
-        opts.suite.ddl
+    let ddl = match dialect {
+        Dialect::Cypher => opts.suite.ddl,
+        Dialect::Sql => opts.suite.sql_ddl,
+        Dialect::Networkit => &[],
     };
     for stmt in ddl {
         let r = driver.exec(stmt, None);
@@ -345,15 +351,9 @@ fn run_config(opts: &RunOptions, engine: &EngineKind, threads: usize) -> ConfigR
         });
     }
     for load in opts.suite.loads {
-        let text = if sql {
-            load.sql(opts.load_format)
-        } else {
-            load.cypher(opts.load_format)
-        };
-        let q = suite::with_data_dir(&text, &data);
         let name = load.name();
         log(&format!("{} t={threads}: {name}", engine.name()));
-        let r = driver.exec(&q, None);
+        let r = load_text(opts, dialect, load, &data).and_then(|q| driver.exec(&q, None));
         match &r {
             Ok(x) => log(&format!(
                 "{} t={threads}: {name} took {:.1} ms",
@@ -375,15 +375,10 @@ fn run_config(opts: &RunOptions, engine: &EngineKind, threads: usize) -> ConfigR
     let mut dead: Option<String> = None;
     let wanted = |name: &str| opts.only.is_empty() || opts.only.iter().any(|o| name.contains(o));
     for q in opts.suite.queries.iter().filter(|q| wanted(q.name)) {
-        let text = if sql { q.sql.unwrap_or("") } else { q.cypher };
-        let bound = if text.is_empty() {
-            Err(format!("no SQL equivalent of {}", q.name))
-        } else {
-            suite::bind(text, &data, &params)
-        };
+        let (text, bound) = query_text(dialect, q, &data, &params);
         let mut run = QueryRun {
             name: q.name.to_string(),
-            cypher: bound.clone().unwrap_or_else(|_| text.to_string()),
+            cypher: bound.clone().unwrap_or(text),
             times_ms: vec![],
             rows: None,
             error: None,
@@ -417,7 +412,7 @@ fn run_config(opts: &RunOptions, engine: &EngineKind, threads: usize) -> ConfigR
                     if killed {
                         // The driver is gone: start a new one on the same
                         // database so the remaining queries still run.
-                        match restart(opts, engine, &db_path, threads) {
+                        match restart(opts, engine, &db_path, threads, &data) {
                             Ok(mut d) => {
                                 d.hard_timeout = driver.hard_timeout;
                                 let old = std::mem::replace(&mut driver, d);
@@ -470,11 +465,62 @@ fn run_config(opts: &RunOptions, engine: &EngineKind, threads: usize) -> ConfigR
     out
 }
 
+/// A load as `dialect` states it, with the data directory filled in.
+fn load_text(
+    opts: &RunOptions,
+    dialect: Dialect,
+    load: &Load,
+    data: &str,
+) -> Result<String, String> {
+    let text = match dialect {
+        Dialect::Cypher => load.cypher(opts.load_format),
+        Dialect::Sql => load.sql(opts.load_format),
+        Dialect::Networkit => {
+            let walk = opts
+                .suite
+                .networkit_walk()
+                .ok_or("the suite has no NetworKit form")?;
+            let files = opts.suite.dataset.files();
+            return networkit::load_request(files, load.file, walk, opts.load_format, data);
+        }
+    };
+    Ok(suite::with_data_dir(&text, data))
+}
+
+/// A query as `dialect` states it: the text to show when it cannot be
+/// bound, and the bound text (`Err` when the dialect has no form of it or
+/// a placeholder has no value).
+fn query_text(
+    dialect: Dialect,
+    q: &Query,
+    data: &str,
+    params: &BTreeMap<String, String>,
+) -> (String, Result<String, String>) {
+    match dialect {
+        Dialect::Cypher => (q.cypher.to_string(), suite::bind(q.cypher, data, params)),
+        Dialect::Sql => match q.sql {
+            Some(sql) => (sql.to_string(), suite::bind(sql, data, params)),
+            None => (
+                String::new(),
+                Err(format!("no SQL equivalent of {}", q.name)),
+            ),
+        },
+        Dialect::Networkit => match q.networkit {
+            Some(n) => (n.describe(), n.bind(data, params)),
+            None => (
+                String::new(),
+                Err(format!("no NetworKit form of {}", q.name)),
+            ),
+        },
+    }
+}
+
 fn restart(
     opts: &RunOptions,
     engine: &EngineKind,
     db_path: &Path,
     threads: usize,
+    data: &str,
 ) -> Result<Driver, String> {
     log(&format!(
         "{} t={threads}: restarting the driver",
@@ -482,6 +528,12 @@ fn restart(
     ));
     let mut d = Driver::start(engine, &opts.spawn)?;
     d.open(db_path, threads, opts.buffer_pool_bytes)?;
+    // NetworKit's graph lived in the killed process: load it again.
+    if engine.dialect() == Dialect::Networkit {
+        for load in opts.suite.loads {
+            d.exec(&load_text(opts, Dialect::Networkit, load, data)?, None)?;
+        }
+    }
     Ok(d)
 }
 

@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::networkit::{Nk, NkQuery, NkWalk, NK_MAX_HOPS};
 use crate::parquet_out::{Col, FileSpec};
 use crate::rng::mix;
 
@@ -179,12 +180,29 @@ pub struct Query {
     /// The same query in SQL over the suite's `sql_ddl` tables (for the
     /// DuckDB reference); `None` where the suite has no SQL version.
     pub sql: Option<&'static str>,
+    /// The same query as BFS runs (for the NetworKit reference); `None`
+    /// where NetworKit has no equivalent.
+    pub networkit: Option<NkQuery>,
 }
 
 impl Query {
     const fn sql(self, sql: &'static str) -> Query {
         Query {
             sql: Some(sql),
+            ..self
+        }
+    }
+    /// NetworKit's form: `op` over a BFS from each id of the list
+    /// `sources` (the Cypher text's placeholder), walking `walk`, up to
+    /// the suites' 30 hops.
+    const fn networkit(self, op: Nk, walk: NkWalk, sources: &'static str) -> Query {
+        Query {
+            networkit: Some(NkQuery {
+                op,
+                walk,
+                sources,
+                max_hops: NK_MAX_HOPS,
+            }),
             ..self
         }
     }
@@ -248,6 +266,17 @@ pub struct Suite {
     pub sql_ddl: &'static [&'static str],
 }
 
+impl Suite {
+    /// How the NetworKit reference walks this suite's graph (every query
+    /// with a NetworKit form walks it the same way: the loads build one
+    /// graph); `None` when no query has a NetworKit form.
+    pub fn networkit_walk(&self) -> Option<NkWalk> {
+        self.queries
+            .iter()
+            .find_map(|q| q.networkit.map(|n| n.walk))
+    }
+}
+
 const PERSON_KNOWS_DDL: &[&str] = &[
     "CREATE NODE TABLE Person(id INT64, name STRING, age INT32, PRIMARY KEY(id))",
     "CREATE REL TABLE Knows(FROM Person TO Person, since INT32, weight DOUBLE)",
@@ -267,6 +296,7 @@ const fn q(name: &'static str, cypher: &'static str) -> Query {
         cypher,
         scans: Scans::Unknown,
         sql: None,
+        networkit: None,
     }
 }
 
@@ -276,6 +306,7 @@ const fn q_all(name: &'static str, cypher: &'static str) -> Query {
         cypher,
         scans: Scans::AllEdges,
         sql: None,
+        networkit: None,
     }
 }
 
@@ -352,12 +383,18 @@ const CLAUSE_QUERIES: &[Query] = &[
 /// `{SRC1}`, `{SRC8}`, `{SRC64}`: 1, 8 and 64 ids drawn from the seed
 /// (see [`derived_params`]).
 const RECURSIVE_QUERIES: &[Query] = &[
-    q("sp-count-1src", "MATCH (a:Person)-[:Knows* SHORTEST 1..30]->(b:Person) WHERE a.id IN {SRC1} RETURN count(*)"),
-    q("sp-count-8src", "MATCH (a:Person)-[:Knows* SHORTEST 1..30]->(b:Person) WHERE a.id IN {SRC8} RETURN count(*)"),
-    q("sp-count-64src", "MATCH (a:Person)-[:Knows* SHORTEST 1..30]->(b:Person) WHERE a.id IN {SRC64} RETURN count(*)"),
-    q("sp-lengths-1src", "MATCH (a:Person)-[e:Knows* SHORTEST 1..30]->(b:Person) WHERE a.id IN {SRC1} RETURN count(*), sum(length(e))"),
-    q("sp-lengths-8src", "MATCH (a:Person)-[e:Knows* SHORTEST 1..30]->(b:Person) WHERE a.id IN {SRC8} RETURN count(*), sum(length(e))"),
-    q("sp-lengths-64src", "MATCH (a:Person)-[e:Knows* SHORTEST 1..30]->(b:Person) WHERE a.id IN {SRC64} RETURN count(*), sum(length(e))"),
+    q("sp-count-1src", "MATCH (a:Person)-[:Knows* SHORTEST 1..30]->(b:Person) WHERE a.id IN {SRC1} RETURN count(*)")
+        .networkit(Nk::BfsCount, NkWalk::Out, "{SRC1}"),
+    q("sp-count-8src", "MATCH (a:Person)-[:Knows* SHORTEST 1..30]->(b:Person) WHERE a.id IN {SRC8} RETURN count(*)")
+        .networkit(Nk::BfsCount, NkWalk::Out, "{SRC8}"),
+    q("sp-count-64src", "MATCH (a:Person)-[:Knows* SHORTEST 1..30]->(b:Person) WHERE a.id IN {SRC64} RETURN count(*)")
+        .networkit(Nk::BfsCount, NkWalk::Out, "{SRC64}"),
+    q("sp-lengths-1src", "MATCH (a:Person)-[e:Knows* SHORTEST 1..30]->(b:Person) WHERE a.id IN {SRC1} RETURN count(*), sum(length(e))")
+        .networkit(Nk::BfsLengths, NkWalk::Out, "{SRC1}"),
+    q("sp-lengths-8src", "MATCH (a:Person)-[e:Knows* SHORTEST 1..30]->(b:Person) WHERE a.id IN {SRC8} RETURN count(*), sum(length(e))")
+        .networkit(Nk::BfsLengths, NkWalk::Out, "{SRC8}"),
+    q("sp-lengths-64src", "MATCH (a:Person)-[e:Knows* SHORTEST 1..30]->(b:Person) WHERE a.id IN {SRC64} RETURN count(*), sum(length(e))")
+        .networkit(Nk::BfsLengths, NkWalk::Out, "{SRC64}"),
     q("sp-paths-1src", "MATCH (a:Person)-[e:Knows* SHORTEST 1..30]->(b:Person) WHERE a.id IN {SRC1} RETURN count(*), sum(size(nodes(e)))"),
     q("sp-paths-8src", "MATCH (a:Person)-[e:Knows* SHORTEST 1..30]->(b:Person) WHERE a.id IN {SRC8} RETURN count(*), sum(size(nodes(e)))"),
     q("sp-paths-64src", "MATCH (a:Person)-[e:Knows* SHORTEST 1..30]->(b:Person) WHERE a.id IN {SRC64} RETURN count(*), sum(size(nodes(e)))"),
@@ -376,9 +413,12 @@ const RECURSIVE_QUERIES: &[Query] = &[
 /// degree of about 40 the issue asks for. Every person has friends there,
 /// so the derived sources all reach several levels.
 const RECURSIVE_SOCIAL_QUERIES: &[Query] = &[
-    q("sp-lengths-1src", "MATCH (a:Person)-[e:KNOWS* SHORTEST 1..30]-(b:Person) WHERE a.id IN {SRC1} RETURN count(*), sum(length(e))"),
-    q("sp-lengths-8src", "MATCH (a:Person)-[e:KNOWS* SHORTEST 1..30]-(b:Person) WHERE a.id IN {SRC8} RETURN count(*), sum(length(e))"),
-    q("sp-lengths-64src", "MATCH (a:Person)-[e:KNOWS* SHORTEST 1..30]-(b:Person) WHERE a.id IN {SRC64} RETURN count(*), sum(length(e))"),
+    q("sp-lengths-1src", "MATCH (a:Person)-[e:KNOWS* SHORTEST 1..30]-(b:Person) WHERE a.id IN {SRC1} RETURN count(*), sum(length(e))")
+        .networkit(Nk::BfsLengths, NkWalk::Both, "{SRC1}"),
+    q("sp-lengths-8src", "MATCH (a:Person)-[e:KNOWS* SHORTEST 1..30]-(b:Person) WHERE a.id IN {SRC8} RETURN count(*), sum(length(e))")
+        .networkit(Nk::BfsLengths, NkWalk::Both, "{SRC8}"),
+    q("sp-lengths-64src", "MATCH (a:Person)-[e:KNOWS* SHORTEST 1..30]-(b:Person) WHERE a.id IN {SRC64} RETURN count(*), sum(length(e))")
+        .networkit(Nk::BfsLengths, NkWalk::Both, "{SRC64}"),
     q("sp-paths-1src", "MATCH (a:Person)-[e:KNOWS* SHORTEST 1..30]-(b:Person) WHERE a.id IN {SRC1} RETURN count(*), sum(size(nodes(e)))"),
     q("sp-paths-8src", "MATCH (a:Person)-[e:KNOWS* SHORTEST 1..30]-(b:Person) WHERE a.id IN {SRC8} RETURN count(*), sum(size(nodes(e)))"),
     q("sp-paths-64src", "MATCH (a:Person)-[e:KNOWS* SHORTEST 1..30]-(b:Person) WHERE a.id IN {SRC64} RETURN count(*), sum(size(nodes(e)))"),
@@ -766,6 +806,57 @@ mod tests {
             Dataset::Nn50.required_files(LoadFormat::Parquet),
             ["nodes.parquet", "nodes10.parquet", "edges.parquet"]
         );
+    }
+
+    /// Each NetworKit form says what its Cypher query says: the same
+    /// source list, direction, hop bound and aggregate; and every
+    /// shortest-path count or length query of the recursive suites has one.
+    #[test]
+    fn networkit_forms_match_their_cypher() {
+        let mut forms = 0;
+        for s in SUITES {
+            for q in s.queries {
+                let Some(n) = q.networkit else {
+                    let sp = q.name.starts_with("sp-count") || q.name.starts_with("sp-lengths");
+                    assert!(
+                        !(sp && s.name.starts_with("recursive")),
+                        "{}/{}: no NetworKit form",
+                        s.name,
+                        q.name
+                    );
+                    continue;
+                };
+                forms += 1;
+                let c = q.cypher;
+                assert!(c.contains(&format!(" IN {} ", n.sources)), "{}", q.name);
+                assert!(
+                    c.contains(&format!("* SHORTEST 1..{}]", n.max_hops)),
+                    "{}",
+                    q.name
+                );
+                let arrow = match n.walk {
+                    NkWalk::Out => "]->(b:",
+                    NkWalk::Both => "]-(b:",
+                };
+                assert!(c.contains(arrow) && !c.contains("<-["), "{}", q.name);
+                let ret = match n.op {
+                    Nk::BfsCount => " RETURN count(*)",
+                    Nk::BfsLengths => " RETURN count(*), sum(length(e))",
+                };
+                assert!(c.ends_with(ret), "{}", q.name);
+                assert_eq!(s.networkit_walk(), Some(n.walk), "{}", s.name);
+            }
+        }
+        assert_eq!(forms, 9);
+        assert_eq!(
+            get("recursive").unwrap().networkit_walk(),
+            Some(NkWalk::Out)
+        );
+        assert_eq!(
+            get("recursive-social").unwrap().networkit_walk(),
+            Some(NkWalk::Both)
+        );
+        assert_eq!(get("micro").unwrap().networkit_walk(), None);
     }
 
     #[test]
