@@ -1071,3 +1071,72 @@ fn measured_paths_read_no_properties() {
         "{named:?}"
     );
 }
+
+/// Paths of tens of thousands of rels read their rels' values in runs on
+/// several workers: every hop's rel must join the two nodes around it
+/// (both orientations, as an undirected search walks them), and one
+/// thread and two must return the same paths.
+#[test]
+fn many_path_rels_are_read_in_parallel_runs() {
+    let dir = std::env::temp_dir().join(format!("kith-many-rels-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = Database::open(&dir.join("db").to_string_lossy(), Config::default()).unwrap();
+    let conn = Connection::new(&db);
+    // A random tree over 40,000 nodes, each edge stored one way or the
+    // other, its weight naming its stored (source, destination).
+    let n = 40_000u64;
+    let mut r = Lcg(77);
+    let mut text = String::new();
+    for v in 1..n {
+        let p = r.below(v);
+        let (a, b) = if r.below(2) == 0 { (p, v) } else { (v, p) };
+        writeln!(text, "{a},{b},{}", a * n + b).unwrap();
+    }
+    let nodes: String = (0..n).map(|i| format!("{i}\n")).collect();
+    std::fs::write(dir.join("n.csv"), nodes).unwrap();
+    std::fs::write(dir.join("e.csv"), text).unwrap();
+    conn.query(
+        "CREATE NODE TABLE N(id INT64, PRIMARY KEY(id)); \
+         CREATE REL TABLE E(FROM N TO N, w INT64);",
+    )
+    .unwrap();
+    conn.query(&format!("COPY N FROM '{}'", dir.join("n.csv").display()))
+        .unwrap();
+    conn.query(&format!("COPY E FROM '{}'", dir.join("e.csv").display()))
+        .unwrap();
+    let q = "MATCH p = (a:N)-[e:E* SHORTEST 1..60]-(b:N) WHERE a.id = 0 \
+             RETURN b.id, [x IN nodes(p) | x.id], [x IN rels(p) | x.w] ORDER BY b.id";
+    let mut results = Vec::new();
+    for threads in [1, 2] {
+        conn.query(&format!("CALL threads={threads}")).unwrap();
+        conn.query("CALL var_length_max_depth=60").unwrap();
+        let res = conn.query(q).unwrap();
+        let rows: Vec<Vec<Value>> = res.rows().collect();
+        assert_eq!(
+            rows.len() as u64,
+            n - 1,
+            "{threads} threads: every node reached"
+        );
+        for row in &rows {
+            let (Value::List(ns), Value::List(ws)) = (&row[1], &row[2]) else {
+                panic!("unexpected row {row:?}");
+            };
+            assert_eq!(ns.len(), ws.len() + 1);
+            assert_eq!(int(&ns[ns.len() - 1]), int(&row[0]));
+            for (i, w) in ws.iter().enumerate() {
+                let (x, y, w) = (int(&ns[i]) as u64, int(&ns[i + 1]) as u64, int(w) as u64);
+                let (from, to) = (w / n, w % n);
+                assert!(
+                    (from, to) == (x, y) || (from, to) == (y, x),
+                    "{threads} threads: hop {x}-{y} got rel {from}->{to}"
+                );
+            }
+        }
+        results.push(rows);
+    }
+    assert!(results[0] == results[1], "one thread and two differ");
+    drop(conn);
+    drop(db);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -16,6 +16,7 @@ use kith_common::{
     Result, TableId, Value, ValueVector,
 };
 use kith_graph::{tree_parent, tree_path, ParentTree, PathRow, TreeRow};
+use kith_sched::Scheduler;
 use kith_storage::{PinnedColumn, TableData};
 
 use super::QueryContext;
@@ -123,6 +124,8 @@ pub struct PathValues<'a> {
     /// the query only measures its paths).
     properties: bool,
     no_properties: Arc<[(String, Value)]>,
+    /// The pool and thread count to read rels with (else on this thread).
+    parallel: Option<(&'a Scheduler, usize)>,
     tables: HashMap<TableId, NodeTable>,
     /// Per node table, a bit per wanted offset.
     nodes: HashMap<TableId, Vec<u64>>,
@@ -143,10 +146,17 @@ impl<'a> PathValues<'a> {
             ctx,
             properties,
             no_properties: Arc::from(Vec::new()),
+            parallel: None,
             tables: HashMap::new(),
             nodes: HashMap::new(),
             rels: HashMap::new(),
         }
+    }
+
+    /// Reads rels on up to `threads` workers of `sched`.
+    pub fn on_workers(mut self, sched: &'a Scheduler, threads: usize) -> PathValues<'a> {
+        self.parallel = Some((sched, threads));
+        self
     }
 
     /// `properties` as a value's list: no properties share one (an empty
@@ -195,8 +205,7 @@ impl<'a> PathValues<'a> {
             append(&mut nodes, read);
         }
         for (t, (items, listed)) in std::mem::take(&mut self.rels) {
-            let mut read = self.read_rels(t, items)?;
-            read.sort_unstable_by_key(|v| v.id.offset());
+            let read = self.read_rels(t, items)?;
             rel_positions.push_table(t, listed, rels.len(), read.len())?;
             append(&mut rels, read);
         }
@@ -299,14 +308,13 @@ impl<'a> PathValues<'a> {
         })
     }
 
-    /// The values of `items`, rels of table `t`. Rel properties are stored
-    /// in CSR order, so a rel is found among its source's forward CSR
-    /// positions, grouped by that node: first at the position its id
-    /// suggests beside either endpoint (a rel an undirected walk took
-    /// backward is beside the second), and only for the rels not found so
-    /// by reading each endpoint's rel ids once (a result's rels share few
-    /// sources, but a hub can be the source of many).
-    fn read_rels(&mut self, t: TableId, items: Vec<WantedRel>) -> Result<Vec<RelValue>> {
+    /// The values of `items`, rels of table `t`, in rel offset order.
+    /// Rel properties are stored in CSR order, so a rel is found among its
+    /// source's forward CSR positions ([`RelReader`]); the items are split
+    /// into runs of rel offsets read on several workers (offsets follow
+    /// CSR order where rels were written in one piece, so a run reads few
+    /// node groups).
+    fn read_rels(&mut self, t: TableId, mut items: Vec<WantedRel>) -> Result<Vec<RelValue>> {
         let e = entry(self.ctx, t)?;
         let info = e
             .rel_info()
@@ -315,23 +323,89 @@ impl<'a> PathValues<'a> {
         let TableData::Rel(rd) = data.as_ref() else {
             return Err(Error::internal("expected rel table storage"));
         };
-        let label: Arc<str> = e.label.as_str().into();
-        let mut names = Vec::new();
-        let mut columns = Vec::new();
-        let mut scratch = Vec::new();
+        let mut props = Vec::new();
         for p in e.properties.iter().filter(|_| self.properties) {
-            if kith_catalog::is_hidden(&p.name) {
-                continue;
+            if !kith_catalog::is_hidden(&p.name) {
+                props.push((p.name.clone(), rd.column_of(p.id), p.ty.clone()));
             }
-            names.push(p.name.clone());
-            columns.push(rd.column_of(p.id));
-            scratch.push(ValueVector::new(p.ty.clone(), 1));
         }
-        let stored: Vec<usize> = columns.iter().flatten().copied().collect();
-        // Each item's (source offset, forward CSR position), found first by
-        // guessing beside either endpoint (a rel walked backward is beside
-        // the other one), and only then by reading the endpoints' rel ids.
-        let src_of = |n: InternalId| (n.table() == info.src).then_some(n.offset());
+        let reader = Arc::new(RelReader {
+            pager: Arc::clone(&self.ctx.pager),
+            data: Arc::clone(&data),
+            table: t,
+            ends: (info.src, info.dst),
+            label: e.label.as_str().into(),
+            stored: props.iter().filter_map(|p| p.1).collect(),
+            props,
+            no_properties: Arc::clone(&self.no_properties),
+            cancel: self.ctx.cancel.clone(),
+        });
+        items.sort_unstable_by_key(|w| w.0.offset());
+        let runs = match (self.parallel, items.len()) {
+            (Some((_, threads)), n) if threads > 1 && n >= 2 * REL_RUN => {
+                n.div_ceil(REL_RUN).min(threads * 8)
+            }
+            _ => 1,
+        };
+        if runs == 1 {
+            return reader.read(&items);
+        }
+        let Some((sched, threads)) = self.parallel else {
+            return reader.read(&items);
+        };
+        let items = Arc::new(items);
+        let each = items.len().div_ceil(runs);
+        let parts = sched.parallel_map(threads, &self.ctx.cancel, runs, {
+            let items = Arc::clone(&items);
+            move |i| {
+                let run = &items[(i * each).min(items.len())..((i + 1) * each).min(items.len())];
+                reader.read(run)
+            }
+        })?;
+        let mut out = Vec::with_capacity(items.len());
+        for p in parts {
+            append(&mut out, p);
+        }
+        Ok(out)
+    }
+}
+
+/// Rels per run read by one task of [`PathValues::read_rels`].
+#[cfg(not(kith_tiny))]
+const REL_RUN: usize = 16 * 1024;
+#[cfg(kith_tiny)]
+const REL_RUN: usize = 4;
+
+/// What reading one rel table's values takes, shared by the workers that
+/// read runs of them.
+struct RelReader {
+    pager: Arc<kith_pager::Pager>,
+    data: Arc<TableData>,
+    table: TableId,
+    /// The source and destination node tables.
+    ends: (TableId, TableId),
+    label: Arc<str>,
+    /// (name, storage column, type) of each property read.
+    props: Vec<(String, Option<usize>, LogicalType)>,
+    /// The stored columns among them, pinned with each group.
+    stored: Vec<usize>,
+    no_properties: Arc<[(String, Value)]>,
+    cancel: kith_sched::CancelToken,
+}
+
+impl RelReader {
+    /// The values of `items`, in their order: each rel's (source,
+    /// position) found first at the position its id suggests beside either
+    /// endpoint (a rel an undirected walk took backward is beside the
+    /// second), and only for the rels not found so by reading each
+    /// endpoint's rel ids once (a result's rels share few sources, but a
+    /// hub can be the source of many).
+    fn read(&self, items: &[WantedRel]) -> Result<Vec<RelValue>> {
+        let TableData::Rel(rd) = self.data.as_ref() else {
+            return Err(Error::internal("expected rel table storage"));
+        };
+        let (src_table, dst_table) = self.ends;
+        let src_of = |n: InternalId| (n.table() == src_table).then_some(n.offset());
         let mut ends: [Vec<Wanted>; 2] = [Vec::with_capacity(items.len()), Vec::new()];
         for (i, &(r, a, b)) in items.iter().enumerate() {
             let (x, y) = (src_of(a), src_of(b));
@@ -359,9 +433,16 @@ impl<'a> PathValues<'a> {
                     .filter(|w| found[w.2] == NOT_FOUND)
                     .copied()
                     .collect();
-                self.find_rels(rd, &stored, &mut pins, left, scan, &mut found)?;
+                if !left.is_empty() {
+                    self.find_rels(rd, &mut pins, left, scan, &mut found)?;
+                }
             }
         }
+        let mut scratch: Vec<ValueVector> = self
+            .props
+            .iter()
+            .map(|p| ValueVector::new(p.2.clone(), 1))
+            .collect();
         let mut out = Vec::with_capacity(items.len());
         let mut nbr = [0u64; 1];
         for (&(r, _, _), &(src, pos)) in items.iter().zip(&found) {
@@ -369,36 +450,41 @@ impl<'a> PathValues<'a> {
             if (src, pos) == NOT_FOUND {
                 return Err(Error::internal(format!(
                     "rel {} not found beside its endpoints (deleted?)",
-                    InternalId::new(t, r)
+                    InternalId::new(self.table, r)
                 )));
             }
             let pinned = pins
                 .get(&((src / NODE_GROUP_SIZE) as usize))
                 .ok_or_else(|| Error::internal("rel group not pinned"))?;
             pinned.neighbors.read_u64s(pos, 1, &mut nbr);
-            let mut properties = Vec::with_capacity(names.len());
-            let mut k = 0;
-            for (i, (name, c)) in names.iter().zip(&columns).enumerate() {
-                let v = match c {
-                    Some(_) => {
-                        let col = pinned
-                            .properties
-                            .get(k)
-                            .ok_or_else(|| Error::internal("rel column not pinned"))?;
-                        k += 1;
-                        col.read(pos, 1, &mut scratch[i], 0)?;
-                        scratch[i].get_value(0)
-                    }
-                    None => Value::Null,
-                };
-                properties.push((name.clone(), v));
-            }
+            let properties = if self.props.is_empty() {
+                Arc::clone(&self.no_properties)
+            } else {
+                let mut properties = Vec::with_capacity(self.props.len());
+                let mut k = 0;
+                for (i, (name, c, _)) in self.props.iter().enumerate() {
+                    let v = match c {
+                        Some(_) => {
+                            let col = pinned
+                                .properties
+                                .get(k)
+                                .ok_or_else(|| Error::internal("rel column not pinned"))?;
+                            k += 1;
+                            col.read(pos, 1, &mut scratch[i], 0)?;
+                            scratch[i].get_value(0)
+                        }
+                        None => Value::Null,
+                    };
+                    properties.push((name.clone(), v));
+                }
+                properties.into()
+            };
             out.push(RelValue {
-                id: InternalId::new(t, r),
-                label: label.clone(),
-                src: InternalId::new(info.src, src),
-                dst: InternalId::new(info.dst, nbr[0]),
-                properties: self.shared(properties),
+                id: InternalId::new(self.table, r),
+                label: self.label.clone(),
+                src: InternalId::new(src_table, src),
+                dst: InternalId::new(dst_table, nbr[0]),
+                properties,
             });
         }
         Ok(out)
@@ -409,11 +495,10 @@ impl<'a> PathValues<'a> {
     /// `found[item]` as (source offset, position): at the position a
     /// region written in one piece numbers the rel with, and, when `scan`,
     /// by reading the source's rel ids (once per source). Pins the groups
-    /// it reads into `pins` (with the `stored` property columns).
+    /// it reads into `pins` (with the stored property columns).
     fn find_rels(
         &self,
         rd: &kith_storage::RelTableData,
-        stored: &[usize],
         pins: &mut HashMap<usize, kith_storage::PinnedCsrGroup>,
         mut wanted: Vec<Wanted>,
         scan: bool,
@@ -432,7 +517,7 @@ impl<'a> PathValues<'a> {
                 continue;
             };
             if !pins.contains_key(&gi) {
-                pins.insert(gi, g.pin(&self.ctx.pager, stored)?);
+                pins.insert(gi, g.pin(&self.pager, &self.stored)?);
             }
             let pinned = pins
                 .get(&gi)
@@ -468,7 +553,7 @@ impl<'a> PathValues<'a> {
             }
             sources += 1;
             if sources % 1024 == 0 {
-                self.ctx.cancel.check()?;
+                self.cancel.check()?;
             }
         }
         Ok(())
@@ -602,15 +687,26 @@ impl FoundPaths {
         match self {
             FoundPaths::Rows(rows) => rows.iter().for_each(|p| f(&p.nodes, &p.rels)),
             FoundPaths::Trees { rows, trees } => {
+                // Rows come grouped by source: one source's marks at a time.
                 let mut marks: HashMap<u64, Vec<u64>> = HashMap::new();
+                let mut current: Option<(u64, &ParentTree, Vec<u64>)> = None;
                 for row in rows {
-                    let tree = trees
-                        .get(&row.src)
-                        .ok_or_else(|| Error::internal("path of a source without a tree"))?;
-                    let seen = marks.entry(row.src).or_insert_with(|| {
-                        f(&[row.src], &[]);
-                        vec![0u64; tree.len().div_ceil(64)]
-                    });
+                    if current.as_ref().is_none_or(|c| c.0 != row.src) {
+                        if let Some((src, _, seen)) = current.take() {
+                            marks.insert(src, seen);
+                        }
+                        let tree = trees
+                            .get(&row.src)
+                            .ok_or_else(|| Error::internal("path of a source without a tree"))?;
+                        let seen = marks.remove(&row.src).unwrap_or_else(|| {
+                            f(&[row.src], &[]);
+                            vec![0u64; tree.len().div_ceil(64)]
+                        });
+                        current = Some((row.src, tree, seen));
+                    }
+                    let Some((_, tree, seen)) = current.as_mut() else {
+                        continue;
+                    };
                     let mut v = row.dst;
                     for _ in 0..row.hops {
                         if !mark(seen, v) {
@@ -631,7 +727,8 @@ impl LazyPaths {
     /// Reads the values of the paths' nodes (when a column holds paths)
     /// and rels, with their properties when `properties`; `walked_back`
     /// lists the rel tables walked only backward (a rel's source is then
-    /// the path's next node).
+    /// the path's next node); rels are read on `workers` when given.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         ctx: &QueryContext,
         paths: FoundPaths,
@@ -639,8 +736,12 @@ impl LazyPaths {
         columns: Vec<(usize, PathPart)>,
         walked_back: &[TableId],
         properties: bool,
+        workers: Option<(&Scheduler, usize)>,
     ) -> Result<LazyPaths> {
         let mut values = PathValues::new(ctx, properties);
+        if let Some((sched, threads)) = workers {
+            values = values.on_workers(sched, threads);
+        }
         let with_nodes = columns.iter().any(|c| c.1 == PathPart::Path);
         paths.for_each_part(|ns, rs| {
             for (k, &r) in rs.iter().enumerate() {

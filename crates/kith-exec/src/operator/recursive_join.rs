@@ -16,8 +16,8 @@ use kith_common::{Chunk, Error, InternalId, LogicalType, Result, Value, ValueVec
 use kith_graph::{
     bound_pays, hops_to_targets, run_ife, AllShortestCounts, AllWeightedCounts, CollectSink,
     Compute, Graph, HopBound, IfeOptions, LenRow, PathMode, PathSemantics, RelWeights,
-    ShortestLengths, ShortestPaths, ShortestTrees, StorageCsr, UnionCsr, UnionMember, WalkCounts,
-    WalkPaths, WeightedPaths, WeightedShortest, MAX_UPPER,
+    ShortestLengths, ShortestPaths, ShortestTrees, StorageCsr, TreeRow, UnionCsr, UnionMember,
+    WalkCounts, WalkPaths, WeightedPaths, WeightedShortest, MAX_UPPER,
 };
 pub use kith_graph::{Policy, RunStats};
 use kith_planner::bound::RecursiveMode;
@@ -406,6 +406,7 @@ fn empty_interval(join: &RecursiveJoin, rows: &Chunk, ctx: &QueryContext) -> Res
             columns,
             &[],
             join.element_properties,
+            None,
         )?),
     };
     Ok(out)
@@ -584,7 +585,7 @@ fn paths_join<G: Graph>(
         compute.search.node_mask = node_mask;
         compute.search.dst_mask = dst_mask;
         let compute = Arc::new(compute);
-        let (mut found, stats) = collect_rows::<_, ShortestTrees>(
+        let (found, stats) = collect_rows::<_, ShortestTrees>(
             sched,
             graph,
             Arc::clone(&compute),
@@ -592,14 +593,24 @@ fn paths_join<G: Graph>(
             opts,
             ctx,
         )?;
-        found.sort_unstable();
-        ctx.cancel.check()?;
+        let mut found = sort_tree_rows(found, sched, workers(sched, opts), &ctx.cancel)?;
         found.retain(|p| (ids.dst_ok)((ids.node)(p.dst)));
         let found_paths = FoundPaths::Trees {
             rows: found,
             trees: compute.take_trees().into_iter().collect(),
         };
-        return emit_paths(join, rows, ctx, srcs, ids, found_paths, false, stats);
+        let workers = (sched, workers(sched, opts));
+        return emit_paths(
+            join,
+            rows,
+            ctx,
+            srcs,
+            ids,
+            found_paths,
+            false,
+            stats,
+            workers,
+        );
     }
     let (mut found_paths, stats) = match join.mode {
         RecursiveMode::Walk | RecursiveMode::Trail | RecursiveMode::Acyclic => {
@@ -651,7 +662,18 @@ fn paths_join<G: Graph>(
         found_paths.retain(|p| (ids.dst_ok)((ids.node)(p.dst)));
         let found_paths = FoundPaths::Rows(found_paths);
         let weighted = weights.is_some();
-        return emit_paths(join, rows, ctx, srcs, ids, found_paths, weighted, stats);
+        let workers = (sched, workers(sched, opts));
+        return emit_paths(
+            join,
+            rows,
+            ctx,
+            srcs,
+            ids,
+            found_paths,
+            weighted,
+            stats,
+            workers,
+        );
     }
     let src_index = |s: u64| -> Result<usize> {
         srcs.index_of
@@ -703,6 +725,7 @@ fn emit_paths(
     found_paths: FoundPaths,
     weighted: bool,
     stats: RunStats,
+    workers: (&Scheduler, usize),
 ) -> Result<RecursiveOutput> {
     // One row per path, read from the paths (no list of found rows).
     let f = Found {
@@ -738,8 +761,73 @@ fn emit_paths(
         columns,
         &walked_back,
         join.element_properties,
+        Some(workers),
     )?);
     Ok(RecursiveOutput { rows: out, stats })
+}
+
+/// `rows` by source, then destination (a source reaches each destination
+/// once): grouped by source in one pass (a worker's rows come in runs of
+/// one source), each source's rows sorted by destination on the workers.
+fn sort_tree_rows(
+    rows: Vec<TreeRow>,
+    sched: &Scheduler,
+    threads: usize,
+    cancel: &kith_sched::CancelToken,
+) -> Result<Vec<TreeRow>> {
+    let mut groups: Vec<(u64, Vec<TreeRow>)> = Vec::new();
+    let mut index: HashMap<u64, usize> = HashMap::new();
+    let mut last = None;
+    for r in rows {
+        let g = match last {
+            Some((src, g)) if src == r.src => g,
+            _ => {
+                let g = *index.entry(r.src).or_insert_with(|| {
+                    groups.push((r.src, Vec::new()));
+                    groups.len() - 1
+                });
+                last = Some((r.src, g));
+                g
+            }
+        };
+        groups[g].1.push(r);
+    }
+    groups.sort_unstable_by_key(|g| g.0);
+    cancel.check()?;
+    let sorted: Vec<Vec<TreeRow>> = if threads > 1 && groups.len() > 1 {
+        let groups: Arc<Vec<parking_lot::Mutex<Vec<TreeRow>>>> = Arc::new(
+            groups
+                .into_iter()
+                .map(|g| parking_lot::Mutex::new(g.1))
+                .collect(),
+        );
+        let n = groups.len();
+        sched.parallel_map(threads, cancel, n, move |i| {
+            let mut g = std::mem::take(&mut *groups[i].lock());
+            g.sort_unstable_by_key(|r| r.dst);
+            Ok(g)
+        })?
+    } else {
+        let mut out = Vec::with_capacity(groups.len());
+        for (_, mut g) in groups {
+            g.sort_unstable_by_key(|r| r.dst);
+            out.push(g);
+        }
+        out
+    };
+    let mut out = Vec::with_capacity(sorted.iter().map(Vec::len).sum());
+    for g in sorted {
+        out.extend_from_slice(&g);
+    }
+    Ok(out)
+}
+
+/// The threads a run with `opts` uses.
+fn workers(sched: &Scheduler, opts: &IfeOptions) -> usize {
+    match opts.threads {
+        0 => sched.num_threads(),
+        n => n,
+    }
 }
 
 /// The sources of a join (distinct, in first-seen order), each input row's
