@@ -195,7 +195,7 @@ impl Compute for ShortestLengths {
                         });
                     }
                     if extend {
-                        v.graph.neighbors(u, v.scratch, |w, _| {
+                        v.graph.neighbor_nodes(u, v.scratch, |w| {
                             if !visited.get(w) && visited.insert(w) {
                                 wanted.reached(mask, w);
                                 next.set(w);
@@ -222,7 +222,7 @@ impl Compute for ShortestLengths {
                         }
                     }
                     if extend && lanes != 0 {
-                        v.graph.neighbors(u, v.scratch, |w, _| {
+                        v.graph.neighbor_nodes(u, v.scratch, |w| {
                             let vis = &visited[w as usize];
                             let new = lanes & !vis.load(Ordering::Relaxed);
                             if new != 0 {
@@ -324,7 +324,7 @@ impl Compute for AllShortestCounts {
                 });
             }
             if extend {
-                v.graph.neighbors(u, v.scratch, |w, _| {
+                v.graph.neighbor_nodes(u, v.scratch, |w| {
                     if claim_level(&aux.level[w as usize], lvl1, || aux.wanted.reached(mask, w)) {
                         saturating_add(&aux.count[w as usize], c);
                         next.set(w);
@@ -406,7 +406,7 @@ impl Compute for WalkCounts {
                 });
             }
             if extend {
-                v.graph.neighbors(u, v.scratch, |w, _| {
+                v.graph.neighbor_nodes(u, v.scratch, |w| {
                     if bound.is_none_or(|b| b.may_reach(w, depth, upper)) {
                         saturating_add(&other[w as usize], c);
                         next.set(w);

@@ -41,7 +41,7 @@ pub fn hops_to_targets<G: Graph>(reverse: &G, targets: &[u64], max: u32) -> Opti
     let mut scratch = G::Scratch::default();
     for level in 1..=max as u8 {
         for &u in &frontier {
-            reverse.neighbors(u, &mut scratch, |w, _| {
+            reverse.neighbor_nodes(u, &mut scratch, |w| {
                 let h = &mut hops[w as usize];
                 if *h == far {
                     *h = level;

@@ -27,6 +27,13 @@ pub trait Graph: Send + Sync + 'static {
     /// Calls `f(neighbour, rel_id)` for every rel of `node`, in CSR order.
     fn neighbors<F: FnMut(u64, u64)>(&self, node: u64, scratch: &mut Self::Scratch, f: F);
 
+    /// Calls `f(neighbour)` for every rel of `node`, in CSR order: for the
+    /// searches that keep no rel ids (a storage CSR then decodes none,
+    /// half of what its inner loop read).
+    fn neighbor_nodes<F: FnMut(u64)>(&self, node: u64, scratch: &mut Self::Scratch, mut f: F) {
+        self.neighbors(node, scratch, |n, _| f(n))
+    }
+
     /// Calls `f(neighbour, rel_id, weight)` for every rel of `node`, in CSR
     /// order, with the weight `weights` gives the rel (a graph that pinned
     /// its weight column reads [`RelWeights::Pinned`] next to the
@@ -247,6 +254,22 @@ impl Graph for StorageCsr {
         }
     }
 
+    #[inline]
+    fn neighbor_nodes<F: FnMut(u64)>(&self, node: u64, s: &mut StorageScratch, mut f: F) {
+        if self.rel_mask.is_some() {
+            return self.neighbors(node, s, |n, _| f(n));
+        }
+        let Some(g) = self.groups.get((node / NODE_GROUP_SIZE) as usize) else {
+            return;
+        };
+        let local = node % NODE_GROUP_SIZE;
+        let (a, b) = g.range(local);
+        run_nodes(g, a, b, s, &mut f);
+        for &(a, b) in g.appended(local) {
+            run_nodes(g, a, b, s, &mut f);
+        }
+    }
+
     fn weighted_neighbors<F: FnMut(u64, u64, f64)>(
         &self,
         node: u64,
@@ -370,6 +393,20 @@ impl StorageCsr {
     }
 }
 
+/// The neighbours at positions `a..b` of `g`, without their rel ids.
+#[inline]
+fn run_nodes<F: FnMut(u64)>(g: &PinnedCsrGroup, a: u64, b: u64, s: &mut StorageScratch, f: &mut F) {
+    let len = (b - a) as usize;
+    if len == 0 {
+        return;
+    }
+    if s.nbrs.len() < len {
+        s.nbrs.resize(len, 0);
+    }
+    g.neighbors.read_u64s(a, len, &mut s.nbrs[..len]);
+    s.nbrs[..len].iter().for_each(|&n| f(n));
+}
+
 /// Decodes the neighbours and rel ids at positions `a..b` of `g` into the
 /// buffers (grown as needed) and returns them.
 #[inline]
@@ -477,6 +514,26 @@ impl Graph for UnionCsr {
                 });
             } else {
                 m.csr.neighbors(local, s, |n, r| f(base + n, rel_base + r));
+            }
+        }
+    }
+
+    #[inline]
+    fn neighbor_nodes<F: FnMut(u64)>(&self, node: u64, s: &mut StorageScratch, mut f: F) {
+        let (t, local) = self.local(node);
+        for m in &self.members {
+            if m.from != t || local >= m.csr.num_nodes() {
+                continue;
+            }
+            let base = self.bases[m.to];
+            if m.skip_self_loops && m.from == m.to {
+                m.csr.neighbor_nodes(local, s, |n| {
+                    if n != local {
+                        f(base + n)
+                    }
+                });
+            } else {
+                m.csr.neighbor_nodes(local, s, |n| f(base + n));
             }
         }
     }
