@@ -36,26 +36,7 @@ import json
 import sys
 import time
 
-
-def out(obj):
-    sys.stdout.write(json.dumps(obj, allow_nan=False, default=str) + "\n")
-    sys.stdout.flush()
-
-
-def proc_status_kb(field):
-    """A kB field of /proc/self/status (VmHWM = peak RSS, VmRSS = current)."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    if field == "VmHWM":
-        import resource
-
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # kB on Linux
-    return None
+from driver_io import out, proc_status_kb
 
 
 def read_int_columns(np, path, names):

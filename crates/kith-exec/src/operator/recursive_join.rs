@@ -573,6 +573,11 @@ fn paths_join<G: Graph>(
         graph.num_nodes(),
         ctx,
     )?;
+    // One row per found path (cost bits for a length when `weighted`).
+    let emit = |found: FoundPaths, weighted: bool, stats: RunStats| {
+        let workers = (sched, workers(sched, opts));
+        emit_paths(join, rows, ctx, srcs, ids, found, weighted, stats, workers)
+    };
     // One shortest path per destination, its value read: the searches'
     // parent trees are kept and the paths read back from them as they are
     // built, when every parent edge packs in a word (32-bit ids).
@@ -599,18 +604,7 @@ fn paths_join<G: Graph>(
             rows: found,
             trees: compute.take_trees().into_iter().collect(),
         };
-        let workers = (sched, workers(sched, opts));
-        return emit_paths(
-            join,
-            rows,
-            ctx,
-            srcs,
-            ids,
-            found_paths,
-            false,
-            stats,
-            workers,
-        );
+        return emit(found_paths, false, stats);
     }
     let (mut found_paths, stats) = match join.mode {
         RecursiveMode::Walk | RecursiveMode::Trail | RecursiveMode::Acyclic => {
@@ -660,20 +654,7 @@ fn paths_join<G: Graph>(
         // The kept paths, in order; their values are built as the parent
         // pipeline reads them (LazyPaths).
         found_paths.retain(|p| (ids.dst_ok)((ids.node)(p.dst)));
-        let found_paths = FoundPaths::Rows(found_paths);
-        let weighted = weights.is_some();
-        let workers = (sched, workers(sched, opts));
-        return emit_paths(
-            join,
-            rows,
-            ctx,
-            srcs,
-            ids,
-            found_paths,
-            weighted,
-            stats,
-            workers,
-        );
+        return emit(FoundPaths::Rows(found_paths), weights.is_some(), stats);
     }
     let src_index = |s: u64| -> Result<usize> {
         srcs.index_of
