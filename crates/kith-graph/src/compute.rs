@@ -12,7 +12,9 @@ use kith_sched::{CancelToken, Scheduler};
 
 use crate::bits::{saturating_add, zeroed_u16s, zeroed_u64s, DenseBits};
 use crate::distance::HopBound;
-use crate::engine::{run_ife, CollectSink, Compute, IfeOptions, Nodes, RunStats, Visit};
+use crate::engine::{
+    run_ife, run_ife_pulling, CollectSink, Compute, IfeOptions, Nodes, RunStats, Visit,
+};
 use crate::graph::Graph;
 use crate::weights::{weight_error, weight_ok, RelWeights};
 
@@ -238,6 +240,65 @@ impl Compute for ShortestLengths {
                 })
             }
         }
+    }
+
+    fn pulls(&self, aux: &LengthsAux) -> bool {
+        matches!(aux, LengthsAux::One { .. })
+    }
+
+    fn pull<G: Graph>(
+        &self,
+        aux: &LengthsAux,
+        v: &mut Visit<'_, G, LenRow>,
+        reverse: &G,
+        frontier: &DenseBits,
+        range: Range<u64>,
+    ) -> Result<()> {
+        let LengthsAux::One { visited, wanted } = aux else {
+            return Err(Error::internal("a bottom-up step of a lane morsel"));
+        };
+        let (src, iter) = (v.srcs[0], v.iter);
+        let mask = self.dst_mask.as_deref();
+        let end = range.end.min(visited.len());
+        if v.iter >= self.lower {
+            let mut u = range.start;
+            while u < end {
+                let word = frontier.word((u / 64) as usize) >> (u % 64);
+                if word == 0 {
+                    u = (u / 64 + 1) * 64;
+                    continue;
+                }
+                u += u64::from(word.trailing_zeros());
+                if u < end {
+                    v.out.push(LenRow {
+                        src,
+                        dst: u,
+                        len: iter,
+                        count: 1,
+                    });
+                }
+                u += 1;
+            }
+        }
+        if !v.extend {
+            return Ok(());
+        }
+        for w in (range.start / 64)..end.div_ceil(64) {
+            let mut todo = !visited.word(w as usize);
+            while todo != 0 {
+                let x = w * 64 + u64::from(todo.trailing_zeros());
+                todo &= todo - 1;
+                if x < range.start || x >= end {
+                    continue;
+                }
+                if reverse.find_neighbor(x, v.scratch, |p| frontier.get(p)) {
+                    visited.set(x);
+                    wanted.reached(mask, x);
+                    v.next.set(x);
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -1145,6 +1206,41 @@ fn collect<G: Graph, C: Compute>(
         sink.clone(),
     )?;
     Ok((sink.take(), stats))
+}
+
+/// [`shortest_lengths`] from one source at a time with its dense levels
+/// bottom-up over `reverse` (the graph with every rel turned around).
+#[allow(clippy::too_many_arguments)]
+pub fn shortest_lengths_pulling<G: Graph>(
+    sched: &Scheduler,
+    graph: &Arc<G>,
+    reverse: &Arc<G>,
+    sources: &[u64],
+    lower: u32,
+    upper: u32,
+    opts: &IfeOptions,
+    cancel: &CancelToken,
+) -> Result<Vec<LenRow>> {
+    check_bounds(lower, upper)?;
+    let sink = Arc::new(CollectSink::<LenRow>::default());
+    let compute = ShortestLengths {
+        lower,
+        upper,
+        dst_mask: None,
+    };
+    run_ife_pulling(
+        sched,
+        Arc::clone(graph),
+        Arc::clone(reverse),
+        Arc::new(compute),
+        sources,
+        opts,
+        cancel,
+        sink.clone(),
+    )?;
+    let mut rows = sink.take();
+    rows.sort_unstable();
+    Ok(rows)
 }
 
 /// Shortest path lengths in `lower..=upper` (count is 1), sorted.

@@ -208,6 +208,28 @@ pub trait Compute: Send + Sync + 'static {
         nodes: Nodes<'_>,
     ) -> Result<()>;
 
+    /// Whether [`Compute::pull`] serves this source morsel's dense levels
+    /// (when the run has the reverse graph).
+    fn pulls(&self, _aux: &Self::Aux) -> bool {
+        false
+    }
+
+    /// A bottom-up step over the nodes of `range` on a dense level: emits
+    /// rows for the frontier nodes in it and, when `v.extend`, puts into
+    /// `v.next` every node of the range not reached yet that has an
+    /// in-neighbour (a neighbour in `reverse`) in `frontier`. Each node of
+    /// the range is written only by the worker that holds the range.
+    fn pull<G: Graph>(
+        &self,
+        _aux: &Self::Aux,
+        _v: &mut Visit<'_, G, Self::Row>,
+        _reverse: &G,
+        _frontier: &DenseBits,
+        _range: Range<u64>,
+    ) -> Result<()> {
+        Err(Error::internal("this computation has no bottom-up step"))
+    }
+
     fn has_output_phase(&self) -> bool {
         false
     }
@@ -242,6 +264,8 @@ struct IterState {
     in_flight: usize,
     /// The current frontier as a list, when it is below 1/8 of the nodes.
     sparse: Option<Arc<Vec<u64>>>,
+    /// The current (dense) level runs bottom-up ([`Compute::pull`]).
+    pull: bool,
 }
 
 enum Work {
@@ -251,6 +275,7 @@ enum Work {
         extend: bool,
         range: Range<u64>,
         sparse: Option<Arc<Vec<u64>>>,
+        pull: bool,
     },
     Output(Range<u64>),
 }
@@ -285,6 +310,7 @@ impl<C: Compute> SourceMorsel<C> {
             morsel: sparse_morsel(list.len() as u64, workers),
             in_flight: 0,
             sparse: Some(Arc::new(list)),
+            pull: false,
         };
         SourceMorsel {
             srcs,
@@ -309,6 +335,7 @@ impl<C: Compute> SourceMorsel<C> {
                 extend: st.last.is_none_or(|l| st.iter < l),
                 range: start..end,
                 sparse: st.sparse.clone(),
+                pull: st.pull,
             },
             _ => Work::Output(start..end),
         })
@@ -319,8 +346,9 @@ impl<C: Compute> SourceMorsel<C> {
     }
 
     /// Marks a grabbed morsel finished; the last one of an iteration advances
-    /// the state. True when the source morsel just became done.
-    fn finish(&self, compute: &C, workers: usize) -> bool {
+    /// the state (a dense level runs bottom-up when `can_pull`). True when
+    /// the source morsel just became done.
+    fn finish(&self, compute: &C, workers: usize, can_pull: bool) -> bool {
         let mut st = self.st.lock();
         st.in_flight -= 1;
         if st.in_flight > 0 || st.next < st.total {
@@ -367,10 +395,12 @@ impl<C: Compute> SourceMorsel<C> {
                     st.total = count;
                     st.morsel = sparse_morsel(count, workers);
                     st.sparse = Some(Arc::new(list));
+                    st.pull = false;
                 } else {
                     st.total = n;
                     st.morsel = DENSE_MORSEL_NODES;
                     st.sparse = None;
+                    st.pull = can_pull && compute.pulls(&self.aux);
                 }
                 false
             }
@@ -390,6 +420,8 @@ fn sparse_morsel(len: u64, workers: usize) -> u64 {
 
 struct IfeTask<G: Graph, C: Compute> {
     graph: Arc<G>,
+    /// The graph with every rel turned around, for bottom-up levels.
+    reverse: Option<Arc<G>>,
     compute: Arc<C>,
     sink: Arc<dyn Sink<C::Row>>,
     sources: Vec<u64>,
@@ -457,6 +489,7 @@ impl<G: Graph, C: Compute> IfeTask<G, C> {
                 extend,
                 range,
                 sparse,
+                pull,
             } => {
                 let nodes = match &sparse {
                     Some(list) => Nodes::Sparse(&list[range.start as usize..range.end as usize]),
@@ -475,14 +508,21 @@ impl<G: Graph, C: Compute> IfeTask<G, C> {
                     extend: extend && iter < self.compute.upper(),
                     next: &sm.frontiers[((iter + 1) & 1) as usize],
                 };
-                self.compute.process(&sm.aux, &mut v, nodes)?;
+                match (&self.reverse, pull) {
+                    (Some(reverse), true) => {
+                        let frontier = &sm.frontiers[(iter & 1) as usize];
+                        self.compute
+                            .pull(&sm.aux, &mut v, reverse, frontier, range)?;
+                    }
+                    _ => self.compute.process(&sm.aux, &mut v, nodes)?,
+                }
             }
             Work::Output(range) => self.compute.output(&sm.aux, &sm.srcs, range, out)?,
         }
         if out.len() >= FLUSH_ROWS {
             self.sink.consume(out);
         }
-        if sm.finish(&self.compute, workers) {
+        if sm.finish(&self.compute, workers, self.reverse.is_some()) {
             self.retire(sm);
         }
         Ok(())
@@ -566,6 +606,45 @@ pub fn run_ife<G: Graph, C: Compute>(
     cancel: &CancelToken,
     sink: Arc<dyn Sink<C::Row>>,
 ) -> Result<RunStats> {
+    run(sched, (graph, None), compute, sources, opts, cancel, sink)
+}
+
+/// [`run_ife`] with `reverse`, the graph with every rel turned around:
+/// the dense levels of a computation that [`Compute::pulls`] run bottom-up
+/// (each node not reached yet looks for an in-neighbour in the frontier
+/// and stops at the first), the others top-down.
+#[allow(clippy::too_many_arguments)]
+pub fn run_ife_pulling<G: Graph, C: Compute>(
+    sched: &Scheduler,
+    graph: Arc<G>,
+    reverse: Arc<G>,
+    compute: Arc<C>,
+    sources: &[u64],
+    opts: &IfeOptions,
+    cancel: &CancelToken,
+    sink: Arc<dyn Sink<C::Row>>,
+) -> Result<RunStats> {
+    run(
+        sched,
+        (graph, Some(reverse)),
+        compute,
+        sources,
+        opts,
+        cancel,
+        sink,
+    )
+}
+
+#[allow(clippy::type_complexity)]
+fn run<G: Graph, C: Compute>(
+    sched: &Scheduler,
+    (graph, reverse): (Arc<G>, Option<Arc<G>>),
+    compute: Arc<C>,
+    sources: &[u64],
+    opts: &IfeOptions,
+    cancel: &CancelToken,
+    sink: Arc<dyn Sink<C::Row>>,
+) -> Result<RunStats> {
     let n = graph.num_nodes();
     if let Some(&bad) = sources.iter().find(|&&s| s >= n) {
         return Err(Error::runtime(format!(
@@ -600,6 +679,7 @@ pub fn run_ife<G: Graph, C: Compute>(
     };
     let task = Arc::new(IfeTask {
         graph,
+        reverse,
         compute,
         sink,
         sources: sources.to_vec(),

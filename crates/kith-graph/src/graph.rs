@@ -34,6 +34,21 @@ pub trait Graph: Send + Sync + 'static {
         self.neighbors(node, scratch, |n, _| f(n))
     }
 
+    /// Calls `f(neighbour)` in CSR order until it returns true; whether it
+    /// did. A bottom-up BFS step asks whether any in-neighbour is in the
+    /// frontier and stops at the first (a storage CSR then decodes a few
+    /// neighbours at a time).
+    fn find_neighbor<F: FnMut(u64) -> bool>(
+        &self,
+        node: u64,
+        scratch: &mut Self::Scratch,
+        mut f: F,
+    ) -> bool {
+        let mut found = false;
+        self.neighbor_nodes(node, scratch, |n| found = found || f(n));
+        found
+    }
+
     /// Calls `f(neighbour, rel_id, weight)` for every rel of `node`, in CSR
     /// order, with the weight `weights` gives the rel (a graph that pinned
     /// its weight column reads [`RelWeights::Pinned`] next to the
@@ -270,6 +285,28 @@ impl Graph for StorageCsr {
         }
     }
 
+    fn find_neighbor<F: FnMut(u64) -> bool>(
+        &self,
+        node: u64,
+        s: &mut StorageScratch,
+        mut f: F,
+    ) -> bool {
+        if self.rel_mask.is_some() {
+            let mut found = false;
+            self.neighbors(node, s, |n, _| found = found || f(n));
+            return found;
+        }
+        let Some(g) = self.groups.get((node / NODE_GROUP_SIZE) as usize) else {
+            return false;
+        };
+        let local = node % NODE_GROUP_SIZE;
+        let (a, b) = g.range(local);
+        find_in_run(g, a, b, &mut f)
+            || g.appended(local)
+                .iter()
+                .any(|&(a, b)| find_in_run(g, a, b, &mut f))
+    }
+
     fn weighted_neighbors<F: FnMut(u64, u64, f64)>(
         &self,
         node: u64,
@@ -405,6 +442,24 @@ fn run_nodes<F: FnMut(u64)>(g: &PinnedCsrGroup, a: u64, b: u64, s: &mut StorageS
     }
     g.neighbors.read_u64s(a, len, &mut s.nbrs[..len]);
     s.nbrs[..len].iter().for_each(|&n| f(n));
+}
+
+/// Whether `f` holds for a neighbour at positions `a..b` of `g`, decoded a
+/// few at a time so that an early hit decodes little.
+#[inline]
+fn find_in_run<F: FnMut(u64) -> bool>(g: &PinnedCsrGroup, a: u64, b: u64, f: &mut F) -> bool {
+    const STEP: u64 = 16;
+    let mut buf = [0u64; STEP as usize];
+    let mut at = a;
+    while at < b {
+        let len = (b - at).min(STEP) as usize;
+        g.neighbors.read_u64s(at, len, &mut buf[..len]);
+        if buf[..len].iter().any(|&n| f(n)) {
+            return true;
+        }
+        at += len as u64;
+    }
+    false
 }
 
 /// Decodes the neighbours and rel ids at positions `a..b` of `g` into the

@@ -49,13 +49,16 @@ pub mod weighted_paths;
 pub mod weights;
 
 pub use compute::{
-    all_shortest_counts, shortest_lengths, shortest_paths, tree_parent, tree_path, walk_counts,
-    weighted_shortest, AllShortestCounts, CostRow, LenRow, ParentTree, PathMode, PathRow,
-    ShortestLengths, ShortestPaths, ShortestTrees, TreeRow, WalkCounts, WeightedShortest,
-    MAX_UPPER,
+    all_shortest_counts, shortest_lengths, shortest_lengths_pulling, shortest_paths, tree_parent,
+    tree_path, walk_counts, weighted_shortest, AllShortestCounts, CostRow, LenRow, ParentTree,
+    PathMode, PathRow, ShortestLengths, ShortestPaths, ShortestTrees, TreeRow, WalkCounts,
+    WeightedShortest, MAX_UPPER,
 };
 pub use distance::{bound_pays, hops_to_targets, HopBound};
-pub use engine::{run_ife, CollectSink, Compute, IfeOptions, Nodes, Policy, RunStats, Sink, Visit};
+pub use engine::{
+    run_ife, run_ife_pulling, CollectSink, Compute, IfeOptions, Nodes, Policy, RunStats, Sink,
+    Visit,
+};
 pub use graph::{mask_has, Graph, InMemoryCsr, StorageCsr, StorageScratch, UnionCsr, UnionMember};
 pub use paths::{walk_paths, PathSemantics, WalkPaths};
 pub use weighted_paths::{AllWeightedCounts, CostCountRow, WeightedPaths};

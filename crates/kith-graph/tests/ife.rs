@@ -89,6 +89,11 @@ fn check_shape(sched: &Scheduler, s: &Shape, lo: u32, hi: u32, opts: &IfeOptions
         dedup_sorted(ref_lengths(&adj, &srcs, lo, hi)),
         "lengths {ctx}"
     );
+    // Dense levels bottom-up, over the graph turned around: the same.
+    let turned: Vec<(u64, u64)> = s.edges.iter().map(|&(a, b)| (b, a)).collect();
+    let back = Arc::new(InMemoryCsr::from_edges(s.n, &turned));
+    let pulled = shortest_lengths_pulling(sched, &g, &back, &srcs, lo, hi, opts, &cancel).unwrap();
+    assert_eq!(pulled, got, "pulled lengths {ctx}");
 
     // Reference walk enumeration is exponential: keep it to small graphs.
     let small = s.edges.len() <= 60;

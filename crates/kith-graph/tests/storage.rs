@@ -119,15 +119,28 @@ fn storage_csr_matches_in_memory() {
     let sched = Scheduler::new(2);
     let cancel = CancelToken::new();
     let srcs = [0, 5, NODE_GROUP_SIZE + 1, n - 1];
+    let turned: Vec<(u64, u64)> = edges.iter().map(|&(a, b)| (b, a)).collect();
+    let mem_back = InMemoryCsr::from_edges(n, &turned);
+    let back = Arc::new(
+        StorageCsr::new(&pager, &store(&pager, &mem_back, &weights))
+            .unwrap()
+            .with_num_nodes(n),
+    );
     for policy in Policy::ALL {
         let o = IfeOptions {
             policy,
             threads: 2,
             k: None,
         };
+        let lengths = shortest_lengths(&sched, &mem, &srcs, 0, 30, &o, &cancel).unwrap();
         assert_eq!(
             shortest_lengths(&sched, &st, &srcs, 0, 30, &o, &cancel).unwrap(),
-            shortest_lengths(&sched, &mem, &srcs, 0, 30, &o, &cancel).unwrap()
+            lengths
+        );
+        // Dense levels bottom-up over the stored reverse CSR.
+        assert_eq!(
+            shortest_lengths_pulling(&sched, &st, &back, &srcs, 0, 30, &o, &cancel).unwrap(),
+            lengths
         );
         assert_eq!(
             walk_counts(&sched, &st, &srcs[..2], 1, 3, &o, &cancel).unwrap(),

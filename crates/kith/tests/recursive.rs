@@ -414,6 +414,22 @@ fn recursive_patterns_match_reference() {
         let sp = ref_bfs(&fwd, &all, 1, 30);
         let sp_bwd = ref_bfs(&bwd, &some, 2, 6);
         let lens: Vec<(i64, i64, i64)> = sp.iter().map(|r| (r.0, r.1, r.2)).collect();
+        let mut both = fwd.clone();
+        for (u, l) in bwd.iter().enumerate() {
+            both[u].extend(l.iter().copied());
+        }
+        let lens_both: Vec<(i64, i64, i64)> = ref_bfs(&both, &all, 1, 30)
+            .iter()
+            .map(|r| (r.0, r.1, r.2))
+            .collect();
+        let kept: Vec<(usize, usize)> = (edges.iter().enumerate())
+            .filter(|(i, _)| weight_of(*i) != 0.5)
+            .map(|(_, &e)| e)
+            .collect();
+        let lens_kept: Vec<(i64, i64, i64)> = ref_bfs(&adjacency(n, &kept, false), &all, 1, 30)
+            .iter()
+            .map(|r| (r.0, r.1, r.2))
+            .collect();
         let counts: Vec<(i64, i64, i64)> = sp.iter().map(|r| (r.0, r.1, r.3)).collect();
         let counts_bwd: Vec<(i64, i64, i64)> = sp_bwd.iter().map(|r| (r.0, r.1, r.3)).collect();
         let total_walks: i64 = walks_fwd.iter().map(|r| r.2).sum();
@@ -476,6 +492,29 @@ fn recursive_patterns_match_reference() {
                     ),
                     lens,
                     "shortest lengths: {at}"
+                );
+                // Undirected, and through a rel condition: one-source
+                // searches take their dense levels bottom-up over the
+                // turned-around graph (with the same condition).
+                assert_eq!(
+                    triples(
+                        &conn,
+                        &format!(
+                            "{pre}MATCH (a:N)-[e:E* SHORTEST 1..30]-(b:N) RETURN a.id, b.id, length(e)"
+                        )
+                    ),
+                    lens_both,
+                    "undirected shortest lengths: {at}"
+                );
+                assert_eq!(
+                    triples(
+                        &conn,
+                        &format!(
+                            "{pre}MATCH (a:N)-[e:E* SHORTEST 1..30 (r, _ | WHERE r.w <> 0.5)]->(b:N) RETURN a.id, b.id, length(e)"
+                        )
+                    ),
+                    lens_kept,
+                    "shortest lengths through a rel condition: {at}"
                 );
                 assert_eq!(
                     triples(

@@ -14,8 +14,8 @@ use std::sync::Arc;
 
 use kith_common::{Chunk, Error, InternalId, LogicalType, Result, Value, ValueVector};
 use kith_graph::{
-    bound_pays, hops_to_targets, run_ife, AllShortestCounts, AllWeightedCounts, CollectSink,
-    Compute, Graph, HopBound, IfeOptions, LenRow, PathMode, PathSemantics, RelWeights,
+    bound_pays, hops_to_targets, run_ife, run_ife_pulling, AllShortestCounts, AllWeightedCounts,
+    CollectSink, Compute, Graph, HopBound, IfeOptions, LenRow, PathMode, PathSemantics, RelWeights,
     ShortestLengths, ShortestPaths, ShortestTrees, StorageCsr, TreeRow, UnionCsr, UnionMember,
     WalkCounts, WalkPaths, WeightedPaths, WeightedShortest, MAX_UPPER,
 };
@@ -236,17 +236,18 @@ pub fn recursive_join(
         None => StorageCsr::new(&ctx.pager, rel.csr(dir))?,
     }
     .with_num_nodes(num_nodes);
-    if let Some(mask) = rel_mask(join, join.rel_table, &rel, ctx)? {
-        csr = csr.with_rel_mask(mask);
+    let mask = rel_mask(join, join.rel_table, &rel, ctx)?;
+    if let Some(mask) = &mask {
+        csr = csr.with_rel_mask(Arc::clone(mask));
     }
     let graph = Arc::new(csr);
+    let back = match dir {
+        RelDirection::Fwd => RelDirection::Bwd,
+        RelDirection::Bwd => RelDirection::Fwd,
+    };
     // The reverse CSR without the rel mask: a looser bound, still a lower
     // bound on the hops left.
     let reverse_bound = |mask: &[u64], upper: u32| -> Result<Option<HopBound>> {
-        let back = match dir {
-            RelDirection::Fwd => RelDirection::Bwd,
-            RelDirection::Bwd => RelDirection::Fwd,
-        };
         let reverse = StorageCsr::new(&ctx.pager, rel.csr(back))?.with_num_nodes(num_nodes);
         Ok(hops_to_targets(&reverse, mask, upper))
     };
@@ -318,7 +319,14 @@ pub fn recursive_join(
                 upper,
                 dst_mask: dst_mask.clone(),
             };
-            let (rows, stats) = collect_rows(sched, graph, compute, &sources, &opts, ctx)?;
+            // A one-source search runs its dense levels bottom-up over the
+            // reverse CSR (the same rels: the same mask).
+            let mut reverse = StorageCsr::new(&ctx.pager, rel.csr(back))?.with_num_nodes(num_nodes);
+            if let Some(mask) = &mask {
+                reverse = reverse.with_rel_mask(Arc::clone(mask));
+            }
+            let graphs = (graph, Some(Arc::new(reverse)));
+            let (rows, stats) = collect_rows_with(sched, graphs, compute, &sources, &opts, ctx)?;
             (lengths(rows)?, stats)
         }
         RecursiveMode::AllShortest => {
@@ -529,6 +537,20 @@ fn collect_rows<G: Graph, C: Compute>(
     opts: &IfeOptions,
     ctx: &QueryContext,
 ) -> Result<(Vec<C::Row>, RunStats)> {
+    collect_rows_with(sched, (graph, None), compute, sources, opts, ctx)
+}
+
+/// [`collect_rows`] with the reverse graph when given: the dense levels of
+/// a computation that pulls run bottom-up ([`run_ife_pulling`]).
+#[allow(clippy::type_complexity)]
+fn collect_rows_with<G: Graph, C: Compute>(
+    sched: &Scheduler,
+    (graph, reverse): (Arc<G>, Option<Arc<G>>),
+    compute: impl Into<Arc<C>>,
+    sources: &[u64],
+    opts: &IfeOptions,
+    ctx: &QueryContext,
+) -> Result<(Vec<C::Row>, RunStats)> {
     // One row per (source, reached node) for the shortest-path searches
     // (walks can have one per length): room for that many, up to
     // RESERVED_ROWS, saves the copies of growing the vector by doubling.
@@ -536,15 +558,11 @@ fn collect_rows<G: Graph, C: Compute>(
     let sink = Arc::new(CollectSink::<C::Row>::with_capacity(
         expected.min(RESERVED_ROWS) as usize,
     ));
-    let stats = run_ife(
-        sched,
-        graph,
-        compute.into(),
-        sources,
-        opts,
-        &ctx.cancel,
-        sink.clone(),
-    )?;
+    let (compute, cancel, out) = (compute.into(), &ctx.cancel, sink.clone());
+    let stats = match reverse {
+        Some(r) => run_ife_pulling(sched, graph, r, compute, sources, opts, cancel, out)?,
+        None => run_ife(sched, graph, compute, sources, opts, cancel, out)?,
+    };
     Ok((sink.take(), stats))
 }
 
@@ -1070,16 +1088,19 @@ fn union_join(
         });
     }
     let graph = Arc::new(UnionCsr::new(&sizes, members));
-    // Every member turned around, without rel masks (a looser lower bound).
-    let reverse_bound = |mask: &[u64], upper: u32| -> Result<Option<HopBound>> {
+    // Every member turned around (reading no rel ids: rel base 0), with
+    // the rel masks when `masked` (hop bounds take none: a looser bound).
+    let turned = |masked: bool| -> Result<UnionCsr> {
         let mut back = Vec::with_capacity(join.rel_tables.len());
         for (t, d) in &join.rel_tables {
             let flipped = match d {
                 ExtendDirection::Fwd => ExtendDirection::Bwd,
                 ExtendDirection::Bwd => ExtendDirection::Fwd,
             };
-            let (from, to, _, csr) = union_member(ctx, *t, flipped, &index_of_table)?;
-            // Hop bounds read no rel ids.
+            let (from, to, _, mut csr) = union_member(ctx, *t, flipped, &index_of_table)?;
+            if let Some(m) = masks.iter().find(|m| masked && m.0 == *t) {
+                csr = csr.with_rel_mask(Arc::clone(&m.1));
+            }
             back.push(UnionMember {
                 from,
                 to,
@@ -1088,7 +1109,10 @@ fn union_join(
                 skip_self_loops: false,
             });
         }
-        Ok(hops_to_targets(&UnionCsr::new(&sizes, back), mask, upper))
+        Ok(UnionCsr::new(&sizes, back))
+    };
+    let reverse_bound = |mask: &[u64], upper: u32| -> Result<Option<HopBound>> {
+        Ok(hops_to_targets(&turned(false)?, mask, upper))
     };
     let (sources, row_src, index_of) = collect_sources(join, rows, |id| {
         index_of_table(id.table()).map(|t| graph.global(t, id.offset()))
@@ -1178,7 +1202,9 @@ fn union_join(
                 upper,
                 dst_mask: dst_mask.clone(),
             };
-            collect_rows(sched, Arc::clone(&graph), compute, &sources, &opts, ctx)?
+            // Dense levels of a one-source search bottom-up.
+            let graphs = (Arc::clone(&graph), Some(Arc::new(turned(true)?)));
+            collect_rows_with(sched, graphs, compute, &sources, &opts, ctx)?
         }
         RecursiveMode::AllShortest => {
             let compute = AllShortestCounts {
