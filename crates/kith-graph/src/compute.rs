@@ -1208,7 +1208,20 @@ fn collect<G: Graph, C: Compute>(
     Ok((sink.take(), stats))
 }
 
-/// [`shortest_lengths`] from one source at a time with its dense levels
+/// Shortest path lengths in `lower..=upper` (count is 1), sorted.
+pub fn shortest_lengths<G: Graph>(
+    sched: &Scheduler,
+    graph: &Arc<G>,
+    sources: &[u64],
+    lower: u32,
+    upper: u32,
+    opts: &IfeOptions,
+    cancel: &CancelToken,
+) -> Result<Vec<LenRow>> {
+    lengths_over(sched, (graph, None), sources, (lower, upper), opts, cancel)
+}
+
+/// [`shortest_lengths`] with the dense levels of one-source morsels
 /// bottom-up over `reverse` (the graph with every rel turned around).
 #[allow(clippy::too_many_arguments)]
 pub fn shortest_lengths_pulling<G: Graph>(
@@ -1221,51 +1234,35 @@ pub fn shortest_lengths_pulling<G: Graph>(
     opts: &IfeOptions,
     cancel: &CancelToken,
 ) -> Result<Vec<LenRow>> {
-    check_bounds(lower, upper)?;
-    let sink = Arc::new(CollectSink::<LenRow>::default());
-    let compute = ShortestLengths {
-        lower,
-        upper,
-        dst_mask: None,
-    };
-    run_ife_pulling(
-        sched,
-        Arc::clone(graph),
-        Arc::clone(reverse),
-        Arc::new(compute),
-        sources,
-        opts,
-        cancel,
-        sink.clone(),
-    )?;
-    let mut rows = sink.take();
-    rows.sort_unstable();
-    Ok(rows)
+    let graphs = (graph, Some(reverse));
+    lengths_over(sched, graphs, sources, (lower, upper), opts, cancel)
 }
 
-/// Shortest path lengths in `lower..=upper` (count is 1), sorted.
-pub fn shortest_lengths<G: Graph>(
+#[allow(clippy::type_complexity)]
+fn lengths_over<G: Graph>(
     sched: &Scheduler,
-    graph: &Arc<G>,
+    (graph, reverse): (&Arc<G>, Option<&Arc<G>>),
     sources: &[u64],
-    lower: u32,
-    upper: u32,
+    (lower, upper): (u32, u32),
     opts: &IfeOptions,
     cancel: &CancelToken,
 ) -> Result<Vec<LenRow>> {
     check_bounds(lower, upper)?;
-    let (mut rows, _) = collect(
-        sched,
-        graph,
-        ShortestLengths {
-            lower,
-            upper,
-            dst_mask: None,
-        },
-        sources,
-        opts,
-        cancel,
-    )?;
+    let compute = Arc::new(ShortestLengths {
+        lower,
+        upper,
+        dst_mask: None,
+    });
+    let sink = Arc::new(CollectSink::<LenRow>::default());
+    let (g, out) = (Arc::clone(graph), sink.clone());
+    match reverse {
+        Some(r) => {
+            let r = Arc::clone(r);
+            run_ife_pulling(sched, g, r, compute, sources, opts, cancel, out)?
+        }
+        None => run_ife(sched, g, compute, sources, opts, cancel, out)?,
+    };
+    let mut rows = sink.take();
     rows.sort_unstable();
     Ok(rows)
 }
