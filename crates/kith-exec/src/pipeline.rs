@@ -1099,8 +1099,12 @@ pub fn execute_query_from(
                         recursive_join(join, &base, &ctx, sched, threads, recursive)?;
                     if let Some(p) = &ctx.profile {
                         // Which policy ran (the automatic choice included).
+                        let pulled = match stats.pulled_levels {
+                            0 => String::new(),
+                            n => format!(" bottom-up levels={n}"),
+                        };
                         let label = format!(
-                            "RecursiveJoin (IFE) policy={} k={} threads={} source morsels={}",
+                            "RecursiveJoin (IFE) policy={} k={} threads={} source morsels={}{pulled}",
                             stats.policy.name(),
                             stats.k,
                             stats.threads,

@@ -87,6 +87,8 @@ pub struct RunStats {
     pub k: usize,
     pub threads: usize,
     pub source_morsels: usize,
+    /// Levels run bottom-up ([`Compute::pull`]), over all source morsels.
+    pub pulled_levels: usize,
 }
 
 /// Receives output rows in batches, from any worker, in no particular order.
@@ -346,9 +348,9 @@ impl<C: Compute> SourceMorsel<C> {
     }
 
     /// Marks a grabbed morsel finished; the last one of an iteration advances
-    /// the state (a dense level runs bottom-up when `can_pull`). True when
-    /// the source morsel just became done.
-    fn finish(&self, compute: &C, workers: usize, can_pull: bool) -> bool {
+    /// the state (a dense level runs bottom-up when `can_pull`, counted in
+    /// `pulled`). True when the source morsel just became done.
+    fn finish(&self, compute: &C, workers: usize, can_pull: &PullCount) -> bool {
         let mut st = self.st.lock();
         st.in_flight -= 1;
         if st.in_flight > 0 || st.next < st.total {
@@ -400,7 +402,10 @@ impl<C: Compute> SourceMorsel<C> {
                     st.total = n;
                     st.morsel = DENSE_MORSEL_NODES;
                     st.sparse = None;
-                    st.pull = can_pull && compute.pulls(&self.aux);
+                    st.pull = can_pull.0 && compute.pulls(&self.aux);
+                    if st.pull {
+                        can_pull.1.fetch_add(1, Ordering::Relaxed);
+                    }
                 }
                 false
             }
@@ -412,6 +417,10 @@ impl<C: Compute> SourceMorsel<C> {
         }
     }
 }
+
+/// Whether a run may pull (it has the reverse graph), and its count of
+/// levels that did.
+type PullCount<'a> = (bool, &'a AtomicUsize);
 
 /// Small sparse frontiers are split finely so several threads can share them.
 fn sparse_morsel(len: u64, workers: usize) -> u64 {
@@ -430,6 +439,8 @@ struct IfeTask<G: Graph, C: Compute> {
     k: usize,
     next_source: AtomicUsize,
     launched: AtomicUsize,
+    /// Levels that ran bottom-up.
+    pulled: AtomicUsize,
     active: Mutex<Vec<Arc<SourceMorsel<C>>>>,
 }
 
@@ -522,7 +533,8 @@ impl<G: Graph, C: Compute> IfeTask<G, C> {
         if out.len() >= FLUSH_ROWS {
             self.sink.consume(out);
         }
-        if sm.finish(&self.compute, workers, self.reverse.is_some()) {
+        let pulls = (self.reverse.is_some(), &self.pulled);
+        if sm.finish(&self.compute, workers, &pulls) {
             self.retire(sm);
         }
         Ok(())
@@ -688,6 +700,7 @@ fn run<G: Graph, C: Compute>(
         k,
         next_source: AtomicUsize::new(0),
         launched: AtomicUsize::new(0),
+        pulled: AtomicUsize::new(0),
         active: Mutex::new(Vec::new()),
     });
     sched.run(Arc::clone(&task) as Arc<dyn Task>, threads, cancel)?;
@@ -696,5 +709,6 @@ fn run<G: Graph, C: Compute>(
         k,
         threads,
         source_morsels: task.launched.load(Ordering::Relaxed),
+        pulled_levels: task.pulled.load(Ordering::Relaxed),
     })
 }

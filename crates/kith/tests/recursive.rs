@@ -883,12 +883,24 @@ fn automatic_policy_packs_many_sources_into_lanes() {
     let walks = "MATCH (a:N)-[:E*1..3]->(b:N) WHERE a.id < 20 RETURN count(*)";
     let (line, auto_rows) = policy_of(many);
     assert!(line.contains("policy=nTkMS"), "{line}");
-    assert!(policy_of(one).0.contains("policy=nTkS"));
+    // Lane morsels push every level; a one-source search takes its dense
+    // levels (here from 64 of the 200 nodes on) bottom-up, and says so.
+    assert!(!line.contains("bottom-up"), "{line}");
+    let (line, one_rows) = policy_of(one);
+    assert!(
+        line.contains("policy=nTkS") && line.contains("bottom-up levels="),
+        "{line}"
+    );
     assert!(policy_of(walks).0.contains("policy=nTkS"));
     conn.query("CALL recursive_policy='nT1S'").unwrap();
     let (line, rows) = policy_of(many);
-    assert!(line.contains("policy=nT1S"), "{line}");
+    assert!(
+        line.contains("policy=nT1S") && line.contains("bottom-up levels="),
+        "{line}"
+    );
     assert_eq!(rows, auto_rows);
+    conn.query("CALL recursive_policy='nTkMS'").unwrap();
+    assert_eq!(policy_of(one).1, one_rows);
     conn.query("CALL recursive_policy='auto'").unwrap();
     assert!(policy_of(many).0.contains("policy=nTkMS"));
 }

@@ -195,6 +195,7 @@ pub fn recursive_join(
             k: settings.k.unwrap_or(0),
             threads,
             source_morsels: 0,
+            pulled_levels: 0,
         };
         let rows = empty_interval(join, rows, ctx)?;
         return Ok(RecursiveOutput { rows, stats });
