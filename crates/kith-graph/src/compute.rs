@@ -13,7 +13,7 @@ use kith_sched::{CancelToken, Scheduler};
 use crate::bits::{saturating_add, zeroed_u16s, zeroed_u64s, DenseBits};
 use crate::distance::HopBound;
 use crate::engine::{
-    run_ife, run_ife_pulling, CollectSink, Compute, IfeOptions, Nodes, RunStats, Visit,
+    run_ife_with_reverse, CollectSink, Compute, IfeOptions, Nodes, RunStats, Visit,
 };
 use crate::graph::Graph;
 use crate::weights::{weight_error, weight_ok, RelWeights};
@@ -257,32 +257,8 @@ impl Compute for ShortestLengths {
         let LengthsAux::One { visited, wanted } = aux else {
             return Err(Error::internal("a bottom-up step of a lane morsel"));
         };
-        let (src, iter) = (v.srcs[0], v.iter);
         let mask = self.dst_mask.as_deref();
         let end = range.end.min(visited.len());
-        if v.iter >= self.lower {
-            let mut u = range.start;
-            while u < end {
-                let word = frontier.word((u / 64) as usize) >> (u % 64);
-                if word == 0 {
-                    u = (u / 64 + 1) * 64;
-                    continue;
-                }
-                u += u64::from(word.trailing_zeros());
-                if u < end {
-                    v.out.push(LenRow {
-                        src,
-                        dst: u,
-                        len: iter,
-                        count: 1,
-                    });
-                }
-                u += 1;
-            }
-        }
-        if !v.extend {
-            return Ok(());
-        }
         for w in (range.start / 64)..end.div_ceil(64) {
             let mut todo = !visited.word(w as usize);
             while todo != 0 {
@@ -1187,24 +1163,23 @@ pub(crate) fn parent_dag_paths(
 // ---------------------------------------------------------------------------
 // Convenience entry points: collect and sort the rows.
 
+/// Runs `compute` over `graph` (and its reverse, when given: see
+/// [`run_ife_with_reverse`]) and collects the rows.
 fn collect<G: Graph, C: Compute>(
     sched: &Scheduler,
-    graph: &Arc<G>,
+    (graph, reverse): (&Arc<G>, Option<&Arc<G>>),
     compute: C,
     sources: &[u64],
     opts: &IfeOptions,
     cancel: &CancelToken,
 ) -> Result<(Vec<C::Row>, RunStats)> {
     let sink = Arc::new(CollectSink::<C::Row>::default());
-    let stats = run_ife(
-        sched,
+    let (g, r, c) = (
         Arc::clone(graph),
+        reverse.map(Arc::clone),
         Arc::new(compute),
-        sources,
-        opts,
-        cancel,
-        sink.clone(),
-    )?;
+    );
+    let stats = run_ife_with_reverse(sched, g, r, c, sources, opts, cancel, sink.clone())?;
     Ok((sink.take(), stats))
 }
 
@@ -1248,21 +1223,12 @@ fn lengths_over<G: Graph>(
     cancel: &CancelToken,
 ) -> Result<Vec<LenRow>> {
     check_bounds(lower, upper)?;
-    let compute = Arc::new(ShortestLengths {
+    let compute = ShortestLengths {
         lower,
         upper,
         dst_mask: None,
-    });
-    let sink = Arc::new(CollectSink::<LenRow>::default());
-    let (g, out) = (Arc::clone(graph), sink.clone());
-    match reverse {
-        Some(r) => {
-            let r = Arc::clone(r);
-            run_ife_pulling(sched, g, r, compute, sources, opts, cancel, out)?
-        }
-        None => run_ife(sched, g, compute, sources, opts, cancel, out)?,
     };
-    let mut rows = sink.take();
+    let (mut rows, _) = collect(sched, (graph, reverse), compute, sources, opts, cancel)?;
     rows.sort_unstable();
     Ok(rows)
 }
@@ -1280,7 +1246,7 @@ pub fn all_shortest_counts<G: Graph>(
     check_bounds(lower, upper)?;
     let (mut rows, _) = collect(
         sched,
-        graph,
+        (graph, None),
         AllShortestCounts {
             lower,
             upper,
@@ -1307,7 +1273,7 @@ pub fn walk_counts<G: Graph>(
     check_bounds(lower, upper)?;
     let (mut rows, _) = collect(
         sched,
-        graph,
+        (graph, None),
         WalkCounts::new(lower, upper),
         sources,
         opts,
@@ -1328,7 +1294,7 @@ pub fn weighted_shortest<G: Graph>(
     cancel: &CancelToken,
 ) -> Result<Vec<CostRow>> {
     let c = WeightedShortest::new(weights)?;
-    let (mut rows, _) = collect(sched, graph, c, sources, opts, cancel)?;
+    let (mut rows, _) = collect(sched, (graph, None), c, sources, opts, cancel)?;
     rows.sort_by_key(|r| (r.src, r.dst));
     Ok(rows)
 }
@@ -1348,7 +1314,7 @@ pub fn shortest_paths<G: Graph>(
     check_bounds(lower, upper)?;
     let (mut rows, _) = collect(
         sched,
-        graph,
+        (graph, None),
         ShortestPaths::new(lower, upper, mode),
         sources,
         opts,

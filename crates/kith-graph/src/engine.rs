@@ -216,11 +216,12 @@ pub trait Compute: Send + Sync + 'static {
         false
     }
 
-    /// A bottom-up step over the nodes of `range` on a dense level: emits
-    /// rows for the frontier nodes in it and, when `v.extend`, puts into
-    /// `v.next` every node of the range not reached yet that has an
-    /// in-neighbour (a neighbour in `reverse`) in `frontier`. Each node of
-    /// the range is written only by the worker that holds the range.
+    /// The extension of a dense level bottom-up over the nodes of `range`
+    /// (the engine has emitted the range's frontier nodes through
+    /// [`Compute::process`]): puts into `v.next` every node of the range
+    /// not reached yet that has an in-neighbour (a neighbour in `reverse`)
+    /// in `frontier`. Each node of the range is written only by the worker
+    /// that holds the range.
     fn pull<G: Graph>(
         &self,
         _aux: &Self::Aux,
@@ -521,9 +522,16 @@ impl<G: Graph, C: Compute> IfeTask<G, C> {
                 };
                 match (&self.reverse, pull) {
                     (Some(reverse), true) => {
-                        let frontier = &sm.frontiers[(iter & 1) as usize];
-                        self.compute
-                            .pull(&sm.aux, &mut v, reverse, frontier, range)?;
+                        // Emit the range's frontier nodes as a top-down
+                        // step does, then extend bottom-up.
+                        let extend = std::mem::replace(&mut v.extend, false);
+                        self.compute.process(&sm.aux, &mut v, nodes)?;
+                        if extend {
+                            v.extend = true;
+                            let frontier = &sm.frontiers[(iter & 1) as usize];
+                            self.compute
+                                .pull(&sm.aux, &mut v, reverse, frontier, range)?;
+                        }
                     }
                     _ => self.compute.process(&sm.aux, &mut v, nodes)?,
                 }
@@ -618,39 +626,18 @@ pub fn run_ife<G: Graph, C: Compute>(
     cancel: &CancelToken,
     sink: Arc<dyn Sink<C::Row>>,
 ) -> Result<RunStats> {
-    run(sched, (graph, None), compute, sources, opts, cancel, sink)
+    run_ife_with_reverse(sched, graph, None, compute, sources, opts, cancel, sink)
 }
 
-/// [`run_ife`] with `reverse`, the graph with every rel turned around:
-/// the dense levels of a computation that [`Compute::pulls`] run bottom-up
-/// (each node not reached yet looks for an in-neighbour in the frontier
-/// and stops at the first), the others top-down.
+/// [`run_ife`] with `reverse`, the graph with every rel turned around,
+/// when given: the dense levels of a computation that [`Compute::pulls`]
+/// run bottom-up (each node not reached yet looks for an in-neighbour in
+/// the frontier and stops at the first), the others top-down.
 #[allow(clippy::too_many_arguments)]
-pub fn run_ife_pulling<G: Graph, C: Compute>(
+pub fn run_ife_with_reverse<G: Graph, C: Compute>(
     sched: &Scheduler,
     graph: Arc<G>,
-    reverse: Arc<G>,
-    compute: Arc<C>,
-    sources: &[u64],
-    opts: &IfeOptions,
-    cancel: &CancelToken,
-    sink: Arc<dyn Sink<C::Row>>,
-) -> Result<RunStats> {
-    run(
-        sched,
-        (graph, Some(reverse)),
-        compute,
-        sources,
-        opts,
-        cancel,
-        sink,
-    )
-}
-
-#[allow(clippy::type_complexity)]
-fn run<G: Graph, C: Compute>(
-    sched: &Scheduler,
-    (graph, reverse): (Arc<G>, Option<Arc<G>>),
+    reverse: Option<Arc<G>>,
     compute: Arc<C>,
     sources: &[u64],
     opts: &IfeOptions,

@@ -56,7 +56,7 @@ pub use compute::{
 };
 pub use distance::{bound_pays, hops_to_targets, HopBound};
 pub use engine::{
-    run_ife, run_ife_pulling, CollectSink, Compute, IfeOptions, Nodes, Policy, RunStats, Sink,
+    run_ife, run_ife_with_reverse, CollectSink, Compute, IfeOptions, Nodes, Policy, RunStats, Sink,
     Visit,
 };
 pub use graph::{mask_has, Graph, InMemoryCsr, StorageCsr, StorageScratch, UnionCsr, UnionMember};

@@ -2,9 +2,9 @@
 //! `-[r*]->`): the recursive join knows only ids, so the values (label,
 //! endpoints, every property, as `_node`/`_rel` build them for fixed-length
 //! patterns) are read here, once per distinct node or rel for a whole
-//! result ([`PathValues`]), since paths share most of their elements; the
-//! paths are then built from the read-only [`ElementValues`] on several
-//! workers.
+//! result ([`PathValues`]), since paths share most of their elements, into
+//! a [`PathPool`]; the paths are then built on several workers as positions
+//! in that pool ([`LazyPaths`]).
 
 use hashbrown::HashMap;
 use std::sync::Arc;
@@ -341,18 +341,11 @@ impl<'a> PathValues<'a> {
             cancel: self.ctx.cancel.clone(),
         });
         items.sort_unstable_by_key(|w| w.0.offset());
-        let runs = match (self.parallel, items.len()) {
-            (Some((_, threads)), n) if threads > 1 && n >= 2 * REL_RUN => {
-                n.div_ceil(REL_RUN).min(threads * 8)
-            }
-            _ => 1,
-        };
-        if runs == 1 {
-            return reader.read(&items);
-        }
-        let Some((sched, threads)) = self.parallel else {
+        let parallel = (self.parallel).filter(|&(_, t)| t > 1 && items.len() >= 2 * REL_RUN);
+        let Some((sched, threads)) = parallel else {
             return reader.read(&items);
         };
+        let runs = items.len().div_ceil(REL_RUN).min(threads * 8);
         let items = Arc::new(items);
         let each = items.len().div_ceil(runs);
         let parts = sched.parallel_map(threads, &self.ctx.cancel, runs, {

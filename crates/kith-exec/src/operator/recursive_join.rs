@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use kith_common::{Chunk, Error, InternalId, LogicalType, Result, Value, ValueVector};
 use kith_graph::{
-    bound_pays, hops_to_targets, run_ife, run_ife_pulling, AllShortestCounts, AllWeightedCounts,
+    bound_pays, hops_to_targets, run_ife_with_reverse, AllShortestCounts, AllWeightedCounts,
     CollectSink, Compute, Graph, HopBound, IfeOptions, LenRow, PathMode, PathSemantics, RelWeights,
     ShortestLengths, ShortestPaths, ShortestTrees, StorageCsr, TreeRow, UnionCsr, UnionMember,
     WalkCounts, WalkPaths, WeightedPaths, WeightedShortest, MAX_UPPER,
@@ -542,7 +542,7 @@ fn collect_rows<G: Graph, C: Compute>(
 }
 
 /// [`collect_rows`] with the reverse graph when given: the dense levels of
-/// a computation that pulls run bottom-up ([`run_ife_pulling`]).
+/// a computation that pulls run bottom-up ([`run_ife_with_reverse`]).
 #[allow(clippy::type_complexity)]
 fn collect_rows_with<G: Graph, C: Compute>(
     sched: &Scheduler,
@@ -560,10 +560,7 @@ fn collect_rows_with<G: Graph, C: Compute>(
         expected.min(RESERVED_ROWS) as usize,
     ));
     let (compute, cancel, out) = (compute.into(), &ctx.cancel, sink.clone());
-    let stats = match reverse {
-        Some(r) => run_ife_pulling(sched, graph, r, compute, sources, opts, cancel, out)?,
-        None => run_ife(sched, graph, compute, sources, opts, cancel, out)?,
-    };
+    let stats = run_ife_with_reverse(sched, graph, reverse, compute, sources, opts, cancel, out)?;
     Ok((sink.take(), stats))
 }
 
