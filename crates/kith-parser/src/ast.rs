@@ -493,6 +493,9 @@ pub enum ExprKind {
     CountSubquery(Box<SingleQuery>),
     /// `n:Label` in an expression (label predicate).
     HasLabels(Box<Expr>, Vec<Ident>),
+    /// `CAST(expr AS type)`. Kùzu's `CAST(expr, 'type')` stays a function
+    /// call: its type is text the binder parses with [`crate::parse_type`].
+    Cast(Box<Expr>, TypeName),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

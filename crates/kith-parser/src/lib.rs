@@ -9,7 +9,7 @@ pub mod ast;
 pub mod lexer;
 mod parser;
 
-pub use parser::{parse, parse_one};
+pub use parser::{parse, parse_one, parse_type};
 
 #[cfg(test)]
 mod tests;

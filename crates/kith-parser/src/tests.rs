@@ -3,7 +3,7 @@
 use kith_common::{ErrorKind, Span};
 
 use crate::ast::*;
-use crate::{parse, parse_one};
+use crate::{parse, parse_one, parse_type};
 
 fn one(text: &str) -> Statement {
     match parse_one(text) {
@@ -629,6 +629,76 @@ fn compound_expressions() {
     let s = format!("{w:?}");
     assert_eq!(s.matches("Exists(").count(), 2, "{s}");
     assert!(s.contains("CountSubquery("));
+}
+
+#[test]
+fn cast_forms() {
+    // `CAST(x AS type)`: any type name the DDL takes, in any case.
+    let e = expr("CAST(a.x AS INT64)");
+    let ExprKind::Cast(inner, TypeName::Named(name, span)) = &e.kind else {
+        panic!("{e:?}")
+    };
+    assert_eq!(show(inner), "a.x");
+    assert_eq!(name, "INT64");
+    assert_eq!(*span, Span::new(19, 24));
+    assert_eq!(e.span, Span::new(7, 25));
+    assert_eq!(
+        ret("RETURN CAST(1 AS STRING)").items[0].text,
+        "CAST(1 AS STRING)"
+    );
+    assert!(matches!(
+        expr("cast(1 + 2 as string[])").kind,
+        ExprKind::Cast(ref x, TypeName::List(ref t))
+            if show(x) == "(1 Add 2)" && matches!(**t, TypeName::Named(ref n, _) if n == "STRING")
+    ));
+    assert!(matches!(
+        expr("Cast('x' AS MAP(STRING, INT64))").kind,
+        ExprKind::Cast(_, TypeName::Map(..))
+    ));
+    // Kùzu's `CAST(x, 'type')` stays a call (the binder reads the text).
+    assert_eq!(show(&expr("CAST(x, 'INT64')")), "CAST(x, 'INT64')");
+    // CAST is no keyword: a name like any other.
+    assert_eq!(show(&expr("cast")), "cast");
+    assert_eq!(show(&expr("cast.x + 1")), "(cast.x Add 1)");
+    assert_eq!(show(&expr("cast(x)")), "cast(x)");
+
+    let e = err("RETURN CAST(1 AS)");
+    assert_eq!(e.span, Some(Span::new(16, 17)));
+    assert!(e.message.contains("expected a type name"), "{}", e.message);
+    let e = err("RETURN CAST(1 AS INT64");
+    assert_eq!(e.span, Some(Span::new(22, 22)));
+    assert!(
+        e.message
+            .contains("expected ')' to close CAST(... AS type)"),
+        "{}",
+        e.message
+    );
+    let e = err("RETURN CAST(1 AS INT64, 2)");
+    assert_eq!(e.span, Some(Span::new(22, 23)));
+    // AS belongs to CAST only, and not after DISTINCT or a second argument.
+    assert!(err("RETURN toString(1 AS STRING)")
+        .message
+        .contains("unexpected 'AS'"));
+    assert!(err("RETURN CAST(DISTINCT 1 AS INT64)")
+        .message
+        .contains("unexpected 'AS'"));
+    assert!(err("RETURN CAST(1, 2 AS INT64)")
+        .message
+        .contains("unexpected 'AS'"));
+}
+
+#[test]
+fn type_names_on_their_own() {
+    assert!(matches!(parse_type("int64"), Ok(TypeName::Named(ref n, _)) if n == "INT64"));
+    assert!(matches!(
+        parse_type(" STRUCT(a INT64, b STRING[]) "),
+        Ok(TypeName::Struct(ref f)) if f.len() == 2
+    ));
+    let e = parse_type("INT64 x").unwrap_err();
+    assert_eq!(e.span, Some(Span::new(6, 7)));
+    assert!(parse_type("").is_err());
+    assert!(parse_type("INT64[").is_err());
+    assert!(parse_type("'x'").is_err());
 }
 
 #[test]

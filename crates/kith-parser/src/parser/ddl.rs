@@ -156,7 +156,7 @@ impl Parser<'_> {
     }
 
     /// `INT64`, `STRING[]`, `INT64[3]`, `STRUCT(a INT64, ...)`, `MAP(K, V)`.
-    fn type_name(&mut self) -> Result<TypeName> {
+    pub(super) fn type_name(&mut self) -> Result<TypeName> {
         self.enter()?;
         let r = self.type_name_inner();
         self.leave();

@@ -473,6 +473,20 @@ impl Parser<'_> {
         } else if !self.check(&TokenKind::RParen) {
             distinct = self.eat_kw("DISTINCT");
             args.push(self.expr()?);
+            // `CAST(x AS type)`: CAST is no keyword (it stays usable as a
+            // name), so the form is recognised by the AS after its one
+            // argument, which no other call accepts.
+            if !distinct && fname.eq_ignore_ascii_case("cast") && self.eat_kw("AS") {
+                let ty = self.type_name()?;
+                let end = self.expect(&TokenKind::RParen, " to close CAST(... AS type)")?;
+                let inner = args
+                    .pop()
+                    .ok_or_else(|| Error::internal("CAST without operand"))?;
+                return Ok(Expr {
+                    kind: ExprKind::Cast(Box::new(inner), ty),
+                    span: start.to(end),
+                });
+            }
             while self.eat(&TokenKind::Comma) {
                 args.push(self.expr()?);
             }

@@ -117,6 +117,17 @@ pub fn parse_one(text: &str) -> Result<Statement> {
     Ok(stmt)
 }
 
+/// Parse a type name on its own (`INT64`, `STRING[]`, `MAP(STRING, INT64)`):
+/// the text of Kùzu's `CAST(x, 'type')`. Spans are offsets into `text`.
+pub fn parse_type(text: &str) -> Result<TypeName> {
+    let mut p = Parser::new(text)?;
+    let ty = p.type_name()?;
+    if !p.at_eof() {
+        return Err(p.unexpected("end of the type name"));
+    }
+    Ok(ty)
+}
+
 impl<'a> Parser<'a> {
     fn new(text: &'a str) -> Result<Parser<'a>> {
         Ok(Parser {

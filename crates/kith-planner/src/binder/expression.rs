@@ -150,6 +150,9 @@ impl Binder<'_> {
                 args,
             } => {
                 let lname = name.name.to_ascii_lowercase();
+                if lname == "cast" && !*distinct && !*star {
+                    return self.bind_cast_call(args, span);
+                }
                 // percentileDisc/percentileCont(x, p): the exact percentile of
                 // the group's values, computed from collect(x).
                 if let ("percentiledisc" | "percentilecont", [x, p], false) =
@@ -482,6 +485,7 @@ impl Binder<'_> {
             | ExprKind::CountSubquery(_)
             | ExprKind::PatternPredicate(_)
             | ExprKind::PatternComprehension { .. } => self.bind_subquery_expr(e),
+            ExprKind::Cast(x, ty) => self.bind_cast(x, ty, span),
         }
     }
 }

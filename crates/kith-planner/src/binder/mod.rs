@@ -6,8 +6,8 @@
 //! (variable-length rels), `projection` (WITH / RETURN: aggregation, DISTINCT,
 //! ORDER BY, SKIP / LIMIT), `expression`, `subquery` (EXISTS / COUNT / pattern
 //! predicates and comprehensions, decorrelated into queries of their own),
-//! `union`, `write` (CREATE / MERGE / SET / REMOVE / DELETE) and `entity`
-//! (nodes and rels as values).
+//! `union`, `write` (CREATE / MERGE / SET / REMOVE / DELETE), `entity`
+//! (nodes and rels as values) and `cast` (`CAST`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -26,6 +26,7 @@ use call::{is_catalog_call, CallClause};
 static NO_PROCEDURES: Procedures = Procedures::new();
 
 mod call;
+mod cast;
 mod entity;
 mod expression;
 mod pattern;

@@ -462,7 +462,10 @@ fn names_in_expr(e: &ast::Expr, out: &mut BTreeSet<String>) {
         ExprKind::Variable(v) => {
             out.insert(v.clone());
         }
-        ExprKind::Property(x, _) | ExprKind::Unary(_, x) | ExprKind::HasLabels(x, _) => rec(x),
+        ExprKind::Property(x, _)
+        | ExprKind::Unary(_, x)
+        | ExprKind::HasLabels(x, _)
+        | ExprKind::Cast(x, _) => rec(x),
         ExprKind::Binary(_, a, b) | ExprKind::Index(a, b) => {
             rec(a);
             rec(b);

@@ -265,9 +265,10 @@ fn mentions(e: &ast::Expr, hit: &dyn Fn(&str) -> bool) -> bool {
     match &e.kind {
         ExprKind::Literal(_) | ExprKind::Parameter(_) => false,
         ExprKind::Variable(v) => hit(v),
-        ExprKind::Property(x, _) | ExprKind::Unary(_, x) | ExprKind::HasLabels(x, _) => {
-            mentions(x, hit)
-        }
+        ExprKind::Property(x, _)
+        | ExprKind::Unary(_, x)
+        | ExprKind::HasLabels(x, _)
+        | ExprKind::Cast(x, _) => mentions(x, hit),
         ExprKind::Binary(_, a, b) | ExprKind::Index(a, b) => mentions(a, hit) || mentions(b, hit),
         ExprKind::Function { args, .. } | ExprKind::List(args) => any(&mut args.iter()),
         ExprKind::Map(entries) => any(&mut entries.iter().map(|(_, v)| v)),
