@@ -49,6 +49,12 @@ pub fn compare(a: &Value, b: &Value) -> Option<Ordering> {
         (InternalId(x), InternalId(y)) => Some(x.cmp(y)),
         (Node(x), Node(y)) => Some(x.id.cmp(&y.id)),
         (Rel(x), Rel(y)) => Some(x.id.cmp(&y.id)),
+        // Inside a query a node or rel variable is its id; the same entity
+        // as a value (`WITH startNode(r) AS s`, `nodes(p)[0]`) is equal to it.
+        (Node(x), InternalId(y)) => Some(x.id.cmp(y)),
+        (InternalId(x), Node(y)) => Some(x.cmp(&y.id)),
+        (Rel(x), InternalId(y)) => Some(x.id.cmp(y)),
+        (InternalId(x), Rel(y)) => Some(x.cmp(&y.id)),
         (List(x), List(y)) => {
             for (p, q) in x.iter().zip(y) {
                 if p.is_null() || q.is_null() {

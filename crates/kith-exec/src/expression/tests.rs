@@ -701,6 +701,17 @@ fn index_slice_and_field_kernels() {
     assert_eq!(kernels::equals(&m3, &m3.clone()), Some(true));
     assert_eq!(kernels::equals(&m3, &m), Some(false));
     assert_eq!(kernels::comparison(BinaryOp::Lt, &m3, &m3), None);
+    // A node value equals its id (a node variable inside a query).
+    let id = kith_common::InternalId(7);
+    let node = Value::Node(std::sync::Arc::new(kith_common::value::NodeValue {
+        id,
+        label: "P".into(),
+        properties: Vec::new().into(),
+    }));
+    assert_eq!(kernels::equals(&node, &Value::InternalId(id)), Some(true));
+    assert_eq!(kernels::equals(&Value::InternalId(id), &node), Some(true));
+    let other = Value::InternalId(kith_common::InternalId(8));
+    assert_eq!(kernels::equals(&node, &other), Some(false));
     // NaN orders as false against numbers, NULL against other kinds.
     let nan = Value::Double(f64::NAN);
     assert_eq!(kernels::comparison(BinaryOp::Lt, &nan, &i(1)), Some(false));
