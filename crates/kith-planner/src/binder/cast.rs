@@ -14,6 +14,10 @@ impl Binder<'_> {
         span: Span,
     ) -> Result<BoundExpr> {
         let target = cast_target(ty)?;
+        // startNode(r) / endNode(r) stand for a node, like a variable.
+        if super::endpoint::endpoint_call(x).is_some() {
+            return Err(entity_cast(x.span, "a node", &target));
+        }
         let arg = self.bind_expr(x)?;
         // A node or rel variable is its id inside a query: converting that
         // would hand out the id, not the entity.

@@ -450,10 +450,7 @@ impl Binder<'_> {
         arg: &ast::Expr,
         span: Span,
     ) -> Result<Option<BoundExpr>> {
-        if !matches!(
-            function,
-            "id" | "label" | "labels" | "type" | "properties" | "keys"
-        ) {
+        if !is_entity_function(function) {
             return Ok(None);
         }
         let ast::ExprKind::Variable(var) = &arg.kind else {
@@ -466,6 +463,20 @@ impl Binder<'_> {
         let BoundExprKind::Slot(slot) = bound.kind else {
             return Ok(None);
         };
+        self.entity_function_of_slot(function, slot, span)
+    }
+
+    /// [`Self::bind_entity_function`] for the entity whose id is in `slot`
+    /// (`None` when the slot holds no entity).
+    pub(crate) fn entity_function_of_slot(
+        &mut self,
+        function: &str,
+        slot: SlotId,
+        span: Span,
+    ) -> Result<Option<BoundExpr>> {
+        if !is_entity_function(function) {
+            return Ok(None);
+        }
         let Some(entity) = self.entity_of_slot(slot, span)? else {
             return Ok(None);
         };
@@ -552,4 +563,13 @@ impl Binder<'_> {
             }
         }
     }
+}
+
+/// Whether `function` (lower case) reads a whole node or rel variable (see
+/// [`Binder::bind_entity_function`]).
+pub(crate) fn is_entity_function(function: &str) -> bool {
+    matches!(
+        function,
+        "id" | "label" | "labels" | "type" | "properties" | "keys"
+    )
 }

@@ -1,6 +1,8 @@
 //! Binding and typing of expressions: operators, functions, CASE, nested
 //! values (maps, field access, indexing, slicing) and comprehensions.
 
+use super::endpoint::endpoint_call;
+use super::entity::is_entity_function;
 use super::*;
 
 impl Binder<'_> {
@@ -74,8 +76,29 @@ impl Binder<'_> {
                 ExprKind::Variable(var) if !self.is_value_variable(var) => {
                     self.bind_property(var, key, span)
                 }
+                _ if endpoint_call(target).is_some() => {
+                    let ep = self.resolve_endpoint(target)?;
+                    self.endpoint_expr(ep, span, |b, n| {
+                        let (var, _) = b.graph_node(n);
+                        b.bind_property(&var, key, span)
+                    })
+                }
                 _ => self.bind_field(target, key, span),
             },
+            // `startNode(r)['name']`: a property of the end's variable.
+            ExprKind::Index(target, index)
+                if endpoint_call(target).is_some() && self.constant_key(index).is_some() =>
+            {
+                let key = ast::Ident {
+                    name: self.constant_key(index).unwrap_or_default(),
+                    span: index.span,
+                };
+                let ep = self.resolve_endpoint(target)?;
+                self.endpoint_expr(ep, span, |b, n| {
+                    let (var, _) = b.graph_node(n);
+                    b.bind_property(&var, &key, span)
+                })
+            }
             // `n['name']` / `n[$key]` on a node or rel variable: a property
             // access whose key is known when the query is bound.
             ExprKind::Index(target, index)
@@ -152,6 +175,13 @@ impl Binder<'_> {
                 let lname = name.name.to_ascii_lowercase();
                 if lname == "cast" && !*distinct && !*star {
                     return self.bind_cast_call(args, span);
+                }
+                if endpoint_call(e).is_some() {
+                    let ep = self.resolve_endpoint(e)?;
+                    return self.endpoint_expr(ep, span, |b, n| {
+                        let (_, slot) = b.graph_node(n);
+                        Ok(BoundExpr::slot(slot, LogicalType::InternalId, span))
+                    });
                 }
                 // percentileDisc/percentileCont(x, p): the exact percentile of
                 // the group's values, computed from collect(x).
@@ -247,6 +277,28 @@ impl Binder<'_> {
                     ));
                 }
                 if let ([arg], false, false) = (args.as_slice(), *distinct, *star) {
+                    if is_entity_function(&lname) {
+                        if let Some(end) = endpoint_call(arg) {
+                            if lname == "type" {
+                                return Err(Error::at(
+                                    ErrorKind::Type,
+                                    span,
+                                    format!(
+                                        "type() expects a rel, but {}() gives a node",
+                                        end.name
+                                    ),
+                                ));
+                            }
+                            let ep = self.resolve_endpoint(arg)?;
+                            return self.endpoint_expr(ep, span, |b, n| {
+                                let (_, slot) = b.graph_node(n);
+                                // A variable that matches no table only
+                                // ever holds NULL.
+                                Ok(b.entity_function_of_slot(&lname, slot, span)?
+                                    .unwrap_or_else(|| BoundExpr::literal(Value::Null, span)))
+                            });
+                        }
+                    }
                     if let Some(e) = self.bind_entity_function(&lname, arg, span)? {
                         return Ok(e);
                     }
@@ -463,6 +515,13 @@ impl Binder<'_> {
             | ExprKind::Reduce { .. } => self.bind_nested_expr(e),
             ExprKind::HasLabels(inner, labels) => {
                 let names: Vec<String> = labels.iter().map(|l| l.name.clone()).collect();
+                if endpoint_call(inner).is_some() {
+                    let ep = self.resolve_endpoint(inner)?;
+                    return self.endpoint_expr(ep, span, |b, n| {
+                        let (var, _) = b.graph_node(n);
+                        b.has_labels(&var, &names, span)
+                    });
+                }
                 match &inner.kind {
                     ExprKind::Variable(v)
                         if self.graph.nodes.iter().any(|n| &n.name == v)

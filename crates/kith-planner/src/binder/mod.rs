@@ -7,7 +7,8 @@
 //! ORDER BY, SKIP / LIMIT), `expression`, `subquery` (EXISTS / COUNT / pattern
 //! predicates and comprehensions, decorrelated into queries of their own),
 //! `union`, `write` (CREATE / MERGE / SET / REMOVE / DELETE), `entity`
-//! (nodes and rels as values) and `cast` (`CAST`).
+//! (nodes and rels as values), `endpoint` (`startNode` / `endNode`) and
+//! `cast` (`CAST`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -27,6 +28,7 @@ static NO_PROCEDURES: Procedures = Procedures::new();
 
 mod call;
 mod cast;
+mod endpoint;
 mod entity;
 mod expression;
 mod pattern;
@@ -57,6 +59,9 @@ pub struct Binder<'a> {
     ids_projection: bool,
     /// The candidate tables of each carried rel (to build its value).
     carried_rel_tables: Vec<(String, Vec<TableId>)>,
+    /// The end node variables of carried rels whose ends were carried too
+    /// (what `startNode(r)` / `endNode(r)` read).
+    carried_rel_ends: Vec<(String, RelEnds)>,
     /// Projection aliases visible while binding ORDER BY.
     aliases: Vec<(String, BoundExpr)>,
     /// The part being bound: inputs and unwinds (its graph is `graph`).
@@ -93,6 +98,14 @@ pub struct Binder<'a> {
     /// While binding a MATCH's WHERE: its top-level conjuncts that read
     /// variables' properties only (candidates to restrict a subquery's keys).
     where_conjuncts: Vec<ast::Expr>,
+}
+
+/// The node variables a rel connects, as its pattern wrote them.
+#[derive(Debug, Clone)]
+struct RelEnds {
+    left: String,
+    right: String,
+    direction: Direction,
 }
 
 fn not_supported(span: Span, what: &str) -> Error {
@@ -202,6 +215,7 @@ impl<'a> Binder<'a> {
             values: Vec::new(),
             rels_carried: Vec::new(),
             carried_rel_tables: Vec::new(),
+            carried_rel_ends: Vec::new(),
             ids_projection: false,
             aliases: Vec::new(),
             part: BoundPart::default(),

@@ -65,6 +65,10 @@ impl Binder<'_> {
         // Rel variables projected as themselves by a WITH (their properties
         // follow as hidden columns).
         let mut carried_rels: Vec<Option<Vec<TableId>>> = Vec::new();
+        // The names before and after of the nodes carried, and the end node
+        // variables of the rels carried (see `carried_rel_ends`).
+        let mut node_names: Vec<(String, String)> = Vec::new();
+        let mut rel_ends: Vec<(String, Option<RelEnds>)> = Vec::new();
         for item in &items {
             let before = self.aggregates.as_ref().map_or(0, |a| a.len());
             self.in_projection = true;
@@ -126,6 +130,13 @@ impl Binder<'_> {
                     .map(|f| (entity::CARRIED_DELETED.to_string(), f)),
                 _ => None,
             };
+            if let (ExprKind::Variable(v), Some(Some(_))) = (&item.expr.kind, carried_nodes.last())
+            {
+                node_names.push((v.clone(), name.clone()));
+            }
+            if let (ExprKind::Variable(v), Some(Some(_))) = (&item.expr.kind, carried_rels.last()) {
+                rel_ends.push((name.clone(), self.rel_ends(v)));
+            }
             outputs.push((name.clone(), e));
             for (prop, e) in rel_props.unwrap_or_default().into_iter().chain(node_flag) {
                 has_agg.push(false);
@@ -365,6 +376,29 @@ impl Binder<'_> {
         self.values.clear();
         self.rels_carried.clear();
         self.carried_rel_tables.clear();
+        // A carried rel keeps its ends only where both nodes go along (under
+        // their new names): a later part may reuse a dropped name for
+        // another node.
+        let renamed = |n: &str| {
+            node_names
+                .iter()
+                .find(|(before, _)| before == n)
+                .map(|(_, after)| after.clone())
+        };
+        self.carried_rel_ends = rel_ends
+            .into_iter()
+            .filter_map(|(rel, ends)| {
+                let ends = ends?;
+                Some((
+                    rel,
+                    RelEnds {
+                        left: renamed(&ends.left)?,
+                        right: renamed(&ends.right)?,
+                        direction: ends.direction,
+                    },
+                ))
+            })
+            .collect();
         self.costs.clear();
         self.fixed_paths.clear();
         if !proj.is_with {

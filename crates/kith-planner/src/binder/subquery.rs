@@ -555,9 +555,11 @@ fn simple_filter(e: &ast::Expr) -> bool {
             name, star, args, ..
         } => {
             let lower = name.name.to_ascii_lowercase();
+            // startNode/endNode of an undirected rel look a subquery up
+            // (see `endpoint.rs`), which a copy must not restrict.
             !star
                 && !functions::is_aggregate(&lower)
-                && lower != "rand"
+                && !matches!(lower.as_str(), "rand" | "startnode" | "endnode")
                 && args.iter().all(simple_filter)
         }
         _ => false,
