@@ -74,7 +74,72 @@ impl AggregateSpec {
             func: self.func,
             result_type: self.result_type.clone(),
             acc: Acc::default(),
-            distinct: self.distinct.then(HashSet::new),
+            distinct: self.distinct.then(DistinctValues::default),
+        }
+    }
+}
+
+/// The distinct inputs of one aggregate. count(DISTINCT) keeps integers and
+/// entity ids as bits (no `Value` built or hashed per input); the other
+/// aggregates read the values back, so they keep them.
+#[derive(Debug, Clone, Default)]
+struct DistinctValues {
+    /// (kind, bits): kind 0 an internal id, 1 an integer (or a double with
+    /// an integral value, which Cypher equality makes the same), 2 a node,
+    /// 3 a rel — the kinds `Value::total_cmp` keeps apart.
+    bits: HashSet<(u8, u64)>,
+    values: HashSet<DistinctKey>,
+}
+
+impl DistinctValues {
+    fn len(&self) -> usize {
+        self.bits.len() + self.values.len()
+    }
+
+    /// Adds the non-NULL values at `positions` of a typed integer or id
+    /// vector as bits; false (nothing added) for any other vector.
+    fn insert_typed(&mut self, input: &ValueVector, positions: &[u32]) -> bool {
+        let live = |p: &&u32| !input.is_null(**p as usize);
+        let bits = &mut self.bits;
+        match &input.data {
+            VectorData::Id(d) => {
+                bits.extend(positions.iter().filter(live).map(|&p| (0, d[p as usize].0)))
+            }
+            VectorData::I64(d) => bits.extend(
+                positions
+                    .iter()
+                    .filter(live)
+                    .map(|&p| (1, d[p as usize] as u64)),
+            ),
+            VectorData::I32(d) => bits
+                .extend((positions.iter().filter(live)).map(|&p| (1, d[p as usize] as i64 as u64))),
+            _ => return false,
+        }
+        true
+    }
+
+    /// A value as bits when it has such a form (see `bits`).
+    fn value_bits(v: &Value) -> Option<(u8, u64)> {
+        let int = |i: i64| Some((1, i as u64));
+        match v {
+            Value::InternalId(id) => Some((0, id.0)),
+            Value::Node(n) => Some((2, n.id.0)),
+            Value::Rel(r) => Some((3, r.id.0)),
+            Value::Int8(i) => int(*i as i64),
+            Value::Int16(i) => int(*i as i64),
+            Value::Int32(i) => int(*i as i64),
+            Value::Int64(i) => int(*i),
+            Value::UInt8(i) => int(*i as i64),
+            Value::UInt16(i) => int(*i as i64),
+            Value::UInt32(i) => int(*i as i64),
+            Value::UInt64(i) => i64::try_from(*i).ok().and_then(int),
+            // The same split as `hash_value`: integral doubles within the
+            // exact range are their integer.
+            Value::Double(_) | Value::Float(_) => {
+                let f = v.as_f64()?;
+                (f.fract() == 0.0 && f.abs() < 9.0e15).then(|| (1, f as i64 as u64))
+            }
+            _ => None,
         }
     }
 }
@@ -149,7 +214,7 @@ pub struct AggregateState {
     func: AggregateFunc,
     result_type: LogicalType,
     acc: Acc,
-    distinct: Option<HashSet<DistinctKey>>,
+    distinct: Option<DistinctValues>,
 }
 
 macro_rules! int_like {
@@ -207,10 +272,22 @@ impl AggregateState {
             return Ok(());
         }
         if let Some(set) = &mut self.distinct {
+            let count_only = self.func == AggregateFunc::Count;
+            if count_only && set.insert_typed(input, positions) {
+                return Ok(());
+            }
             for &p in positions {
                 let v = input.get_value(p as usize);
-                if !v.is_null() {
-                    set.insert(DistinctKey(v));
+                if v.is_null() {
+                    continue;
+                }
+                match DistinctValues::value_bits(&v).filter(|_| count_only) {
+                    Some(b) => {
+                        set.bits.insert(b);
+                    }
+                    None => {
+                        set.values.insert(DistinctKey(v));
+                    }
                 }
             }
             return Ok(());
@@ -446,7 +523,8 @@ impl AggregateState {
     /// Merges another state of the same aggregate into this one.
     pub fn combine(&mut self, other: AggregateState) -> Result<()> {
         if let (Some(mine), Some(theirs)) = (&mut self.distinct, other.distinct) {
-            mine.extend(theirs);
+            mine.bits.extend(theirs.bits);
+            mine.values.extend(theirs.values);
             return Ok(());
         }
         let o = other.acc;
@@ -497,13 +575,16 @@ impl AggregateState {
     /// one value is 0.0.
     pub fn finalize(&self) -> Value {
         if let Some(set) = &self.distinct {
+            if self.func == AggregateFunc::Count {
+                return Value::Int64(set.len() as i64);
+            }
             let mut plain = AggregateState {
                 func: self.func,
                 result_type: self.result_type.clone(),
                 acc: Acc::default(),
                 distinct: None,
             };
-            let mut values: Vec<Value> = set.iter().map(|k| k.0.clone()).collect();
+            let mut values: Vec<Value> = set.values.iter().map(|k| k.0.clone()).collect();
             values.sort_by(|a, b| a.total_cmp(b));
             for v in values {
                 if plain.add_value(v, 1).is_err() {

@@ -11,7 +11,7 @@ use parking_lot::Mutex;
 
 use kith_common::constants::{MORSEL_SIZE, VECTOR_CAPACITY};
 use kith_common::{Chunk, Error, LogicalType, Result, Span, TableId, Value, ValueVector};
-use kith_planner::expr::{BoundExpr, SlotId};
+use kith_planner::expr::{BoundExpr, BoundExprKind, SlotId};
 use kith_planner::plan::{
     ExtendDirection, PartPlan, PropertyRead, QueryPlan, Sink, Source, Step, SubPlan,
 };
@@ -1555,7 +1555,14 @@ fn execute_part(
                         .iter()
                         .map(Evaluator::new)
                         .collect::<Result<Vec<_>>>()?;
-                    HashAggregate::new(Arc::clone(&sink_ctx), evs, Arc::clone(&sink_defs))
+                    let slots = key_exprs
+                        .iter()
+                        .map(|e| match e.kind {
+                            BoundExprKind::Slot(s) => Some(s),
+                            _ => None,
+                        })
+                        .collect();
+                    HashAggregate::new(Arc::clone(&sink_ctx), evs, slots, Arc::clone(&sink_defs))
                 })
             };
             let out = Arc::clone(&merged);

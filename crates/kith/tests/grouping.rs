@@ -106,3 +106,132 @@ fn single_integer_and_node_keys_group_like_a_reference() {
         assert_eq!(got, by_mod, "{threads} threads, by expression");
     }
 }
+
+/// Keys of two node tables (the first seen is mapped densely, the other
+/// hashed), counts of a property with NULLs, and count(DISTINCT) of nodes
+/// and integers, against a reference at 1 and 2 threads.
+#[test]
+fn node_keys_of_two_tables_and_distinct_counts_match_a_reference() {
+    let mut rng = Lcg(29);
+    let db = Database::open(":memory:", Config::default()).unwrap();
+    let conn = Connection::new(&db);
+    for ddl in [
+        "CREATE NODE TABLE A(id INT64, g INT64, PRIMARY KEY(id))",
+        "CREATE NODE TABLE B(id INT64, g INT64, PRIMARY KEY(id))",
+        "CREATE REL TABLE EAA(FROM A TO A, w INT64)",
+        "CREATE REL TABLE EAB(FROM A TO B, w INT64)",
+        "CREATE REL TABLE EBA(FROM B TO A, w INT64)",
+    ] {
+        conn.query(ddl).unwrap();
+    }
+    // Node k of table t (0 = A, 1 = B) has id 10000 t + k and g = k % 7,
+    // NULL when k % 5 = 0.
+    let n = 1500u64;
+    let g_of = |k: u64| (k % 5 != 0).then_some((k % 7) as i64);
+    for (t, label) in ["A", "B"].iter().enumerate() {
+        let rows: Vec<String> = (0..n)
+            .map(|k| {
+                let g = g_of(k).map_or("NULL".to_string(), |x| x.to_string());
+                format!("{{id: {}, g: {g}}}", 10000 * t as u64 + k)
+            })
+            .collect();
+        conn.query(&format!(
+            "UNWIND [{}] AS r CREATE (:{label} {{id: r.id, g: r.g}})",
+            rows.join(", ")
+        ))
+        .unwrap();
+    }
+    // (src table, src, dst table, dst, w or NULL); no B -> B table.
+    let mut rels = Vec::new();
+    for _ in 0..6000 {
+        let (ta, tb) = match rng.below(3) {
+            0 => (0, 0),
+            1 => (0, 1),
+            _ => (1, 0),
+        };
+        let a = rng.below(n);
+        let b = rng.below(n) * rng.below(n) / n;
+        let w = (rng.below(4) != 0).then(|| rng.below(50) as i64);
+        rels.push((ta, a, tb, b, w));
+    }
+    let label = |t: u64| if t == 0 { "A" } else { "B" };
+    for (ta, tb) in [(0, 0), (0, 1), (1, 0)] {
+        let items: Vec<String> = rels
+            .iter()
+            .filter(|r| (r.0, r.2) == (ta, tb))
+            .map(|r| {
+                let w = r.4.map_or("NULL".to_string(), |x| x.to_string());
+                format!("[{}, {}, {w}]", 10000 * ta + r.1, 10000 * tb + r.3)
+            })
+            .collect();
+        conn.query(&format!(
+            "UNWIND [{}] AS t MATCH (a:{} {{id: t[0]}}), (b:{} {{id: t[1]}}) CREATE (a)-[:E{}{} {{w: t[2]}}]->(b)",
+            items.join(", "),
+            label(ta),
+            label(tb),
+            label(ta),
+            label(tb)
+        ))
+        .unwrap();
+    }
+    // Per destination: count(*), count(e.w), count(DISTINCT a), count(DISTINCT a.g).
+    type Row = (i64, i64, i64, i64);
+    let mut sets: BTreeMap<i64, (i64, i64, Vec<i64>, Vec<i64>)> = BTreeMap::new();
+    for &(ta, a, tb, b, w) in &rels {
+        let e = sets.entry((10000 * tb + b) as i64).or_default();
+        e.0 += 1;
+        e.1 += i64::from(w.is_some());
+        e.2.push((10000 * ta + a) as i64);
+        if let Some(g) = g_of(a) {
+            e.3.push(g);
+        }
+    }
+    let want: BTreeMap<i64, Row> = sets
+        .into_iter()
+        .map(|(k, (c, cw, mut a, mut g))| {
+            a.sort_unstable();
+            a.dedup();
+            g.sort_unstable();
+            g.dedup();
+            (k, (c, cw, a.len() as i64, g.len() as i64))
+        })
+        .collect();
+    let mut all_src: Vec<i64> = rels.iter().map(|r| (10000 * r.0 + r.1) as i64).collect();
+    all_src.sort_unstable();
+    all_src.dedup();
+    for threads in [1, 2] {
+        conn.query(&format!("CALL threads={threads}")).unwrap();
+        let got: BTreeMap<i64, Row> = conn
+            .query(
+                "MATCH (a)-[e]->(b) WITH b, count(*) AS c, count(e.w) AS cw, \
+                 count(DISTINCT a) AS da, count(DISTINCT a.g) AS dg RETURN b.id, c, cw, da, dg",
+            )
+            .unwrap()
+            .rows()
+            .map(|r| {
+                let v = |i: usize| int(&r[i]).unwrap();
+                (v(0), (v(1), v(2), v(3), v(4)))
+            })
+            .collect();
+        assert_eq!(got, want, "{threads} threads");
+        let got = conn
+            .query("MATCH (a)-[e]->(b) RETURN count(DISTINCT a), count(DISTINCT e), count(e)")
+            .unwrap();
+        let row: Vec<Value> = got.rows().next().unwrap().to_vec();
+        let want_row = [all_src.len() as i64, rels.len() as i64, rels.len() as i64];
+        assert_eq!(
+            row.iter().map(|v| int(v).unwrap()).collect::<Vec<_>>(),
+            want_row,
+            "{threads} threads, global"
+        );
+    }
+    // count(DISTINCT) over mixed values: 1 and 1.0 are one value, NULL none.
+    let r = conn
+        .query(
+            "UNWIND [1, 1.0, 2, 2.5, 'a', 'a', NULL, 3, 3.0, -0.0, 0] AS x \
+             RETURN count(DISTINCT x), collect(DISTINCT x) = collect(DISTINCT x)",
+        )
+        .unwrap();
+    let row: Vec<Value> = r.rows().next().unwrap().to_vec();
+    assert_eq!(row[0], Value::Int64(6));
+}

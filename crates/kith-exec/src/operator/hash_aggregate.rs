@@ -9,12 +9,12 @@ use std::hash::BuildHasher;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use kith_common::{Chunk, LogicalType, Result, Value, ValueVector, VectorData};
+use kith_common::{Chunk, InternalId, LogicalType, Result, Value, ValueVector, VectorData};
 use kith_planner::bound::BoundAggregate;
 use kith_planner::expr::{BoundExprKind, SlotId};
 
 use super::{LocalSink, QueryContext};
-use crate::aggregate_function::{AggregateSpec, AggregateState};
+use crate::aggregate_function::{AggregateFunc, AggregateSpec, AggregateState};
 use crate::expression::{EvalContext, Evaluated, Evaluator};
 use crate::result_set::{ResultSet, SlotLayout};
 
@@ -94,16 +94,20 @@ pub struct HashAggregate {
     specs: Arc<Vec<AggregateDef>>,
     args: Vec<Option<Evaluator>>,
     arg_scratch: Vec<ValueVector>,
-    /// Each group's number in `group_keys` / `group_states`, found by its
+    /// Each group's number in `group_keys` / `columns`, found by its
     /// key's hash (the key is kept once, in `group_keys`).
     groups: HashTable<usize>,
     hasher: DefaultHashBuilder,
     group_keys: Vec<GroupKey>,
-    group_states: Vec<Vec<AggregateState>>,
-    /// One integer or id key per group: its group number by the key's bits
-    /// (and storage layout), so a tuple of a group seen before costs one
-    /// integer probe instead of a key of values built and hashed.
-    by_int: HashMap<(u8, u64), usize>,
+    /// Per aggregate, its state in every group.
+    columns: Vec<StateColumn>,
+    /// One integer or id key per group: its group number by the key's bits.
+    by_bits: KeyBits,
+    /// The one key has a type whose values all have bits (or are NULL):
+    /// such groups live only in `by_bits`, never hashed as values.
+    bits_only: bool,
+    /// The group of each position of the batch (one key per tuple).
+    batch_groups: Vec<u32>,
     /// The single group of an aggregate without keys.
     global: Option<Vec<AggregateState>>,
     key_kinds: Vec<Evaluated>,
@@ -112,6 +116,11 @@ pub struct HashAggregate {
     /// scratch vector): their slot, and once resolved, (chunk, vector).
     direct_slots: Vec<Option<SlotId>>,
     direct_pos: Option<Vec<Option<(usize, usize)>>>,
+    /// Keys that are plain slots, read in place like such arguments.
+    key_slots: Vec<Option<SlotId>>,
+    key_pos: Option<Vec<Option<(usize, usize)>>>,
+    /// Per key of this batch: (chunk, vector, flat position) when read in place.
+    key_direct: Vec<Option<(usize, usize, usize)>>,
     memory: crate::memory::MemoryCharge,
     /// Per argument of this batch: (chunk, vector, flat position) when read in place.
     arg_direct: Vec<Option<(usize, usize, usize)>>,
@@ -119,9 +128,11 @@ pub struct HashAggregate {
 }
 
 impl HashAggregate {
+    /// `key_slots`: per key, its slot when the key is a plain slot.
     pub fn new(
         ctx: Arc<QueryContext>,
         keys: Vec<Evaluator>,
+        key_slots: Vec<Option<SlotId>>,
         specs: Arc<Vec<AggregateDef>>,
     ) -> Result<HashAggregate> {
         let args = specs
@@ -153,6 +164,18 @@ impl HashAggregate {
         let global = keys
             .is_empty()
             .then(|| specs.iter().map(|d| d.spec.new_state()).collect());
+        let columns = specs.iter().map(|d| StateColumn::new(&d.spec)).collect();
+        let bits_only = match keys.as_slice() {
+            [k] => matches!(
+                k.result_type(),
+                LogicalType::Int64
+                    | LogicalType::Int32
+                    | LogicalType::InternalId
+                    | LogicalType::Node
+                    | LogicalType::Rel
+            ),
+            _ => false,
+        };
         Ok(HashAggregate {
             ctx,
             keys,
@@ -163,13 +186,18 @@ impl HashAggregate {
             groups: HashTable::new(),
             hasher: DefaultHashBuilder::default(),
             group_keys: Vec::new(),
-            group_states: Vec::new(),
-            by_int: HashMap::new(),
+            columns,
+            by_bits: KeyBits::default(),
+            bits_only,
+            batch_groups: Vec::new(),
             global,
             key_kinds: Vec::new(),
             arg_kinds: Vec::new(),
             direct_slots,
             direct_pos: None,
+            key_slots,
+            key_pos: None,
+            key_direct: Vec::new(),
             memory: crate::memory::MemoryCharge::default(),
             arg_direct: Vec::new(),
             positions: Vec::new(),
@@ -187,20 +215,45 @@ impl HashAggregate {
             (None, Some(theirs)) => self.global = Some(theirs),
             _ => {}
         }
-        for (key, states) in other.group_keys.into_iter().zip(other.group_states) {
-            let hash = self.hasher.hash_one(&key);
-            match self.find_group(hash, &key) {
-                Some(g) => {
-                    for (m, s) in self.group_states[g].iter_mut().zip(states) {
-                        m.combine(s)?;
-                    }
-                }
-                None => {
-                    self.add_group(hash, key, states);
-                }
-            }
+        // Their groups' numbers here, then each aggregate's states combined.
+        let mut target = Vec::with_capacity(other.group_keys.len());
+        for key in other.group_keys {
+            let bits = match key.0.as_slice() {
+                [v] => KeyBits::value_bits(v),
+                _ => None,
+            };
+            target.push(self.group_by_bits(bits, || key));
+        }
+        for (mine, theirs) in self.columns.iter_mut().zip(other.columns) {
+            mine.combine(theirs, &target)?;
         }
         Ok(())
+    }
+
+    /// The group of a single key with `bits` (see [`KeyBits::bits`]),
+    /// created from `key()` when new.
+    fn group_by_bits(&mut self, bits: Option<(u8, u64)>, key: impl FnOnce() -> GroupKey) -> u32 {
+        let Some(b) = bits else {
+            return self.group_of(key()) as u32;
+        };
+        if let Some(g) = self.by_bits.get(b) {
+            return g;
+        }
+        let g = if self.bits_only {
+            self.push_group(key()) as u32
+        } else {
+            self.group_of(key()) as u32
+        };
+        self.by_bits.insert(b, g);
+        g
+    }
+
+    fn push_group(&mut self, key: GroupKey) -> usize {
+        self.group_keys.push(key);
+        for (column, d) in self.columns.iter_mut().zip(self.specs.iter()) {
+            column.push(&d.spec);
+        }
+        self.group_keys.len() - 1
     }
 
     fn find_group(&self, hash: u64, key: &GroupKey) -> Option<usize> {
@@ -208,26 +261,17 @@ impl HashAggregate {
         self.groups.find(hash, |&g| keys[g] == *key).copied()
     }
 
-    fn add_group(&mut self, hash: u64, key: GroupKey, states: Vec<AggregateState>) -> usize {
+    /// The number of `key`'s group, created (with fresh states) when new.
+    fn group_of(&mut self, key: GroupKey) -> usize {
+        let hash = self.hasher.hash_one(&key);
+        if let Some(g) = self.find_group(hash, &key) {
+            return g;
+        }
         let g = self.group_keys.len();
         let (keys, hasher) = (&self.group_keys, &self.hasher);
         self.groups
             .insert_unique(hash, g, |&g| hasher.hash_one(&keys[g]));
-        self.group_keys.push(key);
-        self.group_states.push(states);
-        g
-    }
-
-    /// The number of `key`'s group, created (with fresh states) when new.
-    fn group_of(&mut self, key: GroupKey) -> usize {
-        let hash = self.hasher.hash_one(&key);
-        match self.find_group(hash, &key) {
-            Some(g) => g,
-            None => {
-                let states = self.specs.iter().map(|d| d.spec.new_state()).collect();
-                self.add_group(hash, key, states)
-            }
-        }
+        self.push_group(key)
     }
 
     /// The groups as rows: key columns then aggregate columns.
@@ -235,22 +279,211 @@ impl HashAggregate {
         let types: Vec<LogicalType> = key_types.iter().chain(agg_types).cloned().collect();
         let mut out = Chunk::new(&types, 0);
         if let Some(states) = self.global.take() {
-            self.group_keys.push(GroupKey(Vec::new()));
-            self.group_states.push(states);
+            for (col, state) in out.columns.iter_mut().zip(states) {
+                col.push_owned(state.into_value());
+            }
+            out.num_rows = 1;
+            return out;
         }
         let groups = std::mem::take(&mut self.group_keys);
-        let states = std::mem::take(&mut self.group_states);
-        for (key, states) in groups.into_iter().zip(states) {
-            for (col, v) in out.columns.iter_mut().zip(
-                key.0
-                    .into_iter()
-                    .chain(states.into_iter().map(AggregateState::into_value)),
-            ) {
+        out.num_rows = groups.len();
+        let (key_cols, agg_cols) = out.columns.split_at_mut(key_types.len());
+        for key in groups {
+            for (col, v) in key_cols.iter_mut().zip(key.0) {
                 col.push_owned(v);
             }
-            out.num_rows += 1;
+        }
+        for (col, states) in agg_cols.iter_mut().zip(std::mem::take(&mut self.columns)) {
+            states.into_values(|v| col.push_owned(v));
         }
         out
+    }
+}
+
+/// The states of one aggregate, one per group.
+enum StateColumn {
+    /// count(*) and count(x) without DISTINCT: a counter per group, so a
+    /// grouped count touches one word per tuple instead of a whole state.
+    Count(Vec<u64>),
+    States(Vec<AggregateState>),
+}
+
+impl StateColumn {
+    fn new(spec: &AggregateSpec) -> StateColumn {
+        match spec.func {
+            AggregateFunc::CountStar | AggregateFunc::Count if !spec.distinct => {
+                StateColumn::Count(Vec::new())
+            }
+            _ => StateColumn::States(Vec::new()),
+        }
+    }
+
+    fn push(&mut self, spec: &AggregateSpec) {
+        match self {
+            StateColumn::Count(c) => c.push(0),
+            StateColumn::States(s) => s.push(spec.new_state()),
+        }
+    }
+
+    /// Group `g` sees `positions` of `input` (`None`: count(*)), each
+    /// standing for `multiplicity` tuples.
+    fn update(
+        &mut self,
+        g: usize,
+        input: Option<&ValueVector>,
+        positions: &[u32],
+        multiplicity: u64,
+    ) -> Result<()> {
+        match self {
+            StateColumn::Count(c) => {
+                c[g] += live_count(input, positions) * multiplicity;
+                Ok(())
+            }
+            StateColumn::States(s) => s[g].update(input, positions, multiplicity),
+        }
+    }
+
+    /// Position `positions[i]` belongs to group `groups[i]`; each stands for
+    /// `multiplicity` tuples.
+    fn update_each(
+        &mut self,
+        groups: &[u32],
+        input: Option<&ValueVector>,
+        positions: &[u32],
+        multiplicity: u64,
+    ) -> Result<()> {
+        match (self, input) {
+            (StateColumn::Count(c), None) => {
+                for &g in groups {
+                    c[g as usize] += multiplicity;
+                }
+            }
+            (StateColumn::Count(c), Some(input)) => {
+                for (&g, &p) in groups.iter().zip(positions) {
+                    c[g as usize] += u64::from(!input.is_null(p as usize)) * multiplicity;
+                }
+            }
+            (StateColumn::States(s), input) => {
+                for (&g, &p) in groups.iter().zip(positions) {
+                    s[g as usize].update(input, &[p], multiplicity)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds `other`'s group `j` into this column's group `target[j]`.
+    fn combine(&mut self, other: StateColumn, target: &[u32]) -> Result<()> {
+        match (self, other) {
+            (StateColumn::Count(mine), StateColumn::Count(theirs)) => {
+                for (&t, c) in target.iter().zip(theirs) {
+                    mine[t as usize] += c;
+                }
+            }
+            (StateColumn::States(mine), StateColumn::States(theirs)) => {
+                for (&t, s) in target.iter().zip(theirs) {
+                    mine[t as usize].combine(s)?;
+                }
+            }
+            _ => return Err(kith_common::Error::internal("aggregate states differ")),
+        }
+        Ok(())
+    }
+
+    fn into_values(self, mut push: impl FnMut(Value)) {
+        match self {
+            StateColumn::Count(c) => c.into_iter().for_each(|n| push(Value::Int64(n as i64))),
+            StateColumn::States(s) => s.into_iter().for_each(|s| push(s.into_value())),
+        }
+    }
+}
+
+/// How many of `positions` of `input` are not NULL (all of them for count(*)).
+fn live_count(input: Option<&ValueVector>, positions: &[u32]) -> u64 {
+    match input {
+        Some(v) if v.nulls.may_have_nulls() => positions
+            .iter()
+            .filter(|&&p| !v.is_null(p as usize))
+            .count() as u64,
+        _ => positions.len() as u64,
+    }
+}
+
+/// Group numbers of single integer or id keys by the key's bits, so that a
+/// tuple of a group seen before costs one probe instead of a key of values
+/// built and hashed.
+#[derive(Default)]
+struct KeyBits {
+    /// Ids of the first table seen, by offset (`u32::MAX`: no group yet):
+    /// one array read per tuple, no hashing.
+    dense_table: Option<u64>,
+    dense: Vec<u32>,
+    /// Every other key: (kind, bits).
+    other: HashMap<(u8, u64), u32>,
+}
+
+/// Offsets below this are mapped densely (16 MiB of group numbers at most
+/// per worker); a table beyond it falls back to hashing.
+const DENSE_KEYS: u64 = 1 << 22;
+
+impl KeyBits {
+    /// The bits of position `p` of a single key vector, None for NULL and
+    /// for keys that are not integers or ids.
+    fn bits(v: &ValueVector, p: usize) -> Option<(u8, u64)> {
+        if v.is_null(p) {
+            return None;
+        }
+        match &v.data {
+            VectorData::Id(d) => Some((0, d[p].0)),
+            VectorData::I64(d) => Some((1, d[p] as u64)),
+            VectorData::I32(d) => Some((2, d[p] as u64)),
+            _ => None,
+        }
+    }
+
+    /// [`KeyBits::bits`] of a key read back as a value.
+    fn value_bits(v: &Value) -> Option<(u8, u64)> {
+        match v {
+            Value::InternalId(id) => Some((0, id.0)),
+            Value::Int64(i) => Some((1, *i as u64)),
+            Value::Int32(i) => Some((2, *i as u64)),
+            _ => None,
+        }
+    }
+
+    fn get(&self, bits: (u8, u64)) -> Option<u32> {
+        if let Some(i) = self.dense_index(bits) {
+            return self.dense.get(i).copied().filter(|&g| g != u32::MAX);
+        }
+        self.other.get(&bits).copied()
+    }
+
+    fn insert(&mut self, bits: (u8, u64), g: u32) {
+        if bits.0 == 0 && self.dense_table.is_none() {
+            self.dense_table = Some(InternalId(bits.1).table().0 as u64);
+        }
+        match self.dense_index(bits) {
+            Some(i) => {
+                if i >= self.dense.len() {
+                    let len = (i + 1).next_power_of_two().min(DENSE_KEYS as usize);
+                    self.dense.resize(len, u32::MAX);
+                }
+                self.dense[i] = g;
+            }
+            None => {
+                self.other.insert(bits, g);
+            }
+        }
+    }
+
+    fn dense_index(&self, (kind, bits): (u8, u64)) -> Option<usize> {
+        let id = InternalId(bits);
+        (kind == 0 && Some(id.table().0 as u64) == self.dense_table && id.offset() < DENSE_KEYS)
+            .then_some(id.offset() as usize)
+    }
+
+    fn bytes(&self) -> usize {
+        self.dense.len() * 4 + self.other.capacity() * 24
     }
 }
 
@@ -271,7 +504,39 @@ impl LocalSink for HashAggregate {
         let mut arg_kinds = std::mem::take(&mut self.arg_kinds);
         key_kinds.clear();
         arg_kinds.clear();
-        for (k, out) in self.keys.iter_mut().zip(self.key_scratch.iter_mut()) {
+        if self.key_pos.is_none() {
+            self.key_pos = Some(
+                self.key_slots
+                    .iter()
+                    .map(|s| s.and_then(|s| layout.get(s)))
+                    .collect(),
+            );
+        }
+        self.key_direct.clear();
+        for (i, (k, out)) in self
+            .keys
+            .iter_mut()
+            .zip(self.key_scratch.iter_mut())
+            .enumerate()
+        {
+            let direct = self
+                .key_pos
+                .as_ref()
+                .and_then(|d| d.get(i).copied().flatten());
+            // In place only when the vector has the key's own type.
+            let direct = direct.filter(|&(c, v)| rs.chunks[c].vectors[v].ty == *k.result_type());
+            if let Some((c, v)) = direct {
+                let state = &rs.chunks[c].state;
+                key_kinds.push(if state.is_flat() {
+                    Evaluated::Flat
+                } else {
+                    Evaluated::Unflat(c)
+                });
+                self.key_direct
+                    .push(Some((c, v, state.flat_position().unwrap_or(0))));
+                continue;
+            }
+            self.key_direct.push(None);
             key_kinds.push(k.evaluate(&ectx, out)?);
         }
         if self.direct_pos.is_none() {
@@ -316,14 +581,49 @@ impl LocalSink for HashAggregate {
         result?;
         // Each group: its key values, its states and the table's slot (what
         // the values point to, strings and lists, is not counted).
-        let per_group = std::mem::size_of::<(GroupKey, Vec<AggregateState>)>()
+        let state_bytes: usize = self
+            .columns
+            .iter()
+            .map(|c| match c {
+                StateColumn::Count(_) => 8,
+                StateColumn::States(_) => std::mem::size_of::<AggregateState>(),
+            })
+            .sum();
+        let per_group = std::mem::size_of::<GroupKey>()
             + self.keys.len() * std::mem::size_of::<Value>()
-            + self.specs.len() * std::mem::size_of::<AggregateState>()
+            + state_bytes
             + 8;
         self.memory.grow_to(
             &self.ctx.memory,
-            (self.groups.capacity() * per_group) as u64,
+            (self.groups.capacity() * per_group + self.by_bits.bytes()) as u64,
         )
+    }
+}
+
+/// Key `i`'s vector for a batch and where a flat value sits in it.
+fn key_input<'a>(
+    direct: Option<(usize, usize, usize)>,
+    scratch: &'a ValueVector,
+    rs: &'a ResultSet,
+) -> (&'a ValueVector, usize) {
+    match direct {
+        Some((c, v, p)) => (&rs.chunks[c].vectors[v], p),
+        None => (scratch, 0),
+    }
+}
+
+/// Aggregate `i`'s input for a batch: the vector (None for count(*)) and
+/// the position of a flat argument.
+fn arg_input<'a>(
+    direct: Option<(usize, usize, usize)>,
+    scratch: &'a ValueVector,
+    rs: &'a ResultSet,
+    kind: Option<Evaluated>,
+) -> (Option<&'a ValueVector>, u32) {
+    match (kind, direct) {
+        (None, _) => (None, 0),
+        (Some(_), Some((c, v, p))) => (Some(&rs.chunks[c].vectors[v]), p as u32),
+        (Some(_), None) => (Some(scratch), 0),
     }
 }
 
@@ -340,9 +640,8 @@ impl HashAggregate {
         // Each position of the unflat group stands for this many tuples.
         let per_position = total / unflat_tuples.max(1);
         let keys_unflat = key_kinds.iter().any(|k| matches!(k, Evaluated::Unflat(_)));
-        let specs = &self.specs;
+        self.positions.clear();
         if !keys_unflat {
-            self.positions.clear();
             if arg_kinds
                 .iter()
                 .any(|k| matches!(k, Some(Evaluated::Unflat(_))))
@@ -359,28 +658,48 @@ impl HashAggregate {
             }
             // A global aggregate (no keys) skips hashing: this runs once per
             // extended node, so it must stay cheap.
-            let states = if self.keys.is_empty() {
-                match self.global {
+            if self.keys.is_empty() {
+                let specs = &self.specs;
+                let states = match self.global {
                     Some(ref mut g) => g,
                     None => self
                         .global
                         .insert(specs.iter().map(|d| d.spec.new_state()).collect()),
-                }
-            } else {
-                let key = GroupKey(self.key_scratch.iter().map(|v| v.get_value(0)).collect());
-                let g = self.group_of(key);
-                &mut self.group_states[g]
-            };
-            for (i, state) in states.iter_mut().enumerate() {
-                let (input, flat_pos) = match self.arg_direct[i] {
-                    Some((c, v, p)) => (&rs.chunks[c].vectors[v], p as u32),
-                    None => (&self.arg_scratch[i], 0),
                 };
+                for (i, state) in states.iter_mut().enumerate() {
+                    let (input, p) =
+                        arg_input(self.arg_direct[i], &self.arg_scratch[i], rs, arg_kinds[i]);
+                    match (arg_kinds[i], input) {
+                        (None, _) | (_, None) => state.update_count(total),
+                        (Some(Evaluated::Flat), _) => state.update(input, &[p], total)?,
+                        (Some(Evaluated::Unflat(_)), _) => {
+                            state.update(input, &self.positions, per_position)?
+                        }
+                    }
+                }
+                return Ok(());
+            }
+            let key = GroupKey(
+                (self.key_direct.iter().zip(&self.key_scratch))
+                    .map(|(&d, scratch)| {
+                        let (v, p) = key_input(d, scratch, rs);
+                        v.get_value(p)
+                    })
+                    .collect(),
+            );
+            let bits = match key.0.as_slice() {
+                [v] => KeyBits::value_bits(v),
+                _ => None,
+            };
+            let g = self.group_by_bits(bits, || key) as usize;
+            for (i, column) in self.columns.iter_mut().enumerate() {
+                let (input, p) =
+                    arg_input(self.arg_direct[i], &self.arg_scratch[i], rs, arg_kinds[i]);
                 match arg_kinds[i] {
-                    None => state.update_count(total),
-                    Some(Evaluated::Flat) => state.update(Some(input), &[flat_pos], total)?,
+                    None => column.update(g, None, &[0], total)?,
+                    Some(Evaluated::Flat) => column.update(g, input, &[p], total)?,
                     Some(Evaluated::Unflat(_)) => {
-                        state.update(Some(input), &self.positions, per_position)?
+                        column.update(g, input, &self.positions, per_position)?
                     }
                 }
             }
@@ -391,63 +710,102 @@ impl HashAggregate {
                 "unflat key without an unflat group",
             ));
         };
-        self.positions.clear();
         let positions = &mut self.positions;
         rs.chunks[u]
             .state
             .for_each_position(|p| positions.push(p as u32));
-        // One unflat integer or id key: its bits find the group.
-        let int_key = |v: &ValueVector, p: usize| -> Option<(u8, u64)> {
-            if v.is_null(p) {
-                return None;
-            }
-            match &v.data {
-                VectorData::Id(d) => Some((0, d[p].0)),
-                VectorData::I64(d) => Some((1, d[p] as u64)),
-                VectorData::I32(d) => Some((2, d[p] as u64)),
-                _ => None,
-            }
-        };
+        // Each position's group first (one unflat integer or id key finds
+        // it by its bits), then each aggregate's states in one pass.
         let single = self.keys.len() == 1;
+        let mut batch_groups = std::mem::take(&mut self.batch_groups);
+        batch_groups.clear();
+        // Taken out while groups are added (`group_of` borrows all of self).
+        let scratch = std::mem::take(&mut self.key_scratch);
+        let key_direct = std::mem::take(&mut self.key_direct);
         for pi in 0..self.positions.len() {
             let p = self.positions[pi] as usize;
-            let bits = single.then(|| int_key(&self.key_scratch[0], p)).flatten();
-            let cached = bits.and_then(|b| self.by_int.get(&b).copied());
-            let g = match cached {
-                Some(g) => g,
-                None => {
-                    let key = GroupKey(
-                        self.key_scratch
-                            .iter()
-                            .zip(key_kinds)
-                            .map(|(v, k)| {
-                                v.get_value(if matches!(k, Evaluated::Flat) { 0 } else { p })
+            let bits = if single {
+                KeyBits::bits(key_input(key_direct[0], &scratch[0], rs).0, p)
+            } else {
+                None
+            };
+            let g = self.group_by_bits(bits, || {
+                GroupKey(
+                    (key_direct.iter().zip(&scratch).zip(key_kinds))
+                        .map(|((&d, scratch), k)| {
+                            let (v, flat) = key_input(d, scratch, rs);
+                            v.get_value(if matches!(k, Evaluated::Flat) {
+                                flat
+                            } else {
+                                p
                             })
-                            .collect(),
-                    );
-                    let g = self.group_of(key);
-                    if let Some(b) = bits {
-                        self.by_int.insert(b, g);
-                    }
-                    g
+                        })
+                        .collect(),
+                )
+            });
+            batch_groups.push(g);
+        }
+        self.key_scratch = scratch;
+        self.key_direct = key_direct;
+        let mut result = Ok(());
+        for (i, column) in self.columns.iter_mut().enumerate() {
+            let (input, p) = arg_input(self.arg_direct[i], &self.arg_scratch[i], rs, arg_kinds[i]);
+            result = match arg_kinds[i] {
+                None => column.update_each(&batch_groups, None, &self.positions, per_position),
+                Some(Evaluated::Flat) => batch_groups
+                    .iter()
+                    .try_for_each(|&g| column.update(g as usize, input, &[p], per_position)),
+                Some(Evaluated::Unflat(_)) => {
+                    column.update_each(&batch_groups, input, &self.positions, per_position)
                 }
             };
-            for (i, state) in self.group_states[g].iter_mut().enumerate() {
-                let (input, flat_pos) = match self.arg_direct[i] {
-                    Some((c, v, fp)) => (&rs.chunks[c].vectors[v], fp as u32),
-                    None => (&self.arg_scratch[i], 0),
-                };
-                match arg_kinds[i] {
-                    None => state.update_count(per_position),
-                    Some(Evaluated::Flat) => {
-                        state.update(Some(input), &[flat_pos], per_position)?
-                    }
-                    Some(Evaluated::Unflat(_)) => {
-                        state.update(Some(input), &[p as u32], per_position)?
-                    }
-                }
+            if result.is_err() {
+                break;
             }
         }
-        Ok(())
+        self.batch_groups = batch_groups;
+        result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kith_common::TableId;
+
+    #[test]
+    fn key_bits_map_one_table_densely_and_the_rest_by_hash() {
+        let mut k = KeyBits::default();
+        let id = |t: u32, o: u64| (0u8, InternalId::new(TableId(t), o).0);
+        k.insert(id(3, 5), 0);
+        k.insert(id(3, 70_000), 1);
+        // Another table, an offset beyond the dense range and integers
+        // that share the ids' bits all go to the hash map.
+        k.insert(id(4, 5), 2);
+        k.insert(id(3, DENSE_KEYS + 1), 3);
+        k.insert((1, id(3, 5).1), 4);
+        assert_eq!(k.dense_table, Some(3));
+        assert_eq!(k.other.len(), 3);
+        assert!(k.dense.len() > 70_000 && k.dense.len() <= DENSE_KEYS as usize);
+        for (bits, g) in [
+            (id(3, 5), 0),
+            (id(3, 70_000), 1),
+            (id(4, 5), 2),
+            (id(3, DENSE_KEYS + 1), 3),
+            ((1, id(3, 5).1), 4),
+        ] {
+            assert_eq!(k.get(bits), Some(g), "{bits:?}");
+        }
+        assert_eq!(k.get(id(3, 6)), None);
+        assert_eq!(k.get(id(3, 1 << 40)), None);
+        assert_eq!(k.get(id(5, 5)), None);
+        // A key read back as a value finds the same bits.
+        let v = Value::InternalId(InternalId::new(TableId(3), 5));
+        assert_eq!(KeyBits::value_bits(&v), Some(id(3, 5)));
+        assert_eq!(
+            KeyBits::value_bits(&Value::Int32(-2)),
+            Some((2, -2i32 as u64))
+        );
+        assert_eq!(KeyBits::value_bits(&Value::Double(1.0)), None);
     }
 }
