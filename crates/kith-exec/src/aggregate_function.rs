@@ -137,7 +137,7 @@ impl DistinctValues {
             // exact range are their integer.
             Value::Double(_) | Value::Float(_) => {
                 let f = v.as_f64()?;
-                (f.fract() == 0.0 && f.abs() < 9.0e15).then(|| (1, f as i64 as u64))
+                (f.fract() == 0.0 && f.abs() < 9.0e15).then_some((1, f as i64 as u64))
             }
             _ => None,
         }
