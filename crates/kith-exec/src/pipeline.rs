@@ -24,7 +24,7 @@ use crate::operator::collect::Collect;
 use crate::operator::cross_product::{CrossProduct, Probe};
 use crate::operator::extend::{CsrPins, Extend, PairCount, SharedRels};
 use crate::operator::fill_nulls::FillNulls;
-use crate::operator::filter::Filter;
+use crate::operator::filter::{Filter, PadFilter};
 use crate::operator::hash_aggregate::{AggregateDef, GroupKey, HashAggregate};
 use crate::operator::hash_join::{BuildContext, JoinIndex};
 use crate::operator::intersect::{Intersect, IntersectRel, IntersectSpec};
@@ -178,6 +178,14 @@ enum Built {
         /// Output batches filled from several input tuples
         /// (`pack_last_extend`).
         pack: bool,
+        /// OPTIONAL MATCH's padding ([`Extend::pad`]).
+        pad: bool,
+    },
+    /// OPTIONAL MATCH's predicates over the group `chunk` of the optional
+    /// extend before it ([`PadFilter`]).
+    PadFilter {
+        predicate: BoundExpr,
+        chunk: usize,
     },
     Intersect(IntersectSpec),
     ScanProperties {
@@ -219,6 +227,7 @@ fn pack_last_extend(steps: &mut [Built], reads: &HashSet<SlotId>, layout: &SlotL
         collapse: false,
         pair: None,
         pack,
+        pad: false,
         ..
     }) = head.last_mut()
     else {
@@ -484,6 +493,7 @@ impl PipelineShape {
                     rel_id,
                     properties,
                     exclude,
+                    optional,
                 } => {
                     let data = rel_data(ctx, *rel_table)?;
                     let pos = |s: &SlotId| {
@@ -524,6 +534,17 @@ impl PipelineShape {
                         collapse: false,
                         pair: None,
                         pack: false,
+                        pad: *optional,
+                    }
+                }
+                Step::PadFilter { predicate, node } => {
+                    let (chunk, _) = b
+                        .layout
+                        .get(*node)
+                        .ok_or_else(|| Error::internal("optional filter of an unplaced node"))?;
+                    Built::PadFilter {
+                        predicate: predicate.clone(),
+                        chunk,
                     }
                 }
                 Step::Intersect {
@@ -721,6 +742,8 @@ impl PipelineShape {
             }
         };
         op = profiled(op, 0);
+        // The optional extend's flag, read by the padding filter after it.
+        let mut tuple_done: Option<Arc<AtomicBool>> = None;
         for (i, step) in self.steps.iter().enumerate() {
             op = match step {
                 Built::CrossProduct {
@@ -760,6 +783,16 @@ impl PipelineShape {
                     layout: Arc::clone(&self.layout),
                     ctx: Arc::clone(ctx),
                 }),
+                Built::PadFilter { predicate, chunk } => Box::new(PadFilter::new(
+                    op,
+                    Evaluator::new(predicate)?,
+                    Arc::clone(&self.layout),
+                    Arc::clone(ctx),
+                    *chunk,
+                    tuple_done
+                        .clone()
+                        .ok_or_else(|| Error::internal("optional filter without its extend"))?,
+                )),
                 Built::Extend {
                     rel_table,
                     data,
@@ -774,6 +807,7 @@ impl PipelineShape {
                     collapse,
                     pair,
                     pack,
+                    pad,
                 } => {
                     let mut e = Extend::new(
                         op,
@@ -791,6 +825,11 @@ impl PipelineShape {
                     e.exclude = exclude.clone();
                     e.collapse = *collapse;
                     e.pack = *pack;
+                    if *pad {
+                        let done = Arc::new(AtomicBool::new(false));
+                        tuple_done = Some(Arc::clone(&done));
+                        e.pad = Some(done);
+                    }
                     if let Some(f) = pair {
                         e.pair = Some(PairCount {
                             pins: CsrPins::new(Arc::clone(&f.data), f.fwd, Vec::new()),
@@ -874,6 +913,7 @@ fn fuse_counted_pair(
             exclude: first_exclude,
             collapse: false,
             pair: None,
+            pad: false,
             ..
         },
         Built::Extend {

@@ -104,6 +104,19 @@ pub struct DataChunk {
     pub state: ChunkState,
 }
 
+impl DataChunk {
+    /// One tuple of NULLs in every vector: an OPTIONAL MATCH's padding.
+    /// The state is untracked afterwards (no consumer may reuse what it
+    /// computed from an earlier content).
+    pub fn pad_with_nulls(&mut self) {
+        for v in &mut self.vectors {
+            v.reset(1);
+            v.set_null(0, true);
+        }
+        self.state.reset(1);
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ResultSet {
     pub chunks: Vec<DataChunk>,

@@ -263,6 +263,19 @@ pub struct BoundPart {
     /// Its last input column is the row number and its one ORDER BY key reads
     /// it; an input row without a match yields one row with NULLs.
     pub optional: Option<Vec<Option<usize>>>,
+    /// See [`OptionalExtend`].
+    pub optional_extend: Option<OptionalExtend>,
+}
+
+/// An OPTIONAL MATCH of one rel from a node of the part to a new node,
+/// joined in the part's own pipeline instead of a part of its own: the
+/// rel and the node are the graph's last, planned as the pipeline's last
+/// extend, and `predicates` (the clause's WHERE and inline property maps)
+/// decide which matches stay before a tuple left without any is padded
+/// with NULLs.
+#[derive(Debug, Clone)]
+pub struct OptionalExtend {
+    pub predicates: Vec<BoundExpr>,
 }
 
 #[derive(Debug, Clone)]

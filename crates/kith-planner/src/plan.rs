@@ -69,7 +69,15 @@ pub enum Step {
         /// from, the earlier rel may be in the range and is skipped (a
         /// filter would flatten the factorized neighbours).
         exclude: Vec<(SlotId, SlotId)>,
+        /// OPTIONAL MATCH: a tuple without rels gets one neighbour, rel
+        /// and property of NULL instead of being dropped.
+        optional: bool,
     },
+    /// The predicates of an OPTIONAL MATCH joined by an optional extend:
+    /// keeps the tuples of `node`'s group (the extend's output) for which
+    /// `predicate` is TRUE, and when none is left, makes the group one
+    /// tuple of NULLs instead of dropping the tuple it extends.
+    PadFilter { predicate: BoundExpr, node: SlotId },
     /// For each tuple, every row of `build` (run first and materialized),
     /// written as a new unflat group: a Cartesian product with a part of
     /// the pattern that shares no variable with the rest. With a `key`, a
@@ -147,16 +155,19 @@ impl Step {
         let table = |t: TableId| catalog.table(t).map_or("?".to_string(), |e| e.name.clone());
         match self {
             Step::Filter(_) => "Filter".to_string(),
+            Step::PadFilter { .. } => "Filter (optional, pads)".to_string(),
             Step::Extend {
                 rel_table,
                 direction,
                 to_table,
+                optional,
                 ..
             } => format!(
-                "Extend {} {:?} -> {}",
+                "Extend {} {:?} -> {}{}",
                 table(*rel_table),
                 direction,
-                table(*to_table)
+                table(*to_table),
+                if *optional { " (optional)" } else { "" }
             ),
             Step::Intersect { to_table, rels, .. } => {
                 let lists: Vec<String> = rels
@@ -528,14 +539,19 @@ impl SubPlan {
         for step in self.steps.iter().rev() {
             lines.push(match step {
                 Step::Filter(e) => format!("Filter {}", describe_expr(e)),
+                Step::PadFilter { predicate, .. } => {
+                    format!("Filter {}, pads with NULLs", describe_expr(predicate))
+                }
                 Step::Extend {
                     rel_table,
                     direction,
                     to_table,
                     properties,
+                    optional,
                     ..
                 } => format!(
-                    "Extend {} {:?} -> {}{}",
+                    "{}Extend {} {:?} -> {}{}",
+                    if *optional { "Optional" } else { "" },
                     table(*rel_table),
                     direction,
                     table(*to_table),

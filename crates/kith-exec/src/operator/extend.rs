@@ -4,6 +4,7 @@
 //! flattened one tuple at a time, so a k-hop pattern is represented as
 //! (flat, flat, ..., unflat) and never materialised as flat k-hop tuples.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use kith_common::constants::{NODE_GROUP_SIZE, VECTOR_CAPACITY};
@@ -241,6 +242,11 @@ pub struct Extend {
     /// batch of a few tuples per input tuple. The input group stays flat at
     /// the last tuple read, so the tuple count is still the output's.
     pub pack: bool,
+    /// OPTIONAL MATCH: a tuple without rels (or a NULL node) gets one
+    /// output tuple of NULLs instead of none. After every batch the flag
+    /// says whether it was its input tuple's last, for the padding filter
+    /// of the clause's predicates ([`super::filter::PadFilter`]).
+    pub pad: Option<Arc<AtomicBool>>,
     /// The multiplicity the child set, restored before pulling from it.
     base_multiplicity: u64,
     /// Positions in the current range of the rels to skip, ascending, and
@@ -303,6 +309,7 @@ impl Extend {
             pair: None,
             pair_output: None,
             pack: false,
+            pad: None,
             base_multiplicity: 1,
             skips: Vec::new(),
             next_skip: 0,
@@ -535,6 +542,15 @@ impl Extend {
         Ok(Some(from))
     }
 
+    /// [`Extend::pad`]: tells the padding filter whether the batch just
+    /// emitted is its tuple's last.
+    #[inline]
+    fn tuple_done(&self, last: bool) {
+        if let Some(done) = &self.pad {
+            done.store(last, Ordering::Relaxed);
+        }
+    }
+
     /// After a seek from `from`: when the range is the one the last batch
     /// held whole, hands that batch on again (its vectors are untouched:
     /// only this extend writes them) and returns true.
@@ -761,6 +777,10 @@ impl Operator for Extend {
         loop {
             if self.rels_left() {
                 self.emit(rs)?;
+                if self.pad.is_some() {
+                    let last = !self.rels_left();
+                    self.tuple_done(last);
+                }
                 return Ok(true);
             }
             if !self
@@ -770,10 +790,18 @@ impl Operator for Extend {
                 return Ok(false);
             }
             self.fresh_whole = None;
-            let Some(from) = self.seek_flat_tuple(rs)? else {
+            let from = self.seek_flat_tuple(rs)?;
+            if self.pad.is_some() && !self.rels_left() {
+                rs.chunks[self.output_chunk].pad_with_nulls();
+                self.whole_range_of = None;
+                self.tuple_done(true);
+                return Ok(true);
+            }
+            let Some(from) = from else {
                 continue;
             };
             if self.pos < self.end && self.repeat_batch(rs, from) {
+                self.tuple_done(true);
                 return Ok(true);
             }
         }

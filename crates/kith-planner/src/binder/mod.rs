@@ -477,6 +477,13 @@ impl<'a> Binder<'a> {
                     span,
                 } => {
                     if *optional {
+                        // Followed by its WITH or RETURN: a single optional
+                        // extend may join this part's own pipeline.
+                        let last_match =
+                            matches!(clauses.get(idx + 1), Some(Clause::Projection(_)));
+                        if last_match && self.bind_optional_extend(patterns, where_.as_ref())? {
+                            continue;
+                        }
                         predicates = self.bind_optional_match(
                             patterns,
                             where_.as_ref(),

@@ -69,6 +69,82 @@ impl Binder<'_> {
         Ok(next)
     }
 
+    /// `OPTIONAL MATCH (a)-[r:R]->(b:T) WHERE ...` where `a` is a node of
+    /// this part written bare, `r` and `b` are new, and `r`, `b` and `a`
+    /// each have one table: binds `r` and `b` into this part's graph as a
+    /// [`OptionalExtend`] (planned as the pipeline's last extend, which
+    /// pads a tuple without matches) instead of a part of its own over
+    /// numbered rows. False, with nothing bound, for any other pattern.
+    pub(super) fn bind_optional_extend(
+        &mut self,
+        patterns: &[ast::PathPattern],
+        where_: Option<&ast::Expr>,
+    ) -> Result<bool> {
+        let [p] = patterns else {
+            return Ok(false);
+        };
+        let [(rel, end)] = p.chain.as_slice() else {
+            return Ok(false);
+        };
+        let bare = |n: &ast::NodePattern| {
+            matches!(n.labels, ast::LabelExpr::None) && n.properties.is_none() && n.where_.is_none()
+        };
+        let bound_node =
+            |name: &ast::Ident| self.graph.nodes.iter().position(|n| n.name == name.name);
+        let new_name = |v: &Option<ast::Ident>| {
+            v.as_ref().is_none_or(|v| {
+                !self.is_path(&v.name)
+                    && !self.graph.nodes.iter().any(|n| n.name == v.name)
+                    && !self.graph.rels.iter().any(|r| r.name == v.name)
+                    && !self.values.iter().any(|x| x.0 == v.name)
+                    && !self.rels_carried.iter().any(|x| x.0 == v.name)
+            })
+        };
+        // One end bound (and written bare, so the clause cannot narrow it),
+        // the other new.
+        let from = match (&p.start.variable, &end.variable) {
+            (Some(s), e) if bare(&p.start) && new_name(e) => bound_node(s),
+            (s, Some(e)) if bare(end) && new_name(s) => bound_node(e),
+            _ => None,
+        };
+        let Some(from) = from else {
+            return Ok(false);
+        };
+        if p.variable.is_some()
+            || p.shortest.is_some()
+            || rel.range.is_some()
+            || rel.direction == ast::Direction::Both
+            || !new_name(&rel.variable)
+            || self.graph.rels.iter().any(|r| r.recursive.is_some())
+            || self.part.optional_extend.is_some()
+            || self.graph.nodes[from].tables.len() != 1
+        {
+            return Ok(false);
+        }
+        let (nodes, rels) = (self.graph.nodes.len(), self.graph.rels.len());
+        let mut own = Vec::new();
+        self.match_first_rel = rels;
+        let bound = self.bind_pattern(p, &mut own);
+        self.match_first_rel = 0;
+        bound?;
+        let single = self.graph.nodes.len() == nodes + 1
+            && self.graph.rels.len() == rels + 1
+            && self.graph.nodes[nodes].tables.len() == 1
+            && self.graph.rels[rels].tables.len() == 1;
+        if !single {
+            // Several tables: the general OPTIONAL MATCH unions them.
+            self.graph.nodes.truncate(nodes);
+            self.graph.rels.truncate(rels);
+            return Ok(false);
+        }
+        if let Some(w) = where_ {
+            let e = self.bind_expr(w)?;
+            split_conjuncts(e, &mut own);
+        }
+        self.part.optional_extend = Some(OptionalExtend { predicates: own });
+        Ok(true)
+    }
+
     /// Fails when `name` is already bound in the current scope.
     pub(super) fn check_new_variable(&self, name: &ast::Ident) -> Result<()> {
         let n = &name.name;

@@ -19,7 +19,7 @@ use kith_catalog::{Catalog, TableEntry};
 use kith_common::{Error, LogicalType, Result, TableId};
 use kith_parser::ast::Direction;
 
-use crate::bound::{BoundPart, BoundQuery, QueryGraph};
+use crate::bound::{BoundPart, BoundQuery, OptionalExtend, QueryGraph, QueryNode, QueryRel};
 use crate::expr::{BoundExpr, SlotId};
 use crate::plan::{
     DependentKey, ExtendDirection, IntersectRel, PartPlan, PropertyRead, QueryPlan, RecursiveJoin,
@@ -351,6 +351,17 @@ fn plan_part(
     cardinality: &dyn Fn(TableId) -> u64,
 ) -> Result<PartPlan> {
     let from_rows = from_rows || !q.unwinds.is_empty();
+    // An optional extend's rel and node (the graph's last) join after
+    // everything else: the rest of the graph is planned without them.
+    let optional = match q.optional_extend.take() {
+        Some(o) => {
+            let (Some(rel), Some(node)) = (q.graph.rels.pop(), q.graph.nodes.pop()) else {
+                return Err(Error::internal("optional extend without its rel"));
+            };
+            Some((o, rel, node))
+        }
+        None => None,
+    };
     let dependent = dependent_keys(&mut q, catalog)?;
     // Slots something downstream reads.
     let mut used: HashSet<SlotId> = HashSet::new();
@@ -385,6 +396,9 @@ fn plan_part(
         .for_each(&mut collect);
     q.outputs.iter().for_each(|(_, e)| collect(e));
     q.order_by.iter().for_each(|k| collect(&k.expr));
+    if let Some((o, ..)) = &optional {
+        o.predicates.iter().for_each(&mut collect);
+    }
     if !dependent.is_empty() {
         // Properties only dependent keys read are read after aggregating.
         for node in &mut q.graph.nodes {
@@ -413,6 +427,12 @@ fn plan_part(
             )
         })
         .collect::<Result<Vec<_>>>()?;
+    let mut pipelines = pipelines;
+    if let Some((o, rel, node)) = &optional {
+        for p in &mut pipelines {
+            optional_steps(&q.graph, o, rel, node, &used, catalog, &mut p.steps)?;
+        }
+    }
 
     let num_visible = q.outputs.len();
     let descending: Vec<bool> = q.order_by.iter().map(|k| k.descending).collect();
@@ -454,6 +474,75 @@ fn plan_part(
         limit_expr: q.limit_expr,
         optional: q.optional,
     })
+}
+
+/// The steps of an optional extend (see [`OptionalExtend`]): the extend
+/// from the bound end, the new node's properties, then its predicates as
+/// a padding filter.
+fn optional_steps(
+    g: &QueryGraph,
+    o: &OptionalExtend,
+    rel: &QueryRel,
+    node: &QueryNode,
+    used: &HashSet<SlotId>,
+    catalog: &Catalog,
+    steps: &mut Vec<Step>,
+) -> Result<()> {
+    let internal = || Error::internal("optional extend of an unexpected shape");
+    let new = g.nodes.len();
+    let (from, fwd) = match (rel.left == new, rel.right == new) {
+        (false, true) => (rel.left, rel.direction == Direction::Right),
+        (true, false) => (rel.right, rel.direction == Direction::Left),
+        _ => return Err(internal()),
+    };
+    if rel.direction == Direction::Both {
+        return Err(internal());
+    }
+    let (&[rel_table], &[to_table]) = (rel.tables.as_slice(), node.tables.as_slice()) else {
+        return Err(internal());
+    };
+    let from = g.nodes.get(from).ok_or_else(internal)?;
+    let reads_rel =
+        |s: SlotId| used.contains(&s) || o.predicates.iter().any(|e| expr_slots(e).contains(&s));
+    steps.push(Step::Extend {
+        rel_table,
+        direction: if fwd {
+            ExtendDirection::Fwd
+        } else {
+            ExtendDirection::Bwd
+        },
+        from: from.id_slot,
+        to: Some(node.id_slot),
+        to_table,
+        rel_id: reads_rel(rel.id_slot).then_some(rel.id_slot),
+        properties: reads(catalog, rel_table, &rel.properties)?,
+        exclude: Vec::new(),
+        optional: true,
+    });
+    if !node.properties.is_empty() {
+        steps.push(Step::ScanProperties {
+            node: node.id_slot,
+            table: to_table,
+            properties: reads(catalog, to_table, &node.properties)?,
+        });
+    }
+    let span = kith_common::Span::new(0, 0);
+    let predicate = o.predicates.iter().cloned().reduce(|a, b| BoundExpr {
+        kind: crate::expr::BoundExprKind::Binary(
+            crate::expr::BinaryOp::And,
+            Box::new(a),
+            Box::new(b),
+        ),
+        ty: LogicalType::Bool,
+        span,
+    });
+    if let Some(predicate) = predicate {
+        steps.push(Step::PadFilter {
+            predicate,
+            node: node.id_slot,
+        });
+    }
+    Ok(())
 }
 
 /// Group keys that are properties of a node whose primary key is also a
@@ -1387,6 +1476,7 @@ impl ExtendCtx<'_> {
                 rel_id: id_needed.then_some(r.id_slot),
                 properties: reads(catalog, rel_tables[ri], &r.properties)?,
                 exclude,
+                optional: false,
             });
             available.insert(r.id_slot);
             available.extend(r.properties.iter().map(|p| p.1));

@@ -55,6 +55,7 @@ pub(super) fn degree_count(
         properties: rel_properties,
         exclude,
         to_table,
+        optional: false,
     }] = pipeline.steps.as_slice()
     else {
         return None;
