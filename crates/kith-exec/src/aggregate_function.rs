@@ -11,7 +11,9 @@ use hashbrown::HashSet;
 use std::cmp::Ordering;
 use std::hash::{Hash, Hasher};
 
-use kith_common::{Error, LogicalType, Result, Value, ValueVector, VectorData};
+use kith_common::{
+    Error, InternalId, LogicalType, Result, TableId, Value, ValueVector, VectorData,
+};
 
 use crate::expression::cast::coerce;
 use crate::expression::kernels;
@@ -89,22 +91,86 @@ struct DistinctValues {
     /// 3 a rel — the kinds `Value::total_cmp` keeps apart.
     bits: HashSet<(u8, u64)>,
     values: HashSet<DistinctKey>,
+    /// Internal ids of the first table seen, a bit per offset (kind 0 ids
+    /// of other tables, or past [`DENSE_IDS`], go to `bits`).
+    ids: IdBits,
+}
+
+/// Offsets below this get a bit (8 MiB at most per state).
+const DENSE_IDS: u64 = 1 << 26;
+
+#[derive(Debug, Clone, Default)]
+struct IdBits {
+    table: Option<TableId>,
+    words: Vec<u64>,
+    count: usize,
+}
+
+impl IdBits {
+    /// Sets `id`'s bit when it belongs here: Some(whether it was new).
+    #[inline]
+    fn insert(&mut self, id: u64) -> Option<bool> {
+        let (table, offset) = (InternalId(id).table(), InternalId(id).offset());
+        if *self.table.get_or_insert(table) != table || offset >= DENSE_IDS {
+            return None;
+        }
+        let w = (offset / 64) as usize;
+        if w >= self.words.len() {
+            self.words.resize((w + 1).next_power_of_two(), 0);
+        }
+        let bit = 1u64 << (offset % 64);
+        let new = self.words[w] & bit == 0;
+        self.words[w] |= bit;
+        self.count += usize::from(new);
+        Some(new)
+    }
+
+    /// Every id set.
+    fn ids(&self) -> impl Iterator<Item = u64> + '_ {
+        let table = self.table.unwrap_or(TableId(0));
+        self.words.iter().enumerate().flat_map(move |(w, &word)| {
+            (0..64)
+                .filter(move |b| word >> b & 1 == 1)
+                .map(move |b| InternalId::new(table, w as u64 * 64 + b).0)
+        })
+    }
 }
 
 impl DistinctValues {
     fn len(&self) -> usize {
-        self.bits.len() + self.values.len()
+        self.ids.count + self.bits.len() + self.values.len()
+    }
+
+    /// A distinct input's bits (see `bits`): ids of the dense table as a bit.
+    #[inline]
+    fn insert_bits(&mut self, bits: (u8, u64)) {
+        if bits.0 != 0 || self.ids.insert(bits.1).is_none() {
+            self.bits.insert(bits);
+        }
+    }
+
+    fn combine(&mut self, other: DistinctValues) {
+        self.values.extend(other.values);
+        for b in other.bits {
+            self.insert_bits(b);
+        }
+        for id in other.ids.ids() {
+            self.insert_bits((0, id));
+        }
     }
 
     /// Adds the non-NULL values at `positions` of a typed integer or id
     /// vector as bits; false (nothing added) for any other vector.
     fn insert_typed(&mut self, input: &ValueVector, positions: &[u32]) -> bool {
         let live = |p: &&u32| !input.is_null(**p as usize);
+        if let VectorData::Id(d) = &input.data {
+            for &p in positions.iter().filter(live) {
+                self.insert_bits((0, d[p as usize].0));
+            }
+            return true;
+        }
         let bits = &mut self.bits;
         match &input.data {
-            VectorData::Id(d) => {
-                bits.extend(positions.iter().filter(live).map(|&p| (0, d[p as usize].0)))
-            }
             VectorData::I64(d) => bits.extend(
                 positions
                     .iter()
@@ -282,9 +348,7 @@ impl AggregateState {
                     continue;
                 }
                 match DistinctValues::value_bits(&v).filter(|_| count_only) {
-                    Some(b) => {
-                        set.bits.insert(b);
-                    }
+                    Some(b) => set.insert_bits(b),
                     None => {
                         set.values.insert(DistinctKey(v));
                     }
@@ -523,8 +587,7 @@ impl AggregateState {
     /// Merges another state of the same aggregate into this one.
     pub fn combine(&mut self, other: AggregateState) -> Result<()> {
         if let (Some(mine), Some(theirs)) = (&mut self.distinct, other.distinct) {
-            mine.bits.extend(theirs.bits);
-            mine.values.extend(theirs.values);
+            mine.combine(theirs);
             return Ok(());
         }
         let o = other.acc;

@@ -429,6 +429,7 @@ const DENSE_KEYS: u64 = 1 << 22;
 impl KeyBits {
     /// The bits of position `p` of a single key vector, None for NULL and
     /// for keys that are not integers or ids.
+    #[inline]
     fn bits(v: &ValueVector, p: usize) -> Option<(u8, u64)> {
         if v.is_null(p) {
             return None;
@@ -451,6 +452,7 @@ impl KeyBits {
         }
     }
 
+    #[inline]
     fn get(&self, bits: (u8, u64)) -> Option<u32> {
         if let Some(i) = self.dense_index(bits) {
             return self.dense.get(i).copied().filter(|&g| g != u32::MAX);
@@ -476,6 +478,7 @@ impl KeyBits {
         }
     }
 
+    #[inline]
     fn dense_index(&self, (kind, bits): (u8, u64)) -> Option<usize> {
         let id = InternalId(bits);
         (kind == 0 && Some(id.table().0 as u64) == self.dense_table && id.offset() < DENSE_KEYS)
