@@ -31,10 +31,15 @@ pub struct SubqueryTable {
 enum Rows {
     /// The subquery's rows by their key ids.
     Hashed(HashMap<Box<[u64]>, Value>),
-    /// Per node of `table` (by offset), its number of rels: the count of a
-    /// one-key subquery answered by degrees.
-    Degrees { table: TableId, counts: Vec<u64> },
+    /// Per node of `table` (by offset), its count: the number of rels of a
+    /// one-key subquery answered by degrees, or the matches of a one-key
+    /// EXISTS or COUNT whose keys are all nodes of one table (a probe is
+    /// then an array read, not a hash of the key).
+    Counts { table: TableId, counts: Vec<u64> },
 }
+
+/// Most offsets a one-key table holds as an array.
+const DENSE_OFFSETS: u64 = 1 << 26;
 
 impl SubqueryTable {
     /// Builds the table from the subquery's rows (`num_keys` id columns,
@@ -44,6 +49,9 @@ impl SubqueryTable {
         num_keys: usize,
         chunks: &[Chunk],
     ) -> Result<SubqueryTable> {
+        if let Some(t) = Self::counts_by_offset(kind, num_keys, chunks) {
+            return Ok(t);
+        }
         let mut rows = HashMap::new();
         let mut key = Vec::with_capacity(num_keys);
         for c in chunks {
@@ -81,6 +89,54 @@ impl SubqueryTable {
             kind,
             num_keys,
             rows: Rows::Hashed(rows),
+        })
+    }
+
+    /// [`Rows::Counts`] from the rows of a one-key EXISTS or COUNT whose
+    /// keys are ids of one table at offsets below [`DENSE_OFFSETS`]; None
+    /// for any other table.
+    fn counts_by_offset(
+        kind: SubqueryKind,
+        num_keys: usize,
+        chunks: &[Chunk],
+    ) -> Option<SubqueryTable> {
+        if num_keys != 1 || kind == SubqueryKind::Collect {
+            return None;
+        }
+        let mut table = None;
+        let mut counts: Vec<u64> = Vec::new();
+        for c in chunks {
+            let keys = &c.columns[0];
+            let values = c.columns.get(1);
+            for r in 0..c.num_rows {
+                let Value::InternalId(id) = keys.get_value(r) else {
+                    return None;
+                };
+                if *table.get_or_insert(id.table()) != id.table() || id.offset() >= DENSE_OFFSETS {
+                    return None;
+                }
+                // EXISTS rows hold their match count when they have one
+                // (one row, maybe 0, without keys); COUNT rows their count.
+                let count = match values.map(|v| v.get_value(r).as_i64()) {
+                    Some(Some(n)) if n >= 0 => n as u64,
+                    Some(_) => return None,
+                    None if kind == SubqueryKind::Exists => 1,
+                    None => return None,
+                };
+                let o = id.offset() as usize;
+                if o >= counts.len() {
+                    counts.resize((o + 1).next_power_of_two(), 0);
+                }
+                counts[o] = count;
+            }
+        }
+        Some(SubqueryTable {
+            kind,
+            num_keys,
+            rows: Rows::Counts {
+                table: table.unwrap_or(TableId(0)),
+                counts,
+            },
         })
     }
 
@@ -125,11 +181,29 @@ impl SubqueryTable {
         Ok(SubqueryTable {
             kind,
             num_keys: 1,
-            rows: Rows::Degrees {
+            rows: Rows::Counts {
                 table: node_table,
                 counts,
             },
         })
+    }
+
+    /// For a one-key table held by offset ([`Rows::Counts`]): whether it is
+    /// an EXISTS (else a COUNT), and each id's count, so that a probe of
+    /// an id vector writes booleans or integers without building values.
+    pub fn counts_by_id(&self) -> Option<(bool, impl Fn(InternalId) -> u64 + '_)> {
+        let Rows::Counts { table, counts } = &self.rows else {
+            return None;
+        };
+        let count = move |id: InternalId| match id.table() == *table {
+            true => counts.get(id.offset() as usize).copied().unwrap_or(0),
+            false => 0,
+        };
+        match self.kind {
+            SubqueryKind::Exists => Some((true, count)),
+            SubqueryKind::Count => Some((false, count)),
+            SubqueryKind::Collect => None,
+        }
     }
 
     /// The value for the ids in `keys` (node or rel ids); NULL when one of
@@ -154,7 +228,7 @@ impl SubqueryTable {
         }
         let found = match &self.rows {
             Rows::Hashed(rows) => rows.get(scratch.as_slice()).cloned(),
-            Rows::Degrees { table, counts } => {
+            Rows::Counts { table, counts } => {
                 let id = InternalId(scratch[0]);
                 let count = match id.table() == *table {
                     true => counts.get(id.offset() as usize).copied().unwrap_or(0),
@@ -239,5 +313,37 @@ mod tests {
             Value::Bool(false)
         );
         assert!(exists.lookup(&[], &mut s).is_err());
+    }
+
+    /// One table's keys are held by offset and probed by id; keys of two
+    /// tables, or an offset past the array's limit, keep the hash table.
+    #[test]
+    fn one_table_keys_are_counts_by_offset() {
+        let mut s = Vec::new();
+        let rows = chunk(&[(id(4, 9), Value::Int64(2)), (id(4, 700), Value::Int64(5))]);
+        let count = SubqueryTable::from_rows(SubqueryKind::Count, 1, &[rows]).unwrap();
+        let Some((false, of)) = count.counts_by_id() else {
+            panic!("a COUNT of one table's keys is held by offset");
+        };
+        let at = |t: u32, o: u64| of(InternalId::new(TableId(t), o));
+        assert_eq!(
+            (at(4, 9), at(4, 700), at(4, 10), at(5, 9), at(4, 1 << 40)),
+            (2, 5, 0, 0, 0)
+        );
+        assert_eq!(
+            count.lookup(&[id(4, 700)], &mut s).unwrap(),
+            Value::Int64(5)
+        );
+        assert_eq!(
+            count.lookup(&[id(5, 700)], &mut s).unwrap(),
+            Value::Int64(0)
+        );
+        for rows in [
+            chunk(&[(id(1, 5), Value::Int64(3)), (id(2, 5), Value::Int64(7))]),
+            chunk(&[(id(1, DENSE_OFFSETS), Value::Int64(3))]),
+        ] {
+            let t = SubqueryTable::from_rows(SubqueryKind::Exists, 1, &[rows]).unwrap();
+            assert!(t.counts_by_id().is_none());
+        }
     }
 }

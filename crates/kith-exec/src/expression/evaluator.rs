@@ -705,6 +705,19 @@ impl Node {
                 ids,
             } => {
                 let table = subquery_table(ctx, *index)?;
+                // One id key probing a table held by offset: typed writes.
+                if let ([k], Some((exists, count_of))) = (keys.as_mut_slice(), table.counts_by_id())
+                {
+                    let wanted = if exists {
+                        LogicalType::Bool
+                    } else {
+                        LogicalType::Int64
+                    };
+                    if k.ty == LogicalType::InternalId && self.ty == wanted {
+                        let m = k.eval(ctx)?;
+                        return probe_counts(&mut self.out, ctx, m, k.vector(ctx), count_of);
+                    }
+                }
                 let mut modes = Vec::with_capacity(keys.len());
                 for k in keys.iter_mut() {
                     modes.push(k.eval(ctx)?);
@@ -995,6 +1008,48 @@ fn map_rows(
             each_pos!(state, p => {
                 let v = f(p)?;
                 out.put_value(p, v);
+            });
+            Ok(Mode::Unflat(u))
+        }
+    }
+}
+
+/// A one-key subquery probe of `keys` (ids at mode `m`) into counts by id:
+/// booleans (count above 0) or integers into `out`, whichever type it
+/// has; NULL for a NULL key.
+fn probe_counts(
+    out: &mut ValueVector,
+    ctx: &EvalContext,
+    m: Mode,
+    keys: &ValueVector,
+    count_of: impl Fn(kith_common::InternalId) -> u64,
+) -> Result<Mode> {
+    let VectorData::Id(ids) = &keys.data else {
+        return Err(Error::internal("subquery key is not an id vector"));
+    };
+    let write = |out: &mut ValueVector, p: usize, src: usize| {
+        if keys.is_null(src) {
+            out.set_null(p, true);
+            return;
+        }
+        let n = count_of(ids[src]);
+        match &mut out.data {
+            VectorData::Bool(b) => b[p] = n > 0,
+            VectorData::I64(x) => x[p] = n as i64,
+            _ => {}
+        }
+    };
+    match m {
+        Mode::Flat(src) => {
+            out.reset(1);
+            write(out, 0, src);
+            Ok(Mode::Flat(0))
+        }
+        Mode::Unflat(u) => {
+            let state: &ChunkState = &ctx.rs.chunks[u].state;
+            out.reset(state.len);
+            each_pos!(state, p => {
+                write(out, p, p);
             });
             Ok(Mode::Unflat(u))
         }
