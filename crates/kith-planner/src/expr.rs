@@ -107,6 +107,19 @@ pub enum BoundExprKind {
 }
 
 impl BoundExpr {
+    /// The conjunction of `conjuncts` (None when there are none), spanning
+    /// the first.
+    pub fn and_all(conjuncts: impl IntoIterator<Item = BoundExpr>) -> Option<BoundExpr> {
+        conjuncts.into_iter().reduce(|acc, e| {
+            let span = acc.span;
+            BoundExpr {
+                kind: BoundExprKind::Binary(BinaryOp::And, Box::new(acc), Box::new(e)),
+                ty: LogicalType::Bool,
+                span,
+            }
+        })
+    }
+
     pub fn literal(v: Value, span: Span) -> BoundExpr {
         let ty = v.logical_type();
         BoundExpr {

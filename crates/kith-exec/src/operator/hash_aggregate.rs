@@ -508,12 +508,7 @@ impl LocalSink for HashAggregate {
         key_kinds.clear();
         arg_kinds.clear();
         if self.key_pos.is_none() {
-            self.key_pos = Some(
-                self.key_slots
-                    .iter()
-                    .map(|s| s.and_then(|s| layout.get(s)))
-                    .collect(),
-            );
+            self.key_pos = Some(resolve_slots(&self.key_slots, layout));
         }
         self.key_direct.clear();
         for (i, (k, out)) in self
@@ -528,27 +523,17 @@ impl LocalSink for HashAggregate {
                 .and_then(|d| d.get(i).copied().flatten());
             // In place only when the vector has the key's own type.
             let direct = direct.filter(|&(c, v)| rs.chunks[c].vectors[v].ty == *k.result_type());
-            if let Some((c, v)) = direct {
-                let state = &rs.chunks[c].state;
-                key_kinds.push(if state.is_flat() {
-                    Evaluated::Flat
-                } else {
-                    Evaluated::Unflat(c)
-                });
-                self.key_direct
-                    .push(Some((c, v, state.flat_position().unwrap_or(0))));
+            if let Some(pos) = direct {
+                let (kind, at) = in_place(rs, pos);
+                key_kinds.push(kind);
+                self.key_direct.push(Some(at));
                 continue;
             }
             self.key_direct.push(None);
             key_kinds.push(k.evaluate(&ectx, out)?);
         }
         if self.direct_pos.is_none() {
-            self.direct_pos = Some(
-                self.direct_slots
-                    .iter()
-                    .map(|s| s.and_then(|s| layout.get(s)))
-                    .collect(),
-            );
+            self.direct_pos = Some(resolve_slots(&self.direct_slots, layout));
         }
         self.arg_direct.clear();
         for (i, (a, out)) in self
@@ -561,15 +546,10 @@ impl LocalSink for HashAggregate {
                 .direct_pos
                 .as_ref()
                 .and_then(|d| d.get(i).copied().flatten());
-            if let Some((c, v)) = direct {
-                let state = &rs.chunks[c].state;
-                arg_kinds.push(Some(if state.is_flat() {
-                    Evaluated::Flat
-                } else {
-                    Evaluated::Unflat(c)
-                }));
-                self.arg_direct
-                    .push(Some((c, v, state.flat_position().unwrap_or(0))));
+            if let Some(pos) = direct {
+                let (kind, at) = in_place(rs, pos);
+                arg_kinds.push(Some(kind));
+                self.arg_direct.push(Some(at));
                 continue;
             }
             self.arg_direct.push(None);
@@ -601,6 +581,26 @@ impl LocalSink for HashAggregate {
             (self.groups.capacity() * per_group + self.by_bits.bytes()) as u64,
         )
     }
+}
+
+/// Where each slot (of the ones given) sits in the layout.
+fn resolve_slots(slots: &[Option<SlotId>], layout: &SlotLayout) -> Vec<Option<(usize, usize)>> {
+    slots
+        .iter()
+        .map(|s| s.and_then(|s| layout.get(s)))
+        .collect()
+}
+
+/// A slot read in place at (chunk, vector): whether it is flat, and
+/// (chunk, vector, flat position).
+fn in_place(rs: &ResultSet, (c, v): (usize, usize)) -> (Evaluated, (usize, usize, usize)) {
+    let state = &rs.chunks[c].state;
+    let kind = if state.is_flat() {
+        Evaluated::Flat
+    } else {
+        Evaluated::Unflat(c)
+    };
+    (kind, (c, v, state.flat_position().unwrap_or(0)))
 }
 
 /// Key `i`'s vector for a batch and where a flat value sits in it.

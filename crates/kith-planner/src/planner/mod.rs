@@ -526,17 +526,7 @@ fn optional_steps(
             properties: reads(catalog, to_table, &node.properties)?,
         });
     }
-    let span = kith_common::Span::new(0, 0);
-    let predicate = o.predicates.iter().cloned().reduce(|a, b| BoundExpr {
-        kind: crate::expr::BoundExprKind::Binary(
-            crate::expr::BinaryOp::And,
-            Box::new(a),
-            Box::new(b),
-        ),
-        ty: LogicalType::Bool,
-        span,
-    });
-    if let Some(predicate) = predicate {
+    if let Some(predicate) = BoundExpr::and_all(o.predicates.iter().cloned()) {
         steps.push(Step::PadFilter {
             predicate,
             node: node.id_slot,

@@ -490,20 +490,7 @@ pub(super) fn node_predicate(
             conjuncts.push(e);
         }
     }
-    let mut conjuncts = conjuncts.into_iter().cloned();
-    let first = conjuncts.next()?;
-    let expr = conjuncts.fold(first, |acc, e| {
-        let span = acc.span;
-        BoundExpr {
-            kind: crate::expr::BoundExprKind::Binary(
-                crate::expr::BinaryOp::And,
-                Box::new(acc),
-                Box::new(e),
-            ),
-            ty: LogicalType::Bool,
-            span,
-        }
-    });
+    let expr = BoundExpr::and_all(conjuncts.into_iter().cloned())?;
     let read = expr_slots(&expr);
     let properties = dst
         .properties
