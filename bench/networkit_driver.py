@@ -164,8 +164,10 @@ class Graph:
 
 def main():
     try:
-        import numpy as np
+        # networkit first: it needs numpy itself, and a missing networkit
+        # is what the refusal must name.
         import networkit as nk
+        import numpy as np
     except Exception as e:  # ImportError, or a broken installation
         out({"ok": False, "error": "networkit not installed: %s (install it with: pip install networkit)" % (e,)})
         return 2
