@@ -377,6 +377,14 @@ impl PipelineShape {
             stats.push(None);
         }
         for step in plan_steps {
+            if let Step::Alias { slot, of } = step {
+                let at = b
+                    .layout
+                    .get(*of)
+                    .ok_or_else(|| Error::internal("alias of an unplaced slot"))?;
+                b.layout.positions.insert(*slot, at);
+                continue;
+            }
             let mut nulls = Vec::new();
             steps.push(match step {
                 Step::CrossProduct {
@@ -438,6 +446,7 @@ impl PipelineShape {
                     }
                 }
                 Step::Filter(e) => Built::Filter(e.clone()),
+                Step::Alias { .. } => return Err(Error::internal("an alias left among the steps")),
                 Step::SemiMask {
                     node,
                     table,

@@ -106,6 +106,10 @@ pub struct QueryRel {
     /// A variable-length pattern (`*l..u`, `* SHORTEST`, ...): computed by
     /// the recursive join between two query parts.
     pub recursive: Option<RecursiveRel>,
+    /// An undirected rel's stored source and destination: slots each
+    /// pipeline names after the ends it walks the rel between
+    /// (`Step::Alias`), which the rel's value reads. `None` when directed.
+    pub ends: Option<(SlotId, SlotId)>,
 }
 
 /// What a variable-length rel computes.

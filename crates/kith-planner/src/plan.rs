@@ -131,6 +131,9 @@ pub enum Step {
         table: TableId,
         predicate: crate::bound::PropertyPredicate,
     },
+    /// Names the vector of slot `of` also `slot` (no copy, no operator): an
+    /// undirected rel's stored ends after the step that bound it.
+    Alias { slot: SlotId, of: SlotId },
     /// Reads properties of already-bound nodes by id.
     ScanProperties {
         node: SlotId,
@@ -155,6 +158,7 @@ impl Step {
         let table = |t: TableId| catalog.table(t).map_or("?".to_string(), |e| e.name.clone());
         match self {
             Step::Filter(_) => "Filter".to_string(),
+            Step::Alias { .. } => "Alias".to_string(),
             Step::PadFilter { .. } => "Filter (optional, pads)".to_string(),
             Step::Extend {
                 rel_table,
@@ -538,6 +542,7 @@ impl SubPlan {
         };
         for step in self.steps.iter().rev() {
             lines.push(match step {
+                Step::Alias { .. } => continue,
                 Step::Filter(e) => format!("Filter {}", describe_expr(e)),
                 Step::PadFilter { predicate, .. } => {
                     format!("Filter {}, pads with NULLs", describe_expr(predicate))
@@ -627,7 +632,11 @@ fn describe_sub(p: &SubPlan, catalog: &Catalog) -> String {
         Source::ScanNodes { table: t, .. } => format!("ScanNodes {}", table(*t)),
         Source::Rows { .. } => "ScanRows".to_string(),
     }];
-    parts.extend(p.steps.iter().map(|s| s.describe(catalog)));
+    parts.extend(
+        (p.steps.iter())
+            .filter(|s| !matches!(s, Step::Alias { .. }))
+            .map(|s| s.describe(catalog)),
+    );
     let mut out = parts.join(" -> ");
     if let Some(e) = &p.estimate {
         out = format!("{out}  [{}]", e.describe());

@@ -55,15 +55,22 @@ impl Binder<'_> {
                     "using the rel variable of a variable-length pattern as a value",
                 ));
             }
-            let (src, dst) = match r.direction {
-                ast::Direction::Left => (r.right, r.left),
-                _ => (r.left, r.right),
+            let (src, dst) = match (r.direction, r.ends) {
+                (_, Some(ends)) => ends,
+                (ast::Direction::Left, None) => (
+                    self.graph.nodes[r.right].id_slot,
+                    self.graph.nodes[r.left].id_slot,
+                ),
+                _ => (
+                    self.graph.nodes[r.left].id_slot,
+                    self.graph.nodes[r.right].id_slot,
+                ),
             };
             return Ok(Some(Entity::Rel {
                 name: r.name.clone(),
                 tables: r.tables.clone(),
-                src: self.graph.nodes[src].id_slot,
-                dst: self.graph.nodes[dst].id_slot,
+                src,
+                dst,
             }));
         }
         if let Some((name, _)) = self.rels_carried.iter().find(|r| r.1 == slot) {
@@ -112,15 +119,18 @@ impl Binder<'_> {
         let Some(r) = self.graph.rels.iter().find(|r| r.name == var) else {
             return Vec::new();
         };
-        let (src, dst) = match r.direction {
-            ast::Direction::Left => (r.right, r.left),
-            _ => (r.left, r.right),
+        // An undirected rel's ends are the ones its pipeline names
+        // (`QueryRel::ends`), not the ones written.
+        let node = |n: usize| self.graph.nodes[n].id_slot;
+        let (src, dst) = match (r.direction, r.ends) {
+            (_, Some(ends)) => ends,
+            (ast::Direction::Left, None) => (node(r.right), node(r.left)),
+            _ => (node(r.left), node(r.right)),
         };
         let span = Span::new(0, 0);
         [(CARRIED_SRC, src), (CARRIED_DST, dst)]
             .into_iter()
-            .map(|(name, n)| {
-                let slot = self.graph.nodes[n].id_slot;
+            .map(|(name, slot)| {
                 (
                     name.to_string(),
                     BoundExpr::slot(slot, LogicalType::InternalId, span),

@@ -592,6 +592,8 @@ impl Binder<'_> {
                 self.bind_recursive_predicate(spec, &tables, r)?;
             }
             let id_slot = self.new_slot();
+            let ends = (rel.direction == ast::Direction::Both && recursive.is_none())
+                .then(|| (self.new_slot(), self.new_slot()));
             self.graph.rels.push(QueryRel {
                 name: name.clone(),
                 tables,
@@ -601,6 +603,7 @@ impl Binder<'_> {
                 id_slot,
                 properties: Vec::new(),
                 recursive,
+                ends,
             });
             if let Some((carried, span)) = bound_rel {
                 let id = |slot| BoundExpr::slot(slot, LogicalType::InternalId, span);

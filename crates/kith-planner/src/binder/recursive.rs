@@ -136,6 +136,7 @@ impl Binder<'_> {
                 id_slot: rel_id,
                 properties: Vec::new(),
                 recursive: None,
+                ends: None,
             });
         }
         let bound = self.bind_expr(pred);

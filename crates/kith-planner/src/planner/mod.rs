@@ -476,6 +476,38 @@ fn plan_part(
     })
 }
 
+/// After the step that bound undirected rel `ri` walking it from node
+/// `from` in `direction`: its stored ends ([`QueryRel::ends`]) name the
+/// vectors of the nodes it joins, source first.
+fn alias_ends(
+    g: &QueryGraph,
+    ri: usize,
+    from: usize,
+    direction: ExtendDirection,
+    used: &HashSet<SlotId>,
+    available: &mut HashSet<SlotId>,
+    steps: &mut Vec<Step>,
+) {
+    let r = &g.rels[ri];
+    // Only a rel whose value is read needs them (its far end is then
+    // bound, see the extend's `to`).
+    let Some((src, dst)) = r.ends.filter(|(s, d)| used.contains(s) || used.contains(d)) else {
+        return;
+    };
+    let to = if r.left == from { r.right } else { r.left };
+    let (s, d) = match direction {
+        ExtendDirection::Fwd => (from, to),
+        ExtendDirection::Bwd => (to, from),
+    };
+    for (slot, node) in [(src, s), (dst, d)] {
+        steps.push(Step::Alias {
+            slot,
+            of: g.nodes[node].id_slot,
+        });
+        available.insert(slot);
+    }
+}
+
 /// The steps of an optional extend (see [`OptionalExtend`]): the extend
 /// from the bound end, the new node's properties, then its predicates as
 /// a padding filter.
@@ -780,6 +812,12 @@ fn plan_pipeline(
         })
         .chain(g.rels.iter().flat_map(|r| {
             std::iter::once((r.id_slot, LogicalType::InternalId))
+                .chain(
+                    r.ends
+                        .into_iter()
+                        .flat_map(|(s, d)| [s, d])
+                        .map(|s| (s, LogicalType::InternalId)),
+                )
                 .chain(r.properties.iter().map(|p| (p.1, p.2.clone())))
         }))
         .collect();
@@ -1309,6 +1347,7 @@ impl ExtendCtx<'_> {
             });
             available.insert(r.id_slot);
         }
+        let directions: Vec<ExtendDirection> = lists.iter().map(|l| l.direction).collect();
         steps.push(Step::Intersect {
             to: g.nodes[x].id_slot,
             to_table: self.node_tables[x],
@@ -1317,6 +1356,11 @@ impl ExtendCtx<'_> {
             exclude,
         });
         self.bind_node(x, bound, available, pending, steps)?;
+        for (&ri, direction) in rels.iter().zip(directions) {
+            let r = &g.rels[ri];
+            let from = if r.left == x { r.right } else { r.left };
+            alias_ends(g, ri, from, direction, self.used, available, steps);
+        }
         place_filters(available, pending, steps);
         Ok(())
     }
@@ -1452,6 +1496,8 @@ impl ExtendCtx<'_> {
                 // A later rel's isomorphism test may read this rel's
                 // endpoints (the node it was extended to).
                 || id_needed
+                // An undirected rel's value names its stored ends.
+                || r.ends.is_some_and(|(s, d)| used.contains(&s) || used.contains(&d))
             {
                 Some(g.nodes[to].id_slot)
             } else {
@@ -1487,6 +1533,7 @@ impl ExtendCtx<'_> {
             } else {
                 self.bind_node(to, bound, available, pending, steps)?;
             }
+            alias_ends(g, ri, from, direction, used, available, steps);
             place_filters(available, pending, steps);
         }
         Ok(())
@@ -1589,6 +1636,12 @@ fn slot_types(q: &BoundPart) -> HashMap<SlotId, LogicalType> {
         }))
         .chain(g.rels.iter().flat_map(|r| {
             std::iter::once((r.id_slot, LogicalType::InternalId))
+                .chain(
+                    r.ends
+                        .into_iter()
+                        .flat_map(|(s, d)| [s, d])
+                        .map(|s| (s, LogicalType::InternalId)),
+                )
                 .chain(r.properties.iter().map(|p| (p.1, p.2.clone())))
                 .chain(
                     r.recursive
