@@ -38,6 +38,15 @@ enum Rows {
     Counts { table: TableId, counts: Vec<u64> },
 }
 
+/// The count of node `id` in [`Rows::Counts`] of `table` (0 for a node of
+/// another table or past the array).
+fn count_at(table: TableId, counts: &[u64], id: InternalId) -> u64 {
+    match id.table() == table {
+        true => counts.get(id.offset() as usize).copied().unwrap_or(0),
+        false => 0,
+    }
+}
+
 /// Most offsets a one-key table holds as an array.
 const DENSE_OFFSETS: u64 = 1 << 26;
 
@@ -195,10 +204,7 @@ impl SubqueryTable {
         let Rows::Counts { table, counts } = &self.rows else {
             return None;
         };
-        let count = move |id: InternalId| match id.table() == *table {
-            true => counts.get(id.offset() as usize).copied().unwrap_or(0),
-            false => 0,
-        };
+        let count = move |id: InternalId| count_at(*table, counts, id);
         match self.kind {
             SubqueryKind::Exists => Some((true, count)),
             SubqueryKind::Count => Some((false, count)),
@@ -229,11 +235,7 @@ impl SubqueryTable {
         let found = match &self.rows {
             Rows::Hashed(rows) => rows.get(scratch.as_slice()).cloned(),
             Rows::Counts { table, counts } => {
-                let id = InternalId(scratch[0]);
-                let count = match id.table() == *table {
-                    true => counts.get(id.offset() as usize).copied().unwrap_or(0),
-                    false => 0,
-                };
+                let count = count_at(*table, counts, InternalId(scratch[0]));
                 match self.kind {
                     _ if count == 0 => None,
                     SubqueryKind::Exists => Some(Value::Bool(true)),

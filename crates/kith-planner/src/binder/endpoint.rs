@@ -7,8 +7,9 @@
 //! and it compares equal to the variable. It is guarded by `r IS NULL`: an
 //! OPTIONAL MATCH that found no rel leaves `r` NULL while an end bound
 //! earlier is not. An undirected rel may have been matched either way round,
-//! so which variable is its source is only known per row:
-//! `EXISTS { (a)-[r]->() }` (`a` the pattern's left node) tells.
+//! so which variable is its source is only known per row: its stored source
+//! (the slot its value reads, `QueryRel::ends`, or the one carried with it)
+//! equals the pattern's left node or not.
 //!
 //! A rel carried through WITH (an OPTIONAL MATCH carries everything) keeps
 //! its ends where both end variables were carried too (`carried_rel_ends`).
@@ -183,79 +184,26 @@ impl Binder<'_> {
             });
         }
         // Undirected: `this` is the left node for startNode, the right one
-        // for endNode, where the stored rel starts on the left.
-        let cond = self.starts_at(&ends.left, rel, span)?;
+        // for endNode, where the stored rel starts on the left: its stored
+        // source (the slot its value reads) is the left node's id.
+        let src_slot = self
+            .rel_source_slot(slot, span)?
+            .ok_or_else(|| Error::internal("an undirected rel without its stored source"))?;
+        let id = |s: SlotId| Box::new(BoundExpr::slot(s, LogicalType::InternalId, span));
+        let cond = BoundExpr {
+            kind: BoundExprKind::Binary(
+                BinaryOp::Eq,
+                id(src_slot),
+                id(self.graph.nodes[left].id_slot),
+            ),
+            ty: LogicalType::Bool,
+            span,
+        };
         Ok(Endpoint::Node {
             rel: slot,
             first: Some((cond, this)),
             otherwise: other,
         })
-    }
-
-    /// `EXISTS { (node)-[rel]->() }`: whether the stored rel starts at
-    /// node variable `node`.
-    fn starts_at(&mut self, node_var: &str, rel: &str, span: Span) -> Result<BoundExpr> {
-        let ident = |name: &str| ast::Ident {
-            name: name.to_string(),
-            span,
-        };
-        let node = |variable: Option<ast::Ident>| ast::NodePattern {
-            variable,
-            labels: ast::LabelExpr::None,
-            properties: None,
-            where_: None,
-            span,
-        };
-        // The rel's own types keep the subquery to its tables.
-        let mut types: Vec<ast::Ident> = Vec::new();
-        for t in self.rel_tables_of(rel) {
-            let label = self
-                .catalog
-                .table(t)
-                .map(|t| t.label.clone())
-                .ok_or_else(|| Error::internal("rel table vanished from the catalog"))?;
-            if !types.iter().any(|i| i.name == label) {
-                types.push(ident(&label));
-            }
-        }
-        let pattern = ast::PathPattern {
-            variable: None,
-            shortest: None,
-            start: node(Some(ident(node_var))),
-            chain: vec![(
-                ast::RelPattern {
-                    variable: Some(ident(rel)),
-                    types,
-                    direction: Direction::Right,
-                    properties: None,
-                    range: None,
-                    where_: None,
-                    span,
-                },
-                node(None),
-            )],
-            span,
-        };
-        let exists = ast::Expr {
-            kind: ExprKind::Exists(Box::new(ast::SingleQuery {
-                clauses: vec![Clause::Match {
-                    optional: false,
-                    patterns: vec![pattern],
-                    where_: None,
-                    span,
-                }],
-                span,
-            })),
-            span,
-        };
-        // The names are the pattern's variables: no projection alias or
-        // comprehension variable that happens to share one may stand in.
-        let aliases = std::mem::take(&mut self.aliases);
-        let locals = std::mem::take(&mut self.locals);
-        let bound = self.bind_expr(&exists);
-        self.aliases = aliases;
-        self.locals = locals;
-        bound
     }
 
     /// `CASE WHEN r IS NULL THEN NULL [WHEN cond THEN f(first)] ELSE

@@ -40,6 +40,15 @@ enum Entity {
 }
 
 impl Binder<'_> {
+    /// The slot of the stored source of the rel whose id lives in `slot`
+    /// (see [`QueryRel::ends`]); None when `slot` holds no rel.
+    pub(super) fn rel_source_slot(&self, slot: SlotId, span: Span) -> Result<Option<SlotId>> {
+        Ok(match self.entity_of_slot(slot, span)? {
+            Some(Entity::Rel { src, .. }) => Some(src),
+            _ => None,
+        })
+    }
+
     /// The node or rel whose id lives in `slot`, if any.
     fn entity_of_slot(&self, slot: SlotId, span: Span) -> Result<Option<Entity>> {
         if let Some(n) = self.graph.nodes.iter().find(|n| n.id_slot == slot) {

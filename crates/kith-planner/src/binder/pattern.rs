@@ -92,13 +92,8 @@ impl Binder<'_> {
         let bound_node =
             |name: &ast::Ident| self.graph.nodes.iter().position(|n| n.name == name.name);
         let new_name = |v: &Option<ast::Ident>| {
-            v.as_ref().is_none_or(|v| {
-                !self.is_path(&v.name)
-                    && !self.graph.nodes.iter().any(|n| n.name == v.name)
-                    && !self.graph.rels.iter().any(|r| r.name == v.name)
-                    && !self.values.iter().any(|x| x.0 == v.name)
-                    && !self.rels_carried.iter().any(|x| x.0 == v.name)
-            })
+            v.as_ref()
+                .is_none_or(|v| !self.is_path(&v.name) && self.check_new_variable(v).is_ok())
         };
         // One end bound (and written bare, so the clause cannot narrow it),
         // the other new.
