@@ -336,7 +336,7 @@ mod tests {
         let out = render(
             Format::Csv,
             &["l"],
-            vec![vec![Value::List(vec![Value::Int64(1), s("x")])]],
+            vec![vec![Value::list(vec![Value::Int64(1), s("x")])]],
         );
         assert_eq!(out, "l\n\"[1,'x']\"\n");
     }
@@ -354,7 +354,7 @@ mod tests {
                 s("x\"y"),
                 Value::Bool(true),
                 Value::Null,
-                Value::List(vec![Value::Int32(1), Value::Null]),
+                Value::list(vec![Value::Int32(1), Value::Null]),
                 Value::Struct(vec![("z".into(), Value::Int8(1)), ("a".into(), s("q"))]),
                 Value::Double(f64::NAN),
                 Value::Double(f64::INFINITY),

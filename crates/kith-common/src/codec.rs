@@ -156,7 +156,7 @@ impl Encoder {
             Value::List(items) => {
                 self.u8(V_LIST);
                 self.u64(items.len() as u64);
-                for item in items {
+                for item in items.iter() {
                     self.value(item)?;
                 }
             }
@@ -342,7 +342,7 @@ impl<'a> Decoder<'a> {
                 for _ in 0..n {
                     items.push(self.value()?);
                 }
-                Value::List(items)
+                Value::list(items)
             }
             V_MAP => {
                 let n = self.count(2)?;
@@ -438,7 +438,7 @@ mod tests {
             Value::Double(f64::NAN),
             Value::String("x".into()),
             Value::Date(Date(19000)),
-            Value::List(vec![Value::Int64(1), Value::List(vec![]), Value::Null]),
+            Value::list(vec![Value::Int64(1), Value::list(vec![]), Value::Null]),
             Value::Map(vec![(Value::String("k".into()), Value::Double(2.5))]),
             Value::Struct(vec![("a".into(), Value::Bool(false))]),
         ];

@@ -36,7 +36,11 @@ pub enum Value {
     DateTime(DateTime),
     Duration(Duration),
     InternalId(InternalId),
-    List(Vec<Value>),
+    /// Shared like entities: a list is cloned every time an operator reads
+    /// it from a vector or a part's rows, and a collected list can hold
+    /// thousands of elements. Build one with [`Value::list`]; change one
+    /// with `Arc::make_mut` (copies only while shared).
+    List(Arc<Vec<Value>>),
     /// Named fields in declaration order.
     Struct(Vec<(String, Value)>),
     Map(Vec<(Value, Value)>),
@@ -69,6 +73,11 @@ pub struct RelValue {
 }
 
 impl Value {
+    /// A list value of `items`.
+    pub fn list(items: Vec<Value>) -> Value {
+        Value::List(Arc::new(items))
+    }
+
     pub fn is_null(&self) -> bool {
         matches!(self, Value::Null)
     }
@@ -151,7 +160,7 @@ impl Value {
                     .iter()
                     .map(|item| item.to_column_type(inner))
                     .collect::<Option<Vec<_>>>()
-                    .map(Value::List);
+                    .map(Value::list);
             }
             (LogicalType::Struct(fields), Value::Struct(given)) => {
                 // A field the column does not declare is an error; one the value
@@ -281,7 +290,7 @@ impl Value {
             }
             (InternalId(a), InternalId(b)) => a.cmp(b),
             (List(a), List(b)) => {
-                for (x, y) in a.iter().zip(b) {
+                for (x, y) in a.iter().zip(b.iter()) {
                     let o = x.total_cmp(y);
                     if o != Ordering::Equal {
                         return o;
@@ -483,7 +492,7 @@ mod tests {
     fn display_formats() {
         assert_eq!(Value::Double(2.0).to_string(), "2.0");
         assert_eq!(Value::Double(2.5).to_string(), "2.5");
-        let l = Value::List(vec![Value::Int64(1), Value::String("a".into())]);
+        let l = Value::list(vec![Value::Int64(1), Value::String("a".into())]);
         assert_eq!(l.to_string(), "[1,'a']");
     }
 }

@@ -791,9 +791,9 @@ mod tests {
         let list = LogicalType::List(Box::new(LogicalType::Int64));
         let (mut a, mut b) = (ValueVector::new(list.clone(), 0), ValueVector::new(list, 0));
         let vals = [
-            Value::List(vec![Value::Int64(1), Value::Int64(2)]),
+            Value::list(vec![Value::Int64(1), Value::Int64(2)]),
             Value::Null,
-            Value::List(vec![]),
+            Value::list(vec![]),
         ];
         for v in &vals {
             a.push_owned(v.clone());
@@ -874,9 +874,9 @@ mod tests {
             (
                 LogicalType::List(Box::new(LogicalType::Int64)),
                 vec![
-                    Value::List(vec![Value::Int64(1)]),
+                    Value::list(vec![Value::Int64(1)]),
                     Value::Null,
-                    Value::List(vec![]),
+                    Value::list(vec![]),
                 ],
             ),
         ]

@@ -628,7 +628,7 @@ impl AggregateState {
     /// instead of cloning it (the last read of a group's state).
     pub fn into_value(mut self) -> Value {
         match (self.func, &self.distinct) {
-            (AggregateFunc::Collect, None) => Value::List(std::mem::take(&mut self.acc.items)),
+            (AggregateFunc::Collect, None) => Value::list(std::mem::take(&mut self.acc.items)),
             _ => self.finalize(),
         }
     }
@@ -674,7 +674,7 @@ impl AggregateState {
                 }
             }
             AggregateFunc::Min | AggregateFunc::Max => a.best.clone().unwrap_or(Value::Null),
-            AggregateFunc::Collect => Value::List(a.items.clone()),
+            AggregateFunc::Collect => Value::list(a.items.clone()),
             AggregateFunc::Stdev => match a.count {
                 0 => Value::Null,
                 1 => Value::Double(0.0),
@@ -753,7 +753,7 @@ mod tests {
         assert_eq!(fin("min", LogicalType::Int64), Value::Null);
         assert_eq!(
             fin("collect", LogicalType::List(Box::new(t.clone()))),
-            Value::List(vec![])
+            Value::list(vec![])
         );
         assert_eq!(fin("stdev", LogicalType::Double), Value::Null);
     }

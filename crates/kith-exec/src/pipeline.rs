@@ -1341,7 +1341,7 @@ fn apply_unwinds(mut rows: Chunk, part: &PartPlan, ctx: &QueryContext) -> Result
             match lists.columns[0].get_value(r) {
                 Value::Null => {}
                 Value::List(items) => {
-                    for v in &items {
+                    for v in items.iter() {
                         emit(r, v, &mut out)?;
                     }
                 }

@@ -248,7 +248,7 @@ impl SubqueryTable {
             None => match self.kind {
                 SubqueryKind::Exists => Value::Bool(false),
                 SubqueryKind::Count => Value::Int64(0),
-                SubqueryKind::Collect => Value::List(Vec::new()),
+                SubqueryKind::Collect => Value::list(Vec::new()),
             },
         })
     }

@@ -349,7 +349,7 @@ fn nested_values(
                 }
             };
             let items = child_values(child, &offsets, inner)?;
-            Ok(ranges(&offsets, items, null, Value::List))
+            Ok(ranges(&offsets, items, null, Value::list))
         }
         (LogicalType::Map(kt, vt), DataType::Map(..)) => {
             let m = a.as_map();

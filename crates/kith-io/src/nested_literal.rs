@@ -62,12 +62,12 @@ impl Parser<'_> {
                 }
                 let mut items = Vec::new();
                 if self.eat(b']') {
-                    return Some(Value::List(items));
+                    return Some(Value::list(items));
                 }
                 loop {
                     items.push(self.value(inner, b",]")?);
                     if self.eat(b']') {
-                        return Some(Value::List(items));
+                        return Some(Value::list(items));
                     }
                     if !self.eat(b',') {
                         return None;
@@ -214,16 +214,16 @@ mod tests {
         let ints = list(LogicalType::Int64);
         assert_eq!(
             parse(" [1, 2 ,3] ", &ints),
-            Some(Value::List(vec![
+            Some(Value::list(vec![
                 Value::Int64(1),
                 Value::Int64(2),
                 Value::Int64(3)
             ]))
         );
-        assert_eq!(parse("[]", &ints), Some(Value::List(vec![])));
+        assert_eq!(parse("[]", &ints), Some(Value::list(vec![])));
         assert_eq!(
             parse("[1,,NULL]", &ints),
-            Some(Value::List(vec![Value::Int64(1), Value::Null, Value::Null]))
+            Some(Value::list(vec![Value::Int64(1), Value::Null, Value::Null]))
         );
         assert_eq!(parse("NULL", &ints), Some(Value::Null));
         assert_eq!(parse("[1,x]", &ints), None);
@@ -233,7 +233,7 @@ mod tests {
         let strs = list(LogicalType::String);
         assert_eq!(
             parse(r#"[a b, 'c,d', "e\"f", 'it''s', '']"#, &strs),
-            Some(Value::List(vec![
+            Some(Value::list(vec![
                 Value::String("a b".into()),
                 Value::String("c,d".into()),
                 Value::String("e\"f".into()),
@@ -244,10 +244,10 @@ mod tests {
         let nested = list(list(LogicalType::Double));
         assert_eq!(
             parse("[[1.5],[], [2,3]]", &nested),
-            Some(Value::List(vec![
-                Value::List(vec![Value::Double(1.5)]),
-                Value::List(vec![]),
-                Value::List(vec![Value::Double(2.0), Value::Double(3.0)]),
+            Some(Value::list(vec![
+                Value::list(vec![Value::Double(1.5)]),
+                Value::list(vec![]),
+                Value::list(vec![Value::Double(2.0), Value::Double(3.0)]),
             ]))
         );
         let dates = list(LogicalType::Date);
@@ -287,11 +287,11 @@ mod tests {
             Some(Value::Map(vec![
                 (
                     Value::String("a".into()),
-                    Value::List(vec![Value::Int32(1)])
+                    Value::list(vec![Value::Int32(1)])
                 ),
                 (
                     Value::String("b c".into()),
-                    Value::List(vec![Value::Int32(2), Value::Int32(3)])
+                    Value::list(vec![Value::Int32(2), Value::Int32(3)])
                 ),
             ]))
         );

@@ -347,11 +347,11 @@ fn graph_structs(values: &[Value]) -> Option<(Vec<Value>, LogicalType)> {
             Value::Path(p) => Value::Struct(vec![
                 (
                     "_nodes".into(),
-                    Value::List(p.nodes().map(|n| node(n)).collect()),
+                    Value::list(p.nodes().map(|n| node(n)).collect()),
                 ),
                 (
                     "_rels".into(),
-                    Value::List(p.rels().map(|r| rel(r)).collect()),
+                    Value::list(p.rels().map(|r| rel(r)).collect()),
                 ),
             ]),
             _ => Value::Null,

@@ -165,7 +165,7 @@ impl<'py> Ctx<'py> {
             Value::InternalId(id) => internal_id(py, *id)?,
             Value::List(items) => {
                 let list = PyList::empty(py);
-                for item in items {
+                for item in items.iter() {
                     list.append(self.value(py, item)?)?;
                 }
                 list.into_any().unbind()
@@ -332,7 +332,7 @@ impl<'py> Ctx<'py> {
                 }
             }
             Value::List(items) => {
-                for item in items {
+                for item in items.iter() {
                     self.collect_graph(py, item, nodes, rels)?;
                 }
             }
@@ -454,7 +454,7 @@ pub fn py_to_value(obj: &Bound<'_, PyAny>) -> PyResult<Value> {
             .try_iter()?
             .map(|item| py_to_value(&item?))
             .collect::<PyResult<Vec<_>>>()?;
-        return Ok(Value::List(items));
+        return Ok(Value::list(items));
     }
     if let Ok(dict) = obj.downcast::<PyDict>() {
         let mut fields = Vec::with_capacity(dict.len());

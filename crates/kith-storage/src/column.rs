@@ -1365,7 +1365,7 @@ mod tests {
             any::<i64>().prop_map(Value::Int64),
             "[a-z]{0,6}".prop_map(Value::String),
             any::<bool>().prop_map(Value::Bool),
-            prop::collection::vec(any::<i32>().prop_map(|x| Value::Int64(x.into())), 0..4).prop_map(Value::List),
+            prop::collection::vec(any::<i32>().prop_map(|x| Value::Int64(x.into())), 0..4).prop_map(Value::list),
         ]), 0..200), s in 0usize..10) {
             round_trip(LogicalType::Any, &v, s);
         }

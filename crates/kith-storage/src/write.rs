@@ -216,7 +216,7 @@ fn probe_columns(
 fn property_equals(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::List(x), Value::List(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| property_equals(a, b))
+            x.len() == y.len() && x.iter().zip(y.iter()).all(|(a, b)| property_equals(a, b))
         }
         _ if a.is_null() || b.is_null() => false,
         _ => match (a.as_f64(), b.as_f64()) {

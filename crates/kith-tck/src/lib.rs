@@ -278,7 +278,7 @@ fn param_value(v: &value::TckValue) -> Result<Value, Outcome> {
         T::Int(i) => Value::Int64(*i),
         T::Float(f) => Value::Double(*f),
         T::String(s) => Value::String(s.clone()),
-        T::List(items) => Value::List(items.iter().map(param_value).collect::<Result<_, _>>()?),
+        T::List(items) => Value::list(items.iter().map(param_value).collect::<Result<_, _>>()?),
         T::Map(entries) => Value::Struct(
             entries
                 .iter()

@@ -608,7 +608,7 @@ mod tests {
         assert!(values_match(&Value::Double(0.1 + 0.2), &p("0.3"), o));
         assert!(values_match(&Value::Double(f64::NAN), &p("NaN"), o));
         assert!(!values_match(&Value::String("a".into()), &p("'b'"), o));
-        let list = Value::List(vec![Value::Int64(1), Value::Int64(2)]);
+        let list = Value::list(vec![Value::Int64(1), Value::Int64(2)]);
         assert!(!values_match(&list, &p("[2, 1]"), o));
         let unordered = CompareOpts {
             ignore_list_order: true,

@@ -1117,7 +1117,7 @@ fn set_labels(
     let value = if next == default {
         Value::Null
     } else {
-        Value::List(next.iter().map(|l| Value::String(l.clone())).collect())
+        Value::list(next.iter().map(|l| Value::String(l.clone())).collect())
     };
     let p = implicit_schema::label_column(txn, table, &next)?;
     txn.update_node_property(table, offset, p, &value)
@@ -1384,7 +1384,7 @@ fn create_nodes(
             .iter()
             .position(|q| q.id == p)
             .ok_or_else(|| Error::internal("label column missing"))?;
-        let list = Value::List(n.labels.iter().map(|l| Value::String(l.clone())).collect());
+        let list = Value::list(n.labels.iter().map(|l| Value::String(l.clone())).collect());
         for v in &mut values {
             v[i] = list.clone();
         }

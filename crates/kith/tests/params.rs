@@ -60,7 +60,7 @@ fn parameters_in_expressions_skip_limit_and_unwind() {
             "UNWIND $list AS x RETURN sum(x)",
             &[(
                 "list",
-                Value::List(vec![Value::Int64(1), Value::Int64(2), Value::Int64(3)])
+                Value::list(vec![Value::Int64(1), Value::Int64(2), Value::Int64(3)])
             )]
         ),
         vec![vec![Value::Int64(6)]]
@@ -84,7 +84,7 @@ fn key_membership_in_a_parameter_list() {
     let plan: String = conn
         .query_with_params(
             "EXPLAIN MATCH (a:Person) WHERE a.id IN $ids RETURN a.name",
-            &[("ids", Value::List(vec![Value::Int64(1)]))],
+            &[("ids", Value::list(vec![Value::Int64(1)]))],
         )
         .unwrap()
         .rows()
@@ -99,7 +99,7 @@ fn key_membership_in_a_parameter_list() {
         (0..20).map(Value::Int64).rev().collect(),
     ];
     for list in lists {
-        let p = [("ids", Value::List(list.clone()))];
+        let p = [("ids", Value::list(list.clone()))];
         let got = rows(
             &conn,
             "MATCH (a:Person) WHERE a.id IN $ids RETURN a.id ORDER BY a.id",

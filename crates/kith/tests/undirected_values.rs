@@ -104,7 +104,7 @@ fn undirected_rel_values_name_their_stored_ends() {
             let Value::List(list) = &row[2] else {
                 panic!("rels(p) is a list");
             };
-            for r in list {
+            for r in list.iter() {
                 check(r, &ids, &rels, "rels(p)");
             }
         }

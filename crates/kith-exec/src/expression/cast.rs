@@ -74,7 +74,7 @@ pub fn try_cast_value(v: &Value, to: &LogicalType) -> Option<Value> {
             _ => return None,
         },
         T::List(elem) => match v {
-            Value::List(items) => Value::List(
+            Value::List(items) => Value::list(
                 items
                     .iter()
                     .map(|x| try_cast_value(x, elem))
@@ -170,11 +170,11 @@ mod tests {
         assert_eq!(cast_value(&Value::Null, &T::Int64).unwrap(), Value::Null);
         assert_eq!(
             cast_value(
-                &Value::List(vec![Value::Int32(1)]),
+                &Value::list(vec![Value::Int32(1)]),
                 &T::List(Box::new(T::Int64))
             )
             .unwrap(),
-            Value::List(vec![Value::Int64(1)])
+            Value::list(vec![Value::Int64(1)])
         );
     }
 }

@@ -249,7 +249,7 @@ impl Node {
                         _ => Err(Error::internal("list item is not a literal")),
                     })
                     .collect::<Result<Vec<_>>>()?;
-                Kind::Const(Value::List(values))
+                Kind::Const(Value::list(values))
             }
             BoundExprKind::List(items) => {
                 Kind::List(items.iter().map(Node::compile).collect::<Result<_>>()?)
@@ -625,7 +625,7 @@ impl Node {
                 let vecs: Vec<&ValueVector> = items.iter().map(|a| a.vector(ctx)).collect();
                 let ty = &self.ty;
                 map_rows(&mut self.out, ctx, &modes, |p| {
-                    let l = Value::List(
+                    let l = Value::list(
                         vecs.iter()
                             .zip(&modes)
                             .map(|(v, m)| v.get_value(at(*m, p)))
@@ -829,7 +829,7 @@ impl Node {
                 _ => return Err(Error::internal("date part of a non-temporal value")),
             },
             Kind::Cast(x) => cast_value(&x.eval_row(ctx, p, locals)?, &self.ty)?,
-            Kind::List(items) => Value::List(
+            Kind::List(items) => Value::list(
                 items
                     .iter()
                     .map(|a| a.eval_row(ctx, p, locals))
@@ -1145,7 +1145,8 @@ impl Nested {
     ) -> Result<Value> {
         let items = match list {
             Value::Null => return Ok(Value::Null),
-            Value::List(items) => items,
+            // Moves the elements out when this is the list's only holder.
+            Value::List(items) => std::sync::Arc::unwrap_or_clone(items),
             other => {
                 let what = match self.op {
                     NestedOp::Comprehension => "a list comprehension",
@@ -1181,7 +1182,7 @@ impl Nested {
                         None => std::mem::replace(&mut locals[var], Value::Null),
                     });
                 }
-                Ok(Value::List(out))
+                Ok(Value::list(out))
             }
             NestedOp::Quantifier(kind) => {
                 let pred = self
@@ -1239,9 +1240,9 @@ fn call_procedure(procedure: &ProcedureRef, args: &[Value]) -> Result<Value> {
     let p = &procedure.0;
     let rows = p.call(args)?;
     if p.outputs.is_empty() {
-        return Ok(Value::List(vec![Value::Struct(Vec::new())]));
+        return Ok(Value::list(vec![Value::Struct(Vec::new())]));
     }
-    Ok(Value::List(
+    Ok(Value::list(
         rows.into_iter()
             .map(|row| Value::Struct(p.outputs.iter().map(|c| c.name.clone()).zip(row).collect()))
             .collect(),
@@ -1289,7 +1290,7 @@ mod path_count_tests {
             };
             for rels in [false, true] {
                 let n = if rels { p.rel_count() } else { p.node_count() };
-                let list = Value::List(vec![Value::Null; n]);
+                let list = Value::list(vec![Value::Null; n]);
                 let bounds = (-8..8).map(Some).chain([None]);
                 for from in bounds.clone() {
                     for to in bounds.clone() {

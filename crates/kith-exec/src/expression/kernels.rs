@@ -56,7 +56,7 @@ pub fn compare(a: &Value, b: &Value) -> Option<Ordering> {
         (Rel(x), InternalId(y)) => Some(x.id.cmp(y)),
         (InternalId(x), Rel(y)) => Some(x.cmp(&y.id)),
         (List(x), List(y)) => {
-            for (p, q) in x.iter().zip(y) {
+            for (p, q) in x.iter().zip(y.iter()) {
                 if p.is_null() || q.is_null() {
                     return None;
                 }
@@ -95,7 +95,7 @@ pub fn equals(a: &Value, b: &Value) -> Option<bool> {
                 return Some(false);
             }
             let mut unknown = false;
-            for (p, q) in x.iter().zip(y) {
+            for (p, q) in x.iter().zip(y.iter()) {
                 match equals(p, q) {
                     Some(false) => return Some(false),
                     None => unknown = true,
@@ -343,9 +343,13 @@ pub fn arith(op: BinaryOp, a: &Value, b: &Value) -> Result<Value> {
         )));
     }
     Ok(match (op, a, b) {
-        (BinaryOp::Add, List(x), List(y)) => List(x.iter().chain(y).cloned().collect()),
-        (BinaryOp::Add, List(x), y) => List(x.iter().chain([y]).cloned().collect()),
-        (BinaryOp::Add, x, List(y)) => List([x].into_iter().chain(y).cloned().collect()),
+        (BinaryOp::Add, List(x), List(y)) => {
+            Value::list(x.iter().chain(y.iter()).cloned().collect())
+        }
+        (BinaryOp::Add, List(x), y) => Value::list(x.iter().chain([y]).cloned().collect()),
+        (BinaryOp::Add, x, List(y)) => {
+            Value::list([x].into_iter().chain(y.iter()).cloned().collect())
+        }
         (BinaryOp::Add, String(x), String(y)) => String(format!("{x}{y}")),
         (BinaryOp::Add, String(x), y) => String(format!("{x}{y}")),
         (BinaryOp::Add, x, String(y)) => String(format!("{x}{y}")),
@@ -425,7 +429,7 @@ pub fn in_list(x: &Value, list: &Value) -> Result<Option<bool>> {
         }
     };
     let mut unknown = false;
-    for item in items {
+    for item in items.iter() {
         match equals(x, item) {
             Some(true) => return Ok(Some(true)),
             None => unknown = true,
@@ -452,7 +456,7 @@ impl InList {
         };
         let mut keys = hashbrown::HashSet::with_capacity(items.len());
         let mut has_null = false;
-        for item in items {
+        for item in items.iter() {
             match (item, EqKey::of(item)) {
                 (Value::Null, _) => has_null = true,
                 (_, Some(k)) => {
@@ -634,7 +638,7 @@ pub fn slice(v: &Value, from: Option<&Value>, to: Option<&Value>) -> Result<Valu
         Ok(i.clamp(0, len))
     };
     let (a, b) = (bound(from, 0)?, bound(to, len)?);
-    Ok(Value::List(if a < b {
+    Ok(Value::list(if a < b {
         items[a as usize..b as usize].to_vec()
     } else {
         Vec::new()
@@ -706,7 +710,7 @@ mod tests {
         };
         for _ in 0..3000 {
             let n = next(5);
-            let list = Value::List((0..n).map(|_| pool[next(pool.len())].clone()).collect());
+            let list = Value::list((0..n).map(|_| pool[next(pool.len())].clone()).collect());
             let x = pool[next(pool.len())].clone();
             let want = in_list(&x, &list).unwrap();
             match InList::of(&list) {
@@ -732,7 +736,7 @@ mod tests {
             k(Value::Double(9_223_372_036_854_775_808.0))
         );
         assert_ne!(k(Value::String("1".into())), k(Value::Int64(1)));
-        assert_eq!(k(Value::List(vec![])), None);
+        assert_eq!(k(Value::list(vec![])), None);
     }
 
     #[test]
@@ -851,11 +855,11 @@ mod tests {
             comparison(BinaryOp::Lt, &Value::Date(d), &Value::Date(Date(d.0 + 1))),
             Some(true)
         );
-        let l = Value::List(vec![Value::Int64(1), Value::Null]);
+        let l = Value::list(vec![Value::Int64(1), Value::Null]);
         assert_eq!(in_list(&Value::Int64(1), &l).unwrap(), Some(true));
         assert_eq!(in_list(&Value::Int64(2), &l).unwrap(), None);
         assert_eq!(
-            in_list(&Value::Int64(2), &Value::List(vec![Value::Int64(1)])).unwrap(),
+            in_list(&Value::Int64(2), &Value::list(vec![Value::Int64(1)])).unwrap(),
             Some(false)
         );
     }

@@ -637,7 +637,7 @@ fn bench_int32_filter() {
 }
 
 fn ints(xs: &[i64]) -> Value {
-    Value::List(xs.iter().map(|x| Value::Int64(*x)).collect())
+    Value::list(xs.iter().map(|x| Value::Int64(*x)).collect())
 }
 
 fn list_lit(xs: &[i64]) -> BoundExpr {
@@ -790,7 +790,7 @@ fn quantifiers_three_valued() {
             BoundExprKind::Quantifier {
                 kind,
                 var: 0,
-                list: Box::new(lit(Value::List(items))),
+                list: Box::new(lit(Value::list(items))),
                 predicate: Box::new(bin(
                     BinaryOp::Gt,
                     local(0, T::Int64),
@@ -863,7 +863,7 @@ fn reduce_and_nested_comprehensions() {
     assert_eq!(vals, vec![Value::Int64(((10 * 2 + 1) * 2 + 2) * 2 + 3)]);
     // [l IN [[1, 2], [3]] | [v IN l | v * size(l)]]: the inner body reads
     // both variables.
-    let lists = lit(Value::List(vec![ints(&[1, 2]), ints(&[3])]));
+    let lists = lit(Value::list(vec![ints(&[1, 2]), ints(&[3])]));
     let inner = mk(
         BoundExprKind::ListComprehension {
             var: 1,
@@ -889,7 +889,7 @@ fn reduce_and_nested_comprehensions() {
     );
     assert_eq!(
         eval(&e, &rs, &layout).unwrap().1,
-        vec![Value::List(vec![ints(&[2, 4]), ints(&[3])])]
+        vec![Value::list(vec![ints(&[2, 4]), ints(&[3])])]
     );
     // Map literal, field access and slicing inside a CASE (value at a time).
     let m = mk(

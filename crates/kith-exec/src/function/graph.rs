@@ -180,7 +180,7 @@ fn value_type(args: &[Value]) -> Result<Value> {
 /// `labels(n)` of a node value (several labels are joined by ':').
 fn value_labels(args: &[Value]) -> Result<Value> {
     match args {
-        [Value::Node(n)] => Ok(Value::List(
+        [Value::Node(n)] => Ok(Value::list(
             n.label
                 .split(':')
                 .filter(|l| !l.is_empty())
@@ -198,7 +198,7 @@ fn value_labels(args: &[Value]) -> Result<Value> {
 /// `nodes(p)` of a path value.
 fn path_nodes(args: &[Value]) -> Result<Value> {
     match args {
-        [Value::Path(p)] => Ok(Value::List(
+        [Value::Path(p)] => Ok(Value::list(
             p.nodes().map(|n| Value::Node(n.clone())).collect(),
         )),
         [other] => Err(Error::type_error(format!(
@@ -212,7 +212,7 @@ fn path_nodes(args: &[Value]) -> Result<Value> {
 /// `relationships(p)` of a path value.
 fn path_rels(args: &[Value]) -> Result<Value> {
     match args {
-        [Value::Path(p)] => Ok(Value::List(
+        [Value::Path(p)] => Ok(Value::list(
             p.rels().map(|r| Value::Rel(r.clone())).collect(),
         )),
         [other] => Err(Error::type_error(format!(
@@ -297,8 +297,8 @@ fn labels(args: &[Value]) -> Result<Value> {
     Ok(match table_name(&args[..2.min(args.len())])? {
         Value::Null => Value::Null,
         // The table of unlabelled nodes.
-        Value::String(s) if s.is_empty() => Value::List(Vec::new()),
-        v => Value::List(vec![v]),
+        Value::String(s) if s.is_empty() => Value::list(Vec::new()),
+        v => Value::list(vec![v]),
     })
 }
 
@@ -392,12 +392,12 @@ mod tests {
 
     #[test]
     fn labels_come_from_the_table_of_the_id() {
-        let names = Value::List(vec![Value::Null, s("A"), s("B")]);
+        let names = Value::list(vec![Value::Null, s("A"), s("B")]);
         let id = |t| Value::InternalId(InternalId::new(TableId(t), 0));
         assert_eq!(label(&[id(2), names.clone()]).unwrap(), s("B"));
         assert_eq!(
             labels(&[id(1), names.clone()]).unwrap(),
-            Value::List(vec![s("A")])
+            Value::list(vec![s("A")])
         );
         assert!(label(&[id(0), names]).is_err());
     }

@@ -16,7 +16,7 @@ pub(super) fn lookup(name: &str) -> Option<ScalarFn> {
         "head" => |a| Ok(list_arg("head", a)?.first().cloned().unwrap_or(Value::Null)),
         "last" => |a| Ok(list_arg("last", a)?.last().cloned().unwrap_or(Value::Null)),
         "tail" => |a| {
-            Ok(Value::List(
+            Ok(Value::list(
                 list_arg("tail", a)?.iter().skip(1).cloned().collect(),
             ))
         },
@@ -96,7 +96,7 @@ fn percentile_cont(args: &[Value]) -> Result<Value> {
 fn keys(args: &[Value]) -> Result<Value> {
     arity("keys", args, 1, 1)?;
     let text = |k: &String| Value::String(k.clone());
-    Ok(Value::List(match &args[0] {
+    Ok(Value::list(match &args[0] {
         Value::Struct(fields) => fields.iter().map(|(k, _)| text(k)).collect(),
         Value::Map(entries) => entries.iter().map(|(k, _)| k.clone()).collect(),
         Value::Node(n) => n
@@ -142,7 +142,7 @@ fn range(args: &[Value]) -> Result<Value> {
             "range() would produce {count} elements"
         )));
     }
-    Ok(Value::List(
+    Ok(Value::list(
         (0..count).map(|i| Value::Int64(start + i * step)).collect(),
     ))
 }
@@ -153,7 +153,7 @@ mod tests {
     use kith_common::Value;
 
     fn ints(v: &[i64]) -> Value {
-        Value::List(v.iter().map(|&i| Value::Int64(i)).collect())
+        Value::list(v.iter().map(|&i| Value::Int64(i)).collect())
     }
 
     #[test]

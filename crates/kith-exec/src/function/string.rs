@@ -43,7 +43,7 @@ fn reverse(args: &[Value]) -> Result<Value> {
     arity("reverse", args, 1, 1)?;
     match &args[0] {
         Value::String(s) => Ok(Value::String(s.chars().rev().collect())),
-        Value::List(l) => Ok(Value::List(l.iter().rev().cloned().collect())),
+        Value::List(l) => Ok(Value::list(l.iter().rev().cloned().collect())),
         v => Err(Error::runtime(format!(
             "reverse() expects a STRING or LIST, got {}",
             v.logical_type()
@@ -119,7 +119,7 @@ fn split(args: &[Value]) -> Result<Value> {
     } else {
         s.split(sep).map(|p| Value::String(p.to_string())).collect()
     };
-    Ok(Value::List(parts))
+    Ok(Value::list(parts))
 }
 
 fn size(args: &[Value]) -> Result<Value> {
@@ -191,7 +191,7 @@ mod tests {
         );
         assert_eq!(
             call("split", &[s("a,b"), s(",")]).unwrap(),
-            Value::List(vec![s("a"), s("b")])
+            Value::list(vec![s("a"), s("b")])
         );
     }
 }

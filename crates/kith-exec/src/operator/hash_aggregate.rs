@@ -305,6 +305,10 @@ enum StateColumn {
     /// count(*) and count(x) without DISTINCT: a counter per group, so a
     /// grouped count touches one word per tuple instead of a whole state.
     Count(Vec<u64>),
+    /// collect(x) without DISTINCT: the list per group, pushed to directly
+    /// (24 bytes per group to reach instead of a whole state), and how
+    /// many values the lists hold (for the memory charge).
+    Collect(Vec<Vec<Value>>, usize),
     States(Vec<AggregateState>),
 }
 
@@ -314,6 +318,7 @@ impl StateColumn {
             AggregateFunc::CountStar | AggregateFunc::Count if !spec.distinct => {
                 StateColumn::Count(Vec::new())
             }
+            AggregateFunc::Collect if !spec.distinct => StateColumn::Collect(Vec::new(), 0),
             _ => StateColumn::States(Vec::new()),
         }
     }
@@ -321,6 +326,7 @@ impl StateColumn {
     fn push(&mut self, spec: &AggregateSpec) {
         match self {
             StateColumn::Count(c) => c.push(0),
+            StateColumn::Collect(l, _) => l.push(Vec::new()),
             StateColumn::States(s) => s.push(spec.new_state()),
         }
     }
@@ -337,6 +343,17 @@ impl StateColumn {
         match self {
             StateColumn::Count(c) => {
                 c[g] += live_count(input, positions) * multiplicity;
+                Ok(())
+            }
+            StateColumn::Collect(l, items) => {
+                if let Some(input) = input {
+                    // One group's batch (a flat key over unflat values):
+                    // grown once, not doubling per push.
+                    l[g].reserve(positions.len() * multiplicity as usize);
+                    for &p in positions {
+                        *items += collect_into(&mut l[g], input, p, multiplicity);
+                    }
+                }
                 Ok(())
             }
             StateColumn::States(s) => s[g].update(input, positions, multiplicity),
@@ -363,6 +380,12 @@ impl StateColumn {
                     c[g as usize] += u64::from(!input.is_null(p as usize)) * multiplicity;
                 }
             }
+            (StateColumn::Collect(l, items), Some(input)) => {
+                for (&g, &p) in groups.iter().zip(positions) {
+                    *items += collect_into(&mut l[g as usize], input, p, multiplicity);
+                }
+            }
+            (StateColumn::Collect(..), None) => {}
             (StateColumn::States(s), input) => {
                 for (&g, &p) in groups.iter().zip(positions) {
                     s[g as usize].update(input, &[p], multiplicity)?;
@@ -380,6 +403,17 @@ impl StateColumn {
                     mine[t as usize] += c;
                 }
             }
+            (StateColumn::Collect(mine, items), StateColumn::Collect(theirs, more)) => {
+                *items += more;
+                for (&t, l) in target.iter().zip(theirs) {
+                    let into = &mut mine[t as usize];
+                    if into.is_empty() {
+                        *into = l;
+                    } else {
+                        into.extend(l);
+                    }
+                }
+            }
             (StateColumn::States(mine), StateColumn::States(theirs)) => {
                 for (&t, s) in target.iter().zip(theirs) {
                     mine[t as usize].combine(s)?;
@@ -393,9 +427,25 @@ impl StateColumn {
     fn into_values(self, mut push: impl FnMut(Value)) {
         match self {
             StateColumn::Count(c) => c.into_iter().for_each(|n| push(Value::Int64(n as i64))),
+            StateColumn::Collect(l, _) => l.into_iter().for_each(|l| push(Value::list(l))),
             StateColumn::States(s) => s.into_iter().for_each(|s| push(s.into_value())),
         }
     }
+}
+
+/// collect(): position `p` of `input`, `multiplicity` times (NULLs are
+/// left out); how many values it added.
+#[inline]
+fn collect_into(list: &mut Vec<Value>, input: &ValueVector, p: u32, multiplicity: u64) -> usize {
+    if input.is_null(p as usize) {
+        return 0;
+    }
+    let v = input.get_value(p as usize);
+    for _ in 1..multiplicity {
+        list.push(v.clone());
+    }
+    list.push(v);
+    multiplicity as usize
 }
 
 /// How many of `positions` of `input` are not NULL (all of them for count(*)).
@@ -562,13 +612,19 @@ impl LocalSink for HashAggregate {
         self.key_kinds = key_kinds;
         self.arg_kinds = arg_kinds;
         result?;
-        // Each group: its key values, its states and the table's slot (what
-        // the values point to, strings and lists, is not counted).
+        // Each group: its key values, its states and the table's slot, and
+        // the values collected (what values point to, strings and nested
+        // lists, is not counted).
+        let mut collected = 0;
         let state_bytes: usize = self
             .columns
             .iter()
             .map(|c| match c {
                 StateColumn::Count(_) => 8,
+                StateColumn::Collect(_, items) => {
+                    collected += items * std::mem::size_of::<Value>();
+                    std::mem::size_of::<Vec<Value>>()
+                }
                 StateColumn::States(_) => std::mem::size_of::<AggregateState>(),
             })
             .sum();
@@ -578,7 +634,7 @@ impl LocalSink for HashAggregate {
             + 8;
         self.memory.grow_to(
             &self.ctx.memory,
-            (self.groups.capacity() * per_group + self.by_bits.bytes()) as u64,
+            (self.groups.capacity() * per_group + self.by_bits.bytes() + collected) as u64,
         )
     }
 }

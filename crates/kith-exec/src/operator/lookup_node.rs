@@ -138,7 +138,7 @@ impl LookupNode {
                 }
             };
             let mut ids = Vec::with_capacity(items.len());
-            for item in items {
+            for item in items.iter() {
                 if let Some(id) = self.find(item)? {
                     ids.push(id);
                 }

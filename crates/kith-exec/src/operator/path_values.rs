@@ -808,7 +808,7 @@ impl LazyPaths {
                     let v = v.ok_or_else(|| Error::internal("rel position beyond the pool"))?;
                     list.push(Value::Rel(Arc::clone(v)));
                 }
-                Ok(Value::List(list))
+                Ok(Value::list(list))
             }
         }
     }

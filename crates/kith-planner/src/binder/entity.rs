@@ -180,7 +180,7 @@ impl Binder<'_> {
             }
             names[idx] = Value::String(self.table_name(*t)?);
         }
-        Ok(BoundExpr::literal(Value::List(names), span))
+        Ok(BoundExpr::literal(Value::list(names), span))
     }
 
     /// (name, value expression) of every property of `tables` (in table

@@ -134,7 +134,7 @@ fn literal_value(e: &ast::Expr) -> Result<Value> {
                 "expected a literal value",
             )),
         },
-        ExprKind::List(items) => Ok(Value::List(
+        ExprKind::List(items) => Ok(Value::list(
             items.iter().map(literal_value).collect::<Result<_>>()?,
         )),
         ExprKind::Map(entries) => Ok(Value::Struct(
