@@ -410,14 +410,14 @@ impl Node {
                         copy_value(out, 0, src, p)?;
                         Evaluated::Flat
                     }
+                    Mode::Unflat(u) if out.ty == src.ty => {
+                        copy_positions(out, ctx, mode, src);
+                        Evaluated::Unflat(u)
+                    }
                     Mode::Unflat(u) => {
                         let state = &ctx.rs.chunks[u].state;
                         out.reset(state.len);
-                        if out.ty == src.ty {
-                            each_pos!(state, p => { out.copy_from(p, src, p); });
-                        } else {
-                            each_pos!(state, p => { copy_value(out, p, src, p)?; });
-                        }
+                        each_pos!(state, p => { copy_value(out, p, src, p)?; });
                         Evaluated::Unflat(u)
                     }
                 })
@@ -540,6 +540,16 @@ impl Node {
                 let mut modes = Vec::with_capacity(args.len());
                 for a in args.iter_mut() {
                     modes.push(a.eval(ctx)?);
+                }
+                // id() of an entity slot (a subquery's key, say): its ids
+                // copied as they are, not a value per row.
+                if let ("id", [m], [a]) = (name.as_str(), modes.as_slice(), args.as_slice()) {
+                    let src = a.vector(ctx);
+                    if matches!(src.data, VectorData::Id(_))
+                        && matches!(self.out.data, VectorData::Id(_))
+                    {
+                        return Ok(copy_positions(&mut self.out, ctx, *m, src));
+                    }
                 }
                 let mut vecs: Vec<Arg<'_>> = args.iter_mut().map(|a| a.arg(ctx)).collect();
                 let (ty, f, name) = (&self.ty, *f, name.as_str());
@@ -989,6 +999,24 @@ pub(super) fn unflat_of(modes: &[Mode]) -> Result<Option<usize>> {
 
 /// Computes `f(p)` for every tuple position: once (at 0) when all inputs are
 /// flat, else at each selected position of the unflat chunk.
+/// `src` at mode `m` copied into `out` position by position, typed (the
+/// two have the same physical type).
+fn copy_positions(out: &mut ValueVector, ctx: &EvalContext, m: Mode, src: &ValueVector) -> Mode {
+    match m {
+        Mode::Flat(p) => {
+            out.reset(1);
+            out.copy_from(0, src, p);
+            Mode::Flat(0)
+        }
+        Mode::Unflat(u) => {
+            let state: &ChunkState = &ctx.rs.chunks[u].state;
+            out.reset(state.len);
+            each_pos!(state, p => { out.copy_from(p, src, p); });
+            Mode::Unflat(u)
+        }
+    }
+}
+
 fn map_rows(
     out: &mut ValueVector,
     ctx: &EvalContext,
