@@ -11,6 +11,14 @@ use kith::{Config, Connection, Database, Value};
 mod common;
 use common::Lcg;
 
+fn explain(conn: &Connection, q: &str) -> String {
+    conn.query(&format!("EXPLAIN {q}"))
+        .unwrap()
+        .rows()
+        .map(|r| format!("{:?}\n", r[0]))
+        .collect()
+}
+
 fn int(v: &Value) -> Option<i64> {
     match v {
         Value::Int64(x) => Some(*x),
@@ -90,6 +98,73 @@ fn single_integer_and_node_keys_group_like_a_reference() {
             })
             .collect();
         assert_eq!(got, by_dst, "{threads} threads, by node");
+        // The node's value as the key: grouped on its id, its properties
+        // read per group after aggregating.
+        let q =
+            "MATCH (a:N)-[e:E]->(b:N) RETURN b, count(*) AS c, sum(e.w) AS s ORDER BY c DESC, b";
+        let plan = explain(&conn, q);
+        assert!(plan.contains("dependent keys"), "{plan}");
+        let rows: Vec<Vec<Value>> = conn.query(q).unwrap().rows().collect();
+        assert_eq!(rows.len(), by_dst.len());
+        for w in rows.windows(2) {
+            assert!(int(&w[0][1]) >= int(&w[1][1]), "{threads} threads, order");
+        }
+        let got: BTreeMap<i64, (i64, i64)> = rows
+            .iter()
+            .map(|r| {
+                let Value::Node(b) = &r[0] else {
+                    panic!("expected a node, got {:?}", r[0]);
+                };
+                let prop = |name: &str| {
+                    b.properties
+                        .iter()
+                        .find(|p| p.0 == name)
+                        .map(|p| p.1.clone())
+                        .unwrap()
+                };
+                let id = int(&prop("id")).unwrap();
+                assert_eq!(int(&prop("g")), g[id as usize], "g of node {id}");
+                (id, (int(&r[1]).unwrap(), int(&r[2]).unwrap()))
+            })
+            .collect();
+        assert_eq!(got, by_dst, "{threads} threads, by node value");
+        // A node that may be NULL (from an OPTIONAL MATCH), with another
+        // key beside it: the nodes without a rel group under NULL.
+        let mut by_dst_g: BTreeMap<(Option<i64>, Option<i64>), i64> = BTreeMap::new();
+        let mut has_out = vec![false; n];
+        for &(a, b, _) in &rels {
+            has_out[a] = true;
+            *by_dst_g.entry((Some(b as i64), g[a])).or_default() += 1;
+        }
+        for (a, out) in has_out.iter().enumerate() {
+            if !out {
+                *by_dst_g.entry((None, g[a])).or_default() += 1;
+            }
+        }
+        let q = "MATCH (a:N) OPTIONAL MATCH (a)-[:E]->(b:N) WITH a, b RETURN b, a.g AS g, count(*)";
+        let plan = explain(&conn, q);
+        assert!(plan.contains("dependent keys"), "{plan}");
+        let got: BTreeMap<(Option<i64>, Option<i64>), i64> = conn
+            .query(q)
+            .unwrap()
+            .rows()
+            .map(|r| {
+                let b = match &r[0] {
+                    Value::Node(b) => b
+                        .properties
+                        .iter()
+                        .find(|p| p.0 == "id")
+                        .and_then(|p| int(&p.1)),
+                    Value::Null => None,
+                    other => panic!("expected a node or NULL, got {other:?}"),
+                };
+                ((b, int(&r[1])), int(&r[2]).unwrap())
+            })
+            .collect();
+        assert_eq!(
+            got, by_dst_g,
+            "{threads} threads, by a node that may be NULL"
+        );
         let got: BTreeMap<Option<i64>, (i64, i64)> = conn
             .query("MATCH (a:N)-[e:E]->(b:N) RETURN a.g, count(*), sum(e.w)")
             .unwrap()

@@ -706,7 +706,7 @@ fn clause_span(c: &Clause) -> Span {
 }
 
 /// The expression with every span cleared, for structural comparison.
-fn strip(e: &BoundExpr) -> BoundExpr {
+pub(crate) fn strip(e: &BoundExpr) -> BoundExpr {
     let b = |x: &BoundExpr| Box::new(strip(x));
     let kind = match &e.kind {
         BoundExprKind::Unary(op, x) => BoundExprKind::Unary(*op, b(x)),
@@ -736,7 +736,7 @@ fn strip(e: &BoundExpr) -> BoundExpr {
 
 /// Replaces every subexpression structurally equal to one of `targets`
 /// (already stripped) by `replace(index, original)`.
-fn substitute(
+pub(crate) fn substitute(
     e: &BoundExpr,
     targets: &[BoundExpr],
     replace: &dyn Fn(usize, &BoundExpr) -> BoundExpr,

@@ -362,7 +362,7 @@ fn plan_part(
         }
         None => None,
     };
-    let dependent = dependent_keys(&mut q, catalog)?;
+    let (dependent, entity_keys) = dependent_keys(&mut q, catalog)?;
     // Slots something downstream reads.
     let mut used: HashSet<SlotId> = HashSet::new();
     let mut collect = |e: &BoundExpr| {
@@ -403,6 +403,21 @@ fn plan_part(
         // Properties only dependent keys read are read after aggregating.
         for node in &mut q.graph.nodes {
             node.properties.retain(|p| used.contains(&p.1));
+        }
+    }
+    // A node grouped on by its id is built from it and its dependent keys
+    // after aggregating, wherever the outputs and sort keys name it.
+    if !entity_keys.is_empty() {
+        let targets: Vec<BoundExpr> = entity_keys
+            .iter()
+            .map(|(out, e)| crate::binder::strip(&BoundExpr::slot(*out, e.ty.clone(), e.span)))
+            .collect();
+        let replace = |i: usize, _: &BoundExpr| entity_keys[i].1.clone();
+        for (_, e) in &mut q.outputs {
+            *e = crate::binder::substitute(e, &targets, &replace);
+        }
+        for k in &mut q.order_by {
+            k.expr = crate::binder::substitute(&k.expr, &targets, &replace);
         }
     }
 
@@ -573,11 +588,20 @@ fn optional_steps(
 /// (the node's id takes their place) and become [`DependentKey`]s, read once
 /// per group instead of once per tuple, and never hashed (`plan_part` stops
 /// the pipelines reading a property nothing else reads).
-fn dependent_keys(q: &mut BoundPart, catalog: &Catalog) -> Result<Vec<DependentKey>> {
+///
+/// Likewise a key that is a node's value (`RETURN b, count(*)`): grouped
+/// on the node's id, its properties read per group, and the value built
+/// after aggregating. Returns those keys' output slots and values, for
+/// `plan_part` to put in the outputs and sort keys that name them.
+fn dependent_keys(
+    q: &mut BoundPart,
+    catalog: &Catalog,
+) -> Result<(Vec<DependentKey>, Vec<EntityKey>)> {
     use crate::expr::BoundExprKind;
     let mut dependent = Vec::new();
+    let mut entity_keys = Vec::new();
     if q.aggregates.is_empty() || q.optional.is_some() {
-        return Ok(dependent);
+        return Ok((dependent, entity_keys));
     }
     let key_slot = |e: &BoundExpr| match e.kind {
         BoundExprKind::Slot(s) => Some(s),
@@ -588,6 +612,17 @@ fn dependent_keys(q: &mut BoundPart, catalog: &Catalog) -> Result<Vec<DependentK
         let [table] = node.tables[..] else {
             continue;
         };
+        if let Some(late) = node_value_keys(q, n, &mut entity_keys) {
+            dependent.extend(reads(catalog, table, &late)?.into_iter().map(|property| {
+                DependentKey {
+                    node: q.graph.nodes[n].id_slot,
+                    table,
+                    property,
+                }
+            }));
+            continue;
+        }
+        let node = &q.graph.nodes[n];
         let Some(pk) = catalog.table(table).and_then(|t| t.primary_key()) else {
             continue;
         };
@@ -637,7 +672,68 @@ fn dependent_keys(q: &mut BoundPart, catalog: &Catalog) -> Result<Vec<DependentK
                 }),
         );
     }
-    Ok(dependent)
+    Ok((dependent, entity_keys))
+}
+
+/// A key that is a node's value: its output slot and the value's
+/// expression, built after aggregating (see [`dependent_keys`]).
+type EntityKey = (SlotId, BoundExpr);
+
+/// [`dependent_keys`] for the keys that are node `n`'s value (built from
+/// its id, constants and its properties): they leave the keys, its id
+/// joins them if not there, and they go to `entity_keys`. Returns the
+/// properties those values read, or None when no key is such a value.
+fn node_value_keys(
+    q: &mut BoundPart,
+    n: usize,
+    entity_keys: &mut Vec<EntityKey>,
+) -> Option<Vec<(String, SlotId, LogicalType)>> {
+    use crate::expr::BoundExprKind;
+    let node = &q.graph.nodes[n];
+    let id_slot = node.id_slot;
+    let is_value = |e: &BoundExpr| {
+        let BoundExprKind::Function(f, args) = &e.kind else {
+            return false;
+        };
+        let mut slots = Vec::new();
+        e.slots(&mut slots);
+        f == "_node"
+            && matches!(args.first().map(|a| &a.kind), Some(BoundExprKind::Slot(s)) if *s == id_slot)
+            && slots
+                .iter()
+                .all(|s| *s == id_slot || node.properties.iter().any(|p| p.1 == *s))
+    };
+    if !q.group_keys.iter().any(|(e, _)| is_value(e)) {
+        return None;
+    }
+    let mut late: Vec<(String, SlotId, LogicalType)> = Vec::new();
+    let mut kept = Vec::with_capacity(q.group_keys.len());
+    for (e, out) in std::mem::take(&mut q.group_keys) {
+        if !is_value(&e) {
+            kept.push((e, out));
+            continue;
+        }
+        let mut slots = Vec::new();
+        e.slots(&mut slots);
+        for p in &node.properties {
+            if slots.contains(&p.1) && !late.iter().any(|l| l.1 == p.1) {
+                late.push(p.clone());
+            }
+        }
+        entity_keys.push((out, e));
+    }
+    let id_taken = kept.iter().any(|(e, out)| {
+        *out == id_slot || matches!(e.kind, BoundExprKind::Slot(s) if s == id_slot)
+    });
+    if !id_taken {
+        let span = kith_common::Span::new(0, 0);
+        kept.push((
+            BoundExpr::slot(id_slot, LogicalType::InternalId, span),
+            id_slot,
+        ));
+    }
+    q.group_keys = kept;
+    Some(late)
 }
 
 /// The pipeline (source and steps) of one table choice.
