@@ -1737,6 +1737,9 @@ fn project_rows(
         let mut v = ValueVector::new(e.ty.clone(), 0);
         match ev.evaluate(&ectx, &mut v)? {
             Evaluated::Flat => (0..n).for_each(|_| col.push_value(&v.get_value(0))),
+            // Every row, in order, of the column's type: the vector is the
+            // column (no value per row).
+            Evaluated::Unflat(_) if v.ty == col.ty && v.len() == n => *col = v,
             Evaluated::Unflat(_) => (0..n).for_each(|p| col.push_value(&v.get_value(p))),
         }
     }

@@ -286,15 +286,20 @@ impl HashAggregate {
             return out;
         }
         let groups = std::mem::take(&mut self.group_keys);
-        out.num_rows = groups.len();
+        let n = groups.len();
+        out.num_rows = n;
+        // Sized once, then each group's values stored in place.
+        for col in &mut out.columns {
+            col.resize(n);
+        }
         let (key_cols, agg_cols) = out.columns.split_at_mut(key_types.len());
-        for key in groups {
+        for (g, key) in groups.into_iter().enumerate() {
             for (col, v) in key_cols.iter_mut().zip(key.0) {
-                col.push_owned(v);
+                col.put_value(g, v);
             }
         }
         for (col, states) in agg_cols.iter_mut().zip(std::mem::take(&mut self.columns)) {
-            states.into_values(|v| col.push_owned(v));
+            states.into_column(col);
         }
         out
     }
@@ -422,6 +427,25 @@ impl StateColumn {
             _ => return Err(kith_common::Error::internal("aggregate states differ")),
         }
         Ok(())
+    }
+
+    /// The values into `col`, sized to the groups already: a count column
+    /// becomes its integers as they are.
+    fn into_column(self, col: &mut ValueVector) {
+        match (self, &mut col.data) {
+            (StateColumn::Count(c), VectorData::I64(d)) if d.len() == c.len() => {
+                for (d, n) in d.iter_mut().zip(c) {
+                    *d = n as i64;
+                }
+            }
+            (other, _) => {
+                let mut g = 0;
+                other.into_values(|v| {
+                    col.put_value(g, v);
+                    g += 1;
+                });
+            }
+        }
     }
 
     fn into_values(self, mut push: impl FnMut(Value)) {
@@ -738,19 +762,29 @@ impl HashAggregate {
                 }
                 return Ok(());
             }
-            let key = GroupKey(
-                (self.key_direct.iter().zip(&self.key_scratch))
-                    .map(|(&d, scratch)| {
-                        let (v, p) = key_input(d, scratch, rs);
-                        v.get_value(p)
-                    })
-                    .collect(),
-            );
-            let bits = match key.0.as_slice() {
-                [v] => KeyBits::value_bits(v),
+            // One flat key per batch: found by its bits when it has them,
+            // the key of values built only for a new group.
+            let scratch = std::mem::take(&mut self.key_scratch);
+            let key_direct = std::mem::take(&mut self.key_direct);
+            let bits = match (key_direct.as_slice(), scratch.as_slice()) {
+                ([d], [s]) => {
+                    let (v, p) = key_input(*d, s, rs);
+                    KeyBits::bits(v, p)
+                }
                 _ => None,
             };
-            let g = self.group_by_bits(bits, || key) as usize;
+            let g = self.group_by_bits(bits, || {
+                GroupKey(
+                    (key_direct.iter().zip(&scratch))
+                        .map(|(&d, scratch)| {
+                            let (v, p) = key_input(d, scratch, rs);
+                            v.get_value(p)
+                        })
+                        .collect(),
+                )
+            }) as usize;
+            self.key_scratch = scratch;
+            self.key_direct = key_direct;
             for (i, column) in self.columns.iter_mut().enumerate() {
                 let (input, p) =
                     arg_input(self.arg_direct[i], &self.arg_scratch[i], rs, arg_kinds[i]);
