@@ -24,7 +24,7 @@ use crate::operator::collect::Collect;
 use crate::operator::cross_product::{CrossProduct, Probe};
 use crate::operator::extend::{CsrPins, Extend, PairCount, SharedRels};
 use crate::operator::fill_nulls::FillNulls;
-use crate::operator::filter::{Filter, PadFilter};
+use crate::operator::filter::{Filter, PadFilter, PadSignal};
 use crate::operator::hash_aggregate::{AggregateDef, GroupKey, HashAggregate};
 use crate::operator::hash_join::{BuildContext, JoinIndex};
 use crate::operator::intersect::{Intersect, IntersectRel, IntersectSpec};
@@ -227,7 +227,7 @@ fn pack_last_extend(steps: &mut [Built], reads: &HashSet<SlotId>, layout: &SlotL
         collapse: false,
         pair: None,
         pack,
-        pad: false,
+        pad,
         ..
     }) = head.last_mut()
     else {
@@ -235,14 +235,20 @@ fn pack_last_extend(steps: &mut [Built], reads: &HashSet<SlotId>, layout: &SlotL
     };
     let input = *input_chunk;
     let in_input = |s: &SlotId| layout.get(*s).is_some_and(|(c, _)| c == input);
+    let reads_input = |e: &BoundExpr| {
+        let mut v = Vec::new();
+        e.slots(&mut v);
+        v.iter().any(in_input)
+    };
+    // An optional extend's padding filter pads per input tuple over the
+    // packed batch (`PadSignal`); no other filter may come between.
+    let padded = *pad;
     let later_ok = tail.iter().all(|step| match step {
-        Built::ScanProperties { node, .. } | Built::SemiMask { node, .. } => node.0 != input,
+        Built::ScanProperties { node, .. } => node.0 != input,
+        Built::SemiMask { node, .. } => node.0 != input && !padded,
         Built::FillNulls(positions) => positions.iter().all(|p| p.0 != input),
-        Built::Filter(e) => {
-            let mut v = Vec::new();
-            e.slots(&mut v);
-            !v.iter().any(in_input)
-        }
+        Built::Filter(e) => !padded && !reads_input(e),
+        Built::PadFilter { predicate, .. } => padded && !reads_input(predicate),
         _ => false,
     });
     *pack = later_ok && !reads.iter().any(in_input);
@@ -751,8 +757,9 @@ impl PipelineShape {
             }
         };
         op = profiled(op, 0);
-        // The optional extend's flag, read by the padding filter after it.
-        let mut tuple_done: Option<Arc<AtomicBool>> = None;
+        // The optional extend's signal, read by the padding filter after
+        // it, and whether that extend packs its batches.
+        let mut pad_signal: Option<(Arc<PadSignal>, bool)> = None;
         for (i, step) in self.steps.iter().enumerate() {
             op = match step {
                 Built::CrossProduct {
@@ -798,9 +805,11 @@ impl PipelineShape {
                     Arc::clone(&self.layout),
                     Arc::clone(ctx),
                     *chunk,
-                    tuple_done
-                        .clone()
+                    pad_signal
+                        .as_ref()
+                        .map(|s| Arc::clone(&s.0))
                         .ok_or_else(|| Error::internal("optional filter without its extend"))?,
+                    pad_signal.as_ref().is_some_and(|s| s.1),
                 )),
                 Built::Extend {
                     rel_table,
@@ -835,9 +844,9 @@ impl PipelineShape {
                     e.collapse = *collapse;
                     e.pack = *pack;
                     if *pad {
-                        let done = Arc::new(AtomicBool::new(false));
-                        tuple_done = Some(Arc::clone(&done));
-                        e.pad = Some(done);
+                        let signal = Arc::new(PadSignal::default());
+                        pad_signal = Some((Arc::clone(&signal), *pack));
+                        e.pad = Some(signal);
                     }
                     if let Some(f) = pair {
                         e.pair = Some(PairCount {

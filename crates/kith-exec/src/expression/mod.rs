@@ -169,6 +169,15 @@ impl Evaluator {
                         Some(s) => select_true(b, s.iter().copied(), s.len(), &mut buf),
                         None => select_true(b, 0..state.len as u32, state.len, &mut buf),
                     },
+                    // NULL is not true: the same loop, testing both.
+                    (kith_common::VectorData::Bool(b), true) => {
+                        let nulls = &out.nulls;
+                        let keep = |p: usize| b[p] & !nulls.is_null(p);
+                        match &state.sel {
+                            Some(s) => select_where(keep, s.iter().copied(), s.len(), &mut buf),
+                            None => select_where(keep, 0..state.len as u32, state.len, &mut buf),
+                        }
+                    }
                     _ => state.for_each_position(|p| match pass(p) {
                         Ok(true) => buf.push(p as u32),
                         Ok(false) => {}
@@ -196,11 +205,22 @@ impl Evaluator {
 /// mispredicts about every other tuple.
 #[inline]
 fn select_true(b: &[bool], positions: impl Iterator<Item = u32>, n: usize, buf: &mut Vec<u32>) {
+    select_where(|p| b[p], positions, n, buf)
+}
+
+/// [`select_true`] for any test of a position.
+#[inline]
+fn select_where(
+    keep: impl Fn(usize) -> bool,
+    positions: impl Iterator<Item = u32>,
+    n: usize,
+    buf: &mut Vec<u32>,
+) {
     buf.resize(n, 0);
     let mut kept = 0;
     for p in positions {
         buf[kept] = p;
-        kept += usize::from(b[p as usize]);
+        kept += usize::from(keep(p as usize));
     }
     buf.truncate(kept);
 }

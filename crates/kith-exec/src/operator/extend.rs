@@ -4,7 +4,7 @@
 //! flattened one tuple at a time, so a k-hop pattern is represented as
 //! (flat, flat, ..., unflat) and never materialised as flat k-hop tuples.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use kith_common::constants::{NODE_GROUP_SIZE, VECTOR_CAPACITY};
@@ -12,6 +12,7 @@ use kith_common::{InternalId, Result, TableId, ValueVector, VectorData};
 use kith_pager::Pager;
 use kith_storage::{PinnedCsrGroup, RelDirection, RelTableData};
 
+use super::filter::PadSignal;
 use super::flat_cursor::FlatCursor;
 use super::{Operator, Pos, QueryContext};
 use crate::result_set::ResultSet;
@@ -243,10 +244,11 @@ pub struct Extend {
     /// the last tuple read, so the tuple count is still the output's.
     pub pack: bool,
     /// OPTIONAL MATCH: a tuple without rels (or a NULL node) gets one
-    /// output tuple of NULLs instead of none. After every batch the flag
-    /// says whether it was its input tuple's last, for the padding filter
-    /// of the clause's predicates ([`super::filter::PadFilter`]).
-    pub pad: Option<Arc<AtomicBool>>,
+    /// output tuple of NULLs instead of none. After every batch the signal
+    /// says which input tuples it holds and which end in it, for the
+    /// padding filter of the clause's predicates
+    /// ([`super::filter::PadFilter`]).
+    pub pad: Option<Arc<PadSignal>>,
     /// The multiplicity the child set, restored before pulling from it.
     base_multiplicity: u64,
     /// Positions in the current range of the rels to skip, ascending, and
@@ -486,6 +488,20 @@ impl Extend {
     /// held input batch as fit.
     fn next_packed(&mut self, rs: &mut ResultSet) -> Result<bool> {
         let mut filled = 0;
+        // With `pad`: each input tuple's first position, and whether its
+        // last rel is in this batch (see `PadSignal`).
+        let signal = self.pad.clone();
+        let mut tuples = signal
+            .as_ref()
+            .map(|s| std::mem::take(&mut *s.tuples.lock()));
+        if let (Some(t), Some(s)) = (tuples.as_mut(), &signal) {
+            t.clear();
+            let continues = self.rels_left();
+            s.continues.store(continues, Ordering::Relaxed);
+            if continues {
+                t.push((0, false));
+            }
+        }
         loop {
             if self.rels_left() {
                 filled += self.write(rs, filled, VECTOR_CAPACITY - filled)?;
@@ -493,6 +509,9 @@ impl Extend {
                     break;
                 }
                 continue;
+            }
+            if let Some(last) = tuples.as_mut().and_then(|t| t.last_mut()) {
+                last.1 = true;
             }
             // Once something is packed, only tuples of the held batch join
             // it: pulling the child would change the groups before it.
@@ -506,6 +525,23 @@ impl Extend {
                 break;
             }
             self.seek_flat_tuple(rs)?;
+            if let Some(t) = tuples.as_mut() {
+                t.push((filled as u32, false));
+                if !self.rels_left() {
+                    self.write_null(rs, filled);
+                    filled += 1;
+                    if filled == VECTOR_CAPACITY {
+                        break;
+                    }
+                }
+            }
+        }
+        if let (Some(t), Some(s)) = (tuples, &signal) {
+            let mut t = t;
+            if let Some(last) = t.last_mut() {
+                last.1 |= !self.rels_left();
+            }
+            *s.tuples.lock() = t;
         }
         if filled == 0 {
             return Ok(false);
@@ -546,8 +582,23 @@ impl Extend {
     /// emitted is its tuple's last.
     #[inline]
     fn tuple_done(&self, last: bool) {
-        if let Some(done) = &self.pad {
-            done.store(last, Ordering::Relaxed);
+        if let Some(signal) = &self.pad {
+            signal.last.store(last, Ordering::Relaxed);
+        }
+    }
+
+    /// [`Extend::pad`] of a packed batch: one tuple of NULLs at position
+    /// `at` for an input tuple without rels.
+    fn write_null(&mut self, rs: &mut ResultSet, at: usize) {
+        let out = &mut rs.chunks[self.output_chunk];
+        let vectors = self.to.map(|(v, _)| v).into_iter().chain(self.rel_id);
+        for v in vectors.chain(self.properties.iter().map(|p| p.1)) {
+            let v = &mut out.vectors[v];
+            match at {
+                0 => v.reset(1),
+                _ => v.resize(at + 1),
+            }
+            v.set_null(at, true);
         }
     }
 

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use kith_common::Result;
+use parking_lot::Mutex;
 
 use super::{Operator, QueryContext};
 use crate::expression::Evaluator;
@@ -33,22 +34,43 @@ impl Operator for Filter {
     }
 }
 
+/// What an optional extend ([`crate::operator::extend::Extend::pad`])
+/// tells its padding filter about the batch it just emitted.
+#[derive(Debug, Default)]
+pub struct PadSignal {
+    /// One input tuple per batch: whether the batch holds the tuple's last
+    /// rel.
+    pub last: AtomicBool,
+    /// A packed batch ([`crate::operator::extend::Extend::pack`]): each
+    /// input tuple's first position and whether the batch holds its last
+    /// rel. A tuple at position 0 continues the previous batch's last
+    /// tuple when `continues` says so.
+    pub tuples: Mutex<Vec<(u32, bool)>>,
+    pub continues: AtomicBool,
+}
+
 /// An OPTIONAL MATCH's predicates after its optional extend (see
 /// [`crate::operator::extend::Extend::pad`]): keeps the tuples of the
 /// extend's group `chunk` for which the predicate is TRUE. A tuple extended
 /// may span several batches; only when its last batch leaves none of its
-/// matches does the group become one tuple of NULLs (so the tuple stays,
-/// padded, once). Batches left empty before that are skipped.
+/// matches does it become one tuple of NULLs (so the tuple stays, padded,
+/// once). Batches left empty before that are skipped. Over a packed batch
+/// the tuples are runs of positions, and a run left without a match keeps
+/// its first position, set to NULL.
 pub struct PadFilter {
     pub child: Box<dyn Operator>,
     pub predicate: Evaluator,
     pub layout: Arc<SlotLayout>,
     pub ctx: Arc<QueryContext>,
     pub chunk: usize,
-    /// Set by the extend: whether its latest batch is its tuple's last.
-    pub tuple_done: Arc<AtomicBool>,
+    /// Set by the extend after each batch.
+    pub signal: Arc<PadSignal>,
+    /// Whether the extend packs several input tuples per batch.
+    pub packed: bool,
     /// Whether an earlier batch of the current tuple kept a match.
     matched: bool,
+    /// Scratch: a packed batch's selection with its padded positions.
+    kept: Vec<u32>,
 }
 
 impl PadFilter {
@@ -58,7 +80,8 @@ impl PadFilter {
         layout: Arc<SlotLayout>,
         ctx: Arc<QueryContext>,
         chunk: usize,
-        tuple_done: Arc<AtomicBool>,
+        signal: Arc<PadSignal>,
+        packed: bool,
     ) -> PadFilter {
         PadFilter {
             child,
@@ -66,9 +89,51 @@ impl PadFilter {
             layout,
             ctx,
             chunk,
-            tuple_done,
+            signal,
+            packed,
             matched: false,
+            kept: Vec::new(),
         }
+    }
+
+    /// A packed batch after the predicate selected its passing positions:
+    /// adds each tuple's first position, set to NULL, when none of its
+    /// positions passed and the batch holds its last rel. True when the
+    /// batch keeps a tuple.
+    fn pad_packed(&mut self, rs: &mut ResultSet) -> bool {
+        let tuples = self.signal.tuples.lock();
+        let chunk = &mut rs.chunks[self.chunk];
+        let len = chunk.state.len as u32;
+        let passed: &[u32] = chunk.state.sel.as_deref().unwrap_or(&[]);
+        let mut kept = std::mem::take(&mut self.kept);
+        kept.clear();
+        let mut next = 0;
+        let mut padded = Vec::new();
+        for (i, &(start, ends)) in tuples.iter().enumerate() {
+            let end = tuples.get(i + 1).map_or(len, |t| t.0);
+            let before = kept.len();
+            while next < passed.len() && passed[next] < end {
+                kept.push(passed[next]);
+                next += 1;
+            }
+            let carried = i == 0 && start == 0 && self.signal.continues.load(Ordering::Relaxed);
+            let matched = kept.len() > before || (carried && self.matched);
+            if !ends {
+                self.matched = matched;
+            } else if !matched {
+                kept.push(start);
+                padded.push(start as usize);
+            }
+        }
+        drop(tuples);
+        for &p in &padded {
+            for v in &mut chunk.vectors {
+                v.set_null(p, true);
+            }
+        }
+        let any = !kept.is_empty();
+        self.kept = chunk.state.sel.replace(kept).unwrap_or_default();
+        any
     }
 }
 
@@ -87,7 +152,21 @@ impl Operator for PadFilter {
                 self.predicate
                     .select(rs, &self.layout, &self.ctx.params, &self.ctx.subqueries)?
             };
-            let last = self.tuple_done.load(Ordering::Relaxed);
+            if self.packed {
+                // The passing positions as a selection (a predicate over
+                // no position of the group passes all of them or none).
+                let state = &mut rs.chunks[self.chunk].state;
+                if !pass {
+                    state.sel = Some(Vec::new());
+                } else if state.sel.is_none() {
+                    state.sel = Some((0..state.len as u32).collect());
+                }
+                if self.pad_packed(rs) {
+                    return Ok(true);
+                }
+                continue;
+            }
+            let last = self.signal.last.load(Ordering::Relaxed);
             if pass {
                 self.matched = !last;
                 return Ok(true);

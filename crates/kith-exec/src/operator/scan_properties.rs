@@ -151,7 +151,18 @@ impl Operator for ScanProperties {
                 return Err(Error::internal("property scan over a non-id vector"));
             };
             let state = &rs.chunks[c].state;
-            if ids.nulls.may_have_nulls() || state.is_flat() {
+            if ids.nulls.may_have_nulls() && state.sel.is_none() && !state.is_flat() {
+                // NULL ids (an optional extend's padding): ids split from
+                // NULLs in one plain loop, no selection to follow.
+                for (p, id) in idv[..state.len].iter().enumerate() {
+                    if ids.is_null(p) {
+                        nulls.push(p);
+                    } else {
+                        rows.push(id.offset());
+                        at.push(p);
+                    }
+                }
+            } else if ids.nulls.may_have_nulls() || state.is_flat() {
                 state.for_each_position(|p| {
                     if ids.is_null(p) {
                         nulls.push(p);
