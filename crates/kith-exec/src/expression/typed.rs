@@ -25,8 +25,10 @@ enum Opnd<'a, T> {
     Sl(&'a [T]),
 }
 
-trait At<T: Copy> {
+trait At<T: Copy>: Copy {
     fn at(&self, p: usize) -> T;
+    /// The operand over positions `0..n` only, None when it has fewer.
+    fn cut(self, n: usize) -> Option<Self>;
 }
 
 #[derive(Clone, Copy)]
@@ -39,6 +41,11 @@ impl<T: Copy> At<T> for Sc<T> {
     fn at(&self, _p: usize) -> T {
         self.0
     }
+
+    #[inline(always)]
+    fn cut(self, _n: usize) -> Option<Self> {
+        Some(self)
+    }
 }
 
 impl<T: Copy> At<T> for Sl<'_, T> {
@@ -46,6 +53,40 @@ impl<T: Copy> At<T> for Sl<'_, T> {
     fn at(&self, p: usize) -> T {
         self.0[p]
     }
+
+    #[inline(always)]
+    fn cut(self, n: usize) -> Option<Self> {
+        self.0.get(..n).map(Sl)
+    }
+}
+
+/// [`each_pos!`] that, over a whole batch (no selection), first cuts the
+/// operands and `out` to the batch's length: the loop then needs no bounds
+/// checks and vectorizes.
+macro_rules! each_pos_cut {
+    ($state:expr, $l:ident, $r:ident, $out:ident, $p:ident => $body:block) => {{
+        let n = $state.len;
+        match ($state.sel.is_none(), $l.cut(n), $r.cut(n)) {
+            (true, Some($l), Some($r)) if $out.len() >= n => {
+                let $out = &mut $out[..n];
+                for $p in 0..n {
+                    $body
+                }
+            }
+            _ => each_pos!($state, $p => $body),
+        }
+    }};
+    ($state:expr, $l:ident, $r:ident, $p:ident => $body:block) => {{
+        let n = $state.len;
+        match ($state.sel.is_none(), $l.cut(n), $r.cut(n)) {
+            (true, Some($l), Some($r)) => {
+                for $p in 0..n {
+                    $body
+                }
+            }
+            _ => each_pos!($state, $p => $body),
+        }
+    }};
 }
 
 macro_rules! with_opnds {
@@ -377,6 +418,21 @@ fn float_loop<L: At<f64>, R: At<f64>>(
 /// `i64::MIN / -1`) and whether every live operand fits 32 bits, then a loop
 /// without branches divides, in 32 bits when they fit (a 64-bit divide
 /// costs several times as much). NULL positions divide by 1.
+/// `a / d` truncated, for `a` and `d` that fit 32 bits (above `i32::MIN`)
+/// and `d` not zero, as a double division: exact (see `div_loop`), and
+/// without the saturating conversion's NaN and range tests, which keep a
+/// loop from vectorizing.
+#[inline(always)]
+fn quotient_of_narrow(a: i64, d: i64) -> i64 {
+    // Through i32, whose conversions to and from doubles the baseline
+    // x86-64 vector unit has.
+    let q = (a as i32) as f64 / (d as i32) as f64;
+    // SAFETY: `d` is not zero and both operands are integers of magnitude
+    // below 2^31, so `q` is finite and |q| <= |a| < 2^31: truncated toward
+    // zero it fits i32.
+    i64::from(unsafe { q.to_int_unchecked::<i32>() })
+}
+
 fn div_loop<L: At<i64>, R: At<i64>>(
     op: BinaryOp,
     l: L,
@@ -389,14 +445,24 @@ fn div_loop<L: At<i64>, R: At<i64>>(
     let has_nulls = ln.is_some() || rn.is_some();
     let fits = |v: i64| v > i32::MIN as i64 && v <= i32::MAX as i64;
     let (mut zero, mut ovf, mut narrow) = (false, false, true);
-    each_pos!(state, p => {
-        if !(has_nulls && either_null(ln, rn, p)) {
+    if has_nulls {
+        each_pos!(state, p => {
+            if !either_null(ln, rn, p) {
+                let (a, b) = (l.at(p), r.at(p));
+                zero |= b == 0;
+                ovf |= a == i64::MIN && b == -1;
+                narrow &= fits(a) && fits(b);
+            }
+        });
+    } else {
+        // `&` and `|`, not `&&`: no branch, so the pass vectorizes.
+        each_pos_cut!(state, l, r, p => {
             let (a, b) = (l.at(p), r.at(p));
             zero |= b == 0;
-            ovf |= a == i64::MIN && b == -1;
-            narrow &= fits(a) && fits(b);
-        }
-    });
+            ovf |= (a == i64::MIN) & (b == -1);
+            narrow &= fits(a) & fits(b);
+        });
+    }
     if zero {
         return Err(kith_common::Error::runtime("division by zero"));
     }
@@ -404,20 +470,25 @@ fn div_loop<L: At<i64>, R: At<i64>>(
         return Err(overflow(op));
     }
     // `d | (d == 0)` is `d`, or 1 for the zero a NULL position may hold.
+    // Operands that fit 32 bits divide as doubles, which vectorizes: the
+    // truncated quotient is exact, because a quotient of magnitude
+    // below 2^31 / |d| is off by at most 2^-22 / |d| after rounding, less
+    // than its distance 1 / |d| from any other integer.
     match (op == BinaryOp::Div, narrow) {
-        (true, true) => each_pos!(state, p => {
-            let (a, d) = (l.at(p) as i32, r.at(p) as i32);
-            out[p] = a.wrapping_div(d | (d == 0) as i32) as i64;
+        (true, true) => each_pos_cut!(state, l, r, out, p => {
+            let (a, d) = (l.at(p), r.at(p));
+            out[p] = quotient_of_narrow(a, d | (d == 0) as i64);
         }),
-        (false, true) => each_pos!(state, p => {
-            let (a, d) = (l.at(p) as i32, r.at(p) as i32);
-            out[p] = a.wrapping_rem(d | (d == 0) as i32) as i64;
+        (false, true) => each_pos_cut!(state, l, r, out, p => {
+            let (a, d) = (l.at(p), r.at(p));
+            let d = d | (d == 0) as i64;
+            out[p] = a - quotient_of_narrow(a, d) * d;
         }),
-        (true, false) => each_pos!(state, p => {
+        (true, false) => each_pos_cut!(state, l, r, out, p => {
             let (a, d) = (l.at(p), r.at(p));
             out[p] = a.wrapping_div(d | (d == 0) as i64);
         }),
-        (false, false) => each_pos!(state, p => {
+        (false, false) => each_pos_cut!(state, l, r, out, p => {
             let (a, d) = (l.at(p), r.at(p));
             out[p] = a.wrapping_rem(d | (d == 0) as i64);
         }),
@@ -445,7 +516,7 @@ fn int_loop<L: At<i64>, R: At<i64>>(
                     ovf |= o && !either_null(ln, rn, p);
                 });
             } else {
-                each_pos!(state, p => {
+                each_pos_cut!(state, l, r, out, p => {
                     let (v, o) = l.at(p).$f(r.at(p));
                     out[p] = v;
                     ovf |= o;
