@@ -249,6 +249,15 @@ pub struct Extend {
     /// padding filter of the clause's predicates
     /// ([`super::filter::PadFilter`]).
     pub pad: Option<Arc<PadSignal>>,
+    /// A pipeline from one tuple that every worker runs
+    /// (`pipeline::split_single_source`): the workers share this extend's
+    /// rels, each claiming chunks of every input tuple's range in turn.
+    pub split: Option<Arc<SplitClaims>>,
+    /// Input tuples seeked so far (every worker sees them in one order),
+    /// the current tuple's unclaimed range and the claim size.
+    split_seq: usize,
+    split_range: (u64, u64),
+    split_chunk: u64,
     /// The multiplicity the child set, restored before pulling from it.
     base_multiplicity: u64,
     /// Positions in the current range of the rels to skip, ascending, and
@@ -312,6 +321,10 @@ impl Extend {
             pair_output: None,
             pack: false,
             pad: None,
+            split: None,
+            split_seq: 0,
+            split_range: (0, 0),
+            split_chunk: 1,
             base_multiplicity: 1,
             skips: Vec::new(),
             next_skip: 0,
@@ -477,11 +490,53 @@ impl Extend {
                 return true;
             }
             let Some(&(s, e)) = self.runs.get(self.next_run) else {
-                return false;
+                return self.claim_next();
             };
             (self.pos, self.end) = (s, e);
             self.next_run += 1;
         }
+    }
+
+    /// [`Extend::split`], after a seek: the tuple's range becomes the one
+    /// to claim from. A range with appended runs or skipped rels is not
+    /// cut: the first worker to claim it takes it whole.
+    fn start_split(&mut self) {
+        let Some(claims) = &self.split else {
+            return;
+        };
+        let seq = self.split_seq;
+        self.split_seq += 1;
+        if !self.runs.is_empty() || !self.skips.is_empty() {
+            if claims.claim(seq, u64::MAX) != 0 {
+                self.pos = self.end;
+                self.runs.clear();
+            }
+            self.split_range = (0, 0);
+            return;
+        }
+        self.split_range = (self.pos, self.end);
+        // About 16 claims a tuple, a batch at most each.
+        self.split_chunk = ((self.end - self.pos) / 16).clamp(1, VECTOR_CAPACITY as u64);
+        self.end = self.pos;
+    }
+
+    /// [`Extend::split`]: the next chunk of the current tuple's range, if
+    /// any is left.
+    fn claim_next(&mut self) -> bool {
+        let Some(claims) = &self.split else {
+            return false;
+        };
+        let (base, end) = self.split_range;
+        if base >= end {
+            return false;
+        }
+        let at = base.saturating_add(claims.claim(self.split_seq - 1, self.split_chunk));
+        if at >= end {
+            self.split_range = (end, end);
+            return false;
+        }
+        (self.pos, self.end) = (at, (at + self.split_chunk).min(end));
+        true
     }
 
     /// [`Extend::pack`]: fills one output batch from as many tuples of the
@@ -575,6 +630,7 @@ impl Extend {
         if !self.exclude.is_empty() {
             self.find_excluded(rs, from)?;
         }
+        self.start_split();
         Ok(Some(from))
     }
 
@@ -806,6 +862,28 @@ impl Extend {
             n -= self.skips.len() as u64;
         }
         Ok(n)
+    }
+}
+
+/// The claims of an extend whose rels the workers share
+/// ([`Extend::split`]): per input tuple, in the order every worker sees
+/// them, the next unclaimed offset into its range.
+#[derive(Debug, Default)]
+pub struct SplitClaims {
+    next: parking_lot::Mutex<Vec<u64>>,
+}
+
+impl SplitClaims {
+    /// Claims `want` offsets of tuple `seq`'s range; returns where they
+    /// start (past the range once it is all claimed).
+    fn claim(&self, seq: usize, want: u64) -> u64 {
+        let mut next = self.next.lock();
+        if next.len() <= seq {
+            next.resize(seq + 1, 0);
+        }
+        let at = next[seq];
+        next[seq] = at.saturating_add(want);
+        at
     }
 }
 
