@@ -314,6 +314,10 @@ enum StateColumn {
     /// (24 bytes per group to reach instead of a whole state), and how
     /// many values the lists hold (for the memory charge).
     Collect(Vec<Vec<Value>>, usize),
+    /// collect(x) of INT64 values: the lists as integers (8 bytes an
+    /// element while aggregating, values built once at the end). Becomes
+    /// `Collect` if an input is not an integer vector.
+    CollectInts(Vec<Vec<i64>>, usize),
     States(Vec<AggregateState>),
 }
 
@@ -323,8 +327,22 @@ impl StateColumn {
             AggregateFunc::CountStar | AggregateFunc::Count if !spec.distinct => {
                 StateColumn::Count(Vec::new())
             }
-            AggregateFunc::Collect if !spec.distinct => StateColumn::Collect(Vec::new(), 0),
+            AggregateFunc::Collect if !spec.distinct => match spec.input_type {
+                Some(LogicalType::Int64) => StateColumn::CollectInts(Vec::new(), 0),
+                _ => StateColumn::Collect(Vec::new(), 0),
+            },
             _ => StateColumn::States(Vec::new()),
+        }
+    }
+
+    /// A `CollectInts` column as `Collect` (an input of another type).
+    fn collect_values(&mut self) {
+        if let StateColumn::CollectInts(lists, items) = self {
+            let lists = std::mem::take(lists)
+                .into_iter()
+                .map(|l| l.into_iter().map(Value::Int64).collect())
+                .collect();
+            *self = StateColumn::Collect(lists, *items);
         }
     }
 
@@ -332,6 +350,7 @@ impl StateColumn {
         match self {
             StateColumn::Count(c) => c.push(0),
             StateColumn::Collect(l, _) => l.push(Vec::new()),
+            StateColumn::CollectInts(l, _) => l.push(Vec::new()),
             StateColumn::States(s) => s.push(spec.new_state()),
         }
     }
@@ -357,6 +376,26 @@ impl StateColumn {
                     l[g].reserve(positions.len() * multiplicity as usize);
                     for &p in positions {
                         *items += collect_into(&mut l[g], input, p, multiplicity);
+                    }
+                }
+                Ok(())
+            }
+            StateColumn::CollectInts(l, items) => {
+                let Some(input) = input else {
+                    return Ok(());
+                };
+                let VectorData::I64(d) = &input.data else {
+                    self.collect_values();
+                    return self.update(g, Some(input), positions, multiplicity);
+                };
+                let list = &mut l[g];
+                list.reserve(positions.len() * multiplicity as usize);
+                for &p in positions {
+                    if !input.is_null(p as usize) {
+                        for _ in 0..multiplicity {
+                            list.push(d[p as usize]);
+                        }
+                        *items += multiplicity as usize;
                     }
                 }
                 Ok(())
@@ -390,7 +429,24 @@ impl StateColumn {
                     *items += collect_into(&mut l[g as usize], input, p, multiplicity);
                 }
             }
-            (StateColumn::Collect(..), None) => {}
+            (StateColumn::Collect(..) | StateColumn::CollectInts(..), None) => {}
+            (column @ StateColumn::CollectInts(..), Some(input)) => {
+                let StateColumn::CollectInts(l, items) = &mut *column else {
+                    return Ok(());
+                };
+                let VectorData::I64(d) = &input.data else {
+                    column.collect_values();
+                    return column.update_each(groups, Some(input), positions, multiplicity);
+                };
+                for (&g, &p) in groups.iter().zip(positions) {
+                    if !input.is_null(p as usize) {
+                        for _ in 0..multiplicity {
+                            l[g as usize].push(d[p as usize]);
+                        }
+                        *items += multiplicity as usize;
+                    }
+                }
+            }
             (StateColumn::States(s), input) => {
                 for (&g, &p) in groups.iter().zip(positions) {
                     s[g as usize].update(input, &[p], multiplicity)?;
@@ -401,7 +457,14 @@ impl StateColumn {
     }
 
     /// Adds `other`'s group `j` into this column's group `target[j]`.
-    fn combine(&mut self, other: StateColumn, target: &[u32]) -> Result<()> {
+    fn combine(&mut self, mut other: StateColumn, target: &[u32]) -> Result<()> {
+        // One worker's collected integers may have met another input type.
+        if matches!(self, StateColumn::Collect(..)) {
+            other.collect_values();
+        }
+        if matches!(other, StateColumn::Collect(..)) {
+            self.collect_values();
+        }
         match (self, other) {
             (StateColumn::Count(mine), StateColumn::Count(theirs)) => {
                 for (&t, c) in target.iter().zip(theirs) {
@@ -409,6 +472,17 @@ impl StateColumn {
                 }
             }
             (StateColumn::Collect(mine, items), StateColumn::Collect(theirs, more)) => {
+                *items += more;
+                for (&t, l) in target.iter().zip(theirs) {
+                    let into = &mut mine[t as usize];
+                    if into.is_empty() {
+                        *into = l;
+                    } else {
+                        into.extend(l);
+                    }
+                }
+            }
+            (StateColumn::CollectInts(mine, items), StateColumn::CollectInts(theirs, more)) => {
                 *items += more;
                 for (&t, l) in target.iter().zip(theirs) {
                     let into = &mut mine[t as usize];
@@ -452,6 +526,9 @@ impl StateColumn {
         match self {
             StateColumn::Count(c) => c.into_iter().for_each(|n| push(Value::Int64(n as i64))),
             StateColumn::Collect(l, _) => l.into_iter().for_each(|l| push(Value::list(l))),
+            StateColumn::CollectInts(l, _) => l
+                .into_iter()
+                .for_each(|l| push(Value::list(l.into_iter().map(Value::Int64).collect()))),
             StateColumn::States(s) => s.into_iter().for_each(|s| push(s.into_value())),
         }
     }
@@ -648,6 +725,10 @@ impl LocalSink for HashAggregate {
                 StateColumn::Collect(_, items) => {
                     collected += items * std::mem::size_of::<Value>();
                     std::mem::size_of::<Vec<Value>>()
+                }
+                StateColumn::CollectInts(_, items) => {
+                    collected += items * 8;
+                    std::mem::size_of::<Vec<i64>>()
                 }
                 StateColumn::States(_) => std::mem::size_of::<AggregateState>(),
             })
@@ -865,6 +946,64 @@ impl HashAggregate {
 mod tests {
     use super::*;
     use kith_common::TableId;
+
+    /// collect() of INT64 keeps integers, and turns into lists of values
+    /// when an input is not an integer vector, in a group's batch, per
+    /// position and when merging another worker's lists.
+    #[test]
+    fn collected_integers_become_values_on_another_input() {
+        let spec = AggregateSpec::from_name(
+            "collect",
+            false,
+            Some(LogicalType::Int64),
+            LogicalType::List(Box::new(LogicalType::Int64)),
+        )
+        .unwrap();
+        let ints = |xs: &[Option<i64>]| {
+            let mut v = ValueVector::new(LogicalType::Int64, 0);
+            for x in xs {
+                v.push_value(&x.map_or(Value::Null, Value::Int64));
+            }
+            v
+        };
+        let mut values = ValueVector::new(LogicalType::Any, 0);
+        values.push_value(&Value::String("x".into()));
+        values.push_value(&Value::Int64(9));
+        let lists = |column: StateColumn| {
+            let mut out = Vec::new();
+            column.into_values(|v| out.push(v));
+            out
+        };
+        let list = |xs: Vec<Value>| Value::list(xs);
+        let mut a = StateColumn::new(&spec);
+        let mut b = StateColumn::new(&spec);
+        for column in [&mut a, &mut b] {
+            column.push(&spec);
+            column.push(&spec);
+        }
+        a.update(0, Some(&ints(&[Some(1), None, Some(2)])), &[0, 1, 2], 2)
+            .unwrap();
+        a.update_each(&[1, 0], Some(&ints(&[Some(3), Some(4)])), &[0, 1], 1)
+            .unwrap();
+        b.update(1, Some(&ints(&[Some(5)])), &[0], 1).unwrap();
+        assert!(matches!(a, StateColumn::CollectInts(..)));
+        let mut c = StateColumn::new(&spec);
+        c.push(&spec);
+        c.push(&spec);
+        c.update_each(&[0, 1], Some(&values), &[0, 1], 1).unwrap();
+        assert!(matches!(c, StateColumn::Collect(..)));
+        // Integers merged into values, then values into integers.
+        a.combine(b, &[0, 1]).unwrap();
+        c.combine(a, &[1, 0]).unwrap();
+        let i = Value::Int64;
+        assert_eq!(
+            lists(c),
+            [
+                list(vec![Value::String("x".into()), i(3), i(5)]),
+                list(vec![i(9), i(1), i(1), i(2), i(2), i(4)]),
+            ]
+        );
+    }
 
     #[test]
     fn key_bits_map_one_table_densely_and_the_rest_by_hash() {
