@@ -1212,6 +1212,8 @@ pub fn execute_query_from(
     let ctx = run_subqueries(plan, ctx, sched, threads, recursive)?;
     let mut input: Option<Chunk> = initial;
     let last = plan.parts.len().saturating_sub(1);
+    // Whether the rows handed to the next part are in an ORDER BY's order.
+    let mut sorted_input = false;
     for (i, part) in plan.parts.iter().enumerate() {
         let rows = match part.from_rows {
             true => {
@@ -1274,7 +1276,19 @@ pub fn execute_query_from(
             memory: Arc::clone(&ctx.memory),
             semi_masks: Arc::default(),
         });
-        let chunks = execute_part(part, rows, &part_ctx, sched, threads)?;
+        // Rows an ORDER BY left sorted keep that order through a part that
+        // neither sorts nor aggregates (`WITH n ORDER BY n.x LIMIT 10
+        // RETURN n.name`): one worker reads them in order.
+        let keeps_order = part.descending.is_empty()
+            && part.recursive.is_none()
+            && matches!(part.sink, Sink::Collect { .. });
+        let part_threads = if sorted_input && keeps_order {
+            1
+        } else {
+            threads
+        };
+        sorted_input = !part.descending.is_empty() || (sorted_input && keeps_order);
+        let chunks = execute_part(part, rows, &part_ctx, sched, part_threads)?;
         part_ctx.cancel.check()?;
         if i == last {
             return Ok(chunks);

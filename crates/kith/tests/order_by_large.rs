@@ -101,6 +101,24 @@ fn order_by_and_top_k_match_a_reference_sort() {
         ),
         vec![Some(want)]
     );
+    // The order a WITH sorted survives the parts after it that neither
+    // sort nor aggregate (read by one worker, in order).
+    let want: Vec<Option<i64>> = pairs.iter().take(4000).map(|p| Some(p.1)).collect();
+    assert_eq!(
+        ints(
+            &conn,
+            "MATCH (a:N) WHERE a.v IS NOT NULL WITH a ORDER BY a.v DESC, a.id LIMIT 4000 RETURN a.id"
+        ),
+        want
+    );
+    let want: Vec<Option<i64>> = pairs.iter().map(|p| Some(p.1 * 2)).collect();
+    assert_eq!(
+        ints(
+            &conn,
+            "MATCH (a:N) WHERE a.v IS NOT NULL WITH a, a.v AS v ORDER BY v DESC, a.id WITH a WHERE a.id >= 0 RETURN a.id * 2"
+        ),
+        want
+    );
     // A cross product larger than a vector on both sides.
     assert_eq!(
         ints(
