@@ -473,25 +473,11 @@ impl StateColumn {
             }
             (StateColumn::Collect(mine, items), StateColumn::Collect(theirs, more)) => {
                 *items += more;
-                for (&t, l) in target.iter().zip(theirs) {
-                    let into = &mut mine[t as usize];
-                    if into.is_empty() {
-                        *into = l;
-                    } else {
-                        into.extend(l);
-                    }
-                }
+                append_lists(mine, theirs, target);
             }
             (StateColumn::CollectInts(mine, items), StateColumn::CollectInts(theirs, more)) => {
                 *items += more;
-                for (&t, l) in target.iter().zip(theirs) {
-                    let into = &mut mine[t as usize];
-                    if into.is_empty() {
-                        *into = l;
-                    } else {
-                        into.extend(l);
-                    }
-                }
+                append_lists(mine, theirs, target);
             }
             (StateColumn::States(mine), StateColumn::States(theirs)) => {
                 for (&t, s) in target.iter().zip(theirs) {
@@ -530,6 +516,19 @@ impl StateColumn {
                 .into_iter()
                 .for_each(|l| push(Value::list(l.into_iter().map(Value::Int64).collect()))),
             StateColumn::States(s) => s.into_iter().for_each(|s| push(s.into_value())),
+        }
+    }
+}
+
+/// Appends each of `theirs` to `mine[target[j]]` (moved when that is
+/// empty).
+fn append_lists<T>(mine: &mut [Vec<T>], theirs: Vec<Vec<T>>, target: &[u32]) {
+    for (&t, l) in target.iter().zip(theirs) {
+        let into = &mut mine[t as usize];
+        if into.is_empty() {
+            *into = l;
+        } else {
+            into.extend(l);
         }
     }
 }
