@@ -98,6 +98,15 @@ fn single_integer_and_node_keys_group_like_a_reference() {
             })
             .collect();
         assert_eq!(got, by_dst, "{threads} threads, by node");
+        // count(*) alone by the node: counted in the dense-offset loop.
+        let got: BTreeMap<i64, i64> = conn
+            .query("MATCH (a:N)-[e:E]->(b:N) WITH b, count(*) AS c RETURN b.id, c")
+            .unwrap()
+            .rows()
+            .map(|r| (int(&r[0]).unwrap(), int(&r[1]).unwrap()))
+            .collect();
+        let want: BTreeMap<i64, i64> = by_dst.iter().map(|(&b, &(c, _))| (b, c)).collect();
+        assert_eq!(got, want, "{threads} threads, count by node");
         // The node's value as the key: grouped on its id, its properties
         // read per group after aggregating.
         let q =

@@ -791,6 +791,63 @@ fn arg_input<'a>(
 }
 
 impl HashAggregate {
+    /// A grouped count(*) by one id key (`WITH b, count(*)`): each
+    /// position's group found in the dense offset map and its counters
+    /// bumped in one loop, no group list built. False (nothing done) for
+    /// any other batch: NULL keys, other aggregates, or before the key's
+    /// table is mapped.
+    fn count_by_dense_ids(
+        &mut self,
+        rs: &ResultSet,
+        arg_kinds: &[Option<Evaluated>],
+        per_position: u64,
+    ) -> bool {
+        let counts_only = self.bits_only
+            && arg_kinds.iter().all(Option::is_none)
+            && self
+                .columns
+                .iter()
+                .all(|c| matches!(c, StateColumn::Count(_)));
+        let Some(table) = self.by_bits.dense_table else {
+            return false;
+        };
+        if !counts_only || self.key_direct.len() != 1 {
+            return false;
+        }
+        // Taken out while groups are added (`group_by_bits` borrows all of
+        // self).
+        let scratch = std::mem::take(&mut self.key_scratch);
+        let positions = std::mem::take(&mut self.positions);
+        let keys = key_input(self.key_direct[0], &scratch[0], rs).0;
+        let done = match &keys.data {
+            VectorData::Id(ids) if !keys.nulls.may_have_nulls() => {
+                for &p in &positions {
+                    let id = ids[p as usize];
+                    let known = match id.table().0 as u64 == table {
+                        true => self.by_bits.dense.get(id.offset() as usize).copied(),
+                        false => None,
+                    };
+                    let g = match known.filter(|&g| g != u32::MAX) {
+                        Some(g) => g,
+                        None => self.group_by_bits(Some((0, id.0)), || {
+                            GroupKey(vec![keys.get_value(p as usize)])
+                        }),
+                    } as usize;
+                    for column in &mut self.columns {
+                        if let StateColumn::Count(c) = column {
+                            c[g] += per_position;
+                        }
+                    }
+                }
+                true
+            }
+            _ => false,
+        };
+        self.key_scratch = scratch;
+        self.positions = positions;
+        done
+    }
+
     fn consume_evaluated(
         &mut self,
         rs: &ResultSet,
@@ -887,6 +944,9 @@ impl HashAggregate {
         rs.chunks[u]
             .state
             .for_each_position(|p| positions.push(p as u32));
+        if self.count_by_dense_ids(rs, arg_kinds, per_position) {
+            return Ok(());
+        }
         // Each position's group first (one unflat integer or id key finds
         // it by its bits), then each aggregate's states in one pass.
         let single = self.keys.len() == 1;
