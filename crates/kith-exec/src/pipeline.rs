@@ -1823,6 +1823,16 @@ fn project_rows(
     };
     let mut out = Chunk::new(types, 0);
     for (col, e) in out.columns.iter_mut().zip(outputs) {
+        // A plain slot of the column's type: the input column, copied whole.
+        if let BoundExprKind::Slot(slot) = &e.kind {
+            let source = layout
+                .get(*slot)
+                .and_then(|(_, v)| rs.chunks[0].vectors.get(v));
+            if let Some(source) = source.filter(|v| v.ty == col.ty && v.len() == n) {
+                *col = source.clone();
+                continue;
+            }
+        }
         let mut ev = Evaluator::new(e)?;
         let mut v = ValueVector::new(e.ty.clone(), 0);
         match ev.evaluate(&ectx, &mut v)? {
