@@ -67,6 +67,20 @@ impl Hash for GroupKey {
     }
 }
 
+/// The hash of a group's key values (as [`GroupKey`] hashes them).
+fn hash_key(hasher: &DefaultHashBuilder, key: &[Value]) -> u64 {
+    let mut h = hasher.build_hasher();
+    for v in key {
+        hash_value(v, &mut h);
+    }
+    h.finish()
+}
+
+/// [`GroupKey`] equality of two groups' key values.
+fn keys_equal(a: &[Value], b: &[Value]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.total_cmp(y).is_eq())
+}
+
 pub struct AggregateDef {
     pub spec: AggregateSpec,
     pub arg: Option<kith_planner::expr::BoundExpr>,
@@ -94,11 +108,17 @@ pub struct HashAggregate {
     specs: Arc<Vec<AggregateDef>>,
     args: Vec<Option<Evaluator>>,
     arg_scratch: Vec<ValueVector>,
-    /// Each group's number in `group_keys` / `columns`, found by its
-    /// key's hash (the key is kept once, in `group_keys`).
+    /// Each group's number in `key_values` / `columns`, found by its
+    /// key's hash (the key is kept once, in `key_values`).
     groups: HashTable<usize>,
     hasher: DefaultHashBuilder,
-    group_keys: Vec<GroupKey>,
+    /// Every group's key values, `keys.len()` per group, in group order:
+    /// no allocation per group.
+    key_values: Vec<Value>,
+    /// How many groups there are.
+    num_groups: usize,
+    /// Scratch: a key being looked up by its values.
+    key_buf: Vec<Value>,
     /// Per aggregate, its state in every group.
     columns: Vec<StateColumn>,
     /// One integer or id key per group: its group number by the key's bits.
@@ -185,7 +205,9 @@ impl HashAggregate {
             arg_scratch,
             groups: HashTable::new(),
             hasher: DefaultHashBuilder::default(),
-            group_keys: Vec::new(),
+            key_values: Vec::new(),
+            num_groups: 0,
+            key_buf: Vec::new(),
             columns,
             by_bits: KeyBits::default(),
             bits_only,
@@ -216,13 +238,18 @@ impl HashAggregate {
             _ => {}
         }
         // Their groups' numbers here, then each aggregate's states combined.
-        let mut target = Vec::with_capacity(other.group_keys.len());
-        for key in other.group_keys {
-            let bits = match key.0.as_slice() {
+        let k = self.keys.len();
+        let mut target = Vec::with_capacity(other.num_groups);
+        let mut theirs = other.key_values.into_iter();
+        let mut key = Vec::with_capacity(k);
+        for _ in 0..other.num_groups {
+            key.clear();
+            key.extend(theirs.by_ref().take(k));
+            let bits = match key.as_slice() {
                 [v] => KeyBits::value_bits(v),
                 _ => None,
             };
-            target.push(self.group_by_bits(bits, || key));
+            target.push(self.group_by_bits(bits, |buf| buf.append(&mut key)));
         }
         for (mine, theirs) in self.columns.iter_mut().zip(other.columns) {
             mine.combine(theirs, &target)?;
@@ -230,48 +257,68 @@ impl HashAggregate {
         Ok(())
     }
 
-    /// The group of a single key with `bits` (see [`KeyBits::bits`]),
-    /// created from `key()` when new.
-    fn group_by_bits(&mut self, bits: Option<(u8, u64)>, key: impl FnOnce() -> GroupKey) -> u32 {
+    /// The group of a key with `bits` (see [`KeyBits::bits`]; None for
+    /// keys without), its values pushed by `key` onto the vector it is given
+    /// only when they are needed: to look the group up by value, or to
+    /// create it.
+    fn group_by_bits(&mut self, bits: Option<(u8, u64)>, key: impl FnOnce(&mut Vec<Value>)) -> u32 {
         let Some(b) = bits else {
-            return self.group_of(key()) as u32;
+            return self.group_of(key) as u32;
         };
         if let Some(g) = self.by_bits.get(b) {
             return g;
         }
         let g = if self.bits_only {
-            self.push_group(key()) as u32
+            key(&mut self.key_values);
+            self.push_group() as u32
         } else {
-            self.group_of(key()) as u32
+            self.group_of(key) as u32
         };
         self.by_bits.insert(b, g);
         g
     }
 
-    fn push_group(&mut self, key: GroupKey) -> usize {
-        self.group_keys.push(key);
+    /// Adds a group whose key values were just pushed onto `key_values`.
+    fn push_group(&mut self) -> usize {
         for (column, d) in self.columns.iter_mut().zip(self.specs.iter()) {
             column.push(&d.spec);
         }
-        self.group_keys.len() - 1
+        self.num_groups += 1;
+        self.num_groups - 1
     }
 
-    fn find_group(&self, hash: u64, key: &GroupKey) -> Option<usize> {
-        let keys = &self.group_keys;
-        self.groups.find(hash, |&g| keys[g] == *key).copied()
+    /// Group `g`'s key values.
+    fn group_key(key_values: &[Value], k: usize, g: usize) -> &[Value] {
+        &key_values[g * k..(g + 1) * k]
     }
 
-    /// The number of `key`'s group, created (with fresh states) when new.
-    fn group_of(&mut self, key: GroupKey) -> usize {
-        let hash = self.hasher.hash_one(&key);
-        if let Some(g) = self.find_group(hash, &key) {
-            return g;
-        }
-        let g = self.group_keys.len();
-        let (keys, hasher) = (&self.group_keys, &self.hasher);
-        self.groups
-            .insert_unique(hash, g, |&g| hasher.hash_one(&keys[g]));
-        self.push_group(key)
+    /// The number of the group of the key `key` pushes, created (with
+    /// fresh states) when new.
+    fn group_of(&mut self, key: impl FnOnce(&mut Vec<Value>)) -> usize {
+        let mut buf = std::mem::take(&mut self.key_buf);
+        buf.clear();
+        key(&mut buf);
+        let k = self.keys.len();
+        let hash = hash_key(&self.hasher, &buf);
+        let values = &self.key_values;
+        let found = self
+            .groups
+            .find(hash, |&g| keys_equal(Self::group_key(values, k, g), &buf))
+            .copied();
+        let g = match found {
+            Some(g) => g,
+            None => {
+                let g = self.num_groups;
+                let (values, hasher) = (&self.key_values, &self.hasher);
+                self.groups.insert_unique(hash, g, |&g| {
+                    hash_key(hasher, Self::group_key(values, k, g))
+                });
+                self.key_values.append(&mut buf);
+                self.push_group()
+            }
+        };
+        self.key_buf = buf;
+        g
     }
 
     /// The groups as rows: key columns then aggregate columns.
@@ -285,17 +332,17 @@ impl HashAggregate {
             out.num_rows = 1;
             return out;
         }
-        let groups = std::mem::take(&mut self.group_keys);
-        let n = groups.len();
+        let n = self.num_groups;
         out.num_rows = n;
         // Sized once, then each group's values stored in place.
         for col in &mut out.columns {
             col.resize(n);
         }
         let (key_cols, agg_cols) = out.columns.split_at_mut(key_types.len());
-        for (g, key) in groups.into_iter().enumerate() {
-            for (col, v) in key_cols.iter_mut().zip(key.0) {
-                col.put_value(g, v);
+        let k = key_cols.len().max(1);
+        for (i, v) in std::mem::take(&mut self.key_values).into_iter().enumerate() {
+            if let Some(col) = key_cols.get_mut(i % k) {
+                col.put_value(i / k, v);
             }
         }
         for (col, states) in agg_cols.iter_mut().zip(std::mem::take(&mut self.columns)) {
@@ -732,10 +779,7 @@ impl LocalSink for HashAggregate {
                 StateColumn::States(_) => std::mem::size_of::<AggregateState>(),
             })
             .sum();
-        let per_group = std::mem::size_of::<GroupKey>()
-            + self.keys.len() * std::mem::size_of::<Value>()
-            + state_bytes
-            + 8;
+        let per_group = self.keys.len() * std::mem::size_of::<Value>() + state_bytes + 8;
         self.memory.grow_to(
             &self.ctx.memory,
             (self.groups.capacity() * per_group + self.by_bits.bytes() + collected) as u64,
@@ -829,8 +873,8 @@ impl HashAggregate {
                     };
                     let g = match known.filter(|&g| g != u32::MAX) {
                         Some(g) => g,
-                        None => self.group_by_bits(Some((0, id.0)), || {
-                            GroupKey(vec![keys.get_value(p as usize)])
+                        None => self.group_by_bits(Some((0, id.0)), |buf| {
+                            buf.push(keys.get_value(p as usize))
                         }),
                     } as usize;
                     for column in &mut self.columns {
@@ -910,15 +954,11 @@ impl HashAggregate {
                 }
                 _ => None,
             };
-            let g = self.group_by_bits(bits, || {
-                GroupKey(
-                    (key_direct.iter().zip(&scratch))
-                        .map(|(&d, scratch)| {
-                            let (v, p) = key_input(d, scratch, rs);
-                            v.get_value(p)
-                        })
-                        .collect(),
-                )
+            let g = self.group_by_bits(bits, |buf| {
+                buf.extend(key_direct.iter().zip(&scratch).map(|(&d, scratch)| {
+                    let (v, p) = key_input(d, scratch, rs);
+                    v.get_value(p)
+                }))
             }) as usize;
             self.key_scratch = scratch;
             self.key_direct = key_direct;
@@ -962,19 +1002,17 @@ impl HashAggregate {
             } else {
                 None
             };
-            let g = self.group_by_bits(bits, || {
-                GroupKey(
-                    (key_direct.iter().zip(&scratch).zip(key_kinds))
-                        .map(|((&d, scratch), k)| {
-                            let (v, flat) = key_input(d, scratch, rs);
-                            v.get_value(if matches!(k, Evaluated::Flat) {
-                                flat
-                            } else {
-                                p
-                            })
+            let g = self.group_by_bits(bits, |buf| {
+                buf.extend((key_direct.iter().zip(&scratch).zip(key_kinds)).map(
+                    |((&d, scratch), k)| {
+                        let (v, flat) = key_input(d, scratch, rs);
+                        v.get_value(if matches!(k, Evaluated::Flat) {
+                            flat
+                        } else {
+                            p
                         })
-                        .collect(),
-                )
+                    },
+                ))
             });
             batch_groups.push(g);
         }
