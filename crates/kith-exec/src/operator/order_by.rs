@@ -256,7 +256,16 @@ fn packed_order(
     let row_mask = (1u128 << row_bits) - 1;
     if total <= 64 {
         let mut packed: Vec<u64> = (0..n).map(|r| pack(r) as u64).collect();
-        top_or_sort(&mut packed, keep, |v: &mut Vec<u64>| radix_sort(v, total));
+        top_or_sort(&mut packed, keep, |v: &mut Vec<u64>| {
+            // The workers' sorted runs, concatenated, merge in one pass of
+            // the run-adaptive sort; anything else is radix sorted.
+            let descents = v.windows(2).filter(|w| w[0] > w[1]).count();
+            if descents < 16 {
+                v.sort();
+            } else {
+                radix_sort(v, total)
+            }
+        });
         return Some(packed.iter().map(|&x| x & row_mask as u64).collect());
     }
     if total <= 128 {
