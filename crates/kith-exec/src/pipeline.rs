@@ -762,11 +762,9 @@ impl PipelineShape {
         };
         let profiled = |op: Box<dyn Operator>, i: usize| -> Box<dyn Operator> {
             match self.stats.get(i) {
-                Some(Some((stats, last_chunk))) => Box::new(Profiled {
-                    child: op,
-                    stats: Arc::clone(stats),
-                    last_chunk: *last_chunk,
-                }),
+                Some(Some((stats, last_chunk))) => {
+                    Box::new(Profiled::new(op, Arc::clone(stats), *last_chunk))
+                }
                 _ => op,
             }
         };
