@@ -928,7 +928,7 @@ fn split_single_source(source: &mut BuiltSource, steps: &mut [Built]) {
     let Some(i) = steps.iter().position(|s| matches!(s, Built::Extend { .. })) else {
         return;
     };
-    let deterministic = |e: &BoundExpr| !calls(e, "rand");
+    let deterministic = |e: &BoundExpr| !e.calls("rand");
     let before_ok = steps[..i].iter().all(|s| match s {
         Built::ScanProperties { .. } | Built::FillNulls(_) | Built::SemiMask { .. } => true,
         Built::Filter(e) => deterministic(e),
@@ -956,13 +956,6 @@ fn split_single_source(source: &mut BuiltSource, steps: &mut [Built]) {
             *source = BuiltSource::Broadcast;
         }
     }
-}
-
-/// Whether `e` calls function `name` anywhere.
-fn calls(e: &BoundExpr, name: &str) -> bool {
-    let mut found = matches!(&e.kind, BoundExprKind::Function(f, _) if f == name);
-    e.for_each_operand(&mut |c| found |= calls(c, name));
-    found
 }
 
 /// `MATCH (a)-[:R]->(b)-[:R]->(c) RETURN count(*)` started at `b`: the first

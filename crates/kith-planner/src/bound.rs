@@ -204,6 +204,34 @@ pub struct QueryGraph {
     pub rels: Vec<QueryRel>,
 }
 
+impl QueryGraph {
+    /// The type of every slot the pattern defines: node and rel ids, an
+    /// undirected rel's stored ends, properties, and a recursive rel's
+    /// length.
+    pub fn slot_types(&self) -> impl Iterator<Item = (SlotId, LogicalType)> + '_ {
+        let nodes = self.nodes.iter().flat_map(|n| {
+            std::iter::once((n.id_slot, LogicalType::InternalId))
+                .chain(n.properties.iter().map(|p| (p.1, p.2.clone())))
+        });
+        let rels = self.rels.iter().flat_map(|r| {
+            std::iter::once((r.id_slot, LogicalType::InternalId))
+                .chain(
+                    r.ends
+                        .into_iter()
+                        .flat_map(|(s, d)| [s, d])
+                        .map(|s| (s, LogicalType::InternalId)),
+                )
+                .chain(r.properties.iter().map(|p| (p.1, p.2.clone())))
+                .chain(
+                    r.recursive
+                        .as_ref()
+                        .and_then(|x| x.len_slot.map(|s| (s, x.len_type()))),
+                )
+        });
+        nodes.chain(rels)
+    }
+}
+
 /// An aggregate call extracted from a projection; its result is `slot`.
 #[derive(Debug, Clone)]
 pub struct BoundAggregate {

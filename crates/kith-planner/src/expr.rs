@@ -191,6 +191,13 @@ impl BoundExpr {
     }
 
     /// Every slot the expression reads.
+    /// Whether the expression calls scalar function `name` anywhere.
+    pub fn calls(&self, name: &str) -> bool {
+        let mut found = matches!(&self.kind, BoundExprKind::Function(f, _) if f == name);
+        self.for_each_operand(&mut |c| found = found || c.calls(name));
+        found
+    }
+
     pub fn slots(&self, out: &mut Vec<SlotId>) {
         match &self.kind {
             BoundExprKind::Slot(s) => out.push(*s),

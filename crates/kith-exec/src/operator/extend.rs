@@ -546,9 +546,7 @@ impl Extend {
         // With `pad`: each input tuple's first position, and whether its
         // last rel is in this batch (see `PadSignal`).
         let signal = self.pad.clone();
-        let mut tuples = signal
-            .as_ref()
-            .map(|s| std::mem::take(&mut *s.tuples.lock()));
+        let mut tuples = signal.as_ref().map(|s| s.tuples.lock());
         if let (Some(t), Some(s)) = (tuples.as_mut(), &signal) {
             t.clear();
             let continues = self.rels_left();
@@ -591,13 +589,10 @@ impl Extend {
                 }
             }
         }
-        if let (Some(t), Some(s)) = (tuples, &signal) {
-            let mut t = t;
-            if let Some(last) = t.last_mut() {
-                last.1 |= !self.rels_left();
-            }
-            *s.tuples.lock() = t;
+        if let Some(last) = tuples.as_mut().and_then(|t| t.last_mut()) {
+            last.1 |= !self.rels_left();
         }
+        drop(tuples);
         if filled == 0 {
             return Ok(false);
         }

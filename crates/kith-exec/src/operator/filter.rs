@@ -104,11 +104,10 @@ impl PadFilter {
         let tuples = self.signal.tuples.lock();
         let chunk = &mut rs.chunks[self.chunk];
         let len = chunk.state.len as u32;
-        let passed: &[u32] = chunk.state.sel.as_deref().unwrap_or(&[]);
+        let passed = chunk.state.sel.take().unwrap_or_default();
         let mut kept = std::mem::take(&mut self.kept);
         kept.clear();
         let mut next = 0;
-        let mut padded = Vec::new();
         for (i, &(start, ends)) in tuples.iter().enumerate() {
             let end = tuples.get(i + 1).map_or(len, |t| t.0);
             let before = kept.len();
@@ -122,17 +121,14 @@ impl PadFilter {
                 self.matched = matched;
             } else if !matched {
                 kept.push(start);
-                padded.push(start as usize);
-            }
-        }
-        drop(tuples);
-        for &p in &padded {
-            for v in &mut chunk.vectors {
-                v.set_null(p, true);
+                for v in &mut chunk.vectors {
+                    v.set_null(start as usize, true);
+                }
             }
         }
         let any = !kept.is_empty();
-        self.kept = chunk.state.sel.replace(kept).unwrap_or_default();
+        chunk.state.sel = Some(kept);
+        self.kept = passed;
         any
     }
 }

@@ -435,14 +435,10 @@ impl StateColumn {
                     self.collect_values();
                     return self.update(g, Some(input), positions, multiplicity);
                 };
-                let list = &mut l[g];
-                list.reserve(positions.len() * multiplicity as usize);
+                l[g].reserve(positions.len() * multiplicity as usize);
                 for &p in positions {
                     if !input.is_null(p as usize) {
-                        for _ in 0..multiplicity {
-                            list.push(d[p as usize]);
-                        }
-                        *items += multiplicity as usize;
+                        *items += push_times(&mut l[g], d[p as usize], multiplicity);
                     }
                 }
                 Ok(())
@@ -487,10 +483,7 @@ impl StateColumn {
                 };
                 for (&g, &p) in groups.iter().zip(positions) {
                     if !input.is_null(p as usize) {
-                        for _ in 0..multiplicity {
-                            l[g as usize].push(d[p as usize]);
-                        }
-                        *items += multiplicity as usize;
+                        *items += push_times(&mut l[g as usize], d[p as usize], multiplicity);
                     }
                 }
             }
@@ -587,12 +580,17 @@ fn collect_into(list: &mut Vec<Value>, input: &ValueVector, p: u32, multiplicity
     if input.is_null(p as usize) {
         return 0;
     }
-    let v = input.get_value(p as usize);
+    push_times(list, input.get_value(p as usize), multiplicity)
+}
+
+/// Pushes `v` onto `list` `multiplicity` times (at least once); how many.
+#[inline]
+fn push_times<T: Clone>(list: &mut Vec<T>, v: T, multiplicity: u64) -> usize {
     for _ in 1..multiplicity {
         list.push(v.clone());
     }
     list.push(v);
-    multiplicity as usize
+    multiplicity.max(1) as usize
 }
 
 /// How many of `positions` of `input` are not NULL (all of them for count(*)).
@@ -836,11 +834,11 @@ fn arg_input<'a>(
 
 impl HashAggregate {
     /// A grouped count(*) by one id key (`WITH b, count(*)`): each
-    /// position's group found in the dense offset map and its counters
-    /// bumped in one loop, no group list built. False (nothing done) for
-    /// any other batch: NULL keys, other aggregates, or before the key's
-    /// table is mapped.
-    fn count_by_dense_ids(
+    /// position's group found by its id's bits (`KeyBits`: the dense
+    /// offset map) and its counters bumped in one loop, no group list
+    /// built. False (nothing done) for any other batch: NULL keys, other
+    /// keys or aggregates.
+    fn count_by_ids(
         &mut self,
         rs: &ResultSet,
         arg_kinds: &[Option<Evaluated>],
@@ -852,9 +850,6 @@ impl HashAggregate {
                 .columns
                 .iter()
                 .all(|c| matches!(c, StateColumn::Count(_)));
-        let Some(table) = self.by_bits.dense_table else {
-            return false;
-        };
         if !counts_only || self.key_direct.len() != 1 {
             return false;
         }
@@ -866,17 +861,9 @@ impl HashAggregate {
         let done = match &keys.data {
             VectorData::Id(ids) if !keys.nulls.may_have_nulls() => {
                 for &p in &positions {
-                    let id = ids[p as usize];
-                    let known = match id.table().0 as u64 == table {
-                        true => self.by_bits.dense.get(id.offset() as usize).copied(),
-                        false => None,
-                    };
-                    let g = match known.filter(|&g| g != u32::MAX) {
-                        Some(g) => g,
-                        None => self.group_by_bits(Some((0, id.0)), |buf| {
-                            buf.push(keys.get_value(p as usize))
-                        }),
-                    } as usize;
+                    let g = self.group_by_bits(Some((0, ids[p as usize].0)), |buf| {
+                        buf.push(keys.get_value(p as usize))
+                    }) as usize;
                     for column in &mut self.columns {
                         if let StateColumn::Count(c) = column {
                             c[g] += per_position;
@@ -984,7 +971,7 @@ impl HashAggregate {
         rs.chunks[u]
             .state
             .for_each_position(|p| positions.push(p as u32));
-        if self.count_by_dense_ids(rs, arg_kinds, per_position) {
+        if self.count_by_ids(rs, arg_kinds, per_position) {
             return Ok(());
         }
         // Each position's group first (one unflat integer or id key finds

@@ -102,12 +102,6 @@ pub fn sort_chunk(
         }
         Ordering::Equal
     };
-    if let Some(order) = sort_int_keys(&keys, descending, keep) {
-        return Chunk {
-            columns: chunk.columns.iter().map(|c| c.gather(&order)).collect(),
-            num_rows: order.len(),
-        };
-    }
     let mut order: Vec<u64> = (0..n as u64).collect();
     match keep {
         Some(k) if k < n => {
@@ -122,58 +116,6 @@ pub fn sort_chunk(
     Chunk {
         columns: chunk.columns.iter().map(|c| c.gather(&order)).collect(),
         num_rows: order.len(),
-    }
-}
-
-/// One or two integer keys whose ranges do not fit [`packed_order`]: the
-/// row order from a sort of normalized keys (per key a NULL rank, then the
-/// value with its sign bit flipped, inverted when descending, so that plain
-/// tuple order is the wanted order), the row number last so ties keep their
-/// order as the stable sort does. `None` for other keys.
-fn sort_int_keys(keys: &[KeyColumn], descending: &[bool], keep: Option<usize>) -> Option<Vec<u64>> {
-    /// (NULL rank, order-preserving bits) of one key value.
-    fn norm(v: Option<i64>, desc: bool) -> (u8, u64) {
-        let bits = |x: i64| (x as u64) ^ (1 << 63);
-        match (v, desc) {
-            // Ascending: NULLs last; descending: NULLs first.
-            (Some(x), false) => (0, bits(x)),
-            (None, false) => (1, 0),
-            (Some(x), true) => (1, !bits(x)),
-            (None, true) => (0, 0),
-        }
-    }
-    fn finish<K: Ord + Copy>(mut rows: Vec<(K, u32)>, keep: Option<usize>) -> Vec<u64> {
-        match keep {
-            Some(k) if k < rows.len() => {
-                if k > 0 {
-                    rows.select_nth_unstable(k - 1);
-                }
-                rows.truncate(k);
-            }
-            _ => {}
-        }
-        // Stable: merged runs (one per worker) are found and merged.
-        rows.sort();
-        rows.into_iter().map(|(_, r)| r as u64).collect()
-    }
-    let desc = |i: usize| descending.get(i).copied().unwrap_or(false);
-    match keys {
-        [KeyColumn::Int(a)] if a.len() <= u32::MAX as usize => Some(finish(
-            a.iter()
-                .enumerate()
-                .map(|(r, &x)| (norm(x, desc(0)), r as u32))
-                .collect(),
-            keep,
-        )),
-        [KeyColumn::Int(a), KeyColumn::Int(b)] if a.len() <= u32::MAX as usize => Some(finish(
-            a.iter()
-                .zip(b)
-                .enumerate()
-                .map(|(r, (&x, &y))| ((norm(x, desc(0)), norm(y, desc(1))), r as u32))
-                .collect(),
-            keep,
-        )),
-        _ => None,
     }
 }
 

@@ -389,7 +389,7 @@ impl Binder<'_> {
                             let bound = self.bind_expr(a);
                             self.aggregates = saved;
                             let bound = bound?;
-                            if calls_function(&bound, "rand") {
+                            if bound.calls("rand") {
                                 return Err(Error::at(
                                     ErrorKind::Semantic,
                                     a.span,
@@ -986,32 +986,5 @@ impl Binder<'_> {
             _ => return Err(not_supported(span, "this expression")),
         };
         Ok(BoundExpr { kind, ty, span })
-    }
-}
-
-/// Whether `e` calls scalar function `name` anywhere.
-pub(crate) fn calls_function(e: &BoundExpr, name: &str) -> bool {
-    match &e.kind {
-        BoundExprKind::Function(n, args) => {
-            n == name || args.iter().any(|a| calls_function(a, name))
-        }
-        BoundExprKind::Unary(_, x) | BoundExprKind::Cast(x) => calls_function(x, name),
-        BoundExprKind::Binary(_, x, y) => calls_function(x, name) || calls_function(y, name),
-        BoundExprKind::List(items) => items.iter().any(|a| calls_function(a, name)),
-        BoundExprKind::Case {
-            operand,
-            whens,
-            else_,
-        } => {
-            operand.iter().chain(else_).any(|x| calls_function(x, name))
-                || whens
-                    .iter()
-                    .any(|(w, t)| calls_function(w, name) || calls_function(t, name))
-        }
-        _ => {
-            let mut found = false;
-            e.for_each_child(&mut |c| found = found || calls_function(c, name));
-            found
-        }
     }
 }

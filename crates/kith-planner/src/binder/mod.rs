@@ -38,7 +38,6 @@ mod subquery;
 mod union;
 mod write;
 
-pub(crate) use expression::calls_function;
 use expression::{property_slot, split_conjuncts};
 
 pub struct Binder<'a> {

@@ -899,24 +899,7 @@ fn plan_pipeline(
     let mut estimate = ctx.take_estimate(matches!(source, Source::Rows { .. }));
     // Whatever is not connected to the bound part: a cross product with the
     // materialized rows of each remaining component.
-    let slot_types: HashMap<SlotId, LogicalType> = g
-        .nodes
-        .iter()
-        .flat_map(|n| {
-            std::iter::once((n.id_slot, LogicalType::InternalId))
-                .chain(n.properties.iter().map(|p| (p.1, p.2.clone())))
-        })
-        .chain(g.rels.iter().flat_map(|r| {
-            std::iter::once((r.id_slot, LogicalType::InternalId))
-                .chain(
-                    r.ends
-                        .into_iter()
-                        .flat_map(|(s, d)| [s, d])
-                        .map(|s| (s, LogicalType::InternalId)),
-                )
-                .chain(r.properties.iter().map(|p| (p.1, p.2.clone())))
-        }))
-        .collect();
+    let slot_types: HashMap<SlotId, LogicalType> = g.slot_types().collect();
     loop {
         // A node whose primary key is fixed by what is bound: looked up
         // per tuple (index nested-loop join) instead of a cross product
@@ -1155,7 +1138,7 @@ impl ExtendCtx<'_> {
         let reads_only = |key: &BoundExpr, allowed: &HashSet<SlotId>| {
             let mut slots = Vec::new();
             key.slots(&mut slots);
-            slots.iter().all(|s| allowed.contains(s)) && !crate::binder::calls_function(key, "rand")
+            slots.iter().all(|s| allowed.contains(s)) && !key.calls("rand")
         };
         pending.iter().flatten().find_map(|e| match &e.kind {
             BoundExprKind::Binary(BinaryOp::Eq, l, r) => {
@@ -1672,8 +1655,7 @@ fn hash_join_key(
         } else {
             return None;
         };
-        let deterministic =
-            !crate::binder::calls_function(p, "rand") && !crate::binder::calls_function(b, "rand");
+        let deterministic = !p.calls("rand") && !b.calls("rand");
         (hashable(&p.ty, &b.ty) && deterministic).then(|| crate::plan::HashJoinKey {
             probe: (**p).clone(),
             build: (**b).clone(),
@@ -1721,30 +1703,11 @@ fn isomorphism_pair(g: &QueryGraph, e: &BoundExpr) -> Option<(SlotId, SlotId)> {
 
 /// The types of every slot a part defines or receives.
 fn slot_types(q: &BoundPart) -> HashMap<SlotId, LogicalType> {
-    let g = &q.graph;
     q.inputs
         .iter()
         .cloned()
         .chain(q.unwinds.iter().map(|u| (u.slot, u.ty.clone())))
-        .chain(g.nodes.iter().flat_map(|n| {
-            std::iter::once((n.id_slot, LogicalType::InternalId))
-                .chain(n.properties.iter().map(|p| (p.1, p.2.clone())))
-        }))
-        .chain(g.rels.iter().flat_map(|r| {
-            std::iter::once((r.id_slot, LogicalType::InternalId))
-                .chain(
-                    r.ends
-                        .into_iter()
-                        .flat_map(|(s, d)| [s, d])
-                        .map(|s| (s, LogicalType::InternalId)),
-                )
-                .chain(r.properties.iter().map(|p| (p.1, p.2.clone())))
-                .chain(
-                    r.recursive
-                        .as_ref()
-                        .and_then(|x| x.len_slot.map(|s| (s, x.len_type()))),
-                )
-        }))
+        .chain(q.graph.slot_types())
         .collect()
 }
 

@@ -485,7 +485,7 @@ pub(super) fn node_predicate(
         if !slots.is_empty()
             && slots.iter().all(is_prop)
             && !has_subquery_or_call(e)
-            && !crate::binder::calls_function(e, "rand")
+            && !e.calls("rand")
         {
             conjuncts.push(e);
         }
