@@ -13,7 +13,7 @@ use kith_common::constants::{MORSEL_SIZE, VECTOR_CAPACITY};
 use kith_common::{Chunk, Error, LogicalType, Result, Span, TableId, Value, ValueVector};
 use kith_planner::expr::{BoundExpr, BoundExprKind, SlotId};
 use kith_planner::plan::{
-    ExtendDirection, PartPlan, PropertyRead, QueryPlan, Sink, Source, Step, SubPlan,
+    DependentKey, ExtendDirection, PartPlan, PropertyRead, QueryPlan, Sink, Source, Step, SubPlan,
 };
 use kith_sched::{MorselDispenser, Scheduler, Task, WorkerContext};
 use kith_storage::{NodeTableData, RelTableData, TableData};
@@ -25,7 +25,9 @@ use crate::operator::cross_product::{CrossProduct, Probe};
 use crate::operator::extend::{CsrPins, Extend, PairCount, SharedRels, SplitClaims};
 use crate::operator::fill_nulls::FillNulls;
 use crate::operator::filter::{Filter, PadFilter, PadSignal};
-use crate::operator::hash_aggregate::{AggregateDef, GroupKey, HashAggregate};
+use crate::operator::hash_aggregate::{
+    AggregateDef, GroupKey, HashAggregate, PARTITION_MIN_GROUPS,
+};
 use crate::operator::hash_join::{BuildContext, JoinIndex};
 use crate::operator::intersect::{Intersect, IntersectRel, IntersectSpec};
 use crate::operator::join_rows::PartRows;
@@ -1677,6 +1679,9 @@ fn execute_part(
             // lists come out in that order whichever worker finishes first).
             let merged: Arc<Mutex<Vec<Option<HashAggregate>>>> =
                 Arc::new(Mutex::new((0..shapes.len()).map(|_| None).collect()));
+            // Workers with many groups: their tables split by partition,
+            // with their pipeline's number.
+            let pieces: Arc<Mutex<Vec<SplitAggregate>>> = Arc::default();
             let make_sink = {
                 let (sink_ctx, sink_defs, key_exprs) =
                     (Arc::clone(ctx), Arc::clone(&defs), Arc::clone(&key_exprs));
@@ -1695,14 +1700,25 @@ fn execute_part(
                     HashAggregate::new(Arc::clone(&sink_ctx), evs, slots, Arc::clone(&sink_defs))
                 })
             };
-            let out = Arc::clone(&merged);
-            let make = Arc::clone(&make_sink);
+            // A few partitions per thread, so that uneven ones even out.
+            let log2_parts = match threads {
+                1 => 0,
+                t => (4 * t).next_power_of_two().min(64).trailing_zeros(),
+            };
+            let (out, split_out) = (Arc::clone(&merged), Arc::clone(&pieces));
+            let (make, make_piece) = (Arc::clone(&make_sink), Arc::clone(&make_sink));
             run_pipelines(
                 sched,
                 threads,
                 shapes,
                 move || make(),
                 move |i, sink: HashAggregate| {
+                    if log2_parts > 0 && sink.num_groups() >= PARTITION_MIN_GROUPS {
+                        // Split by this worker, outside the lock.
+                        let split = sink.split(log2_parts, &*make_piece)?;
+                        split_out.lock().push((i, split));
+                        return Ok(());
+                    }
                     let mut slots = out.lock();
                     match slots[i].as_mut() {
                         Some(m) => m.merge(sink)?,
@@ -1711,64 +1727,75 @@ fn execute_part(
                     Ok(())
                 },
             )?;
-            // No pipeline (a pattern that cannot match): the empty state.
-            let mut agg: Option<HashAggregate> = None;
-            for sink in std::mem::take(&mut *merged.lock()).into_iter().flatten() {
-                match agg.as_mut() {
-                    Some(m) => m.merge(sink)?,
-                    None => agg = Some(sink),
+            let output = Arc::new(GroupOutput {
+                keys: keys.clone(),
+                aggregates: aggregates.clone(),
+                dependent: dependent.clone(),
+                outputs: plan.final_outputs.clone(),
+                types: plan.types.clone(),
+            });
+            let merged = std::mem::take(&mut *merged.lock());
+            let mut pieces = std::mem::take(&mut *pieces.lock());
+            if pieces.is_empty() {
+                // No pipeline (a pattern that cannot match): the empty state.
+                let mut agg: Option<HashAggregate> = None;
+                for sink in merged.into_iter().flatten() {
+                    match agg.as_mut() {
+                        Some(m) => m.merge(sink)?,
+                        None => agg = Some(sink),
+                    }
                 }
-            }
-            let agg = match agg {
-                Some(agg) => agg,
-                None => make_sink()?,
-            };
-            let key_types: Vec<LogicalType> = keys.iter().map(|(e, _)| e.ty.clone()).collect();
-            let agg_types: Vec<LogicalType> = aggregates.iter().map(|a| a.ty.clone()).collect();
-            let mut groups = agg.finish(&key_types, &agg_types);
-            // Evaluate the outputs over (keys, aggregates, dependent keys).
-            let mut layout = SlotLayout::default();
-            for (i, (_, slot)) in keys.iter().enumerate() {
-                layout.positions.insert(*slot, (0, i));
-            }
-            for (i, a) in aggregates.iter().enumerate() {
-                layout.positions.insert(a.slot, (0, keys.len() + i));
-            }
-            // Each node's dependent keys (adjacent in the plan) in one read
-            // by id; NULLs for properties its table lacks.
-            for keys in dependent.chunk_by(|a, b| a.node == b.node) {
-                let (table, node) = (keys[0].table, keys[0].node);
-                let data = node_data(ctx, table)?;
-                let ids = layout
-                    .get(node)
-                    .and_then(|(_, v)| groups.columns.get(v).cloned())
-                    .ok_or_else(|| Error::internal("dependent key without its node"))?;
-                let column_of = |p: &PropertyRead| p.property.and_then(|id| data.column_of(id));
-                let stored: Vec<(usize, LogicalType)> = keys
-                    .iter()
-                    .filter_map(|k| Some((column_of(&k.property)?, k.property.ty.clone())))
-                    .collect();
-                let mut read = read_by_id(ctx, &data, &stored, ids)?.into_iter();
-                for k in keys {
-                    let column = match column_of(&k.property) {
-                        Some(_) => read
-                            .next()
-                            .ok_or_else(|| Error::internal("dependent key not read"))?,
-                        None => null_vector(&k.property.ty, groups.num_rows),
-                    };
-                    layout
-                        .positions
-                        .insert(k.property.slot, (0, groups.columns.len()));
-                    groups.columns.push(column);
+                let agg = match agg {
+                    Some(agg) => agg,
+                    None => make_sink()?,
+                };
+                vec![output.finish(agg, ctx)?]
+            } else {
+                // The small tables split too, then each partition merges its
+                // pieces in pipeline order and finishes on its own.
+                for (i, sink) in merged.into_iter().enumerate() {
+                    if let Some(sink) = sink {
+                        pieces.push((i, sink.split(log2_parts, &*make_sink)?));
+                    }
                 }
+                pieces.sort_by_key(|(i, _)| *i);
+                let mut by_part: Vec<Vec<HashAggregate>> =
+                    (0..1usize << log2_parts).map(|_| Vec::new()).collect();
+                for (_, split) in pieces {
+                    for (part, piece) in by_part.iter_mut().zip(split) {
+                        part.push(piece);
+                    }
+                }
+                let n = by_part.len();
+                let by_part: Arc<Vec<Mutex<Vec<HashAggregate>>>> =
+                    Arc::new(by_part.into_iter().map(Mutex::new).collect());
+                let task_ctx = Arc::clone(ctx);
+                // An ORDER BY (without DISTINCT, which would drop rows after
+                // it) sorts each partition's rows, top-k with a LIMIT: the
+                // part's sort then only merges the runs.
+                let presort =
+                    (!plan.descending.is_empty() && !plan.distinct && plan.optional.is_none())
+                        .then(|| {
+                            let keep = plan.limit.map(|l| {
+                                let rows = plan.skip.unwrap_or(0).saturating_add(l);
+                                rows.min(usize::MAX as u64) as usize
+                            });
+                            (plan.num_visible, plan.descending.clone(), keep)
+                        });
+                sched.parallel_map(threads, &ctx.cancel, n, move |p| {
+                    let mut agg = make_sink()?.for_partition(log2_parts);
+                    for piece in std::mem::take(&mut *by_part[p].lock()) {
+                        agg.merge(piece)?;
+                    }
+                    let rows = output.finish(agg, &task_ctx)?;
+                    Ok(match &presort {
+                        Some((first_key, descending, keep)) => {
+                            sort_chunk(&rows, *first_key, descending, *keep)
+                        }
+                        None => rows,
+                    })
+                })?
             }
-            vec![project_rows(
-                groups,
-                &layout,
-                &plan.final_outputs,
-                &plan.types,
-                ctx,
-            )?]
         }
     };
     let input = match &input {
@@ -1776,6 +1803,64 @@ fn execute_part(
         _ => None,
     };
     Ok(finish_rows(rows, plan, input))
+}
+
+/// One worker's aggregate split by partition, with its pipeline's number.
+type SplitAggregate = (usize, Vec<HashAggregate>);
+
+/// What an aggregating part outputs from its groups.
+struct GroupOutput {
+    keys: Vec<(BoundExpr, SlotId)>,
+    aggregates: Vec<kith_planner::bound::BoundAggregate>,
+    dependent: Vec<DependentKey>,
+    outputs: Vec<BoundExpr>,
+    types: Vec<LogicalType>,
+}
+
+impl GroupOutput {
+    /// `agg`'s groups as the part's rows: the outputs evaluated over the
+    /// keys, the aggregates and the dependent keys.
+    fn finish(&self, agg: HashAggregate, ctx: &Arc<QueryContext>) -> Result<Chunk> {
+        let key_types: Vec<LogicalType> = self.keys.iter().map(|(e, _)| e.ty.clone()).collect();
+        let agg_types: Vec<LogicalType> = self.aggregates.iter().map(|a| a.ty.clone()).collect();
+        let mut groups = agg.finish(&key_types, &agg_types);
+        let mut layout = SlotLayout::default();
+        for (i, (_, slot)) in self.keys.iter().enumerate() {
+            layout.positions.insert(*slot, (0, i));
+        }
+        for (i, a) in self.aggregates.iter().enumerate() {
+            layout.positions.insert(a.slot, (0, self.keys.len() + i));
+        }
+        // Each node's dependent keys (adjacent in the plan) in one read
+        // by id; NULLs for properties its table lacks.
+        for keys in self.dependent.chunk_by(|a, b| a.node == b.node) {
+            let (table, node) = (keys[0].table, keys[0].node);
+            let data = node_data(ctx, table)?;
+            let ids = layout
+                .get(node)
+                .and_then(|(_, v)| groups.columns.get(v).cloned())
+                .ok_or_else(|| Error::internal("dependent key without its node"))?;
+            let column_of = |p: &PropertyRead| p.property.and_then(|id| data.column_of(id));
+            let stored: Vec<(usize, LogicalType)> = keys
+                .iter()
+                .filter_map(|k| Some((column_of(&k.property)?, k.property.ty.clone())))
+                .collect();
+            let mut read = read_by_id(ctx, &data, &stored, ids)?.into_iter();
+            for k in keys {
+                let column = match column_of(&k.property) {
+                    Some(_) => read
+                        .next()
+                        .ok_or_else(|| Error::internal("dependent key not read"))?,
+                    None => null_vector(&k.property.ty, groups.num_rows),
+                };
+                layout
+                    .positions
+                    .insert(k.property.slot, (0, groups.columns.len()));
+                groups.columns.push(column);
+            }
+        }
+        project_rows(groups, &layout, &self.outputs, &self.types, ctx)
+    }
 }
 
 /// `n` NULLs of type `ty`.

@@ -1,6 +1,8 @@
 //! Hash aggregation: each worker aggregates into its own table (factorized
 //! input counted with multiplicities, never flattened for count/sum), then the
-//! tables are merged once at the end.
+//! tables are merged once at the end. A worker with many groups splits its
+//! table into partitions by key ([`HashAggregate::split`]); each partition
+//! then merges every worker's piece and finishes on its own, in parallel.
 
 // foldhash (hashbrown's default) instead of SipHash: a group key is hashed per
 // input tuple.
@@ -79,6 +81,44 @@ fn hash_key(hasher: &DefaultHashBuilder, key: &[Value]) -> u64 {
 /// [`GroupKey`] equality of two groups' key values.
 fn keys_equal(a: &[Value], b: &[Value]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.total_cmp(y).is_eq())
+}
+
+/// A worker's table with at least this many groups is split into
+/// partitions that merge and finish in parallel; smaller ones merge into
+/// one table as they finish.
+#[cfg(not(kith_tiny))]
+pub const PARTITION_MIN_GROUPS: usize = 4096;
+#[cfg(kith_tiny)]
+pub const PARTITION_MIN_GROUPS: usize = 2;
+
+/// Node and rel ids go to partitions in runs of this many offsets (log2),
+/// so each partition's dense offset map stays a run-squeezed flat array.
+const PARTITION_RUN_BITS: u32 = 10;
+
+/// The partition (of `1 << log2_parts`) of a group's key: a function of its
+/// values alone, equal keys alike, so every worker puts a key in the same
+/// partition. One id key goes by its offset's run; anything else by a
+/// fixed-seed hash (the tables' own hasher is seeded per table).
+fn partition_of(key: &[Value], log2_parts: u32) -> usize {
+    let mask = (1usize << log2_parts) - 1;
+    let id = match key {
+        [Value::InternalId(id)] => Some(*id),
+        [Value::Node(n)] => Some(n.id),
+        [Value::Rel(r)] => Some(r.id),
+        _ => None,
+    };
+    match id {
+        Some(id) => (id.offset() >> PARTITION_RUN_BITS) as usize & mask,
+        None => {
+            let mut h = std::hash::DefaultHasher::new();
+            for v in key {
+                hash_value(v, &mut h);
+            }
+            // The high bits: SipHash's low bits are as good, but this keeps
+            // the partition independent of any table's bucket bits.
+            (h.finish() >> 32) as usize & mask
+        }
+    }
 }
 
 pub struct AggregateDef {
@@ -255,6 +295,60 @@ impl HashAggregate {
             mine.combine(theirs, &target)?;
         }
         Ok(())
+    }
+
+    /// How many groups this table holds (0 for an aggregate without keys).
+    pub fn num_groups(&self) -> usize {
+        self.num_groups
+    }
+
+    /// A table to merge partition `part` of `1 << log2_parts` into: its
+    /// dense id map squeezes out the other partitions' offset runs.
+    pub fn for_partition(mut self, log2_parts: u32) -> HashAggregate {
+        self.by_bits.squeeze = log2_parts;
+        self
+    }
+
+    /// This table's groups split by [`partition_of`] into `1 << log2_parts`
+    /// pieces, each in this table's group order, unindexed: a piece is only
+    /// merged from. `empty` makes a table like this one. The memory charge
+    /// stays with the first piece.
+    pub fn split(
+        mut self,
+        log2_parts: u32,
+        empty: impl Fn() -> Result<HashAggregate>,
+    ) -> Result<Vec<HashAggregate>> {
+        let k = self.keys.len();
+        if k == 0 || self.global.is_some() {
+            return Err(kith_common::Error::internal(
+                "an aggregate without keys is not split",
+            ));
+        }
+        let parts = 1usize << log2_parts;
+        let part_of: Vec<u32> = self
+            .key_values
+            .chunks_exact(k)
+            .map(|key| partition_of(key, log2_parts) as u32)
+            .collect();
+        let mut counts = vec![0usize; parts];
+        for &p in &part_of {
+            counts[p as usize] += 1;
+        }
+        let mut pieces = (0..parts).map(|_| empty()).collect::<Result<Vec<_>>>()?;
+        for (piece, &n) in pieces.iter_mut().zip(&counts) {
+            piece.num_groups = n;
+            piece.key_values.reserve(n * k);
+        }
+        for (i, v) in std::mem::take(&mut self.key_values).into_iter().enumerate() {
+            pieces[part_of[i / k] as usize].key_values.push(v);
+        }
+        for (c, column) in std::mem::take(&mut self.columns).into_iter().enumerate() {
+            for (piece, split) in pieces.iter_mut().zip(column.split(&part_of, &counts)) {
+                piece.columns[c] = split;
+            }
+        }
+        pieces[0].memory = std::mem::take(&mut self.memory);
+        Ok(pieces)
     }
 
     /// The group of a key with `bits` (see [`KeyBits::bits`]; None for
@@ -529,6 +623,45 @@ impl StateColumn {
         Ok(())
     }
 
+    /// Group `g`'s state moved to piece `part_of[g]` (of `counts.len()`,
+    /// `counts[p]` groups each), in group order.
+    fn split(self, part_of: &[u32], counts: &[usize]) -> Vec<StateColumn> {
+        fn spread<T>(v: Vec<T>, part_of: &[u32], counts: &[usize]) -> Vec<Vec<T>> {
+            let mut out: Vec<Vec<T>> = counts.iter().map(|&n| Vec::with_capacity(n)).collect();
+            for (x, &p) in v.into_iter().zip(part_of) {
+                out[p as usize].push(x);
+            }
+            out
+        }
+        fn items<T>(lists: &[Vec<T>]) -> usize {
+            lists.iter().map(Vec::len).sum()
+        }
+        match self {
+            StateColumn::Count(c) => spread(c, part_of, counts)
+                .into_iter()
+                .map(StateColumn::Count)
+                .collect(),
+            StateColumn::Collect(l, _) => spread(l, part_of, counts)
+                .into_iter()
+                .map(|l| {
+                    let n = items(&l);
+                    StateColumn::Collect(l, n)
+                })
+                .collect(),
+            StateColumn::CollectInts(l, _) => spread(l, part_of, counts)
+                .into_iter()
+                .map(|l| {
+                    let n = items(&l);
+                    StateColumn::CollectInts(l, n)
+                })
+                .collect(),
+            StateColumn::States(s) => spread(s, part_of, counts)
+                .into_iter()
+                .map(StateColumn::States)
+                .collect(),
+        }
+    }
+
     /// The values into `col`, sized to the groups already: a count column
     /// becomes its integers as they are.
     fn into_column(self, col: &mut ValueVector) {
@@ -615,6 +748,10 @@ struct KeyBits {
     dense: Vec<u32>,
     /// Every other key: (kind, bits).
     other: HashMap<(u8, u64), u32>,
+    /// A partition's table (log2 of the partitions): its ids come in runs
+    /// of 2^PARTITION_RUN_BITS offsets, one run in every 2^squeeze, which
+    /// the dense index leaves out.
+    squeeze: u32,
 }
 
 /// Offsets below this are mapped densely (16 MiB of group numbers at most
@@ -676,8 +813,13 @@ impl KeyBits {
     #[inline]
     fn dense_index(&self, (kind, bits): (u8, u64)) -> Option<usize> {
         let id = InternalId(bits);
-        (kind == 0 && Some(id.table().0 as u64) == self.dense_table && id.offset() < DENSE_KEYS)
-            .then_some(id.offset() as usize)
+        let offset = id.offset();
+        // The identity when not squeezed.
+        let run = (1u64 << PARTITION_RUN_BITS) - 1;
+        let index = ((offset >> (PARTITION_RUN_BITS + self.squeeze)) << PARTITION_RUN_BITS)
+            | (offset & run);
+        (kind == 0 && Some(id.table().0 as u64) == self.dense_table && index < DENSE_KEYS)
+            .then_some(index as usize)
     }
 
     fn bytes(&self) -> usize {
@@ -1123,5 +1265,58 @@ mod tests {
             Some((2, -2i32 as u64))
         );
         assert_eq!(KeyBits::value_bits(&Value::Double(1.0)), None);
+    }
+
+    #[test]
+    fn partitions_put_equal_keys_together_and_squeeze_their_offsets() {
+        // Equal keys of different types share a partition.
+        for log2 in [1, 3, 6] {
+            for i in [-3i64, 0, 5, 1 << 40] {
+                assert_eq!(
+                    partition_of(&[Value::Int64(i)], log2),
+                    partition_of(&[Value::Double(i as f64)], log2),
+                    "{i}"
+                );
+                if let Ok(small) = i32::try_from(i) {
+                    assert_eq!(
+                        partition_of(&[Value::Int64(i), Value::Null], log2),
+                        partition_of(&[Value::Int32(small), Value::Null], log2),
+                        "{i}"
+                    );
+                }
+            }
+        }
+        // Ids go by runs of offsets; every partition gets some.
+        let log2 = 3;
+        let ids: Vec<InternalId> = (0..20_000)
+            .map(|o| InternalId::new(TableId(7), o))
+            .collect();
+        let mut seen = [0usize; 8];
+        for id in &ids {
+            let p = partition_of(&[Value::InternalId(*id)], log2);
+            assert_eq!(p, (id.offset() >> PARTITION_RUN_BITS) as usize % 8);
+            seen[p] += 1;
+        }
+        assert!(seen.iter().all(|&n| n > 0), "{seen:?}");
+        // A partition's squeezed dense map: its ids get distinct indices,
+        // about a partition's share of the offsets.
+        for p in 0..8 {
+            let mut k = KeyBits {
+                squeeze: log2,
+                ..KeyBits::default()
+            };
+            let mine: Vec<&InternalId> = ids
+                .iter()
+                .filter(|id| partition_of(&[Value::InternalId(**id)], log2) == p)
+                .collect();
+            for (g, id) in mine.iter().enumerate() {
+                k.insert((0, id.0), g as u32);
+            }
+            assert!(k.other.is_empty());
+            assert!(k.dense.len() <= (20_000 / 8 + 1024usize).next_power_of_two());
+            for (g, id) in mine.iter().enumerate() {
+                assert_eq!(k.get((0, id.0)), Some(g as u32));
+            }
+        }
     }
 }
