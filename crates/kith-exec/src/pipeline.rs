@@ -32,7 +32,7 @@ use crate::operator::hash_join::{BuildContext, JoinIndex};
 use crate::operator::intersect::{Intersect, IntersectRel, IntersectSpec};
 use crate::operator::join_rows::PartRows;
 use crate::operator::lookup_node::LookupNode;
-use crate::operator::order_by::{sort_chunk, OrderBy};
+use crate::operator::order_by::{cut_sorted_runs, sort_chunk, OrderBy};
 use crate::operator::recursive_join::{recursive_join, RecursiveOutput, RecursiveSettings};
 use crate::operator::scan_counted_rows::ScanCountedRows;
 use crate::operator::scan_node::ScanNodes;
@@ -1571,10 +1571,13 @@ fn execute_part(
         )
     };
     let ordered = !plan.descending.is_empty();
+    // Whether each chunk of `rows` is sorted by the part's ORDER BY.
+    let mut sorted_runs = false;
     let rows: Vec<Chunk> = match &plan.sink {
         // An OPTIONAL MATCH's one sort key is the input row number, which
         // `pad_unmatched` groups by without sorting.
         Sink::Collect { outputs } if ordered && plan.optional.is_none() => {
+            sorted_runs = true;
             // Top-k per worker is only exact without DISTINCT.
             let keep = match (plan.limit, plan.distinct) {
                 (Some(l), false) => Some(plan.skip.unwrap_or(0).saturating_add(l) as usize),
@@ -1782,9 +1785,17 @@ fn execute_part(
                             });
                             (plan.num_visible, plan.descending.clone(), keep)
                         });
+                sorted_runs = presort.is_some();
                 sched.parallel_map(threads, &ctx.cancel, n, move |p| {
-                    let mut agg = make_sink()?.for_partition(log2_parts);
-                    for piece in std::mem::take(&mut *by_part[p].lock()) {
+                    // The first piece (in pipeline order) indexed, the
+                    // others merged into it.
+                    let mut pieces = std::mem::take(&mut *by_part[p].lock()).into_iter();
+                    let mut agg = match pieces.next() {
+                        Some(first) => first.for_partition(log2_parts),
+                        None => make_sink()?.for_partition(log2_parts),
+                    };
+                    agg.index();
+                    for piece in pieces {
                         agg.merge(piece)?;
                     }
                     let rows = output.finish(agg, &task_ctx)?;
@@ -1798,11 +1809,16 @@ fn execute_part(
             }
         }
     };
+    let (rows, order) = if sorted_runs {
+        merge_sorted_runs(rows, plan, ctx, sched, threads)?
+    } else {
+        (rows, RowOrder::Unsorted)
+    };
     let input = match &input {
         Some(PartRows::Chunk(c)) => Some(&**c),
         _ => None,
     };
-    Ok(finish_rows(rows, plan, input))
+    Ok(finish_rows(rows, plan, input, order))
 }
 
 /// One worker's aggregate split by partition, with its pipeline's number.
@@ -1861,6 +1877,83 @@ impl GroupOutput {
         }
         project_rows(groups, &layout, &self.outputs, &self.types, ctx)
     }
+}
+
+/// Sorted runs of at least this many rows in all merge on the workers.
+#[cfg(not(kith_tiny))]
+const PARALLEL_MERGE_MIN_ROWS: usize = 16 * 1024;
+#[cfg(kith_tiny)]
+const PARALLEL_MERGE_MIN_ROWS: usize = 2;
+
+/// How a part's rows stand against its ORDER BY before `finish_rows`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RowOrder {
+    Unsorted,
+    /// Each chunk is sorted.
+    Runs,
+    /// The chunks, in order, are sorted.
+    Sorted,
+}
+
+/// Sorted runs merged on the workers when that is worth it: several runs
+/// and thousands of rows, with several threads and no DISTINCT (which
+/// rebuilds the rows). The runs are cut into pieces of the merged order
+/// (`cut_sorted_runs`), and each piece sorts its rows on its own worker,
+/// keeping only what SKIP + LIMIT can reach.
+fn merge_sorted_runs(
+    runs: Vec<Chunk>,
+    plan: &PartPlan,
+    ctx: &Arc<QueryContext>,
+    sched: &Scheduler,
+    threads: usize,
+) -> Result<(Vec<Chunk>, RowOrder)> {
+    let runs: Vec<Chunk> = runs.into_iter().filter(|c| c.num_rows > 0).collect();
+    let total: usize = runs.iter().map(|c| c.num_rows).sum();
+    if runs.len() <= 1 {
+        return Ok((runs, RowOrder::Sorted));
+    }
+    if threads == 1 || plan.distinct || total < PARALLEL_MERGE_MIN_ROWS {
+        return Ok((runs, RowOrder::Runs));
+    }
+    let keep = plan.limit.map(|l| {
+        let rows = plan.skip.unwrap_or(0).saturating_add(l);
+        rows.min(usize::MAX as u64) as usize
+    });
+    let (first_key, descending) = (plan.num_visible, plan.descending.clone());
+    let cuts = cut_sorted_runs(&runs, first_key, &descending, keep, 2 * threads);
+    let types = plan.types.clone();
+    let runs = Arc::new(runs);
+    let pieces = sched.parallel_map(threads, &ctx.cancel, cuts.len(), move |i| {
+        // Rows of the pieces before this one: the limit may not reach it.
+        let before: usize = cuts[..i].iter().flatten().map(|r| r.len()).sum();
+        let keep = keep.map(|k| k.saturating_sub(before));
+        if keep == Some(0) {
+            return Ok(Chunk::new(&types, 0));
+        }
+        let slices = runs
+            .iter()
+            .zip(&cuts[i])
+            .map(|(run, rows)| Chunk {
+                columns: run
+                    .columns
+                    .iter()
+                    .map(|c| {
+                        let mut v = ValueVector::new(c.ty.clone(), 0);
+                        v.assign_range(c, rows.start, rows.len());
+                        v
+                    })
+                    .collect(),
+                num_rows: rows.len(),
+            })
+            .collect();
+        Ok(sort_chunk(
+            &concat(slices, &types),
+            first_key,
+            &descending,
+            keep,
+        ))
+    })?;
+    Ok((pieces, RowOrder::Sorted))
 }
 
 /// `n` NULLs of type `ty`.
@@ -1925,10 +2018,22 @@ fn project_rows(
 
 /// DISTINCT (on the visible columns), ORDER BY (merging the sorted runs),
 /// then SKIP and LIMIT over the collected rows; drops the sort-key columns.
-fn finish_rows(chunks: Vec<Chunk>, plan: &PartPlan, input: Option<&Chunk>) -> Vec<Chunk> {
+fn finish_rows(
+    chunks: Vec<Chunk>,
+    plan: &PartPlan,
+    input: Option<&Chunk>,
+    order: RowOrder,
+) -> Vec<Chunk> {
     let skip = plan.skip.unwrap_or(0);
     let limit = plan.limit.unwrap_or(u64::MAX);
     let ordered = !plan.descending.is_empty();
+    // Decided before DISTINCT, which puts the rows in one chunk.
+    let needs_sort = ordered
+        && match order {
+            RowOrder::Unsorted => true,
+            RowOrder::Runs => chunks.iter().filter(|c| c.num_rows > 0).count() > 1,
+            RowOrder::Sorted => false,
+        };
     if !plan.distinct && !ordered && skip == 0 && limit == u64::MAX {
         return chunks.into_iter().filter(|c| c.num_rows > 0).collect();
     }
@@ -1954,8 +2059,9 @@ fn finish_rows(chunks: Vec<Chunk>, plan: &PartPlan, input: Option<&Chunk>) -> Ve
         // Its one sort key is the row number, which the padding groups by.
         return vec![pad_unmatched(chunks, input, map, plan)];
     }
-    if ordered {
-        // The runs are sorted; a stable sort of their concatenation merges them.
+    if needs_sort {
+        // The runs are sorted; a stable sort of their concatenation merges
+        // them.
         let all = concat(chunks, &plan.types);
         let keep = plan
             .limit

@@ -119,6 +119,65 @@ fn order_by_and_top_k_match_a_reference_sort() {
         ),
         want
     );
+    // Deep pages over the workers' merged runs (cut into pieces that sort
+    // on their own workers): NULLs first descending, ties by id, strings
+    // and doubles.
+    assert_eq!(
+        ints(
+            &conn,
+            "MATCH (a:N) RETURN a.v ORDER BY a.v SKIP 12000 LIMIT 3000"
+        ),
+        asc[12000..15000].to_vec()
+    );
+    let mut all: Vec<(Option<i64>, i64)> = (0..N).map(|i| (value_of(i), i)).collect();
+    all.sort_by(|a, b| match (a.0, b.0) {
+        (None, None) => a.1.cmp(&b.1),
+        (None, _) => std::cmp::Ordering::Less,
+        (_, None) => std::cmp::Ordering::Greater,
+        (Some(x), Some(y)) => y.cmp(&x).then(a.1.cmp(&b.1)),
+    });
+    let want: Vec<Option<i64>> = all[9000..11000].iter().map(|p| Some(p.1)).collect();
+    assert_eq!(
+        ints(
+            &conn,
+            "MATCH (a:N) RETURN a.id ORDER BY a.v DESC, a.id SKIP 9000 LIMIT 2000"
+        ),
+        want
+    );
+    let mut by_text: Vec<(Option<String>, i64)> = (0..N)
+        .map(|i| (value_of(i).map(|v| v.to_string()), i))
+        .collect();
+    by_text.sort_by(|a, b| match (&a.0, &b.0) {
+        (None, None) => a.1.cmp(&b.1),
+        (None, _) => std::cmp::Ordering::Greater,
+        (_, None) => std::cmp::Ordering::Less,
+        (Some(x), Some(y)) => x.cmp(y).then(a.1.cmp(&b.1)),
+    });
+    let want: Vec<Option<i64>> = by_text.iter().map(|p| Some(p.1)).collect();
+    assert_eq!(
+        ints(
+            &conn,
+            "MATCH (a:N) RETURN a.id ORDER BY toString(a.v), a.id"
+        ),
+        want
+    );
+    let mut by_ratio: Vec<(Option<i64>, i64)> = (0..N).map(|i| (value_of(i), i)).collect();
+    by_ratio.sort_by(|a, b| match (a.0, b.0) {
+        (None, None) => a.1.cmp(&b.1),
+        (None, _) => std::cmp::Ordering::Less,
+        (_, None) => std::cmp::Ordering::Greater,
+        (Some(x), Some(y)) => (y as f64 / 7.0)
+            .total_cmp(&(x as f64 / 7.0))
+            .then(a.1.cmp(&b.1)),
+    });
+    let want: Vec<Option<i64>> = by_ratio[..17000].iter().map(|p| Some(p.1)).collect();
+    assert_eq!(
+        ints(
+            &conn,
+            "MATCH (a:N) RETURN a.id ORDER BY a.v / 7.0 DESC, a.id LIMIT 17000"
+        ),
+        want
+    );
     // A cross product larger than a vector on both sides.
     assert_eq!(
         ints(

@@ -309,6 +309,33 @@ impl HashAggregate {
         self
     }
 
+    /// Indexes an unindexed piece's groups (see [`HashAggregate::split`]),
+    /// so that other pieces merge into it: cheaper than merging it into an
+    /// empty table, which would copy every group's key and states.
+    pub fn index(&mut self) {
+        let k = self.keys.len();
+        for g in 0..self.num_groups {
+            let key = Self::group_key(&self.key_values, k, g);
+            let bits = match key {
+                [v] => KeyBits::value_bits(v),
+                _ => None,
+            };
+            if let Some(b) = bits {
+                self.by_bits.insert(b, g as u32);
+                if self.bits_only {
+                    continue;
+                }
+            }
+            // Found by value too (unless the key's type has only bits): an
+            // equal key of another type (1.0 for 1) may come without bits.
+            let hash = hash_key(&self.hasher, key);
+            let (values, hasher) = (&self.key_values, &self.hasher);
+            self.groups.insert_unique(hash, g, |&g| {
+                hash_key(hasher, Self::group_key(values, k, g))
+            });
+        }
+    }
+
     /// This table's groups split by [`partition_of`] into `1 << log2_parts`
     /// pieces, each in this table's group order, unindexed: a piece is only
     /// merged from. `empty` makes a table like this one. The memory charge

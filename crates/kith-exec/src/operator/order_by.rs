@@ -5,6 +5,7 @@
 //! puts NULLs last, descending puts them first.
 
 use std::cmp::Ordering;
+use std::ops::Range;
 use std::sync::Arc;
 
 use kith_common::{Chunk, Result, Value, ValueVector, VectorData};
@@ -117,6 +118,124 @@ pub fn sort_chunk(
         columns: chunk.columns.iter().map(|c| c.gather(&order)).collect(),
         num_rows: order.len(),
     }
+}
+
+/// Position `a` of `x` against position `b` of `y` (two vectors of one
+/// type), ascending with NULLs last: the order [`KeyColumn::cmp`] gives
+/// within one vector.
+fn cmp_across(x: &ValueVector, a: usize, y: &ValueVector, b: usize) -> Ordering {
+    match (x.is_null(a), y.is_null(b)) {
+        (true, true) => return Ordering::Equal,
+        (true, false) => return Ordering::Greater,
+        (false, true) => return Ordering::Less,
+        (false, false) => {}
+    }
+    fn int(v: &VectorData, r: usize) -> Option<i64> {
+        Some(match v {
+            VectorData::I8(d) => d[r] as i64,
+            VectorData::I16(d) => d[r] as i64,
+            VectorData::I32(d) => d[r] as i64,
+            VectorData::I64(d) => d[r],
+            VectorData::U8(d) => d[r] as i64,
+            VectorData::U16(d) => d[r] as i64,
+            VectorData::U32(d) => d[r] as i64,
+            _ => return None,
+        })
+    }
+    fn float(v: &VectorData, r: usize) -> Option<f64> {
+        match v {
+            VectorData::F32(d) => Some(d[r] as f64),
+            VectorData::F64(d) => Some(d[r]),
+            _ => None,
+        }
+    }
+    if let (Some(p), Some(q)) = (int(&x.data, a), int(&y.data, b)) {
+        return p.cmp(&q);
+    }
+    if let (Some(p), Some(q)) = (float(&x.data, a), float(&y.data, b)) {
+        return p.total_cmp(&q);
+    }
+    if let (VectorData::Str(p), VectorData::Str(q)) = (&x.data, &y.data) {
+        return p.get(a).cmp(q.get(b));
+    }
+    x.get_value(a).total_cmp(&y.get_value(b))
+}
+
+/// Row `a` of `x` against row `b` of `y` by the sort keys (the columns from
+/// `first_key`) in the query's order.
+fn cmp_rows(
+    x: &Chunk,
+    a: usize,
+    y: &Chunk,
+    b: usize,
+    first_key: usize,
+    descending: &[bool],
+) -> Ordering {
+    for (i, (p, q)) in x.columns[first_key..]
+        .iter()
+        .zip(&y.columns[first_key..])
+        .enumerate()
+    {
+        let o = cmp_across(p, a, q, b);
+        let o = if descending.get(i).copied().unwrap_or(false) {
+            o.reverse()
+        } else {
+            o
+        };
+        if o != Ordering::Equal {
+            return o;
+        }
+    }
+    Ordering::Equal
+}
+
+/// Cuts sorted runs (each sorted by the key columns from `first_key`, as
+/// [`sort_chunk`] leaves them) into `parts` pieces of their merged order:
+/// per piece, per run, a range of rows. Every row of a piece sorts before
+/// every row of the next (ties go to the later piece whole), so sorting each
+/// piece's rows on its own (on its own worker) merges the runs. The cuts
+/// are the longest run's rows at even shares of the first `keep` rows of
+/// the merge, each run cut at the first row not before them.
+pub fn cut_sorted_runs(
+    runs: &[Chunk],
+    first_key: usize,
+    descending: &[bool],
+    keep: Option<usize>,
+    parts: usize,
+) -> Vec<Vec<Range<usize>>> {
+    let total: usize = runs.iter().map(|r| r.num_rows).sum();
+    let wanted = keep.map_or(total, |k| k.min(total));
+    let longest = (0..runs.len())
+        .max_by_key(|&r| runs[r].num_rows)
+        .unwrap_or(0);
+    let mut cuts: Vec<Vec<usize>> = vec![vec![0; runs.len()]];
+    if let Some(l) = runs.get(longest).filter(|_| total > 0) {
+        for i in 1..parts {
+            // The longest run's share of the merge's first `wanted * i / parts` rows.
+            let at = (wanted * i / parts) * l.num_rows / total;
+            let at = at.min(l.num_rows.saturating_sub(1));
+            let cut: Vec<usize> = runs
+                .iter()
+                .map(|r| {
+                    let (mut lo, mut hi) = (0, r.num_rows);
+                    while lo < hi {
+                        let mid = (lo + hi) / 2;
+                        if cmp_rows(r, mid, l, at, first_key, descending) == Ordering::Less {
+                            lo = mid + 1;
+                        } else {
+                            hi = mid;
+                        }
+                    }
+                    lo
+                })
+                .collect();
+            cuts.push(cut);
+        }
+    }
+    cuts.push(runs.iter().map(|r| r.num_rows).collect());
+    cuts.windows(2)
+        .map(|w| w[0].iter().zip(&w[1]).map(|(&a, &b)| a..b.max(a)).collect())
+        .collect()
 }
 
 /// Bits needed to hold `x`.
@@ -362,6 +481,79 @@ mod tests {
             let sorted = sort_chunk(&chunk, 0, &descending, keep);
             let got: Vec<Vec<Value>> = (0..sorted.num_rows).map(|r| sorted.row(r)).collect();
             proptest::prop_assert_eq!(got, by_comparator(&chunk, &descending, keep));
+        }
+    }
+
+    proptest::proptest! {
+        /// Sorted runs cut into pieces, each piece's rows sorted on their
+        /// own and the pieces put end to end, give the keys a sort of all
+        /// the rows gives (for the rows SKIP + LIMIT can reach): integer
+        /// keys with NULLs and ties, strings, either direction.
+        #[test]
+        fn cut_runs_sort_piece_by_piece_like_one_sort(
+            runs in proptest::collection::vec(
+                proptest::collection::vec(
+                    (proptest::option::weighted(0.9, 0i64..40), 0u8..6),
+                    0..300,
+                ),
+                1..5,
+            ),
+            desc in (proptest::bool::ANY, proptest::bool::ANY),
+            keep in proptest::option::of(0usize..900),
+            parts in 1usize..7,
+        ) {
+            let descending = [desc.0, desc.1];
+            let chunk_of = |rows: &[(Option<i64>, u8)]| {
+                let mut a = ValueVector::new(LogicalType::Int64, 0);
+                let mut b = ValueVector::new(LogicalType::String, 0);
+                for (x, y) in rows {
+                    a.push_value(&x.map_or(Value::Null, Value::Int64));
+                    b.push_value(&Value::String(format!("s{y}")));
+                }
+                Chunk { columns: vec![a, b], num_rows: rows.len() }
+            };
+            let runs: Vec<Chunk> = runs
+                .iter()
+                .map(|r| sort_chunk(&chunk_of(r), 0, &descending, keep))
+                .collect();
+            let all: Vec<(Option<i64>, u8)> = runs
+                .iter()
+                .flat_map(|c| (0..c.num_rows).map(move |r| c.row(r)))
+                .map(|r| {
+                    let x = match &r[0] {
+                        Value::Int64(x) => Some(*x),
+                        _ => None,
+                    };
+                    let y = match &r[1] {
+                        Value::String(s) => s[1..].parse().unwrap_or(0),
+                        _ => 0,
+                    };
+                    (x, y)
+                })
+                .collect();
+            let want = sort_chunk(&chunk_of(&all), 0, &descending, keep);
+            let cuts = cut_sorted_runs(&runs, 0, &descending, keep, parts);
+            let mut got: Vec<Vec<Value>> = Vec::new();
+            let mut before = 0;
+            for piece in &cuts {
+                let mut rows = Vec::new();
+                for (run, range) in runs.iter().zip(piece) {
+                    rows.extend(range.clone().map(|r| run.row(r)));
+                }
+                let n = rows.len();
+                let piece_keep = keep.map(|k| k.saturating_sub(before));
+                before += n;
+                let mut a = ValueVector::new(LogicalType::Int64, 0);
+                let mut b = ValueVector::new(LogicalType::String, 0);
+                for r in &rows {
+                    a.push_value(&r[0]);
+                    b.push_value(&r[1]);
+                }
+                let sorted = sort_chunk(&Chunk { columns: vec![a, b], num_rows: n }, 0, &descending, piece_keep);
+                got.extend((0..sorted.num_rows).map(|r| sorted.row(r)));
+            }
+            let want: Vec<Vec<Value>> = (0..want.num_rows).map(|r| want.row(r)).collect();
+            proptest::prop_assert_eq!(got, want);
         }
     }
 }
