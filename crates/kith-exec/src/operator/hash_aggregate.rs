@@ -660,28 +660,28 @@ impl StateColumn {
             }
             out
         }
-        fn items<T>(lists: &[Vec<T>]) -> usize {
-            lists.iter().map(Vec::len).sum()
+        // A list column's pieces, each with its count of values.
+        fn lists<T>(
+            l: Vec<Vec<T>>,
+            part_of: &[u32],
+            counts: &[usize],
+            column: fn(Vec<Vec<T>>, usize) -> StateColumn,
+        ) -> Vec<StateColumn> {
+            spread(l, part_of, counts)
+                .into_iter()
+                .map(|l| {
+                    let n = l.iter().map(Vec::len).sum();
+                    column(l, n)
+                })
+                .collect()
         }
         match self {
             StateColumn::Count(c) => spread(c, part_of, counts)
                 .into_iter()
                 .map(StateColumn::Count)
                 .collect(),
-            StateColumn::Collect(l, _) => spread(l, part_of, counts)
-                .into_iter()
-                .map(|l| {
-                    let n = items(&l);
-                    StateColumn::Collect(l, n)
-                })
-                .collect(),
-            StateColumn::CollectInts(l, _) => spread(l, part_of, counts)
-                .into_iter()
-                .map(|l| {
-                    let n = items(&l);
-                    StateColumn::CollectInts(l, n)
-                })
-                .collect(),
+            StateColumn::Collect(l, _) => lists(l, part_of, counts, StateColumn::Collect),
+            StateColumn::CollectInts(l, _) => lists(l, part_of, counts, StateColumn::CollectInts),
             StateColumn::States(s) => spread(s, part_of, counts)
                 .into_iter()
                 .map(StateColumn::States)
