@@ -1579,10 +1579,7 @@ fn execute_part(
         Sink::Collect { outputs } if ordered && plan.optional.is_none() => {
             sorted_runs = true;
             // Top-k per worker is only exact without DISTINCT.
-            let keep = match (plan.limit, plan.distinct) {
-                (Some(l), false) => Some(plan.skip.unwrap_or(0).saturating_add(l) as usize),
-                _ => None,
-            };
+            let keep = rows_to_keep(plan).filter(|_| !plan.distinct);
             let shapes = plan
                 .pipelines
                 .iter()
@@ -1776,15 +1773,13 @@ fn execute_part(
                 // An ORDER BY (without DISTINCT, which would drop rows after
                 // it) sorts each partition's rows, top-k with a LIMIT: the
                 // part's sort then only merges the runs.
-                let presort =
-                    (!plan.descending.is_empty() && !plan.distinct && plan.optional.is_none())
-                        .then(|| {
-                            let keep = plan.limit.map(|l| {
-                                let rows = plan.skip.unwrap_or(0).saturating_add(l);
-                                rows.min(usize::MAX as u64) as usize
-                            });
-                            (plan.num_visible, plan.descending.clone(), keep)
-                        });
+                let presort = (ordered && !plan.distinct && plan.optional.is_none()).then(|| {
+                    (
+                        plan.num_visible,
+                        plan.descending.clone(),
+                        rows_to_keep(plan),
+                    )
+                });
                 sorted_runs = presort.is_some();
                 sched.parallel_map(threads, &ctx.cancel, n, move |p| {
                     // The first piece (in pipeline order) indexed, the
@@ -1879,6 +1874,14 @@ impl GroupOutput {
     }
 }
 
+/// The rows SKIP + LIMIT can reach (None without a LIMIT): what a sort
+/// keeps.
+fn rows_to_keep(plan: &PartPlan) -> Option<usize> {
+    let skip = plan.skip.unwrap_or(0);
+    plan.limit
+        .map(|l| skip.saturating_add(l).min(usize::MAX as u64) as usize)
+}
+
 /// Sorted runs of at least this many rows in all merge on the workers.
 #[cfg(not(kith_tiny))]
 const PARALLEL_MERGE_MIN_ROWS: usize = 16 * 1024;
@@ -1915,10 +1918,7 @@ fn merge_sorted_runs(
     if threads == 1 || plan.distinct || total < PARALLEL_MERGE_MIN_ROWS {
         return Ok((runs, RowOrder::Runs));
     }
-    let keep = plan.limit.map(|l| {
-        let rows = plan.skip.unwrap_or(0).saturating_add(l);
-        rows.min(usize::MAX as u64) as usize
-    });
+    let keep = rows_to_keep(plan);
     let (first_key, descending) = (plan.num_visible, plan.descending.clone());
     let cuts = cut_sorted_runs(&runs, first_key, &descending, keep, 2 * threads);
     let types = plan.types.clone();
@@ -2063,10 +2063,12 @@ fn finish_rows(
         // The runs are sorted; a stable sort of their concatenation merges
         // them.
         let all = concat(chunks, &plan.types);
-        let keep = plan
-            .limit
-            .map(|l| skip.saturating_add(l).min(usize::MAX as u64) as usize);
-        chunks = vec![sort_chunk(&all, plan.num_visible, &plan.descending, keep)];
+        chunks = vec![sort_chunk(
+            &all,
+            plan.num_visible,
+            &plan.descending,
+            rows_to_keep(plan),
+        )];
     }
     let mut out = Chunk::new(&plan.types[..plan.num_visible], 0);
     let mut index = 0u64;
