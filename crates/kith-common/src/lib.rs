@@ -7,6 +7,7 @@ pub mod codec;
 pub mod constants;
 pub mod error;
 pub mod ids;
+pub mod list;
 pub mod path;
 pub mod temporal;
 pub mod types;
@@ -15,6 +16,7 @@ pub mod vector;
 
 pub use error::{Error, ErrorKind, Result, Span};
 pub use ids::{InternalId, TableId};
+pub use list::ListValue;
 pub use path::{PathPool, PathPoolHandle, PathValue};
 pub use temporal::{Date, Interval, Timestamp};
 pub use types::{LogicalType, PhysicalType};

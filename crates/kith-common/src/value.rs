@@ -6,6 +6,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::ids::InternalId;
+use crate::list::ListValue;
 use crate::path::PathValue;
 use crate::temporal::{
     Date, DateTime, Duration, Interval, LocalDateTime, LocalTime, Time, Timestamp,
@@ -38,9 +39,10 @@ pub enum Value {
     InternalId(InternalId),
     /// Shared like entities: a list is cloned every time an operator reads
     /// it from a vector or a part's rows, and a collected list can hold
-    /// thousands of elements. Build one with [`Value::list`]; change one
-    /// with `Arc::make_mut` (copies only while shared).
-    List(Arc<Vec<Value>>),
+    /// thousands of elements. Build one with [`Value::list`] or
+    /// [`Value::int_list`]; change one with `Arc::make_mut` and
+    /// [`ListValue::values_mut`] (copies only while shared).
+    List(Arc<ListValue>),
     /// Named fields in declaration order.
     Struct(Vec<(String, Value)>),
     Map(Vec<(Value, Value)>),
@@ -75,7 +77,12 @@ pub struct RelValue {
 impl Value {
     /// A list value of `items`.
     pub fn list(items: Vec<Value>) -> Value {
-        Value::List(Arc::new(items))
+        Value::List(Arc::new(ListValue::from_values(items)))
+    }
+
+    /// A list value of non-NULL integers, kept as integers (see `list.rs`).
+    pub fn int_list(items: Vec<i64>) -> Value {
+        Value::List(Arc::new(ListValue::from_ints(items)))
     }
 
     pub fn is_null(&self) -> bool {
@@ -108,6 +115,9 @@ impl Value {
             Value::DateTime(_) => LogicalType::DateTime,
             Value::Duration(_) => LogicalType::Duration,
             Value::InternalId(_) => LogicalType::InternalId,
+            Value::List(items) if items.ints().is_some_and(|i| !i.is_empty()) => {
+                LogicalType::List(Box::new(LogicalType::Int64))
+            }
             Value::List(items) => LogicalType::List(Box::new(
                 items
                     .iter()

@@ -1174,7 +1174,7 @@ impl Nested {
         let items = match list {
             Value::Null => return Ok(Value::Null),
             // Moves the elements out when this is the list's only holder.
-            Value::List(items) => std::sync::Arc::unwrap_or_clone(items),
+            Value::List(items) => std::sync::Arc::unwrap_or_clone(items).into_values(),
             other => {
                 let what = match self.op {
                     NestedOp::Comprehension => "a list comprehension",

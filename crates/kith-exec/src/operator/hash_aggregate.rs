@@ -712,9 +712,7 @@ impl StateColumn {
         match self {
             StateColumn::Count(c) => c.into_iter().for_each(|n| push(Value::Int64(n as i64))),
             StateColumn::Collect(l, _) => l.into_iter().for_each(|l| push(Value::list(l))),
-            StateColumn::CollectInts(l, _) => l
-                .into_iter()
-                .for_each(|l| push(Value::list(l.into_iter().map(Value::Int64).collect()))),
+            StateColumn::CollectInts(l, _) => l.into_iter().for_each(|l| push(Value::int_list(l))),
             StateColumn::States(s) => s.into_iter().for_each(|s| push(s.into_value())),
         }
     }
