@@ -174,6 +174,8 @@ enum Built {
         properties: Vec<(usize, usize)>,
         exclude: Vec<(Pos, Pos)>,
         collapse: bool,
+        /// Degrees only, per input tuple ([`Extend::degrees`]).
+        degrees: bool,
         /// Fused into this counting extend: the other extend from the same
         /// node (`fuse_counted_pair`).
         pair: Option<FusedExtend>,
@@ -229,6 +231,7 @@ fn pack_last_extend(steps: &mut [Built], reads: &HashSet<SlotId>, layout: &SlotL
     let Some(Built::Extend {
         input_chunk,
         collapse: false,
+        degrees: false,
         pair: None,
         pack,
         pad,
@@ -555,6 +558,7 @@ impl PipelineShape {
                         properties,
                         exclude,
                         collapse: false,
+                        degrees: false,
                         pair: None,
                         pack: false,
                         pad: *optional,
@@ -658,7 +662,8 @@ impl PipelineShape {
             }
         }
         // A last extend whose neighbours, and whose input group, the sink
-        // never reads only counts (see `Extend::collapse`).
+        // never reads only counts (see `Extend::collapse`); one whose input
+        // group the sink reads counts per input tuple (`Extend::degrees`).
         if let (
             Some(reads),
             Some(Built::Extend {
@@ -668,16 +673,21 @@ impl PipelineShape {
                 input_chunk,
                 output_chunk,
                 collapse,
+                degrees,
+                pad,
                 ..
             }),
         ) = (sink_reads, steps.last_mut())
         {
-            let in_chunks = |s: &SlotId| {
-                b.layout
-                    .get(*s)
-                    .is_some_and(|(c, _)| c == *input_chunk || c == *output_chunk)
+            let reads_chunk = |chunk: usize| {
+                reads
+                    .iter()
+                    .any(|s| b.layout.get(*s).is_some_and(|(c, _)| c == chunk))
             };
-            *collapse = properties.is_empty() && !reads.iter().any(in_chunks);
+            if properties.is_empty() && !reads_chunk(*output_chunk) {
+                *collapse = !reads_chunk(*input_chunk);
+                *degrees = !*collapse && !*pad;
+            }
         }
         if let Some(reads) = sink_reads {
             fuse_counted_pair(&mut steps, &mut stats, reads, &b.layout, ctx);
@@ -837,6 +847,7 @@ impl PipelineShape {
                     properties,
                     exclude,
                     collapse,
+                    degrees,
                     pair,
                     pack,
                     pad,
@@ -857,6 +868,7 @@ impl PipelineShape {
                     );
                     e.exclude = exclude.clone();
                     e.collapse = *collapse;
+                    e.degrees = *degrees;
                     e.pack = *pack;
                     e.split = split.clone();
                     if *pad {
@@ -946,6 +958,7 @@ fn split_single_source(source: &mut BuiltSource, steps: &mut [Built]) {
     if let Built::Extend {
         exclude,
         collapse: false,
+        degrees: false,
         pair: None,
         pack: false,
         pad: false,

@@ -163,13 +163,17 @@ impl<'py> Ctx<'py> {
             Value::DateTime(t) => self.zoned_datetime(py, t)?.unbind(),
             Value::Duration(d) => self.duration(py, d)?.unbind(),
             Value::InternalId(id) => internal_id(py, *id)?,
-            Value::List(items) => {
-                let list = PyList::empty(py);
-                for item in items.iter() {
-                    list.append(self.value(py, item)?)?;
+            Value::List(items) => match items.ints() {
+                // A collected integer list converts without building values.
+                Some(ints) => PyList::new(py, ints)?.into_any().unbind(),
+                None => {
+                    let list = PyList::empty(py);
+                    for item in items.iter() {
+                        list.append(self.value(py, item)?)?;
+                    }
+                    list.into_any().unbind()
                 }
-                list.into_any().unbind()
-            }
+            },
             Value::Struct(fields) => {
                 let dict = PyDict::new(py);
                 for (k, v) in fields {

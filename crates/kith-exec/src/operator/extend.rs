@@ -231,6 +231,11 @@ pub struct Extend {
     /// all its rels (the result set's multiplicity) and no neighbour is
     /// read. The last extend of `MATCH (a)->(b)->(c) RETURN count(*)`.
     pub collapse: bool,
+    /// Degrees only: the sink reads the input group but nothing of this
+    /// extend's output, so each input tuple becomes one tuple standing for
+    /// all its rels (the result set's multiplicity) and no neighbour is
+    /// read. The extend of `MATCH (b)<-[]-(a) RETURN b, count(*)`.
+    pub degrees: bool,
     /// With `collapse`: the fused other extend from the same node (then
     /// `from` is in the input group and `exclude` is empty; the pair's
     /// `shared` accounts for the isomorphism test).
@@ -317,6 +322,7 @@ impl Extend {
             properties,
             exclude: Vec::new(),
             collapse: false,
+            degrees: false,
             pair: None,
             pair_output: None,
             pack: false,
@@ -678,6 +684,41 @@ impl Extend {
 }
 
 impl Extend {
+    /// [`Extend::degrees`]: each input tuple with rels, flat, with one
+    /// output tuple and its rels as the multiplicity.
+    fn next_degrees(&mut self, rs: &mut ResultSet) -> Result<bool> {
+        loop {
+            // The child sets the multiplicity of the batches it hands on;
+            // every tuple of one batch starts from that.
+            rs.multiplicity = self.base_multiplicity;
+            if !self
+                .cursor
+                .advance(self.child.as_mut(), rs, &self.ctx.cancel)?
+            {
+                return Ok(false);
+            }
+            self.base_multiplicity = rs.multiplicity.max(1);
+            let degree = if self.exclude.is_empty() {
+                match Self::flat_id(rs, self.from)? {
+                    Some(from) => self.pins.degree(&self.ctx.pager, from.offset())?,
+                    None => 0,
+                }
+            } else {
+                self.tuple_degree(rs)?
+            };
+            if degree == 0 {
+                continue;
+            }
+            let out = &mut rs.chunks[self.output_chunk];
+            for v in &mut out.vectors {
+                v.reset(1);
+            }
+            out.state.reset(1);
+            rs.multiplicity = self.base_multiplicity * degree;
+            return Ok(true);
+        }
+    }
+
     /// [`Extend::collapse`]: sums the rels of every tuple of each input
     /// batch and represents the batch by its first tuple.
     fn next_collapsed(&mut self, rs: &mut ResultSet) -> Result<bool> {
@@ -894,6 +935,9 @@ impl Operator for Extend {
     fn next(&mut self, rs: &mut ResultSet) -> Result<bool> {
         if self.collapse {
             return self.next_collapsed(rs);
+        }
+        if self.degrees {
+            return self.next_degrees(rs);
         }
         if self.pack {
             return self.next_packed(rs);

@@ -483,7 +483,7 @@ enum StateColumn {
     /// many values the lists hold (for the memory charge).
     Collect(Vec<Vec<Value>>, usize),
     /// collect(x) of INT64 values: the lists as integers (8 bytes an
-    /// element while aggregating, values built once at the end). Becomes
+    /// element), output as integer lists (`Value::int_list`). Becomes
     /// `Collect` if an input is not an integer vector.
     CollectInts(Vec<Vec<i64>>, usize),
     States(Vec<AggregateState>),

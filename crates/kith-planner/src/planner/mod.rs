@@ -808,15 +808,33 @@ fn plan_pipeline(
             .filter(|r| r.recursive.is_none() && (r.left == i || r.right == i))
             .count()
     };
+    // Whether the part groups by this node alone (its value or its
+    // properties): started there, the keys are flat while the extends after
+    // them run, so a count reads degrees instead of neighbours
+    // (`Extend::degrees`, `Extend::collapse`) and a key is read once per
+    // node instead of once per match.
+    let groups_by = |i: usize| {
+        let n = &g.nodes[i];
+        !q.group_keys.is_empty()
+            && q.group_keys.iter().all(|(e, _)| {
+                let mut v = Vec::new();
+                e.slots(&mut v);
+                !v.is_empty()
+                    && v.iter()
+                        .all(|s| *s == n.id_slot || n.properties.iter().any(|p| p.1 == *s))
+            })
+    };
     // Where a scan starts when the estimates cannot tell (see
-    // `join_order.rs`): most predicates of its own, then the smallest
-    // table, then the most rels: the middle of `(a)->(b)->(c)`, whose two
-    // extends then both run from one flat node (and, when only counted,
-    // multiply its two degrees: `Extend::pair`).
+    // `join_order.rs`): most predicates of its own, then the node the part
+    // groups by, then the smallest table, then the most rels: the middle
+    // of `(a)->(b)->(c)`, whose two extends then both run from one flat
+    // node (and, when only counted, multiply its two degrees:
+    // `Extend::pair`).
     let mut by_preference: Vec<usize> = (0..g.nodes.len()).collect();
     by_preference.sort_by_key(|&i| {
         (
             std::cmp::Reverse(own_predicates(i)),
+            !groups_by(i),
             cardinality(node_tables[i]),
             std::cmp::Reverse(pattern_degree(i)),
             i,
