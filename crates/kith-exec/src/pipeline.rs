@@ -83,6 +83,7 @@ impl LayoutBuilder {
                 })
                 .collect(),
             multiplicity: 1,
+            weights: None,
         }
     }
 }
@@ -1996,6 +1997,7 @@ fn project_rows(
             },
         }],
         multiplicity: 1,
+        weights: None,
     };
     let ectx = EvalContext {
         rs: &rs,

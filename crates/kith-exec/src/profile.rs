@@ -151,12 +151,7 @@ impl Operator for Profiled {
         let more = self.child.next(rs);
         self.nanos += start.elapsed().as_nanos() as u64;
         if let Ok(true) = more {
-            let tuples = rs.chunks[..=self.last_chunk.min(rs.chunks.len().saturating_sub(1))]
-                .iter()
-                .map(|c| c.state.num_tuples() as u64)
-                .product::<u64>()
-                * rs.multiplicity.max(1);
-            self.tuples += tuples;
+            self.tuples += rs.num_tuples_through(self.last_chunk);
         }
         more
     }

@@ -123,6 +123,11 @@ pub struct ResultSet {
     /// Each represented tuple stands for this many identical tuples (set when a
     /// projection drops an unflat chunk whose size must still count).
     pub multiplicity: u64,
+    /// Per physical position of the one unflat chunk, how many tuples the
+    /// position stands for (times `multiplicity`). Only the extend that
+    /// counts each input tuple's rels (`Extend::degrees`) sets it, for the
+    /// aggregate right after it; it takes it back before pulling its input.
+    pub weights: Option<Vec<u64>>,
 }
 
 impl ResultSet {
@@ -132,11 +137,36 @@ impl ResultSet {
 
     /// Number of tuples represented (product of chunk tuple counts).
     pub fn num_tuples(&self) -> u64 {
-        self.chunks
-            .iter()
-            .map(|c| c.state.num_tuples() as u64)
-            .product::<u64>()
-            * self.multiplicity.max(1)
+        self.num_tuples_through(self.chunks.len())
+    }
+
+    /// Number of tuples the chunks up to `last` represent (weighted
+    /// positions count their weight).
+    pub fn num_tuples_through(&self, last: usize) -> u64 {
+        let chunks = &self.chunks[..(last + 1).min(self.chunks.len())];
+        let unflat = chunks.iter().find(|c| !c.state.is_flat());
+        let per_tuple = match (&self.weights, unflat) {
+            (Some(w), Some(c)) => {
+                let mut n = 0;
+                c.state.for_each_position(|p| n += w[p]);
+                n
+            }
+            _ => chunks
+                .iter()
+                .map(|c| c.state.num_tuples() as u64)
+                .product::<u64>(),
+        };
+        per_tuple * self.multiplicity.max(1)
+    }
+
+    /// How many tuples position `p` of the unflat chunk stands for, given
+    /// the multiplicity a position has without weights.
+    #[inline]
+    pub fn weight_of(&self, p: usize, unweighted: u64) -> u64 {
+        match &self.weights {
+            Some(w) => w[p] * self.multiplicity.max(1),
+            None => unweighted,
+        }
     }
 
     /// The index of the unflat chunk, if any (the planner keeps at most one).

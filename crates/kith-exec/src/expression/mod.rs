@@ -43,6 +43,7 @@ pub fn evaluate_constant(
     let rs = ResultSet {
         chunks: Vec::new(),
         multiplicity: 1,
+        weights: None,
     };
     let layout = SlotLayout::default();
     let ctx = EvalContext {

@@ -107,6 +107,7 @@ fn sample() -> (ResultSet, SlotLayout) {
         ResultSet {
             chunks: vec![c0, c1],
             multiplicity: 1,
+            weights: None,
         },
         layout,
     )
@@ -276,6 +277,7 @@ fn three_valued_logic_over_vectors() {
             None,
         )],
         multiplicity: 1,
+        weights: None,
     };
     let mut layout = SlotLayout::default();
     layout.positions.insert(SlotId(0), (0, 0));
@@ -473,6 +475,7 @@ fn temporal_comparison_fast_path() {
     let rs = ResultSet {
         chunks: vec![chunk(vec![vector(T::Date, &days)], None, None)],
         multiplicity: 1,
+        weights: None,
     };
     let mut layout = SlotLayout::default();
     layout.positions.insert(SlotId(0), (0, 0));
@@ -523,7 +526,7 @@ proptest! {
         let mut chunks = vec![chunk(vec![vector(T::Int64, &a), vector(T::Int32, &b), vector(T::Int64, &c)], None, sel.clone())];
         // c from a flat chunk (its tuple 0) when flat_c.
         chunks.push(chunk(vec![vector(T::Int64, &c)], Some(0), None));
-        let rs = ResultSet { chunks, multiplicity: 1 };
+        let rs = ResultSet { chunks, multiplicity: 1, weights: None };
         let mut layout = SlotLayout::default();
         layout.positions.insert(SlotId(0), (0, 0));
         layout.positions.insert(SlotId(1), (0, 1));
@@ -575,7 +578,7 @@ proptest! {
             chunk(vec![vector(T::Int64, &a), vector(T::Int64, &b)], None, sel.clone()),
             chunk(vec![vector(T::Int64, &b)], Some(0), None),
         ];
-        let rs = ResultSet { chunks, multiplicity: 1 };
+        let rs = ResultSet { chunks, multiplicity: 1, weights: None };
         let mut layout = SlotLayout::default();
         layout.positions.insert(SlotId(0), (0, 0));
         layout.positions.insert(SlotId(1), if flat_b { (1, 0) } else { (0, 1) });
@@ -609,6 +612,7 @@ fn bench_int32_filter() {
     let base = ResultSet {
         chunks: vec![chunk(vec![vector(T::Int32, &ages)], None, None)],
         multiplicity: 1,
+        weights: None,
     };
     let mut layout = SlotLayout::default();
     layout.positions.insert(SlotId(0), (0, 0));
@@ -1001,6 +1005,7 @@ proptest! {
                 let rs = ResultSet {
                     chunks: vec![chunk(vec![vector(ty.clone(), vals)], flat_sel, Some(sel.clone()))],
                     multiplicity: 1,
+                    weights: None,
                 };
                 let mut layout = SlotLayout::default();
                 layout.positions.insert(SlotId(0), (0, 0));
@@ -1033,6 +1038,7 @@ fn unknown_date_part_is_an_error() {
             None,
         )],
         multiplicity: 1,
+        weights: None,
     };
     let mut layout = SlotLayout::default();
     layout.positions.insert(SlotId(0), (0, 0));

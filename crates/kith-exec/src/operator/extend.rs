@@ -232,9 +232,10 @@ pub struct Extend {
     /// read. The last extend of `MATCH (a)->(b)->(c) RETURN count(*)`.
     pub collapse: bool,
     /// Degrees only: the sink reads the input group but nothing of this
-    /// extend's output, so each input tuple becomes one tuple standing for
-    /// all its rels (the result set's multiplicity) and no neighbour is
-    /// read. The extend of `MATCH (b)<-[]-(a) RETURN b, count(*)`.
+    /// extend's output, so each input batch is handed on whole, each tuple
+    /// weighted by its rels (`ResultSet::weights`; tuples without rels
+    /// deselected), and no neighbour is read. The extend of
+    /// `MATCH (b)<-[]-(a) RETURN b, count(*)`.
     pub degrees: bool,
     /// With `collapse`: the fused other extend from the same node (then
     /// `from` is in the input group and `exclude` is empty; the pair's
@@ -265,6 +266,9 @@ pub struct Extend {
     split_chunk: u64,
     /// The multiplicity the child set, restored before pulling from it.
     base_multiplicity: u64,
+    /// [`Extend::degrees`]: the weights handed on with the last batch,
+    /// taken back (to reuse) before the next is pulled.
+    weights: Vec<u64>,
     /// Positions in the current range of the rels to skip, ascending, and
     /// the next one to come.
     skips: Vec<u64>,
@@ -332,6 +336,7 @@ impl Extend {
             split_range: (0, 0),
             split_chunk: 1,
             base_multiplicity: 1,
+            weights: Vec::new(),
             skips: Vec::new(),
             next_skip: 0,
             fixed_gates: Vec::new(),
@@ -684,39 +689,99 @@ impl Extend {
 }
 
 impl Extend {
-    /// [`Extend::degrees`]: each input tuple with rels, flat, with one
-    /// output tuple and its rels as the multiplicity.
+    /// [`Extend::degrees`]: each input batch with each tuple's rels as its
+    /// weight, the tuples without rels deselected, and one output tuple.
     fn next_degrees(&mut self, rs: &mut ResultSet) -> Result<bool> {
+        let input = self.input_chunk;
         loop {
-            // The child sets the multiplicity of the batches it hands on;
-            // every tuple of one batch starts from that.
+            if let Some(w) = rs.weights.take() {
+                self.weights = w;
+            }
             rs.multiplicity = self.base_multiplicity;
-            if !self
-                .cursor
-                .advance(self.child.as_mut(), rs, &self.ctx.cancel)?
-            {
+            rs.chunks[input].state.flat = None;
+            self.ctx.cancel.check()?;
+            if !self.child.next(rs)? {
                 return Ok(false);
             }
             self.base_multiplicity = rs.multiplicity.max(1);
-            let degree = if self.exclude.is_empty() {
-                match Self::flat_id(rs, self.from)? {
-                    Some(from) => self.pins.degree(&self.ctx.pager, from.offset())?,
-                    None => 0,
+            let mut weights = std::mem::take(&mut self.weights);
+            weights.clear();
+            weights.resize(rs.chunks[input].state.len, 0);
+            let kept = self.batch_weights(rs, &mut weights);
+            let state = &mut rs.chunks[input].state;
+            state.flat = None;
+            match kept {
+                Ok(Some(sel)) if sel.is_empty() => {
+                    self.weights = weights;
+                    continue;
                 }
-            } else {
-                self.tuple_degree(rs)?
-            };
-            if degree == 0 {
-                continue;
+                Ok(Some(sel)) => state.sel = Some(sel),
+                Ok(None) => {}
+                Err(e) => return Err(e),
             }
             let out = &mut rs.chunks[self.output_chunk];
             for v in &mut out.vectors {
                 v.reset(1);
             }
             out.state.reset(1);
-            rs.multiplicity = self.base_multiplicity * degree;
+            out.state.flat = Some(0);
+            rs.weights = Some(weights);
             return Ok(true);
         }
+    }
+
+    /// Each selected tuple's rels (less its exclusions) into `weights` by
+    /// position; the selection of the tuples with rels when some have none
+    /// (`None`: all have rels).
+    fn batch_weights(
+        &mut self,
+        rs: &mut ResultSet,
+        weights: &mut [u64],
+    ) -> Result<Option<Vec<u32>>> {
+        let input = self.input_chunk;
+        let n = rs.chunks[input].state.selected_len();
+        // Every tuple extends from the same node of an earlier group: one
+        // degree for the batch (unless exclusions make it differ).
+        let fixed = if self.from.0 != input && self.exclude.is_empty() {
+            Some(match Self::flat_id(rs, self.from)? {
+                Some(from) => self.pins.degree(&self.ctx.pager, from.offset())?,
+                None => 0,
+            })
+        } else {
+            None
+        };
+        let mut all = true;
+        for i in 0..n {
+            let p = rs.chunks[input].state.position(i);
+            let degree = if let Some(d) = fixed {
+                d
+            } else if self.exclude.is_empty() {
+                let v = &rs.chunks[input].vectors[self.from.1];
+                if v.is_null(p) {
+                    0
+                } else {
+                    self.pins.degree(&self.ctx.pager, ids_of(v)?[p].offset())?
+                }
+            } else {
+                // Exclusions depend on the tuple: tested flat, one by one.
+                rs.chunks[input].state.flat = Some(i);
+                let d = self.tuple_degree(rs);
+                rs.chunks[input].state.flat = None;
+                d?
+            };
+            weights[p] = degree;
+            all &= degree > 0;
+        }
+        if all {
+            return Ok(None);
+        }
+        let state = &rs.chunks[input].state;
+        Ok(Some(
+            (0..n)
+                .map(|i| state.position(i) as u32)
+                .filter(|&p| weights[p as usize] > 0)
+                .collect(),
+        ))
     }
 
     /// [`Extend::collapse`]: sums the rels of every tuple of each input

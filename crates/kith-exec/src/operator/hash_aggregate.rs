@@ -568,6 +568,23 @@ impl StateColumn {
         }
     }
 
+    /// Position `positions[i]` belongs to group `group(i)` and stands for
+    /// its weight in `rs`; it is read at `flat` when the input is flat.
+    fn update_weighted(
+        &mut self,
+        group: impl Fn(usize) -> usize,
+        input: Option<&ValueVector>,
+        positions: &[u32],
+        flat: Option<usize>,
+        rs: &ResultSet,
+    ) -> Result<()> {
+        for (i, &p) in positions.iter().enumerate() {
+            let at = flat.map_or(p, |f| f as u32);
+            self.update(group(i), input, &[at], rs.weight_of(p as usize, 0))?;
+        }
+        Ok(())
+    }
+
     /// Position `positions[i]` belongs to group `groups[i]`; each stands for
     /// `multiplicity` tuples.
     fn update_each(
@@ -1031,9 +1048,10 @@ impl HashAggregate {
                     let g = self.group_by_bits(Some((0, ids[p as usize].0)), |buf| {
                         buf.push(keys.get_value(p as usize))
                     }) as usize;
+                    let n = rs.weight_of(p as usize, per_position);
                     for column in &mut self.columns {
                         if let StateColumn::Count(c) = column {
-                            c[g] += per_position;
+                            c[g] += n;
                         }
                     }
                 }
@@ -1058,11 +1076,15 @@ impl HashAggregate {
         // Each position of the unflat group stands for this many tuples.
         let per_position = total / unflat_tuples.max(1);
         let keys_unflat = key_kinds.iter().any(|k| matches!(k, Evaluated::Unflat(_)));
+        // Positions with weights of their own (`Extend::degrees`): each
+        // updates the states alone, with its weight.
+        let weighted = rs.weights.is_some();
         self.positions.clear();
         if !keys_unflat {
-            if arg_kinds
-                .iter()
-                .any(|k| matches!(k, Some(Evaluated::Unflat(_))))
+            if weighted
+                || arg_kinds
+                    .iter()
+                    .any(|k| matches!(k, Some(Evaluated::Unflat(_))))
             {
                 if let Some(u) = unflat {
                     let state = &rs.chunks[u].state;
@@ -1090,6 +1112,11 @@ impl HashAggregate {
                     match (arg_kinds[i], input) {
                         (None, _) | (_, None) => state.update_count(total),
                         (Some(Evaluated::Flat), _) => state.update(input, &[p], total)?,
+                        (Some(Evaluated::Unflat(_)), _) if weighted => {
+                            for &q in &self.positions {
+                                state.update(input, &[q], rs.weight_of(q as usize, 0))?;
+                            }
+                        }
                         (Some(Evaluated::Unflat(_)), _) => {
                             state.update(input, &self.positions, per_position)?
                         }
@@ -1122,6 +1149,9 @@ impl HashAggregate {
                 match arg_kinds[i] {
                     None => column.update(g, None, &[0], total)?,
                     Some(Evaluated::Flat) => column.update(g, input, &[p], total)?,
+                    Some(Evaluated::Unflat(_)) if weighted => {
+                        column.update_weighted(|_| g, input, &self.positions, None, rs)?
+                    }
                     Some(Evaluated::Unflat(_)) => {
                         column.update(g, input, &self.positions, per_position)?
                     }
@@ -1175,7 +1205,12 @@ impl HashAggregate {
         let mut result = Ok(());
         for (i, column) in self.columns.iter_mut().enumerate() {
             let (input, p) = arg_input(self.arg_direct[i], &self.arg_scratch[i], rs, arg_kinds[i]);
+            let group = |j: usize| batch_groups[j] as usize;
             result = match arg_kinds[i] {
+                _ if weighted => {
+                    let flat = matches!(arg_kinds[i], Some(Evaluated::Flat)).then_some(p as usize);
+                    column.update_weighted(group, input, &self.positions, flat, rs)
+                }
                 None => column.update_each(&batch_groups, None, &self.positions, per_position),
                 Some(Evaluated::Flat) => batch_groups
                     .iter()

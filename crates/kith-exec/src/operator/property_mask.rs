@@ -112,6 +112,7 @@ impl PredicateReader {
                     state: Default::default(),
                 }],
                 multiplicity: 1,
+                weights: None,
             },
             out,
         })

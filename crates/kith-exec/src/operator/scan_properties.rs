@@ -279,6 +279,7 @@ pub fn read_by_id(
             state: Default::default(),
         }],
         multiplicity: 1,
+        weights: None,
     };
     let mut scan = ScanProperties::new(
         Box::new(IdBatches { ids, at: 0 }),
