@@ -553,15 +553,16 @@ proptest! {
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
-    /// Integer `/` and `%` (32- and 64-bit loops, NULLs, a flat divisor,
-    /// selections, zero and `i64::MIN / -1`) against the value-at-a-time
+    /// Integer `/` and `%` (32- and 64-bit loops and operands at the edge
+    /// between them, NULLs, a flat divisor, selections, zero and
+    /// `i64::MIN / -1`) against the value-at-a-time
     /// kernel: the same values, or an error the kernel gives for one of
     /// the positions.
     #[test]
     fn division_matches_reference(
         rows in prop::collection::vec(
-            (prop::option::weighted(0.9, prop_oneof![any::<i64>(), -100i64..100, Just(i64::MIN), -(1i64 << 33)..(1i64 << 33)]),
-             prop::option::weighted(0.9, prop_oneof![-9i64..9, any::<i64>(), Just(-1i64)])),
+            (prop::option::weighted(0.9, prop_oneof![any::<i64>(), -100i64..100, Just(i64::MIN), -(1i64 << 33)..(1i64 << 33), (-(1i64 << 30) - 2)..(-(1i64 << 30) + 2), ((1i64 << 30) - 2)..((1i64 << 30) + 2)]),
+             prop::option::weighted(0.9, prop_oneof![-9i64..9, any::<i64>(), Just(-1i64), ((1i64 << 30) - 2)..((1i64 << 30) + 2)])),
             1..40,
         ),
         small in any::<bool>(),

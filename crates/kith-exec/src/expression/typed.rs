@@ -455,13 +455,22 @@ fn div_loop<L: At<i64>, R: At<i64>>(
             }
         });
     } else {
-        // `&` and `|`, not `&&`: no branch, so the pass vectorizes.
+        // Shifts, ors and adds only: the baseline x86-64 vector unit has no
+        // 64-bit compare, so a pass of `==` and `<` stays scalar (a quarter
+        // of SQ2). `is_zero(x)` is 1 for 0, else 0 (the sign bit of
+        // `x | -x` is set for any other x); an operand counts as narrow
+        // when it lies in [-2^30, 2^30), a part of what fits 32 bits (the
+        // others divide in 64 bits, as every wide operand does).
+        let is_zero = |x: i64| (((x | x.wrapping_neg()) as u64) >> 63) ^ 1;
+        let wide = |v: i64| (v as u64).wrapping_add(1 << 30) >> 31;
+        let (mut zeros, mut overflows, mut wides) = (0u64, 0u64, 0u64);
         each_pos_cut!(state, l, r, p => {
             let (a, b) = (l.at(p), r.at(p));
-            zero |= b == 0;
-            ovf |= (a == i64::MIN) & (b == -1);
-            narrow &= fits(a) & fits(b);
+            zeros |= is_zero(b);
+            overflows |= is_zero((a ^ i64::MIN) | !b);
+            wides |= wide(a) | wide(b);
         });
+        (zero, ovf, narrow) = (zeros != 0, overflows != 0, wides == 0);
     }
     if zero {
         return Err(kith_common::Error::runtime("division by zero"));
