@@ -504,6 +504,37 @@ impl PinnedCsrGroup {
         e - s + self.appended_degree(local)
     }
 
+    /// The degree of every node of the region, `0..node_span()`, into
+    /// `out`: one decode of the offsets instead of two reads per node.
+    pub fn degrees(&self, out: &mut Vec<u64>) {
+        out.clear();
+        out.resize(self.node_span() as usize, 0);
+        let n = self.num_nodes as usize;
+        if n > 0 {
+            let mut offsets = vec![0u64; n + 1];
+            self.offsets.read_u64s(0, n + 1, &mut offsets);
+            for (d, w) in out.iter_mut().zip(offsets.windows(2)) {
+                *d = w[1] - w[0];
+            }
+        }
+        let Some(c) = &self.changes else {
+            return;
+        };
+        for (local, d) in out.iter_mut().enumerate().take(n) {
+            if bit(&c.masked, local as u64) {
+                *d = 0;
+            }
+        }
+        for (k, &node) in c.nodes.iter().enumerate() {
+            if let Some(d) = out.get_mut(node as usize) {
+                *d += c.runs[c.starts[k]..c.starts[k + 1]]
+                    .iter()
+                    .map(|&(a, b)| b - a)
+                    .sum::<u64>();
+            }
+        }
+    }
+
     /// Every position run of node `local`: the main range (when not empty),
     /// then the appended runs.
     pub fn ranges(&self, local: u64) -> impl Iterator<Item = (u64, u64)> + '_ {

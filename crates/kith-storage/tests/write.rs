@@ -150,8 +150,16 @@ fn edges(
         assert_eq!(offsets[0], 0);
         assert!(offsets.is_sorted(), "CSR offsets not ascending");
         assert_eq!(offsets[group.num_nodes as usize], group.main_rels());
+        let mut degrees = Vec::new();
+        pinned.degrees(&mut degrees);
+        assert_eq!(degrees.len() as u64, pinned.node_span());
         let mut seen = 0;
         for local in 0..pinned.node_span() {
+            assert_eq!(
+                degrees[local as usize],
+                pinned.degree(local),
+                "degree of {local}"
+            );
             for pos in pinned.ranges(local).flat_map(|(s, e)| s..e) {
                 seen += 1;
                 let bound = g as u64 * NODE_GROUP_SIZE + local;

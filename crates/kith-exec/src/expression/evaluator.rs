@@ -465,6 +465,9 @@ impl Node {
             Kind::Unary(op, x) => {
                 let mx = x.eval(ctx)?;
                 let src = x.vector(ctx);
+                if let Some(m) = bool_unary(&mut self.out, ctx, *op, mx, src) {
+                    return Ok(m);
+                }
                 let (op, ty) = (*op, &self.ty);
                 map_rows(&mut self.out, ctx, &[mx], |p| {
                     let v = src.get_value(at(mx, p));
@@ -1040,6 +1043,53 @@ fn map_rows(
             Ok(Mode::Unflat(u))
         }
     }
+}
+
+/// `NOT` of a boolean vector and `IS [NOT] NULL` of any vector over an
+/// unflat group, written straight into the boolean output (`NOT EXISTS {
+/// ... }` over every node went through a `Value` per node). None for the
+/// other cases, which go value by value.
+fn bool_unary(
+    out: &mut ValueVector,
+    ctx: &EvalContext,
+    op: UnaryOp,
+    m: Mode,
+    src: &ValueVector,
+) -> Option<Mode> {
+    let Mode::Unflat(u) = m else {
+        return None;
+    };
+    if out.ty != LogicalType::Bool
+        || !matches!(op, UnaryOp::Not | UnaryOp::IsNull | UnaryOp::IsNotNull)
+    {
+        return None;
+    }
+    let input = match (&src.data, op) {
+        (VectorData::Bool(b), UnaryOp::Not) => Some(b.as_slice()),
+        (_, UnaryOp::Not) => return None,
+        _ => None,
+    };
+    let state: &ChunkState = &ctx.rs.chunks[u].state;
+    out.reset(state.len);
+    let VectorData::Bool(o) = &mut out.data else {
+        return None;
+    };
+    let nulls = src.nulls.may_have_nulls();
+    match input {
+        Some(b) => each_pos!(state, p => { o[p] = !b[p]; }),
+        None => {
+            let is_null = op == UnaryOp::IsNull;
+            each_pos!(state, p => { o[p] = (nulls && src.is_null(p)) == is_null; });
+        }
+    }
+    if nulls && op == UnaryOp::Not {
+        each_pos!(state, p => {
+            if src.is_null(p) {
+                out.set_null(p, true);
+            }
+        });
+    }
+    Some(Mode::Unflat(u))
 }
 
 /// A one-key subquery probe of `keys` (ids at mode `m`) into counts by id:

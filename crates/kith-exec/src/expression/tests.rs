@@ -552,6 +552,39 @@ proptest! {
 }
 
 proptest! {
+    /// `NOT`, `IS NULL` and `IS NOT NULL` over an unflat group (booleans
+    /// and integers, NULLs, selections) equal the value-at-a-time kernel.
+    #[test]
+    fn boolean_unary_ops_match_reference(
+        vals in prop::collection::vec(prop::option::weighted(0.7, any::<bool>()), 1..40),
+        use_sel in any::<bool>(),
+        op_pick in 0usize..3,
+        ints in any::<bool>(),
+    ) {
+        let op = [UnaryOp::Not, UnaryOp::IsNull, UnaryOp::IsNotNull][op_pick];
+        let (ty, values): (T, Vec<Value>) = if ints && op != UnaryOp::Not {
+            (T::Int64, vals.iter().map(|v| v.map_or(Value::Null, |b| Value::Int64(b as i64))).collect())
+        } else {
+            (T::Bool, vals.iter().map(|v| v.map_or(Value::Null, Value::Bool)).collect())
+        };
+        let n = values.len();
+        let sel: Option<Vec<u32>> = use_sel.then(|| (0..n as u32).filter(|i| i % 3 != 1).collect());
+        let rs = ResultSet {
+            chunks: vec![chunk(vec![vector(ty.clone(), &values)], None, sel.clone())],
+            multiplicity: 1,
+            weights: None,
+        };
+        let mut layout = SlotLayout::default();
+        layout.positions.insert(SlotId(0), (0, 0));
+        let e = mk(BoundExprKind::Unary(op, Box::new(slot(0, ty))), T::Bool);
+        let positions: Vec<usize> = match &sel { Some(s) => s.iter().map(|&p| p as usize).collect(), None => (0..n).collect() };
+        let want: Vec<Value> = positions.iter().map(|&p| kernels::unary(op, &values[p]).unwrap()).collect();
+        let (_, got) = eval(&e, &rs, &layout).unwrap();
+        prop_assert_eq!(got, want);
+    }
+}
+
+proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
     /// Integer `/` and `%` (32- and 64-bit loops and operands at the edge
     /// between them, NULLs, a flat divisor, selections, zero and
