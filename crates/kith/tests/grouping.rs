@@ -27,6 +27,23 @@ fn int(v: &Value) -> Option<i64> {
     }
 }
 
+/// Nodes `N` with ids `0..g.len()` and property `g` (NULL where `None`).
+fn create_nodes(conn: &Connection, g: &[Option<i64>]) {
+    let rows: Vec<String> = g
+        .iter()
+        .enumerate()
+        .map(|(i, gv)| {
+            let gv = gv.map_or("NULL".to_string(), |x| x.to_string());
+            format!("{{id: {i}, g: {gv}}}")
+        })
+        .collect();
+    conn.query(&format!(
+        "UNWIND [{}] AS r CREATE (:N {{id: r.id, g: r.g}})",
+        rows.join(", ")
+    ))
+    .unwrap();
+}
+
 #[test]
 fn single_integer_and_node_keys_group_like_a_reference() {
     let mut rng = Lcg(11);
@@ -41,17 +58,7 @@ fn single_integer_and_node_keys_group_like_a_reference() {
     let g: Vec<Option<i64>> = (0..n)
         .map(|i| (i % 9 != 4).then(|| rng.below(40) as i64 - 20))
         .collect();
-    let rows: Vec<String> = (0..n)
-        .map(|i| {
-            let gv = g[i].map_or("NULL".to_string(), |x| x.to_string());
-            format!("{{id: {i}, g: {gv}}}")
-        })
-        .collect();
-    conn.query(&format!(
-        "UNWIND [{}] AS r CREATE (:N {{id: r.id, g: r.g}})",
-        rows.join(", ")
-    ))
-    .unwrap();
+    create_nodes(&conn, &g);
     let rels: Vec<(usize, usize, i64)> = (0..9000)
         .map(|_| {
             let a = rng.below(n as u64) as usize;
@@ -339,17 +346,7 @@ fn degree_weighted_groups_match_a_reference() {
     let g: Vec<Option<i64>> = (0..n)
         .map(|i| (i % 7 != 3).then(|| rng.below(12) as i64 - 4))
         .collect();
-    let rows: Vec<String> = (0..n)
-        .map(|i| {
-            let gv = g[i].map_or("NULL".to_string(), |x| x.to_string());
-            format!("{{id: {i}, g: {gv}}}")
-        })
-        .collect();
-    conn.query(&format!(
-        "UNWIND [{}] AS r CREATE (:N {{id: r.id, g: r.g}})",
-        rows.join(", ")
-    ))
-    .unwrap();
+    create_nodes(&conn, &g);
     // Skewed sources (some nodes with many rels, most with none), self
     // loops and parallel rels.
     let mut random_rels = |count: usize| -> Vec<(usize, usize)> {
