@@ -304,7 +304,15 @@ macro_rules! int_like {
 /// ungrouped `sum()` over a scan). Exact for any count; the fast loops
 /// take up to 2^31 values, more than a batch holds.
 trait ExactSum: Copy + Into<i128> {
-    fn exact_sum<I: ExactSizeIterator<Item = Self>>(values: I) -> i128;
+    /// The sum of at most [`SPLIT_SUM_MAX`] values.
+    fn fast_sum(values: impl Iterator<Item = Self>) -> i128;
+
+    fn exact_sum<I: ExactSizeIterator<Item = Self>>(values: I) -> i128 {
+        if values.len() > SPLIT_SUM_MAX {
+            return values.map(Into::into).sum();
+        }
+        Self::fast_sum(values)
+    }
 }
 
 const SPLIT_SUM_MAX: usize = 1 << 31;
@@ -312,10 +320,7 @@ const SPLIT_SUM_MAX: usize = 1 << 31;
 macro_rules! narrow_exact_sum {
     ($($t:ty),*) => {$(
         impl ExactSum for $t {
-            fn exact_sum<I: ExactSizeIterator<Item = $t>>(values: I) -> i128 {
-                if values.len() > SPLIT_SUM_MAX {
-                    return values.map(i128::from).sum();
-                }
+            fn fast_sum(values: impl Iterator<Item = $t>) -> i128 {
                 // 2^31 values of 32 bits or less cannot overflow an i64.
                 values.map(i64::from).sum::<i64>() as i128
             }
@@ -344,19 +349,13 @@ fn split_sum(values: impl Iterator<Item = u64>, signed: bool) -> i128 {
 }
 
 impl ExactSum for u64 {
-    fn exact_sum<I: ExactSizeIterator<Item = u64>>(values: I) -> i128 {
-        if values.len() > SPLIT_SUM_MAX {
-            return values.map(i128::from).sum();
-        }
+    fn fast_sum(values: impl Iterator<Item = u64>) -> i128 {
         split_sum(values, false)
     }
 }
 
 impl ExactSum for i64 {
-    fn exact_sum<I: ExactSizeIterator<Item = i64>>(values: I) -> i128 {
-        if values.len() > SPLIT_SUM_MAX {
-            return values.map(i128::from).sum();
-        }
+    fn fast_sum(values: impl Iterator<Item = i64>) -> i128 {
         split_sum(values.map(|x| x as u64), true)
     }
 }

@@ -256,6 +256,11 @@ struct ChangeIndex {
     deleted: Vec<u64>,
 }
 
+/// The positions that runs of positions (`start..end` each) cover.
+fn rels_in(runs: &[(u64, u64)]) -> u64 {
+    runs.iter().map(|&(a, b)| b - a).sum()
+}
+
 fn bit(words: &[u64], i: u64) -> bool {
     words
         .get((i / 64) as usize)
@@ -494,7 +499,7 @@ impl PinnedCsrGroup {
     /// How many rels of node `local` lie in its [`PinnedCsrGroup::appended`] runs.
     #[inline]
     pub fn appended_degree(&self, local: u64) -> u64 {
-        self.appended(local).iter().map(|&(a, b)| b - a).sum()
+        rels_in(self.appended(local))
     }
 
     /// All (live) rels of node `local`.
@@ -527,10 +532,7 @@ impl PinnedCsrGroup {
         }
         for (k, &node) in c.nodes.iter().enumerate() {
             if let Some(d) = out.get_mut(node as usize) {
-                *d += c.runs[c.starts[k]..c.starts[k + 1]]
-                    .iter()
-                    .map(|&(a, b)| b - a)
-                    .sum::<u64>();
+                *d += rels_in(&c.runs[c.starts[k]..c.starts[k + 1]]);
             }
         }
     }

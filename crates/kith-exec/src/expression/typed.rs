@@ -413,11 +413,6 @@ fn float_loop<L: At<f64>, R: At<f64>>(
     }
 }
 
-/// Integer `/` and `%` (truncating, the remainder taking the dividend's
-/// sign): one pass checks the live divisors (zero is an error, as is
-/// `i64::MIN / -1`) and whether every live operand fits 32 bits, then a loop
-/// without branches divides, in 32 bits when they fit (a 64-bit divide
-/// costs several times as much). NULL positions divide by 1.
 /// `a / d` truncated, for `a` and `d` that fit 32 bits (above `i32::MIN`)
 /// and `d` not zero, as a double division: exact (see `div_loop`), and
 /// without the saturating conversion's NaN and range tests, which keep a
@@ -433,6 +428,12 @@ fn quotient_of_narrow(a: i64, d: i64) -> i64 {
     i64::from(unsafe { q.to_int_unchecked::<i32>() })
 }
 
+/// Integer `/` and `%` (truncating, the remainder taking the dividend's
+/// sign): one pass checks the live divisors (zero is an error, as is
+/// `i64::MIN / -1`) and whether every live operand is narrow (fits 32 bits;
+/// without NULLs, lies in [-2^30, 2^30)), then a loop without branches
+/// divides, through 32-bit doubles when they are (a 64-bit divide costs
+/// several times as much). NULL positions divide by 1.
 fn div_loop<L: At<i64>, R: At<i64>>(
     op: BinaryOp,
     l: L,

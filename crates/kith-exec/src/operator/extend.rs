@@ -707,17 +707,13 @@ impl Extend {
             let mut weights = std::mem::take(&mut self.weights);
             weights.clear();
             weights.resize(rs.chunks[input].state.len, 0);
-            let kept = self.batch_weights(rs, &mut weights);
-            let state = &mut rs.chunks[input].state;
-            state.flat = None;
-            match kept {
-                Ok(Some(sel)) if sel.is_empty() => {
+            match self.batch_weights(rs, &mut weights)? {
+                Some(sel) if sel.is_empty() => {
                     self.weights = weights;
                     continue;
                 }
-                Ok(Some(sel)) => state.sel = Some(sel),
-                Ok(None) => {}
-                Err(e) => return Err(e),
+                Some(sel) => rs.chunks[input].state.sel = Some(sel),
+                None => {}
             }
             let out = &mut rs.chunks[self.output_chunk];
             for v in &mut out.vectors {
