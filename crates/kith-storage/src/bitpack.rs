@@ -71,6 +71,28 @@ pub fn unpack_range(
         out(idx, one(idx));
     }
     let mut idx = head;
+    if count - idx >= 64 {
+        idx = unpack_blocks(words, bits, start, idx, count, block, &mut out);
+    }
+    for idx in idx..count {
+        out(idx, one(idx));
+    }
+}
+
+/// The whole blocks of 64 values of [`unpack_range`] from `idx` (a
+/// multiple of 64 away from `start`'s block boundary); returns where they
+/// end. Kept apart so that a short range never zeroes the 512-byte buffer
+/// (a `memset` per call: most CSR reads are a few neighbours).
+#[inline]
+fn unpack_blocks(
+    words: &[u64],
+    bits: u64,
+    start: u64,
+    mut idx: usize,
+    count: usize,
+    block: fn(&[u64], &mut [u64; 64]),
+    out: &mut impl FnMut(usize, u64),
+) -> usize {
     let mut buf = [0u64; 64];
     while count - idx >= 64 {
         let first_word = ((start + idx as u64) / 64 * bits) as usize;
@@ -83,9 +105,7 @@ pub fn unpack_range(
         }
         idx += 64;
     }
-    for idx in idx..count {
-        out(idx, one(idx));
-    }
+    idx
 }
 
 /// Unpacks 64 values of `B` bits from exactly `B` words.
