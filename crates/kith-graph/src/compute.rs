@@ -259,20 +259,29 @@ impl Compute for ShortestLengths {
         };
         let mask = self.dst_mask.as_deref();
         let end = range.end.min(visited.len());
+        let next = v.next;
+        let mut block = [0u64; 64];
         for w in (range.start / 64)..end.div_ceil(64) {
             let mut todo = !visited.word(w as usize);
+            let mut k = 0;
             while todo != 0 {
                 let x = w * 64 + u64::from(todo.trailing_zeros());
                 todo &= todo - 1;
-                if x < range.start || x >= end {
-                    continue;
-                }
-                if reverse.find_neighbor(x, v.scratch, |p| frontier.get(p)) {
-                    visited.set(x);
-                    wanted.reached(mask, x);
-                    v.next.set(x);
+                if x >= range.start && x < end {
+                    block[k] = x;
+                    k += 1;
                 }
             }
+            reverse.find_neighbors(
+                &block[..k],
+                v.scratch,
+                |p| frontier.get(p),
+                |x| {
+                    visited.set(x);
+                    wanted.reached(mask, x);
+                    next.set(x);
+                },
+            );
         }
         Ok(())
     }

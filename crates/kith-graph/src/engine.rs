@@ -267,8 +267,10 @@ struct IterState {
     in_flight: usize,
     /// The current frontier as a list, when it is below 1/8 of the nodes.
     sparse: Option<Arc<Vec<u64>>>,
-    /// The current (dense) level runs bottom-up ([`Compute::pull`]).
+    /// The current level runs bottom-up ([`Compute::pull`]).
     pull: bool,
+    /// Nodes in every frontier so far (the sources included).
+    reached: u64,
 }
 
 enum Work {
@@ -312,6 +314,7 @@ impl<C: Compute> SourceMorsel<C> {
             total: list.len() as u64,
             morsel: sparse_morsel(list.len() as u64, workers),
             in_flight: 0,
+            reached: list.len() as u64,
             sparse: Some(Arc::new(list)),
             pull: false,
         };
@@ -349,9 +352,17 @@ impl<C: Compute> SourceMorsel<C> {
     }
 
     /// Marks a grabbed morsel finished; the last one of an iteration advances
-    /// the state (a dense level runs bottom-up when `can_pull`, counted in
-    /// `pulled`). True when the source morsel just became done.
-    fn finish(&self, compute: &C, workers: usize, can_pull: &PullCount) -> bool {
+    /// the state (choosing, when `can_pull`, whether the next level runs
+    /// bottom-up: [`pulls_next`]; such levels are counted in `pulled`).
+    /// True when the source morsel just became done.
+    fn finish<G: Graph>(
+        &self,
+        compute: &C,
+        graph: &G,
+        scratch: &mut G::Scratch,
+        workers: usize,
+        can_pull: &PullCount,
+    ) -> bool {
         let mut st = self.st.lock();
         st.in_flight -= 1;
         if st.in_flight > 0 || st.next < st.total {
@@ -392,20 +403,32 @@ impl<C: Compute> SourceMorsel<C> {
                 }
                 st.iter = i + 1;
                 st.next = 0;
-                if count < n / 8 {
+                st.reached += count;
+                let may_pull = can_pull.0 && compute.pulls(&self.aux);
+                let list = (count < n / 8).then(|| {
                     let mut list = Vec::with_capacity(count as usize);
                     nxt.collect_into(&mut list);
-                    st.total = count;
-                    st.morsel = sparse_morsel(count, workers);
-                    st.sparse = Some(Arc::new(list));
-                    st.pull = false;
-                } else {
-                    st.total = n;
-                    st.morsel = DENSE_MORSEL_NODES;
-                    st.sparse = None;
-                    st.pull = can_pull.0 && compute.pulls(&self.aux);
-                    if st.pull {
-                        can_pull.1.fetch_add(1, Ordering::Relaxed);
+                    list
+                });
+                let unreached = n - st.reached.min(n);
+                st.pull = may_pull
+                    && match &list {
+                        None => true,
+                        Some(list) => pulls_next(graph, scratch, list, st.pull, n, unreached),
+                    };
+                if st.pull {
+                    can_pull.1.fetch_add(1, Ordering::Relaxed);
+                }
+                match list {
+                    Some(list) if !st.pull => {
+                        st.total = count;
+                        st.morsel = sparse_morsel(count, workers);
+                        st.sparse = Some(Arc::new(list));
+                    }
+                    _ => {
+                        st.total = n;
+                        st.morsel = DENSE_MORSEL_NODES;
+                        st.sparse = None;
                     }
                 }
                 false
@@ -422,6 +445,43 @@ impl<C: Compute> SourceMorsel<C> {
 /// Whether a run may pull (it has the reverse graph), and its count of
 /// levels that did.
 type PullCount<'a> = (bool, &'a AtomicUsize);
+
+/// Whether the level of `frontier` (a sparse one: under 1/8 of the `n`
+/// nodes; denser ones always pull), with `unreached` nodes not reached
+/// yet, runs bottom-up (Beamer's direction switch). Top-down, it pulls once
+/// the frontier's rels outnumber 1/14 of the rels left to explore (the
+/// unreached nodes' share of all rels): a few thousand hubs of a skewed
+/// graph can hold most of its rels, while a bottom-up step stops at each
+/// node's first parent. Bottom-up, it goes on while the frontier holds
+/// 1/24 of the nodes. The frontier's rels are estimated from up to 256
+/// of its nodes, evenly spaced.
+fn pulls_next<G: Graph>(
+    graph: &G,
+    scratch: &mut G::Scratch,
+    frontier: &[u64],
+    pulled: bool,
+    n: u64,
+    unreached: u64,
+) -> bool {
+    const ALPHA: u64 = 14;
+    const BETA: u64 = 24;
+    const SAMPLES: usize = 256;
+    if pulled {
+        return frontier.len() as u64 * BETA >= n;
+    }
+    if frontier.is_empty() || n == 0 {
+        return false;
+    }
+    let step = frontier.len().div_ceil(SAMPLES);
+    let (mut sampled, mut rels) = (0u64, 0u64);
+    for &u in frontier.iter().step_by(step) {
+        sampled += 1;
+        rels += graph.degree(u, scratch);
+    }
+    let frontier_rels = rels as f64 * frontier.len() as f64 / sampled as f64;
+    let left_rels = graph.num_edges() as f64 * unreached as f64 / n as f64;
+    frontier_rels * ALPHA as f64 > left_rels
+}
 
 /// Small sparse frontiers are split finely so several threads can share them.
 fn sparse_morsel(len: u64, workers: usize) -> u64 {
@@ -542,7 +602,7 @@ impl<G: Graph, C: Compute> IfeTask<G, C> {
             self.sink.consume(out);
         }
         let pulls = (self.reverse.is_some(), &self.pulled);
-        if sm.finish(&self.compute, workers, &pulls) {
+        if sm.finish(&*self.compute, &*self.graph, scratch, workers, &pulls) {
             self.retire(sm);
         }
         Ok(())
@@ -698,4 +758,90 @@ pub fn run_ife_with_reverse<G: Graph, C: Compute>(
         source_morsels: task.launched.load(Ordering::Relaxed),
         pulled_levels: task.pulled.load(Ordering::Relaxed),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compute::{shortest_lengths, LenRow, ShortestLengths};
+    use crate::graph::InMemoryCsr;
+
+    /// 1,000 nodes: node 999 points at ten hubs (0..10), each hub at 500
+    /// others, and every other node at its successor.
+    fn hubs() -> InMemoryCsr {
+        let n = 1000u64;
+        let mut edges: Vec<(u64, u64)> = (0..10).map(|h| (999, h)).collect();
+        for h in 0..10 {
+            edges.extend((0..500).map(|k| (h, 10 + (h * 97 + k * 7) % 980)));
+        }
+        edges.extend((10..998).map(|u| (u, u + 1)));
+        InMemoryCsr::from_edges(n, &edges)
+    }
+
+    #[test]
+    fn direction_switch_follows_rel_counts() {
+        let g = hubs();
+        let n = g.num_nodes();
+        let hub_list: Vec<u64> = (0..10).collect();
+        let thin: Vec<u64> = (100..110).collect();
+        // Ten hubs hold most rels: pull, though they are 1 % of the nodes.
+        assert!(pulls_next(&g, &mut (), &hub_list, false, n, 989));
+        // Ten nodes of one rel each: stay top-down.
+        assert!(!pulls_next(&g, &mut (), &thin, false, n, 989));
+        assert!(!pulls_next(&g, &mut (), &[], false, n, 989));
+        // Bottom-up goes on while the frontier holds 1/24 of the nodes.
+        let wide: Vec<u64> = (100..142).collect();
+        assert!(pulls_next(&g, &mut (), &wide, true, n, 500));
+        assert!(!pulls_next(&g, &mut (), &wide[..41], true, n, 500));
+        // A long frontier is sampled (every other node of 300): one rel
+        // each stays top-down; with a hub among every other node it pulls.
+        let long: Vec<u64> = (100..400).collect();
+        assert!(!pulls_next(&g, &mut (), &long, false, n, 989));
+        let mixed: Vec<u64> = (0..10).chain(100..390).collect();
+        assert!(pulls_next(&g, &mut (), &mixed, false, n, 989));
+    }
+
+    #[test]
+    fn a_sparse_frontier_of_hubs_runs_bottom_up() {
+        let g = Arc::new(hubs());
+        let edges: Vec<(u64, u64)> = (0..g.num_nodes())
+            .flat_map(|u| {
+                let mut out = Vec::new();
+                g.neighbors(u, &mut (), |w, _| out.push((w, u)));
+                out
+            })
+            .collect();
+        let back = Arc::new(InMemoryCsr::from_edges(g.num_nodes(), &edges));
+        let sched = Scheduler::new(2);
+        let cancel = CancelToken::new();
+        for threads in [1, 2] {
+            let opts = IfeOptions {
+                threads,
+                ..IfeOptions::default()
+            };
+            let sink = Arc::new(CollectSink::<LenRow>::default());
+            let compute = Arc::new(ShortestLengths {
+                lower: 0,
+                upper: 30,
+                dst_mask: None,
+            });
+            let stats = run_ife_with_reverse(
+                &sched,
+                Arc::clone(&g),
+                Some(Arc::clone(&back)),
+                compute,
+                &[999],
+                &opts,
+                &cancel,
+                sink.clone(),
+            )
+            .unwrap();
+            // Level 1 (the ten hubs) is under 1/8 of the nodes, yet pulls.
+            assert!(stats.pulled_levels >= 1, "{stats:?}");
+            let mut rows = sink.take();
+            rows.sort_unstable();
+            let want = shortest_lengths(&sched, &g, &[999], 0, 30, &opts, &cancel).unwrap();
+            assert_eq!(rows, want);
+        }
+    }
 }

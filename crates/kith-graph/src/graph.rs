@@ -7,7 +7,7 @@ use kith_common::constants::NODE_GROUP_SIZE;
 use kith_common::vector::VectorData;
 use kith_common::{Error, LogicalType, Result, ValueVector};
 use kith_pager::Pager;
-use kith_storage::{CsrIndex, PinnedCsrGroup};
+use kith_storage::{CsrIndex, PackedU64s, PinnedCsrGroup};
 
 use crate::weights::RelWeights;
 
@@ -34,6 +34,14 @@ pub trait Graph: Send + Sync + 'static {
         self.neighbors(node, scratch, |n, _| f(n))
     }
 
+    /// The number of rels of `node` (before rel conditions): what a
+    /// top-down step from it would read, for choosing a level's direction.
+    fn degree(&self, node: u64, scratch: &mut Self::Scratch) -> u64 {
+        let mut d = 0;
+        self.neighbor_nodes(node, scratch, |_| d += 1);
+        d
+    }
+
     /// Calls `f(neighbour)` in CSR order until it returns true; whether it
     /// did. A bottom-up BFS step asks whether any in-neighbour is in the
     /// frontier and stops at the first (a storage CSR then decodes a few
@@ -47,6 +55,24 @@ pub trait Graph: Send + Sync + 'static {
         let mut found = false;
         self.neighbor_nodes(node, scratch, |n| found = found || f(n));
         found
+    }
+
+    /// [`Graph::find_neighbor`] for each of `nodes` (ascending, in one
+    /// aligned block of 64 ids), calling `found(node)` for those with a
+    /// neighbour that `f` holds for: a bottom-up step over a block of
+    /// unreached nodes (a storage CSR decodes the block's offsets once).
+    fn find_neighbors<F: FnMut(u64) -> bool, H: FnMut(u64)>(
+        &self,
+        nodes: &[u64],
+        scratch: &mut Self::Scratch,
+        mut f: F,
+        mut found: H,
+    ) {
+        for &x in nodes {
+            if self.find_neighbor(x, scratch, &mut f) {
+                found(x);
+            }
+        }
     }
 
     /// Calls `f(neighbour, rel_id, weight)` for every rel of `node`, in CSR
@@ -143,6 +169,10 @@ impl Graph for InMemoryCsr {
 
     fn num_edges(&self) -> u64 {
         self.nbrs.len() as u64
+    }
+
+    fn degree(&self, node: u64, _: &mut ()) -> u64 {
+        self.offsets[node as usize + 1] - self.offsets[node as usize]
     }
 
     #[inline]
@@ -256,6 +286,12 @@ impl Graph for StorageCsr {
         self.num_edges
     }
 
+    fn degree(&self, node: u64, _: &mut StorageScratch) -> u64 {
+        self.groups
+            .get((node / NODE_GROUP_SIZE) as usize)
+            .map_or(0, |g| g.degree(node % NODE_GROUP_SIZE))
+    }
+
     #[inline]
     fn neighbors<F: FnMut(u64, u64)>(&self, node: u64, s: &mut StorageScratch, mut f: F) {
         let Some(g) = self.groups.get((node / NODE_GROUP_SIZE) as usize) else {
@@ -301,10 +337,49 @@ impl Graph for StorageCsr {
         };
         let local = node % NODE_GROUP_SIZE;
         let (a, b) = g.range(local);
-        find_in_run(g, a, b, &mut f)
+        let packed = g.neighbors.packed_u64s();
+        find_in_run(g, packed, a, b, &mut f)
             || g.appended(local)
                 .iter()
-                .any(|&(a, b)| find_in_run(g, a, b, &mut f))
+                .any(|&(a, b)| find_in_run(g, packed, a, b, &mut f))
+    }
+
+    fn find_neighbors<F: FnMut(u64) -> bool, H: FnMut(u64)>(
+        &self,
+        nodes: &[u64],
+        s: &mut StorageScratch,
+        mut f: F,
+        mut found: H,
+    ) {
+        let Some(&first) = nodes.first() else {
+            return;
+        };
+        let group = self.groups.get((first / NODE_GROUP_SIZE) as usize);
+        let (Some(g), None) = (group, &self.rel_mask) else {
+            for &x in nodes {
+                if self.find_neighbor(x, s, &mut f) {
+                    found(x);
+                }
+            }
+            return;
+        };
+        let block = first / 64 * 64;
+        let packed = g.neighbors.packed_u64s();
+        let mut ranges = [(0u64, 0u64); 64];
+        g.main_ranges(block % NODE_GROUP_SIZE, &mut ranges);
+        for &x in nodes {
+            let Some(&(a, b)) = ranges.get((x - block) as usize) else {
+                continue;
+            };
+            let local = x % NODE_GROUP_SIZE;
+            if find_in_run(g, packed, a, b, &mut f)
+                || g.appended(local)
+                    .iter()
+                    .any(|&(a, b)| find_in_run(g, packed, a, b, &mut f))
+            {
+                found(x);
+            }
+        }
     }
 
     fn weighted_neighbors<F: FnMut(u64, u64, f64)>(
@@ -444,10 +519,20 @@ fn run_nodes<F: FnMut(u64)>(g: &PinnedCsrGroup, a: u64, b: u64, s: &mut StorageS
     s.nbrs[..len].iter().for_each(|&n| f(n));
 }
 
-/// Whether `f` holds for a neighbour at positions `a..b` of `g`, decoded a
-/// few at a time so that an early hit decodes little.
+/// Whether `f` holds for a neighbour at positions `a..b` of `g`, read one
+/// at a time from `packed` (the neighbour column's direct view, when it
+/// has one) or decoded a few at a time, so that an early hit reads little.
 #[inline]
-fn find_in_run<F: FnMut(u64) -> bool>(g: &PinnedCsrGroup, a: u64, b: u64, f: &mut F) -> bool {
+fn find_in_run<F: FnMut(u64) -> bool>(
+    g: &PinnedCsrGroup,
+    packed: Option<PackedU64s<'_>>,
+    a: u64,
+    b: u64,
+    f: &mut F,
+) -> bool {
+    if let Some(p) = packed {
+        return (a..b).any(|i| f(p.get(i)));
+    }
     const STEP: u64 = 16;
     let mut buf = [0u64; STEP as usize];
     let mut at = a;
@@ -551,6 +636,15 @@ impl Graph for UnionCsr {
 
     fn num_edges(&self) -> u64 {
         self.num_edges
+    }
+
+    fn degree(&self, node: u64, s: &mut StorageScratch) -> u64 {
+        let (t, local) = self.local(node);
+        self.members
+            .iter()
+            .filter(|m| m.from == t && local < m.csr.num_nodes())
+            .map(|m| m.csr.degree(local, s))
+            .sum()
     }
 
     #[inline]

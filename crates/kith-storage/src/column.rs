@@ -794,6 +794,30 @@ impl PinnedPatch {
     }
 }
 
+/// See [`PinnedColumn::packed_u64s`].
+#[derive(Debug, Clone, Copy)]
+pub struct PackedU64s<'a> {
+    words: &'a [u64],
+    base: u64,
+    bits: u32,
+    mask: u64,
+}
+
+impl PackedU64s<'_> {
+    /// Value `i` (as [`PinnedColumn::read_u64s`] reads it); a position
+    /// beyond the column reads a meaningless value, never out of bounds.
+    #[inline]
+    pub fn get(&self, i: u64) -> u64 {
+        let bit = i.wrapping_mul(u64::from(self.bits));
+        let (w, shift) = ((bit / 64) as usize, (bit % 64) as u32);
+        let mut v = self.words.get(w).map_or(0, |&x| x >> shift);
+        if shift + self.bits > 64 {
+            v |= self.words.get(w + 1).map_or(0, |&x| x << (64 - shift));
+        }
+        self.base.wrapping_add(v & self.mask)
+    }
+}
+
 fn as_words(pin: &Option<OwnedPin>) -> &[u64] {
     match pin {
         // Pages are page-aligned in the buffer pool, so the cast cannot fail on
@@ -1215,6 +1239,35 @@ impl PinnedColumn {
         }
     }
 
+    /// Direct access to the unsigned values of a bit-packed or constant
+    /// column without patches or a tail (the common case of a CSR
+    /// column): one value costs a shift and a mask instead of a call
+    /// through [`PinnedColumn::read_u64s`], for readers that stop early.
+    pub fn packed_u64s(&self) -> Option<PackedU64s<'_>> {
+        if self.tail.is_some() || self.patch.is_some() {
+            return None;
+        }
+        match &self.chunk.encoding {
+            Encoding::BitPacked { base, bits } => Some(PackedU64s {
+                words: as_words(&self.data),
+                base: *base,
+                bits: u32::from(*bits).min(64),
+                mask: if *bits >= 64 {
+                    u64::MAX
+                } else {
+                    (1u64 << bits) - 1
+                },
+            }),
+            Encoding::Constant(ConstValue::Bits(b)) => Some(PackedU64s {
+                words: &[],
+                base: *b,
+                bits: 0,
+                mask: 0,
+            }),
+            _ => None,
+        }
+    }
+
     /// Decodes unsigned values `start..start+count` into `out` (for CSR offsets
     /// and neighbour lists stored as U64 columns).
     #[inline]
@@ -1551,6 +1604,40 @@ mod tests {
         }
     }
 
+    /// Where [`PinnedColumn::packed_u64s`] gives a view, it reads what
+    /// `read_u64s` reads at every position.
+    fn check_packed(pinned: &PinnedColumn, n: usize) {
+        let Some(p) = pinned.packed_u64s() else {
+            return;
+        };
+        let mut out = vec![0u64; n];
+        pinned.read_u64s(0, n, &mut out);
+        for (i, &x) in out.iter().enumerate() {
+            assert_eq!(p.get(i as u64), x, "position {i}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn packed_view_reads_every_width(
+            raw in prop::collection::vec(any::<u64>(), 0..300),
+            bits in 0u32..=64,
+            base in any::<u64>(),
+        ) {
+            let mask = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
+            let vals: Vec<u64> = raw.iter().map(|&x| base.wrapping_add(x & mask)).collect();
+            let pager = Arc::new(Pager::in_memory(PagerConfig::default()));
+            let mut v = ValueVector::new(LogicalType::UInt64, vals.len());
+            for (i, &x) in vals.iter().enumerate() {
+                v.set_value(i, &Value::UInt64(x));
+            }
+            let chunk = ColumnChunk::write(&pager, &v, 0, vals.len()).unwrap();
+            let pinned = chunk.pin(&pager).unwrap();
+            prop_assert!(vals.is_empty() || pinned.packed_u64s().is_some());
+            check_packed(&pinned, vals.len());
+        }
+    }
+
     #[test]
     fn one_row_appends_use_and_fold_tails() {
         let n = (3 * TAIL_MAX + 5) as usize;
@@ -1575,6 +1662,7 @@ mod tests {
         pinned.read_u64s(0, n, &mut out);
         assert_eq!(out, u);
         assert_eq!(pinned.get_u64(n as u64 - 1), u[n - 1]);
+        check_packed(&pinned, n);
     }
 
     #[test]

@@ -18,7 +18,7 @@ pub mod storage;
 pub mod version;
 pub mod write;
 
-pub use column::{ColumnChunk, PageRun, PinnedColumn};
+pub use column::{ColumnChunk, PackedU64s, PageRun, PinnedColumn};
 pub use loader::{load_nodes, load_rels, LoadChunk, LoadContext};
 pub use node_table::{DeletedMask, NodeGroupData, NodeTableData, PkKey, PkLookup};
 pub use rel_table::{

@@ -468,6 +468,28 @@ impl PinnedCsrGroup {
         (two[0], two[1])
     }
 
+    /// The [`PinnedCsrGroup::range`] of each node `lo..lo + out.len()`
+    /// (at most 64), decoding their offsets in one read instead of two
+    /// reads per node: for a bottom-up search step, which visits every
+    /// unreached node of a block.
+    pub fn main_ranges(&self, lo: u64, out: &mut [(u64, u64)]) {
+        let mut offsets = [0u64; 65];
+        let n = self
+            .num_nodes
+            .saturating_sub(lo)
+            .min(out.len().min(64) as u64) as usize;
+        if n > 0 {
+            self.offsets.read_u64s(lo, n + 1, &mut offsets[..n + 1]);
+        }
+        for (i, r) in out.iter_mut().enumerate() {
+            *r = if i < n && !self.is_masked(lo + i as u64) {
+                (offsets[i], offsets[i + 1])
+            } else {
+                (0, 0)
+            };
+        }
+    }
+
     /// Whether node `local`'s main range reads empty because one of its rels
     /// there was deleted (its live ones are among its appended runs): for
     /// readers that decode the offsets themselves.

@@ -154,16 +154,30 @@ fn edges(
         pinned.degrees(&mut degrees);
         assert_eq!(degrees.len() as u64, pinned.node_span());
         let mut seen = 0;
+        // The direct view of the neighbour column, where it has one.
+        let packed = pinned.neighbors.packed_u64s();
+        let mut block = [(0u64, 0u64); 64];
         for local in 0..pinned.node_span() {
             assert_eq!(
                 degrees[local as usize],
                 pinned.degree(local),
                 "degree of {local}"
             );
+            if local % 64 == 0 {
+                pinned.main_ranges(local, &mut block);
+            }
+            assert_eq!(
+                block[(local % 64) as usize],
+                pinned.range(local),
+                "main range of {local}"
+            );
             for pos in pinned.ranges(local).flat_map(|(s, e)| s..e) {
                 seen += 1;
                 let bound = g as u64 * NODE_GROUP_SIZE + local;
                 let nbr = pinned.neighbors.get_u64(pos);
+                if let Some(p) = packed {
+                    assert_eq!(p.get(pos), nbr, "packed neighbour at {pos}");
+                }
                 let id = pinned.rel_ids.get_u64(pos);
                 let (src, dst) = match dir {
                     RelDirection::Fwd => (bound, nbr),
