@@ -86,6 +86,15 @@ impl DenseBits {
         self.words.len()
     }
 
+    /// Sets the bits of `bits` in word `w` (one atomic update for a word's
+    /// worth of bits).
+    #[inline]
+    pub fn or_word(&self, w: usize, bits: u64) {
+        if bits != 0 {
+            self.words[w].fetch_or(bits, Ordering::Relaxed);
+        }
+    }
+
     pub fn clear_word(&self, w: usize) {
         self.words[w].store(0, Ordering::Relaxed);
     }

@@ -210,7 +210,13 @@ impl Compute for ShortestLengths {
             LengthsAux::Lanes { cur, visited } => {
                 let (this, other) = (&cur[(iter & 1) as usize], &cur[((iter + 1) & 1) as usize]);
                 nodes.for_each(|u| {
-                    let lanes = this[u as usize].swap(0, Ordering::Relaxed);
+                    // An emit-only step (the last level, or the emit of a
+                    // bottom-up level, whose pulls read these lanes) keeps
+                    // them: see `pulled_level_done`.
+                    let lanes = match extend {
+                        true => this[u as usize].swap(0, Ordering::Relaxed),
+                        false => this[u as usize].load(Ordering::Relaxed),
+                    };
                     if emit {
                         let mut l = lanes;
                         while l != 0 {
@@ -242,8 +248,16 @@ impl Compute for ShortestLengths {
         }
     }
 
-    fn pulls(&self, aux: &LengthsAux) -> bool {
-        matches!(aux, LengthsAux::One { .. })
+    fn pulls(&self, _aux: &LengthsAux) -> bool {
+        true
+    }
+
+    fn pulled_level_done(&self, aux: &LengthsAux, iter: u32) {
+        if let LengthsAux::Lanes { cur, .. } = aux {
+            for lanes in cur[(iter & 1) as usize].iter() {
+                lanes.store(0, Ordering::Relaxed);
+            }
+        }
     }
 
     fn pull<G: Graph>(
@@ -254,8 +268,11 @@ impl Compute for ShortestLengths {
         frontier: &DenseBits,
         range: Range<u64>,
     ) -> Result<()> {
-        let LengthsAux::One { visited, wanted } = aux else {
-            return Err(Error::internal("a bottom-up step of a lane morsel"));
+        let (visited, wanted) = match aux {
+            LengthsAux::One { visited, wanted } => (visited, wanted),
+            LengthsAux::Lanes { cur, visited } => {
+                return pull_lanes(cur, visited, v, reverse, range);
+            }
         };
         let mask = self.dst_mask.as_deref();
         let end = range.end.min(visited.len());
@@ -272,19 +289,71 @@ impl Compute for ShortestLengths {
                     k += 1;
                 }
             }
+            // The range is the worker's own: its words get one update each.
+            let mut found = 0u64;
             reverse.find_neighbors(
                 &block[..k],
                 v.scratch,
                 |p| frontier.get(p),
                 |x| {
-                    visited.set(x);
+                    found |= 1 << (x % 64);
                     wanted.reached(mask, x);
-                    next.set(x);
                 },
             );
+            visited.or_word(w as usize, found);
+            next.or_word(w as usize, found);
         }
         Ok(())
     }
+}
+
+/// A bottom-up level of a lane morsel over the nodes of `range`: each node
+/// not yet reached in every lane ORs the current lanes of its in-neighbours
+/// (stopping once every lane is reached) and joins the next level in the
+/// lanes new to it. The range is the worker's own, so its nodes' lanes are
+/// stored without read-modify-writes, and its frontier words get one
+/// update each.
+fn pull_lanes<G: Graph>(
+    cur: &[Vec<AtomicU64>; 2],
+    visited: &[AtomicU64],
+    v: &mut Visit<'_, G, LenRow>,
+    reverse: &G,
+    range: Range<u64>,
+) -> Result<()> {
+    let iter = v.iter;
+    let (this, other) = (&cur[(iter & 1) as usize], &cur[((iter + 1) & 1) as usize]);
+    let full = match v.srcs.len() {
+        n if n >= 64 => u64::MAX,
+        n => (1u64 << n) - 1,
+    };
+    let end = range.end.min(visited.len() as u64);
+    let mut x = range.start;
+    while x < end {
+        let word_end = ((x / 64 + 1) * 64).min(end);
+        let mut found = 0u64;
+        for y in x..word_end {
+            let vis = visited[y as usize].load(Ordering::Relaxed);
+            if vis & full == full {
+                continue;
+            }
+            let mut acc = 0u64;
+            reverse.find_neighbor(y, v.scratch, |p| {
+                acc |= this
+                    .get(p as usize)
+                    .map_or(0, |l| l.load(Ordering::Relaxed));
+                (acc | vis) & full == full
+            });
+            let new = acc & !vis & full;
+            if new != 0 {
+                visited[y as usize].store(vis | new, Ordering::Relaxed);
+                other[y as usize].store(new, Ordering::Relaxed);
+                found |= 1 << (y % 64);
+            }
+        }
+        v.next.or_word((x / 64) as usize, found);
+        x = word_end;
+    }
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------

@@ -233,6 +233,11 @@ pub trait Compute: Send + Sync + 'static {
         Err(Error::internal("this computation has no bottom-up step"))
     }
 
+    /// Called once a level `iter` that ran bottom-up is done, before the
+    /// next one starts (a computation whose emit step left per-node state
+    /// of that level in place for the pulling workers clears it here).
+    fn pulled_level_done(&self, _aux: &Self::Aux, _iter: u32) {}
+
     fn has_output_phase(&self) -> bool {
         false
     }
@@ -382,6 +387,9 @@ impl<C: Compute> SourceMorsel<C> {
                         }
                     }
                     None => (0..cur.num_words()).for_each(|w| cur.clear_word(w)),
+                }
+                if st.pull {
+                    compute.pulled_level_done(&self.aux, i);
                 }
                 let stop = i >= compute.upper() || st.last.is_some_and(|l| i >= l);
                 let count = if stop { 0 } else { nxt.count() };

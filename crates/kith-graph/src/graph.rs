@@ -522,7 +522,7 @@ fn run_nodes<F: FnMut(u64)>(g: &PinnedCsrGroup, a: u64, b: u64, s: &mut StorageS
 /// Whether `f` holds for a neighbour at positions `a..b` of `g`, read one
 /// at a time from `packed` (the neighbour column's direct view, when it
 /// has one) or decoded a few at a time, so that an early hit reads little.
-#[inline]
+#[inline(always)]
 fn find_in_run<F: FnMut(u64) -> bool>(
     g: &PinnedCsrGroup,
     packed: Option<PackedU64s<'_>>,

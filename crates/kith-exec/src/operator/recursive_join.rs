@@ -297,9 +297,21 @@ pub fn recursive_join(
     let space = [(join.node_table, 0)];
     let dst_mask = dst_mask(join, &space, num_nodes, ctx)?;
     let lengths = |rows: Vec<LenRow>| -> Result<Vec<(usize, u64, u64, u64)>> {
+        // A source's rows come in runs: look its index up once per run.
+        let mut last: Option<(u64, usize)> = None;
         rows.into_iter()
             .filter(|r| r.count > 0)
-            .map(|r| Ok((src_index(r.src)?, r.dst, r.len as u64, r.count)))
+            .map(|r| {
+                let si = match last {
+                    Some((s, si)) if s == r.src => si,
+                    _ => {
+                        let si = src_index(r.src)?;
+                        last = Some((r.src, si));
+                        si
+                    }
+                };
+                Ok((si, r.dst, r.len as u64, r.count))
+            })
             .collect()
     };
     let (found, stats) = match join.mode {
