@@ -14,10 +14,10 @@ use std::sync::Arc;
 
 use kith_common::{Chunk, Error, InternalId, LogicalType, Result, Value, ValueVector};
 use kith_graph::{
-    bound_pays, hops_to_targets, run_ife_with_reverse, AllShortestCounts, AllWeightedCounts,
-    CollectSink, Compute, Graph, HopBound, IfeOptions, LenRow, PathMode, PathSemantics, RelWeights,
-    ShortestLengths, ShortestPaths, ShortestTrees, StorageCsr, TreeRow, UnionCsr, UnionMember,
-    WalkCounts, WalkPaths, WeightedPaths, WeightedShortest, MAX_UPPER,
+    bound_pays, hops_to_targets, run_ife, run_ife_with_reverse, AllShortestCounts,
+    AllWeightedCounts, CollectSink, Compute, Graph, HopBound, IfeOptions, PathMode, PathSemantics,
+    RelWeights, ShortestLengths, ShortestPaths, ShortestTrees, StorageCsr, TreeRow, UnionCsr,
+    UnionMember, WalkCounts, WalkPaths, WeightedPaths, WeightedShortest, MAX_UPPER,
 };
 pub use kith_graph::{Policy, RunStats};
 use kith_planner::bound::RecursiveMode;
@@ -25,7 +25,7 @@ use kith_planner::plan::{ExtendDirection, RecursiveJoin};
 use kith_sched::Scheduler;
 use kith_storage::{RelDirection, RelTableData, TableData};
 
-use super::join_rows::JoinRows;
+use super::join_rows::{JoinRows, JoinRowsSink, SourceRows};
 use super::path_values::{FoundPaths, IdSpace, LazyPaths, PathPart};
 use super::property_mask::{node_mask, PredicateReader};
 use super::QueryContext;
@@ -296,25 +296,25 @@ pub fn recursive_join(
     // search from one source ends once it has reached all the others.
     let space = [(join.node_table, 0)];
     let dst_mask = dst_mask(join, &space, num_nodes, ctx)?;
-    let lengths = |rows: Vec<LenRow>| -> Result<Vec<(usize, u64, u64, u64)>> {
-        // A source's rows come in runs: look its index up once per run.
-        let mut last: Option<(u64, usize)> = None;
-        rows.into_iter()
-            .filter(|r| r.count > 0)
-            .map(|r| {
-                let si = match last {
-                    Some((s, si)) if s == r.src => si,
-                    _ => {
-                        let si = src_index(r.src)?;
-                        last = Some((r.src, si));
-                        si
-                    }
-                };
-                Ok((si, r.dst, r.len as u64, r.count))
-            })
-            .collect()
+    // A destination label no table has (`(b:Missing)`) leaves no table.
+    let dst_ok = join.dst_tables.contains(&join.node_table);
+    // Counting and lengths searches hand their rows to the join's rows as
+    // they go.
+    let sink = || {
+        let by_src = SourceRows::new(rows.num_rows, &row_src, &index_of, sources.len());
+        let table = dst_ok.then_some(join.node_table);
+        // One row per (source, reached node) for the shortest-path
+        // searches (walks can have one per length).
+        let expected = (sources.len() as u64).saturating_mul(num_nodes);
+        let expected = expected.min(RESERVED_ROWS) as usize;
+        let with_len = join.with_len;
+        let mask = dst_mask.clone();
+        Arc::new(JoinRowsSink::new(
+            by_src, &index_of, mask, table, with_len, expected,
+        ))
     };
-    let (found, stats) = match join.mode {
+    let cancel = &ctx.cancel;
+    let (found, stats): (Vec<FoundRow>, RunStats) = match join.mode {
         RecursiveMode::Walk => {
             let walks = walk_counts(
                 &*graph,
@@ -323,8 +323,11 @@ pub fn recursive_join(
                 (lower, upper),
                 &reverse_bound,
             )?;
-            let (rows, stats) = collect_rows(sched, graph, walks, &sources, &opts, ctx)?;
-            (lengths(rows)?, stats)
+            let out = sink();
+            let (walks, to) = (Arc::new(walks), out.clone());
+            let stats = run_ife(sched, graph, walks, &sources, &opts, cancel, to)?;
+            let rows = out.finish(rows, join.left_outer)?;
+            return Ok(RecursiveOutput { rows, stats });
         }
         RecursiveMode::Shortest => {
             let compute = ShortestLengths {
@@ -338,9 +341,12 @@ pub fn recursive_join(
             if let Some(mask) = &mask {
                 reverse = reverse.with_rel_mask(Arc::clone(mask));
             }
-            let graphs = (graph, Some(Arc::new(reverse)));
-            let (rows, stats) = collect_rows_with(sched, graphs, compute, &sources, &opts, ctx)?;
-            (lengths(rows)?, stats)
+            let (out, reverse) = (sink(), Some(Arc::new(reverse)));
+            let (compute, to) = (Arc::new(compute), out.clone());
+            let stats =
+                run_ife_with_reverse(sched, graph, reverse, compute, &sources, &opts, cancel, to)?;
+            let rows = out.finish(rows, join.left_outer)?;
+            return Ok(RecursiveOutput { rows, stats });
         }
         RecursiveMode::AllShortest => {
             let compute = AllShortestCounts {
@@ -348,8 +354,10 @@ pub fn recursive_join(
                 upper,
                 dst_mask: dst_mask.clone(),
             };
-            let (rows, stats) = collect_rows(sched, graph, compute, &sources, &opts, ctx)?;
-            (lengths(rows)?, stats)
+            let (out, compute) = (sink(), Arc::new(compute));
+            let stats = run_ife(sched, graph, compute, &sources, &opts, cancel, out.clone())?;
+            let rows = out.finish(rows, join.left_outer)?;
+            return Ok(RecursiveOutput { rows, stats });
         }
         RecursiveMode::WeightedShortest => {
             let weights =
@@ -381,15 +389,13 @@ pub fn recursive_join(
         }
     };
     ctx.cancel.check()?;
-    let found = match dst_mask {
+    let found: Vec<FoundRow> = match &dst_mask {
         Some(mask) => found
             .into_iter()
-            .filter(|f| kith_graph::graph::mask_has(&mask, f.1))
+            .filter(|f| kith_graph::graph::mask_has(mask, f.1))
             .collect(),
         None => found,
     };
-    // A destination label no table has (`(b:Missing)`) leaves no table.
-    let dst_ok = join.dst_tables.contains(&join.node_table);
     let dst_id = |d: u64| dst_ok.then(|| InternalId::new(join.node_table, d));
     let found = Found {
         row_src: &row_src,
@@ -536,9 +542,9 @@ struct Sources<'a> {
     index_of: &'a HashMap<u64, usize>,
 }
 
-/// The most rows [`collect_rows`] makes room for before the search (32
-/// bytes each for lengths: 128 MiB of address space, touched only as rows
-/// arrive).
+/// The most rows [`collect_rows`] or a [`JoinRowsSink`] makes room for
+/// before the search (32 bytes a collected row, 20 a join row: address
+/// space, touched only as rows arrive).
 const RESERVED_ROWS: u64 = 1 << 22;
 
 /// Runs a computation over `graph` from `sources` and collects its rows.
@@ -906,36 +912,8 @@ fn emit_rows(
     f: &Found<'_>,
     dst_id: &dyn Fn(u64) -> Option<InternalId>,
 ) -> Result<JoinRows> {
-    let (row_src, index_of) = (f.row_src, f.index_of);
-    let sources = f.num_sources;
-    // The input rows of each source (usually one): `by_src[start[i]..
-    // start[i + 1]]` are source i's. The found rows are then read in
-    // order (they are large; the input is small), each emitted once per
-    // input row of its source.
-    let row_si: Vec<Option<usize>> = (0..rows.num_rows)
-        .map(|r| {
-            row_src
-                .get(r)
-                .copied()
-                .flatten()
-                .and_then(|s| index_of.get(&s).copied())
-        })
-        .collect();
-    let mut start = vec![0usize; sources + 1];
-    for si in row_si.iter().flatten() {
-        start[si + 1] += 1;
-    }
-    for i in 0..sources {
-        start[i + 1] += start[i];
-    }
-    let mut cursor = start.clone();
-    let mut by_src = vec![0u32; start[sources]];
-    for (r, si) in row_si.iter().enumerate() {
-        if let Some(si) = si {
-            by_src[cursor[*si]] = r as u32;
-            cursor[*si] += 1;
-        }
-    }
+    let index_of = f.index_of;
+    let by_src = SourceRows::new(rows.num_rows, f.row_src, index_of, f.num_sources);
     let cap = match f.rows {
         FoundList::Rows(r) => r.len(),
         FoundList::Paths(p) => p.len(),
@@ -952,7 +930,7 @@ fn emit_rows(
         padded_from: usize::MAX,
         paths: None,
     };
-    let mut hit = vec![false; sources];
+    let mut hit = vec![false; f.num_sources];
     for k in 0..cap {
         let f_row = match f.rows {
             FoundList::Rows(r) => r[k],
@@ -965,7 +943,7 @@ fn emit_rows(
                 (si, dst, len, 1)
             }
         };
-        let rows_of = &by_src[start[f_row.0]..start[f_row.0 + 1]];
+        let rows_of = by_src.rows_of(f_row.0);
         if rows_of.is_empty() {
             continue;
         }
@@ -988,25 +966,7 @@ fn emit_rows(
             ctx.cancel.check()?;
         }
     }
-    // A left outer join adds a row for each input row without a result
-    // (NULL destination, length and path).
-    out.padded_from = out.input_row.len();
-    if join.left_outer {
-        for (r, si) in row_si.iter().enumerate() {
-            if si.is_some_and(|si| hit[si]) {
-                continue;
-            }
-            out.input_row.push(r as u32);
-            out.dst.push(InternalId(0));
-            if join.with_len {
-                out.len.push(0);
-            }
-            out.push_count(1);
-            if !out.numbers.is_empty() {
-                out.numbers.push(0);
-            }
-        }
-    }
+    by_src.pad_unmatched(join.left_outer, &hit, &mut out);
     Ok(out)
 }
 
