@@ -363,6 +363,8 @@ impl Graph for StorageCsr {
             }
             return;
         };
+        // A block of 64 ids lies in one node group.
+        const _: () = assert!(NODE_GROUP_SIZE.is_multiple_of(64));
         let block = first / 64 * 64;
         let packed = g.neighbors.packed_u64s();
         let mut ranges = [(0u64, 0u64); 64];
