@@ -65,14 +65,10 @@ pub trait Graph: Send + Sync + 'static {
         &self,
         nodes: &[u64],
         scratch: &mut Self::Scratch,
-        mut f: F,
-        mut found: H,
+        f: F,
+        found: H,
     ) {
-        for &x in nodes {
-            if self.find_neighbor(x, scratch, &mut f) {
-                found(x);
-            }
-        }
+        find_each(self, nodes, scratch, f, found)
     }
 
     /// Calls `f(neighbour, rel_id, weight)` for every rel of `node`, in CSR
@@ -88,6 +84,21 @@ pub trait Graph: Send + Sync + 'static {
         f: F,
     ) -> Result<()> {
         looked_up_weights(self, node, scratch, weights, f)
+    }
+}
+
+/// [`Graph::find_neighbors`] one node at a time.
+fn find_each<G: Graph + ?Sized, F: FnMut(u64) -> bool, H: FnMut(u64)>(
+    g: &G,
+    nodes: &[u64],
+    scratch: &mut G::Scratch,
+    mut f: F,
+    mut found: H,
+) {
+    for &x in nodes {
+        if g.find_neighbor(x, scratch, &mut f) {
+            found(x);
+        }
     }
 }
 
@@ -336,12 +347,7 @@ impl Graph for StorageCsr {
             return false;
         };
         let local = node % NODE_GROUP_SIZE;
-        let (a, b) = g.range(local);
-        let packed = g.neighbors.packed_u64s();
-        find_in_run(g, packed, a, b, &mut f)
-            || g.appended(local)
-                .iter()
-                .any(|&(a, b)| find_in_run(g, packed, a, b, &mut f))
+        find_in_node(g, g.neighbors.packed_u64s(), local, g.range(local), &mut f)
     }
 
     fn find_neighbors<F: FnMut(u64) -> bool, H: FnMut(u64)>(
@@ -356,12 +362,7 @@ impl Graph for StorageCsr {
         };
         let group = self.groups.get((first / NODE_GROUP_SIZE) as usize);
         let (Some(g), None) = (group, &self.rel_mask) else {
-            for &x in nodes {
-                if self.find_neighbor(x, s, &mut f) {
-                    found(x);
-                }
-            }
-            return;
+            return find_each(self, nodes, s, f, found);
         };
         // A block of 64 ids lies in one node group.
         const _: () = assert!(NODE_GROUP_SIZE.is_multiple_of(64));
@@ -370,15 +371,10 @@ impl Graph for StorageCsr {
         let mut ranges = [(0u64, 0u64); 64];
         g.main_ranges(block % NODE_GROUP_SIZE, &mut ranges);
         for &x in nodes {
-            let Some(&(a, b)) = ranges.get((x - block) as usize) else {
+            let Some(&main) = ranges.get((x - block) as usize) else {
                 continue;
             };
-            let local = x % NODE_GROUP_SIZE;
-            if find_in_run(g, packed, a, b, &mut f)
-                || g.appended(local)
-                    .iter()
-                    .any(|&(a, b)| find_in_run(g, packed, a, b, &mut f))
-            {
+            if find_in_node(g, packed, x % NODE_GROUP_SIZE, main, &mut f) {
                 found(x);
             }
         }
@@ -519,6 +515,22 @@ fn run_nodes<F: FnMut(u64)>(g: &PinnedCsrGroup, a: u64, b: u64, s: &mut StorageS
     }
     g.neighbors.read_u64s(a, len, &mut s.nbrs[..len]);
     s.nbrs[..len].iter().for_each(|&n| f(n));
+}
+
+/// Whether `f` holds for a neighbour of node `local` of `g`: in its main
+/// range `main` ([`PinnedCsrGroup::range`]), then in its appended runs.
+#[inline(always)]
+fn find_in_node<F: FnMut(u64) -> bool>(
+    g: &PinnedCsrGroup,
+    packed: Option<PackedU64s<'_>>,
+    local: u64,
+    (a, b): (u64, u64),
+    f: &mut F,
+) -> bool {
+    find_in_run(g, packed, a, b, f)
+        || g.appended(local)
+            .iter()
+            .any(|&(a, b)| find_in_run(g, packed, a, b, f))
 }
 
 /// Whether `f` holds for a neighbour at positions `a..b` of `g`, read one

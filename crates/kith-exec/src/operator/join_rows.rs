@@ -276,6 +276,10 @@ impl SourceRows {
         }
     }
 
+    pub fn num_sources(&self) -> usize {
+        self.start.len() - 1
+    }
+
     /// The input rows of source `si`.
     #[inline]
     pub fn rows_of(&self, si: usize) -> &[u32] {
@@ -353,7 +357,7 @@ impl JoinRowsSink {
             dst: Vec::with_capacity(expected_rows),
             len: Vec::with_capacity(if with_len { expected_rows } else { 0 }),
             count: Vec::new(),
-            hit: vec![false; sources.start.len() - 1],
+            hit: vec![false; sources.num_sources()],
             unknown: false,
         };
         JoinRowsSink {
@@ -368,18 +372,18 @@ impl JoinRowsSink {
 
     /// The join's rows over `input` once the search has ended.
     pub fn finish(&self, input: &Chunk, left_outer: bool) -> Result<JoinRows> {
-        let mut found = std::mem::take(&mut *self.out.lock());
+        let found = std::mem::take(&mut *self.out.lock());
         if found.unknown {
             return Err(Error::internal("recursive result for an unknown source"));
         }
         let mut out = JoinRows {
             input: input.clone(),
-            input_row: std::mem::take(&mut found.input_row),
-            dst: std::mem::take(&mut found.dst),
-            len: std::mem::take(&mut found.len),
+            input_row: found.input_row,
+            dst: found.dst,
+            len: found.len,
             weighted: false,
             with_len: self.with_len,
-            count: std::mem::take(&mut found.count),
+            count: found.count,
             numbers: Vec::new(),
             padded_from: usize::MAX,
             paths: None,

@@ -314,6 +314,10 @@ pub fn recursive_join(
         ))
     };
     let cancel = &ctx.cancel;
+    let done = |out: Arc<JoinRowsSink>, stats: RunStats| -> Result<RecursiveOutput> {
+        let rows = out.finish(rows, join.left_outer)?;
+        Ok(RecursiveOutput { rows, stats })
+    };
     let (found, stats): (Vec<FoundRow>, RunStats) = match join.mode {
         RecursiveMode::Walk => {
             let walks = walk_counts(
@@ -326,8 +330,7 @@ pub fn recursive_join(
             let out = sink();
             let (walks, to) = (Arc::new(walks), out.clone());
             let stats = run_ife(sched, graph, walks, &sources, &opts, cancel, to)?;
-            let rows = out.finish(rows, join.left_outer)?;
-            return Ok(RecursiveOutput { rows, stats });
+            return done(out, stats);
         }
         RecursiveMode::Shortest => {
             let compute = ShortestLengths {
@@ -345,8 +348,7 @@ pub fn recursive_join(
             let (compute, to) = (Arc::new(compute), out.clone());
             let stats =
                 run_ife_with_reverse(sched, graph, reverse, compute, &sources, &opts, cancel, to)?;
-            let rows = out.finish(rows, join.left_outer)?;
-            return Ok(RecursiveOutput { rows, stats });
+            return done(out, stats);
         }
         RecursiveMode::AllShortest => {
             let compute = AllShortestCounts {
@@ -356,8 +358,7 @@ pub fn recursive_join(
             };
             let (out, compute) = (sink(), Arc::new(compute));
             let stats = run_ife(sched, graph, compute, &sources, &opts, cancel, out.clone())?;
-            let rows = out.finish(rows, join.left_outer)?;
-            return Ok(RecursiveOutput { rows, stats });
+            return done(out, stats);
         }
         RecursiveMode::WeightedShortest => {
             let weights =
