@@ -1221,6 +1221,8 @@ pub fn execute_query_from(
     let last = plan.parts.len().saturating_sub(1);
     // Whether the rows handed to the next part are in an ORDER BY's order.
     let mut sorted_input = false;
+    // The rows an OPTIONAL MATCH numbered, until the part that pads them.
+    let mut numbered: Option<Arc<Chunk>> = None;
     for (i, part) in plan.parts.iter().enumerate() {
         let rows = match part.from_rows {
             true => {
@@ -1249,14 +1251,14 @@ pub fn execute_query_from(
                     // The rows are built as the part's scan reads them,
                     // unless the part reads them whole first (it may not
                     // when they hold paths: the planner gives such a part
-                    // no UNWIND or padding).
-                    if part.unwinds.is_empty() && part.optional.is_none() {
+                    // no UNWIND, and numbers rows only before any join).
+                    if part.unwinds.is_empty() && !part.numbers_rows {
                         join_rows = Some(out);
                     } else {
                         base = out.materialize()?;
                     }
                 }
-                if part.optional.is_some() {
+                if part.numbers_rows {
                     // The row number, to find input rows without a match.
                     let mut numbers = ValueVector::new(LogicalType::Int64, 0);
                     for r in 0..base.num_rows {
@@ -1266,7 +1268,13 @@ pub fn execute_query_from(
                 }
                 Some(match join_rows {
                     Some(j) => PartRows::Join(Arc::new(j)),
-                    None => PartRows::Chunk(Arc::new(apply_unwinds(base, part, &ctx)?)),
+                    None => {
+                        let rows = Arc::new(apply_unwinds(base, part, &ctx)?);
+                        if part.numbers_rows {
+                            numbered = Some(Arc::clone(&rows));
+                        }
+                        PartRows::Chunk(rows)
+                    }
                 })
             }
             false => None,
@@ -1295,7 +1303,18 @@ pub fn execute_query_from(
             threads
         };
         sorted_input = !part.descending.is_empty() || (sorted_input && keeps_order);
-        let chunks = execute_part(part, rows, &part_ctx, sched, part_threads)?;
+        let padded = match part.optional {
+            Some(_) => numbered.take(),
+            None => None,
+        };
+        let chunks = execute_part(
+            part,
+            rows,
+            padded.as_deref(),
+            &part_ctx,
+            sched,
+            part_threads,
+        )?;
         part_ctx.cancel.check()?;
         if i == last {
             return Ok(chunks);
@@ -1527,10 +1546,12 @@ fn constant_count(e: &BoundExpr, ctx: &QueryContext, what: &str) -> Result<u64> 
     }
 }
 
-/// Runs one part's pipeline and finishing phase.
+/// Runs one part's pipeline and finishing phase; `padded`: the numbered
+/// rows an OPTIONAL MATCH part pads (`PartPlan::optional`).
 fn execute_part(
     plan: &PartPlan,
     rows: Option<PartRows>,
+    padded: Option<&Chunk>,
     ctx: &Arc<QueryContext>,
     sched: &Scheduler,
     threads: usize,
@@ -1550,7 +1571,6 @@ fn execute_part(
     } else {
         plan
     };
-    let input = rows.clone();
     // The slots an aggregating sink reads (its keys and arguments): a last
     // extend whose tuples it does not read may only count.
     let sink_reads: Option<HashSet<SlotId>> = match &plan.sink {
@@ -1823,11 +1843,7 @@ fn execute_part(
     } else {
         (rows, RowOrder::Unsorted)
     };
-    let input = match &input {
-        Some(PartRows::Chunk(c)) => Some(&**c),
-        _ => None,
-    };
-    Ok(finish_rows(rows, plan, input, order))
+    Ok(finish_rows(rows, plan, padded, order))
 }
 
 /// One worker's aggregate split by partition, with its pipeline's number.

@@ -292,9 +292,15 @@ pub struct BoundPart {
     pub output_slots: Vec<SlotId>,
     /// An OPTIONAL MATCH part (left outer semantics): per output, the input
     /// column it repeats (`None` for the optional pattern's new variables).
-    /// Its last input column is the row number and its one ORDER BY key reads
-    /// it; an input row without a match yields one row with NULLs.
+    /// Its one ORDER BY key reads the row number (see `numbers_rows`); an
+    /// input row without a match yields one row with NULLs. The rows padded
+    /// are those numbered by this part or, when a variable-length rel split
+    /// the OPTIONAL MATCH into several parts, by the first of them.
     pub optional: Option<Vec<Option<usize>>>,
+    /// The last input column is the number of each input row, added when
+    /// the part runs: set on an OPTIONAL MATCH part (the first one, when it
+    /// is split), whose `optional` padding finds unmatched rows by it.
+    pub numbers_rows: bool,
     /// See [`OptionalExtend`].
     pub optional_extend: Option<OptionalExtend>,
 }

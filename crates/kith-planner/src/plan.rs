@@ -433,6 +433,8 @@ pub struct PartPlan {
     pub limit_expr: Option<BoundExpr>,
     /// Left outer semantics (OPTIONAL MATCH): see `BoundPart::optional`.
     pub optional: Option<Vec<Option<usize>>>,
+    /// See `BoundPart::numbers_rows`.
+    pub numbers_rows: bool,
 }
 
 #[derive(Debug, Clone)]

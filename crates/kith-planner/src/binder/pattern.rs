@@ -61,6 +61,7 @@ impl Binder<'_> {
                 })
                 .collect(),
         );
+        part.numbers_rows = true;
         part.inputs.push((row_slot, LogicalType::Int64));
         part.order_by.push(BoundSortKey {
             expr: BoundExpr::slot(row_slot, LogicalType::Int64, span),

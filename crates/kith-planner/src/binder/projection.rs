@@ -372,6 +372,7 @@ impl Binder<'_> {
             limit_expr,
             output_slots,
             optional: None,
+            numbers_rows: false,
             optional_extend: std::mem::take(&mut self.part.optional_extend),
         });
         self.values.clear();

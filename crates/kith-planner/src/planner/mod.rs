@@ -93,7 +93,7 @@ pub fn plan_query(
         }
         // A continuation after writes starts from the rows the writes hand
         // over (its first part has inputs).
-        let from_rows = i > 0 || part.optional.is_some() || !part.inputs.is_empty();
+        let from_rows = i > 0 || part.numbers_rows || !part.inputs.is_empty();
         let mut plan = plan_part(part, from_rows, catalog, cardinality)?;
         plan.recursive = recursive;
         parts.push(plan);
@@ -488,6 +488,7 @@ fn plan_part(
         skip_expr: q.skip_expr,
         limit_expr: q.limit_expr,
         optional: q.optional,
+        numbers_rows: q.numbers_rows,
     })
 }
 

@@ -17,24 +17,11 @@ pub(super) fn split_recursive(
     let Some(ri) = g.rels.iter().position(|r| r.recursive.is_some()) else {
         return Ok(vec![(part, None)]);
     };
-    // OPTIONAL MATCH: the join itself is left outer (an input row without
-    // a path gets one row with a NULL destination and path), so the parts
-    // around it need no padding of their own; they must then pass rows
-    // through unchanged (checked below), and the row number the optional
-    // part would pad by is dropped.
+    // OPTIONAL MATCH: taken off here and put back below on the pieces.
     let mut part = part;
-    let left_outer = part.optional.is_some();
-    if left_outer {
-        let row_slot = part
-            .inputs
-            .pop()
-            .ok_or_else(|| Error::internal("optional part without a row number"))?
-            .0;
-        part.order_by
-            .retain(|k| !expr_slots(&k.expr).contains(&row_slot));
-        part.optional = None;
-    }
-    let part = read_lengths(part, ri, next_slot);
+    let optional = part.optional.take();
+    let numbers_rows = std::mem::take(&mut part.numbers_rows);
+    let mut part = read_lengths(part, ri, next_slot);
     let g = &part.graph;
     let r = &g.rels[ri];
     let spec = r
@@ -143,7 +130,7 @@ pub(super) fn split_recursive(
     let graph_a = subgraph(g, &in_a, ri);
     let mut graph_b = subgraph(g, &in_b, ri);
     let types = slot_types(&part);
-    let a_part = BoundPart {
+    let mut a_part = BoundPart {
         inputs: part.inputs.clone(),
         unwinds: part.unwinds.clone(),
         graph: graph_a,
@@ -155,7 +142,14 @@ pub(super) fn split_recursive(
         .iter()
         .cloned()
         .partition(|e| expr_slots(e).iter().all(|s| a_available.contains(s)));
-    if left_outer {
+    // OPTIONAL MATCH from a bound node to a new one, with nothing else
+    // and no WHERE: the join itself is left outer (an input row without a
+    // path gets one row with a NULL destination and path), the parts
+    // around it pass rows through unchanged, and the row number the
+    // optional part would pad by is dropped. Any other OPTIONAL MATCH
+    // joins as MATCH does, carrying the row number through the pieces:
+    // the first numbers the rows, the last pads those without a match.
+    let left_outer = optional.is_some() && {
         let a_passes = a_part.graph.rels.is_empty()
             && a_part.graph.nodes.iter().all(|n| n.imported)
             && a_preds.is_empty()
@@ -165,12 +159,21 @@ pub(super) fn split_recursive(
             && graph_b.nodes.len() == 1
             && !g.nodes[r.right].imported
             && b_preds.is_empty();
-        if !(a_passes && b_is_dst) {
-            return Err(Error::not_supported(
-                "OPTIONAL MATCH with a variable-length relationship is supported only from a bound node to a new node, without other patterns or a WHERE",
-            ));
-        }
-    }
+        a_passes && b_is_dst
+    };
+    let padded = if left_outer {
+        let row_slot = part
+            .inputs
+            .pop()
+            .ok_or_else(|| Error::internal("optional part without a row number"))?
+            .0;
+        a_part.inputs.pop();
+        part.order_by
+            .retain(|k| !expr_slots(&k.expr).contains(&row_slot));
+        None
+    } else {
+        optional.map(|map| (map, numbers_rows))
+    };
     let src_slot = g.nodes[r.left].id_slot;
     let dst_slot = if separate {
         g.nodes[r.right].id_slot
@@ -335,6 +338,12 @@ pub(super) fn split_recursive(
     let mut rest = split_recursive(b_part, catalog, next_slot)?;
     if let Some(first) = rest.first_mut() {
         first.1 = Some(join);
+    }
+    if let (Some((map, numbers)), Some(first), Some(last)) =
+        (padded, out.first_mut(), rest.last_mut())
+    {
+        first.0.numbers_rows = numbers;
+        last.0.optional = Some(map);
     }
     out.append(&mut rest);
     Ok(out)
