@@ -108,6 +108,14 @@ pub fn equals(a: &Value, b: &Value) -> Option<bool> {
                 Some(true)
             }
         }
+        // Paths are equal when they pass the same nodes and rels in the
+        // same order; the direction each rel was traversed in does not
+        // count (a self loop read forwards and backwards is one path).
+        (Value::Path(x), Value::Path(y)) => Some(
+            x.node_count() == y.node_count()
+                && x.nodes().zip(y.nodes()).all(|(p, q)| p.id == q.id)
+                && x.rels().zip(y.rels()).all(|(p, q)| p.id == q.id),
+        ),
         (Value::Struct(x), Value::Struct(y)) => {
             // Maps are equal when they have the same keys (in any order)
             // with equal values.
