@@ -451,11 +451,9 @@ impl Binder<'_> {
                     .iter()
                     .map(|a| self.bind_expr(a))
                     .collect::<Result<Vec<_>>>()?;
-                // The common element type (numeric widening); ANY when the
-                // elements disagree.
                 let elem = items
                     .iter()
-                    .try_fold(LogicalType::Any, |acc, i| unify(&acc, &i.ty))
+                    .try_fold(LogicalType::Any, |acc, i| list_item_type(&acc, &i.ty))
                     .unwrap_or(LogicalType::Any);
                 Ok(BoundExpr {
                     kind: BoundExprKind::List(items),
@@ -566,6 +564,18 @@ pub(super) fn unify(a: &LogicalType, b: &LogicalType) -> Option<LogicalType> {
     None
 }
 
+/// The common type of two list items: [`unify`], except that integers and
+/// floats do not widen (None: the list is of ANY), because each item keeps
+/// its own type (`[1, 2.0]` is not `[1.0, 2.0]`, and `max()` over
+/// `[1, 2.0, 5]` is the integer 5).
+fn list_item_type(a: &LogicalType, b: &LogicalType) -> Option<LogicalType> {
+    let float = |t: &LogicalType| t.is_numeric() && !t.is_integer();
+    if (a.is_integer() && float(b)) || (float(a) && b.is_integer()) {
+        return None;
+    }
+    unify(a, b)
+}
+
 pub(super) fn binary_type(op: BinaryOp, l: &LogicalType, r: &LogicalType) -> Result<LogicalType> {
     use LogicalType as T;
     let any = |t: &T| *t == T::Any;
@@ -641,11 +651,11 @@ pub(super) fn binary_type(op: BinaryOp, l: &LogicalType, r: &LogicalType) -> Res
                 functions::temporal_arith_type(op, a, b).unwrap_or(T::Any)
             }
             (T::List(a), T::List(b)) if op == BinaryOp::Add => {
-                T::List(Box::new(unify(a, b).unwrap_or(T::Any)))
+                T::List(Box::new(list_item_type(a, b).unwrap_or(T::Any)))
             }
             // Appending or prepending one element.
             (T::List(a), b) | (b, T::List(a)) if op == BinaryOp::Add => {
-                T::List(Box::new(unify(a, b).unwrap_or(T::Any)))
+                T::List(Box::new(list_item_type(a, b).unwrap_or(T::Any)))
             }
             _ => {
                 return Err(Error::type_error(format!(
