@@ -397,6 +397,28 @@ impl Binder<'_> {
                     span,
                 })
             }
+            // `[a] + collect(n) + b`: the operands of a list concatenation
+            // or append are list items, so their entities become values too.
+            BoundExprKind::Binary(crate::expr::BinaryOp::Add, l, r)
+                if matches!(e.ty, LogicalType::List(_)) =>
+            {
+                let l = self.materialize_entities(*l, true)?;
+                let r = self.materialize_entities(*r, true)?;
+                let item = |t: &LogicalType| match t {
+                    LogicalType::List(x) => (**x).clone(),
+                    other => other.clone(),
+                };
+                let elem = super::expression::list_item_type(&item(&l.ty), &item(&r.ty));
+                Ok(BoundExpr {
+                    kind: BoundExprKind::Binary(
+                        crate::expr::BinaryOp::Add,
+                        Box::new(l),
+                        Box::new(r),
+                    ),
+                    ty: LogicalType::List(Box::new(elem.unwrap_or(LogicalType::Any))),
+                    span,
+                })
+            }
             BoundExprKind::Case {
                 operand,
                 whens,

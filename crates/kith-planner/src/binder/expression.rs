@@ -568,7 +568,7 @@ pub(super) fn unify(a: &LogicalType, b: &LogicalType) -> Option<LogicalType> {
 /// floats do not widen (None: the list is of ANY), because each item keeps
 /// its own type (`[1, 2.0]` is not `[1.0, 2.0]`, and `max()` over
 /// `[1, 2.0, 5]` is the integer 5).
-fn list_item_type(a: &LogicalType, b: &LogicalType) -> Option<LogicalType> {
+pub(super) fn list_item_type(a: &LogicalType, b: &LogicalType) -> Option<LogicalType> {
     let float = |t: &LogicalType| t.is_numeric() && !t.is_integer();
     if (a.is_integer() && float(b)) || (float(a) && b.is_integer()) {
         return None;

@@ -232,6 +232,49 @@ impl Binder<'_> {
                     group_keys.push((key, slot));
                 }
             }
+            // The properties of a node grouped on, read by an aggregating
+            // item (`WITH a, [a] + collect(n)`, where the node is handed
+            // out as a value) or by ORDER BY (`RETURN a, count(*) ORDER BY
+            // a.name`), become hidden keys: they depend on the node's id
+            // (read once per group, not grouped on).
+            let key_slots: Vec<SlotId> = group_keys
+                .iter()
+                .filter_map(|(k, _)| match strip(k).kind {
+                    BoundExprKind::Slot(s) => Some(s),
+                    BoundExprKind::Function(f, args) if f == "_node" => {
+                        match args.first().map(|a| &a.kind) {
+                            Some(BoundExprKind::Slot(s)) => Some(*s),
+                            _ => None,
+                        }
+                    }
+                    _ => None,
+                })
+                .collect();
+            let readers = outputs
+                .iter()
+                .enumerate()
+                .filter(|(idx, _)| has_agg[*idx])
+                .map(|(_, (_, e))| e)
+                .chain(order_by.iter().map(|k| &k.expr));
+            for e in readers {
+                let mut slots = Vec::new();
+                e.slots(&mut slots);
+                for s in slots {
+                    let property = self
+                        .graph
+                        .nodes
+                        .iter()
+                        .filter(|n| key_slots.contains(&n.id_slot))
+                        .find_map(|n| n.properties.iter().find(|p| p.1 == s));
+                    let keyed = group_keys
+                        .iter()
+                        .any(|(k, _)| matches!(strip(k).kind, BoundExprKind::Slot(x) if x == s));
+                    if let (Some(p), false) = (property, keyed) {
+                        let key = BoundExpr::slot(s, p.2.clone(), e.span);
+                        group_keys.push((key, self.new_slot()));
+                    }
+                }
+            }
             // Only simple grouping keys (a variable or a property) may be
             // used around an aggregate: `a.x + b.x + count(*)` with the key
             // `a.x + b.x` is ambiguous in openCypher. Other keys get a
@@ -244,6 +287,12 @@ impl Binder<'_> {
                         kind: BoundExprKind::Slot(_),
                         ..
                     } => k,
+                    // A node or rel variable handed out as a value.
+                    k if matches!(&k.kind, BoundExprKind::Function(f, _)
+                        if f == "_node" || f == "_rel") =>
+                    {
+                        k
+                    }
                     k => BoundExpr::literal(Value::String("\u{1}complex key".into()), k.span),
                 })
                 .collect();
