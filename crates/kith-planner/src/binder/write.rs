@@ -304,6 +304,51 @@ fn mentions(e: &ast::Expr, hit: &dyn Fn(&str) -> bool) -> bool {
     }
 }
 
+/// A CREATE whose property values read a node or rel an earlier pattern
+/// of the same clause creates (`CREATE (a {id: 0}), (b {ref: a.id})`), as
+/// consecutive CREATE clauses that each create before the next reads:
+/// CREATE neither filters nor multiplies rows, so the patterns of one
+/// clause and of consecutive clauses make the same graph. None when the
+/// clause is no such CREATE.
+fn split_create(clause: &Clause) -> Option<Vec<Clause>> {
+    let Clause::Create { patterns, span } = clause else {
+        return None;
+    };
+    let mut groups: Vec<Vec<ast::PathPattern>> = vec![Vec::new()];
+    let mut names: HashSet<&str> = HashSet::new();
+    for p in patterns {
+        let mut values: Vec<&ast::Expr> = p.start.properties.iter().collect();
+        for (r, n) in &p.chain {
+            values.extend(r.properties.as_ref());
+            values.extend(n.properties.as_ref());
+        }
+        let reads_earlier = values
+            .iter()
+            .any(|v| mentions(v, &|name| names.contains(name)));
+        if reads_earlier {
+            groups.push(Vec::new());
+            names.clear();
+        }
+        names.extend(p.start.variable.iter().map(|v| v.name.as_str()));
+        for (r, n) in &p.chain {
+            names.extend(r.variable.iter().map(|v| v.name.as_str()));
+            names.extend(n.variable.iter().map(|v| v.name.as_str()));
+        }
+        if let Some(g) = groups.last_mut() {
+            g.push(p.clone());
+        }
+    }
+    (groups.len() > 1).then(|| {
+        groups
+            .into_iter()
+            .map(|patterns| Clause::Create {
+                patterns,
+                span: *span,
+            })
+            .collect()
+    })
+}
+
 /// A DELETE expression of type `ty` can hold something to delete.
 fn check_deletable(ty: &LogicalType, span: Span) -> Result<()> {
     match ty {
@@ -345,6 +390,16 @@ impl Binder<'_> {
             deleted_values: Vec::new(),
             dirty: HashSet::new(),
             paths: Vec::new(),
+        };
+        let split;
+        let clauses = if clauses.iter().any(|c| split_create(c).is_some()) {
+            split = clauses
+                .iter()
+                .flat_map(|c| split_create(c).unwrap_or_else(|| vec![c.clone()]))
+                .collect::<Vec<_>>();
+            &split[..]
+        } else {
+            clauses
         };
         let mut out = Vec::new();
         let mut continuation = None;
