@@ -618,15 +618,12 @@ pub(super) fn binary_type(op: BinaryOp, l: &LogicalType, r: &LogicalType) -> Res
             {
                 T::Double
             }
-            (a, b)
-                if (a.is_integer() || any(a))
-                    && (b.is_integer() || any(b))
-                    && !(any(a) && any(b)) =>
-            {
-                T::Int64
-            }
+            (a, b) if a.is_integer() && b.is_integer() => T::Int64,
+            // An ANY operand may hold an integer, a float or a string
+            // (`UNWIND [1, 2.5] AS x RETURN x + 1`): the result's type is
+            // decided per value.
             (a, b) if (a.is_numeric() || any(a)) && (b.is_numeric() || any(b)) => {
-                if any(a) && any(b) {
+                if any(a) || any(b) {
                     T::Any
                 } else {
                     T::Double
