@@ -615,12 +615,9 @@ impl Binder<'_> {
                     if let Some(p) = entry.property(&key.name) {
                         match &ty {
                             None => ty = Some(p.ty.clone()),
-                            Some(existing) if *existing != p.ty => {
-                                return Err(not_supported(
-                                    key.span,
-                                    "a property with different types in different tables",
-                                ))
-                            }
+                            // Different types in different tables: the
+                            // variant type, each table's value as it is.
+                            Some(existing) if *existing != p.ty => ty = Some(LogicalType::Any),
                             _ => {}
                         }
                     }

@@ -48,10 +48,16 @@ fn reads(
     props
         .iter()
         .map(|(name, slot, ty)| {
+            let property = entry.and_then(|e| e.property(name));
             Ok(PropertyRead {
-                property: entry.and_then(|e| e.property(name)).map(|p| p.id),
+                property: property.map(|p| p.id),
                 slot: *slot,
-                ty: ty.clone(),
+                // A variable over tables whose property types differ has
+                // the variant slot type; each table reads its own type.
+                ty: match property {
+                    Some(p) if *ty == LogicalType::Any => p.ty.clone(),
+                    _ => ty.clone(),
+                },
             })
         })
         .collect()
