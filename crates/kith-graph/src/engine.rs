@@ -93,8 +93,9 @@ pub struct RunStats {
 
 /// Receives output rows in batches, from any worker, in no particular order.
 pub trait Sink<R>: Send + Sync {
-    /// Takes the rows out of `rows` (leaving it empty for reuse).
-    fn consume(&self, rows: &mut Vec<R>);
+    /// Takes the rows out of `rows` (leaving it empty for reuse). An error
+    /// (the query's memory limit reached, say) ends the run with it.
+    fn consume(&self, rows: &mut Vec<R>) -> Result<()>;
 }
 
 /// Collects every row.
@@ -107,8 +108,9 @@ impl<R> Default for CollectSink<R> {
 }
 
 impl<R: Send> Sink<R> for CollectSink<R> {
-    fn consume(&self, rows: &mut Vec<R>) {
+    fn consume(&self, rows: &mut Vec<R>) -> Result<()> {
         self.0.lock().append(rows);
+        Ok(())
     }
 }
 
@@ -607,7 +609,7 @@ impl<G: Graph, C: Compute> IfeTask<G, C> {
             Work::Output(range) => self.compute.output(&sm.aux, &sm.srcs, range, out)?,
         }
         if out.len() >= FLUSH_ROWS {
-            self.sink.consume(out);
+            self.sink.consume(out)?;
         }
         let pulls = (self.reverse.is_some(), &self.pulled);
         if sm.finish(&*self.compute, &*self.graph, scratch, workers, &pulls) {
@@ -675,7 +677,7 @@ impl<G: Graph, C: Compute> Task for IfeTask<G, C> {
             }
         }
         if !out.is_empty() {
-            self.sink.consume(&mut out);
+            self.sink.consume(&mut out)?;
         }
         Ok(())
     }

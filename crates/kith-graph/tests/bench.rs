@@ -16,9 +16,10 @@ use kith_sched::{CancelToken, Scheduler};
 struct CountSink(AtomicU64);
 
 impl Sink<LenRow> for CountSink {
-    fn consume(&self, rows: &mut Vec<LenRow>) {
+    fn consume(&self, rows: &mut Vec<LenRow>) -> kith_common::Result<()> {
         self.0.fetch_add(rows.len() as u64, Ordering::Relaxed);
         rows.clear();
+        Ok(())
     }
 }
 

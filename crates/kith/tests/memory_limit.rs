@@ -108,3 +108,54 @@ fn a_hash_join_index_beyond_the_memory_limit_fails_cleanly() {
     drop(db);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A recursive join's rows count too: shortest-path lengths from every one
+/// of 3,000 nodes (9 M rows of about 20 bytes) and weighted costs (9 M
+/// rows of 32 bytes) outgrow 48 MiB even though the query only counts
+/// them, and fail cleanly; from 100 sources they fit.
+#[test]
+fn recursive_rows_beyond_the_memory_limit_fail_cleanly() {
+    let (db, dir) = small_database("recursive");
+    let conn = Connection::new(&db);
+    conn.query("CREATE NODE TABLE N(id INT64, PRIMARY KEY(id))")
+        .unwrap();
+    conn.query("CREATE REL TABLE R(FROM N TO N, w DOUBLE)")
+        .unwrap();
+    conn.query("UNWIND range(0, 2999) AS i CREATE (:N {id: i})")
+        .unwrap();
+    // Each node points at its successor and at 7i + 3 (mod 3000): every
+    // node reaches every other.
+    conn.query(
+        "MATCH (a:N), (b:N) WHERE b.id = (a.id + 1) % 3000 OR b.id = (a.id * 7 + 3) % 3000 \
+         CREATE (a)-[:R {w: 1.0}]->(b)",
+    )
+    .unwrap();
+    let too_big = [
+        "MATCH (a:N)-[e:R* SHORTEST 1..30]->(b:N) RETURN count(*), sum(length(e))",
+        "MATCH (a:N)-[e:R* WSHORTEST(w)]->(b:N) RETURN count(*)",
+    ];
+    for q in too_big {
+        let err = match conn.query(q) {
+            Ok(r) => panic!("{q}: expected out of memory, got {:?}", r.rows().next()),
+            Err(e) => e,
+        };
+        assert_eq!(err.kind, ErrorKind::OutOfMemory, "{q}: {err}");
+        assert!(err.message.contains("memory limit of 48 MiB"), "{q}: {err}");
+        let r = conn.query("MATCH (a:N) RETURN count(*)").unwrap();
+        assert_eq!(r.rows().next().unwrap()[0], kith::Value::Int64(3000));
+    }
+    for q in [
+        "MATCH (a:N)-[e:R* SHORTEST 1..30]->(b:N) WHERE a.id < 100 RETURN count(*)",
+        "MATCH (a:N)-[e:R* WSHORTEST(w)]->(b:N) WHERE a.id < 100 RETURN count(*)",
+    ] {
+        let r = conn.query(q).unwrap();
+        assert_eq!(
+            r.rows().next().unwrap()[0],
+            kith::Value::Int64(100 * 2999),
+            "{q}"
+        );
+    }
+    drop(conn);
+    drop(db);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -21,6 +21,7 @@ use kith_graph::{LenRow, Sink};
 use super::path_values::{LazyPaths, PathCache};
 use super::recursive_join::COUNT_TYPE;
 use super::Pos;
+use crate::memory::{MemoryCharge, QueryMemory};
 use crate::result_set::ResultSet;
 
 /// The rows of a recursive join: each input row repeated once per
@@ -326,10 +327,13 @@ pub struct JoinRowsSink {
     table: Option<TableId>,
     with_len: bool,
     out: Mutex<SinkRows>,
+    /// The rows are charged against the query's memory limit as they grow.
+    memory: Arc<QueryMemory>,
 }
 
 #[derive(Default)]
 struct SinkRows {
+    charge: MemoryCharge,
     input_row: Vec<u32>,
     dst: Vec<InternalId>,
     len: Vec<u64>,
@@ -349,6 +353,7 @@ impl JoinRowsSink {
         table: Option<TableId>,
         with_len: bool,
         expected_rows: usize,
+        memory: Arc<QueryMemory>,
     ) -> JoinRowsSink {
         // Room for the rows expected saves the copies of growing by
         // doubling; the memory is touched only as rows arrive.
@@ -359,6 +364,7 @@ impl JoinRowsSink {
             count: Vec::new(),
             hit: vec![false; sources.num_sources()],
             unknown: false,
+            charge: MemoryCharge::default(),
         };
         JoinRowsSink {
             index_of: index_of.clone(),
@@ -367,6 +373,7 @@ impl JoinRowsSink {
             table,
             with_len,
             out: Mutex::new(out),
+            memory,
         }
     }
 
@@ -394,10 +401,10 @@ impl JoinRowsSink {
 }
 
 impl Sink<LenRow> for JoinRowsSink {
-    fn consume(&self, rows: &mut Vec<LenRow>) {
+    fn consume(&self, rows: &mut Vec<LenRow>) -> Result<()> {
         let Some(table) = self.table else {
             rows.clear();
-            return;
+            return Ok(());
         };
         let mut local = SinkRows::default();
         let mut hits: Vec<usize> = Vec::new();
@@ -454,12 +461,17 @@ impl Sink<LenRow> for JoinRowsSink {
         out.input_row.extend_from_slice(&local.input_row);
         out.dst.extend_from_slice(&local.dst);
         out.len.extend_from_slice(&local.len);
+        let bytes = out.input_row.len() * size_of::<u32>()
+            + (out.dst.len() + out.len.len() + out.count.len()) * size_of::<u64>();
+        let SinkRows { charge, .. } = &mut *out;
+        charge.grow_to(&self.memory, bytes as u64)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kith_pager::{Pager, PagerConfig};
 
     fn row(src: u64, dst: u64, len: u32, count: u64) -> LenRow {
         LenRow {
@@ -486,13 +498,16 @@ mod tests {
         let table = TableId(3);
         let build = |mask: Option<Arc<[u64]>>, table: Option<TableId>| {
             let by_src = SourceRows::new(4, &row_src, &index_of, 3);
-            JoinRowsSink::new(by_src, &index_of, mask, table, true, 0)
+            JoinRowsSink::new(by_src, &index_of, mask, table, true, 0, memory(64 << 20))
         };
         let sink = build(None, Some(table));
         // Counts of 1 first (kept implied), then one of 3, then 1 again.
-        sink.consume(&mut vec![row(10, 5, 1, 1), row(20, 6, 2, 1)]);
-        sink.consume(&mut vec![row(20, 7, 3, 3), row(20, 8, 1, 0)]);
-        sink.consume(&mut vec![row(30, 9, 1, 1), row(10, 4, 2, 1)]);
+        sink.consume(&mut vec![row(10, 5, 1, 1), row(20, 6, 2, 1)])
+            .unwrap();
+        sink.consume(&mut vec![row(20, 7, 3, 3), row(20, 8, 1, 0)])
+            .unwrap();
+        sink.consume(&mut vec![row(30, 9, 1, 1), row(10, 4, 2, 1)])
+            .unwrap();
         let j = sink.finish(&input, true).unwrap();
         assert_eq!(
             rows_of(&j),
@@ -511,14 +526,16 @@ mod tests {
         assert_eq!(j.dst[0], InternalId::new(table, 5));
         // A first batch with a count of 2 keeps counts from its first row.
         let sink = build(None, Some(table));
-        sink.consume(&mut vec![row(20, 1, 1, 2), row(20, 2, 1, 1)]);
+        sink.consume(&mut vec![row(20, 1, 1, 2), row(20, 2, 1, 1)])
+            .unwrap();
         let j = sink.finish(&input, false).unwrap();
         assert_eq!(rows_of(&j), vec![(1, 1, 1, 2), (1, 2, 1, 1)]);
         assert_eq!(j.padded_from, 2);
         // A destination mask drops rows; a source left without rows pads.
         let mask: Arc<[u64]> = vec![1u64 << 6].into();
         let sink = build(Some(mask), Some(table));
-        sink.consume(&mut vec![row(10, 5, 1, 1), row(20, 6, 2, 1)]);
+        sink.consume(&mut vec![row(10, 5, 1, 1), row(20, 6, 2, 1)])
+            .unwrap();
         let j = sink.finish(&input, true).unwrap();
         assert_eq!(
             rows_of(&j),
@@ -526,11 +543,52 @@ mod tests {
         );
         // No destination table: no rows, every input row padded.
         let sink = build(None, None);
-        sink.consume(&mut vec![row(10, 5, 1, 1)]);
+        sink.consume(&mut vec![row(10, 5, 1, 1)]).unwrap();
         assert_eq!(sink.finish(&input, true).unwrap().padded_from, 0);
         // A row from a source the join does not know is an internal error.
         let sink = build(None, Some(table));
-        sink.consume(&mut vec![row(99, 5, 1, 1)]);
+        sink.consume(&mut vec![row(99, 5, 1, 1)]).unwrap();
         assert!(sink.finish(&input, false).is_err());
+    }
+
+    fn memory(limit_bytes: u64) -> Arc<QueryMemory> {
+        let pager = Pager::in_memory(PagerConfig {
+            memory_limit_bytes: limit_bytes,
+            read_only: false,
+            vm_reserve_bytes: 64 << 20,
+        });
+        Arc::new(QueryMemory::new(Arc::new(pager)))
+    }
+
+    /// The rows are charged as they grow: past the limit, a batch fails
+    /// with the out-of-memory error, and what was charged is counted.
+    #[test]
+    fn rows_beyond_the_memory_limit_fail() {
+        let row_src = [Some(10)];
+        let index_of: HashMap<u64, usize> = [(10, 0)].into();
+        let memory = memory(4 << 20);
+        let by_src = SourceRows::new(1, &row_src, &index_of, 1);
+        let sink = JoinRowsSink::new(
+            by_src,
+            &index_of,
+            None,
+            Some(TableId(3)),
+            true,
+            0,
+            memory.clone(),
+        );
+        // 20 bytes a row: 100k rows (2 MB) fit in 4 MiB, 300k do not.
+        let batch = |from: u64| {
+            (from..from + 100_000)
+                .map(|d| row(10, d, 1, 1))
+                .collect::<Vec<_>>()
+        };
+        sink.consume(&mut batch(0)).unwrap();
+        assert!(memory.charged() >= 2_000_000, "{}", memory.charged());
+        let err = sink
+            .consume(&mut batch(100_000))
+            .and_then(|()| sink.consume(&mut batch(200_000)))
+            .unwrap_err();
+        assert_eq!(err.kind, kith_common::ErrorKind::OutOfMemory, "{err}");
     }
 }

@@ -15,8 +15,8 @@ use std::sync::Arc;
 use kith_common::{Chunk, Error, InternalId, LogicalType, Result, Value, ValueVector};
 use kith_graph::{
     bound_pays, hops_to_targets, run_ife, run_ife_with_reverse, AllShortestCounts,
-    AllWeightedCounts, CollectSink, Compute, Graph, HopBound, IfeOptions, PathMode, PathSemantics,
-    RelWeights, ShortestLengths, ShortestPaths, ShortestTrees, StorageCsr, TreeRow, UnionCsr,
+    AllWeightedCounts, Compute, Graph, HopBound, IfeOptions, PathMode, PathSemantics, RelWeights,
+    ShortestLengths, ShortestPaths, ShortestTrees, Sink, StorageCsr, TreeRow, UnionCsr,
     UnionMember, WalkCounts, WalkPaths, WeightedPaths, WeightedShortest, MAX_UPPER,
 };
 pub use kith_graph::{Policy, RunStats};
@@ -30,8 +30,10 @@ use super::path_values::{FoundPaths, IdSpace, LazyPaths, PathPart};
 use super::property_mask::{node_mask, PredicateReader};
 use super::QueryContext;
 use crate::expression::kernels::equals;
+use crate::memory::{MemoryCharge, QueryMemory};
 use kith_common::TableId;
 use kith_planner::expr::BoundExprKind;
+use parking_lot::Mutex;
 
 /// The largest accepted `var_length_max_depth`.
 pub const MAX_DEPTH_LIMIT: u32 = MAX_UPPER;
@@ -310,7 +312,13 @@ pub fn recursive_join(
         let with_len = join.with_len;
         let mask = dst_mask.clone();
         Arc::new(JoinRowsSink::new(
-            by_src, &index_of, mask, table, with_len, expected,
+            by_src,
+            &index_of,
+            mask,
+            table,
+            with_len,
+            expected,
+            Arc::clone(&ctx.memory),
         ))
     };
     let cancel = &ctx.cancel;
@@ -575,12 +583,34 @@ fn collect_rows_with<G: Graph, C: Compute>(
     // (walks can have one per length): room for that many, up to
     // RESERVED_ROWS, saves the copies of growing the vector by doubling.
     let expected = (sources.len() as u64).saturating_mul(graph.num_nodes());
-    let sink = Arc::new(CollectSink::<C::Row>::with_capacity(
-        expected.min(RESERVED_ROWS) as usize,
-    ));
+    let sink = Arc::new(ChargedCollect::<C::Row> {
+        rows: Mutex::new((
+            Vec::with_capacity(expected.min(RESERVED_ROWS) as usize),
+            MemoryCharge::default(),
+        )),
+        memory: Arc::clone(&ctx.memory),
+    });
     let (compute, cancel, out) = (compute.into(), &ctx.cancel, sink.clone());
     let stats = run_ife_with_reverse(sched, graph, reverse, compute, sources, opts, cancel, out)?;
-    Ok((sink.take(), stats))
+    let rows = std::mem::take(&mut sink.rows.lock().0);
+    Ok((rows, stats))
+}
+
+/// Collects every row of a search, charging them against the query's
+/// memory limit as they arrive (the reserved room is not touched, so not
+/// charged, until rows fill it).
+struct ChargedCollect<R> {
+    rows: Mutex<(Vec<R>, MemoryCharge)>,
+    memory: Arc<QueryMemory>,
+}
+
+impl<R: Send> Sink<R> for ChargedCollect<R> {
+    fn consume(&self, rows: &mut Vec<R>) -> Result<()> {
+        let mut held = self.rows.lock();
+        let (all, charge) = &mut *held;
+        all.append(rows);
+        charge.grow_to(&self.memory, (all.len() * size_of::<R>()) as u64)
+    }
 }
 
 /// The recursive join by path enumeration ([`WalkPaths`], or
