@@ -358,9 +358,9 @@ impl JoinRowsSink {
         // Room for the rows expected saves the copies of growing by
         // doubling; the memory is touched only as rows arrive.
         let out = SinkRows {
-            input_row: Vec::with_capacity(expected_rows),
-            dst: Vec::with_capacity(expected_rows),
-            len: Vec::with_capacity(if with_len { expected_rows } else { 0 }),
+            input_row: room_for(expected_rows),
+            dst: room_for(expected_rows),
+            len: room_for(if with_len { expected_rows } else { 0 }),
             count: Vec::new(),
             hit: vec![false; sources.num_sources()],
             unknown: false,
@@ -398,6 +398,17 @@ impl JoinRowsSink {
         self.sources.pad_unmatched(left_outer, &found.hit, &mut out);
         Ok(out)
     }
+}
+
+/// An empty vector with room for `n` values when the allocator grants it
+/// (address space: the pages are touched as values arrive), else with
+/// none: a reservation the system refuses must not end the process.
+pub fn room_for<T>(n: usize) -> Vec<T> {
+    let mut v = Vec::new();
+    if v.try_reserve_exact(n).is_err() {
+        v = Vec::new();
+    }
+    v
 }
 
 impl Sink<LenRow> for JoinRowsSink {

@@ -25,7 +25,7 @@ use kith_planner::plan::{ExtendDirection, RecursiveJoin};
 use kith_sched::Scheduler;
 use kith_storage::{RelDirection, RelTableData, TableData};
 
-use super::join_rows::{JoinRows, JoinRowsSink, SourceRows};
+use super::join_rows::{room_for, JoinRows, JoinRowsSink, SourceRows};
 use super::path_values::{FoundPaths, IdSpace, LazyPaths, PathPart};
 use super::property_mask::{node_mask, PredicateReader};
 use super::QueryContext;
@@ -308,7 +308,7 @@ pub fn recursive_join(
         // One row per (source, reached node) for the shortest-path
         // searches (walks can have one per length).
         let expected = (sources.len() as u64).saturating_mul(num_nodes);
-        let expected = expected.min(RESERVED_ROWS) as usize;
+        let expected = reserved_rows(expected, JOIN_ROW_BYTES, ctx);
         let with_len = join.with_len;
         let mask = dst_mask.clone();
         Arc::new(JoinRowsSink::new(
@@ -551,10 +551,20 @@ struct Sources<'a> {
     index_of: &'a HashMap<u64, usize>,
 }
 
-/// The most rows [`collect_rows`] or a [`JoinRowsSink`] makes room for
-/// before the search (32 bytes a collected row, 20 a join row: address
-/// space, touched only as rows arrive).
-const RESERVED_ROWS: u64 = 1 << 22;
+/// Bytes of a join row as a [`JoinRowsSink`] holds it (input row,
+/// destination, length).
+const JOIN_ROW_BYTES: u64 = 20;
+
+/// The rows a search's sink makes room for before the search: the rows
+/// `expected`, up to what the memory limit can hold at `row_bytes` a row
+/// (more would fail with the out-of-memory error anyway). The room is
+/// address space, touched (and charged) only as rows arrive; it saves the
+/// copies of growing by doubling, and the pages each copy faults in, which
+/// were most of a 64-source search's time on R-MAT scale 20 (64 M rows).
+fn reserved_rows(expected: u64, row_bytes: u64, ctx: &QueryContext) -> usize {
+    let fits = ctx.pager.memory_limit_bytes() / row_bytes.max(1);
+    usize::try_from(expected.min(fits)).unwrap_or(usize::MAX)
+}
 
 /// Runs a computation over `graph` from `sources` and collects its rows.
 fn collect_rows<G: Graph, C: Compute>(
@@ -580,12 +590,12 @@ fn collect_rows_with<G: Graph, C: Compute>(
     ctx: &QueryContext,
 ) -> Result<(Vec<C::Row>, RunStats)> {
     // One row per (source, reached node) for the shortest-path searches
-    // (walks can have one per length): room for that many, up to
-    // RESERVED_ROWS, saves the copies of growing the vector by doubling.
+    // (walks can have one per length): room for that many.
     let expected = (sources.len() as u64).saturating_mul(graph.num_nodes());
+    let row_bytes = size_of::<C::Row>() as u64;
     let sink = Arc::new(ChargedCollect::<C::Row> {
         rows: Mutex::new((
-            Vec::with_capacity(expected.min(RESERVED_ROWS) as usize),
+            room_for(reserved_rows(expected, row_bytes, ctx)),
             MemoryCharge::default(),
         )),
         memory: Arc::clone(&ctx.memory),
