@@ -27,7 +27,10 @@ pub enum AggregateFunc {
     Max,
     Avg,
     Collect,
+    /// The sample standard deviation (n - 1 degrees of freedom).
     Stdev,
+    /// The population standard deviation (`stDevP`: n).
+    StdevPop,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -57,6 +60,7 @@ impl AggregateSpec {
             "avg" => AggregateFunc::Avg,
             "collect" => AggregateFunc::Collect,
             "stdev" | "stddev" | "stddev_samp" => AggregateFunc::Stdev,
+            "stdevp" | "stddev_pop" => AggregateFunc::StdevPop,
             _ => {
                 return Err(Error::semantic(format!(
                     "unknown aggregate function '{lower_name}'"
@@ -629,7 +633,7 @@ impl AggregateState {
                 }
                 self.acc.items.push(v);
             }
-            AggregateFunc::Stdev => {
+            AggregateFunc::Stdev | AggregateFunc::StdevPop => {
                 let x = v.as_f64().ok_or_else(|| {
                     Error::runtime(format!("stdev() expects numbers, got {}", v.logical_type()))
                 })?;
@@ -657,7 +661,7 @@ impl AggregateState {
         }
         let o = other.acc;
         match self.func {
-            AggregateFunc::Stdev => {
+            AggregateFunc::Stdev | AggregateFunc::StdevPop => {
                 let (na, nb) = (self.acc.count as f64, o.count as f64);
                 if o.count > 0 {
                     let n = na + nb;
@@ -745,6 +749,10 @@ impl AggregateState {
                 1 => Value::Double(0.0),
                 n => Value::Double((a.m2.max(0.0) / (n - 1) as f64).sqrt()),
             },
+            AggregateFunc::StdevPop => match a.count {
+                0 => Value::Null,
+                n => Value::Double((a.m2.max(0.0) / n as f64).sqrt()),
+            },
         };
         coerce(v.clone(), &self.result_type).unwrap_or(v)
     }
@@ -800,6 +808,9 @@ mod tests {
         let sd = run("stdev", false, LogicalType::Double).as_f64().unwrap();
         // 1,1,1,3,3,3,5,5,5: mean 3, ss = 24, n-1 = 8
         assert!((sd - 3f64.sqrt()).abs() < 1e-12, "{sd}");
+        // The population deviation divides by n = 9: sqrt(24 / 9).
+        let sdp = run("stdevp", false, LogicalType::Double).as_f64().unwrap();
+        assert!((sdp - (24f64 / 9.0).sqrt()).abs() < 1e-12, "{sdp}");
         let mut star = spec("count_star", false, None, LogicalType::Int64).new_state();
         star.update(None, &all, 2).unwrap();
         star.update_count(5);

@@ -19,6 +19,8 @@ pub fn is_aggregate(lower_name: &str) -> bool {
             | "stdev"
             | "stddev"
             | "stddev_samp"
+            | "stdevp"
+            | "stddev_pop"
     )
 }
 
@@ -40,7 +42,7 @@ pub fn aggregate_type(lower_name: &str, arg: Option<&LogicalType>) -> Result<Log
                 )))
             }
         },
-        "avg" | "stdev" | "stddev" | "stddev_samp" => match need_arg()? {
+        "avg" | "stdev" | "stddev" | "stddev_samp" | "stdevp" | "stddev_pop" => match need_arg()? {
             t if t.is_numeric() || *t == T::Any => T::Double,
             t => {
                 return Err(Error::type_error(format!(
