@@ -427,6 +427,37 @@ pub enum UnaryOp {
     IsNotNull,
 }
 
+/// One item of a map projection.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MapProjectionItem {
+    /// `.key`: the variable's property `key`.
+    Property(Ident),
+    /// `.*`: every property of the variable.
+    AllProperties(Span),
+    /// `key: expr`.
+    Literal(Ident, Expr),
+    /// `other`: variable `other`'s value, under its own name.
+    Variable(Ident),
+}
+
+impl MapProjectionItem {
+    /// The expression of a `key: expr` item.
+    pub fn expr(&self) -> Option<&Expr> {
+        match self {
+            MapProjectionItem::Literal(_, e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// The variable of an `other` item.
+    pub fn variable(&self) -> Option<&Ident> {
+        match self {
+            MapProjectionItem::Variable(v) => Some(v),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum ExprKind {
     Literal(Literal),
@@ -447,6 +478,9 @@ pub enum ExprKind {
     },
     List(Vec<Expr>),
     Map(Vec<(Ident, Expr)>),
+    /// `v {.key, .*, key: expr, other}`: a map built from variable `v`
+    /// (the expression is always a `Variable`).
+    MapProjection(Box<Expr>, Vec<MapProjectionItem>),
     /// `list[idx]`
     Index(Box<Expr>, Box<Expr>),
     /// `list[from..to]` (either side optional).

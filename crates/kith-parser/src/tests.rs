@@ -935,3 +935,22 @@ mod prop {
         }
     }
 }
+
+#[test]
+fn map_projections() {
+    let ExprKind::MapProjection(base, items) = expr("n {.name, .*, k: 1 + 2, m}").kind else {
+        panic!("not a map projection");
+    };
+    assert!(matches!(base.kind, ExprKind::Variable(ref v) if v == "n"));
+    assert!(matches!(&items[0], MapProjectionItem::Property(k) if k.name == "name"));
+    assert!(matches!(&items[1], MapProjectionItem::AllProperties(_)));
+    assert!(matches!(&items[2], MapProjectionItem::Literal(k, e)
+        if k.name == "k" && matches!(e.kind, ExprKind::Binary(..))));
+    assert!(matches!(&items[3], MapProjectionItem::Variable(v) if v.name == "m"));
+    assert!(matches!(expr("n {}").kind, ExprKind::MapProjection(_, ref i) if i.is_empty()));
+    // Only a variable is projected: a map literal after another
+    // expression is not a projection.
+    err("RETURN n.x {.a}");
+    err("RETURN n {.a");
+    err("RETURN n {.}");
+}

@@ -1,7 +1,8 @@
 //! Expressions, by precedence (loosest first):
 //! OR < XOR < AND < NOT < comparison (`= <> < <= > >= =~`) < string/list/null
 //! predicates (`STARTS WITH`, `ENDS WITH`, `CONTAINS`, `IN`, `IS [NOT] NULL`) <
-//! `+ -` < `* / %` < `^` < unary `+ -` < postfix (`.key`, `[i]`, `[a..b]`, `:Label`)
+//! `+ -` < `* / %` < `^` < unary `+ -` < postfix (`.key`, `[i]`, `[a..b]`, `:Label`,
+//! a variable's map projection `v {.key, .*}`)
 //! < atoms.
 
 use kith_common::{Error, Result, Span};
@@ -285,6 +286,15 @@ impl Parser<'_> {
                         };
                     }
                 }
+                TokenKind::LBrace if matches!(e.kind, ExprKind::Variable(_)) => {
+                    let items = self.map_projection_items()?;
+                    let span = self.span_from(e.span.start);
+                    self.grow()?;
+                    e = Expr {
+                        kind: ExprKind::MapProjection(Box::new(e), items),
+                        span,
+                    };
+                }
                 TokenKind::Colon => {
                     let labels = self.label_list()?;
                     let span = self.span_from(e.span.start);
@@ -544,6 +554,39 @@ impl Parser<'_> {
             },
             span: start.to(end),
         })
+    }
+
+    /// The `{...}` of a map projection: `.key`, `.*`, `key: expr` or a
+    /// variable, separated by commas.
+    fn map_projection_items(&mut self) -> Result<Vec<MapProjectionItem>> {
+        self.expect(&TokenKind::LBrace, "")?;
+        let mut items = Vec::new();
+        if !self.check(&TokenKind::RBrace) {
+            loop {
+                let item = if self.check(&TokenKind::Dot) {
+                    let dot = self.advance().span;
+                    if self.check(&TokenKind::Star) {
+                        let star = self.advance().span;
+                        MapProjectionItem::AllProperties(dot.to(star))
+                    } else {
+                        MapProjectionItem::Property(self.ident("a property name or '*' after '.'")?)
+                    }
+                } else {
+                    let key = self.ident("'.key', '.*', 'key: value' or a variable")?;
+                    if self.eat(&TokenKind::Colon) {
+                        MapProjectionItem::Literal(key, self.expr()?)
+                    } else {
+                        MapProjectionItem::Variable(key)
+                    }
+                };
+                items.push(item);
+                if !self.eat(&TokenKind::Comma) {
+                    break;
+                }
+            }
+        }
+        self.expect(&TokenKind::RBrace, " or ',' in the map projection")?;
+        Ok(items)
     }
 
     /// `{k: v, ...}`.

@@ -192,6 +192,102 @@ impl Binder<'_> {
         tables: &[TableId],
         span: Span,
     ) -> Result<Vec<(String, BoundExpr)>> {
+        let names = self.property_names(tables)?;
+        let mut out = Vec::with_capacity(names.len());
+        for name in names {
+            let key = ast::Ident {
+                name: name.clone(),
+                span,
+            };
+            out.push((name, self.bind_property(var, &key, span)?));
+        }
+        Ok(out)
+    }
+
+    /// Map projection `base {items}` as the expression it stands for:
+    /// `CASE WHEN base IS NULL THEN NULL ELSE {key: value, ...} END`, with
+    /// `.key` read as `base.key`, `.*` as every property of the node or
+    /// rel `base` (or every field of a map whose fields are known), and a
+    /// later item overriding an earlier one of the same key.
+    pub(crate) fn map_projection(
+        &mut self,
+        base: &ast::Expr,
+        items: &[ast::MapProjectionItem],
+        span: Span,
+    ) -> Result<ast::Expr> {
+        use ast::{Expr, ExprKind, MapProjectionItem as Item};
+        let ExprKind::Variable(var) = &base.kind else {
+            return Err(Error::internal("map projection of a non-variable"));
+        };
+        let at = |kind: ExprKind| Expr { kind, span };
+        let property =
+            |key: &ast::Ident| at(ExprKind::Property(Box::new(base.clone()), key.clone()));
+        let mut entries: Vec<(ast::Ident, Expr)> = Vec::new();
+        for item in items {
+            let mut add = |key: ast::Ident, value: Expr| {
+                entries.retain(|(k, _)| k.name != key.name);
+                entries.push((key, value));
+            };
+            match item {
+                Item::Property(key) => add(key.clone(), property(key)),
+                Item::Literal(key, value) => add(key.clone(), value.clone()),
+                Item::Variable(v) => add(v.clone(), at(ExprKind::Variable(v.name.clone()))),
+                Item::AllProperties(star) => {
+                    for name in self.projected_keys(var, *star)? {
+                        let key = ast::Ident { name, span: *star };
+                        add(key.clone(), property(&key));
+                    }
+                }
+            }
+        }
+        let is_null = at(ExprKind::Unary(
+            ast::UnaryOp::IsNull,
+            Box::new(base.clone()),
+        ));
+        Ok(at(ExprKind::Case {
+            operand: None,
+            whens: vec![(is_null, at(ExprKind::Literal(ast::Literal::Null)))],
+            else_: Some(Box::new(at(ExprKind::Map(entries)))),
+        }))
+    }
+
+    /// The keys `.*` projects from `var`: the properties of its tables for
+    /// a node or rel, the fields of a map value whose type names them.
+    fn projected_keys(&mut self, var: &str, span: Span) -> Result<Vec<String>> {
+        let tables = if self.is_value_variable(var) {
+            None
+        } else {
+            self.graph
+                .nodes
+                .iter()
+                .find(|n| n.name == var)
+                .map(|n| n.tables.clone())
+                .or_else(|| {
+                    self.graph
+                        .rels
+                        .iter()
+                        .find(|r| r.name == var)
+                        .map(|r| r.tables.clone())
+                })
+        };
+        if let Some(tables) = tables {
+            return self.property_names(&tables);
+        }
+        let value = self.bind_expr(&ast::Expr {
+            kind: ast::ExprKind::Variable(var.to_string()),
+            span,
+        })?;
+        match value.ty {
+            LogicalType::Struct(fields) => Ok(fields.into_iter().map(|f| f.0).collect()),
+            _ => Err(not_supported(
+                span,
+                "'.*' in a map projection of a value whose keys are not known before the query runs",
+            )),
+        }
+    }
+
+    /// The visible property names of `tables`, in table order, each once.
+    fn property_names(&self, tables: &[TableId]) -> Result<Vec<String>> {
         let mut names: Vec<String> = Vec::new();
         for t in tables {
             let entry = self
@@ -204,15 +300,7 @@ impl Binder<'_> {
                 }
             }
         }
-        let mut out = Vec::with_capacity(names.len());
-        for name in names {
-            let key = ast::Ident {
-                name: name.clone(),
-                span,
-            };
-            out.push((name, self.bind_property(var, &key, span)?));
-        }
-        Ok(out)
+        Ok(names)
     }
 
     /// Whether some of `tables` keeps per-node label lists.
@@ -419,11 +507,15 @@ impl Binder<'_> {
                     span,
                 })
             }
+            // A CASE whose results are entities, or maps or lists that may
+            // hold them (a map projection is a CASE over its map).
             BoundExprKind::Case {
                 operand,
                 whens,
                 else_,
-            } if top && e.ty == LogicalType::InternalId => {
+            } if (top && e.ty == LogicalType::InternalId)
+                || matches!(e.ty, LogicalType::Struct(_) | LogicalType::List(_)) =>
+            {
                 let whens = whens
                     .into_iter()
                     .map(|(w, t)| Ok((w, self.materialize_entities(t, true)?)))

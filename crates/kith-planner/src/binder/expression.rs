@@ -505,6 +505,10 @@ impl Binder<'_> {
                     span,
                 })
             }
+            ExprKind::MapProjection(base, items) => {
+                let map = self.map_projection(base, items, span)?;
+                self.bind_expr(&map)
+            }
             ExprKind::Map(_)
             | ExprKind::Index(..)
             | ExprKind::Slice(..)
@@ -547,21 +551,10 @@ impl Binder<'_> {
     }
 }
 
-/// The common type of two branch types (numeric widening; ANY yields the other).
+/// The common type of two branch types (numeric widening, element-wise
+/// for lists; ANY yields the other).
 pub(super) fn unify(a: &LogicalType, b: &LogicalType) -> Option<LogicalType> {
-    if a == b || *b == LogicalType::Any {
-        return Some(a.clone());
-    }
-    if *a == LogicalType::Any {
-        return Some(b.clone());
-    }
-    if a.is_integer() && b.is_integer() {
-        return Some(LogicalType::Int64);
-    }
-    if a.is_numeric() && b.is_numeric() {
-        return Some(LogicalType::Double);
-    }
-    None
+    functions::common_type(a, b)
 }
 
 /// The common type of two list items: [`unify`], except that integers and

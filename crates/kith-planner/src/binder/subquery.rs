@@ -472,6 +472,17 @@ fn names_in_expr(e: &ast::Expr, out: &mut BTreeSet<String>) {
         }
         ExprKind::Function { args, .. } | ExprKind::List(args) => args.iter().for_each(rec),
         ExprKind::Map(items) => items.iter().for_each(|(_, x)| rec(x)),
+        ExprKind::MapProjection(base, items) => {
+            names_in_expr(base, out);
+            for item in items {
+                if let Some(x) = item.expr() {
+                    names_in_expr(x, out);
+                }
+                if let Some(v) = item.variable() {
+                    out.insert(v.name.clone());
+                }
+            }
+        }
         ExprKind::Slice(x, a, b) => {
             rec(x);
             a.iter().chain(b).for_each(|y| rec(y));

@@ -272,6 +272,14 @@ fn mentions(e: &ast::Expr, hit: &dyn Fn(&str) -> bool) -> bool {
         ExprKind::Binary(_, a, b) | ExprKind::Index(a, b) => mentions(a, hit) || mentions(b, hit),
         ExprKind::Function { args, .. } | ExprKind::List(args) => any(&mut args.iter()),
         ExprKind::Map(entries) => any(&mut entries.iter().map(|(_, v)| v)),
+        ExprKind::MapProjection(base, items) => {
+            mentions(base, hit)
+                || any(&mut items.iter().filter_map(|i| i.expr()))
+                || items
+                    .iter()
+                    .filter_map(|i| i.variable())
+                    .any(|v| hit(&v.name))
+        }
         ExprKind::Slice(a, b, c) => {
             mentions(a, hit) || any(&mut b.iter().chain(c).map(|x| x.as_ref()))
         }
