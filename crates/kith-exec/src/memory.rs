@@ -108,3 +108,15 @@ impl MemoryCharge {
         }
     }
 }
+
+/// A query's memory over an in-memory pager whose limit is `limit_bytes`
+/// (unit tests of the holders).
+#[cfg(test)]
+pub(crate) fn test_memory(limit_bytes: u64) -> Arc<QueryMemory> {
+    let pager = Pager::in_memory(kith_pager::PagerConfig {
+        memory_limit_bytes: limit_bytes,
+        read_only: false,
+        vm_reserve_bytes: 64 << 20,
+    });
+    Arc::new(QueryMemory::new(Arc::new(pager)))
+}

@@ -18,6 +18,17 @@ fn small_database(name: &str) -> (Database, std::path::PathBuf) {
     (db, dir)
 }
 
+/// Runs `q`, which must fail with the out-of-memory error of the 48 MiB
+/// limit.
+fn expect_out_of_memory(conn: &Connection, q: &str) {
+    let err = match conn.query(q) {
+        Ok(r) => panic!("{q}: expected out of memory, got {:?}", r.rows().next()),
+        Err(e) => e,
+    };
+    assert_eq!(err.kind, ErrorKind::OutOfMemory, "{q}: {err}");
+    assert!(err.message.contains("memory limit of 48 MiB"), "{q}: {err}");
+}
+
 #[test]
 fn queries_beyond_the_memory_limit_fail_cleanly() {
     let (db, dir) = small_database("rows");
@@ -34,12 +45,7 @@ fn queries_beyond_the_memory_limit_fail_cleanly() {
         "MATCH (a:N), (b:N) WITH a.id + b.id AS s RETURN count(*)",
     ];
     for q in too_big {
-        let err = match conn.query(q) {
-            Ok(r) => panic!("{q}: expected out of memory, got {} rows", r.rows().count()),
-            Err(e) => e,
-        };
-        assert_eq!(err.kind, ErrorKind::OutOfMemory, "{q}: {err}");
-        assert!(err.message.contains("memory limit of 48 MiB"), "{q}: {err}");
+        expect_out_of_memory(&conn, q);
         // The charges were given back: a small query still runs, again and again.
         for _ in 0..3 {
             let r = conn.query("MATCH (a:N) RETURN count(*)").unwrap();
@@ -91,12 +97,7 @@ fn a_hash_join_index_beyond_the_memory_limit_fails_cleanly() {
         .map(|row| format!("{}\n", row[0]))
         .collect();
     assert!(plan.contains("HashJoin"), "{plan}");
-    let err = match conn.query(&format!("{join} RETURN count(*)")) {
-        Ok(r) => panic!("expected out of memory, got {:?}", r.rows().next()),
-        Err(e) => e,
-    };
-    assert_eq!(err.kind, ErrorKind::OutOfMemory, "{err}");
-    assert!(err.message.contains("memory limit of 48 MiB"), "{err}");
+    expect_out_of_memory(&conn, &format!("{join} RETURN count(*)"));
     // The charges were given back, and a build that fits runs.
     for _ in 0..3 {
         let r = conn
@@ -135,12 +136,7 @@ fn recursive_rows_beyond_the_memory_limit_fail_cleanly() {
         "MATCH (a:N)-[e:R* WSHORTEST(w)]->(b:N) RETURN count(*)",
     ];
     for q in too_big {
-        let err = match conn.query(q) {
-            Ok(r) => panic!("{q}: expected out of memory, got {:?}", r.rows().next()),
-            Err(e) => e,
-        };
-        assert_eq!(err.kind, ErrorKind::OutOfMemory, "{q}: {err}");
-        assert!(err.message.contains("memory limit of 48 MiB"), "{q}: {err}");
+        expect_out_of_memory(&conn, q);
         let r = conn.query("MATCH (a:N) RETURN count(*)").unwrap();
         assert_eq!(r.rows().next().unwrap()[0], kith::Value::Int64(3000));
     }

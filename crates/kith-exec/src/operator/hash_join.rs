@@ -917,17 +917,9 @@ impl JoinIndex {
 mod tests {
     use super::*;
     use kith_common::{ErrorKind, InternalId};
-    use kith_pager::{Pager, PagerConfig};
     use proptest::prelude::*;
 
-    fn memory(limit_bytes: u64) -> Arc<QueryMemory> {
-        let pager = Pager::in_memory(PagerConfig {
-            memory_limit_bytes: limit_bytes,
-            read_only: false,
-            vm_reserve_bytes: 64 << 20,
-        });
-        Arc::new(QueryMemory::new(Arc::new(pager)))
-    }
+    use crate::memory::test_memory as memory;
 
     fn vector(ty: LogicalType, values: &[Value]) -> ValueVector {
         let mut v = ValueVector::new(ty, 0);

@@ -482,7 +482,6 @@ impl Sink<LenRow> for JoinRowsSink {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kith_pager::{Pager, PagerConfig};
 
     fn row(src: u64, dst: u64, len: u32, count: u64) -> LenRow {
         LenRow {
@@ -562,14 +561,7 @@ mod tests {
         assert!(sink.finish(&input, false).is_err());
     }
 
-    fn memory(limit_bytes: u64) -> Arc<QueryMemory> {
-        let pager = Pager::in_memory(PagerConfig {
-            memory_limit_bytes: limit_bytes,
-            read_only: false,
-            vm_reserve_bytes: 64 << 20,
-        });
-        Arc::new(QueryMemory::new(Arc::new(pager)))
-    }
+    use crate::memory::test_memory as memory;
 
     /// The rows are charged as they grow: past the limit, a batch fails
     /// with the out-of-memory error, and what was charged is counted.
