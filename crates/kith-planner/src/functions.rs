@@ -356,6 +356,10 @@ pub fn scalar_type(lower_name: &str, args: &[LogicalType]) -> Result<LogicalType
             }
             t
         }
+        "nullif" => {
+            check(n, args, &[AnyT, AnyT], 0)?;
+            args[0].clone()
+        }
         "timestamp" => {
             check(n, args, &[AnyT], 0)?;
             T::Timestamp

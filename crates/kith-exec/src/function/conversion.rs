@@ -1,4 +1,4 @@
-//! Conversion functions and `coalesce` (not NULL-propagating).
+//! Conversion functions, `coalesce` and `nullIf` (not NULL-propagating).
 
 use kith_common::{LogicalType, Result, Value};
 
@@ -16,6 +16,7 @@ pub(super) fn lookup(name: &str) -> Option<ScalarFunction> {
         }
         "toboolean" | "tobool" => (|a| convert("toboolean", a, &LogicalType::Bool), true),
         "coalesce" => (coalesce, false),
+        "nullif" => (null_if, false),
         _ => return None,
     };
     Some(ScalarFunction {
@@ -51,6 +52,17 @@ fn convert(name: &str, args: &[Value], to: &LogicalType) -> Result<Value> {
         )));
     }
     Ok(try_cast_value(v, to).unwrap_or(Value::Null))
+}
+
+/// `nullIf(a, b)`: NULL when `a = b` is true, else `a`.
+fn null_if(args: &[Value]) -> Result<Value> {
+    arity("nullif", args, 2, 2)?;
+    Ok(
+        match crate::expression::kernels::equals(&args[0], &args[1]) {
+            Some(true) => Value::Null,
+            _ => args[0].clone(),
+        },
+    )
 }
 
 fn coalesce(args: &[Value]) -> Result<Value> {
@@ -101,5 +113,14 @@ mod tests {
             Value::Int64(2)
         );
         assert_eq!(call("coalesce", &[Value::Null]).unwrap(), Value::Null);
+        let (one, two) = (Value::Int64(1), Value::Int64(2));
+        assert_eq!(
+            call("nullif", &[one.clone(), Value::Double(1.0)]).unwrap(),
+            Value::Null
+        );
+        assert_eq!(call("nullif", &[one.clone(), two.clone()]).unwrap(), one);
+        assert_eq!(call("nullif", &[one.clone(), Value::Null]).unwrap(), one);
+        assert_eq!(call("nullif", &[Value::Null, two]).unwrap(), Value::Null);
+        assert!(call("nullif", &[one]).is_err());
     }
 }
