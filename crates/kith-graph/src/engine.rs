@@ -115,14 +115,6 @@ impl<R: Send> Sink<R> for CollectSink<R> {
 }
 
 impl<R> CollectSink<R> {
-    /// A sink whose vector starts with room for `rows` rows: growing it by
-    /// doubling copies every row again at each step and touches fresh
-    /// pages for each new copy, which dominated queries returning millions
-    /// of rows.
-    pub fn with_capacity(rows: usize) -> Self {
-        CollectSink(Mutex::new(Vec::with_capacity(rows)))
-    }
-
     pub fn take(&self) -> Vec<R> {
         std::mem::take(&mut *self.0.lock())
     }

@@ -253,7 +253,7 @@ impl Binder<'_> {
             .iter()
             .map(|(_, t)| &t.ty)
             .chain([&else_.ty])
-            .try_fold(LogicalType::Any, |acc, t| expression::unify(&acc, t))
+            .try_fold(LogicalType::Any, |acc, t| functions::common_type(&acc, t))
             .unwrap_or(LogicalType::Any);
         Ok(BoundExpr {
             kind: BoundExprKind::Case {

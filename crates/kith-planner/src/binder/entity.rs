@@ -252,31 +252,20 @@ impl Binder<'_> {
     }
 
     /// The keys `.*` projects from `var`: the properties of its tables for
-    /// a node or rel, the fields of a map value whose type names them.
+    /// a node or rel (bound here or carried), the fields of a map value
+    /// whose type names them.
     fn projected_keys(&mut self, var: &str, span: Span) -> Result<Vec<String>> {
-        let tables = if self.is_value_variable(var) {
-            None
-        } else {
-            self.graph
-                .nodes
-                .iter()
-                .find(|n| n.name == var)
-                .map(|n| n.tables.clone())
-                .or_else(|| {
-                    self.graph
-                        .rels
-                        .iter()
-                        .find(|r| r.name == var)
-                        .map(|r| r.tables.clone())
-                })
-        };
-        if let Some(tables) = tables {
-            return self.property_names(&tables);
-        }
         let value = self.bind_expr(&ast::Expr {
             kind: ast::ExprKind::Variable(var.to_string()),
             span,
         })?;
+        if let BoundExprKind::Slot(slot) = value.kind {
+            if let Some(Entity::Node { tables, .. } | Entity::Rel { tables, .. }) =
+                self.entity_of_slot(slot, span)?
+            {
+                return self.property_names(&tables);
+            }
+        }
         match value.ty {
             LogicalType::Struct(fields) => Ok(fields.into_iter().map(|f| f.0).collect()),
             _ => Err(not_supported(

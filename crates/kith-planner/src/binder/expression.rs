@@ -476,7 +476,7 @@ impl Binder<'_> {
                 for (w, t) in whens {
                     let w = self.bind_expr(w)?;
                     let t = self.bind_expr(t)?;
-                    ty = unify(&ty, &t.ty).ok_or_else(|| {
+                    ty = functions::common_type(&ty, &t.ty).ok_or_else(|| {
                         Error::at(
                             ErrorKind::Type,
                             t.span,
@@ -487,7 +487,7 @@ impl Binder<'_> {
                 }
                 let else_ = else_.as_ref().map(|e| self.bind_expr(e)).transpose()?;
                 if let Some(e) = &else_ {
-                    ty = unify(&ty, &e.ty).ok_or_else(|| {
+                    ty = functions::common_type(&ty, &e.ty).ok_or_else(|| {
                         Error::at(
                             ErrorKind::Type,
                             e.span,
@@ -551,13 +551,7 @@ impl Binder<'_> {
     }
 }
 
-/// The common type of two branch types (numeric widening, element-wise
-/// for lists; ANY yields the other).
-pub(super) fn unify(a: &LogicalType, b: &LogicalType) -> Option<LogicalType> {
-    functions::common_type(a, b)
-}
-
-/// The common type of two list items: [`unify`], except that integers and
+/// The common type of two list items: [`functions::common_type`], except that integers and
 /// floats do not widen (None: the list is of ANY), because each item keeps
 /// its own type (`[1, 2.0]` is not `[1.0, 2.0]`, and `max()` over
 /// `[1, 2.0, 5]` is the integer 5).
@@ -566,7 +560,7 @@ pub(super) fn list_item_type(a: &LogicalType, b: &LogicalType) -> Option<Logical
     if (a.is_integer() && float(b)) || (float(a) && b.is_integer()) {
         return None;
     }
-    unify(a, b)
+    functions::common_type(a, b)
 }
 
 pub(super) fn binary_type(op: BinaryOp, l: &LogicalType, r: &LogicalType) -> Result<LogicalType> {
@@ -966,7 +960,8 @@ impl Binder<'_> {
                         &[(accumulator, acc_ty.clone()), (variable, elem.clone())],
                         |b| b.bind_expr(expr),
                     )?;
-                    let next = unify(&acc_ty, &step.ty).unwrap_or(LogicalType::Any);
+                    let next =
+                        functions::common_type(&acc_ty, &step.ty).unwrap_or(LogicalType::Any);
                     if acc_ty == LogicalType::Any || next == acc_ty {
                         break (vars, step);
                     }

@@ -399,12 +399,14 @@ impl Binder<'_> {
             dirty: HashSet::new(),
             paths: Vec::new(),
         };
-        let split;
-        let clauses = if clauses.iter().any(|c| split_create(c).is_some()) {
+        let pieces: Vec<Option<Vec<Clause>>> = clauses.iter().map(split_create).collect();
+        let split: Vec<Clause>;
+        let clauses = if pieces.iter().any(Option::is_some) {
             split = clauses
                 .iter()
-                .flat_map(|c| split_create(c).unwrap_or_else(|| vec![c.clone()]))
-                .collect::<Vec<_>>();
+                .zip(pieces)
+                .flat_map(|(c, p)| p.unwrap_or_else(|| vec![c.clone()]))
+                .collect();
             &split[..]
         } else {
             clauses
