@@ -74,6 +74,26 @@ pub struct RelValue {
     pub properties: Arc<[(String, Value)]>,
 }
 
+/// Two maps by their entries in key order (key, then value), then by
+/// their number of entries.
+fn cmp_maps<K>(
+    a: &[(K, Value)],
+    b: &[(K, Value)],
+    key_cmp: impl Fn(&K, &K) -> Ordering,
+) -> Ordering {
+    let mut x: Vec<&(K, Value)> = a.iter().collect();
+    let mut y: Vec<&(K, Value)> = b.iter().collect();
+    x.sort_by(|p, q| key_cmp(&p.0, &q.0));
+    y.sort_by(|p, q| key_cmp(&p.0, &q.0));
+    for (p, q) in x.iter().zip(&y) {
+        let o = key_cmp(&p.0, &q.0).then_with(|| p.1.total_cmp(&q.1));
+        if o != Ordering::Equal {
+            return o;
+        }
+    }
+    x.len().cmp(&y.len())
+}
+
 impl Value {
     /// A list value of `items`.
     pub fn list(items: Vec<Value>) -> Value {
@@ -310,6 +330,17 @@ impl Value {
             }
             (Node(a), Node(b)) => a.id.cmp(&b.id),
             (Rel(a), Rel(b)) => a.id.cmp(&b.id),
+            // Paths by their nodes, then their rels (ids, in order): equal
+            // exactly when they pass the same elements.
+            (Path(a), Path(b)) => a
+                .nodes()
+                .map(|n| n.id)
+                .cmp(b.nodes().map(|n| n.id))
+                .then_with(|| a.rels().map(|r| r.id).cmp(b.rels().map(|r| r.id))),
+            // Maps by their entries in key order: equal when they have the
+            // same keys (in any order) with equal values.
+            (Struct(a), Struct(b)) => cmp_maps(a, b, |x, y| x.cmp(y)),
+            (Map(a), Map(b)) => cmp_maps(a, b, |x, y| x.total_cmp(y)),
             _ => {
                 if let (Some(a), Some(b)) = (self.as_i64(), other.as_i64()) {
                     return a.cmp(&b);
@@ -476,6 +507,60 @@ impl fmt::Display for Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Paths and maps are ordered by their contents: before, every path
+    /// (and every map) compared equal to every other, so grouping or
+    /// DISTINCT merged distinct ones whenever their hashes met.
+    #[test]
+    fn paths_and_maps_compare_by_contents() {
+        use crate::{PathValue, TableId};
+        let node = |i: u64| {
+            Arc::new(NodeValue {
+                id: InternalId::new(TableId(1), i),
+                label: "N".into(),
+                properties: Arc::from(Vec::new()),
+            })
+        };
+        let rel = |i: u64, src: u64, dst: u64| {
+            Arc::new(RelValue {
+                id: InternalId::new(TableId(2), i),
+                label: "R".into(),
+                src: InternalId::new(TableId(1), src),
+                dst: InternalId::new(TableId(1), dst),
+                properties: Arc::from(Vec::new()),
+            })
+        };
+        let path = |nodes: &[u64], rels: &[(u64, u64, u64)]| {
+            let p = PathValue::new(
+                nodes.iter().map(|&n| node(n)).collect(),
+                rels.iter().map(|&(r, s, d)| rel(r, s, d)).collect(),
+            );
+            Value::Path(Arc::new(p.expect("a path")))
+        };
+        let p12 = path(&[1, 2], &[(7, 1, 2)]);
+        let p34 = path(&[3, 4], &[(8, 3, 4)]);
+        assert_eq!(p12.total_cmp(&path(&[1, 2], &[(7, 1, 2)])), Ordering::Equal);
+        assert_eq!(p12.total_cmp(&p34), Ordering::Less);
+        assert_eq!(p34.total_cmp(&p12), Ordering::Greater);
+        // The same nodes over another rel, and a longer path.
+        assert_ne!(p12.total_cmp(&path(&[1, 2], &[(9, 1, 2)])), Ordering::Equal);
+        let p123 = path(&[1, 2, 3], &[(7, 1, 2), (9, 2, 3)]);
+        assert_eq!(p12.total_cmp(&p123), Ordering::Less);
+        let map = |e: &[(&str, i64)]| {
+            Value::Struct(
+                e.iter()
+                    .map(|&(k, v)| (k.to_string(), Value::Int64(v)))
+                    .collect(),
+            )
+        };
+        let ab = map(&[("a", 1), ("b", 2)]);
+        assert_eq!(ab.total_cmp(&map(&[("b", 2), ("a", 1)])), Ordering::Equal);
+        assert_eq!(ab.total_cmp(&map(&[("a", 1), ("b", 3)])), Ordering::Less);
+        assert_eq!(ab.total_cmp(&map(&[("a", 1)])), Ordering::Greater);
+        let m = |k: i64, v: i64| Value::Map(vec![(Value::Int64(k), Value::Int64(v))]);
+        assert_eq!(m(1, 2).total_cmp(&m(1, 2)), Ordering::Equal);
+        assert_eq!(m(1, 2).total_cmp(&m(1, 3)), Ordering::Less);
+    }
 
     #[test]
     fn nulls_sort_last_and_numbers_compare_across_widths() {
