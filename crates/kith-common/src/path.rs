@@ -207,12 +207,16 @@ impl fmt::Debug for PathValue {
     }
 }
 
+/// Node and rel values for tests: node `i` of table 1, rel `i` of table
+/// 2 from node `src` to node `dst`, no properties.
 #[cfg(test)]
-mod tests {
-    use super::*;
+pub(crate) mod test_elements {
+    use std::sync::Arc;
+
+    use crate::value::{NodeValue, RelValue};
     use crate::{InternalId, TableId};
 
-    fn node(i: u64) -> Arc<NodeValue> {
+    pub fn node(i: u64) -> Arc<NodeValue> {
         Arc::new(NodeValue {
             id: InternalId::new(TableId(1), i),
             label: "N".into(),
@@ -220,7 +224,7 @@ mod tests {
         })
     }
 
-    fn rel(i: u64, src: u64, dst: u64) -> Arc<RelValue> {
+    pub fn rel(i: u64, src: u64, dst: u64) -> Arc<RelValue> {
         Arc::new(RelValue {
             id: InternalId::new(TableId(2), i),
             label: "R".into(),
@@ -229,6 +233,12 @@ mod tests {
             properties: Arc::from(Vec::new()),
         })
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_elements::{node, rel};
+    use super::*;
 
     /// A pooled path reads back the elements at its positions and equals
     /// the owned path of the same elements; positions must fit the pool

@@ -513,23 +513,8 @@ mod tests {
     /// DISTINCT merged distinct ones whenever their hashes met.
     #[test]
     fn paths_and_maps_compare_by_contents() {
-        use crate::{PathValue, TableId};
-        let node = |i: u64| {
-            Arc::new(NodeValue {
-                id: InternalId::new(TableId(1), i),
-                label: "N".into(),
-                properties: Arc::from(Vec::new()),
-            })
-        };
-        let rel = |i: u64, src: u64, dst: u64| {
-            Arc::new(RelValue {
-                id: InternalId::new(TableId(2), i),
-                label: "R".into(),
-                src: InternalId::new(TableId(1), src),
-                dst: InternalId::new(TableId(1), dst),
-                properties: Arc::from(Vec::new()),
-            })
-        };
+        use crate::path::test_elements::{node, rel};
+        use crate::PathValue;
         let path = |nodes: &[u64], rels: &[(u64, u64, u64)]| {
             let p = PathValue::new(
                 nodes.iter().map(|&n| node(n)).collect(),
