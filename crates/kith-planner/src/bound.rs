@@ -112,6 +112,18 @@ pub struct QueryRel {
     pub ends: Option<(SlotId, SlotId)>,
 }
 
+/// What a variable-length rel without `TRAIL` / `ACYCLIC` / a shortest
+/// kind matches (the connection's `var_length_semantics`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum VarLengthSemantics {
+    /// Every walk; rels may repeat (Kùzu's default, and ours).
+    #[default]
+    Walk,
+    /// openCypher's relationship isomorphism: no rel twice in one path, nor
+    /// in a path and another rel of the same MATCH.
+    Trail,
+}
+
 /// What a variable-length rel computes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RecursiveMode {

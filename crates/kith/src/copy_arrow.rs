@@ -133,6 +133,7 @@ impl Connection {
             &procedures,
             &as_files,
             &params,
+            Default::default(),
         )?;
         let BoundStatement::CopyFrom(copy) = bound else {
             return Err(Error::internal("COPY bound to another statement"));

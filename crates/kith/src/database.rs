@@ -114,9 +114,10 @@ impl Database {
 pub(crate) struct Settings {
     pub threads: usize,
     pub timeout: Option<Duration>,
-    /// `recursive_policy`, `recursive_k`, `var_length_max_depth`,
-    /// `var_length_semantics`.
+    /// `recursive_policy`, `recursive_k`, `var_length_max_depth`.
     pub recursive: kith_exec::operator::recursive_join::RecursiveSettings,
+    /// `var_length_semantics`: resolved when a statement is bound.
+    pub var_length: kith_planner::bound::VarLengthSemantics,
 }
 
 /// The explicit transaction of a connection.
@@ -197,6 +198,7 @@ impl Connection {
                 threads: db.inner.sched.num_threads(),
                 timeout: None,
                 recursive: Default::default(),
+                var_length: Default::default(),
             }),
             txn: Mutex::new(TxnState::Auto),
             running: Mutex::new(None),

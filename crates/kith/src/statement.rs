@@ -10,7 +10,7 @@ use std::time::Duration;
 use kith_catalog::TableKind;
 use kith_common::{Chunk, Error, LogicalType, Result, Value};
 use kith_exec::QueryContext;
-use kith_planner::bound::{BoundStatement, TableCall};
+use kith_planner::bound::{BoundStatement, TableCall, VarLengthSemantics};
 use kith_sched::CancelToken;
 use kith_storage::{NodeTableData, RelTableData, TableData};
 
@@ -243,8 +243,14 @@ fn run_statement(
         TxnState::Write(txn) => (txn.catalog_version(), true, false),
     };
     let procedures = Arc::clone(&conn.db.procedures.read());
-    let bound =
-        kith_planner::binder::bind_with_params(&snapshot.catalog, &procedures, stmt, params)?;
+    let var_length = conn.settings.lock().var_length;
+    let bound = kith_planner::binder::bind_with_params(
+        &snapshot.catalog,
+        &procedures,
+        stmt,
+        params,
+        var_length,
+    )?;
     let writes = matches!(
         bound,
         BoundStatement::CreateNodeTable { .. }
@@ -450,9 +456,13 @@ fn run_bound(
                     s.recursive.max_depth = d as u32;
                 }
                 "var_length_semantics" => {
-                    s.recursive.trail_by_default = match &value {
-                        Value::String(v) if v.eq_ignore_ascii_case("walk") => false,
-                        Value::String(v) if v.eq_ignore_ascii_case("trail") => true,
+                    s.var_length = match &value {
+                        Value::String(v) if v.eq_ignore_ascii_case("walk") => {
+                            VarLengthSemantics::Walk
+                        }
+                        Value::String(v) if v.eq_ignore_ascii_case("trail") => {
+                            VarLengthSemantics::Trail
+                        }
                         _ => {
                             return Err(Error::runtime(format!(
                                 "var_length_semantics expects 'walk' (rels may repeat, the default) or 'trail' (openCypher: no rel twice in a path), got {value}"

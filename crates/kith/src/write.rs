@@ -133,6 +133,7 @@ fn run_continuation(
         &cont.paths,
         &cont.clauses,
         run.params,
+        run.settings.var_length,
     )?;
     match bound {
         BoundStatement::Query(q) => {

@@ -50,10 +50,6 @@ pub struct RecursiveSettings {
     /// `None`: chosen from the thread count and the average degree.
     pub k: Option<usize>,
     pub max_depth: u32,
-    /// What a variable-length rel without TRAIL / ACYCLIC matches: walks
-    /// (Kùzu's default) or trails (`CALL var_length_semantics='trail'`:
-    /// openCypher's relationship isomorphism, no rel twice in one path).
-    pub trail_by_default: bool,
 }
 
 impl Default for RecursiveSettings {
@@ -62,7 +58,6 @@ impl Default for RecursiveSettings {
             policy: None,
             k: None,
             max_depth: DEFAULT_MAX_DEPTH,
-            trail_by_default: false,
         }
     }
 }
@@ -180,16 +175,6 @@ pub fn recursive_join(
     threads: usize,
     settings: &RecursiveSettings,
 ) -> Result<RecursiveOutput> {
-    let as_trail;
-    let join = if settings.trail_by_default && join.mode == RecursiveMode::Walk {
-        as_trail = RecursiveJoin {
-            mode: RecursiveMode::Trail,
-            ..join.clone()
-        };
-        &as_trail
-    } else {
-        join
-    };
     let (lower, upper) = bounds(join, settings)?;
     if lower > upper {
         let stats = RunStats {

@@ -97,6 +97,8 @@ pub struct Binder<'a> {
     /// While binding a MATCH's WHERE: its top-level conjuncts that read
     /// variables' properties only (candidates to restrict a subquery's keys).
     where_conjuncts: Vec<ast::Expr>,
+    /// What a plain `*l..u` matches.
+    var_length: VarLengthSemantics,
 }
 
 /// The node variables a rel connects, as its pattern wrote them.
@@ -229,6 +231,7 @@ impl<'a> Binder<'a> {
             in_projection: false,
             procedures: &NO_PROCEDURES,
             where_conjuncts: Vec::new(),
+            var_length: VarLengthSemantics::Walk,
         }
     }
 
@@ -238,6 +241,7 @@ impl<'a> Binder<'a> {
         let mut b = Binder::new(self.catalog);
         b.params = self.params;
         b.procedures = self.procedures;
+        b.var_length = self.var_length;
         b
     }
 
@@ -586,17 +590,20 @@ pub fn bind(catalog: &Catalog, stmt: &Statement) -> Result<BoundStatement> {
     Binder::new(catalog).bind(stmt)
 }
 
-/// Binds with the statement's parameter values (their types, SKIP/LIMIT)
-/// and the procedures `CALL` may name.
+/// Binds with the statement's parameter values (their types, SKIP/LIMIT),
+/// the procedures `CALL` may name and what a plain variable-length rel
+/// matches.
 pub fn bind_with_params(
     catalog: &Catalog,
     procedures: &Procedures,
     stmt: &Statement,
     params: &HashMap<String, Value>,
+    var_length: VarLengthSemantics,
 ) -> Result<BoundStatement> {
     let mut b = Binder::new(catalog);
     b.params = Some(params);
     b.procedures = procedures;
+    b.var_length = var_length;
     b.bind(stmt)
 }
 
@@ -610,10 +617,12 @@ pub fn bind_continuation(
     paths: &[(String, Vec<String>)],
     clauses: &[Clause],
     params: &HashMap<String, Value>,
+    var_length: VarLengthSemantics,
 ) -> Result<BoundStatement> {
     let mut b = Binder::new(catalog);
     b.params = Some(params);
     b.procedures = procedures;
+    b.var_length = var_length;
     for (name, kind) in vars {
         let slot = b.new_slot();
         match kind {

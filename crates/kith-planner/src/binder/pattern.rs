@@ -512,19 +512,6 @@ impl Binder<'_> {
                                 .find(|r| r.name == v.name && r.recursive.is_none())
                                 .map(|r| r.id_slot)
                         });
-                    // Relationship uniqueness between variable-length
-                    // rels and the other rels of a MATCH is not enforced
-                    // yet; with the same rel named in two MATCH clauses it
-                    // decides the answer.
-                    if carried.is_some()
-                        && p.chain.iter().any(|(r, _)| r.range.is_some())
-                        && !self.rels_carried.iter().any(|r| r.0 == v.name)
-                    {
-                        return Err(not_supported(
-                            v.span,
-                            "a rel bound by an earlier MATCH in a pattern with a variable-length relationship",
-                        ));
-                    }
                     if let Some(carried) = carried {
                         if recursive.is_some() {
                             return Err(Error::at(
@@ -634,30 +621,115 @@ impl Binder<'_> {
 
     /// openCypher relationship isomorphism: within one MATCH, two rel
     /// variables never bind the same rel. Adds `r1 <> r2` for every pair of
-    /// fixed-length rels bound since `first` whose tables overlap.
-    pub(super) fn distinct_rels(&self, first: usize, predicates: &mut Vec<BoundExpr>) {
-        let rels = &self.graph.rels[first..];
+    /// fixed-length rels bound since `first` whose tables overlap, and for a
+    /// trail (a variable-length rel matching trails) that no rel of its list
+    /// is another rel of the MATCH or in another trail's list. Walks and
+    /// shortest paths are not constrained (Kùzu's semantics).
+    pub(super) fn distinct_rels(&mut self, first: usize, predicates: &mut Vec<BoundExpr>) {
         let span = Span::new(0, 0);
-        for (i, a) in rels.iter().enumerate() {
-            for b in &rels[i + 1..] {
-                if a.recursive.is_some()
-                    || b.recursive.is_some()
-                    || !a.tables.iter().any(|t| b.tables.contains(t))
-                {
-                    continue;
-                }
-                let id = |slot| BoundExpr::slot(slot, LogicalType::InternalId, span);
-                predicates.push(BoundExpr {
-                    kind: BoundExprKind::Binary(
-                        crate::expr::BinaryOp::Ne,
-                        Box::new(id(a.id_slot)),
-                        Box::new(id(b.id_slot)),
-                    ),
-                    ty: LogicalType::Bool,
-                    span,
+        let is_trail = |r: &QueryRel| {
+            r.recursive
+                .as_ref()
+                .is_some_and(|x| x.mode == RecursiveMode::Trail)
+        };
+        // A trail constrained by another rel reads its rel list.
+        let n = self.graph.rels.len();
+        for i in first..n {
+            let constrained = is_trail(&self.graph.rels[i])
+                && (first..n).any(|j| {
+                    let (a, b) = (&self.graph.rels[i], &self.graph.rels[j]);
+                    j != i
+                        && (b.recursive.is_none() || is_trail(b))
+                        && a.tables.iter().any(|t| b.tables.contains(t))
                 });
+            let unnamed = self.graph.rels[i]
+                .recursive
+                .as_ref()
+                .is_some_and(|x| x.rels_slot.is_none());
+            if constrained && unnamed {
+                let slot = self.new_slot();
+                if let Some(r) = self.graph.rels[i].recursive.as_mut() {
+                    r.rels_slot = Some(slot);
+                }
             }
         }
+        let rels_list = |r: &QueryRel| {
+            let slot = r.recursive.as_ref().and_then(|x| x.rels_slot)?;
+            Some(BoundExpr::slot(slot, RecursiveRel::rels_type(), span))
+        };
+        let binary = |op, l: BoundExpr, r: BoundExpr| BoundExpr {
+            kind: BoundExprKind::Binary(op, Box::new(l), Box::new(r)),
+            ty: LogicalType::Bool,
+            span,
+        };
+        let id = |slot| BoundExpr::slot(slot, LogicalType::InternalId, span);
+        let local_id = |var| BoundExpr {
+            kind: BoundExprKind::Function(
+                "id".to_string(),
+                vec![BoundExpr {
+                    kind: BoundExprKind::Local(var),
+                    ty: LogicalType::Rel,
+                    span,
+                }],
+            ),
+            ty: LogicalType::InternalId,
+            span,
+        };
+        let quantifier = |kind, var, list, predicate| BoundExpr {
+            kind: BoundExprKind::Quantifier {
+                kind,
+                var,
+                list: Box::new(list),
+                predicate: Box::new(predicate),
+            },
+            ty: LogicalType::Bool,
+            span,
+        };
+        let mut added = Vec::new();
+        let mut next_local = self.next_local;
+        let rels = &self.graph.rels[first..];
+        for (i, a) in rels.iter().enumerate() {
+            for b in &rels[i + 1..] {
+                if !a.tables.iter().any(|t| b.tables.contains(t)) {
+                    continue;
+                }
+                let e = match (a.recursive.is_some(), b.recursive.is_some()) {
+                    (false, false) => binary(BinaryOp::Ne, id(a.id_slot), id(b.id_slot)),
+                    // `none(x IN list WHERE id(x) = r)`.
+                    (true, false) | (false, true) => {
+                        let (trail, fixed) = if a.recursive.is_some() {
+                            (a, b)
+                        } else {
+                            (b, a)
+                        };
+                        let Some(list) = rels_list(trail).filter(|_| is_trail(trail)) else {
+                            continue;
+                        };
+                        let x = next_local;
+                        next_local += 1;
+                        let same = binary(BinaryOp::Eq, local_id(x), id(fixed.id_slot));
+                        quantifier(ast::Quantifier::None, x, list, same)
+                    }
+                    // `none(x IN l1 WHERE any(y IN l2 WHERE id(x) = id(y)))`.
+                    (true, true) => {
+                        let (Some(l1), Some(l2)) = (
+                            rels_list(a).filter(|_| is_trail(a)),
+                            rels_list(b).filter(|_| is_trail(b)),
+                        ) else {
+                            continue;
+                        };
+                        let (x, y) = (next_local, next_local + 1);
+                        next_local += 2;
+                        let same = binary(BinaryOp::Eq, local_id(x), local_id(y));
+                        let shared = quantifier(ast::Quantifier::Any, y, l2, same);
+                        quantifier(ast::Quantifier::None, x, l1, shared)
+                    }
+                };
+                added.push(e);
+            }
+        }
+        self.next_local = next_local;
+        predicates.extend(added);
     }
 
     /// Where the candidate tables of node `var` keep per-node label lists,

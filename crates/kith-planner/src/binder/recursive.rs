@@ -25,7 +25,10 @@ impl Binder<'_> {
                     "shortestPath/allShortestPaths cannot be combined with another path mode",
                 ))
             }
-            (None, K::Walk) => RecursiveMode::Walk,
+            (None, K::Walk) => match self.var_length {
+                VarLengthSemantics::Walk => RecursiveMode::Walk,
+                VarLengthSemantics::Trail => RecursiveMode::Trail,
+            },
             (None, K::Shortest) => RecursiveMode::Shortest,
             (None, K::AllShortest) => RecursiveMode::AllShortest,
             (None, K::Trail) => RecursiveMode::Trail,
