@@ -232,16 +232,16 @@ impl Binder<'_> {
                     group_keys.push((key, slot));
                 }
             }
-            // The properties of a node grouped on, read by an aggregating
-            // item (`WITH a, [a] + collect(n)`, where the node is handed
-            // out as a value) or by ORDER BY (`RETURN a, count(*) ORDER BY
-            // a.name`), become hidden keys: they depend on the node's id
-            // (read once per group, not grouped on).
+            // The properties of a node or rel grouped on, read by an
+            // aggregating item (`WITH a, [a] + collect(n)`, where the node
+            // is handed out as a value) or by ORDER BY (`RETURN a, count(*)
+            // ORDER BY a.name`), become hidden keys: they depend on the
+            // entity's id (read once per group, not grouped on).
             let key_slots: Vec<SlotId> = group_keys
                 .iter()
                 .filter_map(|(k, _)| match strip(k).kind {
                     BoundExprKind::Slot(s) => Some(s),
-                    BoundExprKind::Function(f, args) if f == "_node" => {
+                    BoundExprKind::Function(f, args) if f == "_node" || f == "_rel" => {
                         match args.first().map(|a| &a.kind) {
                             Some(BoundExprKind::Slot(s)) => Some(*s),
                             _ => None,
@@ -260,12 +260,12 @@ impl Binder<'_> {
                 let mut slots = Vec::new();
                 e.slots(&mut slots);
                 for s in slots {
-                    let property = self
-                        .graph
-                        .nodes
-                        .iter()
-                        .filter(|n| key_slots.contains(&n.id_slot))
-                        .find_map(|n| n.properties.iter().find(|p| p.1 == s));
+                    let nodes = self.graph.nodes.iter().map(|n| (n.id_slot, &n.properties));
+                    let rels = self.graph.rels.iter().map(|r| (r.id_slot, &r.properties));
+                    let property = nodes
+                        .chain(rels)
+                        .filter(|(id, _)| key_slots.contains(id))
+                        .find_map(|(_, properties)| properties.iter().find(|p| p.1 == s));
                     let keyed = group_keys
                         .iter()
                         .any(|(k, _)| matches!(strip(k).kind, BoundExprKind::Slot(x) if x == s));
