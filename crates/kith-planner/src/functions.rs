@@ -112,7 +112,7 @@ fn check(name: &str, args: &[LogicalType], classes: &[Class], optional: usize) -
         };
         return Err(Error::type_error(format!(
             "{name}() takes {expected} argument{}, got {}",
-            if max == 1 { "" } else { "s" },
+            if min == 1 && max == 1 { "" } else { "s" },
             args.len()
         )));
     }
@@ -360,9 +360,14 @@ pub fn scalar_type(lower_name: &str, args: &[LogicalType]) -> Result<LogicalType
             check(n, args, &[AnyT, AnyT], 0)?;
             args[0].clone()
         }
+        // Neo4j's `timestamp()`: the current instant in epoch milliseconds;
+        // with an argument, Kùzu's TIMESTAMP constructor.
         "timestamp" => {
-            check(n, args, &[AnyT], 0)?;
-            T::Timestamp
+            check(n, args, &[AnyT], 1)?;
+            match args.len() {
+                0 => T::Int64,
+                _ => T::Timestamp,
+            }
         }
         "interval" => {
             check(n, args, &[Str], 0)?;

@@ -9,7 +9,9 @@ use super::{arg_str, arity, ScalarFn};
 
 mod cypher;
 pub(crate) use cypher::{arith, component};
-use cypher::{between, construct, duration, from_epoch_fn, now, truncate, Between, Kind};
+use cypher::{
+    between, construct, duration, from_epoch_fn, now, now_nanos, truncate, Between, Kind,
+};
 
 pub(super) fn lookup(name: &str) -> Option<ScalarFn> {
     Some(match name {
@@ -62,9 +64,14 @@ pub(crate) fn parse_interval(s: &str) -> Result<Interval> {
     Interval::parse(s).ok_or_else(|| Error::runtime(format!("invalid INTERVAL '{s}'")))
 }
 
+/// `timestamp()`: epoch milliseconds (Neo4j); `timestamp(x)`: a TIMESTAMP
+/// from a string, date or timestamp (Kùzu).
 fn timestamp(args: &[Value]) -> Result<Value> {
-    arity("timestamp", args, 1, 1)?;
-    Ok(match &args[0] {
+    arity("timestamp", args, 0, 1)?;
+    let Some(arg) = args.first() else {
+        return Ok(Value::Int64((now_nanos() / 1_000_000) as i64));
+    };
+    Ok(match arg {
         Value::Timestamp(t) => Value::Timestamp(*t),
         Value::Date(d) => Value::Timestamp(Timestamp(d.0 as i64 * MICROS_PER_DAY)),
         v => Value::Timestamp(parse_timestamp(arg_str("timestamp", v)?)?),

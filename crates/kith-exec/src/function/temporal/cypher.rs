@@ -595,7 +595,7 @@ pub(crate) fn truncate(kind: Kind, args: &[Value]) -> Result<Value> {
 /// but functions here have no statement context; so the instant read is
 /// reused for as long as calls keep coming less than 10 ms apart (and for
 /// at most a second). Calls within one expression therefore always agree.
-fn now_nanos() -> i128 {
+pub(crate) fn now_nanos() -> i128 {
     static CLOCK: Mutex<Option<(Instant, Instant, i128)>> = Mutex::new(None);
     let t = Instant::now();
     let mut guard = CLOCK.lock().unwrap_or_else(|e| e.into_inner());
