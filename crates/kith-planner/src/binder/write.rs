@@ -322,9 +322,14 @@ fn split_create(clause: &Clause) -> Option<Vec<Clause>> {
     let Clause::Create { patterns, span } = clause else {
         return None;
     };
+    let mut anon = 0;
+    let patterns: Vec<ast::PathPattern> = patterns
+        .iter()
+        .flat_map(|p| split_self_reads(p, &mut anon).unwrap_or_else(|| vec![p.clone()]))
+        .collect();
     let mut groups: Vec<Vec<ast::PathPattern>> = vec![Vec::new()];
     let mut names: HashSet<&str> = HashSet::new();
-    for p in patterns {
+    for p in &patterns {
         let mut values: Vec<&ast::Expr> = p.start.properties.iter().collect();
         for (r, n) in &p.chain {
             values.extend(r.properties.as_ref());
@@ -355,6 +360,80 @@ fn split_create(clause: &Clause) -> Option<Vec<Clause>> {
             })
             .collect()
     })
+}
+
+/// The names [`split_self_reads`] gives anonymous nodes: hidden from
+/// `RETURN *` like every `_anon_` name, but carried to the clauses after
+/// a write like named ones.
+const SPLIT_NODE_PREFIX: &str = "_anon_split_";
+
+/// A CREATE pattern whose property values read a node of the same pattern
+/// (`(z {v: 1})-[:R {w: z.v}]->(x)`), as one pattern per node (each named,
+/// `_anon_split_K` when anonymous) followed by one pattern per rel between
+/// those names, so that [`split_create`] creates the nodes before the
+/// values reading them. None for other patterns (named paths stay whole).
+fn split_self_reads(p: &ast::PathPattern, anon: &mut usize) -> Option<Vec<ast::PathPattern>> {
+    if p.variable.is_some() || p.chain.is_empty() {
+        return None;
+    }
+    let nodes: Vec<&ast::NodePattern> = std::iter::once(&p.start)
+        .chain(p.chain.iter().map(|(_, n)| n))
+        .collect();
+    let names: HashSet<&str> = nodes
+        .iter()
+        .filter_map(|n| n.variable.as_ref())
+        .map(|v| v.name.as_str())
+        .collect();
+    let reads_own = nodes
+        .iter()
+        .filter_map(|n| n.properties.as_ref())
+        .chain(p.chain.iter().filter_map(|(r, _)| r.properties.as_ref()))
+        .any(|v| mentions(v, &|name| names.contains(name)));
+    if !reads_own {
+        return None;
+    }
+    let named: Vec<ast::NodePattern> = nodes
+        .iter()
+        .map(|n| {
+            let mut n = (*n).clone();
+            if n.variable.is_none() {
+                n.variable = Some(ast::Ident {
+                    name: format!("{SPLIT_NODE_PREFIX}{anon}"),
+                    span: n.span,
+                });
+                *anon += 1;
+            }
+            n
+        })
+        .collect();
+    let reference = |n: &ast::NodePattern| ast::NodePattern {
+        variable: n.variable.clone(),
+        labels: ast::LabelExpr::None,
+        properties: None,
+        where_: None,
+        span: n.span,
+    };
+    let single = |start: ast::NodePattern, chain| ast::PathPattern {
+        variable: None,
+        shortest: None,
+        start,
+        chain,
+        span: p.span,
+    };
+    let mut out = Vec::new();
+    let mut seen: HashSet<&str> = HashSet::new();
+    for n in &named {
+        let name = n.variable.as_ref().map_or("", |v| v.name.as_str());
+        // A name repeated in the pattern is one node, created once.
+        if seen.insert(name) {
+            out.push(single(n.clone(), Vec::new()));
+        }
+    }
+    for (i, (r, _)) in p.chain.iter().enumerate() {
+        let chain = vec![(r.clone(), reference(&named[i + 1]))];
+        out.push(single(reference(&named[i]), chain));
+    }
+    Some(out)
 }
 
 /// A DELETE expression of type `ty` can hold something to delete.
@@ -546,7 +625,7 @@ impl Binder<'_> {
     /// name, matched, carried and created rels with their endpoints.
     fn continuation(&self, clauses: &[Clause], scope: &mut WriteScope) -> WriteContinuation {
         let mut vars: Vec<ContinuationVar> = Vec::new();
-        let named = |n: &str| !n.starts_with("_anon");
+        let named = |n: &str| !n.starts_with("_anon") || n.starts_with(SPLIT_NODE_PREFIX);
         for n in &self.graph.nodes {
             if named(&n.name) && !scope.created.contains(&n.name) {
                 vars.push(ContinuationVar {
