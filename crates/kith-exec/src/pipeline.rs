@@ -13,7 +13,8 @@ use kith_common::constants::{MORSEL_SIZE, VECTOR_CAPACITY};
 use kith_common::{Chunk, Error, LogicalType, Result, Span, TableId, Value, ValueVector};
 use kith_planner::expr::{BoundExpr, BoundExprKind, SlotId};
 use kith_planner::plan::{
-    DependentKey, ExtendDirection, PartPlan, PropertyRead, QueryPlan, Sink, Source, Step, SubPlan,
+    DependentKey, ExtendDirection, PartPlan, PropertyRead, QueryPlan, RecursiveJoin, Sink, Source,
+    Step, SubPlan,
 };
 use kith_sched::{MorselDispenser, Scheduler, Task, WorkerContext};
 use kith_storage::{NodeTableData, RelTableData, TableData};
@@ -30,11 +31,13 @@ use crate::operator::hash_aggregate::{
 };
 use crate::operator::hash_join::{BuildContext, JoinIndex};
 use crate::operator::intersect::{Intersect, IntersectRel, IntersectSpec};
-use crate::operator::join_rows::PartRows;
+use crate::operator::join_rows::{JoinRows, JoinRowsConsumer, PartRows};
 use crate::operator::lookup_node::LookupNode;
 use crate::operator::order_by::{cut_sorted_runs, sort_chunk, OrderBy};
-use crate::operator::recursive_join::{recursive_join, RecursiveOutput, RecursiveSettings};
-use crate::operator::scan_counted_rows::ScanCountedRows;
+use crate::operator::recursive_join::{
+    forwards, recursive_join, RecursiveOutput, RecursiveSettings,
+};
+use crate::operator::scan_counted_rows::{Feed, ScanCountedRows};
 use crate::operator::scan_node::ScanNodes;
 use crate::operator::scan_properties::read_by_id;
 use crate::operator::scan_properties::ScanProperties;
@@ -431,8 +434,16 @@ impl PipelineShape {
                         outputs.push(k.build.clone());
                         types.push(k.build.ty.clone());
                     }
-                    let chunks =
-                        collect_all(vec![shape], outputs, &types, ctx, sched, threads, None)?;
+                    let chunks = collect_all(
+                        vec![shape],
+                        outputs,
+                        &types,
+                        ctx,
+                        sched,
+                        threads,
+                        None,
+                        None,
+                    )?;
                     let mut rows = concat(chunks, &types);
                     let index = match key {
                         Some(k) => {
@@ -711,6 +722,12 @@ impl PipelineShape {
 
     /// A fresh operator chain and result set for one worker.
     fn instantiate(&self) -> Result<(Box<dyn Operator>, ResultSet)> {
+        self.instantiate_fed(None)
+    }
+
+    /// [`PipelineShape::instantiate`] whose scan of a recursive join's
+    /// rows reads the batches put into `feed` (a pipelined join).
+    fn instantiate_fed(&self, feed: Option<Arc<Feed>>) -> Result<(Box<dyn Operator>, ResultSet)> {
         let ctx = &self.ctx;
         let mut op: Box<dyn Operator> = match &self.source {
             BuiltSource::Single(taken) => Box::new(SingleTuple {
@@ -753,6 +770,7 @@ impl PipelineShape {
                 chunk: *chunk,
                 columns: columns.clone(),
                 pending: 0..0,
+                feed: feed.clone(),
             }),
             BuiltSource::Rows {
                 rows,
@@ -1154,20 +1172,108 @@ where
     }
 }
 
+/// Runs a pipelined recursive join: hands the consumer of its rows to the
+/// search, which runs to completion (see [`PushedPipeline`]).
+type Driver<'a> = &'a dyn Fn(Arc<dyn JoinRowsConsumer>) -> Result<()>;
+
+/// The one pipeline of a part after a pipelined recursive join: each batch
+/// of join rows runs through it on the search worker that found it, with a
+/// chain and sink of its own (taken from `idle`, made when none is), so the
+/// join's rows are never kept whole. The chains are pulled again for every
+/// batch, which the steps [`restartable`] allows are made for.
+struct PushedPipeline<S, F> {
+    shape: PipelineShape,
+    make_sink: F,
+    idle: Mutex<Vec<PushedChain<S>>>,
+}
+
+struct PushedChain<S> {
+    op: Box<dyn Operator>,
+    rs: ResultSet,
+    feed: Arc<Feed>,
+    sink: S,
+}
+
+impl<S, F> JoinRowsConsumer for PushedPipeline<S, F>
+where
+    S: LocalSink + 'static,
+    F: Fn() -> Result<S> + Send + Sync,
+{
+    fn consume(&self, rows: JoinRows) -> Result<()> {
+        let idle = self.idle.lock().pop();
+        let mut chain = match idle {
+            Some(c) => c,
+            None => {
+                let feed: Arc<Feed> = Arc::default();
+                let (op, rs) = self.shape.instantiate_fed(Some(Arc::clone(&feed)))?;
+                let sink = (self.make_sink)()?;
+                PushedChain { op, rs, feed, sink }
+            }
+        };
+        *chain.feed.lock() = Some(Arc::new(rows));
+        let mut run = || -> Result<()> {
+            while chain.op.next(&mut chain.rs)? {
+                chain.sink.consume(&chain.rs, &self.shape.layout)?;
+            }
+            Ok(())
+        };
+        let result = run();
+        self.idle.lock().push(chain);
+        result
+    }
+}
+
+/// Whether a pipeline's steps may be pulled again after their input ran
+/// dry (the batches of a pipelined join arrive one by one): the steps that
+/// keep nothing but their place in the current input. An OPTIONAL MATCH's
+/// padding and the primary-key lookups are left out.
+fn restartable(steps: &[Step]) -> bool {
+    steps.iter().all(|s| match s {
+        Step::Filter(_)
+        | Step::CrossProduct { .. }
+        | Step::Intersect { .. }
+        | Step::SemiMask { .. }
+        | Step::Alias { .. }
+        | Step::ScanProperties { .. } => true,
+        Step::Extend { optional, .. } => !optional,
+        Step::PadFilter { .. } | Step::LookupNode { .. } => false,
+    })
+}
+
 /// Runs `shapes` as one task (see [`PipelineTask`]) on at most `threads`
-/// workers, and no more than their sources have morsels.
+/// workers, and no more than their sources have morsels. With a `driver`,
+/// the one shape runs on the batches of a pipelined recursive join instead.
 fn run_pipelines<S, F, M>(
     sched: &Scheduler,
     threads: usize,
     shapes: Vec<PipelineShape>,
     make_sink: F,
     merge: M,
+    driver: Option<Driver<'_>>,
 ) -> Result<()>
 where
     S: LocalSink + 'static,
     F: Fn() -> Result<S> + Send + Sync + 'static,
     M: Fn(usize, S) -> Result<()> + Send + Sync + 'static,
 {
+    if let Some(drive) = driver {
+        let Ok([shape]) = <[PipelineShape; 1]>::try_from(shapes) else {
+            return Err(Error::internal(
+                "a pipelined recursive join feeds one pipeline",
+            ));
+        };
+        let pushed = Arc::new(PushedPipeline {
+            shape,
+            make_sink,
+            idle: Mutex::new(Vec::new()),
+        });
+        drive(Arc::clone(&pushed) as Arc<dyn JoinRowsConsumer>)?;
+        let chains = std::mem::take(&mut *pushed.idle.lock());
+        for chain in chains {
+            merge(0, chain.sink)?;
+        }
+        return Ok(());
+    }
     let Some(first) = shapes.first() else {
         return Ok(());
     };
@@ -1224,38 +1330,48 @@ pub fn execute_query_from(
     // The rows an OPTIONAL MATCH numbered, until the part that pads them.
     let mut numbered: Option<Arc<Chunk>> = None;
     for (i, part) in plan.parts.iter().enumerate() {
+        // Each part has its own token under the statement's: a satisfied
+        // LIMIT finishes only its part; interrupts and timeouts reach all.
+        let part_ctx = Arc::new(QueryContext {
+            version: Arc::clone(&ctx.version),
+            pager: Arc::clone(&ctx.pager),
+            params: ctx.params.clone(),
+            cancel: ctx.cancel.child(),
+            profile: ctx.profile.clone(),
+            subqueries: Arc::clone(&ctx.subqueries),
+            memory: Arc::clone(&ctx.memory),
+            semi_masks: Arc::default(),
+        });
+        // The recursive join's rows run through the part's pipeline as
+        // the search finds them (see `PushedPipeline`).
+        let mut pipelined: Option<(&RecursiveJoin, Arc<Chunk>)> = None;
         let rows = match part.from_rows {
             true => {
                 // The first part starts from one empty row.
                 let mut base = input.take().unwrap_or_else(|| Chunk::new(&[], 1));
                 let mut join_rows = None;
                 if let Some(join) = &part.recursive {
-                    let started = std::time::Instant::now();
-                    let RecursiveOutput { rows: out, stats } =
-                        recursive_join(join, &base, &ctx, sched, threads, recursive)?;
-                    if let Some(p) = &ctx.profile {
-                        // Which policy ran (the automatic choice included).
-                        let pulled = match stats.pulled_levels {
-                            0 => String::new(),
-                            n => format!(" bottom-up levels={n}"),
-                        };
-                        let label = format!(
-                            "RecursiveJoin (IFE) policy={} k={} threads={} source morsels={}{pulled}",
-                            stats.policy.name(),
-                            stats.k,
-                            stats.threads,
-                            stats.source_morsels
-                        );
-                        p.record(label, out.num_rows() as u64, started);
-                    }
-                    // The rows are built as the part's scan reads them,
-                    // unless the part reads them whole first (it may not
-                    // when they hold paths: the planner gives such a part
-                    // no UNWIND, and numbers rows only before any join).
-                    if part.unwinds.is_empty() && !part.numbers_rows {
-                        join_rows = Some(out);
+                    if pipelines_join(part) {
+                        let base = Arc::new(std::mem::replace(&mut base, Chunk::new(&[], 0)));
+                        // The shape's scan reads no rows but the batches.
+                        join_rows = Some(JoinRows::empty(Arc::clone(&base), join.with_len));
+                        pipelined = Some((join, base));
                     } else {
-                        base = out.materialize()?;
+                        let started = std::time::Instant::now();
+                        let base_rows = Arc::new(std::mem::replace(&mut base, Chunk::new(&[], 0)));
+                        let out = recursive_join(
+                            join, &base_rows, &ctx, sched, threads, recursive, None,
+                        )?;
+                        record_recursive(&ctx, &out, started);
+                        // The rows are built as the part's scan reads them,
+                        // unless the part reads them whole first (it may not
+                        // when they hold paths: the planner gives such a part
+                        // no UNWIND, and numbers rows only before any join).
+                        if part.unwinds.is_empty() && !part.numbers_rows {
+                            join_rows = Some(out.rows);
+                        } else {
+                            base = out.rows.materialize()?;
+                        }
                     }
                 }
                 if part.numbers_rows {
@@ -1279,18 +1395,6 @@ pub fn execute_query_from(
             }
             false => None,
         };
-        // Each part has its own token under the statement's: a satisfied
-        // LIMIT finishes only its part; interrupts and timeouts reach all.
-        let part_ctx = Arc::new(QueryContext {
-            version: Arc::clone(&ctx.version),
-            pager: Arc::clone(&ctx.pager),
-            params: ctx.params.clone(),
-            cancel: ctx.cancel.child(),
-            profile: ctx.profile.clone(),
-            subqueries: Arc::clone(&ctx.subqueries),
-            memory: Arc::clone(&ctx.memory),
-            semi_masks: Arc::default(),
-        });
         // Rows an ORDER BY left sorted keep that order through a part that
         // neither sorts nor aggregates (`WITH n ORDER BY n.x LIMIT 10
         // RETURN n.name`): one worker reads them in order.
@@ -1307,6 +1411,15 @@ pub fn execute_query_from(
             Some(_) => numbered.take(),
             None => None,
         };
+        let drive = |to: Arc<dyn JoinRowsConsumer>| -> Result<()> {
+            let Some((join, base)) = &pipelined else {
+                return Err(Error::internal("no recursive join to pipeline"));
+            };
+            let started = std::time::Instant::now();
+            let out = recursive_join(join, base, &ctx, sched, threads, recursive, Some(to))?;
+            record_recursive(&ctx, &out, started);
+            Ok(())
+        };
         let chunks = execute_part(
             part,
             rows,
@@ -1314,6 +1427,7 @@ pub fn execute_query_from(
             &part_ctx,
             sched,
             part_threads,
+            pipelined.is_some().then_some(&drive as Driver<'_>),
         )?;
         part_ctx.cancel.check()?;
         if i == last {
@@ -1322,6 +1436,53 @@ pub fn execute_query_from(
         input = Some(concat(chunks, &part.types[..part.num_visible]));
     }
     Ok(Vec::new())
+}
+
+/// Whether `part`'s recursive join hands its rows straight to the part's
+/// pipeline (see `PushedPipeline`): a search that can forward them
+/// ([`forwards`]), into a part that neither reads them whole (UNWIND,
+/// OPTIONAL MATCH numbering or padding) nor stops early (a LIMIT without
+/// aggregation would not stop the search), with one pipeline of steps
+/// that may be pulled again.
+fn pipelines_join(part: &PartPlan) -> bool {
+    let Some(join) = &part.recursive else {
+        return false;
+    };
+    let stops_early = (part.limit.is_some() || part.limit_expr.is_some())
+        && !matches!(part.sink, Sink::Aggregate { .. });
+    forwards(join)
+        && part.unwinds.is_empty()
+        && !part.numbers_rows
+        && part.optional.is_none()
+        && !stops_early
+        && part.pipelines.len() == 1
+        && part.pipelines.iter().all(|p| restartable(&p.steps))
+}
+
+/// Records a recursive join's run under PROFILE: which policy ran (the
+/// automatic choice included) and its rows.
+fn record_recursive(ctx: &QueryContext, out: &RecursiveOutput, started: std::time::Instant) {
+    let Some(p) = &ctx.profile else {
+        return;
+    };
+    let stats = &out.stats;
+    let pulled = match stats.pulled_levels {
+        0 => String::new(),
+        n => format!(" bottom-up levels={n}"),
+    };
+    let pipelined = match out.forwarded {
+        Some(_) => " pipelined",
+        None => "",
+    };
+    let label = format!(
+        "RecursiveJoin (IFE) policy={} k={} threads={} source morsels={}{pulled}{pipelined}",
+        stats.policy.name(),
+        stats.k,
+        stats.threads,
+        stats.source_morsels
+    );
+    let rows = out.forwarded.unwrap_or(out.rows.num_rows() as u64);
+    p.record(label, rows, started);
 }
 
 /// Runs the plan's subqueries (each a query of its own, with its own
@@ -1473,6 +1634,7 @@ fn apply_unwinds(mut rows: Chunk, part: &PartPlan, ctx: &QueryContext) -> Result
 
 /// Runs `shape` into result collectors evaluating `outputs`; with `wanted`,
 /// stops once that many rows exist.
+#[allow(clippy::too_many_arguments)]
 fn collect_all(
     shapes: Vec<PipelineShape>,
     outputs: Vec<BoundExpr>,
@@ -1481,6 +1643,7 @@ fn collect_all(
     sched: &Scheduler,
     threads: usize,
     wanted: Option<u64>,
+    driver: Option<Driver<'_>>,
 ) -> Result<Vec<Chunk>> {
     let wanted = wanted.map(|w| (w, Arc::new(AtomicU64::new(0))));
     let outputs = Arc::new(outputs);
@@ -1504,6 +1667,7 @@ fn collect_all(
             ))
         },
         Collect::into_chunks,
+        driver,
     )
 }
 
@@ -1515,6 +1679,7 @@ fn gather_pipelines<S, F, G>(
     shapes: Vec<PipelineShape>,
     make_sink: F,
     finish: G,
+    driver: Option<Driver<'_>>,
 ) -> Result<Vec<Chunk>>
 where
     S: LocalSink + 'static,
@@ -1524,11 +1689,18 @@ where
     let collected: Arc<Mutex<Vec<Vec<Chunk>>>> =
         Arc::new(Mutex::new(vec![Vec::new(); shapes.len()]));
     let out = Arc::clone(&collected);
-    run_pipelines(sched, threads, shapes, make_sink, move |i, sink| {
-        let chunks = finish(sink);
-        out.lock()[i].extend(chunks);
-        Ok(())
-    })?;
+    run_pipelines(
+        sched,
+        threads,
+        shapes,
+        make_sink,
+        move |i, sink| {
+            let chunks = finish(sink);
+            out.lock()[i].extend(chunks);
+            Ok(())
+        },
+        driver,
+    )?;
     let chunks = std::mem::take(&mut *collected.lock());
     Ok(chunks.into_iter().flatten().collect())
 }
@@ -1555,6 +1727,7 @@ fn execute_part(
     ctx: &Arc<QueryContext>,
     sched: &Scheduler,
     threads: usize,
+    driver: Option<Driver<'_>>,
 ) -> Result<Vec<Chunk>> {
     // SKIP / LIMIT expressions over no variable: evaluated once, now.
     let resolved;
@@ -1644,6 +1817,7 @@ fn execute_part(
                 },
                 // Each worker sorts its own rows; the runs are merged below.
                 |sink: OrderBy| vec![sink.finish()],
+                driver,
             )?
         }
         Sink::Collect { outputs } => {
@@ -1667,6 +1841,7 @@ fn execute_part(
                     sched,
                     threads,
                     None,
+                    driver,
                 )?
             } else {
                 // One pipeline after another, until SKIP + LIMIT rows are in.
@@ -1685,6 +1860,7 @@ fn execute_part(
                         sched,
                         threads,
                         rest,
+                        None,
                     )?;
                     have += got.iter().map(|c| c.num_rows as u64).sum::<u64>();
                     chunks.extend(got);
@@ -1760,6 +1936,7 @@ fn execute_part(
                     }
                     Ok(())
                 },
+                driver,
             )?;
             let output = Arc::new(GroupOutput {
                 keys: keys.clone(),

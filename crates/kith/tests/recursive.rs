@@ -800,6 +800,69 @@ fn settings_are_silent_and_explain_shows_the_recursive_join() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A counting or lengths search hands its rows to the next pipeline as it
+/// finds them (PROFILE says "pipelined"), under every policy and thread
+/// count; a part that needs them whole (OPTIONAL MATCH padding, a LIMIT
+/// without aggregation) gets them kept. Both give the same answers.
+#[test]
+fn join_rows_run_through_the_next_pipeline() {
+    let db = Database::open(
+        ":memory:",
+        Config {
+            max_threads: Some(2),
+            ..Config::default()
+        },
+    )
+    .unwrap();
+    let conn = Connection::new(&db);
+    conn.query("CREATE NODE TABLE N(id INT64, PRIMARY KEY(id)); CREATE REL TABLE E(FROM N TO N)")
+        .unwrap();
+    conn.query("UNWIND range(0, 299) AS i CREATE (:N {id: i})")
+        .unwrap();
+    conn.query(
+        "MATCH (a:N), (b:N) WHERE b.id = (a.id + 1) % 300 OR b.id = (a.id * 7 + 3) % 300 \
+         CREATE (a)-[:E]->(b)",
+    )
+    .unwrap();
+    let run = |q: &str| -> (Vec<Vec<Value>>, bool) {
+        let rows: Vec<Vec<Value>> = conn.query(q).unwrap().rows().collect();
+        let profile = conn.query(&format!("PROFILE {q}")).unwrap();
+        let text: String = profile.rows().map(|r| format!("{r:?}\n")).collect();
+        (rows, text.contains(" pipelined"))
+    };
+    for settings in [
+        "CALL threads=1",
+        "CALL threads=2",
+        "CALL recursive_policy='1T1S'",
+        "CALL recursive_policy='nT1S'",
+        "CALL recursive_policy='nTkS'",
+        "CALL recursive_policy='nTkMS'",
+    ] {
+        conn.query(settings).unwrap();
+        for (pipelined, kept) in [
+            (
+                "MATCH (a:N)-[e:E* SHORTEST 1..30]->(b:N) WHERE a.id < 80 RETURN a.id % 7 AS k, count(*), sum(length(e)) ORDER BY k",
+                "MATCH (a:N) WHERE a.id < 80 OPTIONAL MATCH (a)-[e:E* SHORTEST 1..30]->(b:N) RETURN a.id % 7 AS k, count(*), sum(length(e)) ORDER BY k",
+            ),
+            (
+                "MATCH (a:N)-[:E*1..4]->(b:N) WHERE a.id % 50 = 1 RETURN a.id, b.id, count(*) ORDER BY a.id, b.id",
+                "MATCH (a:N) WHERE a.id % 50 = 1 OPTIONAL MATCH (a)-[:E*1..4]->(b:N) RETURN a.id, b.id, count(*) ORDER BY a.id, b.id",
+            ),
+            (
+                "MATCH (a:N)-[e:E* SHORTEST 2..3]->(b:N)-[:E]->(c:N) WHERE a.id = 5 AND c.id % 2 = 0 RETURN b.id, c.id, length(e) ORDER BY b.id, c.id",
+                "MATCH (a:N)-[e:E* SHORTEST 2..3]->(b:N)-[:E]->(c:N) WHERE a.id = 5 AND c.id % 2 = 0 RETURN b.id, c.id, length(e) ORDER BY b.id, c.id LIMIT 100000",
+            ),
+        ] {
+            let (want, kept_pipelined) = run(kept);
+            let (got, was_pipelined) = run(pipelined);
+            assert!(was_pipelined, "{settings}: {pipelined}");
+            assert!(!kept_pipelined, "{settings}: {kept}");
+            assert!(!got.is_empty());
+            assert_eq!(got, want, "{settings}: {pipelined}");
+        }
+    }
+}
+
 /// `[:R* {k: $p}]`: a parameter in the property map of a variable-length
 /// rel is read at execution (a rel-id mask), like a constant.
 #[test]

@@ -6,6 +6,7 @@
 //! part that must see its rows whole (UNWIND, OPTIONAL MATCH padding)
 //! materializes them ([`JoinRows::materialize`]).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use hashbrown::HashMap;
@@ -29,8 +30,8 @@ use crate::result_set::ResultSet;
 /// row per input row without any. Columns: the input's, the destination,
 /// the length (or cost) when asked for, the path columns, the count.
 pub struct JoinRows {
-    /// The join's input rows.
-    pub input: Chunk,
+    /// The join's input rows (shared by the batches of a pipelined join).
+    pub input: Arc<Chunk>,
     /// Per row, the input row it continues.
     pub input_row: Vec<u32>,
     pub dst: Vec<InternalId>,
@@ -52,6 +53,22 @@ pub struct JoinRows {
 }
 
 impl JoinRows {
+    /// No rows over `input`.
+    pub fn empty(input: Arc<Chunk>, with_len: bool) -> JoinRows {
+        JoinRows {
+            input,
+            input_row: Vec::new(),
+            dst: Vec::new(),
+            len: Vec::new(),
+            weighted: false,
+            with_len,
+            count: Vec::new(),
+            numbers: Vec::new(),
+            padded_from: usize::MAX,
+            paths: None,
+        }
+    }
+
     pub fn num_rows(&self) -> usize {
         self.input_row.len()
     }
@@ -287,6 +304,19 @@ impl SourceRows {
         &self.by_src[self.start[si]..self.start[si + 1]]
     }
 
+    /// Where [`SourceRows::rows_of`] finds source `si`'s rows in
+    /// [`SourceRows::all_rows`].
+    #[inline]
+    fn range_of(&self, si: usize) -> (u32, u32) {
+        (self.start[si] as u32, self.start[si + 1] as u32)
+    }
+
+    /// Every source's input rows, source by source.
+    #[inline]
+    fn all_rows(&self) -> &[u32] {
+        &self.by_src
+    }
+
     /// Marks where `out`'s padded rows start and, for a left outer join,
     /// adds one for each input row whose source found nothing (`hit`:
     /// per source): NULL destination, length and path.
@@ -329,6 +359,22 @@ pub struct JoinRowsSink {
     out: Mutex<SinkRows>,
     /// The rows are charged against the query's memory limit as they grow.
     memory: Arc<QueryMemory>,
+    /// Set: batches go there, not into `out`.
+    forward: Option<Forward>,
+}
+
+/// Where a pipelined join's batches go.
+struct Forward {
+    input: Arc<Chunk>,
+    to: Arc<dyn JoinRowsConsumer>,
+    rows: AtomicU64,
+}
+
+/// Takes a recursive join's rows batch by batch, as the search's workers
+/// find them (the parent part's pipeline, which each worker runs on its own
+/// batches): the rows are then never kept whole.
+pub trait JoinRowsConsumer: Send + Sync {
+    fn consume(&self, rows: JoinRows) -> Result<()>;
 }
 
 #[derive(Default)]
@@ -374,17 +420,39 @@ impl JoinRowsSink {
             with_len,
             out: Mutex::new(out),
             memory,
+            forward: None,
         }
     }
 
-    /// The join's rows over `input` once the search has ended.
-    pub fn finish(&self, input: &Chunk, left_outer: bool) -> Result<JoinRows> {
+    /// Hands every batch of rows to `to` as the search finds it instead of
+    /// keeping them (the join's rows are then never whole): the parent
+    /// part's pipeline runs on the worker that found them. Not for a left
+    /// outer join, whose padding needs every row first.
+    pub fn forward_to(mut self, input: Arc<Chunk>, to: Arc<dyn JoinRowsConsumer>) -> Self {
+        self.forward = Some(Forward {
+            input,
+            to,
+            rows: AtomicU64::new(0),
+        });
+        self
+    }
+
+    /// The rows handed on by [`JoinRowsSink::forward_to`].
+    pub fn forwarded_rows(&self) -> Option<u64> {
+        self.forward
+            .as_ref()
+            .map(|f| f.rows.load(Ordering::Relaxed))
+    }
+
+    /// The join's rows over `input` once the search has ended (none when
+    /// they were forwarded).
+    pub fn finish(&self, input: &Arc<Chunk>, left_outer: bool) -> Result<JoinRows> {
         let found = std::mem::take(&mut *self.out.lock());
         if found.unknown {
             return Err(Error::internal("recursive result for an unknown source"));
         }
         let mut out = JoinRows {
-            input: input.clone(),
+            input: Arc::clone(input),
             input_row: found.input_row,
             dst: found.dst,
             len: found.len,
@@ -398,6 +466,16 @@ impl JoinRowsSink {
         self.sources.pad_unmatched(left_outer, &found.hit, &mut out);
         Ok(out)
     }
+}
+
+/// Entries of the join-row sink's cache of source indexes.
+const SOURCE_CACHE: usize = 512;
+
+/// The cache entry of source `src` (Fibonacci hashing: consecutive and
+/// strided node offsets spread over the entries).
+#[inline]
+fn source_slot(src: u64) -> usize {
+    (src.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - SOURCE_CACHE.trailing_zeros())) as usize
 }
 
 /// An empty vector with room for `n` values when the allocator grants it
@@ -417,11 +495,20 @@ impl Sink<LenRow> for JoinRowsSink {
             rows.clear();
             return Ok(());
         };
-        let mut local = SinkRows::default();
+        let mut local = SinkRows {
+            input_row: Vec::with_capacity(rows.len()),
+            dst: Vec::with_capacity(rows.len()),
+            len: Vec::with_capacity(if self.with_len { rows.len() } else { 0 }),
+            ..SinkRows::default()
+        };
         let mut hits: Vec<usize> = Vec::new();
-        let mut counts_one = true;
-        // A source's rows come in runs: its index is looked up once per run.
-        let mut last: Option<(u64, usize)> = None;
+        // A one-source search's rows come in runs of its source; a lane
+        // morsel's cycle through its (up to 64) sources per destination. A
+        // small direct-mapped cache of source indexes serves both without
+        // a hash-map probe per row (a quarter of a 64-source query's time).
+        // Per entry: the source and its input rows in `all_rows`.
+        let mut cache = [(u64::MAX, 0u32, 0u32); SOURCE_CACHE];
+        let all_rows = self.sources.all_rows();
         for r in rows.drain(..) {
             if r.count == 0 {
                 continue;
@@ -431,13 +518,15 @@ impl Sink<LenRow> for JoinRowsSink {
                     continue;
                 }
             }
-            let si = match last {
-                Some((s, si)) if s == r.src => si,
+            let slot = &mut cache[source_slot(r.src)];
+            let (from, to) = match *slot {
+                (s, from, to) if s == r.src => (from, to),
                 _ => match self.index_of.get(&r.src) {
                     Some(&si) => {
-                        last = Some((r.src, si));
+                        let (from, to) = self.sources.range_of(si);
+                        *slot = (r.src, from, to);
                         hits.push(si);
-                        si
+                        (from, to)
                     }
                     None => {
                         local.unknown = true;
@@ -446,15 +535,44 @@ impl Sink<LenRow> for JoinRowsSink {
                 },
             };
             let dst = InternalId::new(table, r.dst);
-            for &row in self.sources.rows_of(si) {
+            for &row in &all_rows[from as usize..to as usize] {
                 local.input_row.push(row);
                 local.dst.push(dst);
                 if self.with_len {
                     local.len.push(u64::from(r.len));
                 }
-                local.count.push(r.count);
-                counts_one &= r.count == 1;
+                // Counts are kept from the first that is not 1.
+                if r.count != 1 || !local.count.is_empty() {
+                    local.count.resize(local.input_row.len() - 1, 1);
+                    local.count.push(r.count);
+                }
             }
+        }
+        let counts_one = local.count.is_empty();
+        if !counts_one {
+            local.count.resize(local.input_row.len(), 1);
+        }
+        if let Some(f) = &self.forward {
+            if local.unknown {
+                return Err(Error::internal("recursive result for an unknown source"));
+            }
+            if local.input_row.is_empty() {
+                return Ok(());
+            }
+            f.rows
+                .fetch_add(local.input_row.len() as u64, Ordering::Relaxed);
+            return f.to.consume(JoinRows {
+                input: Arc::clone(&f.input),
+                input_row: local.input_row,
+                dst: local.dst,
+                len: local.len,
+                weighted: false,
+                with_len: self.with_len,
+                count: local.count,
+                numbers: Vec::new(),
+                padded_from: usize::MAX,
+                paths: None,
+            });
         }
         let mut out = self.out.lock();
         for si in hits {
@@ -468,6 +586,7 @@ impl Sink<LenRow> for JoinRowsSink {
             let before = out.input_row.len();
             out.count.resize(before, 1);
             out.count.extend_from_slice(&local.count);
+            out.count.resize(before + local.input_row.len(), 1);
         }
         out.input_row.extend_from_slice(&local.input_row);
         out.dst.extend_from_slice(&local.dst);
@@ -504,7 +623,7 @@ mod tests {
         // Input rows 0..4: sources 10, 20, 10 and NULL; source 30 has no row.
         let row_src = [Some(10), Some(20), Some(10), None];
         let index_of: HashMap<u64, usize> = [(10, 0), (20, 1), (30, 2)].into();
-        let input = Chunk::new(&[LogicalType::Int64], 4);
+        let input = Arc::new(Chunk::new(&[LogicalType::Int64], 4));
         let table = TableId(3);
         let build = |mask: Option<Arc<[u64]>>, table: Option<TableId>| {
             let by_src = SourceRows::new(4, &row_src, &index_of, 3);
@@ -562,6 +681,102 @@ mod tests {
     }
 
     use crate::memory::test_memory as memory;
+
+    /// Keeps the batches handed to it.
+    #[derive(Default)]
+    struct Batches(Mutex<Vec<JoinRows>>);
+
+    impl JoinRowsConsumer for Batches {
+        fn consume(&self, rows: JoinRows) -> Result<()> {
+            self.0.lock().push(rows);
+            Ok(())
+        }
+    }
+
+    /// A forwarding sink hands each batch on with the rows the kept ones
+    /// would have (counts only in a batch that has one not 1), keeps none,
+    /// and counts what it handed on.
+    #[test]
+    fn forwarded_batches_hold_the_rows() {
+        let row_src = [Some(10), Some(20), Some(10)];
+        let index_of: HashMap<u64, usize> = [(10, 0), (20, 1)].into();
+        let input = Arc::new(Chunk::new(&[LogicalType::Int64], 3));
+        let by_src = SourceRows::new(3, &row_src, &index_of, 2);
+        let to = Arc::new(Batches::default());
+        let table = TableId(3);
+        let memory = memory(64 << 20);
+        let sink = JoinRowsSink::new(
+            by_src,
+            &index_of,
+            None,
+            Some(table),
+            true,
+            0,
+            memory.clone(),
+        )
+        .forward_to(Arc::clone(&input), to.clone());
+        // Sources alternate, as a lane morsel's rows do.
+        sink.consume(&mut vec![
+            row(10, 5, 1, 1),
+            row(20, 5, 1, 1),
+            row(10, 6, 2, 1),
+        ])
+        .unwrap();
+        sink.consume(&mut vec![
+            row(20, 7, 3, 1),
+            row(20, 8, 1, 4),
+            row(10, 9, 1, 0),
+        ])
+        .unwrap();
+        sink.consume(&mut vec![row(10, 9, 1, 0)]).unwrap();
+        let batches = std::mem::take(&mut *to.0.lock());
+        assert_eq!(batches.len(), 2, "an empty batch is not handed on");
+        assert_eq!(
+            rows_of(&batches[0]),
+            vec![
+                (0, 5, 1, 1),
+                (2, 5, 1, 1),
+                (1, 5, 1, 1),
+                (0, 6, 2, 1),
+                (2, 6, 2, 1)
+            ]
+        );
+        assert!(batches[0].count.is_empty());
+        assert_eq!(rows_of(&batches[1]), vec![(1, 7, 3, 1), (1, 8, 1, 4)]);
+        assert_eq!(batches[1].count, vec![1, 4]);
+        assert!(Arc::ptr_eq(&batches[0].input, &input));
+        assert_eq!(sink.forwarded_rows(), Some(7));
+        assert_eq!(memory.charged(), 0, "forwarded rows are not kept");
+        assert_eq!(sink.finish(&input, false).unwrap().num_rows(), 0);
+        // A row from a source the join does not know fails the batch.
+        assert!(sink.consume(&mut vec![row(99, 1, 1, 1)]).is_err());
+    }
+
+    /// Sources whose entries of the index cache collide still find their
+    /// own rows (every one of 2,000 sources, in turn, twice).
+    #[test]
+    fn colliding_sources_find_their_rows() {
+        let n = 2000u64;
+        let row_src: Vec<Option<u64>> = (0..n).map(|s| Some(s * 64)).collect();
+        let index_of: HashMap<u64, usize> = (0..n).map(|s| (s * 64, s as usize)).collect();
+        let input = Arc::new(Chunk::new(&[LogicalType::Int64], n as usize));
+        let by_src = SourceRows::new(n as usize, &row_src, &index_of, n as usize);
+        let sink = JoinRowsSink::new(
+            by_src,
+            &index_of,
+            None,
+            Some(TableId(1)),
+            true,
+            0,
+            memory(64 << 20),
+        );
+        let mut batch: Vec<LenRow> = (0..2 * n).map(|i| row((i % n) * 64, i, 1, 1)).collect();
+        sink.consume(&mut batch).unwrap();
+        let j = sink.finish(&input, false).unwrap();
+        let got: Vec<u32> = j.input_row.clone();
+        let want: Vec<u32> = (0..2 * n).map(|i| (i % n) as u32).collect();
+        assert_eq!(got, want);
+    }
 
     /// The rows are charged as they grow: past the limit, a batch fails
     /// with the out-of-memory error, and what was charged is counted.

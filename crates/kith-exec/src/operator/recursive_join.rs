@@ -25,7 +25,7 @@ use kith_planner::plan::{ExtendDirection, RecursiveJoin};
 use kith_sched::Scheduler;
 use kith_storage::{RelDirection, RelTableData, TableData};
 
-use super::join_rows::{room_for, JoinRows, JoinRowsSink, SourceRows};
+use super::join_rows::{room_for, JoinRows, JoinRowsConsumer, JoinRowsSink, SourceRows};
 use super::path_values::{FoundPaths, IdSpace, LazyPaths, PathPart};
 use super::property_mask::{node_mask, PredicateReader};
 use super::QueryContext;
@@ -167,14 +167,37 @@ pub fn bounds(join: &RecursiveJoin, settings: &RecursiveSettings) -> Result<(u32
 /// Joins `rows` (types `input_types`) with the recursive computation; the
 /// result has the input columns, the destination id, the length (when asked)
 /// and the count.
+/// Whether [`recursive_join`] can hand `join`'s rows to a consumer batch by
+/// batch as the search finds them: the counting and lengths searches over
+/// one rel table, not left outer (padding needs every row first).
+pub fn forwards(join: &RecursiveJoin) -> bool {
+    join.rel_tables.len() <= 1
+        && join.node_tables.len() <= 1
+        && !join.left_outer
+        && !enumerates(join)
+        && matches!(
+            join.mode,
+            RecursiveMode::Walk | RecursiveMode::Shortest | RecursiveMode::AllShortest
+        )
+}
+
+/// Runs `join` from the sources in `rows`. With `forward` (only where
+/// [`forwards`] holds), the rows go to it batch by batch and the output's
+/// rows are empty.
 pub fn recursive_join(
     join: &RecursiveJoin,
-    rows: &Chunk,
+    rows: &Arc<Chunk>,
     ctx: &QueryContext,
     sched: &Scheduler,
     threads: usize,
     settings: &RecursiveSettings,
+    forward: Option<Arc<dyn JoinRowsConsumer>>,
 ) -> Result<RecursiveOutput> {
+    if forward.is_some() && !forwards(join) {
+        return Err(Error::internal(
+            "recursive join rows forwarded where they cannot be",
+        ));
+    }
     let (lower, upper) = bounds(join, settings)?;
     if lower > upper {
         let stats = RunStats {
@@ -184,8 +207,13 @@ pub fn recursive_join(
             source_morsels: 0,
             pulled_levels: 0,
         };
+        let forwarded = forward.is_some().then_some(0);
         let rows = empty_interval(join, rows, ctx)?;
-        return Ok(RecursiveOutput { rows, stats });
+        return Ok(RecursiveOutput {
+            rows,
+            stats,
+            forwarded,
+        });
     }
     if join.rel_tables.len() > 1 || join.node_tables.len() > 1 {
         return union_join(join, rows, ctx, sched, threads, (lower, upper), settings);
@@ -296,20 +324,32 @@ pub fn recursive_join(
         let expected = reserved_rows(expected, JOIN_ROW_BYTES, ctx);
         let with_len = join.with_len;
         let mask = dst_mask.clone();
-        Arc::new(JoinRowsSink::new(
+        let sink = JoinRowsSink::new(
             by_src,
             &index_of,
             mask,
             table,
             with_len,
-            expected,
+            match forward {
+                Some(_) => 0,
+                None => expected,
+            },
             Arc::clone(&ctx.memory),
-        ))
+        );
+        Arc::new(match &forward {
+            Some(to) => sink.forward_to(Arc::clone(rows), Arc::clone(to)),
+            None => sink,
+        })
     };
     let cancel = &ctx.cancel;
     let done = |out: Arc<JoinRowsSink>, stats: RunStats| -> Result<RecursiveOutput> {
+        let forwarded = out.forwarded_rows();
         let rows = out.finish(rows, join.left_outer)?;
-        Ok(RecursiveOutput { rows, stats })
+        Ok(RecursiveOutput {
+            rows,
+            stats,
+            forwarded,
+        })
     };
     let (found, stats): (Vec<FoundRow>, RunStats) = match join.mode {
         RecursiveMode::Walk => {
@@ -400,11 +440,15 @@ pub fn recursive_join(
         path_numbers: false,
     };
     let rows = emit_rows(join, rows, ctx, &found, &dst_id)?;
-    Ok(RecursiveOutput { rows, stats })
+    Ok(RecursiveOutput {
+        rows,
+        stats,
+        forwarded: None,
+    })
 }
 
 /// The join's output for an empty interval (`*2..1`): no paths.
-fn empty_interval(join: &RecursiveJoin, rows: &Chunk, ctx: &QueryContext) -> Result<JoinRows> {
+fn empty_interval(join: &RecursiveJoin, rows: &Arc<Chunk>, ctx: &QueryContext) -> Result<JoinRows> {
     let f = Found {
         row_src: &[],
         index_of: &HashMap::new(),
@@ -438,6 +482,8 @@ fn empty_interval(join: &RecursiveJoin, rows: &Chunk, ctx: &QueryContext) -> Res
 pub struct RecursiveOutput {
     pub rows: JoinRows,
     pub stats: RunStats,
+    /// Set when the rows went to the consumer instead: how many.
+    pub forwarded: Option<u64>,
 }
 
 /// The path columns of a join's rows (after the input columns, the
@@ -615,7 +661,7 @@ impl<R: Send> Sink<R> for ChargedCollect<R> {
 #[allow(clippy::too_many_arguments)]
 fn paths_join<G: Graph>(
     join: &RecursiveJoin,
-    rows: &Chunk,
+    rows: &Arc<Chunk>,
     ctx: &QueryContext,
     sched: &Scheduler,
     opts: &IfeOptions,
@@ -751,7 +797,11 @@ fn paths_join<G: Graph>(
         (ids.dst_ok)(id).then_some(id)
     };
     let rows = emit_rows(join, rows, ctx, &f, &dst_id)?;
-    Ok(RecursiveOutput { rows, stats })
+    Ok(RecursiveOutput {
+        rows,
+        stats,
+        forwarded: None,
+    })
 }
 
 /// The rows of a join that outputs paths: one per kept path, in order,
@@ -759,7 +809,7 @@ fn paths_join<G: Graph>(
 #[allow(clippy::too_many_arguments)]
 fn emit_paths(
     join: &RecursiveJoin,
-    rows: &Chunk,
+    rows: &Arc<Chunk>,
     ctx: &QueryContext,
     srcs: &Sources<'_>,
     ids: &PathIds<'_>,
@@ -804,7 +854,11 @@ fn emit_paths(
         join.element_properties,
         Some(workers),
     )?);
-    Ok(RecursiveOutput { rows: out, stats })
+    Ok(RecursiveOutput {
+        rows: out,
+        stats,
+        forwarded: None,
+    })
 }
 
 /// `rows` by source, then destination (a source reaches each destination
@@ -933,7 +987,7 @@ struct Found<'a> {
 /// count. `dst_id` maps a destination to its id (None: dropped).
 fn emit_rows(
     join: &RecursiveJoin,
-    rows: &Chunk,
+    rows: &Arc<Chunk>,
     ctx: &QueryContext,
     f: &Found<'_>,
     dst_id: &dyn Fn(u64) -> Option<InternalId>,
@@ -945,7 +999,7 @@ fn emit_rows(
         FoundList::Paths(p) => p.len(),
     };
     let mut out = JoinRows {
-        input: rows.clone(),
+        input: Arc::clone(rows),
         input_row: Vec::with_capacity(cap),
         dst: Vec::with_capacity(cap),
         len: Vec::with_capacity(if join.with_len { cap } else { 0 }),
@@ -1030,7 +1084,7 @@ fn union_member(
 /// [`UnionCsr`] whose dense node ids concatenate the node tables.
 fn union_join(
     join: &RecursiveJoin,
-    rows: &Chunk,
+    rows: &Arc<Chunk>,
     ctx: &QueryContext,
     sched: &Scheduler,
     threads: usize,
@@ -1250,7 +1304,11 @@ fn union_join(
         path_numbers: false,
     };
     let rows = emit_rows(join, rows, ctx, &found, &dst_id)?;
-    Ok(RecursiveOutput { rows, stats })
+    Ok(RecursiveOutput {
+        rows,
+        stats,
+        forwarded: None,
+    })
 }
 
 /// The rels of `table` that satisfy the join's property conditions

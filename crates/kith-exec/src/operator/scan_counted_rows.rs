@@ -2,7 +2,8 @@
 //! (built as they are read, or materialized with the count as the last
 //! column): each batch is a run of consecutive rows with the same count,
 //! which becomes the result set's multiplicity, so `count(*)` and the other
-//! aggregates count walks without expanding them.
+//! aggregates count walks without expanding them. In a pipelined join the
+//! rows come batch by batch through a [`Feed`] instead of morsels.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -10,7 +11,10 @@ use std::sync::Arc;
 use kith_common::{Result, Value, VectorData};
 use kith_sched::MorselDispenser;
 
-use super::join_rows::PartRows;
+use kith_common::constants::VECTOR_CAPACITY;
+use parking_lot::Mutex;
+
+use super::join_rows::{JoinRows, PartRows};
 use super::path_values::PathCache;
 use super::scan_rows::copy_rows;
 use super::{Operator, Pos, QueryContext};
@@ -27,7 +31,13 @@ pub struct ScanCountedRows {
     pub columns: Vec<Pos>,
     /// What is left of the current morsel.
     pub pending: Range<usize>,
+    /// A pipelined join's next batch, read once the morsels are out.
+    pub feed: Option<Arc<Feed>>,
 }
+
+/// The batch of a pipelined join's rows that a worker's pipeline is to read
+/// next (see `JoinRowsConsumer`).
+pub type Feed = Mutex<Option<Arc<JoinRows>>>;
 
 impl ScanCountedRows {
     #[inline]
@@ -57,16 +67,23 @@ impl Operator for ScanCountedRows {
                 return Ok(false);
             }
             if self.pending.is_empty() {
-                let Some(range) = self.morsels.next() else {
+                if let Some(range) = self.morsels.next() {
+                    self.pending = range.start as usize..range.end as usize;
+                    continue;
+                }
+                let Some(batch) = self.feed.as_ref().and_then(|f| f.lock().take()) else {
                     return Ok(false);
                 };
-                self.pending = range.start as usize..range.end as usize;
+                self.pending = 0..batch.num_rows();
+                self.rows = PartRows::Join(batch);
                 continue;
             }
             let start = self.pending.start;
             let count = self.count(start);
+            // A fed batch is longer than a morsel.
+            let stop = self.pending.end.min(start + VECTOR_CAPACITY);
             let mut end = start + 1;
-            while end < self.pending.end && self.count(end) == count {
+            while end < stop && self.count(end) == count {
                 end += 1;
             }
             self.pending.start = end;
