@@ -1,5 +1,6 @@
 //! Memory accounting for a query's intermediate state (collected rows,
-//! sorted rows, aggregation groups, unwound lists, hash-join indexes): each
+//! sorted rows, aggregation groups, unwound lists, hash-join indexes,
+//! recursive join rows and search state): each
 //! holder charges what
 //! it has grown to against the buffer manager's memory limit, which evicts
 //! cached pages to make room, so data pages and intermediate results share
@@ -73,6 +74,18 @@ impl QueryMemory {
 impl Drop for QueryMemory {
     fn drop(&mut self) {
         self.pager.release_memory(*self.charged.get_mut());
+    }
+}
+
+/// A recursive search's per-source state (frontiers, levels, lanes) is
+/// charged here while each source morsel runs (in whole steps both ways).
+impl kith_graph::StateBudget for QueryMemory {
+    fn charge(&self, bytes: u64) -> Result<()> {
+        QueryMemory::charge(self, bytes.div_ceil(CHARGE_STEP) * CHARGE_STEP)
+    }
+
+    fn release(&self, bytes: u64) {
+        QueryMemory::release(self, bytes.div_ceil(CHARGE_STEP) * CHARGE_STEP)
     }
 }
 

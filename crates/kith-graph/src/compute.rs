@@ -175,6 +175,15 @@ impl Compute for ShortestLengths {
         LengthsAux::Lanes { cur, visited }
     }
 
+    fn state_bytes(&self, n: u64, lanes: usize) -> u64 {
+        match lanes {
+            // The visited bit set.
+            1 => n.div_ceil(64) * 8,
+            // Two frontier lanes and the visited lanes per node.
+            _ => 24 * n,
+        }
+    }
+
     fn process<G: Graph>(
         &self,
         aux: &LengthsAux,
@@ -414,6 +423,11 @@ impl Compute for AllShortestCounts {
         }
     }
 
+    fn state_bytes(&self, n: u64, _lanes: usize) -> u64 {
+        // A level (u16) and a path count (u64) per node.
+        10 * n
+    }
+
     fn complete(&self, aux: &CountsAux) -> bool {
         aux.wanted.complete()
     }
@@ -497,6 +511,11 @@ impl Compute for WalkCounts {
         WalkAux { cnt }
     }
 
+    fn state_bytes(&self, n: u64, _lanes: usize) -> u64 {
+        // Walk counts of two levels per node.
+        16 * n
+    }
+
     fn process<G: Graph>(
         &self,
         aux: &WalkAux,
@@ -571,6 +590,11 @@ impl Compute for WeightedShortest {
         let dist: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(INF_BITS)).collect();
         dist[srcs[0] as usize].store(0f64.to_bits(), Ordering::Relaxed);
         WeightedAux { dist }
+    }
+
+    fn state_bytes(&self, n: u64, _lanes: usize) -> u64 {
+        // A distance per node.
+        8 * n
     }
 
     fn process<G: Graph>(
@@ -864,6 +888,15 @@ impl Compute for ShortestPaths {
         }
     }
 
+    fn state_bytes(&self, n: u64, _lanes: usize) -> u64 {
+        // A level, a parent-list head and (one path each) the smallest
+        // parent per node; the parent arenas grow as parents are found.
+        match self.mode {
+            PathMode::One => 18 * n,
+            PathMode::All => 10 * n,
+        }
+    }
+
     fn complete(&self, aux: &PathsAux) -> bool {
         aux.wanted.complete()
     }
@@ -1003,6 +1036,16 @@ impl Compute for ShortestTrees {
             cur,
             visited,
             parents,
+        }
+    }
+
+    fn state_bytes(&self, n: u64, lanes: usize) -> u64 {
+        match lanes {
+            1 => self.search.state_bytes(n, 1),
+            // The lane frontiers and a parent word per lane per node (the
+            // trees outlive the morsel until the paths are read; they are
+            // charged only while it runs).
+            l => 24 * n + 8 * n * l as u64,
         }
     }
 

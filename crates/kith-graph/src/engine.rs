@@ -77,6 +77,39 @@ pub struct IfeOptions {
     /// Concurrent source morsels for nTkS / nTkMS; `None` picks a default
     /// from the thread count and the average degree.
     pub k: Option<usize>,
+    /// Where each source morsel's state is charged (none: not counted).
+    pub budget: Option<Budget>,
+}
+
+/// A memory budget for the per-source state of a run (the query's memory
+/// limit): a source morsel charges its frontiers and [`Compute::state_bytes`]
+/// before allocating them and releases them when it is done, so the k
+/// morsels in flight count, and an error (the limit reached) ends the run.
+pub trait StateBudget: Send + Sync {
+    fn charge(&self, bytes: u64) -> Result<()>;
+    fn release(&self, bytes: u64);
+}
+
+/// A shared [`StateBudget`].
+#[derive(Clone)]
+pub struct Budget(pub Arc<dyn StateBudget>);
+
+impl std::fmt::Debug for Budget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Budget")
+    }
+}
+
+/// What a source morsel charged, released when it is dropped.
+struct Charged {
+    budget: Budget,
+    bytes: u64,
+}
+
+impl Drop for Charged {
+    fn drop(&mut self) {
+        self.budget.0.release(self.bytes);
+    }
 }
 
 /// What a run actually did (for PROFILE).
@@ -195,6 +228,11 @@ pub trait Compute: Send + Sync + 'static {
     /// Fresh state for `srcs` (already validated `< num_nodes`).
     fn new_aux(&self, num_nodes: u64, srcs: &[u64], num_workers: usize) -> Self::Aux;
 
+    /// The bytes [`Compute::new_aux`] allocates for `lanes` sources over
+    /// `num_nodes` nodes (what grows later, like parent arenas, is not
+    /// counted): charged to the run's [`StateBudget`] before allocating.
+    fn state_bytes(&self, num_nodes: u64, lanes: usize) -> u64;
+
     /// Processes the frontier nodes of one morsel: emits rows for them and,
     /// when `v.extend`, runs the edge updates and sets `v.next`.
     fn process<G: Graph>(
@@ -289,6 +327,8 @@ struct SourceMorsel<C: Compute> {
     aux: C::Aux,
     frontiers: [DenseBits; 2],
     st: Mutex<IterState>,
+    /// Released once the morsel's state is dropped.
+    _charged: Option<Charged>,
 }
 
 const DENSE_MORSEL_NODES: u64 = 4096;
@@ -296,7 +336,27 @@ const OUTPUT_MORSEL_NODES: u64 = 8192;
 const FLUSH_ROWS: usize = 4096;
 
 impl<C: Compute> SourceMorsel<C> {
-    fn new(compute: &C, n: u64, srcs: Vec<u64>, workers: usize) -> SourceMorsel<C> {
+    fn new(
+        compute: &C,
+        n: u64,
+        srcs: Vec<u64>,
+        workers: usize,
+        budget: Option<&Budget>,
+    ) -> Result<SourceMorsel<C>> {
+        // Charged before allocating: two frontier bit sets and the state.
+        let charged = match budget {
+            Some(b) => {
+                let bytes = compute
+                    .state_bytes(n, srcs.len())
+                    .saturating_add(2 * n.div_ceil(64) * 8);
+                b.0.charge(bytes)?;
+                Some(Charged {
+                    budget: b.clone(),
+                    bytes,
+                })
+            }
+            None => None,
+        };
         let aux = compute.new_aux(n, &srcs, workers);
         let frontiers = [DenseBits::new(n), DenseBits::new(n)];
         let mut list = srcs.clone();
@@ -317,12 +377,13 @@ impl<C: Compute> SourceMorsel<C> {
             sparse: Some(Arc::new(list)),
             pull: false,
         };
-        SourceMorsel {
+        Ok(SourceMorsel {
             srcs,
             aux,
             frontiers,
             st: Mutex::new(st),
-        }
+            _charged: charged,
+        })
     }
 
     fn grab(&self) -> Option<Work> {
@@ -505,6 +566,7 @@ struct IfeTask<G: Graph, C: Compute> {
     /// Levels that ran bottom-up.
     pulled: AtomicUsize,
     active: Mutex<Vec<Arc<SourceMorsel<C>>>>,
+    budget: Option<Budget>,
 }
 
 impl<G: Graph, C: Compute> IfeTask<G, C> {
@@ -518,20 +580,23 @@ impl<G: Graph, C: Compute> IfeTask<G, C> {
         Some(self.sources[start..end].to_vec())
     }
 
-    fn try_launch(&self, workers: usize) -> Option<Arc<SourceMorsel<C>>> {
+    fn try_launch(&self, workers: usize) -> Result<Option<Arc<SourceMorsel<C>>>> {
         let mut active = self.active.lock();
         if active.len() >= self.k {
-            return None;
+            return Ok(None);
         }
-        let srcs = self.take_sources()?;
+        let Some(srcs) = self.take_sources() else {
+            return Ok(None);
+        };
         let sm = Arc::new(SourceMorsel::new(
             &*self.compute,
             self.graph.num_nodes(),
             srcs,
             workers,
-        ));
+            self.budget.as_ref(),
+        )?);
         active.push(Arc::clone(&sm));
-        Some(sm)
+        Ok(Some(sm))
     }
 
     fn find_work(&self) -> Option<(Arc<SourceMorsel<C>>, Work)> {
@@ -639,13 +704,14 @@ impl<G: Graph, C: Compute> Task for IfeTask<G, C> {
                             self.graph.num_nodes(),
                             srcs,
                             workers,
-                        )))
+                            self.budget.as_ref(),
+                        )?))
                     }
                     None => break,
                 }
                 continue;
             }
-            if let Some(sm) = self.try_launch(workers) {
+            if let Some(sm) = self.try_launch(workers)? {
                 mine = Some(sm);
                 continue;
             }
@@ -751,6 +817,7 @@ pub fn run_ife_with_reverse<G: Graph, C: Compute>(
         launched: AtomicUsize::new(0),
         pulled: AtomicUsize::new(0),
         active: Mutex::new(Vec::new()),
+        budget: opts.budget.clone(),
     });
     sched.run(Arc::clone(&task) as Arc<dyn Task>, threads, cancel)?;
     Ok(RunStats {
@@ -844,6 +911,105 @@ mod tests {
             rows.sort_unstable();
             let want = shortest_lengths(&sched, &g, &[999], 0, 30, &opts, &cancel).unwrap();
             assert_eq!(rows, want);
+        }
+    }
+
+    /// Counts what the morsels hold; refuses beyond `limit` bytes.
+    struct TestBudget {
+        limit: u64,
+        held: std::sync::atomic::AtomicU64,
+        peak: std::sync::atomic::AtomicU64,
+    }
+
+    impl StateBudget for TestBudget {
+        fn charge(&self, bytes: u64) -> Result<()> {
+            let now = self.held.fetch_add(bytes, Ordering::Relaxed) + bytes;
+            if now > self.limit {
+                self.held.fetch_sub(bytes, Ordering::Relaxed);
+                return Err(Error::runtime("state over budget"));
+            }
+            self.peak.fetch_max(now, Ordering::Relaxed);
+            Ok(())
+        }
+
+        fn release(&self, bytes: u64) {
+            self.held.fetch_sub(bytes, Ordering::Relaxed);
+        }
+    }
+
+    /// Every source morsel charges its state while it runs and gives it
+    /// back; a budget that refuses ends the run with its error.
+    #[test]
+    fn source_morsels_charge_their_state() {
+        let g = Arc::new(hubs());
+        let sched = Scheduler::new(2);
+        let cancel = CancelToken::new();
+        let compute = Arc::new(ShortestLengths {
+            lower: 0,
+            upper: 30,
+            dst_mask: None,
+        });
+        let srcs: Vec<u64> = (0..100).collect();
+        // One source: a visited bit set and two frontiers (1,000 nodes, 16
+        // words each); a lane morsel 24 bytes a node more.
+        let one = 3 * 16 * 8;
+        let lanes = 24 * 1000 + 2 * 16 * 8;
+        for (policy, per_morsel) in [
+            (Policy::OneThreadOneSource, one),
+            (Policy::ManyThreadsKSources, one),
+            (Policy::ManyThreadsKMultiSources, lanes),
+        ] {
+            let budget = Arc::new(TestBudget {
+                limit: u64::MAX,
+                held: Default::default(),
+                peak: Default::default(),
+            });
+            let opts = IfeOptions {
+                policy,
+                threads: 2,
+                k: Some(2),
+                budget: Some(Budget(budget.clone())),
+            };
+            let sink = Arc::new(CollectSink::<LenRow>::default());
+            run_ife(
+                &sched,
+                Arc::clone(&g),
+                compute.clone(),
+                &srcs,
+                &opts,
+                &cancel,
+                sink,
+            )
+            .unwrap();
+            let peak = budget.peak.load(Ordering::Relaxed);
+            assert!(
+                peak >= per_morsel && peak <= 2 * per_morsel,
+                "{policy:?}: {peak}"
+            );
+            assert_eq!(budget.held.load(Ordering::Relaxed), 0, "{policy:?}");
+            // A budget below one morsel's state fails the run.
+            let tight = Arc::new(TestBudget {
+                limit: per_morsel - 1,
+                held: Default::default(),
+                peak: Default::default(),
+            });
+            let opts = IfeOptions {
+                budget: Some(Budget(tight.clone())),
+                ..opts
+            };
+            let sink = Arc::new(CollectSink::<LenRow>::default());
+            let err = run_ife(
+                &sched,
+                Arc::clone(&g),
+                compute.clone(),
+                &srcs,
+                &opts,
+                &cancel,
+                sink,
+            )
+            .unwrap_err();
+            assert!(err.to_string().contains("over budget"), "{err}");
+            assert_eq!(tight.held.load(Ordering::Relaxed), 0);
         }
     }
 }

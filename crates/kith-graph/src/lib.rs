@@ -56,8 +56,8 @@ pub use compute::{
 };
 pub use distance::{bound_pays, hops_to_targets, HopBound};
 pub use engine::{
-    run_ife, run_ife_with_reverse, CollectSink, Compute, IfeOptions, Nodes, Policy, RunStats, Sink,
-    Visit,
+    run_ife, run_ife_with_reverse, Budget, CollectSink, Compute, IfeOptions, Nodes, Policy,
+    RunStats, Sink, StateBudget, Visit,
 };
 pub use graph::{mask_has, Graph, InMemoryCsr, StorageCsr, StorageScratch, UnionCsr, UnionMember};
 pub use paths::{walk_paths, PathSemantics, WalkPaths};

@@ -138,6 +138,12 @@ impl<S: SourceSearch> Compute for S {
         SourceOnce::new()
     }
 
+    /// The search's own state is allocated per source as it runs, not per
+    /// morsel, and is not counted here.
+    fn state_bytes(&self, _n: u64, _lanes: usize) -> u64 {
+        0
+    }
+
     fn process<G: Graph>(
         &self,
         aux: &SourceOnce,

@@ -349,6 +349,7 @@ mod tests {
                 policy,
                 threads: 2,
                 k: None,
+                budget: None,
             };
             run_ife(
                 &sched,

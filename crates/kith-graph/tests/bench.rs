@@ -49,6 +49,7 @@ fn bfs_lengths_1m_nodes_16m_edges() {
                     policy,
                     threads,
                     k: None,
+                    budget: None,
                 };
                 let t = Instant::now();
                 run_ife(

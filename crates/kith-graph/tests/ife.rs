@@ -18,7 +18,12 @@ fn configs() -> Vec<IfeOptions> {
                 _ => &[None, Some(1), Some(3)],
             };
             for &k in ks {
-                v.push(IfeOptions { policy, threads, k });
+                v.push(IfeOptions {
+                    policy,
+                    threads,
+                    k,
+                    budget: None,
+                });
             }
         }
     }
@@ -353,6 +358,7 @@ fn cancel_stops_every_policy() {
             policy,
             threads: 2,
             k: None,
+            budget: None,
         };
         let e = shortest_lengths(&sched, &g, &[0, 1, 2], 0, 30, &o, &cancel).unwrap_err();
         assert_eq!(e.kind, kith_common::ErrorKind::Interrupted);
@@ -387,6 +393,7 @@ fn stats_report_fallback() {
         policy: Policy::ManyThreadsKMultiSources,
         threads: 2,
         k: None,
+        budget: None,
     };
     let sink = Arc::new(CollectSink::default());
     let st = run_ife(
@@ -435,7 +442,12 @@ proptest! {
         let edges: Vec<(u64, u64)> = raw.iter().map(|&(a, b)| (a % n, b % n)).collect();
         let s = Shape { name: "prop", n, edges };
         let sched = Scheduler::new(3);
-        let opts = IfeOptions { policy: Policy::ALL[policy], threads, k: None };
+        let opts = IfeOptions {
+            policy: Policy::ALL[policy],
+            threads,
+            k: None,
+            budget: None,
+        };
         check_shape(&sched, &s, lo, lo + extra, &opts, &mut Rng(seed | 1));
     }
 }

@@ -166,6 +166,7 @@ fn storage_csr_matches_in_memory() {
             policy,
             threads: 2,
             k: None,
+            budget: None,
         };
         let lengths = shortest_lengths(&sched, &mem, &srcs, 0, 30, &o, &cancel).unwrap();
         assert_eq!(

@@ -15,9 +15,10 @@ use std::sync::Arc;
 use kith_common::{Chunk, Error, InternalId, LogicalType, Result, Value, ValueVector};
 use kith_graph::{
     bound_pays, hops_to_targets, run_ife, run_ife_with_reverse, AllShortestCounts,
-    AllWeightedCounts, Compute, Graph, HopBound, IfeOptions, PathMode, PathSemantics, RelWeights,
-    ShortestLengths, ShortestPaths, ShortestTrees, Sink, StorageCsr, TreeRow, UnionCsr,
-    UnionMember, WalkCounts, WalkPaths, WeightedPaths, WeightedShortest, MAX_UPPER,
+    AllWeightedCounts, Budget, Compute, Graph, HopBound, IfeOptions, PathMode, PathSemantics,
+    RelWeights, ShortestLengths, ShortestPaths, ShortestTrees, Sink, StateBudget, StorageCsr,
+    TreeRow, UnionCsr, UnionMember, WalkCounts, WalkPaths, WeightedPaths, WeightedShortest,
+    MAX_UPPER,
 };
 pub use kith_graph::{Policy, RunStats};
 use kith_planner::bound::RecursiveMode;
@@ -139,6 +140,7 @@ fn ife_options(
         ),
         threads,
         k: settings.k,
+        budget: Some(Budget(Arc::clone(&ctx.memory) as Arc<dyn StateBudget>)),
     }
 }
 
