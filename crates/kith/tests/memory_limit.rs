@@ -132,11 +132,12 @@ fn recursive_rows_beyond_the_memory_limit_fail_cleanly() {
     )
     .unwrap();
     // 9 M join rows (about 180 MB) kept whole: a left outer join pads
-    // its rows only once it has them all, and weighted searches collect
-    // theirs first.
+    // its rows only once it has them all, and a LIMIT without aggregation
+    // reads them after the search.
     let too_big = [
         "MATCH (a:N) OPTIONAL MATCH (a)-[e:R* SHORTEST 1..30]->(b:N) RETURN count(*), sum(length(e))",
-        "MATCH (a:N)-[e:R* WSHORTEST(w)]->(b:N) RETURN count(*)",
+        "MATCH (a:N) OPTIONAL MATCH (a)-[e:R* WSHORTEST(w)]->(b:N) RETURN count(*)",
+        "MATCH (a:N)-[e:R* WSHORTEST(w)]->(b:N) RETURN cost(e) LIMIT 3",
     ];
     for q in too_big {
         expect_out_of_memory(&conn, q);
@@ -145,10 +146,17 @@ fn recursive_rows_beyond_the_memory_limit_fail_cleanly() {
     }
     // The same 9 M rows aggregated as the search finds them (a pipelined
     // join) are never kept.
-    let r = conn
-        .query("MATCH (a:N)-[e:R* SHORTEST 1..30]->(b:N) RETURN count(*)")
-        .unwrap();
-    assert_eq!(r.rows().next().unwrap()[0], kith::Value::Int64(3000 * 2999));
+    for q in [
+        "MATCH (a:N)-[e:R* SHORTEST 1..30]->(b:N) RETURN count(*)",
+        "MATCH (a:N)-[e:R* WSHORTEST(w)]->(b:N) RETURN count(*)",
+    ] {
+        let r = conn.query(q).unwrap();
+        assert_eq!(
+            r.rows().next().unwrap()[0],
+            kith::Value::Int64(3000 * 2999),
+            "{q}"
+        );
+    }
     for q in [
         "MATCH (a:N)-[e:R* SHORTEST 1..30]->(b:N) WHERE a.id < 100 RETURN count(*)",
         "MATCH (a:N)-[e:R* WSHORTEST(w)]->(b:N) WHERE a.id < 100 RETURN count(*)",

@@ -815,13 +815,15 @@ fn join_rows_run_through_the_next_pipeline() {
     )
     .unwrap();
     let conn = Connection::new(&db);
-    conn.query("CREATE NODE TABLE N(id INT64, PRIMARY KEY(id)); CREATE REL TABLE E(FROM N TO N)")
-        .unwrap();
+    conn.query(
+        "CREATE NODE TABLE N(id INT64, PRIMARY KEY(id)); CREATE REL TABLE E(FROM N TO N, w DOUBLE)",
+    )
+    .unwrap();
     conn.query("UNWIND range(0, 299) AS i CREATE (:N {id: i})")
         .unwrap();
     conn.query(
         "MATCH (a:N), (b:N) WHERE b.id = (a.id + 1) % 300 OR b.id = (a.id * 7 + 3) % 300 \
-         CREATE (a)-[:E]->(b)",
+         CREATE (a)-[:E {w: (a.id % 3) + 0.5}]->(b)",
     )
     .unwrap();
     let run = |q: &str| -> (Vec<Vec<Value>>, bool) {
@@ -847,6 +849,14 @@ fn join_rows_run_through_the_next_pipeline() {
             (
                 "MATCH (a:N)-[:E*1..4]->(b:N) WHERE a.id % 50 = 1 RETURN a.id, b.id, count(*) ORDER BY a.id, b.id",
                 "MATCH (a:N) WHERE a.id % 50 = 1 OPTIONAL MATCH (a)-[:E*1..4]->(b:N) RETURN a.id, b.id, count(*) ORDER BY a.id, b.id",
+            ),
+            (
+                "MATCH (a:N)-[e:E* WSHORTEST(w)]->(b:N) WHERE a.id < 40 RETURN b.id % 5 AS k, count(*), min(cost(e)), max(cost(e)) ORDER BY k",
+                "MATCH (a:N)-[e:E* WSHORTEST(w)]->(b:N) WHERE a.id < 40 WITH b, cost(e) AS c LIMIT 100000000 RETURN b.id % 5 AS k, count(*), min(c), max(c) ORDER BY k",
+            ),
+            (
+                "MATCH (a:N)-[:E* ALL WSHORTEST(w)]->(b:N) WHERE a.id % 30 = 2 RETURN a.id, b.id, count(*) ORDER BY a.id, b.id",
+                "MATCH (a:N) WHERE a.id % 30 = 2 OPTIONAL MATCH (a)-[:E* ALL WSHORTEST(w)]->(b:N) RETURN a.id, b.id, count(*) ORDER BY a.id, b.id",
             ),
             (
                 "MATCH (a:N)-[e:E* SHORTEST 2..3]->(b:N)-[:E]->(c:N) WHERE a.id = 5 AND c.id % 2 = 0 RETURN b.id, c.id, length(e) ORDER BY b.id, c.id",

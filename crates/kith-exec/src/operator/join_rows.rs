@@ -17,7 +17,7 @@ use kith_common::{
     VectorData,
 };
 use kith_graph::graph::mask_has;
-use kith_graph::{LenRow, Sink};
+use kith_graph::{CostCountRow, CostRow, LenRow, Sink};
 
 use super::path_values::{LazyPaths, PathCache};
 use super::recursive_join::COUNT_TYPE;
@@ -361,6 +361,11 @@ pub struct JoinRowsSink {
     memory: Arc<QueryMemory>,
     /// Set: batches go there, not into `out`.
     forward: Option<Forward>,
+    /// The length column holds costs' bits (weighted searches).
+    weighted: bool,
+    /// Rows from a source to itself are dropped (a weighted search's
+    /// zero-cost row when the lower bound is 1).
+    drop_self: bool,
 }
 
 /// Where a pipelined join's batches go.
@@ -421,7 +426,17 @@ impl JoinRowsSink {
             out: Mutex::new(out),
             memory,
             forward: None,
+            weighted: false,
+            drop_self: false,
         }
+    }
+
+    /// The rows of a weighted search: lengths are costs (as bits), and
+    /// unless `keep_self`, a source's row to itself is dropped.
+    pub fn weighted(mut self, keep_self: bool) -> Self {
+        self.weighted = true;
+        self.drop_self = !keep_self;
+        self
     }
 
     /// Hands every batch of rows to `to` as the search finds it instead of
@@ -456,7 +471,7 @@ impl JoinRowsSink {
             input_row: found.input_row,
             dst: found.dst,
             len: found.len,
-            weighted: false,
+            weighted: self.weighted,
             with_len: self.with_len,
             count: found.count,
             numbers: Vec::new(),
@@ -489,8 +504,75 @@ pub fn room_for<T>(n: usize) -> Vec<T> {
     v
 }
 
-impl Sink<LenRow> for JoinRowsSink {
-    fn consume(&self, rows: &mut Vec<LenRow>) -> Result<()> {
+/// A search's row as the join-row sink reads it: source and destination
+/// node offsets, the length or a cost's bits, and how many paths it
+/// stands for.
+pub trait SearchRow: Send + 'static {
+    fn src(&self) -> u64;
+    fn dst(&self) -> u64;
+    fn len_bits(&self) -> u64;
+    fn count(&self) -> u64;
+}
+
+impl SearchRow for LenRow {
+    #[inline]
+    fn src(&self) -> u64 {
+        self.src
+    }
+    #[inline]
+    fn dst(&self) -> u64 {
+        self.dst
+    }
+    #[inline]
+    fn len_bits(&self) -> u64 {
+        u64::from(self.len)
+    }
+    #[inline]
+    fn count(&self) -> u64 {
+        self.count
+    }
+}
+
+impl SearchRow for CostRow {
+    #[inline]
+    fn src(&self) -> u64 {
+        self.src
+    }
+    #[inline]
+    fn dst(&self) -> u64 {
+        self.dst
+    }
+    #[inline]
+    fn len_bits(&self) -> u64 {
+        self.cost.to_bits()
+    }
+    #[inline]
+    fn count(&self) -> u64 {
+        1
+    }
+}
+
+impl SearchRow for CostCountRow {
+    #[inline]
+    fn src(&self) -> u64 {
+        self.src
+    }
+    #[inline]
+    fn dst(&self) -> u64 {
+        self.dst
+    }
+    #[inline]
+    fn len_bits(&self) -> u64 {
+        self.cost.to_bits()
+    }
+    #[inline]
+    fn count(&self) -> u64 {
+        self.count
+    }
+}
+
+impl<R: SearchRow> Sink<R> for JoinRowsSink {
+    fn consume(&self, rows: &mut Vec<R>) -> Result<()> {
         let Some(table) = self.table else {
             rows.clear();
             return Ok(());
@@ -510,21 +592,22 @@ impl Sink<LenRow> for JoinRowsSink {
         let mut cache = [(u64::MAX, 0u32, 0u32); SOURCE_CACHE];
         let all_rows = self.sources.all_rows();
         for r in rows.drain(..) {
-            if r.count == 0 {
+            let (src, count) = (r.src(), r.count());
+            if count == 0 || (self.drop_self && src == r.dst()) {
                 continue;
             }
             if let Some(mask) = &self.dst_mask {
-                if !mask_has(mask, r.dst) {
+                if !mask_has(mask, r.dst()) {
                     continue;
                 }
             }
-            let slot = &mut cache[source_slot(r.src)];
+            let slot = &mut cache[source_slot(src)];
             let (from, to) = match *slot {
-                (s, from, to) if s == r.src => (from, to),
-                _ => match self.index_of.get(&r.src) {
+                (s, from, to) if s == src => (from, to),
+                _ => match self.index_of.get(&src) {
                     Some(&si) => {
                         let (from, to) = self.sources.range_of(si);
-                        *slot = (r.src, from, to);
+                        *slot = (src, from, to);
                         hits.push(si);
                         (from, to)
                     }
@@ -534,17 +617,18 @@ impl Sink<LenRow> for JoinRowsSink {
                     }
                 },
             };
-            let dst = InternalId::new(table, r.dst);
+            let dst = InternalId::new(table, r.dst());
+            let len = r.len_bits();
             for &row in &all_rows[from as usize..to as usize] {
                 local.input_row.push(row);
                 local.dst.push(dst);
                 if self.with_len {
-                    local.len.push(u64::from(r.len));
+                    local.len.push(len);
                 }
                 // Counts are kept from the first that is not 1.
-                if r.count != 1 || !local.count.is_empty() {
+                if count != 1 || !local.count.is_empty() {
                     local.count.resize(local.input_row.len() - 1, 1);
-                    local.count.push(r.count);
+                    local.count.push(count);
                 }
             }
         }
@@ -566,7 +650,7 @@ impl Sink<LenRow> for JoinRowsSink {
                 input_row: local.input_row,
                 dst: local.dst,
                 len: local.len,
-                weighted: false,
+                weighted: self.weighted,
                 with_len: self.with_len,
                 count: local.count,
                 numbers: Vec::new(),

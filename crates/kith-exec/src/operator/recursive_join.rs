@@ -179,7 +179,11 @@ pub fn forwards(join: &RecursiveJoin) -> bool {
         && !enumerates(join)
         && matches!(
             join.mode,
-            RecursiveMode::Walk | RecursiveMode::Shortest | RecursiveMode::AllShortest
+            RecursiveMode::Walk
+                | RecursiveMode::Shortest
+                | RecursiveMode::AllShortest
+                | RecursiveMode::WeightedShortest
+                | RecursiveMode::AllWeightedShortest
         )
 }
 
@@ -300,15 +304,6 @@ pub fn recursive_join(
             weights,
         );
     }
-    // Rows found per source: (dst, length or cost, count), with the
-    // length as i64 or the cost's f64 bits.
-    let weighted = join.mode.weighted();
-    let src_index = |s: u64| -> Result<usize> {
-        index_of
-            .get(&s)
-            .copied()
-            .ok_or_else(|| Error::internal("recursive result for an unknown source"))
-    };
     // Destinations the WHERE rules out need no rows, and a shortest-path
     // search from one source ends once it has reached all the others.
     let space = [(join.node_table, 0)];
@@ -338,10 +333,10 @@ pub fn recursive_join(
             },
             Arc::clone(&ctx.memory),
         );
-        Arc::new(match &forward {
+        match &forward {
             Some(to) => sink.forward_to(Arc::clone(rows), Arc::clone(to)),
             None => sink,
-        })
+        }
     };
     let cancel = &ctx.cancel;
     let done = |out: Arc<JoinRowsSink>, stats: RunStats| -> Result<RecursiveOutput> {
@@ -353,7 +348,8 @@ pub fn recursive_join(
             forwarded,
         })
     };
-    let (found, stats): (Vec<FoundRow>, RunStats) = match join.mode {
+    // Every search hands its rows to the join-row sink as it goes.
+    let (out, stats) = match join.mode {
         RecursiveMode::Walk => {
             let walks = walk_counts(
                 &*graph,
@@ -362,10 +358,10 @@ pub fn recursive_join(
                 (lower, upper),
                 &reverse_bound,
             )?;
-            let out = sink();
+            let out = Arc::new(sink());
             let (walks, to) = (Arc::new(walks), out.clone());
             let stats = run_ife(sched, graph, walks, &sources, &opts, cancel, to)?;
-            return done(out, stats);
+            (out, stats)
         }
         RecursiveMode::Shortest => {
             let compute = ShortestLengths {
@@ -379,11 +375,11 @@ pub fn recursive_join(
             if let Some(mask) = &mask {
                 reverse = reverse.with_rel_mask(Arc::clone(mask));
             }
-            let (out, reverse) = (sink(), Some(Arc::new(reverse)));
+            let (out, reverse) = (Arc::new(sink()), Some(Arc::new(reverse)));
             let (compute, to) = (Arc::new(compute), out.clone());
             let stats =
                 run_ife_with_reverse(sched, graph, reverse, compute, &sources, &opts, cancel, to)?;
-            return done(out, stats);
+            (out, stats)
         }
         RecursiveMode::AllShortest => {
             let compute = AllShortestCounts {
@@ -391,21 +387,18 @@ pub fn recursive_join(
                 upper,
                 dst_mask: dst_mask.clone(),
             };
-            let (out, compute) = (sink(), Arc::new(compute));
+            let (out, compute) = (Arc::new(sink()), Arc::new(compute));
             let stats = run_ife(sched, graph, compute, &sources, &opts, cancel, out.clone())?;
-            return done(out, stats);
+            (out, stats)
         }
         RecursiveMode::WeightedShortest => {
             let weights =
                 weights.ok_or_else(|| Error::internal("weighted shortest path without weights"))?;
-            let compute = WeightedShortest::new(weights)?;
-            let (rows, stats) = collect_rows(sched, graph, compute, &sources, &opts, ctx)?;
-            let found = rows
-                .into_iter()
-                .filter(|r| lower == 0 || r.src != r.dst)
-                .map(|r| Ok((src_index(r.src)?, r.dst, r.cost.to_bits(), 1)))
-                .collect::<Result<_>>()?;
-            (found, stats)
+            let compute = Arc::new(WeightedShortest::new(weights)?);
+            // Dijkstra reaches its source at cost 0: a row only from 0 rels.
+            let out = Arc::new(sink().weighted(lower == 0));
+            let stats = run_ife(sched, graph, compute, &sources, &opts, cancel, out.clone())?;
+            (out, stats)
         }
         RecursiveMode::AllWeightedShortest => {
             let weights =
@@ -413,40 +406,23 @@ pub fn recursive_join(
             let mut compute = AllWeightedCounts::new(weights, lower)?;
             compute.cancel = Some(ctx.cancel.clone());
             compute.dst_mask = dst_mask.clone();
-            let (rows, stats) = collect_rows(sched, graph, compute, &sources, &opts, ctx)?;
-            let found = rows
-                .into_iter()
-                .map(|r| Ok((src_index(r.src)?, r.dst, r.cost.to_bits(), r.count)))
-                .collect::<Result<_>>()?;
-            (found, stats)
+            let out = Arc::new(sink().weighted(true));
+            let stats = run_ife(
+                sched,
+                graph,
+                Arc::new(compute),
+                &sources,
+                &opts,
+                cancel,
+                out.clone(),
+            )?;
+            (out, stats)
         }
         RecursiveMode::Trail | RecursiveMode::Acyclic => {
             return Err(Error::internal("TRAIL and ACYCLIC paths are enumerated"))
         }
     };
-    ctx.cancel.check()?;
-    let found: Vec<FoundRow> = match &dst_mask {
-        Some(mask) => found
-            .into_iter()
-            .filter(|f| kith_graph::graph::mask_has(mask, f.1))
-            .collect(),
-        None => found,
-    };
-    let dst_id = |d: u64| dst_ok.then(|| InternalId::new(join.node_table, d));
-    let found = Found {
-        row_src: &row_src,
-        index_of: &index_of,
-        num_sources: sources.len(),
-        rows: FoundList::Rows(&found),
-        weighted,
-        path_numbers: false,
-    };
-    let rows = emit_rows(join, rows, ctx, &found, &dst_id)?;
-    Ok(RecursiveOutput {
-        rows,
-        stats,
-        forwarded: None,
-    })
+    done(out, stats)
 }
 
 /// The join's output for an empty interval (`*2..1`): no paths.
