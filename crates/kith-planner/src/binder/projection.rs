@@ -3,6 +3,10 @@
 
 use super::*;
 
+/// The hidden column that carries a weighted path's cost through a WITH
+/// (`_anon_cost_<name>`; hidden from `RETURN *` like every `_anon_` name).
+const COST_PREFIX: &str = "_anon_cost_";
+
 impl Binder<'_> {
     /// Binds a WITH or RETURN, finishing the current part. For a WITH, opens
     /// the next part (its scope holds exactly the projected names) and returns
@@ -69,6 +73,9 @@ impl Binder<'_> {
         // variables of the rels carried (see `carried_rel_ends`).
         let mut node_names: Vec<(String, String)> = Vec::new();
         let mut rel_ends: Vec<(String, Option<RelEnds>)> = Vec::new();
+        // Weighted paths carried by a WITH, whose cost follows as a hidden
+        // column so that `cost()` still reads it.
+        let mut carried_costs: Vec<String> = Vec::new();
         for item in &items {
             let before = self.aggregates.as_ref().map_or(0, |a| a.len());
             self.in_projection = true;
@@ -137,7 +144,21 @@ impl Binder<'_> {
             if let (ExprKind::Variable(v), Some(Some(_))) = (&item.expr.kind, carried_rels.last()) {
                 rel_ends.push((name.clone(), self.rel_ends(v)));
             }
+            let cost = match &item.expr.kind {
+                ExprKind::Variable(v) if proj.is_with => {
+                    self.costs.iter().find(|c| &c.0 == v).map(|c| c.1)
+                }
+                _ => None,
+            };
             outputs.push((name.clone(), e));
+            if let Some(slot) = cost {
+                has_agg.push(false);
+                carried_nodes.push(None);
+                carried_rels.push(None);
+                let e = BoundExpr::slot(slot, LogicalType::Double, item.expr.span);
+                outputs.push((format!("{COST_PREFIX}{name}"), e));
+                carried_costs.push(name.clone());
+            }
             for (prop, e) in rel_props.unwrap_or_default().into_iter().chain(node_flag) {
                 has_agg.push(false);
                 carried_nodes.push(None);
@@ -477,6 +498,12 @@ impl Binder<'_> {
                     }
                     None => self.values.push((name, *slot, ty.clone())),
                 },
+            }
+        }
+        for name in carried_costs {
+            let hidden = format!("{COST_PREFIX}{name}");
+            if let Some(v) = self.values.iter().find(|v| v.0 == hidden) {
+                self.costs.push((name, v.1));
             }
         }
         self.part.inputs = next_inputs;
