@@ -850,6 +850,11 @@ fn join_rows_run_through_the_next_pipeline() {
                 "MATCH (a:N)-[:E*1..4]->(b:N) WHERE a.id % 50 = 1 RETURN a.id, b.id, count(*) ORDER BY a.id, b.id",
                 "MATCH (a:N) WHERE a.id % 50 = 1 OPTIONAL MATCH (a)-[:E*1..4]->(b:N) RETURN a.id, b.id, count(*) ORDER BY a.id, b.id",
             ),
+            // Undirected: the table walked both ways as a union.
+            (
+                "MATCH (a:N)-[e:E* SHORTEST 1..30]-(b:N) WHERE a.id < 30 RETURN a.id % 4 AS k, count(*), sum(length(e)) ORDER BY k",
+                "MATCH (a:N) WHERE a.id < 30 OPTIONAL MATCH (a)-[e:E* SHORTEST 1..30]-(b:N) RETURN a.id % 4 AS k, count(*), sum(length(e)) ORDER BY k",
+            ),
             (
                 "MATCH (a:N)-[e:E* WSHORTEST(w)]->(b:N) WHERE a.id < 40 RETURN b.id % 5 AS k, count(*), min(cost(e)), max(cost(e)) ORDER BY k",
                 "MATCH (a:N)-[e:E* WSHORTEST(w)]->(b:N) WHERE a.id < 40 WITH b, cost(e) AS c LIMIT 100000000 RETURN b.id % 5 AS k, count(*), min(c), max(c) ORDER BY k",

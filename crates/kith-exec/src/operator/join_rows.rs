@@ -352,9 +352,9 @@ pub struct JoinRowsSink {
     sources: SourceRows,
     /// Destinations kept (None: all).
     dst_mask: Option<Arc<[u64]>>,
-    /// The destinations' node table (None: the pattern's label names no
+    /// The destinations' node ids (None: the pattern's label names no
     /// table, so nothing is kept).
-    table: Option<TableId>,
+    dst_ids: Option<DstIds>,
     with_len: bool,
     out: Mutex<SinkRows>,
     /// The rows are charged against the query's memory limit as they grow.
@@ -373,6 +373,34 @@ struct Forward {
     input: Arc<Chunk>,
     to: Arc<dyn JoinRowsConsumer>,
     rows: AtomicU64,
+}
+
+/// How the join-row sink turns a search's node offsets into node ids.
+#[derive(Clone)]
+pub enum DstIds {
+    /// One node table.
+    Table(TableId),
+    /// Several, as a `UnionCsr` numbers them: table `i` owns the offsets
+    /// from `starts[i]`; `None` where the destination's label rules the
+    /// table out (its rows are dropped).
+    Union {
+        starts: Vec<u64>,
+        tables: Vec<Option<TableId>>,
+    },
+}
+
+impl DstIds {
+    #[inline]
+    fn id(&self, d: u64) -> Option<InternalId> {
+        match self {
+            DstIds::Table(t) => Some(InternalId::new(*t, d)),
+            DstIds::Union { starts, tables } => {
+                let i = starts.partition_point(|&b| b <= d).checked_sub(1)?;
+                let table = (*tables.get(i)?)?;
+                Some(InternalId::new(table, d - starts[i]))
+            }
+        }
+    }
 }
 
 /// Takes a recursive join's rows batch by batch, as the search's workers
@@ -401,7 +429,7 @@ impl JoinRowsSink {
         sources: SourceRows,
         index_of: &HashMap<u64, usize>,
         dst_mask: Option<Arc<[u64]>>,
-        table: Option<TableId>,
+        dst_ids: Option<DstIds>,
         with_len: bool,
         expected_rows: usize,
         memory: Arc<QueryMemory>,
@@ -421,7 +449,7 @@ impl JoinRowsSink {
             index_of: index_of.clone(),
             sources,
             dst_mask,
-            table,
+            dst_ids,
             with_len,
             out: Mutex::new(out),
             memory,
@@ -573,7 +601,7 @@ impl SearchRow for CostCountRow {
 
 impl<R: SearchRow> Sink<R> for JoinRowsSink {
     fn consume(&self, rows: &mut Vec<R>) -> Result<()> {
-        let Some(table) = self.table else {
+        let Some(dst_ids) = &self.dst_ids else {
             rows.clear();
             return Ok(());
         };
@@ -601,6 +629,9 @@ impl<R: SearchRow> Sink<R> for JoinRowsSink {
                     continue;
                 }
             }
+            let Some(dst) = dst_ids.id(r.dst()) else {
+                continue;
+            };
             let slot = &mut cache[source_slot(src)];
             let (from, to) = match *slot {
                 (s, from, to) if s == src => (from, to),
@@ -617,7 +648,6 @@ impl<R: SearchRow> Sink<R> for JoinRowsSink {
                     }
                 },
             };
-            let dst = InternalId::new(table, r.dst());
             let len = r.len_bits();
             for &row in &all_rows[from as usize..to as usize] {
                 local.input_row.push(row);
@@ -711,7 +741,8 @@ mod tests {
         let table = TableId(3);
         let build = |mask: Option<Arc<[u64]>>, table: Option<TableId>| {
             let by_src = SourceRows::new(4, &row_src, &index_of, 3);
-            JoinRowsSink::new(by_src, &index_of, mask, table, true, 0, memory(64 << 20))
+            let ids = table.map(DstIds::Table);
+            JoinRowsSink::new(by_src, &index_of, mask, ids, true, 0, memory(64 << 20))
         };
         let sink = build(None, Some(table));
         // Counts of 1 first (kept implied), then one of 3, then 1 again.
@@ -793,7 +824,7 @@ mod tests {
             by_src,
             &index_of,
             None,
-            Some(table),
+            Some(DstIds::Table(table)),
             true,
             0,
             memory.clone(),
@@ -836,6 +867,22 @@ mod tests {
         assert!(sink.consume(&mut vec![row(99, 1, 1, 1)]).is_err());
     }
 
+    /// Union offsets map to each table's own offsets; a table the
+    /// destination's label rules out drops its rows.
+    #[test]
+    fn union_destinations_map_to_their_tables() {
+        let ids = DstIds::Union {
+            starts: vec![0, 10, 25],
+            tables: vec![Some(TableId(4)), None, Some(TableId(6))],
+        };
+        assert_eq!(ids.id(0), Some(InternalId::new(TableId(4), 0)));
+        assert_eq!(ids.id(9), Some(InternalId::new(TableId(4), 9)));
+        assert_eq!(ids.id(10), None);
+        assert_eq!(ids.id(24), None);
+        assert_eq!(ids.id(25), Some(InternalId::new(TableId(6), 0)));
+        assert_eq!(ids.id(40), Some(InternalId::new(TableId(6), 15)));
+    }
+
     /// Sources whose entries of the index cache collide still find their
     /// own rows (every one of 2,000 sources, in turn, twice).
     #[test]
@@ -849,7 +896,7 @@ mod tests {
             by_src,
             &index_of,
             None,
-            Some(TableId(1)),
+            Some(DstIds::Table(TableId(1))),
             true,
             0,
             memory(64 << 20),
@@ -874,7 +921,7 @@ mod tests {
             by_src,
             &index_of,
             None,
-            Some(TableId(3)),
+            Some(DstIds::Table(TableId(3))),
             true,
             0,
             memory.clone(),

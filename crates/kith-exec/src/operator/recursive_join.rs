@@ -26,7 +26,7 @@ use kith_planner::plan::{ExtendDirection, RecursiveJoin};
 use kith_sched::Scheduler;
 use kith_storage::{RelDirection, RelTableData, TableData};
 
-use super::join_rows::{room_for, JoinRows, JoinRowsConsumer, JoinRowsSink, SourceRows};
+use super::join_rows::{room_for, DstIds, JoinRows, JoinRowsConsumer, JoinRowsSink, SourceRows};
 use super::path_values::{FoundPaths, IdSpace, LazyPaths, PathPart};
 use super::property_mask::{node_mask, PredicateReader};
 use super::QueryContext;
@@ -173,18 +173,15 @@ pub fn bounds(join: &RecursiveJoin, settings: &RecursiveSettings) -> Result<(u32
 /// batch as the search finds them: the counting and lengths searches over
 /// one rel table, not left outer (padding needs every row first).
 pub fn forwards(join: &RecursiveJoin) -> bool {
-    join.rel_tables.len() <= 1
-        && join.node_tables.len() <= 1
-        && !join.left_outer
+    // Weighted searches over several tables keep their paths (`union_join`).
+    let union = join.rel_tables.len() > 1 || join.node_tables.len() > 1;
+    !join.left_outer
         && !enumerates(join)
-        && matches!(
-            join.mode,
-            RecursiveMode::Walk
-                | RecursiveMode::Shortest
-                | RecursiveMode::AllShortest
-                | RecursiveMode::WeightedShortest
-                | RecursiveMode::AllWeightedShortest
-        )
+        && match join.mode {
+            RecursiveMode::Walk | RecursiveMode::Shortest | RecursiveMode::AllShortest => true,
+            RecursiveMode::WeightedShortest | RecursiveMode::AllWeightedShortest => !union,
+            RecursiveMode::Trail | RecursiveMode::Acyclic => false,
+        }
 }
 
 /// Runs `join` from the sources in `rows`. With `forward` (only where
@@ -222,7 +219,8 @@ pub fn recursive_join(
         });
     }
     if join.rel_tables.len() > 1 || join.node_tables.len() > 1 {
-        return union_join(join, rows, ctx, sched, threads, (lower, upper), settings);
+        let bounds = (lower, upper);
+        return union_join(join, rows, ctx, sched, threads, bounds, settings, forward);
     }
     let rel = match ctx.version.table(join.rel_table)?.as_ref() {
         TableData::Rel(r) => r.clone(),
@@ -310,33 +308,18 @@ pub fn recursive_join(
     let dst_mask = dst_mask(join, &space, num_nodes, ctx)?;
     // A destination label no table has (`(b:Missing)`) leaves no table.
     let dst_ok = join.dst_tables.contains(&join.node_table);
-    // Counting and lengths searches hand their rows to the join's rows as
-    // they go.
+    // Counting, lengths and costs searches hand their rows to the join's
+    // rows (or the next pipeline) as they go.
+    let srcs = Sources {
+        list: &sources,
+        row_src: &row_src,
+        index_of: &index_of,
+    };
+    let dst_ids = dst_ok.then_some(DstIds::Table(join.node_table));
     let sink = || {
-        let by_src = SourceRows::new(rows.num_rows, &row_src, &index_of, sources.len());
-        let table = dst_ok.then_some(join.node_table);
-        // One row per (source, reached node) for the shortest-path
-        // searches (walks can have one per length).
-        let expected = (sources.len() as u64).saturating_mul(num_nodes);
-        let expected = reserved_rows(expected, JOIN_ROW_BYTES, ctx);
-        let with_len = join.with_len;
-        let mask = dst_mask.clone();
-        let sink = JoinRowsSink::new(
-            by_src,
-            &index_of,
-            mask,
-            table,
-            with_len,
-            match forward {
-                Some(_) => 0,
-                None => expected,
-            },
-            Arc::clone(&ctx.memory),
-        );
-        match &forward {
-            Some(to) => sink.forward_to(Arc::clone(rows), Arc::clone(to)),
-            None => sink,
-        }
+        search_sink(
+            join, rows, &srcs, num_nodes, &dst_mask, &dst_ids, &forward, ctx,
+        )
     };
     let cancel = &ctx.cancel;
     let done = |out: Arc<JoinRowsSink>, stats: RunStats| -> Result<RecursiveOutput> {
@@ -558,6 +541,45 @@ struct Sources<'a> {
     list: &'a [u64],
     row_src: &'a [Option<u64>],
     index_of: &'a HashMap<u64, usize>,
+}
+
+/// The join-row sink of a counting, lengths or costs search of `join` from
+/// `srcs` over `num_nodes` nodes: rows kept (with room reserved for one
+/// per source and node) or handed to `forward` batch by batch.
+#[allow(clippy::too_many_arguments)]
+fn search_sink(
+    join: &RecursiveJoin,
+    rows: &Arc<Chunk>,
+    srcs: &Sources<'_>,
+    num_nodes: u64,
+    dst_mask: &Option<Arc<[u64]>>,
+    dst_ids: &Option<DstIds>,
+    forward: &Option<Arc<dyn JoinRowsConsumer>>,
+    ctx: &QueryContext,
+) -> JoinRowsSink {
+    let by_src = SourceRows::new(rows.num_rows, srcs.row_src, srcs.index_of, srcs.list.len());
+    // One row per (source, reached node) for the shortest-path searches
+    // (walks can have one per length); none kept when forwarded.
+    let expected = match forward {
+        Some(_) => 0,
+        None => {
+            let expected = (srcs.list.len() as u64).saturating_mul(num_nodes);
+            reserved_rows(expected, JOIN_ROW_BYTES, ctx)
+        }
+    };
+    let sink = JoinRowsSink::new(
+        by_src,
+        srcs.index_of,
+        dst_mask.clone(),
+        dst_ids.clone(),
+        join.with_len,
+        expected,
+        Arc::clone(&ctx.memory),
+    );
+    match forward {
+        Some(to) => sink.forward_to(Arc::clone(rows), Arc::clone(to)),
+        None => sink,
+    }
 }
 
 /// Bytes of a join row as a [`JoinRowsSink`] holds it (input row,
@@ -1060,6 +1082,7 @@ fn union_member(
 
 /// [`recursive_join`] over several rel tables and node tables: one
 /// [`UnionCsr`] whose dense node ids concatenate the node tables.
+#[allow(clippy::too_many_arguments)]
 fn union_join(
     join: &RecursiveJoin,
     rows: &Arc<Chunk>,
@@ -1068,6 +1091,7 @@ fn union_join(
     threads: usize,
     (lower, upper): (u32, u32),
     settings: &RecursiveSettings,
+    forward: Option<Arc<dyn JoinRowsConsumer>>,
 ) -> Result<RecursiveOutput> {
     let index_of_table = |t: kith_common::TableId| join.node_tables.iter().position(|x| *x == t);
     let mut sizes = Vec::with_capacity(join.node_tables.len());
@@ -1213,7 +1237,27 @@ fn union_join(
         );
     }
     let dst_mask = dst_mask(join, &space, graph.num_nodes(), ctx)?;
-    let (len_rows, stats) = match join.mode {
+    // The search's rows go to the join-row sink as for one table, their
+    // destinations numbered as the union numbers them.
+    let srcs = Sources {
+        list: &sources,
+        row_src: &row_src,
+        index_of: &index_of,
+    };
+    let dst_ids = Some(DstIds::Union {
+        starts: space.iter().map(|s| s.1).collect(),
+        tables: join
+            .node_tables
+            .iter()
+            .map(|t| join.dst_tables.contains(t).then_some(*t))
+            .collect(),
+    });
+    let n = graph.num_nodes();
+    let out = Arc::new(search_sink(
+        join, rows, &srcs, n, &dst_mask, &dst_ids, &forward, ctx,
+    ));
+    let (cancel, to) = (&ctx.cancel, out.clone());
+    let stats = match join.mode {
         RecursiveMode::Walk => {
             let walks = walk_counts(
                 &*graph,
@@ -1222,7 +1266,7 @@ fn union_join(
                 (lower, upper),
                 &reverse_bound,
             )?;
-            collect_rows(sched, Arc::clone(&graph), walks, &sources, &opts, ctx)?
+            run_ife(sched, graph, Arc::new(walks), &sources, &opts, cancel, to)?
         }
         RecursiveMode::Shortest => {
             let compute = ShortestLengths {
@@ -1231,8 +1275,9 @@ fn union_join(
                 dst_mask: dst_mask.clone(),
             };
             // Dense levels of a one-source search bottom-up.
-            let graphs = (Arc::clone(&graph), Some(Arc::new(turned(true)?)));
-            collect_rows_with(sched, graphs, compute, &sources, &opts, ctx)?
+            let reverse = Some(Arc::new(turned(true)?));
+            let compute = Arc::new(compute);
+            run_ife_with_reverse(sched, graph, reverse, compute, &sources, &opts, cancel, to)?
         }
         RecursiveMode::AllShortest => {
             let compute = AllShortestCounts {
@@ -1240,7 +1285,7 @@ fn union_join(
                 upper,
                 dst_mask: dst_mask.clone(),
             };
-            collect_rows(sched, Arc::clone(&graph), compute, &sources, &opts, ctx)?
+            run_ife(sched, graph, Arc::new(compute), &sources, &opts, cancel, to)?
         }
         RecursiveMode::WeightedShortest | RecursiveMode::AllWeightedShortest => {
             return Err(Error::internal("weighted shortest paths are enumerated"))
@@ -1249,43 +1294,12 @@ fn union_join(
             return Err(Error::internal("TRAIL and ACYCLIC paths are enumerated"))
         }
     };
-    let found: Vec<(usize, u64, u64, u64)> = len_rows
-        .into_iter()
-        .filter(|r| r.count > 0)
-        .filter(|r| {
-            dst_mask
-                .as_ref()
-                .is_none_or(|m| kith_graph::graph::mask_has(m, r.dst))
-        })
-        .map(|r| {
-            let si = index_of
-                .get(&r.src)
-                .copied()
-                .ok_or_else(|| Error::internal("recursive result for an unknown source"))?;
-            Ok((si, r.dst, r.len as u64, r.count))
-        })
-        .collect::<Result<_>>()?;
-    ctx.cancel.check()?;
-    let dst_id = |d: u64| {
-        let (t, off) = graph.local(d);
-        let table = join.node_tables[t];
-        join.dst_tables
-            .contains(&table)
-            .then(|| InternalId::new(table, off))
-    };
-    let found = Found {
-        row_src: &row_src,
-        index_of: &index_of,
-        num_sources: sources.len(),
-        rows: FoundList::Rows(&found),
-        weighted: false,
-        path_numbers: false,
-    };
-    let rows = emit_rows(join, rows, ctx, &found, &dst_id)?;
+    let forwarded = out.forwarded_rows();
+    let rows = out.finish(rows, join.left_outer)?;
     Ok(RecursiveOutput {
         rows,
         stats,
-        forwarded: None,
+        forwarded,
     })
 }
 
