@@ -1416,7 +1416,9 @@ pub fn execute_query_from(
                 return Err(Error::internal("no recursive join to pipeline"));
             };
             let started = std::time::Instant::now();
-            let out = recursive_join(join, base, &ctx, sched, threads, recursive, Some(to))?;
+            // Under the part's token: a LIMIT the part satisfies ends the
+            // search too.
+            let out = recursive_join(join, base, &part_ctx, sched, threads, recursive, Some(to))?;
             record_recursive(&ctx, &out, started);
             Ok(())
         };
@@ -1440,21 +1442,17 @@ pub fn execute_query_from(
 
 /// Whether `part`'s recursive join hands its rows straight to the part's
 /// pipeline (see `PushedPipeline`): a search that can forward them
-/// ([`forwards`]), into a part that neither reads them whole (UNWIND,
-/// OPTIONAL MATCH numbering or padding) nor stops early (a LIMIT without
-/// aggregation would not stop the search), with one pipeline of steps
-/// that may be pulled again.
+/// ([`forwards`]), into a part that does not read them whole (UNWIND,
+/// OPTIONAL MATCH numbering or padding), with one pipeline of steps that
+/// may be pulled again. A LIMIT the part satisfies ends the search.
 fn pipelines_join(part: &PartPlan) -> bool {
     let Some(join) = &part.recursive else {
         return false;
     };
-    let stops_early = (part.limit.is_some() || part.limit_expr.is_some())
-        && !matches!(part.sink, Sink::Aggregate { .. });
     forwards(join)
         && part.unwinds.is_empty()
         && !part.numbers_rows
         && part.optional.is_none()
-        && !stops_early
         && part.pipelines.len() == 1
         && part.pipelines.iter().all(|p| restartable(&p.steps))
 }
@@ -1860,7 +1858,7 @@ fn execute_part(
                         sched,
                         threads,
                         rest,
-                        None,
+                        driver,
                     )?;
                     have += got.iter().map(|c| c.num_rows as u64).sum::<u64>();
                     chunks.extend(got);

@@ -684,7 +684,11 @@ impl<G: Graph, C: Compute> Task for IfeTask<G, C> {
         let mut mine: Option<Arc<SourceMorsel<C>>> = None;
         let mut idle_spins = 0u32;
         loop {
-            ctx.cancel.check()?;
+            // A satisfied LIMIT downstream (the run's token finished) ends
+            // the search quietly; the rows still held are not wanted.
+            if ctx.cancel.should_stop()? {
+                return Ok(());
+            }
             if let Some(sm) = mine.clone() {
                 if let Some(w) = sm.grab() {
                     self.run_work(&sm, w, ctx.worker_idx, workers, &mut scratch, &mut out)?;

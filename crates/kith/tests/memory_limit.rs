@@ -132,12 +132,11 @@ fn recursive_rows_beyond_the_memory_limit_fail_cleanly() {
     )
     .unwrap();
     // 9 M join rows (about 180 MB) kept whole: a left outer join pads
-    // its rows only once it has them all, and a LIMIT without aggregation
-    // reads them after the search.
+    // its rows only once it has them all, and an UNWIND reads them whole.
     let too_big = [
         "MATCH (a:N) OPTIONAL MATCH (a)-[e:R* SHORTEST 1..30]->(b:N) RETURN count(*), sum(length(e))",
         "MATCH (a:N) OPTIONAL MATCH (a)-[e:R* WSHORTEST(w)]->(b:N) RETURN count(*)",
-        "MATCH (a:N)-[e:R* WSHORTEST(w)]->(b:N) RETURN cost(e) LIMIT 3",
+        "MATCH (a:N)-[e:R* WSHORTEST(w)]->(b:N) UNWIND [1, 2] AS x RETURN count(*)",
     ];
     for q in too_big {
         expect_out_of_memory(&conn, q);
@@ -157,6 +156,11 @@ fn recursive_rows_beyond_the_memory_limit_fail_cleanly() {
             "{q}"
         );
     }
+    // ... and a LIMIT the rows satisfy ends the search.
+    let r = conn
+        .query("MATCH (a:N)-[e:R* WSHORTEST(w)]->(b:N) RETURN cost(e) LIMIT 3")
+        .unwrap();
+    assert_eq!(r.rows().count(), 3);
     for q in [
         "MATCH (a:N)-[e:R* SHORTEST 1..30]->(b:N) WHERE a.id < 100 RETURN count(*)",
         "MATCH (a:N)-[e:R* WSHORTEST(w)]->(b:N) WHERE a.id < 100 RETURN count(*)",
