@@ -974,17 +974,19 @@ mod tests {
                 k: Some(2),
                 budget: Some(Budget(budget.clone())),
             };
-            let sink = Arc::new(CollectSink::<LenRow>::default());
-            run_ife(
-                &sched,
-                Arc::clone(&g),
-                compute.clone(),
-                &srcs,
-                &opts,
-                &cancel,
-                sink,
-            )
-            .unwrap();
+            let run = |opts: &IfeOptions| {
+                let sink = Arc::new(CollectSink::<LenRow>::default());
+                run_ife(
+                    &sched,
+                    Arc::clone(&g),
+                    compute.clone(),
+                    &srcs,
+                    opts,
+                    &cancel,
+                    sink,
+                )
+            };
+            run(&opts).unwrap();
             let peak = budget.peak.load(Ordering::Relaxed);
             assert!(
                 peak >= per_morsel && peak <= 2 * per_morsel,
@@ -1001,17 +1003,7 @@ mod tests {
                 budget: Some(Budget(tight.clone())),
                 ..opts
             };
-            let sink = Arc::new(CollectSink::<LenRow>::default());
-            let err = run_ife(
-                &sched,
-                Arc::clone(&g),
-                compute.clone(),
-                &srcs,
-                &opts,
-                &cancel,
-                sink,
-            )
-            .unwrap_err();
+            let err = run(&opts).unwrap_err();
             assert!(err.to_string().contains("over budget"), "{err}");
             assert_eq!(tight.held.load(Ordering::Relaxed), 0);
         }

@@ -322,15 +322,7 @@ pub fn recursive_join(
         )
     };
     let cancel = &ctx.cancel;
-    let done = |out: Arc<JoinRowsSink>, stats: RunStats| -> Result<RecursiveOutput> {
-        let forwarded = out.forwarded_rows();
-        let rows = out.finish(rows, join.left_outer)?;
-        Ok(RecursiveOutput {
-            rows,
-            stats,
-            forwarded,
-        })
-    };
+    let done = |out: Arc<JoinRowsSink>, stats| search_output(join, rows, &out, stats);
     // Every search hands its rows to the join-row sink as it goes.
     let (out, stats) = match join.mode {
         RecursiveMode::Walk => {
@@ -1294,12 +1286,20 @@ fn union_join(
             return Err(Error::internal("TRAIL and ACYCLIC paths are enumerated"))
         }
     };
-    let forwarded = out.forwarded_rows();
-    let rows = out.finish(rows, join.left_outer)?;
+    search_output(join, rows, &out, stats)
+}
+
+/// The output of a search whose rows went to `out` (see [`search_sink`]).
+fn search_output(
+    join: &RecursiveJoin,
+    rows: &Arc<Chunk>,
+    out: &JoinRowsSink,
+    stats: RunStats,
+) -> Result<RecursiveOutput> {
     Ok(RecursiveOutput {
-        rows,
+        rows: out.finish(rows, join.left_outer)?,
         stats,
-        forwarded,
+        forwarded: out.forwarded_rows(),
     })
 }
 
