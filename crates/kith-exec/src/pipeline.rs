@@ -1362,7 +1362,7 @@ pub fn execute_query_from(
                         let out = recursive_join(
                             join, &base_rows, &ctx, sched, threads, recursive, None,
                         )?;
-                        record_recursive(&ctx, &out, started);
+                        record_recursive(&ctx, &out, started, None);
                         // The rows are built as the part's scan reads them,
                         // unless the part reads them whole first (it may not
                         // when they hold paths: the planner gives such a part
@@ -1411,6 +1411,11 @@ pub fn execute_query_from(
             Some(_) => numbered.take(),
             None => None,
         };
+        // PROFILE lists the search before the pipeline it feeds.
+        let search_line = match (&pipelined, &ctx.profile) {
+            (Some(_), Some(p)) => Some(p.next_pipeline()),
+            _ => None,
+        };
         let drive = |to: Arc<dyn JoinRowsConsumer>| -> Result<()> {
             let Some((join, base)) = &pipelined else {
                 return Err(Error::internal("no recursive join to pipeline"));
@@ -1419,7 +1424,7 @@ pub fn execute_query_from(
             // Under the part's token: a LIMIT the part satisfies ends the
             // search too.
             let out = recursive_join(join, base, &part_ctx, sched, threads, recursive, Some(to))?;
-            record_recursive(&ctx, &out, started);
+            record_recursive(&ctx, &out, started, search_line);
             Ok(())
         };
         let chunks = execute_part(
@@ -1459,7 +1464,12 @@ fn pipelines_join(part: &PartPlan) -> bool {
 
 /// Records a recursive join's run under PROFILE: which policy ran (the
 /// automatic choice included) and its rows.
-fn record_recursive(ctx: &QueryContext, out: &RecursiveOutput, started: std::time::Instant) {
+fn record_recursive(
+    ctx: &QueryContext,
+    out: &RecursiveOutput,
+    started: std::time::Instant,
+    line: Option<usize>,
+) {
     let Some(p) = &ctx.profile else {
         return;
     };
@@ -1480,7 +1490,10 @@ fn record_recursive(ctx: &QueryContext, out: &RecursiveOutput, started: std::tim
         stats.source_morsels
     );
     let rows = out.forwarded.unwrap_or(out.rows.num_rows() as u64);
-    p.record(label, rows, started);
+    match line {
+        Some(n) => p.record_at(n, label, rows, started),
+        None => p.record(label, rows, started),
+    }
 }
 
 /// Runs the plan's subqueries (each a query of its own, with its own

@@ -53,7 +53,14 @@ impl Profile {
     /// build) as a pipeline line of its own: `tuples` out, timed from
     /// `started`.
     pub fn record(&self, label: String, tuples: u64, started: Instant) {
-        let s = self.register(self.next_pipeline(), label);
+        self.record_at(self.next_pipeline(), label, tuples, started);
+    }
+
+    /// [`Profile::record`] as pipeline `pipeline`, taken earlier with
+    /// [`Profile::next_pipeline`] (a pipelined recursive join ends after
+    /// the pipeline it feeds, and is listed before it).
+    pub fn record_at(&self, pipeline: usize, label: String, tuples: u64, started: Instant) {
+        let s = self.register(pipeline, label);
         s.tuples.store(tuples, Ordering::Relaxed);
         s.nanos
             .store(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
@@ -92,7 +99,10 @@ impl Profile {
     /// One line per operator: pipeline, operator, tuples, inclusive and
     /// own time (inclusive minus the operator it pulls from).
     pub fn report(&self) -> String {
-        let ops = self.ops.lock();
+        // In pipeline order; a pipeline's operators in the order they were
+        // registered (a stable sort).
+        let mut ops = self.ops.lock().clone();
+        ops.sort_by_key(|op| op.pipeline);
         let mut out = String::from("pipeline | operator | tuples | time ms (incl.) | own ms\n");
         for (i, op) in ops.iter().enumerate() {
             let incl = op.nanos.load(Ordering::Relaxed);
