@@ -902,6 +902,31 @@ fn join_rows_run_through_the_next_pipeline() {
         some < all / 4,
         "{some} of {all} rows forwarded under a LIMIT"
     );
+    // An OPTIONAL MATCH's join rows reach the next part once each with
+    // their walk counts, not repeated: the same answers as a next part
+    // that unwinds them (and so reads them repeated).
+    for (counted, repeated) in [
+        (
+            "MATCH (a:N) WHERE a.id < 40 OPTIONAL MATCH (a)-[:E*1..4]->(b:N) RETURN a.id % 7 AS k, count(*), count(b), sum(b.id) ORDER BY k",
+            "MATCH (a:N) WHERE a.id < 40 OPTIONAL MATCH (a)-[:E*1..4]->(b:N) UNWIND [1] AS x RETURN a.id % 7 AS k, count(*), count(b), sum(b.id) ORDER BY k",
+        ),
+        (
+            "MATCH (a:N) WHERE a.id % 60 = 7 OPTIONAL MATCH (a)-[:E*1..3]->(b:N) RETURN a.id, b.id ORDER BY a.id, b.id",
+            "MATCH (a:N) WHERE a.id % 60 = 7 OPTIONAL MATCH (a)-[:E*1..3]->(b:N) UNWIND [1] AS x RETURN a.id, b.id ORDER BY a.id, b.id",
+        ),
+        (
+            "MATCH (a:N) WHERE a.id < 9 OPTIONAL MATCH (a)-[:E*2..3]->(b:N) WITH a, b WHERE b.id % 2 = 0 RETURN a.id, count(DISTINCT b), count(*) ORDER BY a.id",
+            "MATCH (a:N) WHERE a.id < 9 OPTIONAL MATCH (a)-[:E*2..3]->(b:N) UNWIND [1] AS x WITH a, b WHERE b.id % 2 = 0 RETURN a.id, count(DISTINCT b), count(*) ORDER BY a.id",
+        ),
+    ] {
+        for threads in ["CALL threads=1", "CALL threads=2"] {
+            conn.query(threads).unwrap();
+            let got: Vec<Vec<Value>> = conn.query(counted).unwrap().rows().collect();
+            let want: Vec<Vec<Value>> = conn.query(repeated).unwrap().rows().collect();
+            assert!(!want.is_empty(), "{repeated}");
+            assert_eq!(got, want, "{threads}: {counted}");
+        }
+    }
 }
 
 /// `[:R* {k: $p}]`: a parameter in the property map of a variable-length

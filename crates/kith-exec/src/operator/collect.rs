@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use kith_common::{Chunk, LogicalType, Result, ValueVector};
+use kith_common::{Chunk, LogicalType, Result, Value, ValueVector};
 
 use super::{LocalSink, QueryContext};
 use crate::expression::{EvalContext, Evaluated, Evaluator};
@@ -29,6 +29,10 @@ pub struct Collect {
     memory: MemoryCharge,
     /// Rows needed in total (skip + limit), shared by all workers.
     wanted: Option<(u64, Arc<AtomicU64>)>,
+    /// Each tuple once, with the rows it stands for (its multiplicity) in
+    /// a trailing count column, instead of repeated (see
+    /// [`Collect::with_counts`]).
+    counts: bool,
 }
 
 impl Collect {
@@ -56,7 +60,21 @@ impl Collect {
             flat_block: Vec::new(),
             memory: MemoryCharge::default(),
             wanted,
+            counts: false,
         }
+    }
+
+    /// Keeps each tuple once with a trailing count column (`COUNT_TYPE`)
+    /// of the rows it stands for: rows handed to a part that scans them
+    /// counted, so walk counts are not expanded between parts. Not with a
+    /// LIMIT (which counts rows).
+    pub fn with_counts(mut self) -> Collect {
+        self.rows
+            .columns
+            .push(ValueVector::new(super::recursive_join::COUNT_TYPE, 0));
+        self.counts = true;
+        self.wanted = None;
+        self
     }
 }
 
@@ -90,6 +108,7 @@ impl LocalSink for Collect {
             memory,
             ctx,
             wanted,
+            counts,
         } = self;
         let ectx = EvalContext {
             rs,
@@ -122,7 +141,12 @@ impl LocalSink for Collect {
         let mut added = 0u64;
         while next < unflat_positions.len() {
             block.clear();
-            while block.len() < BLOCK && next < unflat_positions.len() {
+            if *counts {
+                let end = (next + BLOCK).min(unflat_positions.len());
+                block.extend_from_slice(&unflat_positions[next..end]);
+                next = end;
+            }
+            while !*counts && block.len() < BLOCK && next < unflat_positions.len() {
                 let p = unflat_positions[next];
                 let take = (per_position - repeat).min((BLOCK - block.len()) as u64);
                 block.extend(std::iter::repeat_n(p, take as usize));
@@ -133,6 +157,13 @@ impl LocalSink for Collect {
                 }
             }
             let n = block.len();
+            if *counts {
+                if let Some(c) = rows.columns.last_mut() {
+                    for _ in 0..n {
+                        c.push_value(&Value::UInt64(per_position));
+                    }
+                }
+            }
             for (col, view) in rows.columns.iter_mut().zip(&views) {
                 match view.evaluated {
                     Evaluated::Flat => {
