@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use kith_common::{Chunk, LogicalType, Result, Value, ValueVector};
+use kith_common::{Chunk, Error, LogicalType, Result, ValueVector, VectorData};
 
 use super::{LocalSink, QueryContext};
 use crate::expression::{EvalContext, Evaluated, Evaluator};
@@ -142,28 +142,33 @@ impl LocalSink for Collect {
         while next < unflat_positions.len() {
             block.clear();
             if *counts {
+                // Each position once; its multiplicity goes to the count
+                // column (the last, which the outputs below do not fill).
                 let end = (next + BLOCK).min(unflat_positions.len());
                 block.extend_from_slice(&unflat_positions[next..end]);
                 next = end;
-            }
-            while !*counts && block.len() < BLOCK && next < unflat_positions.len() {
-                let p = unflat_positions[next];
-                let take = (per_position - repeat).min((BLOCK - block.len()) as u64);
-                block.extend(std::iter::repeat_n(p, take as usize));
-                repeat += take;
-                if repeat == per_position {
-                    repeat = 0;
-                    next += 1;
+                let Some(c) = rows.columns.last_mut() else {
+                    return Err(Error::internal("counted rows without a count column"));
+                };
+                let len = c.len() + block.len();
+                match &mut c.data {
+                    VectorData::U64(d) => d.resize(len, per_position),
+                    _ => return Err(Error::internal("count column is not UINT64")),
                 }
-            }
-            let n = block.len();
-            if *counts {
-                if let Some(c) = rows.columns.last_mut() {
-                    for _ in 0..n {
-                        c.push_value(&Value::UInt64(per_position));
+                c.nulls.resize(len);
+            } else {
+                while block.len() < BLOCK && next < unflat_positions.len() {
+                    let p = unflat_positions[next];
+                    let take = (per_position - repeat).min((BLOCK - block.len()) as u64);
+                    block.extend(std::iter::repeat_n(p, take as usize));
+                    repeat += take;
+                    if repeat == per_position {
+                        repeat = 0;
+                        next += 1;
                     }
                 }
             }
+            let n = block.len();
             for (col, view) in rows.columns.iter_mut().zip(&views) {
                 match view.evaluated {
                     Evaluated::Flat => {
