@@ -180,6 +180,11 @@ pub struct RecursiveRel {
     /// intermediate node failing it is never walked through (the source and
     /// destination are not tested, as in Kùzu).
     pub node_predicate: Option<PropertyPredicate>,
+    /// From an OPTIONAL MATCH bound into the part of the clauses after it
+    /// (see `bind_optional_recursive`): the join is left outer, an input
+    /// row whose source reaches nothing keeps one row with a NULL
+    /// destination, path and length.
+    pub left_outer: bool,
 }
 
 /// A predicate over the properties of one rel or node, evaluated for every

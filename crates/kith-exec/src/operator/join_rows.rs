@@ -373,6 +373,21 @@ struct Forward {
     input: Arc<Chunk>,
     to: Arc<dyn JoinRowsConsumer>,
     rows: AtomicU64,
+    /// A left outer join: the sources found are noted as batches go, and
+    /// the rows of those that found nothing go last, padded.
+    pads: bool,
+}
+
+impl Forward {
+    /// Hands `rows` on, unless there are none.
+    fn forward(&self, rows: JoinRows) -> Result<()> {
+        if rows.num_rows() == 0 {
+            return Ok(());
+        }
+        self.rows
+            .fetch_add(rows.num_rows() as u64, Ordering::Relaxed);
+        self.to.consume(rows)
+    }
 }
 
 /// How the join-row sink turns a search's node offsets into node ids.
@@ -469,13 +484,19 @@ impl JoinRowsSink {
 
     /// Hands every batch of rows to `to` as the search finds it instead of
     /// keeping them (the join's rows are then never whole): the parent
-    /// part's pipeline runs on the worker that found them. Not for a left
-    /// outer join, whose padding needs every row first.
-    pub fn forward_to(mut self, input: Arc<Chunk>, to: Arc<dyn JoinRowsConsumer>) -> Self {
+    /// part's pipeline runs on the worker that found them. A left outer
+    /// join (`pads`) hands on its padded rows in [`JoinRowsSink::finish`].
+    pub fn forward_to(
+        mut self,
+        input: Arc<Chunk>,
+        to: Arc<dyn JoinRowsConsumer>,
+        pads: bool,
+    ) -> Self {
         self.forward = Some(Forward {
             input,
             to,
             rows: AtomicU64::new(0),
+            pads,
         });
         self
     }
@@ -488,11 +509,19 @@ impl JoinRowsSink {
     }
 
     /// The join's rows over `input` once the search has ended (none when
-    /// they were forwarded).
+    /// they were forwarded: a left outer join's padded rows are forwarded
+    /// here, as the last batch).
     pub fn finish(&self, input: &Arc<Chunk>, left_outer: bool) -> Result<JoinRows> {
         let found = std::mem::take(&mut *self.out.lock());
         if found.unknown {
             return Err(Error::internal("recursive result for an unknown source"));
+        }
+        if let Some(f) = &self.forward {
+            let mut padded = JoinRows::empty(Arc::clone(&f.input), self.with_len);
+            padded.weighted = self.weighted;
+            self.sources.pad_unmatched(f.pads, &found.hit, &mut padded);
+            f.forward(padded)?;
+            return Ok(JoinRows::empty(Arc::clone(input), self.with_len));
         }
         let mut out = JoinRows {
             input: Arc::clone(input),
@@ -670,12 +699,13 @@ impl<R: SearchRow> Sink<R> for JoinRowsSink {
             if local.unknown {
                 return Err(Error::internal("recursive result for an unknown source"));
             }
-            if local.input_row.is_empty() {
-                return Ok(());
+            if f.pads && !hits.is_empty() {
+                let mut out = self.out.lock();
+                for si in hits {
+                    out.hit[si] = true;
+                }
             }
-            f.rows
-                .fetch_add(local.input_row.len() as u64, Ordering::Relaxed);
-            return f.to.consume(JoinRows {
+            return f.forward(JoinRows {
                 input: Arc::clone(&f.input),
                 input_row: local.input_row,
                 dst: local.dst,
@@ -829,7 +859,7 @@ mod tests {
             0,
             memory.clone(),
         )
-        .forward_to(Arc::clone(&input), to.clone());
+        .forward_to(Arc::clone(&input), to.clone(), false);
         // Sources alternate, as a lane morsel's rows do.
         sink.consume(&mut vec![
             row(10, 5, 1, 1),
@@ -865,6 +895,39 @@ mod tests {
         assert_eq!(sink.finish(&input, false).unwrap().num_rows(), 0);
         // A row from a source the join does not know fails the batch.
         assert!(sink.consume(&mut vec![row(99, 1, 1, 1)]).is_err());
+    }
+
+    /// A forwarding left outer join hands on, after the found rows, one
+    /// padded row per input row whose source found nothing (a NULL source
+    /// included), as the last batch.
+    #[test]
+    fn forwarded_left_outer_join_pads_last() {
+        let row_src = [Some(10), Some(20), None, Some(30), Some(10)];
+        let index_of: HashMap<u64, usize> = [(10, 0), (20, 1), (30, 2)].into();
+        let input = Arc::new(Chunk::new(&[LogicalType::Int64], 5));
+        let by_src = SourceRows::new(5, &row_src, &index_of, 3);
+        let to = Arc::new(Batches::default());
+        let sink = JoinRowsSink::new(
+            by_src,
+            &index_of,
+            None,
+            Some(DstIds::Table(TableId(3))),
+            true,
+            0,
+            memory(64 << 20),
+        )
+        .forward_to(Arc::clone(&input), to.clone(), true);
+        // Source 30's only row counts no path: it found nothing.
+        sink.consume(&mut vec![row(10, 5, 1, 1), row(30, 6, 1, 0)])
+            .unwrap();
+        assert_eq!(sink.finish(&input, true).unwrap().num_rows(), 0);
+        let batches = std::mem::take(&mut *to.0.lock());
+        assert_eq!(batches.len(), 2);
+        assert_eq!(rows_of(&batches[0]), vec![(0, 5, 1, 1), (4, 5, 1, 1)]);
+        let padded = &batches[1];
+        assert_eq!(padded.padded_from, 0);
+        assert_eq!(padded.input_row, vec![1, 2, 3]);
+        assert_eq!(sink.forwarded_rows(), Some(5));
     }
 
     /// Union offsets map to each table's own offsets; a table the

@@ -170,13 +170,12 @@ pub fn bounds(join: &RecursiveJoin, settings: &RecursiveSettings) -> Result<(u32
 /// result has the input columns, the destination id, the length (when asked)
 /// and the count.
 /// Whether [`recursive_join`] can hand `join`'s rows to a consumer batch by
-/// batch as the search finds them: the counting and lengths searches over
-/// one rel table, not left outer (padding needs every row first).
+/// batch as the search finds them: the counting, lengths and costs
+/// searches (a left outer one's padded rows go last).
 pub fn forwards(join: &RecursiveJoin) -> bool {
     // Weighted searches over several tables keep their paths (`union_join`).
     let union = join.rel_tables.len() > 1 || join.node_tables.len() > 1;
-    !join.left_outer
-        && !enumerates(join)
+    !enumerates(join)
         && match join.mode {
             RecursiveMode::Walk | RecursiveMode::Shortest | RecursiveMode::AllShortest => true,
             RecursiveMode::WeightedShortest | RecursiveMode::AllWeightedShortest => !union,
@@ -210,8 +209,19 @@ pub fn recursive_join(
             source_morsels: 0,
             pulled_levels: 0,
         };
-        let forwarded = forward.is_some().then_some(0);
         let rows = empty_interval(join, rows, ctx)?;
+        // A left outer join's rows are all padded ones.
+        let (rows, forwarded) = match forward {
+            Some(to) => {
+                let n = rows.num_rows() as u64;
+                let input = Arc::clone(&rows.input);
+                if n > 0 {
+                    to.consume(rows)?;
+                }
+                (JoinRows::empty(input, join.with_len), Some(n))
+            }
+            None => (rows, None),
+        };
         return Ok(RecursiveOutput {
             rows,
             stats,
@@ -569,7 +579,7 @@ fn search_sink(
         Arc::clone(&ctx.memory),
     );
     match forward {
-        Some(to) => sink.forward_to(Arc::clone(rows), Arc::clone(to)),
+        Some(to) => sink.forward_to(Arc::clone(rows), Arc::clone(to), join.left_outer),
         None => sink,
     }
 }

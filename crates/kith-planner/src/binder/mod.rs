@@ -484,7 +484,10 @@ impl<'a> Binder<'a> {
                         // extend may join this part's own pipeline.
                         let last_match =
                             matches!(clauses.get(idx + 1), Some(Clause::Projection(_)));
-                        if last_match && self.bind_optional_extend(patterns, where_.as_ref())? {
+                        if last_match
+                            && (self.bind_optional_extend(patterns, where_.as_ref())?
+                                || self.bind_optional_recursive(patterns, where_.as_ref())?)
+                        {
                             continue;
                         }
                         predicates = self.bind_optional_match(

@@ -141,6 +141,74 @@ impl Binder<'_> {
         Ok(true)
     }
 
+    /// `OPTIONAL MATCH (a)-[*l..u]->(b)` with no WHERE, where `a` is a node
+    /// of this part written bare and the rel, `b` (labels allowed, no
+    /// property map) and any path variable are new: binds the pattern into
+    /// this part's graph with its variable-length rel marked
+    /// [`RecursiveRel::left_outer`], so the clauses after it (the WITH or
+    /// RETURN) run in the part after the recursive join, which pads a
+    /// source reaching nothing. Properties of `a` they read are then read
+    /// once per source before the join, not once per join row after a
+    /// pass-through part. False, with nothing bound, for any other pattern.
+    pub(super) fn bind_optional_recursive(
+        &mut self,
+        patterns: &[ast::PathPattern],
+        where_: Option<&ast::Expr>,
+    ) -> Result<bool> {
+        let ([p], None) = (patterns, where_) else {
+            return Ok(false);
+        };
+        let [(rel, end)] = p.chain.as_slice() else {
+            return Ok(false);
+        };
+        let Some(name) = &p.start.variable else {
+            return Ok(false);
+        };
+        let new_name = |v: &Option<ast::Ident>| {
+            v.as_ref()
+                .is_none_or(|v| !self.is_path(&v.name) && self.check_new_variable(v).is_ok())
+        };
+        let start_bound = matches!(p.start.labels, ast::LabelExpr::None)
+            && p.start.properties.is_none()
+            && p.start.where_.is_none()
+            && self.graph.nodes.iter().any(|n| n.name == name.name);
+        let end_new = end.properties.is_none() && end.where_.is_none() && new_name(&end.variable);
+        if !start_bound
+            || !end_new
+            || rel.range.is_none()
+            || rel.where_.is_some()
+            || !new_name(&rel.variable)
+            || !new_name(&p.variable)
+            || self.graph.rels.iter().any(|r| r.recursive.is_some())
+            || self.part.optional_extend.is_some()
+        {
+            return Ok(false);
+        }
+        let first_rel = self.graph.rels.len();
+        let mut own = Vec::new();
+        self.match_first_rel = first_rel;
+        let bound = self.bind_pattern(p, &mut own);
+        self.match_first_rel = 0;
+        bound?;
+        self.distinct_rels(first_rel, &mut own);
+        let Some(spec) = self
+            .graph
+            .rels
+            .get_mut(first_rel)
+            .and_then(|r| r.recursive.as_mut())
+        else {
+            return Err(Error::internal("optional variable-length rel not bound"));
+        };
+        spec.left_outer = true;
+        if !own.is_empty() {
+            // The checks above leave the pattern nothing to filter by.
+            return Err(Error::internal(
+                "a left outer variable-length rel with predicates of its own",
+            ));
+        }
+        Ok(true)
+    }
+
     /// Fails when `name` is already bound in the current scope.
     pub(super) fn check_new_variable(&self, name: &ast::Ident) -> Result<()> {
         let n = &name.name;

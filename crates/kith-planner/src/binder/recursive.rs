@@ -73,6 +73,7 @@ impl Binder<'_> {
             rel_conditions,
             rel_predicate: None,
             node_predicate: None,
+            left_outer: false,
         })
     }
 

@@ -149,19 +149,27 @@ pub(super) fn split_recursive(
     // optional part would pad by is dropped. Any other OPTIONAL MATCH
     // joins as MATCH does, carrying the row number through the pieces:
     // the first numbers the rows, the last pads those without a match.
-    let left_outer = optional.is_some() && {
+    // An OPTIONAL MATCH bound into the part after it (`spec.left_outer`)
+    // has the same shape, checked by the binder; the WHERE of a WITH there
+    // filters the padded rows after the join, as it should.
+    let b_is_dst = separate
+        && graph_b.rels.is_empty()
+        && graph_b.nodes.len() == 1
+        && !g.nodes[r.right].imported;
+    if spec.left_outer && (!b_is_dst || optional.is_some()) {
+        return Err(Error::internal(
+            "a left outer variable-length rel with more after it",
+        ));
+    }
+    let separate_part = optional.is_some() && {
         let a_passes = a_part.graph.rels.is_empty()
             && a_part.graph.nodes.iter().all(|n| n.imported)
             && a_preds.is_empty()
             && part.unwinds.is_empty();
-        let b_is_dst = separate
-            && graph_b.rels.is_empty()
-            && graph_b.nodes.len() == 1
-            && !g.nodes[r.right].imported
-            && b_preds.is_empty();
-        a_passes && b_is_dst
+        a_passes && b_is_dst && b_preds.is_empty()
     };
-    let padded = if left_outer {
+    let left_outer = spec.left_outer || separate_part;
+    let padded = if separate_part {
         let row_slot = part
             .inputs
             .pop()
