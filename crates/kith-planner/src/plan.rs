@@ -330,6 +330,10 @@ pub struct RecursiveJoin {
     /// Left outer join (OPTIONAL MATCH): an input row without any result
     /// gives one row with a NULL destination (and NULL length and path).
     pub left_outer: bool,
+    /// Nothing after the join reads the destination (its id, properties
+    /// or rels): the rows of one source (and length) may be merged into
+    /// one with their counts summed (`RETURN a.x, count(*)`).
+    pub dst_unread: bool,
     /// The dispatch policy (filled in from the connection for EXPLAIN).
     pub policy: Option<String>,
 }

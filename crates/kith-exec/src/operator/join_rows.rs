@@ -366,6 +366,8 @@ pub struct JoinRowsSink {
     /// Rows from a source to itself are dropped (a weighted search's
     /// zero-cost row when the lower bound is 1).
     drop_self: bool,
+    /// Rows of one source and length are merged (see `merged`).
+    merge: bool,
 }
 
 /// Where a pipelined join's batches go.
@@ -471,7 +473,17 @@ impl JoinRowsSink {
             forward: None,
             weighted: false,
             drop_self: false,
+            merge: false,
         }
+    }
+
+    /// Merges the rows of one source and length in each batch into one,
+    /// their counts summed, when nothing reads the destination (the
+    /// join's `dst_unread`; the destination column then holds a
+    /// placeholder).
+    pub fn merged(mut self, merge: bool) -> Self {
+        self.merge = merge;
+        self
     }
 
     /// The rows of a weighted search: lengths are costs (as bits), and
@@ -628,12 +640,14 @@ impl SearchRow for CostCountRow {
     }
 }
 
-impl<R: SearchRow> Sink<R> for JoinRowsSink {
-    fn consume(&self, rows: &mut Vec<R>) -> Result<()> {
-        let Some(dst_ids) = &self.dst_ids else {
-            rows.clear();
-            return Ok(());
-        };
+impl JoinRowsSink {
+    /// A batch's rows, one per (row, input row of its source): the input
+    /// row, destination, length and count of each, and the sources found.
+    fn rows_of_batch<R: SearchRow>(
+        &self,
+        rows: &mut Vec<R>,
+        dst_ids: &DstIds,
+    ) -> (SinkRows, Vec<usize>) {
         let mut local = SinkRows {
             input_row: Vec::with_capacity(rows.len()),
             dst: Vec::with_capacity(rows.len()),
@@ -649,18 +663,10 @@ impl<R: SearchRow> Sink<R> for JoinRowsSink {
         let mut cache = [(u64::MAX, 0u32, 0u32); SOURCE_CACHE];
         let all_rows = self.sources.all_rows();
         for r in rows.drain(..) {
-            let (src, count) = (r.src(), r.count());
-            if count == 0 || (self.drop_self && src == r.dst()) {
-                continue;
-            }
-            if let Some(mask) = &self.dst_mask {
-                if !mask_has(mask, r.dst()) {
-                    continue;
-                }
-            }
-            let Some(dst) = dst_ids.id(r.dst()) else {
+            let Some(dst) = self.kept(&r, dst_ids) else {
                 continue;
             };
+            let src = r.src();
             let slot = &mut cache[source_slot(src)];
             let (from, to) = match *slot {
                 (s, from, to) if s == src => (from, to),
@@ -677,20 +683,109 @@ impl<R: SearchRow> Sink<R> for JoinRowsSink {
                     }
                 },
             };
-            let len = r.len_bits();
+            let (len, count) = (r.len_bits(), r.count());
             for &row in &all_rows[from as usize..to as usize] {
-                local.input_row.push(row);
-                local.dst.push(dst);
-                if self.with_len {
-                    local.len.push(len);
-                }
-                // Counts are kept from the first that is not 1.
-                if count != 1 || !local.count.is_empty() {
-                    local.count.resize(local.input_row.len() - 1, 1);
-                    local.count.push(count);
-                }
+                local.push(row, dst, self.with_len.then_some(len), count);
             }
         }
+        (local, hits)
+    }
+
+    /// A batch's rows merged by source and length, their counts summed,
+    /// for a join whose destination nothing reads (`dst_unread`): one row
+    /// per input row of each (source, length) found in the batch, its
+    /// destination a placeholder. A 64-source search's batch of a million
+    /// rows becomes a few thousand.
+    fn merged_rows_of_batch<R: SearchRow>(
+        &self,
+        rows: &mut Vec<R>,
+        dst_ids: &DstIds,
+    ) -> (SinkRows, Vec<usize>) {
+        let mut local = SinkRows::default();
+        let mut hits: Vec<usize> = Vec::new();
+        let all_rows = self.sources.all_rows();
+        // Direct-mapped sums: per entry (source, length, its input rows in
+        // `all_rows`, the count so far); an entry pushed aside is written
+        // out, so a (source, length) may give more than one row.
+        let mut sums = [(u64::MAX, 0u64, 0u32, 0u32, 0u64); SOURCE_CACHE];
+        let flush = |local: &mut SinkRows, e: (u64, u64, u32, u32, u64)| {
+            let (_, len, from, to, count) = e;
+            if count == 0 {
+                return;
+            }
+            for &row in &all_rows[from as usize..to as usize] {
+                local.push(row, InternalId(0), self.with_len.then_some(len), count);
+            }
+        };
+        for r in rows.drain(..) {
+            if self.kept(&r, dst_ids).is_none() {
+                continue;
+            }
+            let src = r.src();
+            let len = if self.with_len { r.len_bits() } else { 0 };
+            let entry = &mut sums[source_slot(src ^ len.rotate_left(29))];
+            if entry.0 == src && entry.1 == len {
+                entry.4 = entry.4.saturating_add(r.count());
+                continue;
+            }
+            let Some(&si) = self.index_of.get(&src) else {
+                local.unknown = true;
+                continue;
+            };
+            hits.push(si);
+            let (from, to) = self.sources.range_of(si);
+            let old = std::mem::replace(entry, (src, len, from, to, r.count()));
+            flush(&mut local, old);
+        }
+        for e in sums {
+            flush(&mut local, e);
+        }
+        (local, hits)
+    }
+
+    /// The destination id of row `r` when the join keeps it: it stands
+    /// for a path (count above 0), is not a dropped row from a source to
+    /// itself, and its destination passes the mask and has a table.
+    #[inline]
+    fn kept<R: SearchRow>(&self, r: &R, dst_ids: &DstIds) -> Option<InternalId> {
+        if r.count() == 0 || (self.drop_self && r.src() == r.dst()) {
+            return None;
+        }
+        if let Some(mask) = &self.dst_mask {
+            if !mask_has(mask, r.dst()) {
+                return None;
+            }
+        }
+        dst_ids.id(r.dst())
+    }
+}
+
+impl SinkRows {
+    /// Appends a row; counts are kept from the first that is not 1.
+    #[inline]
+    fn push(&mut self, row: u32, dst: InternalId, len: Option<u64>, count: u64) {
+        self.input_row.push(row);
+        self.dst.push(dst);
+        if let Some(len) = len {
+            self.len.push(len);
+        }
+        if count != 1 || !self.count.is_empty() {
+            self.count.resize(self.input_row.len() - 1, 1);
+            self.count.push(count);
+        }
+    }
+}
+
+impl<R: SearchRow> Sink<R> for JoinRowsSink {
+    fn consume(&self, rows: &mut Vec<R>) -> Result<()> {
+        let Some(dst_ids) = &self.dst_ids else {
+            rows.clear();
+            return Ok(());
+        };
+        let (mut local, hits) = match self.merge {
+            true => self.merged_rows_of_batch(rows, dst_ids),
+            false => self.rows_of_batch(rows, dst_ids),
+        };
         let counts_one = local.count.is_empty();
         if !counts_one {
             local.count.resize(local.input_row.len(), 1);
@@ -928,6 +1023,47 @@ mod tests {
         assert_eq!(padded.padded_from, 0);
         assert_eq!(padded.input_row, vec![1, 2, 3]);
         assert_eq!(sink.forwarded_rows(), Some(5));
+    }
+
+    /// A merging sink sums the counts of each (source, length) in a batch
+    /// into one row per input row of the source, whatever the
+    /// destinations; masked and zero-count rows still count nothing.
+    #[test]
+    fn merged_rows_sum_counts_by_source_and_length() {
+        let row_src = [Some(10), Some(20), Some(10)];
+        let index_of: HashMap<u64, usize> = [(10, 0), (20, 1)].into();
+        let input = Arc::new(Chunk::new(&[LogicalType::Int64], 3));
+        let by_src = SourceRows::new(3, &row_src, &index_of, 2);
+        // Destination 9 is masked out.
+        let mask: Arc<[u64]> = Arc::from(vec![!(1u64 << 9)]);
+        let sink = JoinRowsSink::new(
+            by_src,
+            &index_of,
+            Some(mask),
+            Some(DstIds::Table(TableId(3))),
+            true,
+            0,
+            memory(64 << 20),
+        )
+        .merged(true);
+        sink.consume(&mut vec![
+            row(10, 5, 1, 1),
+            row(20, 5, 1, 2),
+            row(10, 6, 1, 3),
+            row(10, 7, 2, 1),
+            row(10, 9, 1, 5),
+            row(20, 8, 1, 0),
+        ])
+        .unwrap();
+        let j = sink.finish(&input, false).unwrap();
+        let mut got: Vec<(u32, u64, u64)> = (0..j.num_rows())
+            .map(|r| (j.input_row[r], j.len[r], j.count(r)))
+            .collect();
+        got.sort_unstable();
+        assert_eq!(
+            got,
+            vec![(0, 1, 4), (0, 2, 1), (1, 1, 2), (2, 1, 4), (2, 2, 1)]
+        );
     }
 
     /// Union offsets map to each table's own offsets; a table the

@@ -569,6 +569,8 @@ fn search_sink(
             reserved_rows(expected, JOIN_ROW_BYTES, ctx)
         }
     };
+    // Rows merged by source and length are few: they grow as they come.
+    let expected = if join.dst_unread { 0 } else { expected };
     let sink = JoinRowsSink::new(
         by_src,
         srcs.index_of,
@@ -577,7 +579,8 @@ fn search_sink(
         join.with_len,
         expected,
         Arc::clone(&ctx.memory),
-    );
+    )
+    .merged(join.dst_unread);
     match forward {
         Some(to) => sink.forward_to(Arc::clone(rows), Arc::clone(to), join.left_outer),
         None => sink,

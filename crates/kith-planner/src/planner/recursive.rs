@@ -267,6 +267,14 @@ pub(super) fn split_recursive(
         .into_iter()
         .flatten()
         .any(|s| whole.contains(&s));
+    // Nothing after the join reads the destination: no rel from it, no
+    // property, not its id (nor a path, which would hold it).
+    let dst_unread = separate
+        && graph_b.rels.is_empty()
+        && g.nodes[r.right].properties.is_empty()
+        && !reads.contains(&dst_slot)
+        && with_path.is_none()
+        && with_rels.is_none();
     let mut b_inputs = carried.clone();
     b_inputs.push((dst_slot, LogicalType::InternalId));
     if let Some(l) = spec.len_slot {
@@ -340,6 +348,7 @@ pub(super) fn split_recursive(
         node_predicate: spec.node_predicate.clone(),
         dst_predicate,
         left_outer,
+        dst_unread,
         policy: None,
     };
     let mut out = split_recursive(a_part, catalog, next_slot)?;
