@@ -1459,15 +1459,12 @@ pub fn execute_query_from(
 }
 
 /// Whether `part`'s recursive join hands its rows straight to the part's
-/// pipeline (see `PushedPipeline`): a search that can forward them
-/// ([`forwards`]), into a part that does not read them whole (UNWIND,
-/// OPTIONAL MATCH numbering or padding), with one pipeline of steps that
-/// may be pulled again. A LIMIT the part satisfies ends the search.
+/// pipeline (see `PushedPipeline`): a search that can ([`forwards`]), into
+/// a part that does not read them whole (UNWIND, OPTIONAL MATCH numbering
+/// or padding), with one pipeline of steps that may be pulled again. A
+/// LIMIT the part satisfies ends the search.
 fn pipelines_join(part: &PartPlan) -> bool {
-    let Some(join) = &part.recursive else {
-        return false;
-    };
-    forwards(join)
+    part.recursive.as_ref().is_some_and(forwards)
         && part.unwinds.is_empty()
         && !part.numbers_rows
         && part.optional.is_none()

@@ -200,6 +200,28 @@ pub struct Visit<'a, G: Graph, R> {
     pub extend: bool,
     /// The next frontier: set the nodes that join it.
     pub next: &'a DenseBits,
+    /// Where `out` goes: a computation that emits many rows in one visit
+    /// (a source's whole path enumeration) hands them on as they pile up
+    /// ([`Visit::flush_if_full`]).
+    pub sink: &'a dyn Sink<R>,
+}
+
+impl<G: Graph, R> Visit<'_, G, R> {
+    /// Hands `out` to the sink once it holds [`FLUSH_ROWS`] rows.
+    #[inline]
+    pub fn flush_if_full(&mut self) -> Result<()> {
+        flush_if_full(self.out, self.sink)
+    }
+}
+
+/// Hands `out` to `sink` once it holds [`FLUSH_ROWS`] rows, as the engine
+/// does after each piece of work.
+#[inline]
+pub fn flush_if_full<R>(out: &mut Vec<R>, sink: &dyn Sink<R>) -> Result<()> {
+    if out.len() >= FLUSH_ROWS {
+        sink.consume(out)?;
+    }
+    Ok(())
 }
 
 /// One recursive computation: its auxiliary state per source morsel, the
@@ -646,6 +668,7 @@ impl<G: Graph, C: Compute> IfeTask<G, C> {
                     iter,
                     extend: extend && iter < self.compute.upper(),
                     next: &sm.frontiers[((iter + 1) & 1) as usize],
+                    sink: &*self.sink,
                 };
                 match (&self.reverse, pull) {
                     (Some(reverse), true) => {
@@ -665,9 +688,7 @@ impl<G: Graph, C: Compute> IfeTask<G, C> {
             }
             Work::Output(range) => self.compute.output(&sm.aux, &sm.srcs, range, out)?,
         }
-        if out.len() >= FLUSH_ROWS {
-            self.sink.consume(out)?;
-        }
+        flush_if_full(out, &*self.sink)?;
         let pulls = (self.reverse.is_some(), &self.pulled);
         if sm.finish(&*self.compute, &*self.graph, scratch, workers, &pulls) {
             self.retire(sm);

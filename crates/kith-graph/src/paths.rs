@@ -17,7 +17,7 @@ use kith_sched::{CancelToken, Scheduler};
 
 use crate::compute::{check_bounds, PathRow};
 use crate::distance::HopBound;
-use crate::engine::{run_ife, CollectSink, Compute, IfeOptions, Nodes, Visit};
+use crate::engine::{flush_if_full, run_ife, CollectSink, Compute, IfeOptions, Nodes, Sink, Visit};
 use crate::graph::Graph;
 use std::sync::Arc;
 
@@ -116,13 +116,15 @@ impl Default for SourceOnce {
 pub trait SourceSearch: Send + Sync + 'static {
     type Row: Send + 'static;
 
-    /// Every row of source `src`.
+    /// Every row of source `src`, into `out`; a search that emits many
+    /// hands them to `sink` as they pile up ([`flush_if_full`]).
     fn search<G: Graph>(
         &self,
         g: &G,
         scratch: &mut G::Scratch,
         src: u64,
         out: &mut Vec<Self::Row>,
+        sink: &dyn Sink<Self::Row>,
     ) -> Result<()>;
 }
 
@@ -153,7 +155,7 @@ impl<S: SourceSearch> Compute for S {
         if !aux.claim(v.iter, nodes)? {
             return Ok(());
         }
-        self.search(v.graph, v.scratch, v.srcs[0], v.out)
+        self.search(v.graph, v.scratch, v.srcs[0], v.out, v.sink)
     }
 }
 
@@ -237,13 +239,16 @@ impl WalkPaths {
         }
     }
 
-    /// Every admissible path from `src`, in DFS order (neighbours in CSR order).
+    /// Every admissible path from `src`, in DFS order (neighbours in CSR
+    /// order), handed to `sink` as they pile up; a finished run (a LIMIT
+    /// satisfied downstream) ends the enumeration.
     fn run<G: Graph>(
         &self,
         g: &G,
         scratch: &mut G::Scratch,
         src: u64,
         out: &mut Vec<PathRow>,
+        sink: &dyn Sink<PathRow>,
     ) -> Result<()> {
         let mut dfs = Dfs::default();
         dfs.nodes.push(src);
@@ -277,8 +282,11 @@ impl WalkPaths {
             if steps == CANCEL_EVERY {
                 steps = 0;
                 if let Some(c) = &self.cancel {
-                    c.check()?;
+                    if c.should_stop()? {
+                        return Ok(());
+                    }
                 }
+                flush_if_full(out, sink)?;
             }
         }
         Ok(())
@@ -294,8 +302,9 @@ impl SourceSearch for WalkPaths {
         scratch: &mut G::Scratch,
         src: u64,
         out: &mut Vec<PathRow>,
+        sink: &dyn Sink<PathRow>,
     ) -> Result<()> {
-        self.run(g, scratch, src, out)
+        self.run(g, scratch, src, out, sink)
     }
 }
 

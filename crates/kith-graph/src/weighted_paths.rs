@@ -18,6 +18,7 @@ use kith_common::Result;
 use kith_sched::CancelToken;
 
 use crate::compute::{parent_chain_path, parent_dag_paths, PathMode, PathRow};
+use crate::engine::{flush_if_full, Sink};
 use crate::graph::{mask_has, Graph};
 use crate::paths::SourceSearch;
 use crate::weights::{weight_error, weight_ok, RelWeights};
@@ -60,12 +61,14 @@ impl WeightedPaths {
         })
     }
 
+    /// The paths from `src`, handed to `sink` as they pile up.
     fn run<G: Graph>(
         &self,
         g: &G,
         scratch: &mut G::Scratch,
         src: u64,
         out: &mut Vec<PathRow>,
+        sink: &dyn Sink<PathRow>,
     ) -> Result<()> {
         if self.mode == PathMode::All {
             let s = search_all(
@@ -91,6 +94,7 @@ impl WeightedPaths {
                 parent_dag_paths(src, v, &mut parents_of, &mut nodes, &mut rels, out);
                 let cost = s.cost[v as usize].to_bits();
                 out[first..].iter_mut().for_each(|p| p.cost_bits = cost);
+                flush_if_full(out, sink)?;
             }
             return Ok(());
         }
@@ -160,6 +164,7 @@ impl WeightedPaths {
             let mut path = parent_chain_path(src, v, hops, |x| Ok(parent[x as usize]))?;
             path.cost_bits = best[v as usize].0;
             out.push(path);
+            flush_if_full(out, sink)?;
         }
         Ok(())
     }
@@ -289,6 +294,7 @@ impl SourceSearch for AllWeightedCounts {
         scratch: &mut G::Scratch,
         src: u64,
         out: &mut Vec<CostCountRow>,
+        _sink: &dyn Sink<CostCountRow>,
     ) -> Result<()> {
         let s = search_all(&self.weights, g, scratch, src, None, self.cancel.as_ref())?;
         for &d in &s.order {
@@ -317,8 +323,9 @@ impl SourceSearch for WeightedPaths {
         scratch: &mut G::Scratch,
         src: u64,
         out: &mut Vec<PathRow>,
+        sink: &dyn Sink<PathRow>,
     ) -> Result<()> {
-        self.run(g, scratch, src, out)
+        self.run(g, scratch, src, out, sink)
     }
 }
 

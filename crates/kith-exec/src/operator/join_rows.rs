@@ -17,11 +17,11 @@ use kith_common::{
     VectorData,
 };
 use kith_graph::graph::mask_has;
-use kith_graph::{CostCountRow, CostRow, LenRow, Sink};
+use kith_graph::{CostCountRow, CostRow, LenRow, PathRow, Sink};
 
-use super::path_values::{LazyPaths, PathCache};
+use super::path_values::{FoundPaths, IdSpace, LazyPaths, PathCache, PathPart};
 use super::recursive_join::COUNT_TYPE;
-use super::Pos;
+use super::{Pos, QueryContext};
 use crate::memory::{MemoryCharge, QueryMemory};
 use crate::result_set::ResultSet;
 
@@ -549,6 +549,171 @@ impl JoinRowsSink {
         };
         self.sources.pad_unmatched(left_outer, &found.hit, &mut out);
         Ok(out)
+    }
+}
+
+/// Turns a path search's rows into the join's rows batch by batch and hands
+/// them on (a pipelined join that enumerates its paths): each batch's
+/// paths with the values of their nodes and rels ([`LazyPaths`], read for
+/// the batch on the worker that found it), one row per (path, input row
+/// of its source), each standing for one path. Nothing is kept; a LIMIT
+/// the next part satisfies ends the enumeration.
+pub struct PathRowsSink {
+    /// The statement's context, shared with the search's workers.
+    ctx: QueryContext,
+    index_of: HashMap<u64, usize>,
+    sources: SourceRows,
+    ids: IdSpace,
+    /// The tables a destination may be in (`None`: any).
+    dst_tables: Option<Vec<TableId>>,
+    /// Result columns holding the paths or their rels (none when only
+    /// the rows are wanted: trails counted).
+    columns: Vec<(usize, PathPart)>,
+    walked_back: Vec<TableId>,
+    element_properties: bool,
+    with_len: bool,
+    weighted: bool,
+    forward: Forward,
+    /// Per source, whether it found a path (a left outer join's padding).
+    hit: Mutex<Vec<bool>>,
+}
+
+/// What a [`PathRowsSink`] builds its rows from besides the paths.
+pub struct PathRowsSpec {
+    pub ids: IdSpace,
+    pub dst_tables: Option<Vec<TableId>>,
+    pub columns: Vec<(usize, PathPart)>,
+    pub walked_back: Vec<TableId>,
+    pub element_properties: bool,
+    pub with_len: bool,
+    pub weighted: bool,
+    pub left_outer: bool,
+}
+
+impl PathRowsSink {
+    pub fn new(
+        ctx: &QueryContext,
+        sources: SourceRows,
+        index_of: &HashMap<u64, usize>,
+        spec: PathRowsSpec,
+        input: Arc<Chunk>,
+        to: Arc<dyn JoinRowsConsumer>,
+    ) -> PathRowsSink {
+        let ctx = QueryContext {
+            version: Arc::clone(&ctx.version),
+            pager: Arc::clone(&ctx.pager),
+            params: ctx.params.clone(),
+            cancel: ctx.cancel.clone(),
+            profile: ctx.profile.clone(),
+            subqueries: Arc::clone(&ctx.subqueries),
+            memory: Arc::clone(&ctx.memory),
+            semi_masks: Arc::clone(&ctx.semi_masks),
+        };
+        let hit = Mutex::new(vec![false; sources.num_sources()]);
+        PathRowsSink {
+            ctx,
+            index_of: index_of.clone(),
+            sources,
+            ids: spec.ids,
+            dst_tables: spec.dst_tables,
+            columns: spec.columns,
+            walked_back: spec.walked_back,
+            element_properties: spec.element_properties,
+            with_len: spec.with_len,
+            weighted: spec.weighted,
+            forward: Forward {
+                input,
+                to,
+                rows: AtomicU64::new(0),
+                pads: spec.left_outer,
+            },
+            hit,
+        }
+    }
+
+    /// The path values of `paths` (the columns' values; none without path
+    /// columns).
+    fn values(&self, paths: Vec<PathRow>) -> Result<Option<LazyPaths>> {
+        if self.columns.is_empty() {
+            return Ok(None);
+        }
+        LazyPaths::new(
+            &self.ctx,
+            FoundPaths::Rows(paths),
+            self.ids.clone(),
+            self.columns.clone(),
+            &self.walked_back,
+            self.element_properties,
+            None,
+        )
+        .map(Some)
+    }
+
+    /// The rows handed on.
+    pub fn forwarded_rows(&self) -> u64 {
+        self.forward.rows.load(Ordering::Relaxed)
+    }
+
+    /// After the search: a left outer join's padded rows, as the last batch.
+    pub fn finish(&self) -> Result<()> {
+        let mut padded = JoinRows::empty(Arc::clone(&self.forward.input), self.with_len);
+        padded.weighted = self.weighted;
+        self.sources
+            .pad_unmatched(self.forward.pads, &self.hit.lock(), &mut padded);
+        if padded.num_rows() > 0 {
+            padded.paths = self.values(Vec::new())?;
+        }
+        self.forward.forward(padded)
+    }
+}
+
+impl Sink<PathRow> for PathRowsSink {
+    fn consume(&self, found: &mut Vec<PathRow>) -> Result<()> {
+        let dst_ok = |id: InternalId| {
+            self.dst_tables
+                .as_ref()
+                .is_none_or(|t| t.contains(&id.table()))
+        };
+        let mut paths = std::mem::take(found);
+        paths.retain(|p| dst_ok(self.ids.node(p.dst)));
+        let mut out = JoinRows::empty(Arc::clone(&self.forward.input), self.with_len);
+        out.weighted = self.weighted;
+        let mut hits = Vec::new();
+        for (k, p) in paths.iter().enumerate() {
+            let si = *self
+                .index_of
+                .get(&p.src)
+                .ok_or_else(|| Error::internal("recursive result for an unknown source"))?;
+            let rows = self.sources.rows_of(si);
+            if rows.is_empty() {
+                continue;
+            }
+            if hits.last() != Some(&si) {
+                hits.push(si);
+            }
+            let len = match self.weighted {
+                true => p.cost_bits,
+                false => p.rels.len() as u64,
+            };
+            let dst = self.ids.node(p.dst);
+            for &r in rows {
+                out.input_row.push(r);
+                out.dst.push(dst);
+                if self.with_len {
+                    out.len.push(len);
+                }
+                out.push_number(k as u64);
+            }
+        }
+        if out.num_rows() == 0 {
+            return Ok(());
+        }
+        if self.forward.pads {
+            let mut hit = self.hit.lock();
+            hits.iter().for_each(|&si| hit[si] = true);
+        }
+        out.paths = self.values(paths)?;
+        self.forward.forward(out)
     }
 }
 

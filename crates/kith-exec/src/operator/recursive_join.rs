@@ -15,10 +15,10 @@ use std::sync::Arc;
 use kith_common::{Chunk, Error, InternalId, LogicalType, Result, Value, ValueVector};
 use kith_graph::{
     bound_pays, hops_to_targets, run_ife, run_ife_with_reverse, AllShortestCounts,
-    AllWeightedCounts, Budget, Compute, Graph, HopBound, IfeOptions, PathMode, PathSemantics,
-    RelWeights, ShortestLengths, ShortestPaths, ShortestTrees, Sink, StateBudget, StorageCsr,
-    TreeRow, UnionCsr, UnionMember, WalkCounts, WalkPaths, WeightedPaths, WeightedShortest,
-    MAX_UPPER,
+    AllWeightedCounts, Budget, Compute, Graph, HopBound, IfeOptions, PathMode, PathRow,
+    PathSemantics, RelWeights, ShortestLengths, ShortestPaths, ShortestTrees, Sink, StateBudget,
+    StorageCsr, TreeRow, UnionCsr, UnionMember, WalkCounts, WalkPaths, WeightedPaths,
+    WeightedShortest, MAX_UPPER,
 };
 pub use kith_graph::{Policy, RunStats};
 use kith_planner::bound::RecursiveMode;
@@ -26,7 +26,10 @@ use kith_planner::plan::{ExtendDirection, RecursiveJoin};
 use kith_sched::Scheduler;
 use kith_storage::{RelDirection, RelTableData, TableData};
 
-use super::join_rows::{room_for, DstIds, JoinRows, JoinRowsConsumer, JoinRowsSink, SourceRows};
+use super::join_rows::{
+    room_for, DstIds, JoinRows, JoinRowsConsumer, JoinRowsSink, PathRowsSink, PathRowsSpec,
+    SourceRows,
+};
 use super::path_values::{FoundPaths, IdSpace, LazyPaths, PathPart};
 use super::property_mask::{node_mask, PredicateReader};
 use super::QueryContext;
@@ -166,26 +169,32 @@ pub fn bounds(join: &RecursiveJoin, settings: &RecursiveSettings) -> Result<(u32
     Ok((join.lower.min(u32::MAX as u64) as u32, upper as u32))
 }
 
-/// Joins `rows` (types `input_types`) with the recursive computation; the
-/// result has the input columns, the destination id, the length (when asked)
-/// and the count.
-/// Whether [`recursive_join`] can hand `join`'s rows to a consumer batch by
-/// batch as the search finds them: the counting, lengths and costs
-/// searches (a left outer one's padded rows go last).
+/// Whether [`recursive_join`] can hand `join`'s rows on batch by batch as
+/// the search finds them: every search but the shortest and weighted
+/// shortest paths read as values. One shortest path per destination keeps
+/// each source's parent tree and reads a path back from it only when its
+/// value is built (a `PathRow` per destination took twice as long for 64
+/// sources on R-MAT 16); a weighted search's paths from one source share
+/// most rels, which batches of them would read again and again (1.5× the
+/// time for 8 sources).
 pub fn forwards(join: &RecursiveJoin) -> bool {
-    // Weighted searches over several tables keep their paths (`union_join`).
-    let union = join.rel_tables.len() > 1 || join.node_tables.len() > 1;
-    !enumerates(join)
-        && match join.mode {
-            RecursiveMode::Walk | RecursiveMode::Shortest | RecursiveMode::AllShortest => true,
-            RecursiveMode::WeightedShortest | RecursiveMode::AllWeightedShortest => !union,
-            RecursiveMode::Trail | RecursiveMode::Acyclic => false,
-        }
+    let paths = join.with_path || join.with_rels;
+    !(paths
+        && matches!(
+            join.mode,
+            RecursiveMode::Shortest
+                | RecursiveMode::WeightedShortest
+                | RecursiveMode::AllWeightedShortest
+        ))
 }
 
-/// Runs `join` from the sources in `rows`. With `forward` (only where
-/// [`forwards`] holds), the rows go to it batch by batch and the output's
-/// rows are empty.
+/// Joins `rows` with the recursive computation from the sources in them:
+/// the result has the input columns, the destination id, the length (when
+/// asked for), the path columns and the count. With `forward`, the rows go
+/// to it batch by batch as the search finds them (where [`forwards`] holds:
+/// the counting ones through a [`JoinRowsSink`], the enumerating ones
+/// through a [`PathRowsSink`]; a left outer join's padded rows go last) and
+/// the output's rows are empty.
 pub fn recursive_join(
     join: &RecursiveJoin,
     rows: &Arc<Chunk>,
@@ -310,6 +319,7 @@ pub fn recursive_join(
             &ids,
             &reverse_bound,
             weights,
+            forward,
         );
     }
     // Destinations the WHERE rules out need no rows, and a shortest-path
@@ -625,21 +635,14 @@ fn collect_rows_with<G: Graph, C: Compute>(
     opts: &IfeOptions,
     ctx: &QueryContext,
 ) -> Result<(Vec<C::Row>, RunStats)> {
-    // One row per (source, reached node) for the shortest-path searches
-    // (walks can have one per length): room for that many.
-    let expected = (sources.len() as u64).saturating_mul(graph.num_nodes());
-    let row_bytes = size_of::<C::Row>() as u64;
-    let sink = Arc::new(ChargedCollect::<C::Row> {
-        rows: Mutex::new((
-            room_for(reserved_rows(expected, row_bytes, ctx)),
-            MemoryCharge::default(),
-        )),
-        memory: Arc::clone(&ctx.memory),
-    });
+    let sink = Arc::new(ChargedCollect::<C::Row>::new(
+        sources.len(),
+        graph.num_nodes(),
+        ctx,
+    ));
     let (compute, cancel, out) = (compute.into(), &ctx.cancel, sink.clone());
     let stats = run_ife_with_reverse(sched, graph, reverse, compute, sources, opts, cancel, out)?;
-    let rows = std::mem::take(&mut sink.rows.lock().0);
-    Ok((rows, stats))
+    Ok((sink.take(), stats))
 }
 
 /// Collects every row of a search, charging them against the query's
@@ -648,6 +651,26 @@ fn collect_rows_with<G: Graph, C: Compute>(
 struct ChargedCollect<R> {
     rows: Mutex<(Vec<R>, MemoryCharge)>,
     memory: Arc<QueryMemory>,
+}
+
+impl<R: Send> ChargedCollect<R> {
+    /// With room for one row per (source, reached node), the rows of the
+    /// shortest-path searches (walks can have one per length).
+    fn new(sources: usize, num_nodes: u64, ctx: &QueryContext) -> ChargedCollect<R> {
+        let expected = (sources as u64).saturating_mul(num_nodes);
+        let row_bytes = size_of::<R>() as u64;
+        ChargedCollect {
+            rows: Mutex::new((
+                room_for(reserved_rows(expected, row_bytes, ctx)),
+                MemoryCharge::default(),
+            )),
+            memory: Arc::clone(&ctx.memory),
+        }
+    }
+
+    fn take(&self) -> Vec<R> {
+        std::mem::take(&mut self.rows.lock().0)
+    }
 }
 
 impl<R: Send> Sink<R> for ChargedCollect<R> {
@@ -676,6 +699,7 @@ fn paths_join<G: Graph>(
     ids: &PathIds<'_>,
     bound: &WalkBound<'_>,
     weights: Option<RelWeights>,
+    forward: Option<Arc<dyn JoinRowsConsumer>>,
 ) -> Result<RecursiveOutput> {
     let dst_mask = dst_mask(join, &ids.space, graph.num_nodes(), ctx)?;
     let node_mask = node_mask(
@@ -692,7 +716,9 @@ fn paths_join<G: Graph>(
     // One shortest path per destination, its value read: the searches'
     // parent trees are kept and the paths read back from them as they are
     // built, when every parent edge packs in a word (32-bit ids).
+    // (Such joins are never forwarded: see `forwards`.)
     let trees = join.mode == RecursiveMode::Shortest
+        && forward.is_none()
         && (join.with_path || join.with_rels)
         && graph.num_nodes() <= 1 << 32
         && ids.rel_id_bound <= 1 << 32;
@@ -717,45 +743,55 @@ fn paths_join<G: Graph>(
         };
         return emit(found_paths, false, stats);
     }
-    let (mut found_paths, stats) = match join.mode {
-        RecursiveMode::Walk | RecursiveMode::Trail | RecursiveMode::Acyclic => {
-            let semantics = match join.mode {
-                RecursiveMode::Walk => PathSemantics::Walk,
-                RecursiveMode::Trail => PathSemantics::Trail,
-                _ => PathSemantics::Acyclic,
-            };
-            let mut compute = WalkPaths::new(lower, upper, semantics)?;
-            compute.cancel = Some(ctx.cancel.clone());
-            compute.node_mask = node_mask;
-            compute.bound = walk_bound(&*graph, srcs.list.len(), dst_mask.as_ref(), upper, bound)?;
-            compute.dst_mask = dst_mask;
-            collect_rows(sched, graph, compute, srcs.list, opts, ctx)?
-        }
-        RecursiveMode::Shortest | RecursiveMode::AllShortest => {
-            let mode = match join.mode {
-                RecursiveMode::Shortest => PathMode::One,
-                _ => PathMode::All,
-            };
-            let mut compute = ShortestPaths::new(lower, upper, mode);
-            compute.node_mask = node_mask;
-            compute.dst_mask = dst_mask;
-            collect_rows(sched, graph, compute, srcs.list, opts, ctx)?
-        }
-        RecursiveMode::WeightedShortest | RecursiveMode::AllWeightedShortest => {
-            let w = weights
-                .clone()
-                .ok_or_else(|| Error::internal("weighted shortest paths without weights"))?;
-            let mode = match join.mode {
-                RecursiveMode::WeightedShortest => PathMode::One,
-                _ => PathMode::All,
-            };
-            let mut compute = WeightedPaths::new(w, lower, mode)?;
-            compute.node_mask = node_mask;
-            compute.cancel = Some(ctx.cancel.clone());
-            compute.dst_mask = dst_mask;
-            collect_rows(sched, graph, compute, srcs.list, opts, ctx)?
-        }
+    let search = PathSearch {
+        join,
+        bounds: (lower, upper),
+        node_mask,
+        dst_mask,
+        weights: weights.clone(),
     };
+    if let Some(to) = forward {
+        // The rows go on batch by batch, with their paths' values.
+        let by_src = SourceRows::new(rows.num_rows, srcs.row_src, srcs.index_of, srcs.list.len());
+        let spec = PathRowsSpec {
+            ids: IdSpace {
+                nodes: ids.space.clone(),
+                rels: ids.rels.clone(),
+            },
+            dst_tables: (ids.space.len() > 1).then(|| join.dst_tables.clone()),
+            columns: path_columns(join, rows),
+            walked_back: walked_back(join),
+            element_properties: join.element_properties,
+            with_len: join.with_len,
+            weighted: weights.is_some(),
+            left_outer: join.left_outer,
+        };
+        let sink = Arc::new(PathRowsSink::new(
+            ctx,
+            by_src,
+            srcs.index_of,
+            spec,
+            Arc::clone(rows),
+            to,
+        ));
+        let stats = search.run(sched, graph, srcs.list, opts, ctx, bound, sink.clone())?;
+        ctx.cancel.check()?;
+        if !ctx.cancel.is_finished() {
+            sink.finish()?;
+        }
+        return Ok(RecursiveOutput {
+            rows: JoinRows::empty(Arc::clone(rows), join.with_len),
+            stats,
+            forwarded: Some(sink.forwarded_rows()),
+        });
+    }
+    let collect = Arc::new(ChargedCollect::<PathRow>::new(
+        srcs.list.len(),
+        graph.num_nodes(),
+        ctx,
+    ));
+    let stats = search.run(sched, graph, srcs.list, opts, ctx, bound, collect.clone())?;
+    let mut found_paths = collect.take();
     // Same order whatever the policy and thread count. The workers hand
     // over sorted runs (a source's destinations in order): a merging sort
     // finds them instead of partitioning 2.6 M rows afresh.
@@ -809,6 +845,89 @@ fn paths_join<G: Graph>(
     })
 }
 
+/// A path-enumerating search of a join: walks (and trails, acyclic
+/// paths), shortest paths from the Parents of a BFS, or weighted shortest
+/// paths from a per-source Dijkstra, each row a [`PathRow`].
+struct PathSearch<'a> {
+    join: &'a RecursiveJoin,
+    bounds: (u32, u32),
+    node_mask: Option<Arc<[u64]>>,
+    dst_mask: Option<Arc<[u64]>>,
+    weights: Option<RelWeights>,
+}
+
+impl PathSearch<'_> {
+    /// Runs the search from `sources` over `graph`, its rows to `sink`.
+    #[allow(clippy::too_many_arguments)]
+    fn run<G: Graph>(
+        self,
+        sched: &Scheduler,
+        graph: Arc<G>,
+        sources: &[u64],
+        opts: &IfeOptions,
+        ctx: &QueryContext,
+        bound: &WalkBound<'_>,
+        sink: Arc<dyn Sink<PathRow>>,
+    ) -> Result<RunStats> {
+        let (lower, upper) = self.bounds;
+        let cancel = &ctx.cancel;
+        match self.join.mode {
+            RecursiveMode::Walk | RecursiveMode::Trail | RecursiveMode::Acyclic => {
+                let semantics = match self.join.mode {
+                    RecursiveMode::Walk => PathSemantics::Walk,
+                    RecursiveMode::Trail => PathSemantics::Trail,
+                    _ => PathSemantics::Acyclic,
+                };
+                let mut compute = WalkPaths::new(lower, upper, semantics)?;
+                compute.cancel = Some(ctx.cancel.clone());
+                compute.node_mask = self.node_mask;
+                compute.bound =
+                    walk_bound(&*graph, sources.len(), self.dst_mask.as_ref(), upper, bound)?;
+                compute.dst_mask = self.dst_mask;
+                run_ife(sched, graph, Arc::new(compute), sources, opts, cancel, sink)
+            }
+            RecursiveMode::Shortest | RecursiveMode::AllShortest => {
+                let mode = match self.join.mode {
+                    RecursiveMode::Shortest => PathMode::One,
+                    _ => PathMode::All,
+                };
+                let mut compute = ShortestPaths::new(lower, upper, mode);
+                compute.node_mask = self.node_mask;
+                compute.dst_mask = self.dst_mask;
+                run_ife(sched, graph, Arc::new(compute), sources, opts, cancel, sink)
+            }
+            RecursiveMode::WeightedShortest | RecursiveMode::AllWeightedShortest => {
+                let w = self
+                    .weights
+                    .ok_or_else(|| Error::internal("weighted shortest paths without weights"))?;
+                let mode = match self.join.mode {
+                    RecursiveMode::WeightedShortest => PathMode::One,
+                    _ => PathMode::All,
+                };
+                let mut compute = WeightedPaths::new(w, lower, mode)?;
+                compute.node_mask = self.node_mask;
+                compute.cancel = Some(ctx.cancel.clone());
+                compute.dst_mask = self.dst_mask;
+                run_ife(sched, graph, Arc::new(compute), sources, opts, cancel, sink)
+            }
+        }
+    }
+}
+
+/// The rel tables of `join` walked only backward: such a rel was reached
+/// from its destination, so its source is the path's next node.
+fn walked_back(join: &RecursiveJoin) -> Vec<TableId> {
+    join.rel_tables
+        .iter()
+        .map(|&(t, _)| t)
+        .filter(|&t| {
+            join.rel_tables
+                .iter()
+                .all(|&(t2, d)| t2 != t || d == ExtendDirection::Bwd)
+        })
+        .collect()
+}
+
 /// The rows of a join that outputs paths: one per kept path, in order,
 /// with the path numbers [`LazyPaths`] builds the values of.
 #[allow(clippy::too_many_arguments)]
@@ -833,18 +952,7 @@ fn emit_paths(
         path_numbers: true,
     };
     let mut out = emit_rows(join, rows, ctx, &f, &|d| Some((ids.node)(d)))?;
-    // A rel walked only backward was reached from its destination: its
-    // source is the path's next node.
-    let walked_back: Vec<TableId> = join
-        .rel_tables
-        .iter()
-        .map(|&(t, _)| t)
-        .filter(|&t| {
-            join.rel_tables
-                .iter()
-                .all(|&(t2, d)| t2 != t || d == ExtendDirection::Bwd)
-        })
-        .collect();
+    let walked_back = walked_back(join);
     let space = IdSpace {
         nodes: ids.space.clone(),
         rels: ids.rels.clone(),
@@ -1239,6 +1347,7 @@ fn union_join(
             &ids,
             &reverse_bound,
             weights,
+            forward,
         );
     }
     let dst_mask = dst_mask(join, &space, graph.num_nodes(), ctx)?;
