@@ -290,6 +290,46 @@ fn rows_text(conn: &Connection, q: &str) -> Vec<String> {
     rows
 }
 
+/// An in-memory database whose queries may use two threads.
+fn two_thread_database() -> Database {
+    Database::open(
+        ":memory:",
+        Config {
+            max_threads: Some(2),
+            ..Config::default()
+        },
+    )
+    .unwrap()
+}
+
+/// Thread counts and dispatch policies under which two forms of a query
+/// must agree (each setting stays for the ones after it).
+const SETTINGS: [&str; 6] = [
+    "CALL threads=1",
+    "CALL threads=2",
+    "CALL recursive_policy='1T1S'",
+    "CALL recursive_policy='nT1S'",
+    "CALL recursive_policy='nTkMS'",
+    "CALL recursive_policy='nTkS'",
+];
+
+/// The PROFILE report of `q`, a line per row.
+fn profile_text(conn: &Connection, q: &str) -> String {
+    let r = conn.query(&format!("PROFILE {q}")).unwrap();
+    r.rows().map(|row| format!("{}\n", row[0])).collect()
+}
+
+/// The tuples of the first operator line of a PROFILE report that
+/// contains every one of `words`.
+fn profiled_tuples(text: &str, words: &[&str]) -> u64 {
+    let line = text
+        .lines()
+        .find(|l| l.contains(" | ") && words.iter().all(|w| l.contains(w)))
+        .unwrap_or_else(|| panic!("no {words:?} in {text}"));
+    let n = line.split('|').nth(2).unwrap_or_default().trim();
+    n.parse().unwrap_or_else(|e| panic!("{e}: {line}"))
+}
+
 #[test]
 fn recursive_patterns_match_reference() {
     let dir = std::env::temp_dir().join(format!("kith-recursive-{}", std::process::id()));
@@ -807,14 +847,7 @@ fn settings_are_silent_and_explain_shows_the_recursive_join() {
 /// keeps them. Both give the same answers.
 #[test]
 fn join_rows_run_through_the_next_pipeline() {
-    let db = Database::open(
-        ":memory:",
-        Config {
-            max_threads: Some(2),
-            ..Config::default()
-        },
-    )
-    .unwrap();
+    let db = two_thread_database();
     let conn = Connection::new(&db);
     conn.query(
         "CREATE NODE TABLE N(id INT64, PRIMARY KEY(id)); CREATE REL TABLE E(FROM N TO N, w DOUBLE)",
@@ -829,18 +862,9 @@ fn join_rows_run_through_the_next_pipeline() {
     .unwrap();
     let run = |q: &str| -> (Vec<Vec<Value>>, bool) {
         let rows: Vec<Vec<Value>> = conn.query(q).unwrap().rows().collect();
-        let profile = conn.query(&format!("PROFILE {q}")).unwrap();
-        let text: String = profile.rows().map(|r| format!("{r:?}\n")).collect();
-        (rows, text.contains(" pipelined"))
+        (rows, profile_text(&conn, q).contains(" pipelined"))
     };
-    for settings in [
-        "CALL threads=1",
-        "CALL threads=2",
-        "CALL recursive_policy='1T1S'",
-        "CALL recursive_policy='nT1S'",
-        "CALL recursive_policy='nTkS'",
-        "CALL recursive_policy='nTkMS'",
-    ] {
+    for settings in SETTINGS {
         conn.query(settings).unwrap();
         for (pipelined, kept) in [
             (
@@ -880,18 +904,8 @@ fn join_rows_run_through_the_next_pipeline() {
     // A LIMIT the rows satisfy ends the search: far fewer rows than the
     // search finds in all reach the pipeline.
     let forwarded = |q: &str| -> u64 {
-        let text: String = conn
-            .query(&format!("PROFILE {q}"))
-            .unwrap()
-            .rows()
-            .map(|r| format!("{}\n", r[0]))
-            .collect();
-        let line = text
-            .lines()
-            .find(|l| l.contains("RecursiveJoin (IFE) policy") && l.contains("pipelined"))
-            .unwrap_or_else(|| panic!("{text}"));
-        let n = line.split('|').nth(2).unwrap_or_default().trim();
-        n.parse().unwrap_or_else(|e| panic!("{e}: {line}"))
+        let text = profile_text(&conn, q);
+        profiled_tuples(&text, &["RecursiveJoin (IFE) policy", "pipelined"])
     };
     conn.query("CALL recursive_policy='auto'").unwrap();
     let all = forwarded("MATCH (a:N)-[:E*1..8]->(b:N) RETURN b.id % 3 AS k, count(*)");
@@ -937,14 +951,7 @@ fn join_rows_run_through_the_next_pipeline() {
 /// give the same answers, under every policy and thread count.
 #[test]
 fn optional_variable_length_joins_into_the_next_clauses() {
-    let db = Database::open(
-        ":memory:",
-        Config {
-            max_threads: Some(2),
-            ..Config::default()
-        },
-    )
-    .unwrap();
+    let db = two_thread_database();
     let conn = Connection::new(&db);
     conn.query(
         "CREATE NODE TABLE N(id INT64, PRIMARY KEY(id)); CREATE NODE TABLE M(id INT64, PRIMARY KEY(id)); \
@@ -990,13 +997,7 @@ fn optional_variable_length_joins_into_the_next_clauses() {
             "{joined}"
         );
     }
-    for settings in [
-        "CALL threads=1",
-        "CALL threads=2",
-        "CALL recursive_policy='1T1S'",
-        "CALL recursive_policy='nTkMS'",
-        "CALL recursive_policy='nTkS'",
-    ] {
+    for settings in SETTINGS {
         conn.query(settings).unwrap();
         for q in queries {
             let joined = q.replace("{U} ", "");
@@ -1039,14 +1040,7 @@ fn optional_variable_length_joins_into_the_next_clauses() {
 /// every policy and 1 and 2 threads, kept and pipelined.
 #[test]
 fn rows_merge_when_the_destination_is_unread() {
-    let db = Database::open(
-        ":memory:",
-        Config {
-            max_threads: Some(2),
-            ..Config::default()
-        },
-    )
-    .unwrap();
+    let db = two_thread_database();
     let conn = Connection::new(&db);
     conn.query(
         "CREATE NODE TABLE N(id INT64, PRIMARY KEY(id)); CREATE REL TABLE E(FROM N TO N, w DOUBLE); \
@@ -1067,14 +1061,7 @@ fn rows_merge_when_the_destination_is_unread() {
         "MATCH (a:N)-[:E*2..3]->(b:N) WHERE a.id % 11 = 0 WITH a, {C} AS c UNWIND [1, 2] AS x RETURN a.id, c, x ORDER BY a.id, x",
         "MATCH (a:N)-[:E*1..2]->(b:N) WHERE a.id % 17 = 3 WITH a{B} UNWIND [1] AS x RETURN a.id, count(*) ORDER BY a.id",
     ];
-    for settings in [
-        "CALL threads=1",
-        "CALL threads=2",
-        "CALL recursive_policy='1T1S'",
-        "CALL recursive_policy='nT1S'",
-        "CALL recursive_policy='nTkMS'",
-        "CALL recursive_policy='nTkS'",
-    ] {
+    for settings in SETTINGS {
         conn.query(settings).unwrap();
         for q in queries {
             let merged = q.replace("{C}", "count(*)").replace("{B}", "");
@@ -1091,16 +1078,8 @@ fn rows_merge_when_the_destination_is_unread() {
     // stand for; reading the destination, one per (source, destination,
     // length).
     let join_rows = |q: &str| -> (u64, u64) {
-        let r = conn.query(&format!("PROFILE {q}")).unwrap();
-        let text: String = r.rows().map(|r| format!("{}\n", r[0])).collect();
-        let tuples = |op: &str| -> u64 {
-            let line = text
-                .lines()
-                .find(|l| l.contains(op) && l.contains(" | "))
-                .unwrap_or_else(|| panic!("no {op} in {text}"));
-            let n = line.split('|').nth(2).unwrap_or_default().trim();
-            n.parse().unwrap_or_else(|e| panic!("{e}: {line}"))
-        };
+        let text = profile_text(&conn, q);
+        let tuples = |op: &str| profiled_tuples(&text, &[op]);
         (tuples("RecursiveJoin (IFE)"), tuples("ScanRows"))
     };
     let (merged, walks) = join_rows(&queries[0].replace("{C}", "count(*)"));
@@ -1116,14 +1095,7 @@ fn rows_merge_when_the_destination_is_unread() {
 /// policy and 1 and 2 threads.
 #[test]
 fn path_searches_run_through_the_next_pipeline() {
-    let db = Database::open(
-        ":memory:",
-        Config {
-            max_threads: Some(2),
-            ..Config::default()
-        },
-    )
-    .unwrap();
+    let db = two_thread_database();
     let conn = Connection::new(&db);
     conn.query(
         "CREATE NODE TABLE N(id INT64, PRIMARY KEY(id)); CREATE NODE TABLE M(id INT64, PRIMARY KEY(id)); \
@@ -1156,14 +1128,7 @@ fn path_searches_run_through_the_next_pipeline() {
         rows.sort();
         rows
     };
-    for settings in [
-        "CALL threads=1",
-        "CALL threads=2",
-        "CALL recursive_policy='1T1S'",
-        "CALL recursive_policy='nT1S'",
-        "CALL recursive_policy='nTkMS'",
-        "CALL recursive_policy='nTkS'",
-    ] {
+    for settings in SETTINGS {
         conn.query(settings).unwrap();
         for q in queries {
             let pipelined = q.replace("{W} ", "");
@@ -1173,10 +1138,7 @@ fn path_searches_run_through_the_next_pipeline() {
             assert_eq!(got, want, "{settings}: {pipelined}");
         }
     }
-    let profile = |q: &str| -> String {
-        let r = conn.query(&format!("PROFILE {q}")).unwrap();
-        r.rows().map(|r| format!("{}\n", r[0])).collect()
-    };
+    let profile = |q: &str| profile_text(&conn, q);
     // Shortest and weighted shortest paths read as values keep their rows
     // (parent trees, and the rels the paths of a source share are read
     // once); the others are pipelined.
@@ -1191,18 +1153,7 @@ fn path_searches_run_through_the_next_pipeline() {
     // the millions; a few batches reach the pipeline.
     let q = "MATCH p = (a:N)-[:E*1..12]->(b:N) WHERE a.id = 0 RETURN p LIMIT 5";
     assert_eq!(run(q).len(), 5);
-    let text = profile(q);
-    let line = text
-        .lines()
-        .find(|l| l.contains("RecursiveJoin (IFE) policy") && l.contains("pipelined"))
-        .unwrap_or_else(|| panic!("{text}"));
-    let n: u64 = line
-        .split('|')
-        .nth(2)
-        .unwrap_or_default()
-        .trim()
-        .parse()
-        .unwrap();
+    let n = profiled_tuples(&profile(q), &["RecursiveJoin (IFE) policy", "pipelined"]);
     assert!(n < 100_000, "{n} paths forwarded under LIMIT 5");
 }
 
@@ -1269,12 +1220,7 @@ fn automatic_policy_packs_many_sources_into_lanes() {
     )
     .unwrap();
     let policy_of = |q: &str| -> (String, Vec<Vec<Value>>) {
-        let text: String = conn
-            .query(&format!("PROFILE {q}"))
-            .unwrap()
-            .rows()
-            .map(|row| format!("{}\n", row[0]))
-            .collect();
+        let text = profile_text(&conn, q);
         let line = text
             .lines()
             .find(|l| l.contains("RecursiveJoin (IFE) policy="))

@@ -1087,6 +1087,22 @@ mod tests {
 
     use crate::memory::test_memory as memory;
 
+    /// A sink over one-column input rows whose sources are `row_src`
+    /// (sources 10, 20 and 30 are known), destinations in table 3, with
+    /// lengths, and its input.
+    fn sink_over(
+        row_src: &[Option<u64>],
+        mask: Option<Arc<[u64]>>,
+        memory: Arc<QueryMemory>,
+    ) -> (Arc<Chunk>, JoinRowsSink) {
+        let index_of: HashMap<u64, usize> = [(10, 0), (20, 1), (30, 2)].into();
+        let input = Arc::new(Chunk::new(&[LogicalType::Int64], row_src.len()));
+        let by_src = SourceRows::new(row_src.len(), row_src, &index_of, 3);
+        let ids = Some(DstIds::Table(TableId(3)));
+        let sink = JoinRowsSink::new(by_src, &index_of, mask, ids, true, 0, memory);
+        (input, sink)
+    }
+
     /// Keeps the batches handed to it.
     #[derive(Default)]
     struct Batches(Mutex<Vec<JoinRows>>);
@@ -1103,23 +1119,10 @@ mod tests {
     /// and counts what it handed on.
     #[test]
     fn forwarded_batches_hold_the_rows() {
-        let row_src = [Some(10), Some(20), Some(10)];
-        let index_of: HashMap<u64, usize> = [(10, 0), (20, 1)].into();
-        let input = Arc::new(Chunk::new(&[LogicalType::Int64], 3));
-        let by_src = SourceRows::new(3, &row_src, &index_of, 2);
-        let to = Arc::new(Batches::default());
-        let table = TableId(3);
         let memory = memory(64 << 20);
-        let sink = JoinRowsSink::new(
-            by_src,
-            &index_of,
-            None,
-            Some(DstIds::Table(table)),
-            true,
-            0,
-            memory.clone(),
-        )
-        .forward_to(Arc::clone(&input), to.clone(), false);
+        let (input, sink) = sink_over(&[Some(10), Some(20), Some(10)], None, memory.clone());
+        let to = Arc::new(Batches::default());
+        let sink = sink.forward_to(Arc::clone(&input), to.clone(), false);
         // Sources alternate, as a lane morsel's rows do.
         sink.consume(&mut vec![
             row(10, 5, 1, 1),
@@ -1163,20 +1166,9 @@ mod tests {
     #[test]
     fn forwarded_left_outer_join_pads_last() {
         let row_src = [Some(10), Some(20), None, Some(30), Some(10)];
-        let index_of: HashMap<u64, usize> = [(10, 0), (20, 1), (30, 2)].into();
-        let input = Arc::new(Chunk::new(&[LogicalType::Int64], 5));
-        let by_src = SourceRows::new(5, &row_src, &index_of, 3);
+        let (input, sink) = sink_over(&row_src, None, memory(64 << 20));
         let to = Arc::new(Batches::default());
-        let sink = JoinRowsSink::new(
-            by_src,
-            &index_of,
-            None,
-            Some(DstIds::Table(TableId(3))),
-            true,
-            0,
-            memory(64 << 20),
-        )
-        .forward_to(Arc::clone(&input), to.clone(), true);
+        let sink = sink.forward_to(Arc::clone(&input), to.clone(), true);
         // Source 30's only row counts no path: it found nothing.
         sink.consume(&mut vec![row(10, 5, 1, 1), row(30, 6, 1, 0)])
             .unwrap();
@@ -1195,22 +1187,11 @@ mod tests {
     /// destinations; masked and zero-count rows still count nothing.
     #[test]
     fn merged_rows_sum_counts_by_source_and_length() {
-        let row_src = [Some(10), Some(20), Some(10)];
-        let index_of: HashMap<u64, usize> = [(10, 0), (20, 1)].into();
-        let input = Arc::new(Chunk::new(&[LogicalType::Int64], 3));
-        let by_src = SourceRows::new(3, &row_src, &index_of, 2);
         // Destination 9 is masked out.
         let mask: Arc<[u64]> = Arc::from(vec![!(1u64 << 9)]);
-        let sink = JoinRowsSink::new(
-            by_src,
-            &index_of,
-            Some(mask),
-            Some(DstIds::Table(TableId(3))),
-            true,
-            0,
-            memory(64 << 20),
-        )
-        .merged(true);
+        let row_src = [Some(10), Some(20), Some(10)];
+        let (input, sink) = sink_over(&row_src, Some(mask), memory(64 << 20));
+        let sink = sink.merged(true);
         sink.consume(&mut vec![
             row(10, 5, 1, 1),
             row(20, 5, 1, 2),
