@@ -620,40 +620,49 @@ fn collect_rows<G: Graph, C: Compute>(
     sources: &[u64],
     opts: &IfeOptions,
     ctx: &QueryContext,
-) -> Result<(Vec<C::Row>, RunStats)> {
-    collect_rows_with(sched, (graph, None), compute, sources, opts, ctx)
-}
-
-/// [`collect_rows`] with the reverse graph when given: the dense levels of
-/// a computation that pulls run bottom-up ([`run_ife_with_reverse`]).
-#[allow(clippy::type_complexity)]
-fn collect_rows_with<G: Graph, C: Compute>(
-    sched: &Scheduler,
-    (graph, reverse): (Arc<G>, Option<Arc<G>>),
-    compute: impl Into<Arc<C>>,
-    sources: &[u64],
-    opts: &IfeOptions,
-    ctx: &QueryContext,
-) -> Result<(Vec<C::Row>, RunStats)> {
+) -> Result<(Vec<C::Row>, RunStats)>
+where
+    C::Row: HeldBytes,
+{
     let sink = Arc::new(ChargedCollect::<C::Row>::new(
         sources.len(),
         graph.num_nodes(),
         ctx,
     ));
     let (compute, cancel, out) = (compute.into(), &ctx.cancel, sink.clone());
-    let stats = run_ife_with_reverse(sched, graph, reverse, compute, sources, opts, cancel, out)?;
+    let stats = run_ife(sched, graph, compute, sources, opts, cancel, out)?;
     Ok((sink.take(), stats))
 }
 
-/// Collects every row of a search, charging them against the query's
-/// memory limit as they arrive (the reserved room is not touched, so not
-/// charged, until rows fill it).
+/// The bytes a kept search row holds, its heap parts included.
+trait HeldBytes {
+    fn held_bytes(&self) -> usize;
+}
+
+impl HeldBytes for TreeRow {
+    fn held_bytes(&self) -> usize {
+        size_of::<TreeRow>()
+    }
+}
+
+impl HeldBytes for PathRow {
+    /// A path's node and rel lists are most of it: 100 bytes for three
+    /// rels, beside the row's 72.
+    fn held_bytes(&self) -> usize {
+        size_of::<PathRow>() + (self.nodes.capacity() + self.rels.capacity()) * size_of::<u64>()
+    }
+}
+
+/// Collects every row of a search, charging what they hold against the
+/// query's memory limit as they arrive (the reserved room is not touched,
+/// so not charged, until rows fill it).
 struct ChargedCollect<R> {
-    rows: Mutex<(Vec<R>, MemoryCharge)>,
+    /// The rows, the bytes they hold, the charge.
+    rows: Mutex<(Vec<R>, u64, MemoryCharge)>,
     memory: Arc<QueryMemory>,
 }
 
-impl<R: Send> ChargedCollect<R> {
+impl<R: Send + HeldBytes> ChargedCollect<R> {
     /// With room for one row per (source, reached node), the rows of the
     /// shortest-path searches (walks can have one per length).
     fn new(sources: usize, num_nodes: u64, ctx: &QueryContext) -> ChargedCollect<R> {
@@ -662,6 +671,7 @@ impl<R: Send> ChargedCollect<R> {
         ChargedCollect {
             rows: Mutex::new((
                 room_for(reserved_rows(expected, row_bytes, ctx)),
+                0,
                 MemoryCharge::default(),
             )),
             memory: Arc::clone(&ctx.memory),
@@ -673,12 +683,14 @@ impl<R: Send> ChargedCollect<R> {
     }
 }
 
-impl<R: Send> Sink<R> for ChargedCollect<R> {
+impl<R: Send + HeldBytes> Sink<R> for ChargedCollect<R> {
     fn consume(&self, rows: &mut Vec<R>) -> Result<()> {
+        let added: usize = rows.iter().map(HeldBytes::held_bytes).sum();
         let mut held = self.rows.lock();
-        let (all, charge) = &mut *held;
+        let (all, bytes, charge) = &mut *held;
         all.append(rows);
-        charge.grow_to(&self.memory, (all.len() * size_of::<R>()) as u64)
+        *bytes += added as u64;
+        charge.grow_to(&self.memory, *bytes)
     }
 }
 
