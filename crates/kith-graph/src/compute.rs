@@ -670,6 +670,8 @@ struct ParentEntry {
 pub struct Parents {
     heads: Vec<AtomicU64>,
     arenas: Vec<RwLock<Vec<ParentEntry>>>,
+    /// Entries in all arenas (added once per piece of work, not per entry).
+    entries: AtomicU64,
 }
 
 const ARENA_INDEX_BITS: u32 = 40;
@@ -681,7 +683,13 @@ impl Parents {
             arenas: (0..workers.max(1))
                 .map(|_| RwLock::new(Vec::new()))
                 .collect(),
+            entries: AtomicU64::new(0),
         }
+    }
+
+    /// The bytes the arenas' entries hold.
+    fn arena_bytes(&self) -> u64 {
+        self.entries.load(Ordering::Relaxed) * size_of::<ParentEntry>() as u64
     }
 
     /// Adds the parent edge `(node, rel)` to `child`, writing into `arena`
@@ -809,7 +817,8 @@ impl ShortestPaths {
         // The source (level 0) is never intermediate, so never masked.
         let mask = self.node_mask.as_deref().filter(|_| v.iter > 0);
         let dst = self.dst_mask.as_deref();
-        nodes.for_each(|u| {
+        let before = arena.len();
+        let done = nodes.for_each(|u| {
             if mask.is_some_and(|m| !crate::graph::mask_has(m, u)) {
                 return Ok(());
             }
@@ -837,7 +846,10 @@ impl ShortestPaths {
                 }
             });
             Ok(())
-        })
+        });
+        let added = (arena.len() - before) as u64;
+        aux.parents.entries.fetch_add(added, Ordering::Relaxed);
+        done
     }
 }
 
@@ -895,6 +907,10 @@ impl Compute for ShortestPaths {
             PathMode::One => 18 * n,
             PathMode::All => 10 * n,
         }
+    }
+
+    fn grown_bytes(&self, aux: &PathsAux) -> u64 {
+        aux.parents.arena_bytes()
     }
 
     fn complete(&self, aux: &PathsAux) -> bool {
@@ -1046,6 +1062,13 @@ impl Compute for ShortestTrees {
             // trees outlive the morsel until the paths are read; they are
             // charged only while it runs).
             l => 24 * n + 8 * n * l as u64,
+        }
+    }
+
+    fn grown_bytes(&self, aux: &TreesAux) -> u64 {
+        match aux {
+            TreesAux::One(a) => self.search.grown_bytes(a),
+            TreesAux::Lanes { .. } => 0,
         }
     }
 

@@ -100,15 +100,29 @@ impl std::fmt::Debug for Budget {
     }
 }
 
-/// What a source morsel charged, released when it is dropped.
+/// What a source morsel charged, released when it is dropped: its state
+/// up front, then what the state grew by ([`Compute::grown_bytes`]).
 struct Charged {
     budget: Budget,
     bytes: u64,
+    grown: Mutex<u64>,
+}
+
+impl Charged {
+    /// Charges the state's growth to `grown` bytes (when it grew).
+    fn grow_to(&self, grown: u64) -> Result<()> {
+        let mut charged = self.grown.lock();
+        if grown > *charged {
+            self.budget.0.charge(grown - *charged)?;
+            *charged = grown;
+        }
+        Ok(())
+    }
 }
 
 impl Drop for Charged {
     fn drop(&mut self) {
-        self.budget.0.release(self.bytes);
+        self.budget.0.release(self.bytes + *self.grown.get_mut());
     }
 }
 
@@ -255,6 +269,12 @@ pub trait Compute: Send + Sync + 'static {
     /// counted): charged to the run's [`StateBudget`] before allocating.
     fn state_bytes(&self, num_nodes: u64, lanes: usize) -> u64;
 
+    /// What `aux` has grown by since it was made (parent arenas), charged
+    /// after each piece of extension work.
+    fn grown_bytes(&self, _aux: &Self::Aux) -> u64 {
+        0
+    }
+
     /// Processes the frontier nodes of one morsel: emits rows for them and,
     /// when `v.extend`, runs the edge updates and sets `v.next`.
     fn process<G: Graph>(
@@ -350,7 +370,7 @@ struct SourceMorsel<C: Compute> {
     frontiers: [DenseBits; 2],
     st: Mutex<IterState>,
     /// Released once the morsel's state is dropped.
-    _charged: Option<Charged>,
+    charged: Option<Charged>,
 }
 
 const DENSE_MORSEL_NODES: u64 = 4096;
@@ -375,6 +395,7 @@ impl<C: Compute> SourceMorsel<C> {
                 Some(Charged {
                     budget: b.clone(),
                     bytes,
+                    grown: Mutex::new(0),
                 })
             }
             None => None,
@@ -404,7 +425,7 @@ impl<C: Compute> SourceMorsel<C> {
             aux,
             frontiers,
             st: Mutex::new(st),
-            _charged: charged,
+            charged,
         })
     }
 
@@ -687,6 +708,12 @@ impl<G: Graph, C: Compute> IfeTask<G, C> {
                 }
             }
             Work::Output(range) => self.compute.output(&sm.aux, &sm.srcs, range, out)?,
+        }
+        if let Some(charged) = &sm.charged {
+            let grown = self.compute.grown_bytes(&sm.aux);
+            if grown > 0 {
+                charged.grow_to(grown)?;
+            }
         }
         flush_if_full(out, &*self.sink)?;
         let pulls = (self.reverse.is_some(), &self.pulled);
@@ -1028,5 +1055,53 @@ mod tests {
             assert!(err.to_string().contains("over budget"), "{err}");
             assert_eq!(tight.held.load(Ordering::Relaxed), 0);
         }
+    }
+
+    /// The parent arenas of all shortest paths are charged as they grow
+    /// (24 bytes a parent edge, every reached node has one) and given back
+    /// with the morsel; a budget they outgrow fails the run.
+    #[test]
+    fn parent_arenas_charge_their_growth() {
+        use crate::compute::{PathMode, PathRow, ShortestPaths};
+        let g = Arc::new(hubs());
+        let sched = Scheduler::new(2);
+        let cancel = CancelToken::new();
+        let compute = Arc::new(ShortestPaths::new(0, 30, PathMode::All));
+        // A level and a list head per node, two frontiers of 16 words.
+        let state = 10 * 1000 + 2 * 16 * 8;
+        let run = |limit: u64| {
+            let budget = Arc::new(TestBudget {
+                limit,
+                held: Default::default(),
+                peak: Default::default(),
+            });
+            let opts = IfeOptions {
+                policy: Policy::ManyThreadsKSources,
+                threads: 2,
+                k: Some(1),
+                budget: Some(Budget(budget.clone())),
+            };
+            let sink = Arc::new(CollectSink::<PathRow>::default());
+            let out = run_ife(
+                &sched,
+                Arc::clone(&g),
+                compute.clone(),
+                &[999],
+                &opts,
+                &cancel,
+                sink,
+            );
+            (out, budget)
+        };
+        let (out, budget) = run(u64::MAX);
+        out.unwrap();
+        // All 1,000 nodes are reached from 999 (the source has no parent).
+        let peak = budget.peak.load(Ordering::Relaxed);
+        assert!(peak >= state + 24 * 999, "{peak}");
+        assert_eq!(budget.held.load(Ordering::Relaxed), 0);
+        let (out, budget) = run(state + 24 * 100);
+        let err = out.unwrap_err();
+        assert!(err.to_string().contains("over budget"), "{err}");
+        assert_eq!(budget.held.load(Ordering::Relaxed), 0);
     }
 }

@@ -126,6 +126,12 @@ pub trait SourceSearch: Send + Sync + 'static {
         out: &mut Vec<Self::Row>,
         sink: &dyn Sink<Self::Row>,
     ) -> Result<()>;
+
+    /// The per-node arrays one search over `num_nodes` nodes allocates
+    /// (a Dijkstra's costs and parents; a DFS holds only its stack).
+    fn scratch_bytes(&self, _num_nodes: u64) -> u64 {
+        0
+    }
 }
 
 impl<S: SourceSearch> Compute for S {
@@ -140,10 +146,9 @@ impl<S: SourceSearch> Compute for S {
         SourceOnce::new()
     }
 
-    /// The search's own state is allocated per source as it runs, not per
-    /// morsel, and is not counted here.
-    fn state_bytes(&self, _n: u64, _lanes: usize) -> u64 {
-        0
+    /// The search's per-node arrays, allocated as its one source runs.
+    fn state_bytes(&self, n: u64, _lanes: usize) -> u64 {
+        self.scratch_bytes(n)
     }
 
     fn process<G: Graph>(

@@ -170,6 +170,10 @@ impl WeightedPaths {
     }
 }
 
+/// Bytes per node of an [`AllSearch`] before any parent edge: cost, count,
+/// settling order, settled flag and an empty parent list.
+const ALL_SEARCH_BYTES: u64 = 49;
+
 /// A Dijkstra from one source keeping every parent edge of the smallest
 /// cost, and the number of cheapest paths per node.
 struct AllSearch {
@@ -312,6 +316,10 @@ impl SourceSearch for AllWeightedCounts {
         }
         Ok(())
     }
+
+    fn scratch_bytes(&self, n: u64) -> u64 {
+        ALL_SEARCH_BYTES * n
+    }
 }
 
 impl SourceSearch for WeightedPaths {
@@ -326,6 +334,14 @@ impl SourceSearch for WeightedPaths {
         sink: &dyn Sink<PathRow>,
     ) -> Result<()> {
         self.run(g, scratch, src, out, sink)
+    }
+
+    fn scratch_bytes(&self, n: u64) -> u64 {
+        match self.mode {
+            // Best (cost, rels), parent edge and settled flag per node.
+            PathMode::One => 33 * n,
+            PathMode::All => ALL_SEARCH_BYTES * n,
+        }
     }
 }
 
