@@ -216,16 +216,8 @@ pub struct Visit<'a, G: Graph, R> {
     pub next: &'a DenseBits,
     /// Where `out` goes: a computation that emits many rows in one visit
     /// (a source's whole path enumeration) hands them on as they pile up
-    /// ([`Visit::flush_if_full`]).
+    /// ([`flush_if_full`]).
     pub sink: &'a dyn Sink<R>,
-}
-
-impl<G: Graph, R> Visit<'_, G, R> {
-    /// Hands `out` to the sink once it holds [`FLUSH_ROWS`] rows.
-    #[inline]
-    pub fn flush_if_full(&mut self) -> Result<()> {
-        flush_if_full(self.out, self.sink)
-    }
 }
 
 /// Hands `out` to `sink` once it holds [`FLUSH_ROWS`] rows, as the engine

@@ -375,12 +375,45 @@ struct Forward {
     input: Arc<Chunk>,
     to: Arc<dyn JoinRowsConsumer>,
     rows: AtomicU64,
-    /// A left outer join: the sources found are noted as batches go, and
-    /// the rows of those that found nothing go last, padded.
-    pads: bool,
+    /// A left outer join: per source, whether it found a row, noted as
+    /// batches go; the rows of those that found nothing go last, padded.
+    found: Option<Mutex<Vec<bool>>>,
 }
 
 impl Forward {
+    fn new(
+        input: Arc<Chunk>,
+        to: Arc<dyn JoinRowsConsumer>,
+        left_outer: bool,
+        sources: usize,
+    ) -> Forward {
+        Forward {
+            input,
+            to,
+            rows: AtomicU64::new(0),
+            found: left_outer.then(|| Mutex::new(vec![false; sources])),
+        }
+    }
+
+    /// Notes that the sources `hits` found rows (a left outer join).
+    fn note(&self, hits: &[usize]) {
+        if let (Some(found), false) = (&self.found, hits.is_empty()) {
+            let mut found = found.lock();
+            hits.iter().for_each(|&si| found[si] = true);
+        }
+    }
+
+    /// After the search: a left outer join's padded rows, one per input
+    /// row of `sources` whose source found nothing (none otherwise).
+    fn padded(&self, sources: &SourceRows, with_len: bool, weighted: bool) -> JoinRows {
+        let mut rows = JoinRows::empty(Arc::clone(&self.input), with_len);
+        rows.weighted = weighted;
+        if let Some(found) = &self.found {
+            sources.pad_unmatched(true, &found.lock(), &mut rows);
+        }
+        rows
+    }
+
     /// Hands `rows` on, unless there are none.
     fn forward(&self, rows: JoinRows) -> Result<()> {
         if rows.num_rows() == 0 {
@@ -504,12 +537,8 @@ impl JoinRowsSink {
         to: Arc<dyn JoinRowsConsumer>,
         pads: bool,
     ) -> Self {
-        self.forward = Some(Forward {
-            input,
-            to,
-            rows: AtomicU64::new(0),
-            pads,
-        });
+        let sources = self.sources.num_sources();
+        self.forward = Some(Forward::new(input, to, pads, sources));
         self
     }
 
@@ -529,10 +558,7 @@ impl JoinRowsSink {
             return Err(Error::internal("recursive result for an unknown source"));
         }
         if let Some(f) = &self.forward {
-            let mut padded = JoinRows::empty(Arc::clone(&f.input), self.with_len);
-            padded.weighted = self.weighted;
-            self.sources.pad_unmatched(f.pads, &found.hit, &mut padded);
-            f.forward(padded)?;
+            f.forward(f.padded(&self.sources, self.with_len, self.weighted))?;
             return Ok(JoinRows::empty(Arc::clone(input), self.with_len));
         }
         let mut out = JoinRows {
@@ -574,8 +600,6 @@ pub struct PathRowsSink {
     with_len: bool,
     weighted: bool,
     forward: Forward,
-    /// Per source, whether it found a path (a left outer join's padding).
-    hit: Mutex<Vec<bool>>,
 }
 
 /// What a [`PathRowsSink`] builds its rows from besides the paths.
@@ -599,19 +623,9 @@ impl PathRowsSink {
         input: Arc<Chunk>,
         to: Arc<dyn JoinRowsConsumer>,
     ) -> PathRowsSink {
-        let ctx = QueryContext {
-            version: Arc::clone(&ctx.version),
-            pager: Arc::clone(&ctx.pager),
-            params: ctx.params.clone(),
-            cancel: ctx.cancel.clone(),
-            profile: ctx.profile.clone(),
-            subqueries: Arc::clone(&ctx.subqueries),
-            memory: Arc::clone(&ctx.memory),
-            semi_masks: Arc::clone(&ctx.semi_masks),
-        };
-        let hit = Mutex::new(vec![false; sources.num_sources()]);
+        let forward = Forward::new(input, to, spec.left_outer, sources.num_sources());
         PathRowsSink {
-            ctx,
+            ctx: ctx.clone(),
             index_of: index_of.clone(),
             sources,
             ids: spec.ids,
@@ -621,13 +635,7 @@ impl PathRowsSink {
             element_properties: spec.element_properties,
             with_len: spec.with_len,
             weighted: spec.weighted,
-            forward: Forward {
-                input,
-                to,
-                rows: AtomicU64::new(0),
-                pads: spec.left_outer,
-            },
-            hit,
+            forward,
         }
     }
 
@@ -656,10 +664,9 @@ impl PathRowsSink {
 
     /// After the search: a left outer join's padded rows, as the last batch.
     pub fn finish(&self) -> Result<()> {
-        let mut padded = JoinRows::empty(Arc::clone(&self.forward.input), self.with_len);
-        padded.weighted = self.weighted;
-        self.sources
-            .pad_unmatched(self.forward.pads, &self.hit.lock(), &mut padded);
+        let mut padded = self
+            .forward
+            .padded(&self.sources, self.with_len, self.weighted);
         if padded.num_rows() > 0 {
             padded.paths = self.values(Vec::new())?;
         }
@@ -708,10 +715,7 @@ impl Sink<PathRow> for PathRowsSink {
         if out.num_rows() == 0 {
             return Ok(());
         }
-        if self.forward.pads {
-            let mut hit = self.hit.lock();
-            hits.iter().for_each(|&si| hit[si] = true);
-        }
+        self.forward.note(&hits);
         out.paths = self.values(paths)?;
         self.forward.forward(out)
     }
@@ -959,12 +963,7 @@ impl<R: SearchRow> Sink<R> for JoinRowsSink {
             if local.unknown {
                 return Err(Error::internal("recursive result for an unknown source"));
             }
-            if f.pads && !hits.is_empty() {
-                let mut out = self.out.lock();
-                for si in hits {
-                    out.hit[si] = true;
-                }
-            }
+            f.note(&hits);
             return f.forward(JoinRows {
                 input: Arc::clone(&f.input),
                 input_row: local.input_row,

@@ -36,6 +36,7 @@ use crate::result_set::{ResultSet, SlotLayout};
 use crate::subquery::SubqueryTable;
 
 /// What every operator of one statement shares (read-only).
+#[derive(Clone)]
 pub struct QueryContext {
     pub version: Arc<Version>,
     pub pager: Arc<Pager>,

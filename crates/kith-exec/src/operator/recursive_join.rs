@@ -571,16 +571,15 @@ fn search_sink(
 ) -> JoinRowsSink {
     let by_src = SourceRows::new(rows.num_rows, srcs.row_src, srcs.index_of, srcs.list.len());
     // One row per (source, reached node) for the shortest-path searches
-    // (walks can have one per length); none kept when forwarded.
-    let expected = match forward {
-        Some(_) => 0,
-        None => {
+    // (walks can have one per length); none kept when forwarded, and rows
+    // merged by source and length are few: they grow as they come.
+    let expected = match forward.is_some() || join.dst_unread {
+        true => 0,
+        false => {
             let expected = (srcs.list.len() as u64).saturating_mul(num_nodes);
             reserved_rows(expected, JOIN_ROW_BYTES, ctx)
         }
     };
-    // Rows merged by source and length are few: they grow as they come.
-    let expected = if join.dst_unread { 0 } else { expected };
     let sink = JoinRowsSink::new(
         by_src,
         srcs.index_of,
@@ -730,7 +729,6 @@ fn paths_join<G: Graph>(
     // built, when every parent edge packs in a word (32-bit ids).
     // (Such joins are never forwarded: see `forwards`.)
     let trees = join.mode == RecursiveMode::Shortest
-        && forward.is_none()
         && (join.with_path || join.with_rels)
         && graph.num_nodes() <= 1 << 32
         && ids.rel_id_bound <= 1 << 32;
@@ -787,10 +785,7 @@ fn paths_join<G: Graph>(
             to,
         ));
         let stats = search.run(sched, graph, srcs.list, opts, ctx, bound, sink.clone())?;
-        ctx.cancel.check()?;
-        if !ctx.cancel.is_finished() {
-            sink.finish()?;
-        }
+        sink.finish()?;
         return Ok(RecursiveOutput {
             rows: JoinRows::empty(Arc::clone(rows), join.with_len),
             stats,

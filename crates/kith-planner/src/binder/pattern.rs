@@ -191,6 +191,12 @@ impl Binder<'_> {
         self.match_first_rel = 0;
         bound?;
         self.distinct_rels(first_rel, &mut own);
+        if !own.is_empty() {
+            // The checks above leave the pattern nothing to filter by.
+            return Err(Error::internal(
+                "a left outer variable-length rel with predicates of its own",
+            ));
+        }
         let Some(spec) = self
             .graph
             .rels
@@ -200,12 +206,6 @@ impl Binder<'_> {
             return Err(Error::internal("optional variable-length rel not bound"));
         };
         spec.left_outer = true;
-        if !own.is_empty() {
-            // The checks above leave the pattern nothing to filter by.
-            return Err(Error::internal(
-                "a left outer variable-length rel with predicates of its own",
-            ));
-        }
         Ok(true)
     }
 
