@@ -421,8 +421,12 @@ impl<C: Compute> SourceMorsel<C> {
         })
     }
 
+    /// The next piece of work, if any. `None` too while another worker
+    /// holds the state (finishing a level): a waiting worker must not park
+    /// on the lock, as waking it again costs more than the level change
+    /// itself (up to 90 µs of a 1.3 ms search on this VM).
     fn grab(&self) -> Option<Work> {
-        let mut st = self.st.lock();
+        let mut st = self.st.try_lock()?;
         if st.phase == Phase::Done || st.next >= st.total {
             return None;
         }
