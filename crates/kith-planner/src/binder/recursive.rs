@@ -54,10 +54,18 @@ impl Binder<'_> {
             }
             _ => None,
         };
-        if weight.is_some() && (spec.max.is_some() || spec.min.is_some_and(|m| m > 1)) {
+        // The cheapest path has no hop limit; a bound would need a search
+        // by (node, hops), not Dijkstra's.
+        if weight.is_some() && spec.max.is_some() {
             return Err(not_supported(
                 spec.span,
-                "length bounds on weighted shortest paths (only 0 or 1 as the lower bound)",
+                "an upper length bound on weighted shortest paths (write * WSHORTEST(w) or * WSHORTEST(w) 1..)",
+            ));
+        }
+        if weight.is_some() && spec.min.is_some_and(|m| m > 1) {
+            return Err(not_supported(
+                spec.span,
+                "a lower length bound above 1 on weighted shortest paths",
             ));
         }
         // An upper bound below the lower one matches nothing (openCypher).
