@@ -1001,6 +1001,14 @@ impl ShortestTrees {
         }
     }
 
+    /// The bytes of the parent trees a run from `sources` sources over `n`
+    /// nodes keeps (a word per node per source). They outlive the source
+    /// morsels until the paths are read, so [`Compute::state_bytes`]
+    /// leaves them out and the caller charges them for the whole run.
+    pub fn tree_bytes(n: u64, sources: usize) -> u64 {
+        8u64.saturating_mul(n).saturating_mul(sources as u64)
+    }
+
     /// The parent tree of each source searched, by source.
     pub fn take_trees(&self) -> Vec<(u64, ParentTree)> {
         std::mem::take(&mut *self.trees.lock())
@@ -1056,12 +1064,11 @@ impl Compute for ShortestTrees {
     }
 
     fn state_bytes(&self, n: u64, lanes: usize) -> u64 {
+        // Without the trees (`tree_bytes`): the search's levels and list
+        // heads, or the lane frontiers.
         match lanes {
-            1 => self.search.state_bytes(n, 1),
-            // The lane frontiers and a parent word per lane per node (the
-            // trees outlive the morsel until the paths are read; they are
-            // charged only while it runs).
-            l => 24 * n + 8 * n * l as u64,
+            1 => self.search.state_bytes(n, 1) - Self::tree_bytes(n, 1),
+            _ => 24 * n,
         }
     }
 

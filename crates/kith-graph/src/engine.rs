@@ -120,6 +120,27 @@ impl Charged {
     }
 }
 
+/// What a piece of work may charge as it allocates (a search that runs a
+/// whole source in one visit: a Dijkstra's heap, its parent lists), on top
+/// of its morsel's state; given back with the morsel. Runs without a
+/// budget charge nothing.
+#[derive(Clone, Copy)]
+pub struct Growth<'a>(Option<&'a Charged>);
+
+impl Growth<'_> {
+    /// Nothing to charge to.
+    pub const NONE: Growth<'static> = Growth(None);
+
+    /// The work now holds `bytes` beyond its morsel's state: charges the
+    /// increase, or fails the run with the budget's error.
+    pub fn charge_to(&self, bytes: u64) -> Result<()> {
+        match self.0 {
+            Some(charged) => charged.grow_to(bytes),
+            None => Ok(()),
+        }
+    }
+}
+
 impl Drop for Charged {
     fn drop(&mut self) {
         self.budget.0.release(self.bytes + *self.grown.get_mut());
@@ -218,6 +239,8 @@ pub struct Visit<'a, G: Graph, R> {
     /// (a source's whole path enumeration) hands them on as they pile up
     /// ([`flush_if_full`]).
     pub sink: &'a dyn Sink<R>,
+    /// Where such a computation charges what it allocates as it goes.
+    pub growth: Growth<'a>,
 }
 
 /// Hands `out` to `sink` once it holds [`FLUSH_ROWS`] rows, as the engine
@@ -686,6 +709,7 @@ impl<G: Graph, C: Compute> IfeTask<G, C> {
                     extend: extend && iter < self.compute.upper(),
                     next: &sm.frontiers[((iter + 1) & 1) as usize],
                     sink: &*self.sink,
+                    growth: Growth(sm.charged.as_ref()),
                 };
                 match (&self.reverse, pull) {
                     (Some(reverse), true) => {
@@ -1050,6 +1074,72 @@ mod tests {
             let err = run(&opts).unwrap_err();
             assert!(err.to_string().contains("over budget"), "{err}");
             assert_eq!(tight.held.load(Ordering::Relaxed), 0);
+        }
+    }
+
+    /// A per-source Dijkstra charges its heap as it grows, and an
+    /// all-cheapest one its parent lists too (in steps of 1 MiB), on top
+    /// of its per-node arrays; a budget they outgrow fails the run, and
+    /// everything is given back with the morsel.
+    #[test]
+    fn weighted_searches_charge_their_heaps_and_parent_lists() {
+        use crate::compute::{PathMode, PathRow};
+        use crate::weighted_paths::WeightedPaths;
+        // 0 -> 1..=k (one heap entry each, all in the heap at once), and
+        // each of them -> k + 1 at the same cost (k parents of one node).
+        let k = 100_000u64;
+        let n = k + 2;
+        let mut edges: Vec<(u64, u64)> = (1..=k).map(|v| (0, v)).collect();
+        edges.extend((1..=k).map(|v| (v, k + 1)));
+        let g = Arc::new(InMemoryCsr::from_edges(n, &edges));
+        let weights: Arc<[f64]> = vec![1.0; edges.len()].into();
+        let sched = Scheduler::new(2);
+        let frontiers = 2 * n.div_ceil(64) * 8;
+        for (mode, per_node, grows) in [
+            // 100 k heap entries of 24 bytes.
+            (PathMode::One, 33, 2_400_000),
+            // 200 k parent edges of 16 bytes and 100 k heap entries of 16.
+            (PathMode::All, 49, 4_800_000),
+        ] {
+            let state = per_node * n + frontiers;
+            let run = |limit: u64| {
+                let budget = Arc::new(TestBudget {
+                    limit,
+                    held: Default::default(),
+                    peak: Default::default(),
+                });
+                let opts = IfeOptions {
+                    policy: Policy::ManyThreadsKSources,
+                    threads: 2,
+                    k: Some(1),
+                    budget: Some(Budget(budget.clone())),
+                };
+                let compute = WeightedPaths::new(Arc::clone(&weights), 1, mode).unwrap();
+                let sink = Arc::new(CollectSink::<PathRow>::default());
+                let out = run_ife(
+                    &sched,
+                    Arc::clone(&g),
+                    Arc::new(compute),
+                    &[0],
+                    &opts,
+                    &CancelToken::new(),
+                    sink.clone(),
+                );
+                (out.map(|_| sink.take().len()), budget)
+            };
+            let (out, budget) = run(u64::MAX);
+            // Every node but the source; node k + 1 once per parent for ALL.
+            let paths = if mode == PathMode::One { k + 1 } else { 2 * k };
+            assert_eq!(out.unwrap(), paths as usize, "{mode:?}");
+            let peak = budget.peak.load(Ordering::Relaxed);
+            // Charged in steps of 1 MiB: the last step may not be.
+            let charged = peak - state;
+            assert!(charged + (1 << 20) >= grows, "{mode:?}: {charged} charged");
+            assert_eq!(budget.held.load(Ordering::Relaxed), 0, "{mode:?}");
+            let (out, budget) = run(state + grows / 2);
+            let err = out.unwrap_err();
+            assert!(err.to_string().contains("over budget"), "{mode:?}: {err}");
+            assert_eq!(budget.held.load(Ordering::Relaxed), 0, "{mode:?}");
         }
     }
 

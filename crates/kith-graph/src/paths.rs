@@ -17,7 +17,9 @@ use kith_sched::{CancelToken, Scheduler};
 
 use crate::compute::{check_bounds, PathRow};
 use crate::distance::HopBound;
-use crate::engine::{flush_if_full, run_ife, CollectSink, Compute, IfeOptions, Nodes, Sink, Visit};
+use crate::engine::{
+    flush_if_full, run_ife, CollectSink, Compute, Growth, IfeOptions, Nodes, Sink, Visit,
+};
 use crate::graph::Graph;
 use std::sync::Arc;
 
@@ -117,7 +119,8 @@ pub trait SourceSearch: Send + Sync + 'static {
     type Row: Send + 'static;
 
     /// Every row of source `src`, into `out`; a search that emits many
-    /// hands them to `sink` as they pile up ([`flush_if_full`]).
+    /// hands them to `sink` as they pile up ([`flush_if_full`]), and one
+    /// whose state grows as it goes charges it to `growth`.
     fn search<G: Graph>(
         &self,
         g: &G,
@@ -125,6 +128,7 @@ pub trait SourceSearch: Send + Sync + 'static {
         src: u64,
         out: &mut Vec<Self::Row>,
         sink: &dyn Sink<Self::Row>,
+        growth: Growth<'_>,
     ) -> Result<()>;
 
     /// The per-node arrays one search over `num_nodes` nodes allocates
@@ -160,7 +164,7 @@ impl<S: SourceSearch> Compute for S {
         if !aux.claim(v.iter, nodes)? {
             return Ok(());
         }
-        self.search(v.graph, v.scratch, v.srcs[0], v.out, v.sink)
+        self.search(v.graph, v.scratch, v.srcs[0], v.out, v.sink, v.growth)
     }
 }
 
@@ -308,7 +312,9 @@ impl SourceSearch for WalkPaths {
         src: u64,
         out: &mut Vec<PathRow>,
         sink: &dyn Sink<PathRow>,
+        _growth: Growth<'_>,
     ) -> Result<()> {
+        // The DFS holds its stack only: each frame's neighbours.
         self.run(g, scratch, src, out, sink)
     }
 }

@@ -18,7 +18,7 @@ use kith_common::Result;
 use kith_sched::CancelToken;
 
 use crate::compute::{parent_chain_path, parent_dag_paths, PathMode, PathRow};
-use crate::engine::{flush_if_full, Sink};
+use crate::engine::{flush_if_full, Growth, Sink};
 use crate::graph::{mask_has, Graph};
 use crate::paths::SourceSearch;
 use crate::weights::{weight_error, weight_ok, RelWeights};
@@ -61,7 +61,8 @@ impl WeightedPaths {
         })
     }
 
-    /// The paths from `src`, handed to `sink` as they pile up.
+    /// The paths from `src`, handed to `sink` as they pile up; the heap
+    /// is charged to `growth` as it grows.
     fn run<G: Graph>(
         &self,
         g: &G,
@@ -69,6 +70,7 @@ impl WeightedPaths {
         src: u64,
         out: &mut Vec<PathRow>,
         sink: &dyn Sink<PathRow>,
+        growth: Growth<'_>,
     ) -> Result<()> {
         if self.mode == PathMode::All {
             let s = search_all(
@@ -78,6 +80,7 @@ impl WeightedPaths {
                 src,
                 self.node_mask.as_deref(),
                 self.cancel.as_ref(),
+                growth,
             )?;
             for &v in &s.order {
                 if (v == src && self.lower > 0)
@@ -114,6 +117,7 @@ impl WeightedPaths {
         heap.push(Reverse((0f64.to_bits(), 0u32, src)));
         let mut steps = 0u32;
         let mut bad_weight = None;
+        let mut heap_bytes = HeapCharge::default();
         while let Some(Reverse((c, h, u))) = heap.pop() {
             if settled[u as usize] || best[u as usize] != (c, h) {
                 continue;
@@ -145,6 +149,10 @@ impl WeightedPaths {
             if let Some((r, weight)) = bad_weight {
                 return Err(weight_error(r, weight, false));
             }
+            heap_bytes.charge(
+                growth,
+                heap.capacity() * size_of::<Reverse<(u64, u32, u64)>>(),
+            )?;
             steps += 1;
             if steps == CANCEL_EVERY {
                 steps = 0;
@@ -165,6 +173,27 @@ impl WeightedPaths {
             path.cost_bits = best[v as usize].0;
             out.push(path);
             flush_if_full(out, sink)?;
+        }
+        Ok(())
+    }
+}
+
+/// Charges a search's growing heap and lists to its [`Growth`] each time
+/// they have grown by [`HeapCharge::STEP`] bytes since the last charge, so
+/// a search that outgrows the memory limit fails before it takes much more.
+#[derive(Default)]
+struct HeapCharge {
+    charged: usize,
+}
+
+impl HeapCharge {
+    const STEP: usize = 1 << 20;
+
+    #[inline]
+    fn charge(&mut self, growth: Growth<'_>, bytes: usize) -> Result<()> {
+        if bytes >= self.charged + Self::STEP {
+            growth.charge_to(bytes as u64)?;
+            self.charged = bytes;
         }
         Ok(())
     }
@@ -192,6 +221,7 @@ fn search_all<G: Graph>(
     src: u64,
     node_mask: Option<&[u64]>,
     cancel: Option<&CancelToken>,
+    growth: Growth<'_>,
 ) -> Result<AllSearch> {
     let n = g.num_nodes() as usize;
     let mut s = AllSearch {
@@ -208,6 +238,8 @@ fn search_all<G: Graph>(
     s.cost[src as usize] = 0.0;
     heap.push(Reverse((0f64.to_bits(), src)));
     let mut bad_weight = None;
+    // Parent edges beyond the lists' heads, and the heap.
+    let (mut parent_edges, mut held) = (0usize, HeapCharge::default());
     while let Some(Reverse((c, u))) = heap.pop() {
         let ui = u as usize;
         if settled[ui] || s.cost[ui].to_bits() != c {
@@ -244,13 +276,19 @@ fn search_all<G: Graph>(
                 parents[wi].clear();
                 parents[wi].push((u, r));
                 heap.push(Reverse((cand.to_bits(), w)));
+                parent_edges += 1;
             } else if cand == costs[wi] {
                 parents[wi].push((u, r));
+                parent_edges += 1;
             }
         })?;
         if let Some((r, weight)) = bad_weight {
             return Err(weight_error(r, weight, true));
         }
+        // An edge a cheaper one replaced stays in its list's capacity.
+        let bytes = parent_edges * size_of::<(u64, u64)>()
+            + heap.capacity() * size_of::<Reverse<(u64, u64)>>();
+        held.charge(growth, bytes)?;
         if s.order.len().is_multiple_of(CANCEL_EVERY as usize) {
             if let Some(c) = cancel {
                 c.check()?;
@@ -299,8 +337,10 @@ impl SourceSearch for AllWeightedCounts {
         src: u64,
         out: &mut Vec<CostCountRow>,
         _sink: &dyn Sink<CostCountRow>,
+        growth: Growth<'_>,
     ) -> Result<()> {
-        let s = search_all(&self.weights, g, scratch, src, None, self.cancel.as_ref())?;
+        let cancel = self.cancel.as_ref();
+        let s = search_all(&self.weights, g, scratch, src, None, cancel, growth)?;
         for &d in &s.order {
             if (d == src && self.lower > 0)
                 || self.dst_mask.as_ref().is_some_and(|m| !mask_has(m, d))
@@ -332,8 +372,9 @@ impl SourceSearch for WeightedPaths {
         src: u64,
         out: &mut Vec<PathRow>,
         sink: &dyn Sink<PathRow>,
+        growth: Growth<'_>,
     ) -> Result<()> {
-        self.run(g, scratch, src, out, sink)
+        self.run(g, scratch, src, out, sink, growth)
     }
 
     fn scratch_bytes(&self, n: u64) -> u64 {

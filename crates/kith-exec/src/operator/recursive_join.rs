@@ -733,6 +733,10 @@ fn paths_join<G: Graph>(
         && graph.num_nodes() <= 1 << 32
         && ids.rel_id_bound <= 1 << 32;
     if trees {
+        // Every source's tree is kept until the paths are read: charged
+        // for the rest of the query, before the search allocates them.
+        let tree_bytes = ShortestTrees::tree_bytes(graph.num_nodes(), srcs.list.len());
+        MemoryCharge::default().grow_to(&ctx.memory, tree_bytes)?;
         let mut compute = ShortestTrees::new(lower, upper);
         compute.search.node_mask = node_mask;
         compute.search.dst_mask = dst_mask;
