@@ -993,6 +993,27 @@ mod tests {
         peak: std::sync::atomic::AtomicU64,
     }
 
+    impl TestBudget {
+        fn new(limit: u64) -> Arc<TestBudget> {
+            Arc::new(TestBudget {
+                limit,
+                held: Default::default(),
+                peak: Default::default(),
+            })
+        }
+
+        /// Options for one source morsel at a time on two threads, charged
+        /// to this budget.
+        fn one_morsel(self: &Arc<Self>) -> IfeOptions {
+            IfeOptions {
+                policy: Policy::ManyThreadsKSources,
+                threads: 2,
+                k: Some(1),
+                budget: Some(Budget(self.clone())),
+            }
+        }
+    }
+
     impl StateBudget for TestBudget {
         fn charge(&self, bytes: u64) -> Result<()> {
             let now = self.held.fetch_add(bytes, Ordering::Relaxed) + bytes;
@@ -1031,11 +1052,7 @@ mod tests {
             (Policy::ManyThreadsKSources, one),
             (Policy::ManyThreadsKMultiSources, lanes),
         ] {
-            let budget = Arc::new(TestBudget {
-                limit: u64::MAX,
-                held: Default::default(),
-                peak: Default::default(),
-            });
+            let budget = TestBudget::new(u64::MAX);
             let opts = IfeOptions {
                 policy,
                 threads: 2,
@@ -1062,11 +1079,7 @@ mod tests {
             );
             assert_eq!(budget.held.load(Ordering::Relaxed), 0, "{policy:?}");
             // A budget below one morsel's state fails the run.
-            let tight = Arc::new(TestBudget {
-                limit: per_morsel - 1,
-                held: Default::default(),
-                peak: Default::default(),
-            });
+            let tight = TestBudget::new(per_morsel - 1);
             let opts = IfeOptions {
                 budget: Some(Budget(tight.clone())),
                 ..opts
@@ -1103,17 +1116,8 @@ mod tests {
         ] {
             let state = per_node * n + frontiers;
             let run = |limit: u64| {
-                let budget = Arc::new(TestBudget {
-                    limit,
-                    held: Default::default(),
-                    peak: Default::default(),
-                });
-                let opts = IfeOptions {
-                    policy: Policy::ManyThreadsKSources,
-                    threads: 2,
-                    k: Some(1),
-                    budget: Some(Budget(budget.clone())),
-                };
+                let budget = TestBudget::new(limit);
+                let opts = budget.one_morsel();
                 let compute = WeightedPaths::new(Arc::clone(&weights), 1, mode).unwrap();
                 let sink = Arc::new(CollectSink::<PathRow>::default());
                 let out = run_ife(
@@ -1156,17 +1160,8 @@ mod tests {
         // A level and a list head per node, two frontiers of 16 words.
         let state = 10 * 1000 + 2 * 16 * 8;
         let run = |limit: u64| {
-            let budget = Arc::new(TestBudget {
-                limit,
-                held: Default::default(),
-                peak: Default::default(),
-            });
-            let opts = IfeOptions {
-                policy: Policy::ManyThreadsKSources,
-                threads: 2,
-                k: Some(1),
-                budget: Some(Budget(budget.clone())),
-            };
+            let budget = TestBudget::new(limit);
+            let opts = budget.one_morsel();
             let sink = Arc::new(CollectSink::<PathRow>::default());
             let out = run_ife(
                 &sched,
