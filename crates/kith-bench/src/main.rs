@@ -66,6 +66,7 @@ RUN OPTIONS:
   --networkit-driver PATH  path of networkit_driver.py (default bench/networkit_driver.py)
   --tmp-dir DIR            where the databases are created (default: system temp)
   --queries a,b            run only the queries whose name contains a or b
+                           (a whole query name picks that query alone)
 
 INSERT OPTIONS (suite `insert`; --timeout defaults to 600 s per statement there):
   --insert-rows 20000      rows of the single-row phases (--quick: 2000)

@@ -28,8 +28,24 @@ pub struct RunOptions {
     pub timeout_ms: Option<u64>,
     /// Which files the loads read.
     pub load_format: LoadFormat,
-    /// Run only the queries whose name contains one of these (all when empty).
+    /// Run only the queries whose name contains one of these (all when
+    /// empty; see [`query_wanted`]).
     pub only: Vec<String>,
+}
+
+/// Whether query `name` of `names` (its suite's) is wanted by the filters
+/// `only`: a filter that is a query's whole name picks that query alone
+/// (`sp-paths-8src` is not also `wsp-paths-8src`); any other picks every
+/// name containing it. No filter: every query.
+pub fn query_wanted(name: &str, names: &[&str], only: &[String]) -> bool {
+    only.is_empty()
+        || only.iter().any(|o| {
+            if names.contains(&o.as_str()) {
+                name == o
+            } else {
+                name.contains(o.as_str())
+            }
+        })
 }
 
 #[derive(Clone, Debug)]
@@ -373,7 +389,8 @@ fn run_config(opts: &RunOptions, engine: &EngineKind, threads: usize) -> ConfigR
         .timeout_ms
         .map(|ms| Duration::from_millis(2 * ms) + Duration::from_secs(30));
     let mut dead: Option<String> = None;
-    let wanted = |name: &str| opts.only.is_empty() || opts.only.iter().any(|o| name.contains(o));
+    let names: Vec<&str> = opts.suite.queries.iter().map(|q| q.name).collect();
+    let wanted = |name: &str| query_wanted(name, &names, &opts.only);
     for q in opts.suite.queries.iter().filter(|q| wanted(q.name)) {
         let (text, bound) = query_text(dialect, q, &data, &params);
         let mut run = QueryRun {
@@ -624,6 +641,28 @@ pub fn compare_rows(a: &Json, b: &Json) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_whole_query_name_picks_that_query_alone() {
+        let names = ["sp-paths-8src", "wsp-paths-8src", "sp-lengths-8src"];
+        let only = |f: &[&str]| f.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let picked = |f: &[&str]| -> Vec<&str> {
+            let only = only(f);
+            names
+                .iter()
+                .copied()
+                .filter(|n| query_wanted(n, &names, &only))
+                .collect()
+        };
+        assert_eq!(picked(&["sp-paths-8src"]), ["sp-paths-8src"]);
+        assert_eq!(picked(&["paths-8src"]), ["sp-paths-8src", "wsp-paths-8src"]);
+        assert_eq!(picked(&["8src"]), names);
+        assert_eq!(picked(&[]), names);
+        assert_eq!(
+            picked(&["wsp-paths-8src", "lengths"]),
+            ["wsp-paths-8src", "sp-lengths-8src"]
+        );
+    }
     use super::*;
 
     #[test]
