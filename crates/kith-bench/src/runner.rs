@@ -641,6 +641,7 @@ pub fn compare_rows(a: &Json, b: &Json) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
 
     #[test]
     fn a_whole_query_name_picks_that_query_alone() {
@@ -663,7 +664,6 @@ mod tests {
             ["wsp-paths-8src", "sp-lengths-8src"]
         );
     }
-    use super::*;
 
     #[test]
     fn summary_median() {

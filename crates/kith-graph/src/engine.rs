@@ -128,9 +128,6 @@ impl Charged {
 pub struct Growth<'a>(Option<&'a Charged>);
 
 impl Growth<'_> {
-    /// Nothing to charge to.
-    pub const NONE: Growth<'static> = Growth(None);
-
     /// The work now holds `bytes` beyond its morsel's state: charges the
     /// increase, or fails the run with the budget's error.
     pub fn charge_to(&self, bytes: u64) -> Result<()> {

@@ -117,7 +117,7 @@ impl WeightedPaths {
         heap.push(Reverse((0f64.to_bits(), 0u32, src)));
         let mut steps = 0u32;
         let mut bad_weight = None;
-        let mut heap_bytes = HeapCharge::default();
+        let mut held = StepCharge::default();
         while let Some(Reverse((c, h, u))) = heap.pop() {
             if settled[u as usize] || best[u as usize] != (c, h) {
                 continue;
@@ -149,7 +149,7 @@ impl WeightedPaths {
             if let Some((r, weight)) = bad_weight {
                 return Err(weight_error(r, weight, false));
             }
-            heap_bytes.charge(
+            held.charge(
                 growth,
                 heap.capacity() * size_of::<Reverse<(u64, u32, u64)>>(),
             )?;
@@ -179,14 +179,14 @@ impl WeightedPaths {
 }
 
 /// Charges a search's growing heap and lists to its [`Growth`] each time
-/// they have grown by [`HeapCharge::STEP`] bytes since the last charge, so
+/// they have grown by [`StepCharge::STEP`] bytes since the last charge, so
 /// a search that outgrows the memory limit fails before it takes much more.
 #[derive(Default)]
-struct HeapCharge {
+struct StepCharge {
     charged: usize,
 }
 
-impl HeapCharge {
+impl StepCharge {
     const STEP: usize = 1 << 20;
 
     #[inline]
@@ -239,7 +239,7 @@ fn search_all<G: Graph>(
     heap.push(Reverse((0f64.to_bits(), src)));
     let mut bad_weight = None;
     // Parent edges beyond the lists' heads, and the heap.
-    let (mut parent_edges, mut held) = (0usize, HeapCharge::default());
+    let (mut parent_edges, mut held) = (0usize, StepCharge::default());
     while let Some(Reverse((c, u))) = heap.pop() {
         let ui = u as usize;
         if settled[ui] || s.cost[ui].to_bits() != c {
