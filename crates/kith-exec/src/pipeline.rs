@@ -22,7 +22,7 @@ use kith_storage::{NodeTableData, RelTableData, TableData};
 use crate::expression::cast::cast_value;
 use crate::expression::{EvalContext, Evaluated, Evaluator};
 use crate::operator::collect::Collect;
-use crate::operator::cross_product::{CrossProduct, Probe};
+use crate::operator::cross_product::{CrossProduct, Probe, UniqueProbe};
 use crate::operator::extend::{CsrPins, Extend, PairCount, SharedRels, SplitClaims};
 use crate::operator::fill_nulls::FillNulls;
 use crate::operator::filter::{Filter, PadFilter, PadSignal};
@@ -165,6 +165,10 @@ enum Built {
         columns: Vec<usize>,
         /// A hash join: the probe key and the build rows by key.
         index: Option<(BoundExpr, Arc<JoinIndex>)>,
+        /// Left outer: pads a tuple without build rows (`PadSignal`).
+        optional: bool,
+        /// Unique build keys probed a batch at a time (`UniqueProbe`).
+        unique: bool,
     },
     Extend {
         rel_table: TableId,
@@ -412,6 +416,7 @@ impl PipelineShape {
                     build,
                     columns,
                     key,
+                    optional,
                 } => {
                     let shape = PipelineShape::build(
                         &build.source,
@@ -459,12 +464,20 @@ impl PipelineShape {
                     };
                     let rows = Arc::new(rows);
                     let input_chunk = b.chunks.len() - 1;
-                    let out = b.add_chunk();
+                    // Unique build keys, and no padding filter to apply per
+                    // tuple: probed a batch at a time, the build columns
+                    // written into the input group.
+                    let padded = *optional
+                        && plan_steps
+                            .iter()
+                            .any(|s| matches!(s, Step::PadFilter { .. }));
+                    let unique = !padded && index.as_ref().is_some_and(|(_, i)| i.unique());
+                    let out = if unique { input_chunk } else { b.add_chunk() };
                     let vectors: Vec<usize> = columns
                         .iter()
                         .map(|(slot, ty)| b.add(out, *slot, ty.clone()))
                         .collect();
-                    if vectors.is_empty() {
+                    if vectors.is_empty() && !unique {
                         b.add_anonymous(out, LogicalType::InternalId);
                     }
                     Built::CrossProduct {
@@ -473,6 +486,8 @@ impl PipelineShape {
                         output_chunk: out,
                         columns: vectors,
                         index,
+                        optional: *optional,
+                        unique,
                     }
                 }
                 Step::Filter(e) => Built::Filter(e.clone()),
@@ -812,6 +827,8 @@ impl PipelineShape {
                     output_chunk,
                     columns,
                     index,
+                    optional,
+                    unique,
                 } => {
                     let probe = match index {
                         Some((key, index)) => Some(Probe {
@@ -821,7 +838,7 @@ impl PipelineShape {
                         }),
                         None => None,
                     };
-                    Box::new(CrossProduct::new(
+                    let mut c = CrossProduct::new(
                         op,
                         Arc::clone(ctx),
                         Arc::clone(rows),
@@ -829,7 +846,15 @@ impl PipelineShape {
                         *output_chunk,
                         columns.clone(),
                         probe,
-                    ))
+                    );
+                    if *unique {
+                        c.unique = Some(UniqueProbe::new(*optional));
+                    } else if *optional {
+                        let signal = Arc::new(PadSignal::default());
+                        pad_signal = Some((Arc::clone(&signal), false));
+                        c.pad = Some(signal);
+                    }
+                    Box::new(c)
                 }
                 Built::SemiMask { node, mask } => Box::new(SemiMaskFilter::new(
                     op,
@@ -1230,8 +1255,8 @@ where
 /// padding and the primary-key lookups are left out.
 fn restartable(steps: &[Step]) -> bool {
     steps.iter().all(|s| match s {
+        Step::CrossProduct { optional, .. } => !optional,
         Step::Filter(_)
-        | Step::CrossProduct { .. }
         | Step::Intersect { .. }
         | Step::SemiMask { .. }
         | Step::Alias { .. }

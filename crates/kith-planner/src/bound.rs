@@ -320,6 +320,8 @@ pub struct BoundPart {
     pub numbers_rows: bool,
     /// See [`OptionalExtend`].
     pub optional_extend: Option<OptionalExtend>,
+    /// See [`OptionalJoin`].
+    pub optional_join: Option<OptionalJoin>,
 }
 
 /// An OPTIONAL MATCH of one rel from a node of the part to a new node,
@@ -330,6 +332,23 @@ pub struct BoundPart {
 /// with NULLs.
 #[derive(Debug, Clone)]
 pub struct OptionalExtend {
+    pub predicates: Vec<BoundExpr>,
+}
+
+/// An OPTIONAL MATCH of one pattern that shares no variable with the
+/// part (`MATCH (a:A) OPTIONAL MATCH (b:B)-[:R]->(c:C) WHERE b.k = a.k`),
+/// joined in the part's own pipeline instead of a part of its own: the
+/// pattern's nodes and rels are the graph's last (from `first_node` and
+/// `first_rel`), planned as the build side of a left outer hash join (a
+/// left outer cross product without an equality to hash) after every
+/// other step; `predicates` (the clause's WHERE and inline property maps)
+/// are pushed into the build side where they read only its variables,
+/// and the rest decide, after the join, which matches stay before a tuple
+/// left without any is padded with NULLs.
+#[derive(Debug, Clone)]
+pub struct OptionalJoin {
+    pub first_node: usize,
+    pub first_rel: usize,
     pub predicates: Vec<BoundExpr>,
 }
 

@@ -87,6 +87,11 @@ pub enum Step {
         /// The build side's slots that are read downstream.
         columns: Vec<(SlotId, LogicalType)>,
         key: Option<HashJoinKey>,
+        /// Left outer (an OPTIONAL MATCH sharing no variable with the part,
+        /// see `bound::OptionalJoin`): a tuple without build rows gets one
+        /// row of NULLs, and a [`Step::PadFilter`] after it applies the
+        /// clause's predicates.
+        optional: bool,
     },
     /// Index nested-loop join: for each tuple, the node of `table` whose
     /// primary key equals `key` (evaluated per tuple, from slots bound
@@ -183,16 +188,24 @@ impl Step {
             Step::SemiMask { table: t, .. } => format!("SemiMask {}", table(*t)),
             Step::ScanProperties { table: t, .. } => format!("ScanProperties {}", table(*t)),
             Step::LookupNode { table: t, .. } => format!("LookupNode {}", table(*t)),
-            Step::CrossProduct { key: None, .. } => "CrossProduct".to_string(),
-            Step::CrossProduct { key: Some(_), .. } => "HashJoin".to_string(),
+            Step::CrossProduct { key, optional, .. } => format!(
+                "{}{}",
+                if key.is_some() {
+                    "HashJoin"
+                } else {
+                    "CrossProduct"
+                },
+                if *optional { " (left outer)" } else { "" }
+            ),
         }
     }
 }
 
 /// The equality a hash join uses: `probe` reads only slots bound before the
 /// join, `build` only slots of its build side; both have hashable types
-/// (numbers, strings, booleans, dates, ids). The equality itself stays a
-/// filter after the join, so Cypher's comparison rules decide.
+/// (numbers, strings, booleans, dates, ids). The join index applies
+/// Cypher's equality exactly (`1 = 1.0`, NULL and NaN equal nothing), so
+/// the equality is not tested again after the join.
 #[derive(Debug, Clone)]
 pub struct HashJoinKey {
     pub probe: BoundExpr,
@@ -602,13 +615,15 @@ impl SubPlan {
                     build,
                     columns,
                     key,
+                    optional,
                 } => format!(
-                    "{} ({} build columns) build: [{}]",
+                    "{}{} ({} build columns) build: [{}]",
                     if key.is_some() {
                         "HashJoin"
                     } else {
                         "CrossProduct"
                     },
+                    if *optional { " (left outer)" } else { "" },
                     columns.len(),
                     describe_sub(build, catalog)
                 ),

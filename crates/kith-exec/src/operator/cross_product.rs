@@ -3,13 +3,24 @@
 //! materialized build side, written as a new unflat group in batches of at
 //! most `VECTOR_CAPACITY`: every row (a cross product), or with a [`Probe`]
 //! only the rows whose join key equals the tuple's (a hash join, whose index
-//! is built in `hash_join.rs`; the equality stays a filter after it).
+//! is built in `hash_join.rs` and exact, so the equality is not tested again).
+//! Left outer (an OPTIONAL MATCH's pattern as the build side), a tuple
+//! without rows gets one row of NULLs, and each batch tells the padding
+//! filter after it whether it ends its tuple ([`PadSignal`]).
+//!
+//! A hash join whose build keys are unique (each probe finds at most one
+//! row) and that no padding filter follows probes a whole input batch at
+//! once instead (`unique`): the build columns are vectors of the input
+//! group, filled at each position from its row, or NULL (left outer), or
+//! the position is deselected (inner); no tuple is flattened.
 
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use kith_common::constants::VECTOR_CAPACITY;
 use kith_common::{Chunk, Error, LogicalType, Result, ValueVector};
 
+use super::filter::PadSignal;
 use super::hash_join::{Hit, JoinIndex};
 use super::{Operator, QueryContext};
 use crate::expression::{EvalContext, Evaluated, Evaluator};
@@ -32,6 +43,11 @@ pub struct CrossProduct {
     /// Vector in the output chunk per column of `rows`.
     columns: Vec<usize>,
     probe: Option<Probe>,
+    /// Left outer: set after each batch, for the padding filter.
+    pub pad: Option<Arc<PadSignal>>,
+    /// A join on unique build keys probed a batch at a time, its columns
+    /// in the input group (see the module doc).
+    pub unique: Option<UniqueProbe>,
     /// The current tuple's matching build rows (hash join).
     matched: Hit,
     probe_out: ValueVector,
@@ -59,6 +75,8 @@ impl CrossProduct {
             output_chunk,
             columns,
             probe,
+            pad: None,
+            unique: None,
             matched: Hit::default(),
             probe_out: ValueVector::new(LogicalType::Any, 0),
             has_input: false,
@@ -93,6 +111,15 @@ impl CrossProduct {
         }
         out.state.reset(n);
         self.pos += n;
+        if let Some(signal) = &self.pad {
+            signal.last.store(self.pos == self.end, Ordering::Relaxed);
+        }
+    }
+
+    /// Left outer: the current tuple has no build row; one row of NULLs.
+    fn emit_nulls(&self, rs: &mut ResultSet, signal: &PadSignal) {
+        rs.chunks[self.output_chunk].pad_with_nulls();
+        signal.last.store(true, Ordering::Relaxed);
     }
 
     /// The build rows matching the current (flat) tuple's key: the key is
@@ -116,9 +143,124 @@ impl CrossProduct {
     }
 }
 
+/// How a join on unique build keys probes (see the module doc).
+#[derive(Default)]
+pub struct UniqueProbe {
+    /// Left outer: a position without a row gets NULLs instead of being
+    /// deselected.
+    pub optional: bool,
+    /// Scratch: the positions probed and the build row each found
+    /// (`u32::MAX` for none).
+    positions: Vec<u32>,
+    found: Vec<u32>,
+}
+
+impl UniqueProbe {
+    pub fn new(optional: bool) -> UniqueProbe {
+        UniqueProbe {
+            optional,
+            ..UniqueProbe::default()
+        }
+    }
+}
+
+impl CrossProduct {
+    /// The next input batch with each position's build row written in
+    /// place (`unique`); false when the input is done.
+    fn next_unique(&mut self, rs: &mut ResultSet) -> Result<bool> {
+        let internal = || Error::internal("unique hash join without its probe");
+        let (Some(probe), Some(u)) = (&mut self.probe, &mut self.unique) else {
+            return Err(internal());
+        };
+        if self.rows.num_rows == 0 && !u.optional {
+            return Ok(false);
+        }
+        let input = self.input_chunk;
+        loop {
+            if self.ctx.cancel.should_stop()? || !self.child.next(rs)? {
+                return Ok(false);
+            }
+            let state = &rs.chunks[input].state;
+            u.positions.clear();
+            match (state.flat, &state.sel) {
+                (Some(i), Some(sel)) => u.positions.push(sel[i]),
+                (Some(i), None) => u.positions.push(i as u32),
+                (None, Some(sel)) => u.positions.extend_from_slice(sel),
+                (None, None) => u.positions.extend(0..state.len as u32),
+            }
+            let len = state.len;
+            let ectx = EvalContext {
+                rs,
+                layout: &probe.layout,
+                params: &self.ctx.params,
+                subqueries: &self.ctx.subqueries,
+            };
+            let view = probe.key.evaluate_view(&ectx, &mut self.probe_out)?;
+            let index = &probe.index;
+            let row = |hit: Hit| index.rows(hit).first().copied().unwrap_or(u32::MAX);
+            u.found.clear();
+            match view.evaluated {
+                Evaluated::Flat => {
+                    let r = row(index.lookup(view.vector, view.flat_pos));
+                    u.found.resize(u.positions.len(), r);
+                }
+                Evaluated::Unflat(c) if c == input => u.found.extend(
+                    u.positions
+                        .iter()
+                        .map(|&p| row(index.lookup(view.vector, p as usize))),
+                ),
+                Evaluated::Unflat(_) => {
+                    return Err(Error::internal(
+                        "hash join probe key over another group than its input",
+                    ))
+                }
+            }
+            let chunk = &mut rs.chunks[input];
+            let whole = u.positions.len() == len && u.found.iter().all(|&r| r != u32::MAX);
+            for (src, &vector) in self.rows.columns.iter().zip(&self.columns) {
+                let v = &mut chunk.vectors[vector];
+                if whole {
+                    // Every position, each with its row: one typed gather.
+                    v.reset(0);
+                    v.extend_gather(src, &u.found);
+                    continue;
+                }
+                v.reset(len);
+                for (&p, &r) in u.positions.iter().zip(&u.found) {
+                    if r == u32::MAX {
+                        v.set_null(p as usize, true);
+                    } else {
+                        v.copy_from(p as usize, src, r as usize);
+                    }
+                }
+            }
+            if u.optional || whole {
+                return Ok(true);
+            }
+            let kept: Vec<u32> = u
+                .positions
+                .iter()
+                .zip(&u.found)
+                .filter(|(_, &r)| r != u32::MAX)
+                .map(|(&p, _)| p)
+                .collect();
+            if kept.is_empty() {
+                continue;
+            }
+            if chunk.state.flat.is_none() {
+                chunk.state.sel = Some(kept);
+            }
+            return Ok(true);
+        }
+    }
+}
+
 impl Operator for CrossProduct {
     fn next(&mut self, rs: &mut ResultSet) -> Result<bool> {
-        if self.rows.num_rows == 0 {
+        if self.unique.is_some() {
+            return self.next_unique(rs);
+        }
+        if self.rows.num_rows == 0 && self.pad.is_none() {
             return Ok(false);
         }
         loop {
@@ -150,6 +292,12 @@ impl Operator for CrossProduct {
             } else {
                 self.rows.num_rows
             };
+            if self.end == 0 {
+                if let Some(signal) = &self.pad {
+                    self.emit_nulls(rs, signal);
+                    return Ok(true);
+                }
+            }
         }
     }
 }

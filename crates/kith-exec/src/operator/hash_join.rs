@@ -887,6 +887,16 @@ impl JoinIndex {
         }
     }
 
+    /// Whether every key has one row (a join on a unique key: each probe
+    /// finds at most one row, so it can fill a whole batch in place).
+    pub fn unique(&self) -> bool {
+        let rows: usize = match &self.keys {
+            Keys::Int(p) => p.partitions.iter().map(|q| q.rows.len()).sum(),
+            Keys::General(p) => p.partitions.iter().map(|q| q.rows.len()).sum(),
+        };
+        rows == self.num_keys()
+    }
+
     /// Threads the build ran on.
     pub fn build_threads(&self) -> usize {
         self.threads

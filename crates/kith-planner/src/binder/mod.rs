@@ -486,7 +486,8 @@ impl<'a> Binder<'a> {
                             matches!(clauses.get(idx + 1), Some(Clause::Projection(_)));
                         if last_match
                             && (self.bind_optional_extend(patterns, where_.as_ref())?
-                                || self.bind_optional_recursive(patterns, where_.as_ref())?)
+                                || self.bind_optional_recursive(patterns, where_.as_ref())?
+                                || self.bind_optional_join(patterns, where_.as_ref())?)
                         {
                             continue;
                         }

@@ -113,6 +113,7 @@ impl Binder<'_> {
             || !new_name(&rel.variable)
             || self.graph.rels.iter().any(|r| r.recursive.is_some())
             || self.part.optional_extend.is_some()
+            || self.part.optional_join.is_some()
             || self.graph.nodes[from].tables.len() != 1
         {
             return Ok(false);
@@ -181,6 +182,7 @@ impl Binder<'_> {
             || !new_name(&p.variable)
             || self.graph.rels.iter().any(|r| r.recursive.is_some())
             || self.part.optional_extend.is_some()
+            || self.part.optional_join.is_some()
         {
             return Ok(false);
         }
@@ -206,6 +208,77 @@ impl Binder<'_> {
             return Err(Error::internal("optional variable-length rel not bound"));
         };
         spec.left_outer = true;
+        Ok(true)
+    }
+
+    /// `OPTIONAL MATCH (b:B)-[:R]->(c:C) WHERE ...` whose variables are all
+    /// new (it shares none with the part: the WHERE or inline maps relate
+    /// it to the rest, `b.k = a.k`), whose nodes and rels each have one
+    /// table and whose rels are directed single hops: binds the pattern
+    /// into this part's graph as an [`OptionalJoin`] (planned as the build
+    /// side of a left outer hash join after every other step) instead of a
+    /// part of its own over numbered rows. False, with nothing bound, for
+    /// any other pattern, and when the part's graph is empty (nothing to
+    /// join with) or already holds an optional step or a variable-length rel.
+    pub(super) fn bind_optional_join(
+        &mut self,
+        patterns: &[ast::PathPattern],
+        where_: Option<&ast::Expr>,
+    ) -> Result<bool> {
+        let [p] = patterns else {
+            return Ok(false);
+        };
+        let new_name = |v: &Option<ast::Ident>| {
+            v.as_ref()
+                .is_none_or(|v| !self.is_path(&v.name) && self.check_new_variable(v).is_ok())
+        };
+        let all_new = new_name(&p.start.variable)
+            && p.chain
+                .iter()
+                .all(|(r, n)| new_name(&r.variable) && new_name(&n.variable));
+        // Two mentions of one new node (`(b)-[]->(b)`) are a cycle within
+        // the pattern: still one component, which the build side plans.
+        if !all_new
+            || p.variable.is_some()
+            || p.shortest.is_some()
+            || p.chain
+                .iter()
+                .any(|(r, _)| r.range.is_some() || r.direction == ast::Direction::Both)
+            || self.graph.nodes.is_empty()
+            || self.graph.rels.iter().any(|r| r.recursive.is_some())
+            || self.part.optional_extend.is_some()
+            || self.part.optional_join.is_some()
+        {
+            return Ok(false);
+        }
+        let (nodes, rels) = (self.graph.nodes.len(), self.graph.rels.len());
+        let mut own = Vec::new();
+        self.match_first_rel = rels;
+        let bound = self.bind_pattern(p, &mut own);
+        self.match_first_rel = 0;
+        bound?;
+        let single = self.graph.nodes[nodes..]
+            .iter()
+            .all(|n| n.tables.len() == 1)
+            && self.graph.rels[rels..]
+                .iter()
+                .all(|r| r.tables.len() == 1 && r.recursive.is_none());
+        if !single {
+            // Several tables: the general OPTIONAL MATCH unions them.
+            self.graph.nodes.truncate(nodes);
+            self.graph.rels.truncate(rels);
+            return Ok(false);
+        }
+        self.distinct_rels(rels, &mut own);
+        if let Some(w) = where_ {
+            let e = self.bind_expr(w)?;
+            split_conjuncts(e, &mut own);
+        }
+        self.part.optional_join = Some(OptionalJoin {
+            first_node: nodes,
+            first_rel: rels,
+            predicates: own,
+        });
         Ok(true)
     }
 

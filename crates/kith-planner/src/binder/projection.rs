@@ -444,6 +444,7 @@ impl Binder<'_> {
             optional: None,
             numbers_rows: false,
             optional_extend: std::mem::take(&mut self.part.optional_extend),
+            optional_join: std::mem::take(&mut self.part.optional_join),
         });
         self.values.clear();
         self.rels_carried.clear();

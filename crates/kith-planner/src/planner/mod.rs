@@ -19,7 +19,9 @@ use kith_catalog::{Catalog, TableEntry};
 use kith_common::{Error, LogicalType, Result, TableId};
 use kith_parser::ast::Direction;
 
-use crate::bound::{BoundPart, BoundQuery, OptionalExtend, QueryGraph, QueryNode, QueryRel};
+use crate::bound::{
+    BoundPart, BoundQuery, OptionalExtend, OptionalJoin, QueryGraph, QueryNode, QueryRel,
+};
 use crate::expr::{BoundExpr, SlotId};
 use crate::plan::{
     DependentKey, ExtendDirection, IntersectRel, PartPlan, PropertyRead, QueryPlan, RecursiveJoin,
@@ -368,6 +370,18 @@ fn plan_part(
         }
         None => None,
     };
+    // A WITH's WHERE over the optional extend's variables (`WITH a, b
+    // WHERE b IS NULL`) filters the padded rows after it.
+    let mut after_optional = Vec::new();
+    if let Some((_, rel, node)) = &optional {
+        let mut theirs: HashSet<SlotId> = [rel.id_slot, node.id_slot].into_iter().collect();
+        theirs.extend(rel.properties.iter().chain(&node.properties).map(|p| p.1));
+        let (after, before) = std::mem::take(&mut q.predicates)
+            .into_iter()
+            .partition(|e| expr_slots(e).iter().any(|s| theirs.contains(s)));
+        q.predicates = before;
+        after_optional = after;
+    }
     let (dependent, entity_keys) = dependent_keys(&mut q, catalog)?;
     // Slots something downstream reads.
     let mut used: HashSet<SlotId> = HashSet::new();
@@ -404,6 +418,14 @@ fn plan_part(
     q.order_by.iter().for_each(|k| collect(&k.expr));
     if let Some((o, ..)) = &optional {
         o.predicates.iter().for_each(&mut collect);
+        after_optional.iter().for_each(&mut collect);
+    }
+    if let Some(j) = &q.optional_join {
+        j.predicates.iter().for_each(&mut collect);
+        // The padding filter finds the join's group by a column of it.
+        if let Some(n) = q.graph.nodes.get(j.first_node) {
+            used.insert(n.id_slot);
+        }
     }
     if !dependent.is_empty() {
         // Properties only dependent keys read are read after aggregating.
@@ -452,6 +474,8 @@ fn plan_part(
     if let Some((o, rel, node)) = &optional {
         for p in &mut pipelines {
             optional_steps(&q.graph, o, rel, node, &used, catalog, &mut p.steps)?;
+            p.steps
+                .extend(after_optional.iter().cloned().map(Step::Filter));
         }
     }
 
@@ -584,6 +608,76 @@ fn optional_steps(
         steps.push(Step::PadFilter {
             predicate,
             node: node.id_slot,
+        });
+    }
+    Ok(())
+}
+
+/// The left outer hash join of an [`OptionalJoin`] (see there), after
+/// every other step: its pattern planned as the build side (from the node
+/// the estimates prefer, with the predicates that read only its variables
+/// pushed into it), joined on an equality between it and the part when the
+/// predicates hold one, then the other predicates as a padding filter.
+fn optional_join_steps(
+    ctx: &ExtendCtx,
+    j: &OptionalJoin,
+    bound: &mut [bool],
+    done: &mut [bool],
+    available: &mut HashSet<SlotId>,
+    slot_types: &HashMap<SlotId, LogicalType>,
+    steps: &mut Vec<Step>,
+) -> Result<()> {
+    let internal = || Error::internal("optional join of an unexpected shape");
+    bound[j.first_node..].iter_mut().for_each(|b| *b = false);
+    done[j.first_rel..].iter_mut().for_each(|d| *d = false);
+    let nodes = (j.first_node..ctx.g.nodes.len()).fold(0u64, |m, i| m | bit(i));
+    let start = ctx
+        .estimates
+        .best_order(ctx.g, 0, nodes, &|o: &[usize]| o.to_vec(), &|y, set| {
+            ctx.intersect_rels(y, &|n| set & bit(n) != 0, &|_| false)
+        })
+        .map_or(j.first_node, |o| o.order[0]);
+    let mut pending: Vec<Option<BoundExpr>> = j.predicates.iter().cloned().map(Some).collect();
+    let mut sub_available = HashSet::new();
+    let mut sub_steps = Vec::new();
+    let source = ctx.scan_from(
+        start,
+        bound,
+        done,
+        &mut sub_available,
+        &mut pending,
+        &mut sub_steps,
+    )?;
+    if bound.iter().any(|b| !b) || done.iter().any(|d| !d) {
+        return Err(internal());
+    }
+    let first = ctx.g.nodes.get(j.first_node).ok_or_else(internal)?.id_slot;
+    let mut columns: Vec<(SlotId, LogicalType)> = sub_available
+        .iter()
+        .filter(|s| ctx.used.contains(s))
+        .filter_map(|s| slot_types.get(s).map(|t| (*s, t.clone())))
+        .collect();
+    columns.sort_by_key(|c| c.0);
+    if !columns.iter().any(|c| c.0 == first) {
+        return Err(internal());
+    }
+    let key = hash_join_key(available, &sub_available, &mut pending);
+    available.extend(columns.iter().map(|c| c.0));
+    steps.push(Step::CrossProduct {
+        build: Box::new(SubPlan {
+            source,
+            steps: sub_steps,
+            estimate: ctx.take_estimate(false),
+        }),
+        columns,
+        key,
+        optional: true,
+    });
+    // Everything left reads the part (else the build side took it).
+    if let Some(predicate) = BoundExpr::and_all(pending.into_iter().flatten()) {
+        steps.push(Step::PadFilter {
+            predicate,
+            node: first,
         });
     }
     Ok(())
@@ -794,6 +888,13 @@ fn plan_pipeline(
     };
     let mut bound = vec![false; g.nodes.len()];
     let mut done = vec![false; g.rels.len()];
+    // An OPTIONAL MATCH's pattern joined by a left outer hash join is
+    // planned last, as that join's build side: held bound until then.
+    let optional_join = q.optional_join.as_ref();
+    if let Some(j) = optional_join {
+        bound[j.first_node..].iter_mut().for_each(|b| *b = true);
+        done[j.first_rel..].iter_mut().for_each(|d| *d = true);
+    }
     let own_predicates = |i: usize| {
         let n = &g.nodes[i];
         let mine: HashSet<SlotId> = std::iter::once(n.id_slot)
@@ -965,7 +1066,7 @@ fn plan_pipeline(
             .filter_map(|s| slot_types.get(s).map(|t| (*s, t.clone())))
             .collect();
         columns.sort_by_key(|c| c.0);
-        let key = hash_join_key(&available, &sub_available, &pending);
+        let key = hash_join_key(&available, &sub_available, &mut pending);
         available.extend(columns.iter().map(|c| c.0));
         steps.push(Step::CrossProduct {
             build: Box::new(SubPlan {
@@ -975,7 +1076,22 @@ fn plan_pipeline(
             }),
             columns,
             key,
+            optional: false,
         });
+        place_filters(&available, &mut pending, &mut steps);
+    }
+    if let Some(j) = optional_join {
+        optional_join_steps(
+            &ctx,
+            j,
+            &mut bound,
+            &mut done,
+            &mut available,
+            &slot_types,
+            &mut steps,
+        )?;
+        // A WITH's WHERE over the pattern's variables (`WITH a, b WHERE b
+        // IS NULL`) filters the padded rows.
         place_filters(&available, &mut pending, &mut steps);
     }
     if let Some(e) = pending.iter().flatten().next() {
@@ -1646,11 +1762,13 @@ impl ExtendCtx<'_> {
 
 /// An equality among `pending` between an expression over the bound part
 /// (`probe`) and one over a new component (`build`), with hashable types:
-/// the cross product with that component becomes a hash join.
+/// the cross product with that component becomes a hash join. The equality
+/// leaves `pending`: the join index finds exactly the rows it holds for
+/// (Cypher's equality, NULL equal to nothing; `hash_join.rs`).
 fn hash_join_key(
     probe: &HashSet<SlotId>,
     build: &HashSet<SlotId>,
-    pending: &[Option<BoundExpr>],
+    pending: &mut [Option<BoundExpr>],
 ) -> Option<crate::plan::HashJoinKey> {
     use crate::expr::{BinaryOp, BoundExprKind};
     let within = |e: &BoundExpr, side: &HashSet<SlotId>| {
@@ -1669,8 +1787,8 @@ fn hash_join_key(
                         | LogicalType::InternalId
                 ))
     };
-    pending.iter().flatten().find_map(|e| {
-        let BoundExprKind::Binary(BinaryOp::Eq, l, r) = &e.kind else {
+    let (i, key) = pending.iter().enumerate().find_map(|(i, e)| {
+        let BoundExprKind::Binary(BinaryOp::Eq, l, r) = &e.as_ref()?.kind else {
             return None;
         };
         let (p, b) = if within(l, probe) && within(r, build) {
@@ -1681,11 +1799,16 @@ fn hash_join_key(
             return None;
         };
         let deterministic = !p.calls("rand") && !b.calls("rand");
-        (hashable(&p.ty, &b.ty) && deterministic).then(|| crate::plan::HashJoinKey {
-            probe: (**p).clone(),
-            build: (**b).clone(),
+        (hashable(&p.ty, &b.ty) && deterministic).then(|| {
+            let key = crate::plan::HashJoinKey {
+                probe: (**p).clone(),
+                build: (**b).clone(),
+            };
+            (i, key)
         })
-    })
+    })?;
+    pending[i] = None;
+    Some(key)
 }
 
 /// A connected-component number per node of `g` (through its rels).
