@@ -363,6 +363,8 @@ const CLAUSE_QUERIES: &[Query] = &[
         .sql("SELECT count(*), count(m.dst) FROM Person a LEFT JOIN (SELECT k.src, k.dst FROM Knows k JOIN Person b ON b.id = k.dst WHERE b.age > 50) m ON m.src = a.id"),
     q("optional-top5", "MATCH (a:Person) OPTIONAL MATCH (a)-[:Knows]->(b:Person) RETURN a.id, count(b) AS c ORDER BY c DESC, a.id LIMIT 5")
         .sql("SELECT a.id, count(k.dst) AS c FROM Person a LEFT JOIN Knows k ON k.src = a.id GROUP BY a.id ORDER BY c DESC, a.id LIMIT 5"),
+    q("optional-value-join", "MATCH (a:Person) OPTIONAL MATCH (b:Person) WHERE b.id = a.id * 2 AND b.age > 50 RETURN count(*), count(b), sum(b.age)")
+        .sql("SELECT count(*), count(b.id), sum(b.age) FROM Person a LEFT JOIN Person b ON b.id = a.id * 2 AND b.age > 50"),
     q("not-exists", "MATCH (a:Person) WHERE NOT EXISTS { MATCH (a)-[:Knows]->(:Person) } RETURN count(*)")
         .sql("SELECT count(*) FROM Person a WHERE NOT EXISTS (SELECT 1 FROM Knows k WHERE k.src = a.id)"),
     q("exists-filter", "MATCH (a:Person) WHERE EXISTS { MATCH (a)-[:Knows]->(b:Person) WHERE b.age > 70 } RETURN count(*)")
