@@ -257,6 +257,9 @@ struct ChangeIndex {
 }
 
 /// The positions that runs of positions (`start..end` each) cover.
+/// Inlined: it sits in the per-node degree read of counting extends (a call
+/// there cost 15 % of a 3-hop count on R-MAT 16).
+#[inline]
 fn rels_in(runs: &[(u64, u64)]) -> u64 {
     runs.iter().map(|&(a, b)| b - a).sum()
 }
