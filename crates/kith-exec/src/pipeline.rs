@@ -1666,38 +1666,59 @@ fn apply_unwinds(mut rows: Chunk, part: &PartPlan, ctx: &QueryContext) -> Result
             std::slice::from_ref(&u.expr.ty),
             ctx,
         )?;
-        let mut types: Vec<LogicalType> = slots.iter().map(|s| s.1.clone()).collect();
-        types.push(u.ty.clone());
-        let mut out = Chunk::new(&types, 0);
+        // Each output row's input row, and its element: the input columns
+        // are then gathered once each, typed (no value per row and column).
+        let mut from: Vec<u32> = Vec::new();
+        let mut elements = ValueVector::new(u.ty.clone(), 0);
         let mut memory = crate::memory::MemoryCharge::default();
-        let emit = |r: usize, v: &Value, out: &mut Chunk| -> Result<()> {
-            for (dst, src) in out.columns.iter_mut().zip(&rows.columns) {
-                dst.push_value(&src.get_value(r));
+        let row_bytes = 8 * rows.columns.len() as u64 + 4;
+        let push = |v: &Value, elements: &mut ValueVector| -> Result<()> {
+            // Elements of a widened list (INT32 and INT64, say) take the
+            // element type.
+            if v.is_null() || u.ty == LogicalType::Any || v.logical_type() == u.ty {
+                elements.push_value(v);
+            } else {
+                elements.push_value(&cast_value(v, &u.ty)?);
             }
-            if let Some(last) = out.columns.last_mut() {
-                // Elements of a widened list (INT32 and INT64, say) take the
-                // element type.
-                if v.is_null() || u.ty == LogicalType::Any || v.logical_type() == u.ty {
-                    last.push_value(v);
-                } else {
-                    last.push_value(&cast_value(v, &u.ty)?);
-                }
-            }
-            out.num_rows += 1;
             Ok(())
         };
         for r in 0..n {
+            let before = from.len();
             match lists.columns[0].get_value(r) {
                 Value::Null => {}
-                Value::List(items) => {
-                    for v in items.iter() {
-                        emit(r, v, &mut out)?;
+                Value::List(items) => match items.ints() {
+                    // A list of integers stays integers until here.
+                    Some(ints) if matches!(u.ty, LogicalType::Int64 | LogicalType::Any) => {
+                        for &x in ints {
+                            elements.push_value(&Value::Int64(x));
+                        }
                     }
-                }
-                v => emit(r, &v, &mut out)?,
+                    _ => {
+                        for v in items.iter() {
+                            push(v, &mut elements)?;
+                        }
+                    }
+                },
+                v => push(&v, &mut elements)?,
             }
-            memory.grow_to(&ctx.memory, out.memory_bytes() as u64)?;
+            let added = elements.len() - before;
+            from.extend(std::iter::repeat_n(r as u32, added));
+            if added > 0 {
+                let bytes = from.len() as u64 * row_bytes + elements.memory_bytes() as u64;
+                memory.grow_to(&ctx.memory, bytes)?;
+            }
         }
+        let mut out = Chunk {
+            columns: Vec::with_capacity(rows.columns.len() + 1),
+            num_rows: from.len(),
+        };
+        for (src, (_, ty)) in rows.columns.iter().zip(&slots) {
+            let mut c = ValueVector::new(ty.clone(), 0);
+            c.extend_gather(src, &from);
+            out.columns.push(c);
+        }
+        out.columns.push(elements);
+        memory.grow_to(&ctx.memory, out.memory_bytes() as u64)?;
         rows = out;
         slots.push((u.slot, u.ty.clone()));
     }

@@ -142,8 +142,10 @@ fn range(args: &[Value]) -> Result<Value> {
             "range() would produce {count} elements"
         )));
     }
-    Ok(Value::list(
-        (0..count).map(|i| Value::Int64(start + i * step)).collect(),
+    // Kept as integers (`ListValue::ints`): UNWIND, size() and the
+    // comparisons read them without a value per element.
+    Ok(Value::int_list(
+        (0..count).map(|i| start + i * step).collect(),
     ))
 }
 
