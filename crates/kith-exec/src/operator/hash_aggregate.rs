@@ -557,6 +557,12 @@ impl StateColumn {
                     return self.update(g, Some(input), positions, multiplicity);
                 };
                 l[g].reserve(positions.len() * multiplicity as usize);
+                if multiplicity == 1 && !input.nulls.may_have_nulls() {
+                    // The common batch: one copy per position, no tests.
+                    l[g].extend(positions.iter().map(|&p| d[p as usize]));
+                    *items += positions.len();
+                    return Ok(());
+                }
                 for &p in positions {
                     if !input.is_null(p as usize) {
                         *items += push_times(&mut l[g], d[p as usize], multiplicity);
