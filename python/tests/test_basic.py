@@ -141,6 +141,20 @@ def test_arrow_chunk_size(graph):
     assert t.num_rows == 6 and max(b.num_rows for b in t.to_batches()) <= 4
 
 
+def test_arrow_collected_integer_lists(graph):
+    pa = pytest.importorskip("pyarrow")
+    # collect() of integers keeps them as integers; the export reads them
+    # as slices (a NULL list and an empty one among them).
+    t = graph.execute(
+        "MATCH (a:Person) OPTIONAL MATCH (a)-[:Knows]->(b:Person) "
+        "WITH a, collect(b.id) AS l "
+        "RETURN a.id, CASE WHEN a.id = 5 THEN NULL ELSE l END AS l ORDER BY a.id"
+    ).get_as_arrow()
+    assert t.schema.field(1).type == pa.list_(pa.int64())
+    lists = [None if x is None else sorted(x) for x in t.column(1).to_pylist()]
+    assert lists == [[2, 3], [3], [1, 4], [1, 5], None, []]
+
+
 def test_temporal_values_round_trip(conn):
     import datetime
 

@@ -368,6 +368,14 @@ fn graph_structs(values: &[Value]) -> Option<(Vec<Value>, LogicalType)> {
     Some((structs, ty))
 }
 
+/// Whether every value is NULL or a list kept as integers.
+fn ints_only(values: &[Value]) -> bool {
+    values.iter().all(|v| match v {
+        Value::List(list) => list.ints().is_some(),
+        v => v.is_null(),
+    })
+}
+
 /// `values` (each NULL or of type `ty`) as one Arrow array: lists, structs
 /// and maps as Arrow's nested arrays around typed leaf arrays. `None` when a
 /// leaf type has no typed Arrow form (nodes, rels, variant values) or a value
@@ -380,6 +388,25 @@ fn nested_array(values: &[Value], ty: &LogicalType) -> Option<ArrayRef> {
             .then(|| NullBuffer::from_iter(values.iter().map(|v| !v.is_null())))
     };
     match ty {
+        LogicalType::List(inner) if **inner == LogicalType::Int64 && ints_only(values) => {
+            // Collected integers kept as integers (`ListValue::ints`): the
+            // child array straight from their slices, no value per element.
+            let mut items: Vec<i64> = Vec::new();
+            let mut offsets = Vec::with_capacity(values.len() + 1);
+            offsets.push(0i32);
+            for v in values {
+                if let Value::List(list) = v {
+                    items.extend_from_slice(list.ints()?);
+                }
+                offsets.push(i32::try_from(items.len()).ok()?);
+            }
+            let child: ArrayRef = Arc::new(PrimitiveArray::<Int64Type>::from(items));
+            let field = Arc::new(Field::new("item", DataType::Int64, true));
+            let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
+            Some(Arc::new(
+                ListArray::try_new(field, offsets, child, nulls()).ok()?,
+            ))
+        }
         LogicalType::List(inner) => {
             let mut items = Vec::new();
             let mut offsets = Vec::with_capacity(values.len() + 1);
