@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use kith::{Config, Connection, Database, Value};
 
 mod common;
-use common::Lcg;
+use common::{explain as plan, Lcg};
 
 struct Graph {
     k: Vec<i64>,
@@ -110,15 +110,6 @@ fn reference(g: &Graph, forward: bool, keep: impl Fn(usize, usize, i64) -> bool)
             (a, row)
         })
         .collect()
-}
-
-fn plan(conn: &Connection, q: &str) -> String {
-    conn.query(&format!("EXPLAIN {q}"))
-        .unwrap()
-        .rows()
-        .map(|r| r[0].to_string())
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 #[test]

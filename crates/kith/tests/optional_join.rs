@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use kith::{Config, Connection, Database, Value};
 
 mod common;
-use common::Lcg;
+use common::{explain as plan, Lcg};
 
 struct Graph {
     /// `N.k` by id.
@@ -114,15 +114,6 @@ fn reference(g: &Graph, matches: impl Fn(usize) -> Vec<(usize, i64)>) -> Groups 
             (a as i64, row)
         })
         .collect()
-}
-
-fn plan(conn: &Connection, q: &str) -> String {
-    conn.query(&format!("EXPLAIN {q}"))
-        .unwrap()
-        .rows()
-        .map(|r| r[0].to_string())
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 #[test]

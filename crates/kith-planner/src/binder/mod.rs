@@ -499,13 +499,7 @@ impl<'a> Binder<'a> {
                         )?;
                         continue;
                     }
-                    let first_rel = self.graph.rels.len();
-                    self.match_first_rel = first_rel;
-                    for p in patterns {
-                        self.bind_pattern(p, &mut predicates)?;
-                    }
-                    self.match_first_rel = 0;
-                    self.distinct_rels(first_rel, &mut predicates);
+                    self.bind_clause_patterns(patterns, &mut predicates)?;
                     if let Some(w) = where_ {
                         // Subqueries in this WHERE may restrict their keys
                         // with its conjuncts (see `bind_subquery_expr`).

@@ -34,14 +34,8 @@ impl Binder<'_> {
         }
         debug_assert!(predicates.is_empty());
         let inputs: Vec<SlotId> = self.part.inputs.iter().map(|i| i.0).collect();
-        let first_rel = self.graph.rels.len();
-        self.match_first_rel = first_rel;
-        for p in patterns {
-            self.bind_pattern(p, &mut predicates)?;
-        }
-        self.match_first_rel = 0;
         // Relationship isomorphism holds within an OPTIONAL MATCH too.
-        self.distinct_rels(first_rel, &mut predicates);
+        self.bind_clause_patterns(patterns, &mut predicates)?;
         if let Some(w) = where_ {
             let e = self.bind_expr(w)?;
             split_conjuncts(e, &mut predicates);
@@ -120,10 +114,7 @@ impl Binder<'_> {
         }
         let (nodes, rels) = (self.graph.nodes.len(), self.graph.rels.len());
         let mut own = Vec::new();
-        self.match_first_rel = rels;
-        let bound = self.bind_pattern(p, &mut own);
-        self.match_first_rel = 0;
-        bound?;
+        self.bind_clause_patterns(std::slice::from_ref(p), &mut own)?;
         let single = self.graph.nodes.len() == nodes + 1
             && self.graph.rels.len() == rels + 1
             && self.graph.nodes[nodes].tables.len() == 1
@@ -188,11 +179,7 @@ impl Binder<'_> {
         }
         let first_rel = self.graph.rels.len();
         let mut own = Vec::new();
-        self.match_first_rel = first_rel;
-        let bound = self.bind_pattern(p, &mut own);
-        self.match_first_rel = 0;
-        bound?;
-        self.distinct_rels(first_rel, &mut own);
+        self.bind_clause_patterns(std::slice::from_ref(p), &mut own)?;
         if !own.is_empty() {
             // The checks above leave the pattern nothing to filter by.
             return Err(Error::internal(
@@ -253,10 +240,7 @@ impl Binder<'_> {
         }
         let (nodes, rels) = (self.graph.nodes.len(), self.graph.rels.len());
         let mut own = Vec::new();
-        self.match_first_rel = rels;
-        let bound = self.bind_pattern(p, &mut own);
-        self.match_first_rel = 0;
-        bound?;
+        self.bind_clause_patterns(std::slice::from_ref(p), &mut own)?;
         let single = self.graph.nodes[nodes..]
             .iter()
             .all(|n| n.tables.len() == 1)
@@ -269,7 +253,6 @@ impl Binder<'_> {
             self.graph.rels.truncate(rels);
             return Ok(false);
         }
-        self.distinct_rels(rels, &mut own);
         if let Some(w) = where_ {
             let e = self.bind_expr(w)?;
             split_conjuncts(e, &mut own);
@@ -280,6 +263,25 @@ impl Binder<'_> {
             predicates: own,
         });
         Ok(true)
+    }
+
+    /// Binds the patterns of one MATCH or OPTIONAL MATCH clause, its rels
+    /// distinct from each other (relationship isomorphism holds within a
+    /// clause, not with the rels of earlier ones).
+    pub(super) fn bind_clause_patterns(
+        &mut self,
+        patterns: &[ast::PathPattern],
+        predicates: &mut Vec<BoundExpr>,
+    ) -> Result<()> {
+        let first_rel = self.graph.rels.len();
+        self.match_first_rel = first_rel;
+        let bound = patterns
+            .iter()
+            .try_for_each(|p| self.bind_pattern(p, predicates));
+        self.match_first_rel = 0;
+        bound?;
+        self.distinct_rels(first_rel, predicates);
+        Ok(())
     }
 
     /// Fails when `name` is already bound in the current scope.

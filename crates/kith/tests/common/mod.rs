@@ -18,3 +18,14 @@ impl Lcg {
         self.next() % n.max(1)
     }
 }
+
+/// The EXPLAIN plan of `q`, one operator per line.
+#[allow(dead_code)] // not every test that shares this module reads plans
+pub fn explain(conn: &kith::Connection, q: &str) -> String {
+    conn.query(&format!("EXPLAIN {q}"))
+        .unwrap()
+        .rows()
+        .map(|r| r[0].to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
