@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use kith::{Config, Connection, Database, Value};
 
 mod common;
-use common::{explain as plan, Lcg};
+use common::{check_groups, create_rels, explain as plan, Lcg};
 
 struct Graph {
     k: Vec<i64>,
@@ -46,17 +46,7 @@ fn setup(conn: &Connection) -> Graph {
         .collect();
     // The hub's rels have weights of their own: 10,000 + i.
     rels.extend((0..5000).map(|i| (0, rng.below(n as u64) as usize, 10_000 + i)));
-    for chunk in rels.chunks(4000) {
-        let items: Vec<String> = chunk
-            .iter()
-            .map(|(a, b, w)| format!("[{a}, {b}, {w}]"))
-            .collect();
-        conn.query(&format!(
-            "UNWIND [{}] AS t MATCH (a:N {{id: t[0]}}), (b:N {{id: t[1]}}) CREATE (a)-[:E {{w: t[2]}}]->(b)",
-            items.join(", ")
-        ))
-        .unwrap();
-    }
+    create_rels(conn, "N", "E", &rels);
     Graph { k, rels }
 }
 
@@ -172,22 +162,11 @@ fn optional_extends_match_a_reference_and_the_general_plan() {
             assert!(plan(&fused).contains("OptionalExtend"), "{}", plan(&fused));
             assert!(plan(&general).contains("LeftOuter"), "{}", plan(&general));
             let want = reference(&g, *arrow == "->", keep);
-            let got = groups(&conn, &fused);
-            if got != want {
-                let diff: Vec<_> = want
-                    .iter()
-                    .filter(|(a, w)| got.get(a) != Some(w))
-                    .take(3)
-                    .map(|(a, w)| (a, w, got.get(a)))
-                    .collect();
-                panic!(
-                    "{threads} threads: {fused}: {diff:?}, general equal: {}",
-                    groups(&conn, &general) == want
-                );
-            }
-            assert!(
-                groups(&conn, &general) == want,
-                "{threads} threads: {general}"
+            check_groups(
+                &format!("{threads} threads: {fused}"),
+                &want,
+                &groups(&conn, &fused),
+                &groups(&conn, &general),
             );
             // Totals: nothing after the extend reads `a` (unless the WHERE
             // does), so each batch packs the rels of many sources and pads

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use kith::{Config, Connection, Database, Value};
 
 mod common;
-use common::{explain as plan, Lcg};
+use common::{check_groups, create_rels, explain as plan, Lcg};
 
 struct Graph {
     /// `N.k` by id.
@@ -61,17 +61,7 @@ fn setup(conn: &Connection) -> Graph {
             )
         })
         .collect();
-    for chunk in f.chunks(2000) {
-        let items: Vec<String> = chunk
-            .iter()
-            .map(|(a, b, w)| format!("[{a}, {b}, {w}]"))
-            .collect();
-        conn.query(&format!(
-            "UNWIND [{}] AS t MATCH (a:M {{id: t[0]}}), (b:M {{id: t[1]}}) CREATE (a)-[:F {{w: t[2]}}]->(b)",
-            items.join(", ")
-        ))
-        .unwrap();
-    }
+    create_rels(conn, "M", "F", &f);
     Graph { n, m, f }
 }
 
@@ -230,22 +220,11 @@ fn optional_joins_match_a_reference_and_the_general_plan() {
             assert!(p.contains(op) && !p.contains("LeftOuter"), "{p}");
             assert!(plan(&conn, &general).contains("LeftOuter"));
             let want = reference(&g, matches);
-            let got = groups(&conn, &joined);
-            if got != want {
-                let diff: Vec<_> = want
-                    .iter()
-                    .filter(|(a, w)| got.get(a) != Some(w))
-                    .take(3)
-                    .map(|(a, w)| (a, w, got.get(a)))
-                    .collect();
-                panic!(
-                    "{threads} threads: {joined}: {diff:?}, general equal: {}",
-                    groups(&conn, &general) == want
-                );
-            }
-            assert!(
-                groups(&conn, &general) == want,
-                "{threads} threads: {general}"
+            check_groups(
+                &format!("{threads} threads: {joined}"),
+                &want,
+                &groups(&conn, &joined),
+                &groups(&conn, &general),
             );
         }
         // Rows, not groups: each N node with its key's M nodes, or NULL.

@@ -119,15 +119,8 @@ impl Binder<'_> {
             && self.graph.rels.len() == rels + 1
             && self.graph.nodes[nodes].tables.len() == 1
             && self.graph.rels[rels].tables.len() == 1;
-        if !single {
-            // Several tables: the general OPTIONAL MATCH unions them.
-            self.graph.nodes.truncate(nodes);
-            self.graph.rels.truncate(rels);
+        if !self.keep_single_tables(single, (nodes, rels), where_, &mut own)? {
             return Ok(false);
-        }
-        if let Some(w) = where_ {
-            let e = self.bind_expr(w)?;
-            split_conjuncts(e, &mut own);
         }
         self.part.optional_extend = Some(OptionalExtend { predicates: own });
         Ok(true)
@@ -247,21 +240,38 @@ impl Binder<'_> {
             && self.graph.rels[rels..]
                 .iter()
                 .all(|r| r.tables.len() == 1 && r.recursive.is_none());
-        if !single {
-            // Several tables: the general OPTIONAL MATCH unions them.
-            self.graph.nodes.truncate(nodes);
-            self.graph.rels.truncate(rels);
+        if !self.keep_single_tables(single, (nodes, rels), where_, &mut own)? {
             return Ok(false);
-        }
-        if let Some(w) = where_ {
-            let e = self.bind_expr(w)?;
-            split_conjuncts(e, &mut own);
         }
         self.part.optional_join = Some(OptionalJoin {
             first_node: nodes,
             first_rel: rels,
             predicates: own,
         });
+        Ok(true)
+    }
+
+    /// After an in-pipeline OPTIONAL MATCH bound its pattern from graph
+    /// sizes `(nodes, rels)`: when the pattern's variables do not each have
+    /// one table (`single` false), unbinds them and returns false (the
+    /// general OPTIONAL MATCH unions the tables); else binds the clause's
+    /// WHERE into `own`.
+    fn keep_single_tables(
+        &mut self,
+        single: bool,
+        (nodes, rels): (usize, usize),
+        where_: Option<&ast::Expr>,
+        own: &mut Vec<BoundExpr>,
+    ) -> Result<bool> {
+        if !single {
+            self.graph.nodes.truncate(nodes);
+            self.graph.rels.truncate(rels);
+            return Ok(false);
+        }
+        if let Some(w) = where_ {
+            let e = self.bind_expr(w)?;
+            split_conjuncts(e, own);
+        }
         Ok(true)
     }
 

@@ -29,3 +29,49 @@ pub fn explain(conn: &kith::Connection, q: &str) -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+/// Fails, naming the first groups that differ, when `got` (the plan under
+/// test) is not `want`, saying whether `general` (the same query planned
+/// the general way) is; then fails when `general` is not `want`.
+#[allow(dead_code)]
+pub fn check_groups<R: PartialEq + std::fmt::Debug>(
+    label: &str,
+    want: &std::collections::BTreeMap<i64, R>,
+    got: &std::collections::BTreeMap<i64, R>,
+    general: &std::collections::BTreeMap<i64, R>,
+) {
+    if got != want {
+        let diff: Vec<_> = want
+            .iter()
+            .filter(|(a, w)| got.get(a) != Some(w))
+            .take(3)
+            .map(|(a, w)| (a, w, got.get(a)))
+            .collect();
+        panic!("{label}: {diff:?}, general equal: {}", general == want);
+    }
+    assert!(general == want, "{label}: the general plan");
+}
+
+/// Creates rels `(source id, destination id, w)` of `rel_table` between
+/// nodes of `node_table` (found by primary key `id`), with property `w`,
+/// a few thousand per statement.
+#[allow(dead_code)]
+pub fn create_rels(
+    conn: &kith::Connection,
+    node_table: &str,
+    rel_table: &str,
+    rels: &[(usize, usize, i64)],
+) {
+    for chunk in rels.chunks(2000) {
+        let items: Vec<String> = chunk
+            .iter()
+            .map(|(a, b, w)| format!("[{a}, {b}, {w}]"))
+            .collect();
+        conn.query(&format!(
+            "UNWIND [{}] AS t MATCH (a:{node_table} {{id: t[0]}}), (b:{node_table} {{id: t[1]}}) \
+             CREATE (a)-[:{rel_table} {{w: t[2]}}]->(b)",
+            items.join(", ")
+        ))
+        .unwrap();
+    }
+}
