@@ -683,7 +683,11 @@ impl PipelineShape {
                 }
             });
             let last_chunk = b.chunks.len() - 1;
-            stats.push(register(step_label(step, ctx), last_chunk));
+            let mut label = step_label(step, ctx);
+            if let Some(Built::CrossProduct { unique: true, .. }) = steps.last() {
+                label.push_str(" (unique keys, probed by batch)");
+            }
+            stats.push(register(label, last_chunk));
             if !nulls.is_empty() {
                 steps.push(Built::FillNulls(nulls));
                 stats.push(None);

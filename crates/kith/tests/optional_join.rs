@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use kith::{Config, Connection, Database, Value};
 
 mod common;
-use common::{check_groups, create_rels, explain as plan, Lcg};
+use common::{check_groups, create_rels, explain as plan, profile, Lcg};
 
 struct Graph {
     /// `N.k` by id.
@@ -219,6 +219,15 @@ fn optional_joins_match_a_reference_and_the_general_plan() {
             };
             assert!(p.contains(op) && !p.contains("LeftOuter"), "{p}");
             assert!(plan(&conn, &general).contains("LeftOuter"));
+            let profile = profile(&conn, &joined);
+            // Unique build keys (node ids) probe by batch unless a padding
+            // filter has predicates left to apply per tuple.
+            let by_batch = where_.contains("b.id = a.id * 3") && !where_.contains("a.k");
+            assert_eq!(
+                profile.contains("probed by batch"),
+                by_batch,
+                "{joined}: {profile}"
+            );
             let want = reference(&g, matches);
             check_groups(
                 &format!("{threads} threads: {joined}"),
@@ -336,6 +345,11 @@ fn inner_joins_on_unique_keys_match_a_reference() {
             ),
         ] {
             assert!(plan(&conn, q).contains("HashJoin"), "{}", plan(&conn, q));
+            let profile = profile(&conn, q);
+            assert!(
+                profile.contains("HashJoin (unique keys, probed by batch)"),
+                "{profile}"
+            );
             let got: Vec<Option<i64>> = conn
                 .query(q)
                 .unwrap()

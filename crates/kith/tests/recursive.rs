@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use kith::{Config, Connection, Database, Value};
 
 mod common;
-use common::Lcg;
+use common::{profile as profile_text, Lcg};
 
 const POLICIES: [&str; 4] = ["1T1S", "nT1S", "nTkS", "nTkMS"];
 
@@ -312,12 +312,6 @@ const SETTINGS: [&str; 6] = [
     "CALL recursive_policy='nTkMS'",
     "CALL recursive_policy='nTkS'",
 ];
-
-/// The PROFILE report of `q`, a line per row.
-fn profile_text(conn: &Connection, q: &str) -> String {
-    let r = conn.query(&format!("PROFILE {q}")).unwrap();
-    r.rows().map(|row| format!("{}\n", row[0])).collect()
-}
 
 /// The tuples of the first operator line of a PROFILE report that
 /// contains every one of `words`.

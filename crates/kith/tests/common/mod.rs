@@ -75,3 +75,10 @@ pub fn create_rels(
         .unwrap();
     }
 }
+
+/// The PROFILE report of `q`, one line per row.
+#[allow(dead_code)]
+pub fn profile(conn: &kith::Connection, q: &str) -> String {
+    let r = conn.query(&format!("PROFILE {q}")).unwrap();
+    r.rows().map(|row| format!("{}\n", row[0])).collect()
+}
