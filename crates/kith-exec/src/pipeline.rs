@@ -25,7 +25,7 @@ use crate::operator::collect::Collect;
 use crate::operator::cross_product::{CrossProduct, Probe, UniqueProbe};
 use crate::operator::extend::{CsrPins, Extend, PairCount, SharedRels, SplitClaims};
 use crate::operator::fill_nulls::FillNulls;
-use crate::operator::filter::{Filter, PadFilter, PadSignal};
+use crate::operator::filter::{ChainEnd, ChainFilter, ChainSignal, Filter, PadFilter, PadSignal};
 use crate::operator::hash_aggregate::{
     AggregateDef, GroupKey, HashAggregate, PARTITION_MIN_GROUPS,
 };
@@ -158,6 +158,10 @@ fn place_reads(
 /// One step of the chain, resolved against storage and the layout.
 enum Built {
     Filter(kith_planner::expr::BoundExpr),
+    /// A filter inside an OPTIONAL MATCH chain (the padding tuple passes).
+    ChainFilter(kith_planner::expr::BoundExpr),
+    /// The end of an OPTIONAL MATCH chain.
+    ChainEnd,
     CrossProduct {
         rows: Arc<Chunk>,
         input_chunk: usize,
@@ -192,6 +196,10 @@ enum Built {
         pack: bool,
         /// OPTIONAL MATCH's padding ([`Extend::pad`]).
         pad: bool,
+        /// A step of an OPTIONAL MATCH chain: whether it is the chain's
+        /// first extend. (Each worker's chain shares a `ChainSignal` of its
+        /// own, made when the operators are.)
+        chain: Option<bool>,
         /// The workers share this extend's rels (`split_single_source`).
         split: Option<Arc<SplitClaims>>,
     },
@@ -401,7 +409,24 @@ impl PipelineShape {
             steps.push(Built::FillNulls(source_nulls));
             stats.push(None);
         }
+        // An OPTIONAL MATCH chain's steps run in line, each knowing its
+        // place (see `Step::OptionalChain`): (step, (first, last)).
+        let mut flat: Vec<(&Step, Option<(bool, bool)>)> = Vec::new();
         for step in plan_steps {
+            match step {
+                Step::OptionalChain(inner) => {
+                    let last = inner
+                        .iter()
+                        .rposition(|s| !matches!(s, Step::Alias { .. }))
+                        .unwrap_or(0);
+                    for (i, s) in inner.iter().enumerate() {
+                        flat.push((s, Some((i == 0, i == last))));
+                    }
+                }
+                s => flat.push((s, None)),
+            }
+        }
+        for (step, place) in flat {
             if let Step::Alias { slot, of } = step {
                 let at = b
                     .layout
@@ -490,7 +515,13 @@ impl PipelineShape {
                         unique,
                     }
                 }
-                Step::Filter(e) => Built::Filter(e.clone()),
+                Step::Filter(e) => match place {
+                    Some(_) => Built::ChainFilter(e.clone()),
+                    None => Built::Filter(e.clone()),
+                },
+                Step::OptionalChain(_) => {
+                    return Err(Error::internal("an optional chain inside another"))
+                }
                 Step::Alias { .. } => return Err(Error::internal("an alias left among the steps")),
                 Step::SemiMask {
                     node,
@@ -590,6 +621,7 @@ impl PipelineShape {
                         pair: None,
                         pack: false,
                         pad: *optional,
+                        chain: place.map(|p| p.0),
                         split: None,
                     }
                 }
@@ -690,6 +722,10 @@ impl PipelineShape {
             stats.push(register(label, last_chunk));
             if !nulls.is_empty() {
                 steps.push(Built::FillNulls(nulls));
+                stats.push(None);
+            }
+            if let Some((_, true)) = place {
+                steps.push(Built::ChainEnd);
                 stats.push(None);
             }
         }
@@ -823,6 +859,8 @@ impl PipelineShape {
         // The optional extend's signal, read by the padding filter after
         // it, and whether that extend packs its batches.
         let mut pad_signal: Option<(Arc<PadSignal>, bool)> = None;
+        // The OPTIONAL MATCH chain's signal, this worker's own.
+        let mut chain_signal: Option<Arc<ChainSignal>> = None;
         for (i, step) in self.steps.iter().enumerate() {
             op = match step {
                 Built::CrossProduct {
@@ -872,6 +910,23 @@ impl PipelineShape {
                     layout: Arc::clone(&self.layout),
                     ctx: Arc::clone(ctx),
                 }),
+                Built::ChainFilter(e) => Box::new(ChainFilter {
+                    filter: Filter {
+                        child: op,
+                        predicate: Evaluator::new(e)?,
+                        layout: Arc::clone(&self.layout),
+                        ctx: Arc::clone(ctx),
+                    },
+                    signal: chain_signal.clone().ok_or_else(|| {
+                        Error::internal("optional chain filter without its start")
+                    })?,
+                }),
+                Built::ChainEnd => Box::new(ChainEnd {
+                    child: op,
+                    signal: chain_signal
+                        .clone()
+                        .ok_or_else(|| Error::internal("optional chain end without its start"))?,
+                }),
                 Built::PadFilter { predicate, chunk } => Box::new(PadFilter::new(
                     op,
                     Evaluator::new(predicate)?,
@@ -900,6 +955,7 @@ impl PipelineShape {
                     pair,
                     pack,
                     pad,
+                    chain,
                     split,
                 } => {
                     let mut e = Extend::new(
@@ -920,6 +976,15 @@ impl PipelineShape {
                     e.degrees = *degrees;
                     e.pack = *pack;
                     e.split = split.clone();
+                    if let Some(first) = *chain {
+                        if first {
+                            chain_signal = Some(Arc::new(ChainSignal::default()));
+                        }
+                        let signal = chain_signal
+                            .as_ref()
+                            .ok_or_else(|| Error::internal("optional chain without its start"))?;
+                        e.chain = Some((Arc::clone(signal), first));
+                    }
                     if *pad {
                         let signal = Arc::new(PadSignal::default());
                         pad_signal = Some((Arc::clone(&signal), *pack));
@@ -1011,6 +1076,7 @@ fn split_single_source(source: &mut BuiltSource, steps: &mut [Built]) {
         pair: None,
         pack: false,
         pad: false,
+        chain: None,
         split,
         ..
     } = &mut steps[i]
@@ -1260,6 +1326,7 @@ where
 fn restartable(steps: &[Step]) -> bool {
     steps.iter().all(|s| match s {
         Step::CrossProduct { optional, .. } => !optional,
+        Step::OptionalChain(_) => false,
         Step::Filter(_)
         | Step::Intersect { .. }
         | Step::SemiMask { .. }

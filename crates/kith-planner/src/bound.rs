@@ -322,6 +322,8 @@ pub struct BoundPart {
     pub optional_extend: Option<OptionalExtend>,
     /// See [`OptionalJoin`].
     pub optional_join: Option<OptionalJoin>,
+    /// See [`OptionalChain`].
+    pub optional_chain: Option<OptionalChain>,
 }
 
 /// An OPTIONAL MATCH of one rel from a node of the part to a new node,
@@ -347,6 +349,21 @@ pub struct OptionalExtend {
 /// left without any is padded with NULLs.
 #[derive(Debug, Clone)]
 pub struct OptionalJoin {
+    pub first_node: usize,
+    pub first_rel: usize,
+    pub predicates: Vec<BoundExpr>,
+}
+
+/// An OPTIONAL MATCH of a chain of two or more rels from a node of the
+/// part written bare, every other variable new
+/// (`OPTIONAL MATCH (a)-[:R]->(b:B)-[:S]->(c:C) WHERE c.x > 5`), joined in
+/// the part's pipeline: its nodes and rels are the graph's last (from
+/// `first_node` and `first_rel`), planned after every other step as a
+/// `Step::OptionalChain` of extends, property reads and filters (the
+/// clause's `predicates`); an input tuple none of whose matches passes
+/// them all gets one tuple of NULLs.
+#[derive(Debug, Clone)]
+pub struct OptionalChain {
     pub first_node: usize,
     pub first_rel: usize,
     pub predicates: Vec<BoundExpr>,

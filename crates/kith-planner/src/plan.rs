@@ -136,6 +136,12 @@ pub enum Step {
         table: TableId,
         predicate: crate::bound::PropertyPredicate,
     },
+    /// An OPTIONAL MATCH chain (see `bound::OptionalChain`): extends,
+    /// property reads and filters run as usual, except that an input tuple
+    /// none of whose matches passes them all leaves the chain as one tuple
+    /// of NULLs (the first extend emits it, flagged, once everything after
+    /// it has finished that tuple's batches; the later steps let it through).
+    OptionalChain(Vec<Step>),
     /// Names the vector of slot `of` also `slot` (no copy, no operator): an
     /// undirected rel's stored ends after the step that bound it.
     Alias { slot: SlotId, of: SlotId },
@@ -164,6 +170,7 @@ impl Step {
         match self {
             Step::Filter(_) => "Filter".to_string(),
             Step::Alias { .. } => "Alias".to_string(),
+            Step::OptionalChain(_) => "OptionalChain".to_string(),
             Step::PadFilter { .. } => "Filter (optional, pads)".to_string(),
             Step::Extend {
                 rel_table,
@@ -562,6 +569,15 @@ impl SubPlan {
         for step in self.steps.iter().rev() {
             lines.push(match step {
                 Step::Alias { .. } => continue,
+                Step::OptionalChain(inner) => format!(
+                    "OptionalChain [{}], pads a tuple without a match",
+                    inner
+                        .iter()
+                        .filter(|s| !matches!(s, Step::Alias { .. }))
+                        .map(|s| s.describe(catalog))
+                        .collect::<Vec<_>>()
+                        .join(" -> ")
+                ),
                 Step::Filter(e) => format!("Filter {}", describe_expr(e)),
                 Step::PadFilter { predicate, .. } => {
                     format!("Filter {}, pads with NULLs", describe_expr(predicate))

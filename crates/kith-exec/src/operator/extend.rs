@@ -12,7 +12,7 @@ use kith_common::{InternalId, Result, TableId, ValueVector, VectorData};
 use kith_pager::Pager;
 use kith_storage::{PinnedCsrGroup, RelDirection, RelTableData};
 
-use super::filter::PadSignal;
+use super::filter::{ChainSignal, PadSignal};
 use super::flat_cursor::FlatCursor;
 use super::{Operator, Pos, QueryContext};
 use crate::result_set::ResultSet;
@@ -255,6 +255,14 @@ pub struct Extend {
     /// padding filter of the clause's predicates
     /// ([`super::filter::PadFilter`]).
     pub pad: Option<Arc<PadSignal>>,
+    /// A step of an OPTIONAL MATCH chain (`Step::OptionalChain`): the
+    /// chain's signal, and whether this is its first extend (which pads
+    /// an input tuple none of whose matches reached the chain's end) or a
+    /// later one (which turns the padding tuple into one tuple of NULLs).
+    pub chain: Option<(Arc<ChainSignal>, bool)>,
+    /// The first extend of a chain is inside an input tuple (its padding
+    /// not yet decided).
+    in_tuple: bool,
     /// A pipeline from one tuple that every worker runs
     /// (`pipeline::split_single_source`): the workers share this extend's
     /// rels, each claiming chunks of every input tuple's range in turn.
@@ -331,6 +339,8 @@ impl Extend {
             pair_output: None,
             pack: false,
             pad: None,
+            chain: None,
+            in_tuple: false,
             split: None,
             split_seq: 0,
             split_range: (0, 0),
@@ -1010,7 +1020,23 @@ impl Operator for Extend {
                     let last = !self.rels_left();
                     self.tuple_done(last);
                 }
+                if let Some((signal, true)) = &self.chain {
+                    signal.padding.store(false, Ordering::Relaxed);
+                }
                 return Ok(true);
+            }
+            if let Some((signal, true)) = &self.chain {
+                // Asked for more, so everything after this extend has
+                // finished the input tuple's batches: it is padded when
+                // none of them reached the chain's end.
+                if std::mem::take(&mut self.in_tuple)
+                    && !signal.matched.swap(false, Ordering::Relaxed)
+                {
+                    signal.padding.store(true, Ordering::Relaxed);
+                    rs.chunks[self.output_chunk].pad_with_nulls();
+                    self.whole_range_of = None;
+                    return Ok(true);
+                }
             }
             if !self
                 .cursor
@@ -1020,6 +1046,21 @@ impl Operator for Extend {
             }
             self.fresh_whole = None;
             let from = self.seek_flat_tuple(rs)?;
+            match &self.chain {
+                Some((signal, true)) => {
+                    signal.matched.store(false, Ordering::Relaxed);
+                    signal.padding.store(false, Ordering::Relaxed);
+                    self.in_tuple = true;
+                }
+                Some((signal, false)) if signal.padding.load(Ordering::Relaxed) => {
+                    // The padding tuple of the chain's first extend.
+                    rs.chunks[self.output_chunk].pad_with_nulls();
+                    self.whole_range_of = None;
+                    self.pos = self.end;
+                    return Ok(true);
+                }
+                _ => {}
+            }
             if self.pad.is_some() && !self.rels_left() {
                 rs.chunks[self.output_chunk].pad_with_nulls();
                 self.whole_range_of = None;

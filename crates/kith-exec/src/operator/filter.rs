@@ -174,3 +174,59 @@ impl Operator for PadFilter {
         }
     }
 }
+
+/// The state an OPTIONAL MATCH chain's operators share (see
+/// `Step::OptionalChain`), for the one worker that runs the chain.
+#[derive(Debug, Default)]
+pub struct ChainSignal {
+    /// The batch in flight is the padding tuple of an input tuple left
+    /// without a match: every chain step lets it through.
+    pub padding: AtomicBool,
+    /// A tuple of the current input tuple reached the chain's end.
+    pub matched: AtomicBool,
+}
+
+/// A filter inside an OPTIONAL MATCH chain: as [`Filter`], but the padding
+/// tuple passes.
+pub struct ChainFilter {
+    pub filter: Filter,
+    pub signal: Arc<ChainSignal>,
+}
+
+impl Operator for ChainFilter {
+    fn next(&mut self, rs: &mut ResultSet) -> Result<bool> {
+        let f = &mut self.filter;
+        loop {
+            if !f.child.next(rs)? {
+                return Ok(false);
+            }
+            if self.signal.padding.load(Ordering::Relaxed)
+                || f.predicate
+                    .select(rs, &f.layout, &f.ctx.params, &f.ctx.subqueries)?
+            {
+                return Ok(true);
+            }
+        }
+    }
+}
+
+/// The end of an OPTIONAL MATCH chain: notes that the current input tuple
+/// found a match when a batch that is not the padding reaches it (every
+/// batch that reaches it holds a tuple: the steps before it skip empty
+/// ones).
+pub struct ChainEnd {
+    pub child: Box<dyn Operator>,
+    pub signal: Arc<ChainSignal>,
+}
+
+impl Operator for ChainEnd {
+    fn next(&mut self, rs: &mut ResultSet) -> Result<bool> {
+        if !self.child.next(rs)? {
+            return Ok(false);
+        }
+        if !self.signal.padding.load(Ordering::Relaxed) {
+            self.signal.matched.store(true, Ordering::Relaxed);
+        }
+        Ok(true)
+    }
+}

@@ -487,7 +487,8 @@ impl<'a> Binder<'a> {
                         if last_match
                             && (self.bind_optional_extend(patterns, where_.as_ref())?
                                 || self.bind_optional_recursive(patterns, where_.as_ref())?
-                                || self.bind_optional_join(patterns, where_.as_ref())?)
+                                || self.bind_optional_join(patterns, where_.as_ref())?
+                                || self.bind_optional_chain(patterns, where_.as_ref())?)
                         {
                             continue;
                         }

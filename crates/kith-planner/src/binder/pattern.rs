@@ -108,6 +108,7 @@ impl Binder<'_> {
             || self.graph.rels.iter().any(|r| r.recursive.is_some())
             || self.part.optional_extend.is_some()
             || self.part.optional_join.is_some()
+            || self.part.optional_chain.is_some()
             || self.graph.nodes[from].tables.len() != 1
         {
             return Ok(false);
@@ -123,6 +124,80 @@ impl Binder<'_> {
             return Ok(false);
         }
         self.part.optional_extend = Some(OptionalExtend { predicates: own });
+        Ok(true)
+    }
+
+    /// `OPTIONAL MATCH (a)-[:R]->(b:B)-[:S]->(c:C) WHERE ...`: a chain of two
+    /// or more directed single-hop rels from `a`, a node of this part
+    /// written bare (with one table), every other variable new and every
+    /// variable of one table: binds the chain into this part's graph as an
+    /// [`OptionalChain`] instead of a part of its own over numbered rows.
+    /// False, with nothing bound, for any other pattern.
+    pub(super) fn bind_optional_chain(
+        &mut self,
+        patterns: &[ast::PathPattern],
+        where_: Option<&ast::Expr>,
+    ) -> Result<bool> {
+        let [p] = patterns else {
+            return Ok(false);
+        };
+        let Some(start) = &p.start.variable else {
+            return Ok(false);
+        };
+        let new_name = |v: &Option<ast::Ident>| {
+            v.as_ref()
+                .is_none_or(|v| !self.is_path(&v.name) && self.check_new_variable(v).is_ok())
+        };
+        let bare = matches!(p.start.labels, ast::LabelExpr::None)
+            && p.start.properties.is_none()
+            && p.start.where_.is_none();
+        let from = self.graph.nodes.iter().position(|n| n.name == start.name);
+        // Every later node a new name of its own: a chain, no cycle.
+        let mut names: Vec<&str> = Vec::new();
+        let distinct = p.chain.iter().all(|(_, n)| match &n.variable {
+            Some(v) if names.contains(&v.name.as_str()) || v.name == start.name => false,
+            Some(v) => {
+                names.push(&v.name);
+                true
+            }
+            None => true,
+        });
+        let Some(from) = from.filter(|_| bare && distinct && p.chain.len() >= 2) else {
+            return Ok(false);
+        };
+        if p.variable.is_some()
+            || p.shortest.is_some()
+            || p.chain.iter().any(|(r, n)| {
+                r.range.is_some()
+                    || r.direction == ast::Direction::Both
+                    || !new_name(&r.variable)
+                    || !new_name(&n.variable)
+            })
+            || self.graph.nodes[from].tables.len() != 1
+            || self.graph.rels.iter().any(|r| r.recursive.is_some())
+            || self.part.optional_extend.is_some()
+            || self.part.optional_join.is_some()
+            || self.part.optional_chain.is_some()
+        {
+            return Ok(false);
+        }
+        let (nodes, rels) = (self.graph.nodes.len(), self.graph.rels.len());
+        let mut own = Vec::new();
+        self.bind_clause_patterns(std::slice::from_ref(p), &mut own)?;
+        let single = self.graph.nodes[nodes..]
+            .iter()
+            .all(|n| n.tables.len() == 1)
+            && self.graph.rels[rels..]
+                .iter()
+                .all(|r| r.tables.len() == 1 && r.recursive.is_none());
+        if !self.keep_single_tables(single, (nodes, rels), where_, &mut own)? {
+            return Ok(false);
+        }
+        self.part.optional_chain = Some(OptionalChain {
+            first_node: nodes,
+            first_rel: rels,
+            predicates: own,
+        });
         Ok(true)
     }
 
@@ -167,6 +242,7 @@ impl Binder<'_> {
             || self.graph.rels.iter().any(|r| r.recursive.is_some())
             || self.part.optional_extend.is_some()
             || self.part.optional_join.is_some()
+            || self.part.optional_chain.is_some()
         {
             return Ok(false);
         }
@@ -228,6 +304,7 @@ impl Binder<'_> {
             || self.graph.rels.iter().any(|r| r.recursive.is_some())
             || self.part.optional_extend.is_some()
             || self.part.optional_join.is_some()
+            || self.part.optional_chain.is_some()
         {
             return Ok(false);
         }

@@ -445,6 +445,7 @@ impl Binder<'_> {
             numbers_rows: false,
             optional_extend: std::mem::take(&mut self.part.optional_extend),
             optional_join: std::mem::take(&mut self.part.optional_join),
+            optional_chain: std::mem::take(&mut self.part.optional_chain),
         });
         self.values.clear();
         self.rels_carried.clear();

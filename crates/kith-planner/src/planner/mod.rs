@@ -20,7 +20,8 @@ use kith_common::{Error, LogicalType, Result, TableId};
 use kith_parser::ast::Direction;
 
 use crate::bound::{
-    BoundPart, BoundQuery, OptionalExtend, OptionalJoin, QueryGraph, QueryNode, QueryRel,
+    BoundPart, BoundQuery, OptionalChain, OptionalExtend, OptionalJoin, QueryGraph, QueryNode,
+    QueryRel,
 };
 use crate::expr::{BoundExpr, SlotId};
 use crate::plan::{
@@ -420,6 +421,9 @@ fn plan_part(
         o.predicates.iter().for_each(&mut collect);
         after_optional.iter().for_each(&mut collect);
     }
+    if let Some(c) = &q.optional_chain {
+        c.predicates.iter().for_each(&mut collect);
+    }
     if let Some(j) = &q.optional_join {
         j.predicates.iter().for_each(&mut collect);
         // The padding filter finds the join's group by a column of it.
@@ -611,6 +615,55 @@ fn optional_steps(
         });
     }
     Ok(())
+}
+
+/// The steps of an [`OptionalChain`] (see there), after every other step:
+/// the chain's extends from the bound node with their property reads and
+/// the clause's predicates as filters (and semijoin masks), each placed
+/// once its slots are bound, the ones over the part alone last (a tuple
+/// failing them is padded, not dropped). The padding tuple passes them
+/// all: a chain filter lets it through and a mask keeps NULL nodes.
+fn optional_chain_steps(
+    ctx: &ExtendCtx,
+    c: &OptionalChain,
+    bound: &mut [bool],
+    done: &mut [bool],
+    available: &mut HashSet<SlotId>,
+) -> Result<Vec<Step>> {
+    bound[c.first_node..].iter_mut().for_each(|b| *b = false);
+    done[c.first_rel..].iter_mut().for_each(|d| *d = false);
+    let (outer, mut pending): (Vec<BoundExpr>, Vec<BoundExpr>) = c
+        .predicates
+        .iter()
+        .cloned()
+        .partition(|e| expr_slots(e).iter().all(|s| available.contains(s)));
+    let mut pending: Vec<Option<BoundExpr>> = pending.drain(..).map(Some).collect();
+    let mut steps = Vec::new();
+    ctx.extend_all(bound, done, available, &mut pending, &mut steps)?;
+    if bound.iter().any(|b| !b) || done.iter().any(|d| !d) {
+        return Err(Error::internal("optional chain not bound"));
+    }
+    if let Some(e) = pending.iter().flatten().next() {
+        return Err(Error::internal(format!(
+            "optional chain predicate at {:?} could not be placed",
+            e.span
+        )));
+    }
+    steps.extend(outer.into_iter().map(Step::Filter));
+    let chain_step = |s: &Step| {
+        matches!(
+            s,
+            Step::Extend { .. }
+                | Step::Filter(_)
+                | Step::ScanProperties { .. }
+                | Step::SemiMask { .. }
+                | Step::Alias { .. }
+        )
+    };
+    if !matches!(steps.first(), Some(Step::Extend { .. })) || !steps.iter().all(chain_step) {
+        return Err(Error::internal("optional chain of an unexpected shape"));
+    }
+    Ok(steps)
 }
 
 /// The left outer hash join of an [`OptionalJoin`] (see there), after
@@ -891,9 +944,13 @@ fn plan_pipeline(
     // An OPTIONAL MATCH's pattern joined by a left outer hash join is
     // planned last, as that join's build side: held bound until then.
     let optional_join = q.optional_join.as_ref();
-    if let Some(j) = optional_join {
-        bound[j.first_node..].iter_mut().for_each(|b| *b = true);
-        done[j.first_rel..].iter_mut().for_each(|d| *d = true);
+    let optional_chain = q.optional_chain.as_ref();
+    let held = optional_join
+        .map(|j| (j.first_node, j.first_rel))
+        .or(optional_chain.map(|c| (c.first_node, c.first_rel)));
+    if let Some((first_node, first_rel)) = held {
+        bound[first_node..].iter_mut().for_each(|b| *b = true);
+        done[first_rel..].iter_mut().for_each(|d| *d = true);
     }
     let own_predicates = |i: usize| {
         let n = &g.nodes[i];
@@ -1078,6 +1135,12 @@ fn plan_pipeline(
             key,
             optional: false,
         });
+        place_filters(&available, &mut pending, &mut steps);
+    }
+    if let Some(c) = optional_chain {
+        let chain = optional_chain_steps(&ctx, c, &mut bound, &mut done, &mut available)?;
+        steps.push(Step::OptionalChain(chain));
+        // A WITH's WHERE over the chain's variables filters the padded rows.
         place_filters(&available, &mut pending, &mut steps);
     }
     if let Some(j) = optional_join {
