@@ -105,10 +105,7 @@ impl Binder<'_> {
             || rel.range.is_some()
             || rel.direction == ast::Direction::Both
             || !new_name(&rel.variable)
-            || self.graph.rels.iter().any(|r| r.recursive.is_some())
-            || self.part.optional_extend.is_some()
-            || self.part.optional_join.is_some()
-            || self.part.optional_chain.is_some()
+            || self.holds_optional_step()
             || self.graph.nodes[from].tables.len() != 1
         {
             return Ok(false);
@@ -174,29 +171,19 @@ impl Binder<'_> {
                     || !new_name(&n.variable)
             })
             || self.graph.nodes[from].tables.len() != 1
-            || self.graph.rels.iter().any(|r| r.recursive.is_some())
-            || self.part.optional_extend.is_some()
-            || self.part.optional_join.is_some()
-            || self.part.optional_chain.is_some()
+            || self.holds_optional_step()
         {
             return Ok(false);
         }
-        let (nodes, rels) = (self.graph.nodes.len(), self.graph.rels.len());
-        let mut own = Vec::new();
-        self.bind_clause_patterns(std::slice::from_ref(p), &mut own)?;
-        let single = self.graph.nodes[nodes..]
-            .iter()
-            .all(|n| n.tables.len() == 1)
-            && self.graph.rels[rels..]
-                .iter()
-                .all(|r| r.tables.len() == 1 && r.recursive.is_none());
-        if !self.keep_single_tables(single, (nodes, rels), where_, &mut own)? {
+        let Some((first_node, first_rel, predicates)) =
+            self.bind_single_table_pattern(p, where_)?
+        else {
             return Ok(false);
-        }
+        };
         self.part.optional_chain = Some(OptionalChain {
-            first_node: nodes,
-            first_rel: rels,
-            predicates: own,
+            first_node,
+            first_rel,
+            predicates,
         });
         Ok(true)
     }
@@ -239,10 +226,7 @@ impl Binder<'_> {
             || rel.where_.is_some()
             || !new_name(&rel.variable)
             || !new_name(&p.variable)
-            || self.graph.rels.iter().any(|r| r.recursive.is_some())
-            || self.part.optional_extend.is_some()
-            || self.part.optional_join.is_some()
-            || self.part.optional_chain.is_some()
+            || self.holds_optional_step()
         {
             return Ok(false);
         }
@@ -301,13 +285,41 @@ impl Binder<'_> {
                 .iter()
                 .any(|(r, _)| r.range.is_some() || r.direction == ast::Direction::Both)
             || self.graph.nodes.is_empty()
-            || self.graph.rels.iter().any(|r| r.recursive.is_some())
-            || self.part.optional_extend.is_some()
-            || self.part.optional_join.is_some()
-            || self.part.optional_chain.is_some()
+            || self.holds_optional_step()
         {
             return Ok(false);
         }
+        let Some((first_node, first_rel, predicates)) =
+            self.bind_single_table_pattern(p, where_)?
+        else {
+            return Ok(false);
+        };
+        self.part.optional_join = Some(OptionalJoin {
+            first_node,
+            first_rel,
+            predicates,
+        });
+        Ok(true)
+    }
+
+    /// Whether the part already holds an in-pipeline OPTIONAL MATCH step
+    /// or a variable-length rel (either keeps a new one out of its pipeline).
+    fn holds_optional_step(&self) -> bool {
+        self.graph.rels.iter().any(|r| r.recursive.is_some())
+            || self.part.optional_extend.is_some()
+            || self.part.optional_join.is_some()
+            || self.part.optional_chain.is_some()
+    }
+
+    /// Binds the pattern of an in-pipeline OPTIONAL MATCH and its WHERE:
+    /// the graph sizes before it (where its nodes and rels start) and its
+    /// own predicates, or `None`, with nothing bound, when a variable of it
+    /// has several tables (the general OPTIONAL MATCH unions them).
+    fn bind_single_table_pattern(
+        &mut self,
+        p: &ast::PathPattern,
+        where_: Option<&ast::Expr>,
+    ) -> Result<Option<(usize, usize, Vec<BoundExpr>)>> {
         let (nodes, rels) = (self.graph.nodes.len(), self.graph.rels.len());
         let mut own = Vec::new();
         self.bind_clause_patterns(std::slice::from_ref(p), &mut own)?;
@@ -318,14 +330,9 @@ impl Binder<'_> {
                 .iter()
                 .all(|r| r.tables.len() == 1 && r.recursive.is_none());
         if !self.keep_single_tables(single, (nodes, rels), where_, &mut own)? {
-            return Ok(false);
+            return Ok(None);
         }
-        self.part.optional_join = Some(OptionalJoin {
-            first_node: nodes,
-            first_rel: rels,
-            predicates: own,
-        });
-        Ok(true)
+        Ok(Some((nodes, rels, own)))
     }
 
     /// After an in-pipeline OPTIONAL MATCH bound its pattern from graph
