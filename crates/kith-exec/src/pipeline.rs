@@ -1754,7 +1754,7 @@ fn apply_unwinds(mut rows: Chunk, part: &PartPlan, ctx: &QueryContext) -> Result
             Ok(())
         };
         for r in 0..n {
-            let before = from.len();
+            let before = elements.len();
             match lists.columns[0].get_value(r) {
                 Value::Null => {}
                 Value::List(items) => match items.ints() {

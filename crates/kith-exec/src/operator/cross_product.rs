@@ -237,18 +237,22 @@ impl CrossProduct {
             if u.optional || whole {
                 return Ok(true);
             }
-            let kept: Vec<u32> = u
-                .positions
-                .iter()
-                .zip(&u.found)
-                .filter(|(_, &r)| r != u32::MAX)
-                .map(|(&p, _)| p)
-                .collect();
-            if kept.is_empty() {
+            // The positions with a row, kept in place in the scratch that
+            // then swaps with the chunk's selection (no vector per batch).
+            let mut kept = 0;
+            for i in 0..u.positions.len() {
+                if u.found[i] != u32::MAX {
+                    u.positions[kept] = u.positions[i];
+                    kept += 1;
+                }
+            }
+            if kept == 0 {
                 continue;
             }
             if chunk.state.flat.is_none() {
-                chunk.state.sel = Some(kept);
+                u.positions.truncate(kept);
+                let old = chunk.state.sel.replace(std::mem::take(&mut u.positions));
+                u.positions = old.unwrap_or_default();
             }
             return Ok(true);
         }

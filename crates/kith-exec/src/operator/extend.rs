@@ -659,6 +659,13 @@ impl Extend {
         }
     }
 
+    /// One output tuple of NULLs (an optional extend's tuple without rels,
+    /// a chain's padding); the batch is no longer one to hand on again.
+    fn emit_null_tuple(&mut self, rs: &mut ResultSet) {
+        rs.chunks[self.output_chunk].pad_with_nulls();
+        self.whole_range_of = None;
+    }
+
     /// [`Extend::pad`] of a packed batch: one tuple of NULLs at position
     /// `at` for an input tuple without rels.
     fn write_null(&mut self, rs: &mut ResultSet, at: usize) {
@@ -1033,8 +1040,7 @@ impl Operator for Extend {
                     && !signal.matched.swap(false, Ordering::Relaxed)
                 {
                     signal.padding.store(true, Ordering::Relaxed);
-                    rs.chunks[self.output_chunk].pad_with_nulls();
-                    self.whole_range_of = None;
+                    self.emit_null_tuple(rs);
                     return Ok(true);
                 }
             }
@@ -1053,17 +1059,15 @@ impl Operator for Extend {
                     self.in_tuple = true;
                 }
                 Some((signal, false)) if signal.padding.load(Ordering::Relaxed) => {
-                    // The padding tuple of the chain's first extend.
-                    rs.chunks[self.output_chunk].pad_with_nulls();
-                    self.whole_range_of = None;
-                    self.pos = self.end;
+                    // The padding tuple of the chain's first extend (its
+                    // NULL node has no rels to seek).
+                    self.emit_null_tuple(rs);
                     return Ok(true);
                 }
                 _ => {}
             }
             if self.pad.is_some() && !self.rels_left() {
-                rs.chunks[self.output_chunk].pad_with_nulls();
-                self.whole_range_of = None;
+                self.emit_null_tuple(rs);
                 self.tuple_done(true);
                 return Ok(true);
             }

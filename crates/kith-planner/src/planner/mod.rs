@@ -632,12 +632,12 @@ fn optional_chain_steps(
 ) -> Result<Vec<Step>> {
     bound[c.first_node..].iter_mut().for_each(|b| *b = false);
     done[c.first_rel..].iter_mut().for_each(|d| *d = false);
-    let (outer, mut pending): (Vec<BoundExpr>, Vec<BoundExpr>) = c
+    let (outer, chained): (Vec<BoundExpr>, Vec<BoundExpr>) = c
         .predicates
         .iter()
         .cloned()
         .partition(|e| expr_slots(e).iter().all(|s| available.contains(s)));
-    let mut pending: Vec<Option<BoundExpr>> = pending.drain(..).map(Some).collect();
+    let mut pending: Vec<Option<BoundExpr>> = chained.into_iter().map(Some).collect();
     let mut steps = Vec::new();
     ctx.extend_all(bound, done, available, &mut pending, &mut steps)?;
     if bound.iter().any(|b| !b) || done.iter().any(|d| !d) {
@@ -941,8 +941,8 @@ fn plan_pipeline(
     };
     let mut bound = vec![false; g.nodes.len()];
     let mut done = vec![false; g.rels.len()];
-    // An OPTIONAL MATCH's pattern joined by a left outer hash join is
-    // planned last, as that join's build side: held bound until then.
+    // An in-pipeline OPTIONAL MATCH's pattern (a left outer hash join's
+    // build side, or a chain) is planned last: held bound until then.
     let optional_join = q.optional_join.as_ref();
     let optional_chain = q.optional_chain.as_ref();
     let held = optional_join
