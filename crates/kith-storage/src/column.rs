@@ -1098,7 +1098,14 @@ impl PinnedColumn {
                 decode_keys!(o, base, bits, words, start, count, pos, |k| signed(k)
                     as i32)
             }
-            VectorData::I64(o) => decode_keys!(o, base, bits, words, start, count, pos, signed),
+            VectorData::I64(o) => bitpack::unpack_range_into(
+                words,
+                bits,
+                start,
+                base,
+                SIGN_FLIP,
+                bytemuck::cast_slice_mut(&mut o[pos..pos + count]),
+            ),
             VectorData::U8(o) => decode_keys!(o, base, bits, words, start, count, pos, |k| k as u8),
             VectorData::U16(o) => {
                 decode_keys!(o, base, bits, words, start, count, pos, |k| k as u16)
@@ -1106,7 +1113,9 @@ impl PinnedColumn {
             VectorData::U32(o) => {
                 decode_keys!(o, base, bits, words, start, count, pos, |k| k as u32)
             }
-            VectorData::U64(o) => decode_keys!(o, base, bits, words, start, count, pos, |k| k),
+            VectorData::U64(o) => {
+                bitpack::unpack_range_into(words, bits, start, base, 0, &mut o[pos..pos + count])
+            }
             VectorData::Id(o) => decode_keys!(o, base, bits, words, start, count, pos, InternalId),
             _ => {
                 return Err(Error::internal(
@@ -1303,7 +1312,7 @@ impl PinnedColumn {
             Encoding::BitPacked { base, bits } => {
                 let words = as_words(&self.data);
                 let base = *base;
-                bitpack::unpack_range(words, *bits, start, count, |idx, d| out[idx] = base + d);
+                bitpack::unpack_range_into(words, *bits, start, base, 0, &mut out[..count]);
             }
             Encoding::Constant(ConstValue::Bits(b)) => out[..count].fill(*b),
             _ => {
