@@ -19,6 +19,9 @@ pub struct ScanNodes {
     pub morsels: Arc<MorselDispenser>,
     pub chunk: usize,
     pub id_vector: usize,
+    /// Whether anything downstream reads the ids; if not, the id vector
+    /// only gets each batch's length.
+    pub write_ids: bool,
     /// (storage column, position) per property read.
     pub columns: Vec<(usize, Pos)>,
     pinned: Option<(usize, Vec<PinnedColumn>)>,
@@ -30,7 +33,7 @@ impl ScanNodes {
         table: TableId,
         data: Arc<NodeTableData>,
         morsels: Arc<MorselDispenser>,
-        id_pos: Pos,
+        (id_pos, write_ids): (Pos, bool),
         columns: Vec<(usize, Pos)>,
     ) -> ScanNodes {
         ScanNodes {
@@ -40,6 +43,7 @@ impl ScanNodes {
             morsels,
             chunk: id_pos.0,
             id_vector: id_pos.1,
+            write_ids,
             columns,
             pinned: None,
         }
@@ -86,7 +90,7 @@ impl Operator for ScanNodes {
         let chunk = &mut rs.chunks[self.chunk];
         let ids = &mut chunk.vectors[self.id_vector];
         ids.reset(len);
-        if let VectorData::Id(v) = &mut ids.data {
+        if let (true, VectorData::Id(v)) = (self.write_ids, &mut ids.data) {
             for (slot, offset) in v.iter_mut().zip(range.clone()) {
                 *slot = InternalId::new(self.table, offset);
             }
