@@ -497,6 +497,31 @@ impl ValueVector {
         }
     }
 
+    /// Sets every slot of `range` (within the length) to slot `src_pos` of
+    /// `src` (same type): a flat value repeated along an unflat group.
+    pub fn fill_from(&mut self, range: std::ops::Range<usize>, src: &ValueVector, src_pos: usize) {
+        let null = src.is_null(src_pos);
+        if null || self.nulls.may_have_nulls() {
+            for p in range.clone() {
+                self.nulls.set(p, null);
+            }
+        }
+        if null {
+            return;
+        }
+        match (&mut self.data, &src.data) {
+            (VectorData::I64(d), VectorData::I64(s)) => d[range].fill(s[src_pos]),
+            (VectorData::Id(d), VectorData::Id(s)) => d[range].fill(s[src_pos]),
+            (VectorData::F64(d), VectorData::F64(s)) => d[range].fill(s[src_pos]),
+            (VectorData::I32(d), VectorData::I32(s)) => d[range].fill(s[src_pos]),
+            _ => {
+                for p in range {
+                    self.copy_from(p, src, src_pos);
+                }
+            }
+        }
+    }
+
     /// Becomes `src[start..start + len]` (same type), typed: no [`Value`]
     /// per slot.
     pub fn assign_range(&mut self, src: &ValueVector, start: usize, len: usize) {
@@ -785,6 +810,36 @@ impl Chunk {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// fill_from repeats one slot (value or NULL) over a range, typed or
+    /// through values, and leaves the rest alone.
+    #[test]
+    fn fill_from_repeats_one_slot_over_a_range() {
+        let types = [LogicalType::Int64, LogicalType::String, LogicalType::Int16];
+        for ty in types {
+            let src_vals = [Value::Int64(4), Value::Null];
+            let mut src = ValueVector::new(ty.clone(), 0);
+            for v in &src_vals {
+                let v = match (&ty, v) {
+                    (LogicalType::String, Value::Int64(x)) => Value::String(x.to_string()),
+                    (LogicalType::Int16, Value::Int64(x)) => Value::Int16(*x as i16),
+                    _ => v.clone(),
+                };
+                src.push_value(&v);
+            }
+            let mut out = ValueVector::new(ty.clone(), 6);
+            out.set_null(1, true);
+            out.fill_from(1..4, &src, 0);
+            out.fill_from(4..5, &src, 1);
+            for p in 1..4 {
+                assert_eq!(out.get_value(p), src.get_value(0), "{ty:?} {p}");
+            }
+            assert!(out.is_null(4));
+            assert!(!out.is_null(0) && !out.is_null(5));
+            out.fill_from(4..6, &src, 0);
+            assert_eq!(out.get_value(5), src.get_value(0));
+        }
+    }
 
     #[test]
     fn push_owned_moves_into_value_vectors_and_matches_push_value() {

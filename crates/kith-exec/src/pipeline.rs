@@ -194,6 +194,9 @@ enum Built {
         /// Output batches filled from several input tuples
         /// (`pack_last_extend`).
         pack: bool,
+        /// With `pack`: input vectors copied along the output
+        /// ([`Extend::replicas`]).
+        replicas: Vec<(usize, usize)>,
         /// OPTIONAL MATCH's padding ([`Extend::pad`]).
         pad: bool,
         /// A step of an OPTIONAL MATCH chain: whether it is the chain's
@@ -232,11 +235,16 @@ enum Built {
 }
 
 /// Lets the last extend of an aggregating pipeline fill each output batch
-/// from several tuples of its input batch ([`Extend::pack`]) when neither the
-/// sink nor the steps after it (property reads, filters, masks) read its
-/// input group: the groups before that one are flat and fixed for the whole
-/// input batch, so every packed tuple still stands for its own match.
-fn pack_last_extend(steps: &mut [Built], reads: &HashSet<SlotId>, layout: &SlotLayout) {
+/// from several tuples of its input batch ([`Extend::pack`]) when the steps
+/// after it (property reads, filters, masks) do not read its input group:
+/// the groups before that one are flat and fixed for the whole input batch,
+/// so every packed tuple still stands for its own match. When the sink
+/// reads one node id of the input group (`WITH a, collect(b)`), that id is
+/// copied along the output ([`Extend::replicas`]) and the sink reads the
+/// copy: a node id key finds its group by an array index, so one aggregate
+/// call per batch replaces one per source node. Other keys (values hashed
+/// per position) keep one call per source.
+fn pack_last_extend(steps: &mut [Built], reads: &HashSet<SlotId>, b: &mut LayoutBuilder) {
     let Some(i) = steps
         .iter()
         .rposition(|s| matches!(s, Built::Extend { .. }))
@@ -246,10 +254,12 @@ fn pack_last_extend(steps: &mut [Built], reads: &HashSet<SlotId>, layout: &SlotL
     let (head, tail) = steps.split_at_mut(i + 1);
     let Some(Built::Extend {
         input_chunk,
+        output_chunk,
         collapse: false,
         degrees: false,
         pair: None,
         pack,
+        replicas,
         pad,
         ..
     }) = head.last_mut()
@@ -257,6 +267,7 @@ fn pack_last_extend(steps: &mut [Built], reads: &HashSet<SlotId>, layout: &SlotL
         return;
     };
     let input = *input_chunk;
+    let layout = &b.layout;
     let in_input = |s: &SlotId| layout.get(*s).is_some_and(|(c, _)| c == input);
     let reads_input = |e: &BoundExpr| {
         let mut v = Vec::new();
@@ -274,7 +285,27 @@ fn pack_last_extend(steps: &mut [Built], reads: &HashSet<SlotId>, layout: &SlotL
         Built::PadFilter { predicate, .. } => padded && !reads_input(predicate),
         _ => false,
     });
-    *pack = later_ok && !reads.iter().any(in_input);
+    if !later_ok {
+        return;
+    }
+    let read: Vec<(SlotId, usize)> = reads
+        .iter()
+        .filter_map(|s| {
+            layout
+                .get(*s)
+                .filter(|(c, _)| *c == input)
+                .map(|p| (*s, p.1))
+        })
+        .collect();
+    match read[..] {
+        [] => *pack = true,
+        [(slot, v)] if b.chunks[input][v] == LogicalType::InternalId => {
+            let to = b.add(*output_chunk, slot, LogicalType::InternalId);
+            replicas.push((v, to));
+            *pack = true;
+        }
+        _ => {}
+    }
 }
 
 /// Whether a node scan must write its ids: an aggregating sink reads the
@@ -646,6 +677,7 @@ impl PipelineShape {
                         degrees: false,
                         pair: None,
                         pack: false,
+                        replicas: Vec::new(),
                         pad: *optional,
                         chain: place.map(|p| p.0),
                         split: None,
@@ -785,7 +817,7 @@ impl PipelineShape {
         }
         if let Some(reads) = sink_reads {
             fuse_counted_pair(&mut steps, &mut stats, reads, &b.layout, ctx);
-            pack_last_extend(&mut steps, reads, &b.layout);
+            pack_last_extend(&mut steps, reads, &mut b);
         }
         let mut source = source;
         count_whole_rel_table(&mut source, &mut steps, &mut stats, ctx);
@@ -885,7 +917,9 @@ impl PipelineShape {
         op = profiled(op, 0);
         // The optional extend's signal, read by the padding filter after
         // it, and whether that extend packs its batches.
-        let mut pad_signal: Option<(Arc<PadSignal>, bool)> = None;
+        // The last optional extend's signal, whether it packs, and the
+        // vectors that copy its source (a padded position keeps them).
+        let mut pad_signal: Option<(Arc<PadSignal>, bool, Vec<usize>)> = None;
         // The OPTIONAL MATCH chain's signal, this worker's own.
         let mut chain_signal: Option<Arc<ChainSignal>> = None;
         for (i, step) in self.steps.iter().enumerate() {
@@ -920,7 +954,7 @@ impl PipelineShape {
                         c.unique = Some(UniqueProbe::new(*optional));
                     } else if *optional {
                         let signal = Arc::new(PadSignal::default());
-                        pad_signal = Some((Arc::clone(&signal), false));
+                        pad_signal = Some((Arc::clone(&signal), false, Vec::new()));
                         c.pad = Some(signal);
                     }
                     Box::new(c)
@@ -964,7 +998,7 @@ impl PipelineShape {
                         .as_ref()
                         .map(|s| Arc::clone(&s.0))
                         .ok_or_else(|| Error::internal("optional filter without its extend"))?,
-                    pad_signal.as_ref().is_some_and(|s| s.1),
+                    pad_signal.as_ref().filter(|s| s.1).map(|s| s.2.clone()),
                 )),
                 Built::Extend {
                     rel_table,
@@ -981,6 +1015,7 @@ impl PipelineShape {
                     degrees,
                     pair,
                     pack,
+                    replicas,
                     pad,
                     chain,
                     split,
@@ -1002,6 +1037,7 @@ impl PipelineShape {
                     e.collapse = *collapse;
                     e.degrees = *degrees;
                     e.pack = *pack;
+                    e.replicas = replicas.clone();
                     e.split = split.clone();
                     if let Some(first) = *chain {
                         if first {
@@ -1014,7 +1050,8 @@ impl PipelineShape {
                     }
                     if *pad {
                         let signal = Arc::new(PadSignal::default());
-                        pad_signal = Some((Arc::clone(&signal), *pack));
+                        let copies = replicas.iter().map(|r| r.1).collect();
+                        pad_signal = Some((Arc::clone(&signal), *pack, copies));
                         e.pad = Some(signal);
                     }
                     if let Some(f) = pair {

@@ -249,6 +249,13 @@ pub struct Extend {
     /// batch of a few tuples per input tuple. The input group stays flat at
     /// the last tuple read, so the tuple count is still the output's.
     pub pack: bool,
+    /// With `pack`: input-group vectors the sink reads (position in the
+    /// input chunk, vector in the output chunk), each copied along the
+    /// output positions of its tuple. The sink finds those slots in the
+    /// output group, so each packed position carries its own source's
+    /// values: `MATCH (a)-[]->(b) RETURN a, collect(b)` gets a batch of
+    /// many sources per aggregate call, not one call per source.
+    pub replicas: Vec<(usize, usize)>,
     /// OPTIONAL MATCH: a tuple without rels (or a NULL node) gets one
     /// output tuple of NULLs instead of none. After every batch the signal
     /// says which input tuples it holds and which end in it, for the
@@ -338,6 +345,7 @@ impl Extend {
             pair: None,
             pair_output: None,
             pack: false,
+            replicas: Vec::new(),
             pad: None,
             chain: None,
             in_tuple: false,
@@ -485,7 +493,41 @@ impl Extend {
             column.read(self.pos, n, v, at)?;
         }
         self.pos += n as u64;
+        self.write_replicas(rs, at, n, at == 0)?;
         Ok(n)
+    }
+
+    /// [`Extend::replicas`]: the input tuple's values at output positions
+    /// `at..at + n` (`fresh`: the batch starts there).
+    fn write_replicas(&self, rs: &mut ResultSet, at: usize, n: usize, fresh: bool) -> Result<()> {
+        if self.replicas.is_empty() {
+            return Ok(());
+        }
+        if self.input_chunk == self.output_chunk {
+            return Err(kith_common::Error::internal(
+                "extend replicates its own output",
+            ));
+        }
+        let (input, out) = if self.input_chunk < self.output_chunk {
+            let (lo, hi) = rs.chunks.split_at_mut(self.output_chunk);
+            (&lo[self.input_chunk], &mut hi[0])
+        } else {
+            let (lo, hi) = rs.chunks.split_at_mut(self.input_chunk);
+            (&hi[0], &mut lo[self.output_chunk])
+        };
+        let Some(p) = input.state.flat_position() else {
+            return Err(kith_common::Error::internal("replicated input is not flat"));
+        };
+        for &(from, to) in &self.replicas {
+            let v = &mut out.vectors[to];
+            if fresh {
+                v.reset(n);
+            } else {
+                v.resize(at + n);
+            }
+            v.fill_from(at..at + n, &input.vectors[from], p);
+        }
+        Ok(())
     }
 
     /// Marks the output group as a fresh batch of `n` tuples.
@@ -602,7 +644,7 @@ impl Extend {
             if let Some(t) = tuples.as_mut() {
                 t.push((filled as u32, false));
                 if !self.rels_left() {
-                    self.write_null(rs, filled);
+                    self.write_null(rs, filled)?;
                     filled += 1;
                     if filled == VECTOR_CAPACITY {
                         break;
@@ -668,7 +710,7 @@ impl Extend {
 
     /// [`Extend::pad`] of a packed batch: one tuple of NULLs at position
     /// `at` for an input tuple without rels.
-    fn write_null(&mut self, rs: &mut ResultSet, at: usize) {
+    fn write_null(&mut self, rs: &mut ResultSet, at: usize) -> Result<()> {
         let out = &mut rs.chunks[self.output_chunk];
         let vectors = self.to.map(|(v, _)| v).into_iter().chain(self.rel_id);
         for v in vectors.chain(self.properties.iter().map(|p| p.1)) {
@@ -679,6 +721,8 @@ impl Extend {
             }
             v.set_null(at, true);
         }
+        // The padded tuple is still its source's.
+        self.write_replicas(rs, at, 1, at == 0)
     }
 
     /// After a seek from `from`: when the range is the one the last batch

@@ -65,8 +65,10 @@ pub struct PadFilter {
     pub chunk: usize,
     /// Set by the extend after each batch.
     pub signal: Arc<PadSignal>,
-    /// Whether the extend packs several input tuples per batch.
-    pub packed: bool,
+    /// Whether the extend packs several input tuples per batch, and then
+    /// the vectors of the group that copy the input tuple
+    /// (`Extend::replicas`): a padded position keeps their values.
+    pub packed: Option<Vec<usize>>,
     /// Whether an earlier batch of the current tuple kept a match.
     matched: bool,
     /// Scratch: a packed batch's selection with its padded positions.
@@ -81,7 +83,7 @@ impl PadFilter {
         ctx: Arc<QueryContext>,
         chunk: usize,
         signal: Arc<PadSignal>,
-        packed: bool,
+        packed: Option<Vec<usize>>,
     ) -> PadFilter {
         PadFilter {
             child,
@@ -121,8 +123,11 @@ impl PadFilter {
                 self.matched = matched;
             } else if !matched {
                 kept.push(start);
-                for v in &mut chunk.vectors {
-                    v.set_null(start as usize, true);
+                let copies = self.packed.as_deref().unwrap_or_default();
+                for (i, v) in chunk.vectors.iter_mut().enumerate() {
+                    if !copies.contains(&i) {
+                        v.set_null(start as usize, true);
+                    }
                 }
             }
         }
@@ -148,7 +153,7 @@ impl Operator for PadFilter {
                 self.predicate
                     .select(rs, &self.layout, &self.ctx.params, &self.ctx.subqueries)?
             };
-            if self.packed {
+            if self.packed.is_some() {
                 // The passing positions as a selection (a predicate over
                 // no position of the group passes all of them or none).
                 let state = &mut rs.chunks[self.chunk].state;

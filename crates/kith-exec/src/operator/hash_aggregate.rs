@@ -1185,27 +1185,53 @@ impl HashAggregate {
         // Taken out while groups are added (`group_of` borrows all of self).
         let scratch = std::mem::take(&mut self.key_scratch);
         let key_direct = std::mem::take(&mut self.key_direct);
-        for pi in 0..self.positions.len() {
-            let p = self.positions[pi] as usize;
-            let bits = if single {
-                KeyBits::bits(key_input(key_direct[0], &scratch[0], rs).0, p)
-            } else {
-                None
-            };
-            let g = self.group_by_bits(bits, |buf| {
-                buf.extend((key_direct.iter().zip(&scratch).zip(key_kinds)).map(
-                    |((&d, scratch), k)| {
-                        let (v, flat) = key_input(d, scratch, rs);
-                        v.get_value(if matches!(k, Evaluated::Flat) {
-                            flat
-                        } else {
-                            p
-                        })
-                    },
-                ))
-            });
-            batch_groups.push(g);
+        let positions = std::mem::take(&mut self.positions);
+        let id_keys = match key_input(key_direct[0], &scratch[0], rs).0 {
+            v if single && !v.nulls.may_have_nulls() => match &v.data {
+                VectorData::Id(ids) => Some((v, ids)),
+                _ => None,
+            },
+            _ => None,
+        };
+        if let Some((keys, ids)) = id_keys {
+            // One id key without NULLs: typed, and a run of positions with
+            // one key (an extend's copies of its source, `Extend::replicas`)
+            // finds its group once.
+            let mut last: Option<(InternalId, u32)> = None;
+            for &p in &positions {
+                let id = ids[p as usize];
+                let g = match last {
+                    Some((l, g)) if l == id => g,
+                    _ => self
+                        .group_by_bits(Some((0, id.0)), |buf| buf.push(keys.get_value(p as usize))),
+                };
+                last = Some((id, g));
+                batch_groups.push(g);
+            }
+        } else {
+            for &p in &positions {
+                let p = p as usize;
+                let bits = if single {
+                    KeyBits::bits(key_input(key_direct[0], &scratch[0], rs).0, p)
+                } else {
+                    None
+                };
+                let g = self.group_by_bits(bits, |buf| {
+                    buf.extend((key_direct.iter().zip(&scratch).zip(key_kinds)).map(
+                        |((&d, scratch), k)| {
+                            let (v, flat) = key_input(d, scratch, rs);
+                            v.get_value(if matches!(k, Evaluated::Flat) {
+                                flat
+                            } else {
+                                p
+                            })
+                        },
+                    ))
+                });
+                batch_groups.push(g);
+            }
         }
+        self.positions = positions;
         self.key_scratch = scratch;
         self.key_direct = key_direct;
         let mut result = Ok(());
