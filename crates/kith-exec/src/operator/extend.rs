@@ -463,12 +463,13 @@ impl Extend {
             0 => v.reset(n),
             _ => v.resize(at + n),
         };
+        let pack = self.pack;
         if let Some((vector, table)) = self.to {
             pinned
                 .neighbors
                 .read_u64s(self.pos, n, &mut self.scratch[..n]);
             let v = &mut out.vectors[vector];
-            size(v);
+            fit_id_vector(v, at, n, pack);
             if let VectorData::Id(ids) = &mut v.data {
                 for (dst, &nbr) in ids[at..].iter_mut().zip(&self.scratch[..n]) {
                     *dst = InternalId::new(table, nbr);
@@ -480,7 +481,7 @@ impl Extend {
                 .rel_ids
                 .read_u64s(self.pos, n, &mut self.scratch[..n]);
             let v = &mut out.vectors[vector];
-            size(v);
+            fit_id_vector(v, at, n, pack);
             if let VectorData::Id(ids) = &mut v.data {
                 for (dst, &rel) in ids[at..].iter_mut().zip(&self.scratch[..n]) {
                     *dst = InternalId::new(self.rel_table, rel);
@@ -520,14 +521,20 @@ impl Extend {
         };
         for &(from, to) in &self.replicas {
             let v = &mut out.vectors[to];
-            if fresh {
-                v.reset(n);
-            } else {
-                v.resize(at + n);
-            }
+            fit_id_vector(v, if fresh { 0 } else { at }, n, true);
             v.fill_from(at..at + n, &input.vectors[from], p);
         }
         Ok(())
+    }
+
+    /// [`Extend::pack`]: cuts the id vectors, grown a batch at a time by
+    /// [`fit_id_vector`], to the `filled` positions written.
+    fn trim_packed(&self, rs: &mut ResultSet, filled: usize) {
+        let out = &mut rs.chunks[self.output_chunk];
+        let ids = self.to.map(|(v, _)| v).into_iter().chain(self.rel_id);
+        for v in ids.chain(self.replicas.iter().map(|r| r.1)) {
+            out.vectors[v].resize(filled);
+        }
     }
 
     /// Marks the output group as a fresh batch of `n` tuples.
@@ -659,6 +666,7 @@ impl Extend {
         if filled == 0 {
             return Ok(false);
         }
+        self.trim_packed(rs, filled);
         self.fresh_whole = None;
         self.finish_batch(rs, filled);
         Ok(true)
@@ -712,8 +720,12 @@ impl Extend {
     /// `at` for an input tuple without rels.
     fn write_null(&mut self, rs: &mut ResultSet, at: usize) -> Result<()> {
         let out = &mut rs.chunks[self.output_chunk];
-        let vectors = self.to.map(|(v, _)| v).into_iter().chain(self.rel_id);
-        for v in vectors.chain(self.properties.iter().map(|p| p.1)) {
+        for v in self.to.map(|(v, _)| v).into_iter().chain(self.rel_id) {
+            let v = &mut out.vectors[v];
+            fit_id_vector(v, at, 1, true);
+            v.set_null(at, true);
+        }
+        for &(_, v) in &self.properties {
             let v = &mut out.vectors[v];
             match at {
                 0 => v.reset(1),
@@ -1042,6 +1054,21 @@ impl SplitClaims {
         let at = next[seq];
         next[seq] = at.saturating_add(want);
         at
+    }
+}
+
+/// Makes room for `n` ids at `at` in an output id vector. A fresh batch of
+/// an extend that does not pack is exactly `n` long; a packed batch grows
+/// to a whole vector once (its writes come a few rels at a time, and a
+/// resize per write was a tenth of a packed extend) and is cut to its
+/// length when full (`Extend::trim_packed`).
+#[inline]
+fn fit_id_vector(v: &mut ValueVector, at: usize, n: usize, pack: bool) {
+    match at {
+        0 if !pack => v.reset(n),
+        0 => v.reset(n.max(VECTOR_CAPACITY)),
+        _ if v.len() < at + n => v.resize((at + n).max(VECTOR_CAPACITY)),
+        _ => {}
     }
 }
 
