@@ -625,6 +625,20 @@ impl StateColumn {
                     column.collect_values();
                     return column.update_each(groups, Some(input), positions, multiplicity);
                 };
+                if multiplicity == 1 && !input.nulls.may_have_nulls() {
+                    // A run of positions of one group (a source's rels, see
+                    // `Extend::replicas`) extends its list once.
+                    let mut i = 0;
+                    while i < groups.len() {
+                        let g = groups[i];
+                        let run = groups[i..].iter().take_while(|&&h| h == g).count();
+                        let list = &mut l[g as usize];
+                        list.extend(positions[i..i + run].iter().map(|&p| d[p as usize]));
+                        *items += run;
+                        i += run;
+                    }
+                    return Ok(());
+                }
                 for (&g, &p) in groups.iter().zip(positions) {
                     if !input.is_null(p as usize) {
                         *items += push_times(&mut l[g as usize], d[p as usize], multiplicity);
