@@ -554,6 +554,14 @@ impl Node {
                         return Ok(copy_positions(&mut self.out, ctx, *m, src));
                     }
                 }
+                // size() of a batch of lists: their lengths, no value per row.
+                if let ("size", [Mode::Unflat(u)], [a]) =
+                    (name.as_str(), modes.as_slice(), args.as_slice())
+                {
+                    if let Some(mode) = list_sizes(&mut self.out, ctx, *u, a.vector(ctx)) {
+                        return Ok(mode);
+                    }
+                }
                 let mut vecs: Vec<Arg<'_>> = args.iter_mut().map(|a| a.arg(ctx)).collect();
                 let (ty, f, name) = (&self.ty, *f, name.as_str());
                 // Flat arguments (constants, say) are read once per batch;
@@ -1018,6 +1026,45 @@ fn copy_positions(out: &mut ValueVector, ctx: &EvalContext, m: Mode, src: &Value
             Mode::Unflat(u)
         }
     }
+}
+
+/// `size()` over an unflat group of list values (or NULLs), written
+/// straight into the INT64 output; None (nothing written) when any value is
+/// something else (a string's size is its length in characters, see the
+/// function library) or the vectors are not of these kinds.
+fn list_sizes(
+    out: &mut ValueVector,
+    ctx: &EvalContext,
+    u: usize,
+    src: &ValueVector,
+) -> Option<Mode> {
+    let VectorData::Value(values) = &src.data else {
+        return None;
+    };
+    if !matches!(out.data, VectorData::I64(_)) {
+        return None;
+    }
+    let state: &ChunkState = &ctx.rs.chunks[u].state;
+    let mut lists_only = true;
+    each_pos!(state, p => {
+        lists_only &= src.is_null(p) || matches!(values[p], Value::List(_) | Value::Null);
+    });
+    if !lists_only {
+        return None;
+    }
+    out.reset(state.len);
+    each_pos!(state, p => {
+        match &values[p] {
+            // A NULL slot's value may be a stale one.
+            Value::List(l) if !src.is_null(p) => {
+                if let VectorData::I64(o) = &mut out.data {
+                    o[p] = l.len() as i64;
+                }
+            }
+            _ => out.set_null(p, true),
+        }
+    });
+    Some(Mode::Unflat(u))
 }
 
 fn map_rows(
