@@ -278,6 +278,19 @@ struct Acc {
     m2: f64,
 }
 
+/// How an aggregate takes a batch that it has just seen, seen again (an
+/// extend handing the same neighbours on for another tuple of an earlier
+/// group): min, max and DISTINCT aggregates gain nothing from it (`Skip`);
+/// counts, sums and averages add what the batch alone added, times its
+/// multiplicity (`Scale`); the rest (collect, stdev) read it again
+/// (`Update`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RepeatRule {
+    Skip,
+    Scale,
+    Update,
+}
+
 /// The running state of one aggregate over one group.
 #[derive(Debug, Clone)]
 pub struct AggregateState {
@@ -651,6 +664,42 @@ impl AggregateState {
     /// count(*) fast path: `n` more tuples.
     pub fn update_count(&mut self, n: u64) {
         self.acc.count += n;
+    }
+
+    /// What a batch seen again does to this aggregate (see
+    /// [`RepeatRule`]).
+    pub fn repeat_rule(&self) -> RepeatRule {
+        match (self.func, &self.distinct) {
+            (_, Some(_)) | (AggregateFunc::Min | AggregateFunc::Max, None) => RepeatRule::Skip,
+            (
+                AggregateFunc::CountStar
+                | AggregateFunc::Count
+                | AggregateFunc::Sum
+                | AggregateFunc::Avg,
+                None,
+            ) => RepeatRule::Scale,
+            _ => RepeatRule::Update,
+        }
+    }
+
+    /// Adds `batch` (a state of the same aggregate over one batch, with
+    /// multiplicity 1) `times` times: [`RepeatRule::Scale`]'s counts and
+    /// sums only.
+    pub fn add_scaled(&mut self, batch: &AggregateState, times: u64) -> Result<()> {
+        debug_assert_eq!(self.repeat_rule(), RepeatRule::Scale);
+        let o = &batch.acc;
+        self.acc.count += o.count * times;
+        self.acc.saw_float |= o.saw_float;
+        self.acc.fsum += o.fsum * times as f64;
+        let add = o.isum.checked_mul(times as i128).ok_or_else(sum_overflow)?;
+        self.acc.isum = self.acc.isum.checked_add(add).ok_or_else(sum_overflow)?;
+        if self.func == AggregateFunc::Sum
+            && !self.acc.saw_float
+            && i64::try_from(self.acc.isum).is_err()
+        {
+            return Err(sum_overflow());
+        }
+        Ok(())
     }
 
     /// Merges another state of the same aggregate into this one.

@@ -16,7 +16,7 @@ use kith_planner::bound::BoundAggregate;
 use kith_planner::expr::{BoundExprKind, SlotId};
 
 use super::{LocalSink, QueryContext};
-use crate::aggregate_function::{AggregateFunc, AggregateSpec, AggregateState};
+use crate::aggregate_function::{AggregateFunc, AggregateSpec, AggregateState, RepeatRule};
 use crate::expression::{EvalContext, Evaluated, Evaluator};
 use crate::result_set::{ResultSet, SlotLayout};
 
@@ -185,6 +185,13 @@ pub struct HashAggregate {
     /// Per argument of this batch: (chunk, vector, flat position) when read in place.
     arg_direct: Vec<Option<(usize, usize, usize)>>,
     positions: Vec<u32>,
+    /// The unflat group of the last batch without keys, and each
+    /// aggregate's state over that batch alone (multiplicity 1), for an
+    /// extend that hands the same batch on again (`ChunkState::generation`;
+    /// `MATCH (a)-[]->(b)-[]->(c) RETURN min(a.x)` extends `b` to the same
+    /// `a`s for every `c`): see [`RepeatRule`].
+    last_unflat: Option<(usize, crate::result_set::ChunkState)>,
+    batch_states: Vec<Option<AggregateState>>,
 }
 
 impl HashAggregate {
@@ -263,6 +270,8 @@ impl HashAggregate {
             memory: crate::memory::MemoryCharge::default(),
             arg_direct: Vec::new(),
             positions: Vec::new(),
+            last_unflat: None,
+            batch_states: Vec::new(),
         })
     }
 
@@ -1119,6 +1128,21 @@ impl HashAggregate {
             // A global aggregate (no keys) skips hashing: this runs once per
             // extended node, so it must stay cheap.
             if self.keys.is_empty() {
+                // The same unflat batch as last time (its values untouched):
+                // see `RepeatRule`.
+                let repeated = match (unflat, &self.last_unflat) {
+                    (Some(u), Some((lu, seen))) => u == *lu && rs.chunks[u].state.repeats(seen),
+                    _ => false,
+                };
+                if let Some(u) = unflat {
+                    match &mut self.last_unflat {
+                        Some((lu, seen)) => {
+                            *lu = u;
+                            seen.clone_from(&rs.chunks[u].state);
+                        }
+                        None => self.last_unflat = Some((u, rs.chunks[u].state.clone())),
+                    }
+                }
                 let specs = &self.specs;
                 let states = match self.global {
                     Some(ref mut g) => g,
@@ -1126,9 +1150,12 @@ impl HashAggregate {
                         .global
                         .insert(specs.iter().map(|d| d.spec.new_state()).collect()),
                 };
+                self.batch_states.resize_with(states.len(), || None);
                 for (i, state) in states.iter_mut().enumerate() {
                     let (input, p) =
                         arg_input(self.arg_direct[i], &self.arg_scratch[i], rs, arg_kinds[i]);
+                    // Only an argument read in place is known to be the same.
+                    let same = repeated && self.arg_direct[i].is_some();
                     match (arg_kinds[i], input) {
                         (None, _) | (_, None) => state.update_count(total),
                         (Some(Evaluated::Flat), _) => state.update(input, &[p], total)?,
@@ -1137,9 +1164,21 @@ impl HashAggregate {
                                 state.update(input, &[q], rs.weight_of(q as usize, 0))?;
                             }
                         }
-                        (Some(Evaluated::Unflat(_)), _) => {
-                            state.update(input, &self.positions, per_position)?
-                        }
+                        (Some(Evaluated::Unflat(_)), _) => match state.repeat_rule() {
+                            RepeatRule::Skip if same => {}
+                            RepeatRule::Scale => {
+                                let batch = &mut self.batch_states[i];
+                                if !same || batch.is_none() {
+                                    let mut b = specs[i].spec.new_state();
+                                    b.update(input, &self.positions, 1)?;
+                                    *batch = Some(b);
+                                }
+                                if let Some(b) = batch {
+                                    state.add_scaled(b, per_position)?;
+                                }
+                            }
+                            _ => state.update(input, &self.positions, per_position)?,
+                        },
                     }
                 }
                 return Ok(());
