@@ -32,7 +32,10 @@ pub fn pack(deltas: impl Iterator<Item = u64>, count: usize, bits: u8) -> Vec<u6
     words
 }
 
-/// Calls `out(i, delta)` for values `start..start+count`.
+/// Calls `out(i, delta)` for values `start..start+count`: the decode of
+/// narrower types, through [`unpack_range_into`] a block of 64 values at a
+/// time (the first piece ends at a block boundary, so the others are whole
+/// blocks).
 #[inline]
 pub fn unpack_range(
     words: &[u64],
@@ -41,71 +44,17 @@ pub fn unpack_range(
     count: usize,
     mut out: impl FnMut(usize, u64),
 ) {
-    if bits == 0 {
-        for idx in 0..count {
-            out(idx, 0);
-        }
-        return;
-    }
-    let mask = if bits == 64 {
-        u64::MAX
-    } else {
-        (1u64 << bits) - 1
-    };
-    let block = block_unpacker(bits);
-    let bits = bits as u64;
-    let one = |idx: usize| {
-        let bit = (start + idx as u64) * bits;
-        let (word, shift) = ((bit / 64) as usize, bit % 64);
-        let mut v = words[word] >> shift;
-        if shift + bits > 64 {
-            v |= words[word + 1] << (64 - shift);
-        }
-        v & mask
-    };
-    // Values up to a multiple of 64, then whole blocks of 64 (exactly
-    // `bits` words each, unpacked with the width known at compile time),
-    // then the rest.
-    let head = (((64 - start % 64) % 64) as usize).min(count);
-    for idx in 0..head {
-        out(idx, one(idx));
-    }
-    let mut idx = head;
-    if count - idx >= 64 {
-        idx = unpack_blocks(words, bits, start, idx, count, block, &mut out);
-    }
-    for idx in idx..count {
-        out(idx, one(idx));
-    }
-}
-
-/// The whole blocks of 64 values of [`unpack_range`] from `idx` (a
-/// multiple of 64 away from `start`'s block boundary); returns where they
-/// end. Kept apart so that a short range never zeroes the 512-byte buffer
-/// (a `memset` per call: most CSR reads are a few neighbours).
-#[inline]
-fn unpack_blocks(
-    words: &[u64],
-    bits: u64,
-    start: u64,
-    mut idx: usize,
-    count: usize,
-    block: fn(&[u64], &mut [u64; 64]),
-    out: &mut impl FnMut(usize, u64),
-) -> usize {
     let mut buf = [0u64; 64];
-    while count - idx >= 64 {
-        let first_word = ((start + idx as u64) / 64 * bits) as usize;
-        let Some(block_words) = words.get(first_word..first_word + bits as usize) else {
-            break;
-        };
-        block(block_words, &mut buf);
-        for (i, &v) in buf.iter().enumerate() {
-            out(idx + i, v);
+    let mut done = 0;
+    while done < count {
+        let at = start + done as u64;
+        let n = (count - done).min(64 - (at % 64) as usize);
+        unpack_range_into(words, bits, at, 0, 0, &mut buf[..n]);
+        for (i, &d) in buf[..n].iter().enumerate() {
+            out(done + i, d);
         }
-        idx += 64;
+        done += n;
     }
-    idx
 }
 
 /// Writes value `start + i` as `(delta + base) ^ flip` into `out[i]` for
@@ -193,43 +142,6 @@ fn block_decoder(bits: u8) -> fn(&[u64], u64, u64, &mut [u64; 64]) {
             match bits {
                 $($b => decode_block::<$b>,)*
                 _ => decode_block::<64>,
-            }
-        };
-    }
-    widths!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32
-        33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64)
-}
-
-/// Unpacks 64 values of `B` bits from exactly `B` words.
-fn unpack_block<const B: usize>(words: &[u64], out: &mut [u64; 64]) {
-    let words: &[u64; B] = match words.try_into() {
-        Ok(w) => w,
-        Err(_) => return,
-    };
-    let mask = if B == 64 { u64::MAX } else { (1u64 << B) - 1 };
-    // Written out per value, so each one's word, shift and whether it
-    // crosses into the next word are constants: no loop counter, no branch.
-    macro_rules! values {
-        ($($i:literal)*) => {$({
-            let (w, s) = ($i * B / 64, $i * B % 64);
-            let mut v = words[w] >> s;
-            if s + B > 64 {
-                v |= words[w + 1] << (64 - s);
-            }
-            out[$i] = v & mask;
-        })*};
-    }
-    values!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
-        32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63);
-}
-
-/// [`unpack_block`] for `bits` (1 to 64).
-fn block_unpacker(bits: u8) -> fn(&[u64], &mut [u64; 64]) {
-    macro_rules! widths {
-        ($($b:literal)*) => {
-            match bits {
-                $($b => unpack_block::<$b>,)*
-                _ => unpack_block::<64>,
             }
         };
     }

@@ -44,15 +44,22 @@ fn create_nodes(conn: &Connection, g: &[Option<i64>]) {
     .unwrap();
 }
 
-#[test]
-fn single_integer_and_node_keys_group_like_a_reference() {
-    let mut rng = Lcg(11);
+/// An in-memory database with node table `N(id, g)` and rel table
+/// `E(FROM N TO N, w)`.
+fn nodes_with_weighted_rels() -> Connection {
     let db = Database::open(":memory:", Config::default()).unwrap();
     let conn = Connection::new(&db);
     conn.query("CREATE NODE TABLE N(id INT64, g INT64, PRIMARY KEY(id))")
         .unwrap();
     conn.query("CREATE REL TABLE E(FROM N TO N, w INT64)")
         .unwrap();
+    conn
+}
+
+#[test]
+fn single_integer_and_node_keys_group_like_a_reference() {
+    let mut rng = Lcg(11);
+    let conn = nodes_with_weighted_rels();
     let n = 2000usize;
     // g: NULL for every ninth node, else one of 40 values (negatives too).
     let g: Vec<Option<i64>> = (0..n)
@@ -524,12 +531,7 @@ fn degree_weighted_groups_match_a_reference() {
 #[test]
 fn repeated_neighbour_batches_aggregate_like_a_reference() {
     let mut rng = Lcg(29);
-    let db = Database::open(":memory:", Config::default()).unwrap();
-    let conn = Connection::new(&db);
-    conn.query("CREATE NODE TABLE N(id INT64, g INT64, PRIMARY KEY(id))")
-        .unwrap();
-    conn.query("CREATE REL TABLE E(FROM N TO N, w INT64)")
-        .unwrap();
+    let conn = nodes_with_weighted_rels();
     let n = 400usize;
     let g: Vec<Option<i64>> = (0..n)
         .map(|i| (i % 7 != 2).then(|| rng.below(50) as i64 - 10))
