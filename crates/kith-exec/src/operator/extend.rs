@@ -494,13 +494,13 @@ impl Extend {
             column.read(self.pos, n, v, at)?;
         }
         self.pos += n as u64;
-        self.write_replicas(rs, at, n, at == 0)?;
+        self.write_replicas(rs, at, n)?;
         Ok(n)
     }
 
     /// [`Extend::replicas`]: the input tuple's values at output positions
-    /// `at..at + n` (`fresh`: the batch starts there).
-    fn write_replicas(&self, rs: &mut ResultSet, at: usize, n: usize, fresh: bool) -> Result<()> {
+    /// `at..at + n`.
+    fn write_replicas(&self, rs: &mut ResultSet, at: usize, n: usize) -> Result<()> {
         if self.replicas.is_empty() {
             return Ok(());
         }
@@ -521,7 +521,7 @@ impl Extend {
         };
         for &(from, to) in &self.replicas {
             let v = &mut out.vectors[to];
-            fit_id_vector(v, if fresh { 0 } else { at }, n, true);
+            fit_id_vector(v, at, n, true);
             v.fill_from(at..at + n, &input.vectors[from], p);
         }
         Ok(())
@@ -734,7 +734,7 @@ impl Extend {
             v.set_null(at, true);
         }
         // The padded tuple is still its source's.
-        self.write_replicas(rs, at, 1, at == 0)
+        self.write_replicas(rs, at, 1)
     }
 
     /// After a seek from `from`: when the range is the one the last batch
