@@ -320,10 +320,10 @@ pub struct BoundPart {
     pub numbers_rows: bool,
     /// See [`OptionalExtend`].
     pub optional_extend: Option<OptionalExtend>,
-    /// See [`OptionalJoin`].
-    pub optional_join: Option<OptionalJoin>,
-    /// See [`OptionalChain`].
-    pub optional_chain: Option<OptionalChain>,
+    /// See [`OptionalPattern`]: a left outer hash join.
+    pub optional_join: Option<OptionalPattern>,
+    /// See [`OptionalPattern`]: a chain of extends.
+    pub optional_chain: Option<OptionalPattern>,
 }
 
 /// An OPTIONAL MATCH of one rel from a node of the part to a new node,
@@ -337,36 +337,38 @@ pub struct OptionalExtend {
     pub predicates: Vec<BoundExpr>,
 }
 
-/// An OPTIONAL MATCH of one pattern that shares no variable with the
-/// part (`MATCH (a:A) OPTIONAL MATCH (b:B)-[:R]->(c:C) WHERE b.k = a.k`),
-/// joined in the part's own pipeline instead of a part of its own: the
-/// pattern's nodes and rels are the graph's last (from `first_node` and
-/// `first_rel`), planned as the build side of a left outer hash join (a
-/// left outer cross product without an equality to hash) after every
-/// other step; `predicates` (the clause's WHERE and inline property maps)
-/// are pushed into the build side where they read only its variables,
-/// and the rest decide, after the join, which matches stay before a tuple
-/// left without any is padded with NULLs.
+/// An OPTIONAL MATCH joined in the part's own pipeline instead of a part
+/// of its own, whose pattern's nodes and rels are the graph's last (from
+/// `first_node` and `first_rel`), each with one table; `predicates` are
+/// the clause's WHERE and inline property maps. Two forms:
+///
+/// - `BoundPart::optional_join`, a pattern that shares no variable with the
+///   part (`MATCH (a:A) OPTIONAL MATCH (b:B)-[:R]->(c:C) WHERE b.k = a.k`):
+///   planned as the build side of a left outer hash join (a left outer
+///   cross product without an equality to hash) after every other step;
+///   the predicates that read only its variables are pushed into the build
+///   side, and the rest decide, after the join, which matches stay before
+///   a tuple left without any is padded with NULLs.
+/// - `BoundPart::optional_chain`, a chain of two or more rels from a node
+///   of the part written bare, every other variable new
+///   (`OPTIONAL MATCH (a)-[:R]->(b:B)-[:S]->(c:C) WHERE c.x > 5`): planned
+///   after every other step as a `Step::OptionalChain` of extends, property
+///   reads and filters (the predicates); an input tuple none of whose
+///   matches passes them all gets one tuple of NULLs.
 #[derive(Debug, Clone)]
-pub struct OptionalJoin {
+pub struct OptionalPattern {
     pub first_node: usize,
     pub first_rel: usize,
     pub predicates: Vec<BoundExpr>,
 }
 
-/// An OPTIONAL MATCH of a chain of two or more rels from a node of the
-/// part written bare, every other variable new
-/// (`OPTIONAL MATCH (a)-[:R]->(b:B)-[:S]->(c:C) WHERE c.x > 5`), joined in
-/// the part's pipeline: its nodes and rels are the graph's last (from
-/// `first_node` and `first_rel`), planned after every other step as a
-/// `Step::OptionalChain` of extends, property reads and filters (the
-/// clause's `predicates`); an input tuple none of whose matches passes
-/// them all gets one tuple of NULLs.
-#[derive(Debug, Clone)]
-pub struct OptionalChain {
-    pub first_node: usize,
-    pub first_rel: usize,
-    pub predicates: Vec<BoundExpr>,
+impl OptionalPattern {
+    /// Marks the pattern's nodes and rels not yet bound (they are planned
+    /// after every other step).
+    pub fn unbind(&self, bound: &mut [bool], done: &mut [bool]) {
+        bound[self.first_node..].iter_mut().for_each(|b| *b = false);
+        done[self.first_rel..].iter_mut().for_each(|d| *d = false);
+    }
 }
 
 #[derive(Debug, Clone)]

@@ -88,7 +88,7 @@ pub enum Step {
         columns: Vec<(SlotId, LogicalType)>,
         key: Option<HashJoinKey>,
         /// Left outer (an OPTIONAL MATCH sharing no variable with the part,
-        /// see `bound::OptionalJoin`): a tuple without build rows gets one
+        /// see `bound::OptionalPattern`): a tuple without build rows gets one
         /// row of NULLs, and a [`Step::PadFilter`] after it applies the
         /// clause's predicates.
         optional: bool,
@@ -136,7 +136,7 @@ pub enum Step {
         table: TableId,
         predicate: crate::bound::PropertyPredicate,
     },
-    /// An OPTIONAL MATCH chain (see `bound::OptionalChain`): extends,
+    /// An OPTIONAL MATCH chain (see `bound::OptionalPattern`): extends,
     /// property reads and filters run as usual, except that an input tuple
     /// none of whose matches passes them all leaves the chain as one tuple
     /// of NULLs (the first extend emits it, flagged, once everything after

@@ -81,20 +81,14 @@ impl Binder<'_> {
         let [(rel, end)] = p.chain.as_slice() else {
             return Ok(false);
         };
-        let bare = |n: &ast::NodePattern| {
-            matches!(n.labels, ast::LabelExpr::None) && n.properties.is_none() && n.where_.is_none()
-        };
         let bound_node =
             |name: &ast::Ident| self.graph.nodes.iter().position(|n| n.name == name.name);
-        let new_name = |v: &Option<ast::Ident>| {
-            v.as_ref()
-                .is_none_or(|v| !self.is_path(&v.name) && self.check_new_variable(v).is_ok())
-        };
+        let new_name = |v: &Option<ast::Ident>| self.is_new_name(v);
         // One end bound (and written bare, so the clause cannot narrow it),
         // the other new.
         let from = match (&p.start.variable, &end.variable) {
-            (Some(s), e) if bare(&p.start) && new_name(e) => bound_node(s),
-            (s, Some(e)) if bare(end) && new_name(s) => bound_node(e),
+            (Some(s), e) if is_bare(&p.start) && new_name(e) => bound_node(s),
+            (s, Some(e)) if is_bare(end) && new_name(s) => bound_node(e),
             _ => None,
         };
         let Some(from) = from else {
@@ -128,8 +122,8 @@ impl Binder<'_> {
     /// or more directed single-hop rels from `a`, a node of this part
     /// written bare (with one table), every other variable new and every
     /// variable of one table: binds the chain into this part's graph as an
-    /// [`OptionalChain`] instead of a part of its own over numbered rows.
-    /// False, with nothing bound, for any other pattern.
+    /// optional chain ([`OptionalPattern`]) instead of a part of its own
+    /// over numbered rows. False, with nothing bound, for any other pattern.
     pub(super) fn bind_optional_chain(
         &mut self,
         patterns: &[ast::PathPattern],
@@ -141,13 +135,8 @@ impl Binder<'_> {
         let Some(start) = &p.start.variable else {
             return Ok(false);
         };
-        let new_name = |v: &Option<ast::Ident>| {
-            v.as_ref()
-                .is_none_or(|v| !self.is_path(&v.name) && self.check_new_variable(v).is_ok())
-        };
-        let bare = matches!(p.start.labels, ast::LabelExpr::None)
-            && p.start.properties.is_none()
-            && p.start.where_.is_none();
+        let new_name = |v: &Option<ast::Ident>| self.is_new_name(v);
+        let bare = is_bare(&p.start);
         let from = self.graph.nodes.iter().position(|n| n.name == start.name);
         // Every later node a new name of its own: a chain, no cycle.
         let mut names: Vec<&str> = Vec::new();
@@ -175,17 +164,8 @@ impl Binder<'_> {
         {
             return Ok(false);
         }
-        let Some((first_node, first_rel, predicates)) =
-            self.bind_single_table_pattern(p, where_)?
-        else {
-            return Ok(false);
-        };
-        self.part.optional_chain = Some(OptionalChain {
-            first_node,
-            first_rel,
-            predicates,
-        });
-        Ok(true)
+        self.part.optional_chain = self.bind_single_table_pattern(p, where_)?;
+        Ok(self.part.optional_chain.is_some())
     }
 
     /// `OPTIONAL MATCH (a)-[*l..u]->(b)` with no WHERE, where `a` is a node
@@ -211,14 +191,8 @@ impl Binder<'_> {
         let Some(name) = &p.start.variable else {
             return Ok(false);
         };
-        let new_name = |v: &Option<ast::Ident>| {
-            v.as_ref()
-                .is_none_or(|v| !self.is_path(&v.name) && self.check_new_variable(v).is_ok())
-        };
-        let start_bound = matches!(p.start.labels, ast::LabelExpr::None)
-            && p.start.properties.is_none()
-            && p.start.where_.is_none()
-            && self.graph.nodes.iter().any(|n| n.name == name.name);
+        let new_name = |v: &Option<ast::Ident>| self.is_new_name(v);
+        let start_bound = is_bare(&p.start) && self.graph.nodes.iter().any(|n| n.name == name.name);
         let end_new = end.properties.is_none() && end.where_.is_none() && new_name(&end.variable);
         if !start_bound
             || !end_new
@@ -255,7 +229,7 @@ impl Binder<'_> {
     /// new (it shares none with the part: the WHERE or inline maps relate
     /// it to the rest, `b.k = a.k`), whose nodes and rels each have one
     /// table and whose rels are directed single hops: binds the pattern
-    /// into this part's graph as an [`OptionalJoin`] (planned as the build
+    /// into this part's graph as an [`OptionalPattern`] (planned as the build
     /// side of a left outer hash join after every other step) instead of a
     /// part of its own over numbered rows. False, with nothing bound, for
     /// any other pattern, and when the part's graph is empty (nothing to
@@ -268,10 +242,7 @@ impl Binder<'_> {
         let [p] = patterns else {
             return Ok(false);
         };
-        let new_name = |v: &Option<ast::Ident>| {
-            v.as_ref()
-                .is_none_or(|v| !self.is_path(&v.name) && self.check_new_variable(v).is_ok())
-        };
+        let new_name = |v: &Option<ast::Ident>| self.is_new_name(v);
         let all_new = new_name(&p.start.variable)
             && p.chain
                 .iter()
@@ -289,17 +260,15 @@ impl Binder<'_> {
         {
             return Ok(false);
         }
-        let Some((first_node, first_rel, predicates)) =
-            self.bind_single_table_pattern(p, where_)?
-        else {
-            return Ok(false);
-        };
-        self.part.optional_join = Some(OptionalJoin {
-            first_node,
-            first_rel,
-            predicates,
-        });
-        Ok(true)
+        self.part.optional_join = self.bind_single_table_pattern(p, where_)?;
+        Ok(self.part.optional_join.is_some())
+    }
+
+    /// Whether an OPTIONAL MATCH's variable (or its absence) names nothing
+    /// bound yet: neither a path nor a variable in scope.
+    fn is_new_name(&self, v: &Option<ast::Ident>) -> bool {
+        v.as_ref()
+            .is_none_or(|v| !self.is_path(&v.name) && self.check_new_variable(v).is_ok())
     }
 
     /// Whether the part already holds an in-pipeline OPTIONAL MATCH step
@@ -319,7 +288,7 @@ impl Binder<'_> {
         &mut self,
         p: &ast::PathPattern,
         where_: Option<&ast::Expr>,
-    ) -> Result<Option<(usize, usize, Vec<BoundExpr>)>> {
+    ) -> Result<Option<OptionalPattern>> {
         let (nodes, rels) = (self.graph.nodes.len(), self.graph.rels.len());
         let mut own = Vec::new();
         self.bind_clause_patterns(std::slice::from_ref(p), &mut own)?;
@@ -332,7 +301,11 @@ impl Binder<'_> {
         if !self.keep_single_tables(single, (nodes, rels), where_, &mut own)? {
             return Ok(None);
         }
-        Ok(Some((nodes, rels, own)))
+        Ok(Some(OptionalPattern {
+            first_node: nodes,
+            first_rel: rels,
+            predicates: own,
+        }))
     }
 
     /// After an in-pipeline OPTIONAL MATCH bound its pattern from graph
@@ -1068,4 +1041,10 @@ impl Binder<'_> {
             span,
         }))
     }
+}
+
+/// A node written bare (no labels, property map or WHERE), so the clause
+/// cannot narrow a bound node it names.
+fn is_bare(n: &ast::NodePattern) -> bool {
+    matches!(n.labels, ast::LabelExpr::None) && n.properties.is_none() && n.where_.is_none()
 }

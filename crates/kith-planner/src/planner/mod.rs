@@ -20,8 +20,7 @@ use kith_common::{Error, LogicalType, Result, TableId};
 use kith_parser::ast::Direction;
 
 use crate::bound::{
-    BoundPart, BoundQuery, OptionalChain, OptionalExtend, OptionalJoin, QueryGraph, QueryNode,
-    QueryRel,
+    BoundPart, BoundQuery, OptionalExtend, OptionalPattern, QueryGraph, QueryNode, QueryRel,
 };
 use crate::expr::{BoundExpr, SlotId};
 use crate::plan::{
@@ -617,7 +616,7 @@ fn optional_steps(
     Ok(())
 }
 
-/// The steps of an [`OptionalChain`] (see there), after every other step:
+/// The steps of an OPTIONAL MATCH chain ([`OptionalPattern`]), after every other step:
 /// the chain's extends from the bound node with their property reads and
 /// the clause's predicates as filters (and semijoin masks), each placed
 /// once its slots are bound, the ones over the part alone last (a tuple
@@ -625,13 +624,12 @@ fn optional_steps(
 /// all: a chain filter lets it through and a mask keeps NULL nodes.
 fn optional_chain_steps(
     ctx: &ExtendCtx,
-    c: &OptionalChain,
+    c: &OptionalPattern,
     bound: &mut [bool],
     done: &mut [bool],
     available: &mut HashSet<SlotId>,
 ) -> Result<Vec<Step>> {
-    bound[c.first_node..].iter_mut().for_each(|b| *b = false);
-    done[c.first_rel..].iter_mut().for_each(|d| *d = false);
+    c.unbind(bound, done);
     let (outer, chained): (Vec<BoundExpr>, Vec<BoundExpr>) = c
         .predicates
         .iter()
@@ -666,14 +664,14 @@ fn optional_chain_steps(
     Ok(steps)
 }
 
-/// The left outer hash join of an [`OptionalJoin`] (see there), after
+/// The left outer hash join of an OPTIONAL MATCH ([`OptionalPattern`]), after
 /// every other step: its pattern planned as the build side (from the node
 /// the estimates prefer, with the predicates that read only its variables
 /// pushed into it), joined on an equality between it and the part when the
 /// predicates hold one, then the other predicates as a padding filter.
 fn optional_join_steps(
     ctx: &ExtendCtx,
-    j: &OptionalJoin,
+    j: &OptionalPattern,
     bound: &mut [bool],
     done: &mut [bool],
     available: &mut HashSet<SlotId>,
@@ -681,8 +679,7 @@ fn optional_join_steps(
     steps: &mut Vec<Step>,
 ) -> Result<()> {
     let internal = || Error::internal("optional join of an unexpected shape");
-    bound[j.first_node..].iter_mut().for_each(|b| *b = false);
-    done[j.first_rel..].iter_mut().for_each(|d| *d = false);
+    j.unbind(bound, done);
     let nodes = (j.first_node..ctx.g.nodes.len()).fold(0u64, |m, i| m | bit(i));
     let start = ctx
         .estimates
