@@ -188,6 +188,25 @@ fn single_integer_and_node_keys_group_like_a_reference() {
             got, by_dst_g,
             "{threads} threads, by a node that may be NULL"
         );
+        // The node alone as the key, NULL for the sources without a rel:
+        // a group of its own beside the nodes' (kept as key bits).
+        let mut want: BTreeMap<Option<i64>, i64> =
+            by_dst.iter().map(|(&b, &(c, _))| (Some(b), c)).collect();
+        let without = has_out.iter().filter(|out| !**out).count() as i64;
+        assert!(without > 0);
+        want.insert(None, without);
+        let got: BTreeMap<Option<i64>, i64> = conn
+            .query(
+                "MATCH (a:N) OPTIONAL MATCH (a)-[:E]->(b:N) WITH b, count(*) AS c RETURN b.id, c",
+            )
+            .unwrap()
+            .rows()
+            .map(|r| (int(&r[0]), int(&r[1]).unwrap()))
+            .collect();
+        assert_eq!(
+            got, want,
+            "{threads} threads, by a node alone that may be NULL"
+        );
         let got: BTreeMap<Option<i64>, (i64, i64)> = conn
             .query("MATCH (a:N)-[e:E]->(b:N) RETURN a.g, count(*), sum(e.w)")
             .unwrap()
@@ -622,5 +641,81 @@ fn repeated_neighbour_batches_aggregate_like_a_reference() {
                 assert_eq!(got, want, "{threads} threads: {q}\n{}", explain(&conn, &q));
             }
         }
+    }
+}
+
+/// Counts by one end of a rel (each tuple weighted by its node's degree,
+/// read two offsets at a time where a CSR group has no changes) over rels
+/// copied into their CSR ranges, then created (appended runs) and deleted
+/// in some groups, against a reference at 1 and 2 threads.
+#[test]
+fn degrees_of_copied_created_and_deleted_rels_count_like_a_reference() {
+    let mut rng = Lcg(31);
+    let conn = nodes_with_weighted_rels();
+    let n = 1000usize;
+    let g: Vec<Option<i64>> = (0..n)
+        .map(|i| (i % 11 != 5).then(|| rng.below(30) as i64))
+        .collect();
+    create_nodes(&conn, &g);
+    let mut rels: Vec<(usize, usize, i64)> = (0..5000)
+        .map(|_| {
+            let a = (rng.below(n as u64) * rng.below(n as u64) / n as u64) as usize;
+            (a, rng.below(n as u64) as usize, rng.below(50) as i64)
+        })
+        .collect();
+    let dir = std::env::temp_dir().join(format!("kith-degrees-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let csv = dir.join("e.csv");
+    let lines: Vec<String> = rels
+        .iter()
+        .map(|(a, b, w)| format!("{a},{b},{w}"))
+        .collect();
+    std::fs::write(&csv, lines.join("\n")).unwrap();
+    conn.query(&format!("COPY E FROM '{}'", csv.display()))
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    // Created rels touch nodes below 300 only, so the other groups keep
+    // no changes; deleting w = 7 touches every group.
+    let created: Vec<(usize, usize, i64)> = (0..400)
+        .map(|_| {
+            let a = rng.below(300) as usize;
+            (a, rng.below(300) as usize, 50 + rng.below(50) as i64)
+        })
+        .collect();
+    let triples: Vec<String> = created
+        .iter()
+        .map(|(a, b, w)| format!("[{a}, {b}, {w}]"))
+        .collect();
+    conn.query(&format!(
+        "UNWIND [{}] AS t MATCH (a:N {{id: t[0]}}), (b:N {{id: t[1]}}) CREATE (a)-[:E {{w: t[2]}}]->(b)",
+        triples.join(", ")
+    ))
+    .unwrap();
+    rels.extend(created);
+    conn.query("MATCH (:N)-[e:E]->(:N) WHERE e.w = 7 DELETE e")
+        .unwrap();
+    rels.retain(|r| r.2 != 7);
+    let mut by_dst: BTreeMap<i64, i64> = BTreeMap::new();
+    let mut by_g: BTreeMap<Option<i64>, i64> = BTreeMap::new();
+    for &(a, b, _) in &rels {
+        *by_dst.entry(b as i64).or_default() += 1;
+        *by_g.entry(g[a]).or_default() += 1;
+    }
+    for threads in [1, 2] {
+        conn.query(&format!("CALL threads={threads}")).unwrap();
+        let got: BTreeMap<i64, i64> = conn
+            .query("MATCH (a:N)-[:E]->(b:N) WITH b, count(*) AS c RETURN b.id, c")
+            .unwrap()
+            .rows()
+            .map(|r| (int(&r[0]).unwrap(), int(&r[1]).unwrap()))
+            .collect();
+        assert_eq!(got, by_dst, "{threads} threads, by target");
+        let got: BTreeMap<Option<i64>, i64> = conn
+            .query("MATCH (a:N)-[:E]->(b:N) RETURN a.g, count(*)")
+            .unwrap()
+            .rows()
+            .map(|r| (int(&r[0]), int(&r[1]).unwrap()))
+            .collect();
+        assert_eq!(got, by_g, "{threads} threads, by the source's g");
     }
 }

@@ -121,6 +121,25 @@ fn partition_of(key: &[Value], log2_parts: u32) -> usize {
     }
 }
 
+/// [`partition_of`] the one key whose bits of `kind` are `bits` (see
+/// [`KeyBits::bits`]), without making its value.
+fn partition_of_bits(kind: u8, bits: u64, log2_parts: u32) -> usize {
+    let mask = (1usize << log2_parts) - 1;
+    match kind {
+        0 => (InternalId(bits).offset() >> PARTITION_RUN_BITS) as usize & mask,
+        _ => {
+            // Integers hash as i64, whatever their width (`hash_value`).
+            let i = match kind {
+                1 => bits as i64,
+                _ => i64::from(bits as i32),
+            };
+            let mut h = std::hash::DefaultHasher::new();
+            i.hash(&mut h);
+            (h.finish() >> 32) as usize & mask
+        }
+    }
+}
+
 pub struct AggregateDef {
     pub spec: AggregateSpec,
     pub arg: Option<kith_planner::expr::BoundExpr>,
@@ -152,9 +171,8 @@ pub struct HashAggregate {
     /// key's hash (the key is kept once, in `key_values`).
     groups: HashTable<usize>,
     hasher: DefaultHashBuilder,
-    /// Every group's key values, `keys.len()` per group, in group order:
-    /// no allocation per group.
-    key_values: Vec<Value>,
+    /// Every group's key, in group order: no allocation per group.
+    key_values: GroupKeys,
     /// How many groups there are.
     num_groups: usize,
     /// Scratch: a key being looked up by its values.
@@ -232,17 +250,16 @@ impl HashAggregate {
             .is_empty()
             .then(|| specs.iter().map(|d| d.spec.new_state()).collect());
         let columns = specs.iter().map(|d| StateColumn::new(&d.spec)).collect();
-        let bits_only = match keys.as_slice() {
-            [k] => matches!(
-                k.result_type(),
-                LogicalType::Int64
-                    | LogicalType::Int32
-                    | LogicalType::InternalId
-                    | LogicalType::Node
-                    | LogicalType::Rel
-            ),
-            _ => false,
+        let bits_kind = match keys.as_slice() {
+            [k] => match k.result_type() {
+                LogicalType::InternalId | LogicalType::Node | LogicalType::Rel => Some(0),
+                LogicalType::Int64 => Some(1),
+                LogicalType::Int32 => Some(2),
+                _ => None,
+            },
+            _ => None,
         };
+        let bits_only = bits_kind.is_some();
         Ok(HashAggregate {
             ctx,
             keys,
@@ -252,7 +269,14 @@ impl HashAggregate {
             arg_scratch,
             groups: HashTable::new(),
             hasher: DefaultHashBuilder::default(),
-            key_values: Vec::new(),
+            key_values: match bits_kind {
+                Some(kind) => GroupKeys::Bits {
+                    kind,
+                    bits: Vec::new(),
+                    null: None,
+                },
+                None => GroupKeys::Values(Vec::new()),
+            },
             num_groups: 0,
             key_buf: Vec::new(),
             columns,
@@ -289,16 +313,31 @@ impl HashAggregate {
         // Their groups' numbers here, then each aggregate's states combined.
         let k = self.keys.len();
         let mut target = Vec::with_capacity(other.num_groups);
-        let mut theirs = other.key_values.into_iter();
-        let mut key = Vec::with_capacity(k);
-        for _ in 0..other.num_groups {
-            key.clear();
-            key.extend(theirs.by_ref().take(k));
-            let bits = match key.as_slice() {
-                [v] => KeyBits::value_bits(v),
-                _ => None,
-            };
-            target.push(self.group_by_bits(bits, |buf| buf.append(&mut key)));
+        match other.key_values {
+            GroupKeys::Bits { kind, bits, null } => {
+                for (j, b) in bits.into_iter().enumerate() {
+                    let bits = (null != Some(j as u32)).then_some((kind, b));
+                    target.push(self.group_by_bits(bits, |buf| {
+                        buf.push(match bits {
+                            Some(_) => bits_value(kind, b),
+                            None => Value::Null,
+                        })
+                    }));
+                }
+            }
+            GroupKeys::Values(values) => {
+                let mut theirs = values.into_iter();
+                let mut key = Vec::with_capacity(k);
+                for _ in 0..other.num_groups {
+                    key.clear();
+                    key.extend(theirs.by_ref().take(k));
+                    let bits = match key.as_slice() {
+                        [v] => KeyBits::value_bits(v),
+                        _ => None,
+                    };
+                    target.push(self.group_by_bits(bits, |buf| buf.append(&mut key)));
+                }
+            }
         }
         for (mine, theirs) in self.columns.iter_mut().zip(other.columns) {
             mine.combine(theirs, &target)?;
@@ -323,8 +362,19 @@ impl HashAggregate {
     /// empty table, which would copy every group's key and states.
     pub fn index(&mut self) {
         let k = self.keys.len();
+        let values = match &self.key_values {
+            GroupKeys::Bits { kind, bits, null } => {
+                for (g, &b) in bits.iter().enumerate() {
+                    if *null != Some(g as u32) {
+                        self.by_bits.insert((*kind, b), g as u32);
+                    }
+                }
+                return;
+            }
+            GroupKeys::Values(values) => values,
+        };
         for g in 0..self.num_groups {
-            let key = Self::group_key(&self.key_values, k, g);
+            let key = Self::group_key(values, k, g);
             let bits = match key {
                 [v] => KeyBits::value_bits(v),
                 _ => None,
@@ -338,7 +388,7 @@ impl HashAggregate {
             // Found by value too (unless the key's type has only bits): an
             // equal key of another type (1.0 for 1) may come without bits.
             let hash = hash_key(&self.hasher, key);
-            let (values, hasher) = (&self.key_values, &self.hasher);
+            let hasher = &self.hasher;
             self.groups.insert_unique(hash, g, |&g| {
                 hash_key(hasher, Self::group_key(values, k, g))
             });
@@ -361,11 +411,22 @@ impl HashAggregate {
             ));
         }
         let parts = 1usize << log2_parts;
-        let part_of: Vec<u32> = self
-            .key_values
-            .chunks_exact(k)
-            .map(|key| partition_of(key, log2_parts) as u32)
-            .collect();
+        let part_of: Vec<u32> = match &self.key_values {
+            GroupKeys::Bits { kind, bits, null } => {
+                let mut part_of: Vec<u32> = bits
+                    .iter()
+                    .map(|&b| partition_of_bits(*kind, b, log2_parts) as u32)
+                    .collect();
+                if let Some(g) = *null {
+                    part_of[g as usize] = partition_of(&[Value::Null], log2_parts) as u32;
+                }
+                part_of
+            }
+            GroupKeys::Values(values) => values
+                .chunks_exact(k)
+                .map(|key| partition_of(key, log2_parts) as u32)
+                .collect(),
+        };
         let mut counts = vec![0usize; parts];
         for &p in &part_of {
             counts[p as usize] += 1;
@@ -373,10 +434,40 @@ impl HashAggregate {
         let mut pieces = (0..parts).map(|_| empty()).collect::<Result<Vec<_>>>()?;
         for (piece, &n) in pieces.iter_mut().zip(&counts) {
             piece.num_groups = n;
-            piece.key_values.reserve(n * k);
+            match &mut piece.key_values {
+                GroupKeys::Bits { bits, .. } => bits.reserve(n),
+                GroupKeys::Values(values) => values.reserve(n * k),
+            }
         }
-        for (i, v) in std::mem::take(&mut self.key_values).into_iter().enumerate() {
-            pieces[part_of[i / k] as usize].key_values.push(v);
+        match std::mem::replace(&mut self.key_values, GroupKeys::Values(Vec::new())) {
+            GroupKeys::Bits { bits, null, .. } => {
+                for (g, b) in bits.into_iter().enumerate() {
+                    // A piece of a table like this one has bits too.
+                    let GroupKeys::Bits {
+                        bits: to,
+                        null: to_null,
+                        ..
+                    } = &mut pieces[part_of[g] as usize].key_values
+                    else {
+                        return Err(kith_common::Error::internal("aggregate pieces differ"));
+                    };
+                    if null == Some(g as u32) {
+                        *to_null = Some(to.len() as u32);
+                    }
+                    to.push(b);
+                }
+            }
+            GroupKeys::Values(values) => {
+                // Found by value, as this table's groups are.
+                for piece in &mut pieces {
+                    piece.keys_as_values();
+                }
+                for (i, v) in values.into_iter().enumerate() {
+                    if let GroupKeys::Values(to) = &mut pieces[part_of[i / k] as usize].key_values {
+                        to.push(v);
+                    }
+                }
+            }
         }
         for (c, column) in std::mem::take(&mut self.columns).into_iter().enumerate() {
             for (piece, split) in pieces.iter_mut().zip(column.split(&part_of, &counts)) {
@@ -399,7 +490,11 @@ impl HashAggregate {
             return g;
         }
         let g = if self.bits_only {
-            key(&mut self.key_values);
+            match &mut self.key_values {
+                GroupKeys::Bits { kind, bits, .. } if *kind == b.0 => bits.push(b.1),
+                GroupKeys::Bits { .. } => return self.group_of(key) as u32,
+                GroupKeys::Values(values) => key(values),
+            }
             self.push_group() as u32
         } else {
             self.group_of(key) as u32
@@ -428,9 +523,25 @@ impl HashAggregate {
         let mut buf = std::mem::take(&mut self.key_buf);
         buf.clear();
         key(&mut buf);
+        if let GroupKeys::Bits { null, bits, .. } = &mut self.key_values {
+            if let [Value::Null] = buf.as_slice() {
+                self.key_buf = buf;
+                if let Some(g) = *null {
+                    return g as usize;
+                }
+                *null = Some(bits.len() as u32);
+                bits.push(0);
+                return self.push_group();
+            }
+            // A key without bits of the table's kind (not one its type
+            // makes): the groups become values from here on.
+            self.keys_as_values();
+        }
         let k = self.keys.len();
         let hash = hash_key(&self.hasher, &buf);
-        let values = &self.key_values;
+        let GroupKeys::Values(values) = &mut self.key_values else {
+            unreachable!("keys_as_values leaves values");
+        };
         let found = self
             .groups
             .find(hash, |&g| keys_equal(Self::group_key(values, k, g), &buf))
@@ -439,16 +550,38 @@ impl HashAggregate {
             Some(g) => g,
             None => {
                 let g = self.num_groups;
-                let (values, hasher) = (&self.key_values, &self.hasher);
+                let hasher = &self.hasher;
                 self.groups.insert_unique(hash, g, |&g| {
                     hash_key(hasher, Self::group_key(values, k, g))
                 });
-                self.key_values.append(&mut buf);
+                values.append(&mut buf);
                 self.push_group()
             }
         };
         self.key_buf = buf;
         g
+    }
+
+    /// Turns a table of [`GroupKeys::Bits`] into one of values, every
+    /// group found by value from then on (as a table whose key type has
+    /// values without bits).
+    fn keys_as_values(&mut self) {
+        if let GroupKeys::Values(_) = self.key_values {
+            return;
+        }
+        self.key_values = GroupKeys::Values(self.key_values.values());
+        self.bits_only = false;
+        self.groups.clear();
+        let GroupKeys::Values(values) = &self.key_values else {
+            return;
+        };
+        let hasher = &self.hasher;
+        for (g, v) in values.iter().enumerate() {
+            let key = std::slice::from_ref(v);
+            self.groups.insert_unique(hash_key(hasher, key), g, |&g| {
+                hash_key(hasher, Self::group_key(values, 1, g))
+            });
+        }
     }
 
     /// The groups as rows: key columns then aggregate columns.
@@ -470,15 +603,96 @@ impl HashAggregate {
         }
         let (key_cols, agg_cols) = out.columns.split_at_mut(key_types.len());
         let k = key_cols.len().max(1);
-        for (i, v) in std::mem::take(&mut self.key_values).into_iter().enumerate() {
-            if let Some(col) = key_cols.get_mut(i % k) {
-                col.put_value(i / k, v);
+        match std::mem::replace(&mut self.key_values, GroupKeys::Values(Vec::new())) {
+            GroupKeys::Bits { kind, bits, null } => {
+                if let [col] = key_cols {
+                    write_bits(col, kind, &bits);
+                    if let Some(g) = null {
+                        col.set_null(g as usize, true);
+                    }
+                }
+            }
+            GroupKeys::Values(values) => {
+                for (i, v) in values.into_iter().enumerate() {
+                    if let Some(col) = key_cols.get_mut(i % k) {
+                        col.put_value(i / k, v);
+                    }
+                }
             }
         }
         for (col, states) in agg_cols.iter_mut().zip(std::mem::take(&mut self.columns)) {
             states.into_column(col);
         }
         out
+    }
+}
+
+/// Every group's key, in group order.
+enum GroupKeys {
+    /// `keys.len()` values per group.
+    Values(Vec<Value>),
+    /// One integer or id key (a table whose key type has bits for every
+    /// value but NULL, `HashAggregate::bits_only`): 8 bytes of bits per
+    /// group (see [`KeyBits`]) instead of a `Value`, so that a table of many
+    /// groups splits, merges and finishes as plain integers. The NULL
+    /// key's group, if any, is `null` (its bits unused).
+    Bits {
+        kind: u8,
+        bits: Vec<u64>,
+        null: Option<u32>,
+    },
+}
+
+impl GroupKeys {
+    /// Every group's key values, in group order.
+    fn values(&self) -> Vec<Value> {
+        match self {
+            GroupKeys::Values(values) => values.clone(),
+            GroupKeys::Bits { kind, bits, null } => bits
+                .iter()
+                .enumerate()
+                .map(|(g, &b)| match *null == Some(g as u32) {
+                    true => Value::Null,
+                    false => bits_value(*kind, b),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// The key value of bits of `kind` (see [`KeyBits::bits`]).
+fn bits_value(kind: u8, bits: u64) -> Value {
+    match kind {
+        0 => Value::InternalId(InternalId(bits)),
+        1 => Value::Int64(bits as i64),
+        _ => Value::Int32(bits as i32),
+    }
+}
+
+/// Groups' key bits of `kind` into `col` (sized to them already), typed
+/// when the column's data is of that kind.
+fn write_bits(col: &mut ValueVector, kind: u8, bits: &[u64]) {
+    match (&mut col.data, kind) {
+        (VectorData::Id(d), 0) if d.len() == bits.len() => {
+            for (d, &b) in d.iter_mut().zip(bits) {
+                *d = InternalId(b);
+            }
+        }
+        (VectorData::I64(d), 1) if d.len() == bits.len() => {
+            for (d, &b) in d.iter_mut().zip(bits) {
+                *d = b as i64;
+            }
+        }
+        (VectorData::I32(d), 2) if d.len() == bits.len() => {
+            for (d, &b) in d.iter_mut().zip(bits) {
+                *d = b as i32;
+            }
+        }
+        _ => {
+            for (g, &b) in bits.iter().enumerate() {
+                col.put_value(g, bits_value(kind, b));
+            }
+        }
     }
 }
 
@@ -990,10 +1204,16 @@ impl LocalSink for HashAggregate {
                 StateColumn::States(_) => std::mem::size_of::<AggregateState>(),
             })
             .sum();
-        let per_group = self.keys.len() * std::mem::size_of::<Value>() + state_bytes + 8;
+        let key_bytes = match &self.key_values {
+            GroupKeys::Bits { .. } => 8,
+            GroupKeys::Values(_) => self.keys.len() * std::mem::size_of::<Value>(),
+        };
+        let per_group = key_bytes + state_bytes + 8;
         self.memory.grow_to(
             &self.ctx.memory,
-            (self.groups.capacity() * per_group + self.by_bits.bytes() + collected) as u64,
+            (self.groups.capacity().max(self.num_groups) * per_group
+                + self.by_bits.bytes()
+                + collected) as u64,
         )
     }
 }
@@ -1376,6 +1596,47 @@ mod tests {
         );
     }
 
+    /// Keys kept as bits read back as the values they stand for, typed
+    /// into a column or value by value, the NULL key's group as NULL.
+    #[test]
+    fn group_key_bits_read_back_as_their_values() {
+        let id = InternalId::new(TableId(3), 77);
+        for (kind, bits, ty, want) in [
+            (
+                0,
+                vec![id.0, 0],
+                LogicalType::InternalId,
+                Value::InternalId(id),
+            ),
+            (
+                1,
+                vec![(-5i64) as u64, 0],
+                LogicalType::Int64,
+                Value::Int64(-5),
+            ),
+            (
+                2,
+                vec![(-7i32) as u64, 0],
+                LogicalType::Int32,
+                Value::Int32(-7),
+            ),
+            // A column of another type gets the values one by one.
+            (1, vec![9, 0], LogicalType::Any, Value::Int64(9)),
+        ] {
+            let keys = GroupKeys::Bits {
+                kind,
+                bits: bits.clone(),
+                null: Some(1),
+            };
+            assert_eq!(keys.values(), [want.clone(), Value::Null]);
+            let mut col = ValueVector::new(ty, 2);
+            write_bits(&mut col, kind, &bits);
+            col.set_null(1, true);
+            assert_eq!(col.get_value(0), want);
+            assert!(col.is_null(1));
+        }
+    }
+
     #[test]
     fn key_bits_map_one_table_densely_and_the_rest_by_hash() {
         let mut k = KeyBits::default();
@@ -1429,6 +1690,25 @@ mod tests {
                         "{i}"
                     );
                 }
+            }
+        }
+        // A key's bits go where its value goes.
+        for log2 in [1, 3, 6] {
+            for i in [-3i64, 0, 5, 1 << 40, i64::MIN] {
+                assert_eq!(
+                    partition_of_bits(1, i as u64, log2),
+                    partition_of(&[Value::Int64(i)], log2)
+                );
+                let small = i as i32;
+                assert_eq!(
+                    partition_of_bits(2, small as u64, log2),
+                    partition_of(&[Value::Int32(small)], log2)
+                );
+                let id = InternalId::new(TableId(2), i.unsigned_abs() & 0xffff_ffff);
+                assert_eq!(
+                    partition_of_bits(0, id.0, log2),
+                    partition_of(&[Value::InternalId(id)], log2)
+                );
             }
         }
         // Ids go by runs of offsets; every partition gets some.
