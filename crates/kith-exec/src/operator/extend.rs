@@ -135,6 +135,50 @@ impl CsrPins {
         Ok(e - s + extra)
     }
 
+    /// [`CsrPins::degree`] of node `ids[p]` into `out[p]` for each `p` of
+    /// `positions` (ascending positions of one batch): a run of nodes in
+    /// one group whose offsets are decoded and which has no changes reads
+    /// two offsets per node, with no lookup of its group or its appended
+    /// rels.
+    pub fn degrees_into(
+        &mut self,
+        pager: &Arc<Pager>,
+        ids: &[InternalId],
+        positions: impl Iterator<Item = usize>,
+        out: &mut [u64],
+    ) -> Result<()> {
+        let mut positions = positions.peekable();
+        while let Some(&p) = positions.peek() {
+            let group = (ids[p].offset() / NODE_GROUP_SIZE) as usize;
+            if let Some(Some(PinnedGroup {
+                csr,
+                offsets: Some(offsets),
+                ..
+            })) = self.pinned.get(group)
+            {
+                if !csr.has_changes() {
+                    let (base, nodes) = (group as u64 * NODE_GROUP_SIZE, csr.num_nodes);
+                    while let Some(&p) = positions.peek() {
+                        let local = ids[p].offset().wrapping_sub(base);
+                        if local >= NODE_GROUP_SIZE {
+                            break;
+                        }
+                        // A node added after the rels were built has none.
+                        out[p] = match local < nodes {
+                            true => offsets[local as usize + 1] - offsets[local as usize],
+                            false => 0,
+                        };
+                        positions.next();
+                    }
+                    continue;
+                }
+            }
+            out[p] = self.degree(pager, ids[p].offset())?;
+            positions.next();
+        }
+        Ok(())
+    }
+
     /// Every run of positions of node `offset`'s rels (the main range, then
     /// the appended runs) into `out`; returns the group.
     pub fn runs(
@@ -819,38 +863,48 @@ impl Extend {
         } else {
             None
         };
-        let mut all = true;
-        for i in 0..n {
-            let p = rs.chunks[input].state.position(i);
-            let degree = if let Some(d) = fixed {
-                d
-            } else if self.exclude.is_empty() {
-                let v = &rs.chunks[input].vectors[self.from.1];
-                if v.is_null(p) {
-                    0
+        let chunk = &rs.chunks[input];
+        let ids = &chunk.vectors[self.from.1];
+        if fixed.is_none() && self.exclude.is_empty() && !ids.nulls.may_have_nulls() {
+            // The common batch: every tuple's own node, none NULL.
+            let positions = (0..n).map(|i| chunk.state.position(i));
+            self.pins
+                .degrees_into(&self.ctx.pager, ids_of(ids)?, positions, weights)?;
+        } else {
+            for i in 0..n {
+                let p = rs.chunks[input].state.position(i);
+                weights[p] = if let Some(d) = fixed {
+                    d
+                } else if self.exclude.is_empty() {
+                    let v = &rs.chunks[input].vectors[self.from.1];
+                    if v.is_null(p) {
+                        0
+                    } else {
+                        self.pins.degree(&self.ctx.pager, ids_of(v)?[p].offset())?
+                    }
                 } else {
-                    self.pins.degree(&self.ctx.pager, ids_of(v)?[p].offset())?
-                }
-            } else {
-                // Exclusions depend on the tuple: tested flat, one by one.
-                rs.chunks[input].state.flat = Some(i);
-                let d = self.tuple_degree(rs);
-                rs.chunks[input].state.flat = None;
-                d?
-            };
-            weights[p] = degree;
-            all &= degree > 0;
+                    // Exclusions depend on the tuple: tested flat, one by one.
+                    rs.chunks[input].state.flat = Some(i);
+                    let d = self.tuple_degree(rs);
+                    rs.chunks[input].state.flat = None;
+                    d?
+                };
+            }
         }
-        if all {
+        // The tuples with rels, written branch-free.
+        let state = &rs.chunks[input].state;
+        let mut sel = vec![0u32; n];
+        let mut kept = 0;
+        for i in 0..n {
+            let p = state.position(i);
+            sel[kept] = p as u32;
+            kept += usize::from(weights[p] > 0);
+        }
+        if kept == n {
             return Ok(None);
         }
-        let state = &rs.chunks[input].state;
-        Ok(Some(
-            (0..n)
-                .map(|i| state.position(i) as u32)
-                .filter(|&p| weights[p as usize] > 0)
-                .collect(),
-        ))
+        sel.truncate(kept);
+        Ok(Some(sel))
     }
 
     /// [`Extend::collapse`]: sums the rels of every tuple of each input
