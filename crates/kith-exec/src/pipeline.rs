@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use kith_common::constants::{MORSEL_SIZE, VECTOR_CAPACITY};
+use kith_common::constants::{EXPAND_MORSEL_SIZE, MORSEL_SIZE, VECTOR_CAPACITY};
 use kith_common::{Chunk, Error, LogicalType, Result, Span, TableId, Value, ValueVector};
 use kith_planner::expr::{BoundExpr, BoundExprKind, SlotId};
 use kith_planner::plan::{
@@ -331,6 +331,28 @@ fn reads_scanned_ids(
         })
 }
 
+/// Rows per morsel of a node scan: [`EXPAND_MORSEL_SIZE`] when several
+/// threads run a pipeline that expands its rows (an extend that reads
+/// neighbours, an intersection, a cross product), so that a hub's morsel
+/// is not most of the work; [`MORSEL_SIZE`] otherwise. A counting extend
+/// (no neighbour read) costs the same for every row and keeps the larger
+/// batches.
+fn scan_morsel_size(steps: &[Step], threads: usize) -> u64 {
+    fn expands(steps: &[Step]) -> bool {
+        steps.iter().any(|step| match step {
+            Step::Extend { to, .. } => to.is_some(),
+            Step::Intersect { .. } | Step::CrossProduct { .. } => true,
+            Step::OptionalChain(steps) => expands(steps),
+            _ => false,
+        })
+    }
+    if threads > 1 && expands(steps) {
+        EXPAND_MORSEL_SIZE
+    } else {
+        MORSEL_SIZE
+    }
+}
+
 /// The first of two counting extends from one node, fused into the second
 /// (see [`PairCount`]).
 #[derive(Clone)]
@@ -421,7 +443,10 @@ impl PipelineShape {
                 let (cols, nulls) = place_reads(&mut b, first, properties, |p| data.column_of(p))?;
                 source_nulls = nulls;
                 let columns = cols.into_iter().map(|(c, v)| (c, (first, v))).collect();
-                let morsels = Arc::new(MorselDispenser::new(data.num_rows, MORSEL_SIZE));
+                let morsels = Arc::new(MorselDispenser::new(
+                    data.num_rows,
+                    scan_morsel_size(plan_steps, threads),
+                ));
                 BuiltSource::Scan {
                     table: *table,
                     data,
