@@ -2174,6 +2174,7 @@ fn execute_part(
                 1 => 0,
                 t => (4 * t).next_power_of_two().min(64).trailing_zeros(),
             };
+            let disjoint = threads > 1 && driver.is_none() && keyed_by_scanned_node(plan, keys);
             let (out, split_out) = (Arc::clone(&merged), Arc::clone(&pieces));
             let (make, make_piece) = (Arc::clone(&make_sink), Arc::clone(&make_sink));
             run_pipelines(
@@ -2182,6 +2183,11 @@ fn execute_part(
                 shapes,
                 move || make(),
                 move |i, sink: HashAggregate| {
+                    if disjoint {
+                        // Its groups are in no other table: one partition.
+                        split_out.lock().push((i, vec![sink]));
+                        return Ok(());
+                    }
                     if log2_parts > 0 && sink.num_groups() >= PARTITION_MIN_GROUPS {
                         // Split by this worker, outside the lock.
                         let split = sink.split(log2_parts, &*make_piece)?;
@@ -2229,13 +2235,18 @@ fn execute_part(
                     }
                 }
                 pieces.sort_by_key(|(i, _)| *i);
-                let mut by_part: Vec<Vec<HashAggregate>> =
-                    (0..1usize << log2_parts).map(|_| Vec::new()).collect();
-                for (_, split) in pieces {
-                    for (part, piece) in by_part.iter_mut().zip(split) {
-                        part.push(piece);
+                let by_part: Vec<Vec<HashAggregate>> = if disjoint {
+                    pieces.into_iter().map(|(_, table)| table).collect()
+                } else {
+                    let mut by_part: Vec<Vec<HashAggregate>> =
+                        (0..1usize << log2_parts).map(|_| Vec::new()).collect();
+                    for (_, split) in pieces {
+                        for (part, piece) in by_part.iter_mut().zip(split) {
+                            part.push(piece);
+                        }
                     }
-                }
+                    by_part
+                };
                 let n = by_part.len();
                 let by_part: Arc<Vec<Mutex<Vec<HashAggregate>>>> =
                     Arc::new(by_part.into_iter().map(Mutex::new).collect());
@@ -2256,12 +2267,15 @@ fn execute_part(
                     // others merged into it.
                     let mut pieces = std::mem::take(&mut *by_part[p].lock()).into_iter();
                     let mut agg = match pieces.next() {
-                        Some(first) => first.for_partition(log2_parts),
-                        None => make_sink()?.for_partition(log2_parts),
+                        Some(first) => first,
+                        None => make_sink()?,
                     };
-                    agg.index();
-                    for piece in pieces {
-                        agg.merge(piece)?;
+                    if pieces.len() > 0 {
+                        agg = agg.for_partition(log2_parts);
+                        agg.index();
+                        for piece in pieces {
+                            agg.merge(piece)?;
+                        }
                     }
                     let rows = output.finish(agg, &task_ctx)?;
                     Ok(match &presort {
@@ -2280,6 +2294,27 @@ fn execute_part(
         (rows, RowOrder::Unsorted)
     };
     Ok(finish_rows(rows, plan, padded, order))
+}
+
+/// Whether the part's one group key is the node every pipeline scans, each
+/// pipeline a table of its own (`MATCH (b)<-[]-(a) WITH b, count(*)`
+/// started at `b`): morsels are disjoint node ranges, so each group is in
+/// one worker's table only and the tables finish as they are, in
+/// parallel, with no split or merge. Two pipelines scanning one table
+/// (one per rel table of `(a)-[]->(b)`) meet the same nodes.
+fn keyed_by_scanned_node(plan: &PartPlan, keys: &[(BoundExpr, SlotId)]) -> bool {
+    let [(key, _)] = keys else {
+        return false;
+    };
+    let BoundExprKind::Slot(slot) = key.kind else {
+        return false;
+    };
+    let mut tables = HashSet::new();
+    !plan.pipelines.is_empty()
+        && plan.pipelines.iter().all(|p| match p.source {
+            Source::ScanNodes { table, id_slot, .. } => id_slot == slot && tables.insert(table),
+            _ => false,
+        })
 }
 
 /// One worker's aggregate split by partition, with its pipeline's number.
