@@ -56,6 +56,39 @@ fn nodes_with_weighted_rels() -> Connection {
     conn
 }
 
+/// Rels `E {w}` of `(source id, target id, w)`, copied from a CSV file:
+/// each node's rels one CSR range.
+fn copy_rels(conn: &Connection, rels: &[(usize, usize, i64)]) {
+    // A directory per call: the tests of this file run side by side.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("kith-grouping-{}-{call}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let csv = dir.join("e.csv");
+    let lines: Vec<String> = rels
+        .iter()
+        .map(|(a, b, w)| format!("{a},{b},{w}"))
+        .collect();
+    std::fs::write(&csv, lines.join("\n")).unwrap();
+    conn.query(&format!("COPY E FROM '{}'", csv.display()))
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Rels `E {w}` of `(source id, target id, w)`, created (appended runs of
+/// their CSR regions once rels were copied).
+fn create_rels(conn: &Connection, rels: &[(usize, usize, i64)]) {
+    let triples: Vec<String> = rels
+        .iter()
+        .map(|(a, b, w)| format!("[{a}, {b}, {w}]"))
+        .collect();
+    conn.query(&format!(
+        "UNWIND [{}] AS t MATCH (a:N {{id: t[0]}}), (b:N {{id: t[1]}}) CREATE (a)-[:E {{w: t[2]}}]->(b)",
+        triples.join(", ")
+    ))
+    .unwrap();
+}
+
 #[test]
 fn single_integer_and_node_keys_group_like_a_reference() {
     let mut rng = Lcg(11);
@@ -73,15 +106,7 @@ fn single_integer_and_node_keys_group_like_a_reference() {
             (a, b, rng.below(100) as i64)
         })
         .collect();
-    let triples: Vec<String> = rels
-        .iter()
-        .map(|(a, b, w)| format!("[{a}, {b}, {w}]"))
-        .collect();
-    conn.query(&format!(
-        "UNWIND [{}] AS t MATCH (a:N {{id: t[0]}}), (b:N {{id: t[1]}}) CREATE (a)-[:E {{w: t[2]}}]->(b)",
-        triples.join(", ")
-    ))
-    .unwrap();
+    create_rels(&conn, &rels);
     // By destination node: count and sum of w; by the source's g (NULL a
     // group of its own); by an expression.
     let mut by_dst: BTreeMap<i64, (i64, i64)> = BTreeMap::new();
@@ -573,17 +598,7 @@ fn repeated_neighbour_batches_aggregate_like_a_reference() {
     }
     // Copied, so each node's rels are one CSR range, which an extend can
     // hand on again whole (created rels are appended runs).
-    let dir = std::env::temp_dir().join(format!("kith-repeat-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let csv = dir.join("e.csv");
-    let lines: Vec<String> = rels
-        .iter()
-        .map(|(a, b, w)| format!("{a},{b},{w}"))
-        .collect();
-    std::fs::write(&csv, lines.join("\n")).unwrap();
-    conn.query(&format!("COPY E FROM '{}'", csv.display()))
-        .unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
+    copy_rels(&conn, &rels);
     let mut into: Vec<Vec<usize>> = vec![Vec::new(); n];
     let mut out: Vec<Vec<usize>> = vec![Vec::new(); n];
     for &(a, b, _) in &rels {
@@ -663,17 +678,7 @@ fn degrees_of_copied_created_and_deleted_rels_count_like_a_reference() {
             (a, rng.below(n as u64) as usize, rng.below(50) as i64)
         })
         .collect();
-    let dir = std::env::temp_dir().join(format!("kith-degrees-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let csv = dir.join("e.csv");
-    let lines: Vec<String> = rels
-        .iter()
-        .map(|(a, b, w)| format!("{a},{b},{w}"))
-        .collect();
-    std::fs::write(&csv, lines.join("\n")).unwrap();
-    conn.query(&format!("COPY E FROM '{}'", csv.display()))
-        .unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
+    copy_rels(&conn, &rels);
     // Created rels touch nodes below 300 only, so the other groups keep
     // no changes; deleting w = 7 touches every group.
     let created: Vec<(usize, usize, i64)> = (0..400)
@@ -682,15 +687,7 @@ fn degrees_of_copied_created_and_deleted_rels_count_like_a_reference() {
             (a, rng.below(300) as usize, 50 + rng.below(50) as i64)
         })
         .collect();
-    let triples: Vec<String> = created
-        .iter()
-        .map(|(a, b, w)| format!("[{a}, {b}, {w}]"))
-        .collect();
-    conn.query(&format!(
-        "UNWIND [{}] AS t MATCH (a:N {{id: t[0]}}), (b:N {{id: t[1]}}) CREATE (a)-[:E {{w: t[2]}}]->(b)",
-        triples.join(", ")
-    ))
-    .unwrap();
+    create_rels(&conn, &created);
     rels.extend(created);
     conn.query("MATCH (:N)-[e:E]->(:N) WHERE e.w = 7 DELETE e")
         .unwrap();
