@@ -1,6 +1,8 @@
 //! Extend: for each tuple of the input group, the node's rels from one CSR
 //! direction, written as a new unflat group (neighbour ids, rel ids, rel
-//! properties) in batches of at most `VECTOR_CAPACITY`. The input group is
+//! properties) in batches of at most `VECTOR_CAPACITY` (a whole range of up
+//! to `WHOLE_RANGE_BATCH` when it is handed on again, see
+//! [`Extend::batch_cap`]). The input group is
 //! flattened one tuple at a time, so a k-hop pattern is represented as
 //! (flat, flat, ..., unflat) and never materialised as flat k-hop tuples.
 
@@ -37,6 +39,12 @@ struct PinnedGroup {
     seeks: u64,
     offsets: Option<Vec<u64>>,
 }
+
+/// The most rels a batch holding one node's whole range may have: an
+/// extend from a node of an earlier group hands that batch on again for
+/// every tuple it flattens, and a hub's range cut into two batches would be
+/// written (and its properties read) again for each.
+const WHOLE_RANGE_BATCH: usize = 8 * VECTOR_CAPACITY;
 
 /// A group's offsets are decoded once it has been sought one time per 16 of
 /// its nodes (and at least this often): decoding costs about as much per
@@ -487,7 +495,12 @@ impl Extend {
     }
 
     fn emit(&mut self, rs: &mut ResultSet) -> Result<()> {
-        let n = self.write(rs, 0, VECTOR_CAPACITY)?;
+        // A whole range (at most `batch_cap`) in one batch, to hand on again.
+        let room = match self.fresh_whole {
+            Some(_) => ((self.end - self.pos) as usize).max(VECTOR_CAPACITY),
+            None => VECTOR_CAPACITY,
+        };
+        let n = self.write(rs, 0, room)?;
         self.finish_batch(rs, n);
         Ok(())
     }
@@ -500,6 +513,9 @@ impl Extend {
             .get(self.next_skip)
             .map_or(self.end, |&s| s.min(self.end));
         let n = ((limit - self.pos) as usize).min(room);
+        if self.scratch.len() < n {
+            self.scratch.resize(n, 0);
+        }
         let pinned = self.pins.group(self.group)?;
         let out = &mut rs.chunks[self.output_chunk];
         // A fresh batch starts empty; a packed one grows.
@@ -781,13 +797,27 @@ impl Extend {
         self.write_replicas(rs, at, 1)
     }
 
+    /// The most rels a batch holding a whole range may have:
+    /// [`WHOLE_RANGE_BATCH`] when this extend runs from a node of an earlier
+    /// (flat) group, so that every tuple it flattens gets the same batch
+    /// handed on again (`MATCH (a)->(b)->(c)` started at `b`, extending to
+    /// the `a`s once per `c`), and not for an OPTIONAL MATCH chain or a
+    /// split extend; `VECTOR_CAPACITY` otherwise.
+    fn batch_cap(&self) -> usize {
+        if self.from.0 != self.input_chunk && self.chain.is_none() && self.split.is_none() {
+            WHOLE_RANGE_BATCH
+        } else {
+            VECTOR_CAPACITY
+        }
+    }
+
     /// After a seek from `from`: when the range is the one the last batch
     /// held whole, hands that batch on again (its vectors are untouched:
     /// only this extend writes them) and returns true.
     fn repeat_batch(&mut self, rs: &mut ResultSet, from: InternalId) -> bool {
         let whole = self.skips.is_empty()
             && self.runs.is_empty()
-            && self.end - self.pos <= VECTOR_CAPACITY as u64;
+            && self.end - self.pos <= self.batch_cap() as u64;
         let out = &mut rs.chunks[self.output_chunk].state;
         if whole
             && self.whole_range_of == Some(from)
