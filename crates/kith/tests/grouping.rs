@@ -27,78 +27,16 @@ fn int(v: &Value) -> Option<i64> {
     }
 }
 
-/// Nodes `N` with ids `0..g.len()` and property `g` (NULL where `None`).
-fn create_nodes(conn: &Connection, g: &[Option<i64>]) {
-    let rows: Vec<String> = g
-        .iter()
-        .enumerate()
-        .map(|(i, gv)| {
-            let gv = gv.map_or("NULL".to_string(), |x| x.to_string());
-            format!("{{id: {i}, g: {gv}}}")
-        })
-        .collect();
-    conn.query(&format!(
-        "UNWIND [{}] AS r CREATE (:N {{id: r.id, g: r.g}})",
-        rows.join(", ")
-    ))
-    .unwrap();
-}
-
-/// An in-memory database with node table `N(id, g)` and rel table
-/// `E(FROM N TO N, w)`.
-fn nodes_with_weighted_rels() -> Connection {
-    let db = Database::open(":memory:", Config::default()).unwrap();
-    let conn = Connection::new(&db);
-    conn.query("CREATE NODE TABLE N(id INT64, g INT64, PRIMARY KEY(id))")
-        .unwrap();
-    conn.query("CREATE REL TABLE E(FROM N TO N, w INT64)")
-        .unwrap();
-    conn
-}
-
-/// Rels `E {w}` of `(source id, target id, w)`, copied from a CSV file:
-/// each node's rels one CSR range.
-fn copy_rels(conn: &Connection, rels: &[(usize, usize, i64)]) {
-    // A directory per call: the tests of this file run side by side.
-    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("kith-grouping-{}-{call}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let csv = dir.join("e.csv");
-    let lines: Vec<String> = rels
-        .iter()
-        .map(|(a, b, w)| format!("{a},{b},{w}"))
-        .collect();
-    std::fs::write(&csv, lines.join("\n")).unwrap();
-    conn.query(&format!("COPY E FROM '{}'", csv.display()))
-        .unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
-}
-
-/// Rels `E {w}` of `(source id, target id, w)`, created (appended runs of
-/// their CSR regions once rels were copied).
-fn create_rels(conn: &Connection, rels: &[(usize, usize, i64)]) {
-    let triples: Vec<String> = rels
-        .iter()
-        .map(|(a, b, w)| format!("[{a}, {b}, {w}]"))
-        .collect();
-    conn.query(&format!(
-        "UNWIND [{}] AS t MATCH (a:N {{id: t[0]}}), (b:N {{id: t[1]}}) CREATE (a)-[:E {{w: t[2]}}]->(b)",
-        triples.join(", ")
-    ))
-    .unwrap();
-}
-
 #[test]
 fn single_integer_and_node_keys_group_like_a_reference() {
     let mut rng = Lcg(11);
-    let conn = nodes_with_weighted_rels();
+    let conn = common::nodes_with_weighted_rels();
     let n = 2000usize;
     // g: NULL for every ninth node, else one of 40 values (negatives too).
     let g: Vec<Option<i64>> = (0..n)
         .map(|i| (i % 9 != 4).then(|| rng.below(40) as i64 - 20))
         .collect();
-    create_nodes(&conn, &g);
+    common::create_nodes(&conn, &g);
     let rels: Vec<(usize, usize, i64)> = (0..9000)
         .map(|_| {
             let a = rng.below(n as u64) as usize;
@@ -106,7 +44,7 @@ fn single_integer_and_node_keys_group_like_a_reference() {
             (a, b, rng.below(100) as i64)
         })
         .collect();
-    create_rels(&conn, &rels);
+    common::create_rels(&conn, "N", "E", &rels);
     // By destination node: count and sum of w; by the source's g (NULL a
     // group of its own); by an expression.
     let mut by_dst: BTreeMap<i64, (i64, i64)> = BTreeMap::new();
@@ -397,7 +335,7 @@ fn degree_weighted_groups_match_a_reference() {
     let g: Vec<Option<i64>> = (0..n)
         .map(|i| (i % 7 != 3).then(|| rng.below(12) as i64 - 4))
         .collect();
-    create_nodes(&conn, &g);
+    common::create_nodes(&conn, &g);
     // Skewed sources (some nodes with many rels, most with none), self
     // loops and parallel rels.
     let mut random_rels = |count: usize| -> Vec<(usize, usize)> {
@@ -575,12 +513,12 @@ fn degree_weighted_groups_match_a_reference() {
 #[test]
 fn repeated_neighbour_batches_aggregate_like_a_reference() {
     let mut rng = Lcg(29);
-    let conn = nodes_with_weighted_rels();
+    let conn = common::nodes_with_weighted_rels();
     let n = 400usize;
     let g: Vec<Option<i64>> = (0..n)
         .map(|i| (i % 7 != 2).then(|| rng.below(50) as i64 - 10))
         .collect();
-    create_nodes(&conn, &g);
+    common::create_nodes(&conn, &g);
     // Hubs (ids below 20) have hundreds of in- and out-rels, so their
     // neighbour batches repeat for many tuples; no self loops, so no rel
     // is excluded from a batch.
@@ -598,7 +536,7 @@ fn repeated_neighbour_batches_aggregate_like_a_reference() {
     }
     // Copied, so each node's rels are one CSR range, which an extend can
     // hand on again whole (created rels are appended runs).
-    copy_rels(&conn, &rels);
+    common::copy_rels(&conn, "E", &rels);
     let mut into: Vec<Vec<usize>> = vec![Vec::new(); n];
     let mut out: Vec<Vec<usize>> = vec![Vec::new(); n];
     for &(a, b, _) in &rels {
@@ -666,19 +604,19 @@ fn repeated_neighbour_batches_aggregate_like_a_reference() {
 #[test]
 fn degrees_of_copied_created_and_deleted_rels_count_like_a_reference() {
     let mut rng = Lcg(31);
-    let conn = nodes_with_weighted_rels();
+    let conn = common::nodes_with_weighted_rels();
     let n = 1000usize;
     let g: Vec<Option<i64>> = (0..n)
         .map(|i| (i % 11 != 5).then(|| rng.below(30) as i64))
         .collect();
-    create_nodes(&conn, &g);
+    common::create_nodes(&conn, &g);
     let mut rels: Vec<(usize, usize, i64)> = (0..5000)
         .map(|_| {
             let a = (rng.below(n as u64) * rng.below(n as u64) / n as u64) as usize;
             (a, rng.below(n as u64) as usize, rng.below(50) as i64)
         })
         .collect();
-    copy_rels(&conn, &rels);
+    common::copy_rels(&conn, "E", &rels);
     // Created rels touch nodes below 300 only, so the other groups keep
     // no changes; deleting w = 7 touches every group.
     let created: Vec<(usize, usize, i64)> = (0..400)
@@ -687,7 +625,7 @@ fn degrees_of_copied_created_and_deleted_rels_count_like_a_reference() {
             (a, rng.below(300) as usize, 50 + rng.below(50) as i64)
         })
         .collect();
-    create_rels(&conn, &created);
+    common::create_rels(&conn, "N", "E", &created);
     rels.extend(created);
     conn.query("MATCH (:N)-[e:E]->(:N) WHERE e.w = 7 DELETE e")
         .unwrap();

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use kith::{Config, Connection, Database, Value};
+use kith::{Connection, Value};
 
 mod common;
 use common::Lcg;
@@ -35,24 +35,10 @@ struct Graph {
 /// so the `c`s are the range handed on again.
 fn hub_graph() -> Graph {
     let mut rng = Lcg(37);
-    let db = Database::open(":memory:", Config::default()).unwrap();
-    let conn = Connection::new(&db);
-    conn.query("CREATE NODE TABLE N(id INT64, g INT64, PRIMARY KEY(id))")
-        .unwrap();
-    conn.query("CREATE REL TABLE E(FROM N TO N, w INT64)")
-        .unwrap();
+    let conn = common::nodes_with_weighted_rels();
     let n = 300usize;
     let g: Vec<i64> = (0..n).map(|_| rng.below(8) as i64).collect();
-    let rows: Vec<String> = g
-        .iter()
-        .enumerate()
-        .map(|(i, g)| format!("{{id: {i}, g: {g}}}"))
-        .collect();
-    conn.query(&format!(
-        "UNWIND [{}] AS r CREATE (:N {{id: r.id, g: r.g}})",
-        rows.join(", ")
-    ))
-    .unwrap();
+    common::create_nodes(&conn, &g.iter().map(|&g| Some(g)).collect::<Vec<_>>());
     let mut rels = Vec::new();
     let other = |rng: &mut Lcg| 2 + rng.below(n as u64 - 2) as usize;
     for (hub, outs, ins) in [(0usize, 2500, 40), (1, 300, 30)] {
@@ -69,17 +55,7 @@ fn hub_graph() -> Graph {
         let (a, b) = (other(&mut rng), other(&mut rng));
         rels.push((a, b, rng.below(100) as i64));
     }
-    let dir = std::env::temp_dir().join(format!("kith-hubs-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let csv = dir.join("e.csv");
-    let lines: Vec<String> = rels
-        .iter()
-        .map(|(a, b, w)| format!("{a},{b},{w}"))
-        .collect();
-    std::fs::write(&csv, lines.join("\n")).unwrap();
-    conn.query(&format!("COPY E FROM '{}'", csv.display()))
-        .unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
+    common::copy_rels(&conn, "E", &rels);
     Graph { conn, g, rels }
 }
 

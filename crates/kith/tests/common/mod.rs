@@ -76,6 +76,58 @@ pub fn create_rels(
     }
 }
 
+/// Nodes `N` with ids `0..g.len()` and property `g` (NULL where `None`).
+#[allow(dead_code)]
+pub fn create_nodes(conn: &kith::Connection, g: &[Option<i64>]) {
+    let rows: Vec<String> = g
+        .iter()
+        .enumerate()
+        .map(|(i, gv)| {
+            let gv = gv.map_or("NULL".to_string(), |x| x.to_string());
+            format!("{{id: {i}, g: {gv}}}")
+        })
+        .collect();
+    conn.query(&format!(
+        "UNWIND [{}] AS r CREATE (:N {{id: r.id, g: r.g}})",
+        rows.join(", ")
+    ))
+    .unwrap();
+}
+
+/// An in-memory database with node table `N(id, g)` and rel table
+/// `E(FROM N TO N, w)`.
+#[allow(dead_code)]
+pub fn nodes_with_weighted_rels() -> kith::Connection {
+    let db = kith::Database::open(":memory:", kith::Config::default()).unwrap();
+    let conn = kith::Connection::new(&db);
+    conn.query("CREATE NODE TABLE N(id INT64, g INT64, PRIMARY KEY(id))")
+        .unwrap();
+    conn.query("CREATE REL TABLE E(FROM N TO N, w INT64)")
+        .unwrap();
+    conn
+}
+
+/// Copies rels `(source id, destination id, w)` of `rel_table` (with
+/// property `w`) from a CSV file, so each node's rels are one CSR range
+/// (created rels are appended runs).
+#[allow(dead_code)]
+pub fn copy_rels(conn: &kith::Connection, rel_table: &str, rels: &[(usize, usize, i64)]) {
+    // A directory per call: a test file's tests run side by side.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("kith-copy-rels-{}-{call}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let csv = dir.join("rels.csv");
+    let lines: Vec<String> = rels
+        .iter()
+        .map(|(a, b, w)| format!("{a},{b},{w}"))
+        .collect();
+    std::fs::write(&csv, lines.join("\n")).unwrap();
+    conn.query(&format!("COPY {rel_table} FROM '{}'", csv.display()))
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The PROFILE report of `q`, one line per row.
 #[allow(dead_code)]
 pub fn profile(conn: &kith::Connection, q: &str) -> String {
