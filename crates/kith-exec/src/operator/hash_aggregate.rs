@@ -181,9 +181,6 @@ pub struct HashAggregate {
     columns: Vec<StateColumn>,
     /// One integer or id key per group: its group number by the key's bits.
     by_bits: KeyBits,
-    /// The one key has a type whose values all have bits (or are NULL):
-    /// such groups live only in `by_bits`, never hashed as values.
-    bits_only: bool,
     /// The group of each position of the batch (one key per tuple).
     batch_groups: Vec<u32>,
     /// The single group of an aggregate without keys.
@@ -259,7 +256,6 @@ impl HashAggregate {
             },
             _ => None,
         };
-        let bits_only = bits_kind.is_some();
         Ok(HashAggregate {
             ctx,
             keys,
@@ -281,7 +277,6 @@ impl HashAggregate {
             key_buf: Vec::new(),
             columns,
             by_bits: KeyBits::default(),
-            bits_only,
             batch_groups: Vec::new(),
             global,
             key_kinds: Vec::new(),
@@ -381,12 +376,9 @@ impl HashAggregate {
             };
             if let Some(b) = bits {
                 self.by_bits.insert(b, g as u32);
-                if self.bits_only {
-                    continue;
-                }
             }
-            // Found by value too (unless the key's type has only bits): an
-            // equal key of another type (1.0 for 1) may come without bits.
+            // Found by value too: an equal key of another type (1.0 for 1)
+            // may come without bits.
             let hash = hash_key(&self.hasher, key);
             let hasher = &self.hasher;
             self.groups.insert_unique(hash, g, |&g| {
@@ -489,15 +481,12 @@ impl HashAggregate {
         if let Some(g) = self.by_bits.get(b) {
             return g;
         }
-        let g = if self.bits_only {
-            match &mut self.key_values {
-                GroupKeys::Bits { kind, bits, .. } if *kind == b.0 => bits.push(b.1),
-                GroupKeys::Bits { .. } => return self.group_of(key) as u32,
-                GroupKeys::Values(values) => key(values),
+        let g = match &mut self.key_values {
+            GroupKeys::Bits { kind, bits, .. } if *kind == b.0 => {
+                bits.push(b.1);
+                self.push_group() as u32
             }
-            self.push_group() as u32
-        } else {
-            self.group_of(key) as u32
+            _ => self.group_of(key) as u32,
         };
         self.by_bits.insert(b, g);
         g
@@ -569,19 +558,16 @@ impl HashAggregate {
         if let GroupKeys::Values(_) = self.key_values {
             return;
         }
-        self.key_values = GroupKeys::Values(self.key_values.values());
-        self.bits_only = false;
-        self.groups.clear();
-        let GroupKeys::Values(values) = &self.key_values else {
-            return;
-        };
+        let values = self.key_values.values();
         let hasher = &self.hasher;
-        for (g, v) in values.iter().enumerate() {
-            let key = std::slice::from_ref(v);
-            self.groups.insert_unique(hash_key(hasher, key), g, |&g| {
-                hash_key(hasher, Self::group_key(values, 1, g))
+        self.groups.clear();
+        for g in 0..values.len() {
+            let hash = hash_key(hasher, Self::group_key(&values, 1, g));
+            self.groups.insert_unique(hash, g, |&g| {
+                hash_key(hasher, Self::group_key(&values, 1, g))
             });
         }
+        self.key_values = GroupKeys::Values(values);
     }
 
     /// The groups as rows: key columns then aggregate columns.
@@ -632,10 +618,11 @@ enum GroupKeys {
     /// `keys.len()` values per group.
     Values(Vec<Value>),
     /// One integer or id key (a table whose key type has bits for every
-    /// value but NULL, `HashAggregate::bits_only`): 8 bytes of bits per
-    /// group (see [`KeyBits`]) instead of a `Value`, so that a table of many
-    /// groups splits, merges and finishes as plain integers. The NULL
-    /// key's group, if any, is `null` (its bits unused).
+    /// value but NULL): 8 bytes of bits per group (see [`KeyBits`]) instead
+    /// of a `Value`, so that a table of many groups splits, merges and
+    /// finishes as plain integers. Such groups live only in `by_bits`,
+    /// never hashed as values. The NULL key's group, if any, is `null`
+    /// (its bits unused).
     Bits {
         kind: u8,
         bits: Vec<u64>,
@@ -1277,7 +1264,7 @@ impl HashAggregate {
         arg_kinds: &[Option<Evaluated>],
         per_position: u64,
     ) -> bool {
-        let counts_only = self.bits_only
+        let counts_only = matches!(self.key_values, GroupKeys::Bits { .. })
             && arg_kinds.iter().all(Option::is_none)
             && self
                 .columns
