@@ -2,10 +2,12 @@
 
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use kith_common::{Error, Result};
 
@@ -88,14 +90,33 @@ fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
     format!("a worker panicked: {what}")
 }
 
+/// How long a pool worker that finished a task, or was woken by
+/// [`Scheduler::anticipate`], watches for the next task before it sleeps.
+/// Waking a sleeping thread takes tens of microseconds (more in a virtual
+/// machine), as much as a small query's whole parallel phase; a query runs
+/// its pipelines, merges and sorts as tasks one after another.
+const WORKER_SPIN: Duration = Duration::from_micros(300);
+
+/// How long [`Scheduler::run`]'s caller, done with its own share, watches
+/// for the pool workers to finish before it sleeps: they are at most a
+/// morsel behind, and waking the caller costs as much as waking a worker.
+const CALLER_SPIN: Duration = Duration::from_micros(200);
+
 struct Shared {
     queue: Mutex<Queue>,
     wake: Condvar,
+    /// Tasks ever queued: a spinning worker watches it without the lock.
+    posted: AtomicU64,
+    /// Times a worker went to sleep (tests check that spinning avoids it).
+    sleeps: AtomicU64,
+    worker_spin: Duration,
 }
 
 struct Queue {
     jobs: VecDeque<Arc<Job>>,
     shutdown: bool,
+    /// Until when woken workers watch for a task ([`Scheduler::anticipate`]).
+    anticipated: Option<Instant>,
 }
 
 /// The database's shared thread pool.
@@ -103,19 +124,34 @@ pub struct Scheduler {
     shared: Arc<Shared>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     num_threads: usize,
+    caller_spin: Duration,
 }
 
 impl Scheduler {
     /// A pool for `num_threads` concurrent workers per task (the caller counts
     /// as one, so `num_threads - 1` threads are spawned).
     pub fn new(num_threads: usize) -> Arc<Scheduler> {
+        Self::with_spins(num_threads, WORKER_SPIN, CALLER_SPIN)
+    }
+
+    /// [`Scheduler::new`] with other busy-wait times than
+    /// [`WORKER_SPIN`] and [`CALLER_SPIN`].
+    fn with_spins(
+        num_threads: usize,
+        worker_spin: Duration,
+        caller_spin: Duration,
+    ) -> Arc<Scheduler> {
         let num_threads = num_threads.max(1);
         let shared = Arc::new(Shared {
             queue: Mutex::new(Queue {
                 jobs: VecDeque::new(),
                 shutdown: false,
+                anticipated: None,
             }),
             wake: Condvar::new(),
+            posted: AtomicU64::new(0),
+            sleeps: AtomicU64::new(0),
+            worker_spin,
         });
         let threads = (1..num_threads)
             .filter_map(|i| {
@@ -130,11 +166,27 @@ impl Scheduler {
             shared,
             threads: Mutex::new(threads),
             num_threads,
+            caller_spin,
         })
     }
 
     pub fn num_threads(&self) -> usize {
         self.num_threads
+    }
+
+    /// Says that a task for up to `max_threads` workers is about to come
+    /// (a query being planned): sleeping pool workers wake now and watch
+    /// for it a while, so that their wake-up overlaps the planning instead
+    /// of delaying the task.
+    pub fn anticipate(&self, max_threads: usize) {
+        let wanted = max_threads.clamp(1, self.num_threads) - 1;
+        if wanted == 0 {
+            return;
+        }
+        self.shared.queue.lock().anticipated = Some(Instant::now() + self.shared.worker_spin);
+        for _ in 0..wanted {
+            self.shared.wake.notify_one();
+        }
     }
 
     /// Runs `task` on the calling thread plus up to `max_threads - 1` pool
@@ -159,6 +211,7 @@ impl Scheduler {
         if num_workers > 1 {
             let mut q = self.shared.queue.lock();
             q.jobs.push_back(Arc::clone(&job));
+            self.shared.posted.fetch_add(1, Ordering::Release);
             drop(q);
             for _ in 1..num_workers {
                 self.shared.wake.notify_one();
@@ -166,9 +219,14 @@ impl Scheduler {
         }
         job.run_as(0);
         // Close the job to late joiners and wait for the ones that joined.
+        let spin_until = Instant::now() + self.caller_spin;
         let mut st = job.state.lock();
         st.open_slots = 0;
         while st.active > 0 {
+            if Instant::now() < spin_until {
+                MutexGuard::unlocked(&mut st, spin_a_little);
+                continue;
+            }
             job.done.wait(&mut st);
         }
         let error = st.error.take();
@@ -192,7 +250,16 @@ impl Scheduler {
     }
 }
 
+/// A few dozen cycles of busy waiting.
+fn spin_a_little() {
+    for _ in 0..32 {
+        std::hint::spin_loop();
+    }
+}
+
 fn worker_loop(shared: &Shared) {
+    // Until when to watch for a task before sleeping: set after a task.
+    let mut spin_until: Option<Instant> = None;
     loop {
         let (job, idx) = {
             let mut q = shared.queue.lock();
@@ -220,9 +287,28 @@ fn worker_loop(shared: &Shared) {
                     claimed = Some((job, idx));
                     break;
                 }
-                match claimed {
-                    Some(c) => break c,
-                    None => shared.wake.wait(&mut q),
+                if let Some(c) = claimed {
+                    break c;
+                }
+                // Nothing queued: watch for a task without the lock a
+                // while, then sleep. Tasks are queued under the lock, so
+                // one queued since this check changes `posted`.
+                match spin_until.filter(|&t| Instant::now() < t) {
+                    Some(until) => {
+                        let seen = shared.posted.load(Ordering::Acquire);
+                        MutexGuard::unlocked(&mut q, || {
+                            while shared.posted.load(Ordering::Acquire) == seen
+                                && Instant::now() < until
+                            {
+                                spin_a_little();
+                            }
+                        });
+                    }
+                    None => {
+                        shared.sleeps.fetch_add(1, Ordering::Relaxed);
+                        shared.wake.wait(&mut q);
+                        spin_until = q.anticipated;
+                    }
                 }
             }
         };
@@ -233,6 +319,7 @@ fn worker_loop(shared: &Shared) {
             job.done.notify_all();
         }
         drop(st);
+        spin_until = Some(Instant::now() + shared.worker_spin);
         // Tests widen the moment in which a worker still holds the job after
         // reporting (under load it can last a time slice), so that anything
         // the job keeps alive past `run` shows.
@@ -244,6 +331,8 @@ fn worker_loop(shared: &Shared) {
 impl Drop for Scheduler {
     fn drop(&mut self) {
         self.shared.queue.lock().shutdown = true;
+        // Spinning workers watch `posted`, sleeping ones the condvar.
+        self.shared.posted.fetch_add(1, Ordering::Release);
         self.shared.wake.notify_all();
         for t in self.threads.lock().drain(..) {
             let _ = t.join();
@@ -292,6 +381,79 @@ mod tests {
             total: AtomicU64::new(0),
             workers_seen: Mutex::new(Vec::new()),
         })
+    }
+
+    /// A task whose caller waits (up to 10 s) for pool worker 1 to join:
+    /// whether it joins at once or only after sleeping and being woken,
+    /// the pool's sleep count tells.
+    struct Rendezvous(Mutex<Vec<usize>>);
+    impl Task for Rendezvous {
+        fn run_worker(&self, ctx: &WorkerContext) -> Result<()> {
+            self.0.lock().push(ctx.worker_idx);
+            let start = Instant::now();
+            while ctx.worker_idx == 0
+                && !self.0.lock().contains(&1)
+                && start.elapsed() < Duration::from_secs(10)
+            {
+                std::thread::yield_now();
+            }
+            Ok(())
+        }
+    }
+
+    fn rendezvous(s: &Scheduler) {
+        let t = Arc::new(Rendezvous(Mutex::new(Vec::new())));
+        s.run(t.clone(), 2, &CancelToken::new()).unwrap();
+        assert!(t.0.lock().contains(&1), "pool worker 1 never joined");
+    }
+
+    /// A worker done with a task watches for the next (a query's next
+    /// pipeline) instead of sleeping and being woken.
+    #[test]
+    fn a_worker_done_with_a_task_takes_the_next_without_sleeping() {
+        let s = Scheduler::with_spins(2, Duration::from_secs(5), CALLER_SPIN);
+        rendezvous(&s);
+        let sleeps = s.shared.sleeps.load(Ordering::Relaxed);
+        // A moment between tasks (a query planning its next part).
+        std::thread::sleep(Duration::from_millis(20));
+        rendezvous(&s);
+        assert_eq!(s.shared.sleeps.load(Ordering::Relaxed), sleeps);
+    }
+
+    /// `anticipate` wakes a sleeping worker, which then waits awake for
+    /// the task; without a task it goes back to sleep.
+    #[test]
+    fn anticipated_workers_wait_awake_for_the_task() {
+        let s = Scheduler::with_spins(2, Duration::from_secs(5), CALLER_SPIN);
+        // Worker 1 asleep: it went to sleep once at start.
+        while s.shared.sleeps.load(Ordering::Relaxed) == 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        s.anticipate(2);
+        std::thread::sleep(Duration::from_millis(20));
+        let sleeps = s.shared.sleeps.load(Ordering::Relaxed);
+        assert_eq!(sleeps, 1, "the worker slept again while anticipating");
+        rendezvous(&s);
+        assert_eq!(s.shared.sleeps.load(Ordering::Relaxed), sleeps);
+
+        // A short watch: the worker sleeps again when nothing comes, and
+        // the pool still runs tasks and shuts down.
+        let s = Scheduler::with_spins(2, Duration::from_micros(50), CALLER_SPIN);
+        while s.shared.sleeps.load(Ordering::Relaxed) == 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        s.anticipate(2);
+        let start = Instant::now();
+        while s.shared.sleeps.load(Ordering::Relaxed) < 2 {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "never slept again"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let t = sum_task(1000);
+        s.run(t.clone(), 2, &CancelToken::new()).unwrap();
+        assert_eq!(t.total.load(Ordering::Relaxed), 499_500);
     }
 
     #[test]

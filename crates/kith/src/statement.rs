@@ -243,7 +243,12 @@ fn run_statement(
         TxnState::Write(txn) => (txn.catalog_version(), true, false),
     };
     let procedures = Arc::clone(&conn.db.procedures.read());
-    let var_length = conn.settings.lock().var_length;
+    let (var_length, threads) = {
+        let settings = conn.settings.lock();
+        (settings.var_length, settings.threads)
+    };
+    // The pool's workers wake while the statement is bound and planned.
+    conn.db.sched.anticipate(threads);
     let bound = kith_planner::binder::bind_with_params(
         &snapshot.catalog,
         &procedures,
