@@ -2159,13 +2159,7 @@ fn execute_part(
                         .iter()
                         .map(Evaluator::new)
                         .collect::<Result<Vec<_>>>()?;
-                    let slots = key_exprs
-                        .iter()
-                        .map(|e| match e.kind {
-                            BoundExprKind::Slot(s) => Some(s),
-                            _ => None,
-                        })
-                        .collect();
+                    let slots = key_exprs.iter().map(key_slot).collect();
                     HashAggregate::new(Arc::clone(&sink_ctx), evs, slots, Arc::clone(&sink_defs))
                 })
             };
@@ -2294,6 +2288,24 @@ fn execute_part(
         (rows, RowOrder::Unsorted)
     };
     Ok(finish_rows(rows, plan, padded, order))
+}
+
+/// The slot a group key reads as it is: a slot, or `id()` of an id slot
+/// (a subquery's key), whose values are that slot's ids.
+fn key_slot(e: &BoundExpr) -> Option<SlotId> {
+    match &e.kind {
+        BoundExprKind::Slot(s) => Some(*s),
+        BoundExprKind::Function(name, args) if name == "id" => match args.as_slice() {
+            [a] if a.ty == LogicalType::InternalId && e.ty == LogicalType::InternalId => {
+                match a.kind {
+                    BoundExprKind::Slot(s) => Some(s),
+                    _ => None,
+                }
+            }
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// Whether the part's one group key is the node every pipeline scans, each

@@ -12,7 +12,7 @@
 use hashbrown::HashMap;
 
 use kith_common::constants::NODE_GROUP_SIZE;
-use kith_common::{Chunk, Error, InternalId, Result, TableId, Value};
+use kith_common::{Chunk, Error, InternalId, Result, TableId, Value, VectorData};
 use kith_planner::bound::SubqueryKind;
 use kith_planner::plan::{DegreeCount, ExtendDirection};
 use kith_storage::{RelDirection, TableData};
@@ -114,16 +114,52 @@ impl SubqueryTable {
         }
         let mut table = None;
         let mut counts: Vec<u64> = Vec::new();
+        let mut put = |id: InternalId, count: u64| {
+            if *table.get_or_insert(id.table()) != id.table() || id.offset() >= DENSE_OFFSETS {
+                return false;
+            }
+            let o = id.offset() as usize;
+            if o >= counts.len() {
+                counts.resize((o + 1).next_power_of_two(), 0);
+            }
+            counts[o] = count;
+            true
+        };
         for c in chunks {
             let keys = &c.columns[0];
             let values = c.columns.get(1);
+            // Typed columns without NULLs (an aggregate's output): read as
+            // slices, no value per row.
+            let typed_values = match values {
+                None if kind == SubqueryKind::Exists => Some(None),
+                Some(v) if !v.nulls.may_have_nulls() => match &v.data {
+                    VectorData::I64(n) => Some(Some(n)),
+                    _ => None,
+                },
+                _ => None,
+            };
+            let typed_keys = match &keys.data {
+                VectorData::Id(ids) if !keys.nulls.may_have_nulls() => ids.get(..c.num_rows),
+                _ => None,
+            };
+            let typed_values = typed_values.filter(|v| v.is_none_or(|n| n.len() >= c.num_rows));
+            if let (Some(ids), Some(values)) = (typed_keys, typed_values) {
+                for (r, &id) in ids.iter().enumerate() {
+                    let count = match values.map(|n| u64::try_from(n[r])) {
+                        Some(Ok(n)) => n,
+                        Some(Err(_)) => return None,
+                        None => 1,
+                    };
+                    if !put(id, count) {
+                        return None;
+                    }
+                }
+                continue;
+            }
             for r in 0..c.num_rows {
                 let Value::InternalId(id) = keys.get_value(r) else {
                     return None;
                 };
-                if *table.get_or_insert(id.table()) != id.table() || id.offset() >= DENSE_OFFSETS {
-                    return None;
-                }
                 // EXISTS rows hold their match count when they have one
                 // (one row, maybe 0, without keys); COUNT rows their count.
                 let count = match values.map(|v| v.get_value(r).as_i64()) {
@@ -132,11 +168,9 @@ impl SubqueryTable {
                     None if kind == SubqueryKind::Exists => 1,
                     None => return None,
                 };
-                let o = id.offset() as usize;
-                if o >= counts.len() {
-                    counts.resize((o + 1).next_power_of_two(), 0);
+                if !put(id, count) {
+                    return None;
                 }
-                counts[o] = count;
             }
         }
         Some(SubqueryTable {
@@ -340,9 +374,24 @@ mod tests {
             count.lookup(&[id(5, 700)], &mut s).unwrap(),
             Value::Int64(0)
         );
+        // Typed chunks are read as slices, others a value per row: both
+        // fill one array (the count column of the second is INT32).
+        let mut int32 = Chunk::new(&[LogicalType::InternalId, LogicalType::Int32], 0);
+        int32.columns[0].push_value(&id(4, 3));
+        int32.columns[1].push_value(&Value::Int32(6));
+        int32.num_rows = 1;
+        let rows = chunk(&[(id(4, 9), Value::Int64(2))]);
+        let count = SubqueryTable::from_rows(SubqueryKind::Count, 1, &[rows, int32]).unwrap();
+        let Some((false, of)) = count.counts_by_id() else {
+            panic!("a COUNT of one table's keys is held by offset");
+        };
+        let at = |o: u64| of(InternalId::new(TableId(4), o));
+        assert_eq!((at(9), at(3), at(4)), (2, 6, 0));
         for rows in [
             chunk(&[(id(1, 5), Value::Int64(3)), (id(2, 5), Value::Int64(7))]),
             chunk(&[(id(1, DENSE_OFFSETS), Value::Int64(3))]),
+            // A negative count is no count of matches.
+            chunk(&[(id(1, 5), Value::Int64(-1))]),
         ] {
             let t = SubqueryTable::from_rows(SubqueryKind::Exists, 1, &[rows]).unwrap();
             assert!(t.counts_by_id().is_none());
