@@ -2182,7 +2182,11 @@ fn execute_part(
                         split_out.lock().push((i, vec![sink]));
                         return Ok(());
                     }
-                    if log2_parts > 0 && sink.num_groups() >= PARTITION_MIN_GROUPS {
+                    // Counts by offset merge by adding arrays instead.
+                    if log2_parts > 0
+                        && sink.num_groups() >= PARTITION_MIN_GROUPS
+                        && !sink.counts_by_offset()
+                    {
                         // Split by this worker, outside the lock.
                         let split = sink.split(log2_parts, &*make_piece)?;
                         split_out.lock().push((i, split));

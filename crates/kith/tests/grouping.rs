@@ -654,3 +654,137 @@ fn degrees_of_copied_created_and_deleted_rels_count_like_a_reference() {
         assert_eq!(got, by_g, "{threads} threads, by the source's g");
     }
 }
+
+/// A grouped count(*) by one node key is counted by offset while it can
+/// be: keys far apart (a few groups over 70,000 offsets), NULL keys (from
+/// an OPTIONAL MATCH) and keys of a second table turn it into numbered
+/// groups midway, and the workers' counts merge by adding. COUNT and
+/// EXISTS subqueries (`id(a), count(*)` per key) count the same way.
+/// Against a reference at 1 and 2 threads.
+#[test]
+fn counts_by_offset_turn_into_groups_like_a_reference() {
+    let mut rng = Lcg(41);
+    let conn = common::nodes_with_weighted_rels();
+    let n = 70_000usize;
+    conn.query(&format!(
+        "UNWIND range(0, {}) AS i CREATE (:N {{id: i, g: i % 7}})",
+        n - 1
+    ))
+    .unwrap();
+    conn.query("CREATE NODE TABLE M(id INT64, PRIMARY KEY(id))")
+        .unwrap();
+    conn.query("CREATE REL TABLE F(FROM N TO M)").unwrap();
+    conn.query("UNWIND range(0, 9) AS i CREATE (:M {id: i})")
+        .unwrap();
+    // Sources among the first 3,000 nodes; destinations mostly there too,
+    // some near the table's end.
+    let rels: Vec<(usize, usize, i64)> = (0..12_000)
+        .map(|i| {
+            let a = rng.below(3000) as usize;
+            let b = match i % 50 {
+                0 => n - 1 - rng.below(10) as usize,
+                _ => rng.below(3000) as usize,
+            };
+            (a, b, 1)
+        })
+        .collect();
+    common::copy_rels(&conn, "E", &rels);
+    conn.query("MATCH (a:N), (m:M) WHERE a.id % 100 = m.id CREATE (a)-[:F]->(m)")
+        .unwrap();
+    let g = |i: usize| (i % 7) as i64;
+    let mut by_dst: BTreeMap<i64, i64> = BTreeMap::new();
+    let mut out_g2: BTreeMap<i64, i64> = BTreeMap::new();
+    let mut out_g0: std::collections::BTreeSet<i64> = Default::default();
+    for &(a, b, _) in &rels {
+        *by_dst.entry(b as i64).or_default() += 1;
+        if g(b) > 2 {
+            *out_g2.entry(a as i64).or_default() += 1;
+        }
+        if g(b) == 0 {
+            out_g0.insert(a as i64);
+        }
+    }
+    let pairs = |q: &str| -> BTreeMap<Option<i64>, i64> {
+        conn.query(q)
+            .unwrap()
+            .rows()
+            .map(|r| (int(&r[0]), int(&r[1]).unwrap()))
+            .collect()
+    };
+    for threads in [1, 2] {
+        conn.query(&format!("CALL threads={threads}")).unwrap();
+        let want: BTreeMap<Option<i64>, i64> = by_dst.iter().map(|(&b, &c)| (Some(b), c)).collect();
+        let got = pairs("MATCH (a:N)-[:E]->(b:N) WITH b, count(*) AS c RETURN b.id, c");
+        assert_eq!(got, want, "{threads} threads, by destination");
+        // Two keys 70,000 offsets apart: too sparse to count by offset.
+        let far: BTreeMap<Option<i64>, i64> = want
+            .iter()
+            .filter(|(b, _)| matches!(b, Some(5) | Some(69_999)))
+            .map(|(&b, &c)| (b, c))
+            .collect();
+        assert_eq!(far.len(), 2, "the test's rels reach both ends");
+        let got = pairs(
+            "MATCH (a:N)-[:E]->(b:N) WHERE b.id IN [5, 69999] WITH b, count(*) AS c RETURN b.id, c",
+        );
+        assert_eq!(got, far, "{threads} threads, far-apart keys");
+        // Sources without a rel group under NULL, in whichever batch.
+        let mut by_src: BTreeMap<Option<i64>, i64> = BTreeMap::new();
+        for &(a, _, _) in &rels {
+            *by_src.entry(Some(a as i64)).or_default() += 1;
+        }
+        let without = (0..3000)
+            .filter(|a| !by_src.contains_key(&Some(*a)))
+            .count();
+        if without > 0 {
+            by_src.insert(None, without as i64);
+        }
+        let got = pairs(
+            "MATCH (b:N) WHERE b.id < 3000 OPTIONAL MATCH (a:N)-[:E]->(b) \
+             WITH a, count(*) AS c RETURN a.id, c",
+        );
+        let mut want_src: BTreeMap<Option<i64>, i64> = BTreeMap::new();
+        let mut has_in = vec![false; 3000];
+        for &(a, b, _) in &rels {
+            if b < 3000 {
+                has_in[b] = true;
+                *want_src.entry(Some(a as i64)).or_default() += 1;
+            }
+        }
+        let no_in = has_in.iter().filter(|h| !**h).count() as i64;
+        if no_in > 0 {
+            want_src.insert(None, no_in);
+        }
+        assert_eq!(got, want_src, "{threads} threads, NULL keys midway");
+        // Destinations of two tables: N's first, then M's.
+        let mut want_two: BTreeMap<Option<i64>, i64> = BTreeMap::new();
+        for &(_, b, _) in &rels {
+            *want_two.entry(Some(b as i64)).or_default() += 1;
+        }
+        for m in 0..10 {
+            *want_two.entry(Some(1_000_000 + m)).or_default() += (n as i64 + 99 - m) / 100;
+        }
+        let got = pairs(
+            "MATCH (a:N)-[]->(b) WITH b, count(*) AS c \
+             RETURN CASE WHEN label(b) = 'M' THEN b.id + 1000000 ELSE b.id END, c",
+        );
+        assert_eq!(got, want_two, "{threads} threads, keys of two tables");
+        // COUNT and EXISTS subqueries keyed by the outer node.
+        let got = pairs(
+            "MATCH (a:N) WHERE a.id < 3000 \
+             RETURN a.id, COUNT { MATCH (a)-[:E]->(b:N) WHERE b.g > 2 } AS c",
+        );
+        let want: BTreeMap<Option<i64>, i64> = (0..3000)
+            .map(|a| (Some(a), out_g2.get(&a).copied().unwrap_or(0)))
+            .collect();
+        assert_eq!(got, want, "{threads} threads, COUNT subquery");
+        let got = conn
+            .query(
+                "MATCH (a:N) WHERE EXISTS { MATCH (a)-[:E]->(b:N) WHERE b.g = 0 } RETURN count(*)",
+            )
+            .unwrap()
+            .rows()
+            .map(|r| int(&r[0]).unwrap())
+            .next();
+        assert_eq!(got, Some(out_g0.len() as i64), "{threads} threads, EXISTS");
+    }
+}

@@ -11,7 +11,9 @@ use std::hash::BuildHasher;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use kith_common::{Chunk, InternalId, LogicalType, Result, Value, ValueVector, VectorData};
+use kith_common::{
+    Chunk, InternalId, LogicalType, Result, TableId, Value, ValueVector, VectorData,
+};
 use kith_planner::bound::BoundAggregate;
 use kith_planner::expr::{BoundExprKind, SlotId};
 
@@ -181,6 +183,9 @@ pub struct HashAggregate {
     columns: Vec<StateColumn>,
     /// One integer or id key per group: its group number by the key's bits.
     by_bits: KeyBits,
+    /// A grouped count(*) by one id key, held as counts by offset while it
+    /// can be (see [`OffsetCounts`]); the groups above are empty then.
+    by_offset: Option<OffsetCounts>,
     /// The group of each position of the batch (one key per tuple).
     batch_groups: Vec<u32>,
     /// The single group of an aggregate without keys.
@@ -277,6 +282,7 @@ impl HashAggregate {
             key_buf: Vec::new(),
             columns,
             by_bits: KeyBits::default(),
+            by_offset: None,
             batch_groups: Vec::new(),
             global,
             key_kinds: Vec::new(),
@@ -295,7 +301,14 @@ impl HashAggregate {
     }
 
     /// Merges another worker's groups into this one.
-    pub fn merge(&mut self, other: HashAggregate) -> Result<()> {
+    pub fn merge(&mut self, mut other: HashAggregate) -> Result<()> {
+        if let (Some(mine), Some(theirs)) = (self.by_offset.as_mut(), other.by_offset.as_ref()) {
+            if mine.add(theirs) {
+                return Ok(());
+            }
+        }
+        self.groups_by_number();
+        other.groups_by_number();
         match (self.global.as_mut(), other.global) {
             (Some(mine), Some(theirs)) => {
                 for (m, s) in mine.iter_mut().zip(theirs) {
@@ -342,7 +355,45 @@ impl HashAggregate {
 
     /// How many groups this table holds (0 for an aggregate without keys).
     pub fn num_groups(&self) -> usize {
-        self.num_groups
+        match &self.by_offset {
+            Some(d) => d.groups,
+            None => self.num_groups,
+        }
+    }
+
+    /// Whether the table is counts by offset ([`OffsetCounts`]): workers'
+    /// such tables merge by adding their arrays, cheaper than splitting.
+    pub fn counts_by_offset(&self) -> bool {
+        self.by_offset.is_some()
+    }
+
+    /// Turns counts by offset into numbered groups (in offset order), as
+    /// every operation but counting and merging such tables needs.
+    fn groups_by_number(&mut self) {
+        if self.offset_groups_unindexed() {
+            if let GroupKeys::Bits { bits, .. } = &self.key_values {
+                for (g, &b) in bits.iter().enumerate() {
+                    self.by_bits.insert((0, b), g as u32);
+                }
+            }
+        }
+    }
+
+    /// [`HashAggregate::groups_by_number`] without the index by bits (to
+    /// finish); false when the table was not counts by offset.
+    fn offset_groups_unindexed(&mut self) -> bool {
+        let Some(d) = self.by_offset.take() else {
+            return false;
+        };
+        let (bits, counts) = d.into_groups();
+        self.num_groups = bits.len();
+        self.key_values = GroupKeys::Bits {
+            kind: 0,
+            bits,
+            null: None,
+        };
+        self.columns = vec![StateColumn::Count(counts)];
+        true
     }
 
     /// A table to merge partition `part` of `1 << log2_parts` into: its
@@ -356,6 +407,7 @@ impl HashAggregate {
     /// so that other pieces merge into it: cheaper than merging it into an
     /// empty table, which would copy every group's key and states.
     pub fn index(&mut self) {
+        self.groups_by_number();
         let k = self.keys.len();
         let values = match &self.key_values {
             GroupKeys::Bits { kind, bits, null } => {
@@ -396,6 +448,7 @@ impl HashAggregate {
         log2_parts: u32,
         empty: impl Fn() -> Result<HashAggregate>,
     ) -> Result<Vec<HashAggregate>> {
+        self.groups_by_number();
         let k = self.keys.len();
         if k == 0 || self.global.is_some() {
             return Err(kith_common::Error::internal(
@@ -581,6 +634,7 @@ impl HashAggregate {
             out.num_rows = 1;
             return out;
         }
+        self.offset_groups_unindexed();
         let n = self.num_groups;
         out.num_rows = n;
         // Sized once, then each group's values stored in place.
@@ -1009,6 +1063,114 @@ fn live_count(input: Option<&ValueVector>, positions: &[u32]) -> u64 {
     }
 }
 
+/// The first key id of a batch's positions (None without positions).
+fn keys_first_id<'a>(keys: &'a ValueVector, positions: &[u32]) -> Option<&'a InternalId> {
+    match &keys.data {
+        VectorData::Id(ids) => positions.first().and_then(|&p| ids.get(p as usize)),
+        _ => None,
+    }
+}
+
+/// A grouped count(*) by one id key (`WITH b, count(*)`, an EXISTS
+/// subquery's `id(a), count(*)`) held as each offset's count in one table:
+/// a tuple adds to one word, with no group number looked up or group
+/// created, and workers' tables merge by adding arrays. A count of 0 is no
+/// group (count(*) of a group is at least 1). Another table's key, a NULL
+/// key or an array much larger than its groups turns the table into
+/// numbered groups ([`HashAggregate::groups_by_number`]).
+struct OffsetCounts {
+    table: TableId,
+    counts: Vec<u64>,
+    /// Offsets with a count.
+    groups: usize,
+}
+
+/// Offsets an [`OffsetCounts`] holds at most (32 MiB of counts).
+const OFFSET_COUNTS_MAX: u64 = 1 << 22;
+
+impl OffsetCounts {
+    fn new(table: TableId) -> OffsetCounts {
+        OffsetCounts {
+            table,
+            counts: Vec::new(),
+            groups: 0,
+        }
+    }
+
+    /// Adds `weight(p)` to the count of `ids[p]` for each of `positions`;
+    /// false (nothing added) when a key is not countable here.
+    fn count(
+        &mut self,
+        ids: &[InternalId],
+        positions: &[u32],
+        weight: impl Fn(usize) -> u64,
+    ) -> bool {
+        let mut max = 0;
+        for &p in positions {
+            let Some(id) = ids.get(p as usize) else {
+                return false;
+            };
+            if id.table() != self.table || weight(p as usize) == 0 {
+                return false;
+            }
+            max = max.max(id.offset());
+        }
+        if max >= self.counts.len() as u64 && !self.grow(max) {
+            return false;
+        }
+        for &p in positions {
+            let o = ids[p as usize].offset() as usize;
+            let c = &mut self.counts[o];
+            self.groups += usize::from(*c == 0);
+            *c += weight(p as usize);
+        }
+        true
+    }
+
+    /// Room for offset `max`; false when that would be too large or much
+    /// larger than the groups need (a few far-apart keys).
+    fn grow(&mut self, max: u64) -> bool {
+        let len = (max + 1).next_power_of_two();
+        if len > OFFSET_COUNTS_MAX || (len > 1 << 16 && (self.groups as u64) < len / 32) {
+            return false;
+        }
+        self.counts.resize(len as usize, 0);
+        true
+    }
+
+    /// Adds another table's counts; false (nothing added) for one of
+    /// another table or too large to hold.
+    fn add(&mut self, other: &OffsetCounts) -> bool {
+        if other.table != self.table
+            || (other.counts.len() > self.counts.len() && !self.grow(other.counts.len() as u64 - 1))
+        {
+            return false;
+        }
+        let mut groups = 0;
+        for (c, &o) in self.counts.iter_mut().zip(&other.counts) {
+            *c += o;
+        }
+        for &c in &self.counts {
+            groups += usize::from(c > 0);
+        }
+        self.groups = groups;
+        true
+    }
+
+    /// The groups in offset order: their ids' bits and their counts.
+    fn into_groups(self) -> (Vec<u64>, Vec<u64>) {
+        let mut bits = Vec::with_capacity(self.groups);
+        let mut counts = Vec::with_capacity(self.groups);
+        for (o, &c) in self.counts.iter().enumerate() {
+            if c > 0 {
+                bits.push(InternalId::new(self.table, o as u64).0);
+                counts.push(c);
+            }
+        }
+        (bits, counts)
+    }
+}
+
 /// Group numbers of single integer or id keys by the key's bits, so that a
 /// tuple of a group seen before costs one probe instead of a key of values
 /// built and hashed.
@@ -1200,6 +1362,10 @@ impl LocalSink for HashAggregate {
             &self.ctx.memory,
             (self.groups.capacity().max(self.num_groups) * per_group
                 + self.by_bits.bytes()
+                + self
+                    .by_offset
+                    .as_ref()
+                    .map_or(0, |d| d.counts.capacity() * 8)
                 + collected) as u64,
         )
     }
@@ -1271,6 +1437,7 @@ impl HashAggregate {
                 .iter()
                 .all(|c| matches!(c, StateColumn::Count(_)));
         if !counts_only || self.key_direct.len() != 1 {
+            self.groups_by_number();
             return false;
         }
         // Taken out while groups are added (`group_by_bits` borrows all of
@@ -1278,6 +1445,28 @@ impl HashAggregate {
         let scratch = std::mem::take(&mut self.key_scratch);
         let positions = std::mem::take(&mut self.positions);
         let keys = key_input(self.key_direct[0], &scratch[0], rs).0;
+        // A fresh table of one count(*) starts as counts by offset.
+        if self.num_groups == 0
+            && self.by_offset.is_none()
+            && matches!(self.columns.as_slice(), [StateColumn::Count(_)])
+            && matches!(self.key_values, GroupKeys::Bits { kind: 0, .. })
+        {
+            if let Some(&id) = keys_first_id(keys, &positions) {
+                self.by_offset = Some(OffsetCounts::new(id.table()));
+            }
+        }
+        if let (Some(d), VectorData::Id(ids)) = (self.by_offset.as_mut(), &keys.data) {
+            let counted = !keys.nulls.may_have_nulls()
+                && d.count(ids, &positions, |p| rs.weight_of(p, per_position));
+            if counted {
+                self.key_scratch = scratch;
+                self.positions = positions;
+                return true;
+            }
+        }
+        // Not countable by offset (another table, a NULL key, a zero
+        // weight, too sparse): numbered groups from here on.
+        self.groups_by_number();
         let done = match &keys.data {
             VectorData::Id(ids) if !keys.nulls.may_have_nulls() => {
                 for &p in &positions {
@@ -1312,6 +1501,9 @@ impl HashAggregate {
         // Each position of the unflat group stands for this many tuples.
         let per_position = total / unflat_tuples.max(1);
         let keys_unflat = key_kinds.iter().any(|k| matches!(k, Evaluated::Unflat(_)));
+        if !keys_unflat {
+            self.groups_by_number();
+        }
         // Positions with weights of their own (`Extend::degrees`): each
         // updates the states alone, with its weight.
         let weighted = rs.weights.is_some();
@@ -1523,7 +1715,7 @@ impl HashAggregate {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kith_common::TableId;
+    use std::collections::BTreeMap;
 
     /// collect() of INT64 keeps integers, and turns into lists of values
     /// when an input is not an integer vector, in a group's batch, per
@@ -1621,6 +1813,64 @@ mod tests {
             col.set_null(1, true);
             assert_eq!(col.get_value(0), want);
             assert!(col.is_null(1));
+        }
+    }
+
+    proptest::proptest! {
+        /// Counts by offset against a map: a batch with a key of another
+        /// table, a zero weight or an offset too far for the groups adds
+        /// nothing and says so; tables of one table merge by adding.
+        #[test]
+        fn offset_counts_match_a_map(
+            batches in proptest::collection::vec(
+                proptest::collection::vec((0u32..6, 0u64..3000, 0u64..4), 1..40),
+                1..12,
+            ),
+            far in proptest::bool::ANY,
+        ) {
+            let table = TableId(2);
+            let mut mine = OffsetCounts::new(table);
+            let mut theirs = OffsetCounts::new(table);
+            let mut want: BTreeMap<u64, u64> = BTreeMap::new();
+            for (i, batch) in batches.iter().enumerate() {
+                // Table 2 mostly, weight 0 rarely, an offset of 2^20 (too
+                // sparse for a few groups) in some runs.
+                let ids: Vec<InternalId> = batch
+                    .iter()
+                    .enumerate()
+                    .map(|(j, &(t, o, _))| {
+                        let o = if far && i == 3 && j == 0 { 1 << 20 } else { o };
+                        InternalId::new(TableId(if t == 0 { 5 } else { 2 }), o)
+                    })
+                    .collect();
+                let weights: Vec<u64> = batch.iter().map(|&(t, _, w)| if t == 1 { w } else { w + 1 }).collect();
+                let positions: Vec<u32> = (0..ids.len() as u32).collect();
+                let countable = ids.iter().zip(&weights).all(|(id, &w)| id.table() == table && w > 0)
+                    && !(far && i == 3);
+                let into = if i % 2 == 0 { &mut mine } else { &mut theirs };
+                let before = into.counts.clone();
+                let counted = into.count(&ids, &positions, |p| weights[p]);
+                proptest::prop_assert_eq!(counted, countable);
+                if counted {
+                    for (id, &w) in ids.iter().zip(&weights) {
+                        *want.entry(id.offset()).or_default() += w;
+                    }
+                } else {
+                    proptest::prop_assert_eq!(&into.counts, &before);
+                }
+            }
+            proptest::prop_assert!(mine.add(&theirs));
+            proptest::prop_assert!(!mine.add(&OffsetCounts::new(TableId(7))));
+            proptest::prop_assert_eq!(mine.groups, want.len());
+            let (bits, counts) = mine.into_groups();
+            let got: BTreeMap<u64, u64> = bits
+                .iter()
+                .map(|&b| InternalId(b))
+                .inspect(|id| assert_eq!(id.table(), table))
+                .map(|id| id.offset())
+                .zip(counts)
+                .collect();
+            proptest::prop_assert_eq!(got, want);
         }
     }
 
