@@ -1159,14 +1159,21 @@ impl OffsetCounts {
 
     /// The groups in offset order: their ids' bits and their counts.
     fn into_groups(self) -> (Vec<u64>, Vec<u64>) {
-        let mut bits = Vec::with_capacity(self.groups);
-        let mut counts = Vec::with_capacity(self.groups);
+        // Every offset written, the next group's place advanced only past
+        // a count: no branch per offset (counts are zero at random).
+        // `groups` counts them, so the writes stay within one extra slot.
+        let mut bits = vec![0u64; self.groups + 1];
+        let mut counts = vec![0u64; self.groups + 1];
+        let mut g = 0;
+        let base = InternalId::new(self.table, 0).0;
         for (o, &c) in self.counts.iter().enumerate() {
-            if c > 0 {
-                bits.push(InternalId::new(self.table, o as u64).0);
-                counts.push(c);
-            }
+            let at = g.min(self.groups);
+            bits[at] = base + o as u64;
+            counts[at] = c;
+            g += usize::from(c > 0);
         }
+        bits.truncate(self.groups);
+        counts.truncate(self.groups);
         (bits, counts)
     }
 }
