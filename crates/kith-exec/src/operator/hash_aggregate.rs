@@ -634,7 +634,30 @@ impl HashAggregate {
             out.num_rows = 1;
             return out;
         }
-        self.offset_groups_unindexed();
+        if let Some(d) = self.by_offset.take() {
+            let (bits, counts) = d.into_groups();
+            // The id and INT64 columns take the vectors as they are.
+            if let [keys @ ValueVector {
+                data: VectorData::Id(_),
+                ..
+            }, n @ ValueVector {
+                data: VectorData::I64(_),
+                ..
+            }] = out.columns.as_mut_slice()
+            {
+                out.num_rows = bits.len();
+                keys.data = VectorData::Id(bits.into_iter().map(InternalId).collect());
+                n.data = VectorData::I64(counts.into_iter().map(|c| c as i64).collect());
+                return out;
+            }
+            self.num_groups = bits.len();
+            self.key_values = GroupKeys::Bits {
+                kind: 0,
+                bits,
+                null: None,
+            };
+            self.columns = vec![StateColumn::Count(counts)];
+        }
         let n = self.num_groups;
         out.num_rows = n;
         // Sized once, then each group's values stored in place.
