@@ -29,6 +29,8 @@ pub struct CsrPins {
     /// Storage columns of the rel properties pinned with each group.
     columns: Vec<usize>,
     pinned: Vec<Option<PinnedGroup>>,
+    /// Scratch of [`CsrPins::degrees_into`]: the offsets decoded for a run.
+    run_offsets: Vec<u64>,
 }
 
 /// A pinned CSR group and, once it has been sought often enough, its
@@ -64,6 +66,7 @@ impl CsrPins {
             },
             columns,
             pinned: Vec::new(),
+            run_offsets: Vec::new(),
         }
     }
 
@@ -147,12 +150,15 @@ impl CsrPins {
     /// `positions` (ascending positions of one batch): a run of nodes in
     /// one group whose offsets are decoded and which has no changes reads
     /// two offsets per node, with no lookup of its group or its appended
-    /// rels.
+    /// rels. In a group without changes whose offsets are not decoded, a
+    /// run of nodes close together (a scan's morsel) decodes just the
+    /// offsets it spans: the workers of a scan decode their own morsels'
+    /// offsets, not each the whole group.
     pub fn degrees_into(
         &mut self,
         pager: &Arc<Pager>,
         ids: &[InternalId],
-        positions: impl Iterator<Item = usize>,
+        positions: impl Iterator<Item = usize> + Clone,
         out: &mut [u64],
     ) -> Result<()> {
         let mut positions = positions.peekable();
@@ -180,11 +186,87 @@ impl CsrPins {
                     }
                     continue;
                 }
+            } else if self.run_of_group(pager, group, ids, &mut positions, out)? {
+                continue;
             }
             out[p] = self.degree(pager, ids[p].offset())?;
             positions.next();
         }
         Ok(())
+    }
+
+    /// [`CsrPins::degrees_into`] for the positions at the front of
+    /// `positions` whose nodes are in `group`, not decoded, when the group
+    /// has no changes: the offsets from the run's lowest node to its
+    /// highest decoded at once when they are at most 4 per node (plus 64),
+    /// else each node sought. False (nothing taken) for a group with
+    /// changes.
+    fn run_of_group(
+        &mut self,
+        pager: &Arc<Pager>,
+        group: usize,
+        ids: &[InternalId],
+        positions: &mut std::iter::Peekable<impl Iterator<Item = usize> + Clone>,
+        out: &mut [u64],
+    ) -> Result<bool> {
+        let Some(csr_group) = self.data.csr(self.dir).groups.get(group) else {
+            return Ok(false);
+        };
+        if self.pinned.len() <= group {
+            self.pinned.resize_with(group + 1, || None);
+        }
+        let pinned = match &mut self.pinned[group] {
+            Some(p) => p,
+            slot => slot.insert(PinnedGroup {
+                csr: csr_group.pin(pager, &self.columns)?,
+                seeks: 0,
+                offsets: None,
+            }),
+        };
+        if pinned.csr.has_changes() {
+            return Ok(false);
+        }
+        let base = group as u64 * NODE_GROUP_SIZE;
+        let nodes = pinned.csr.num_nodes;
+        // The run's extent first (nodes added after the rels were built
+        // have none and are not read), then its degrees.
+        let (mut lo, mut hi, mut len) = (u64::MAX, 0, 0usize);
+        for p in positions.clone() {
+            let local = ids[p].offset().wrapping_sub(base);
+            if local >= NODE_GROUP_SIZE {
+                break;
+            }
+            len += 1;
+            if local < nodes {
+                lo = lo.min(local);
+                hi = hi.max(local);
+            }
+        }
+        let span = hi.wrapping_sub(lo).wrapping_add(2) as usize;
+        let decode = lo <= hi && span <= 4 * len + 64;
+        if decode {
+            self.run_offsets.resize(span, 0);
+            pinned
+                .csr
+                .offsets
+                .read_u64s(lo, span, &mut self.run_offsets);
+        }
+        if decode {
+            let offsets = &self.run_offsets[..];
+            for p in positions.by_ref().take(len) {
+                let at = (ids[p].offset() - base).wrapping_sub(lo) as usize;
+                out[p] = match offsets.get(at..at + 2) {
+                    Some(&[s, e]) => e - s,
+                    // Past the rels' nodes.
+                    _ => 0,
+                };
+            }
+        } else {
+            for p in positions.by_ref().take(len) {
+                out[p] = self.degree(pager, ids[p].offset())?;
+            }
+        }
+        Ok(true)
     }
 
     /// Every run of positions of node `offset`'s rels (the main range, then
