@@ -512,6 +512,9 @@ const NN50_LOADS: &[Load] = &[
 /// SQ4 and SQ5 sort every row (with tie-breakers, so the answer is unique)
 /// and return 10 of them via SKIP. `{START}` is 777 (the seed's), the
 /// SKIPs come from `meta.json`. `-[]-` is undirected, as the seed's `--`.
+/// Two GROUP BYs over all 50 M edges follow (not the seed's): by a
+/// property of the destination (7 groups) and by the destination node
+/// (1 M groups, every in-degree is 50).
 const SQ_QUERIES: &[Query] = &[
     q("SQ1-scan", "MATCH (n:LBL_ALL) RETURN count(*), sum(n.id), sum(n.idMod7)")
         .sql("SELECT count(*), sum(id), sum(idMod7) FROM LBL_ALL"),
@@ -525,6 +528,10 @@ const SQ_QUERIES: &[Query] = &[
         .sql("SELECT id, idMod7 FROM LBL_10M ORDER BY idMod7 DESC, id ASC LIMIT 10 OFFSET {SQ4_SKIP}"),
     q("SQ5-mixed", "MATCH (m:LBL_ALL)-[:REL_ONE]-(n:LBL_ALL) WHERE m.id % 1113 = 7 RETURN n.id, n.idMod7, m.id ORDER BY m.idMod7 DESC, m.id ASC, n.id ASC SKIP {SQ5_SKIP} LIMIT 10")
         .sql("WITH e AS (SELECT src AS a, dst AS b FROM REL_ONE UNION ALL SELECT dst, src FROM REL_ONE) SELECT n.id, n.idMod7, m.id FROM LBL_ALL m JOIN e ON e.a = m.id JOIN LBL_ALL n ON n.id = e.b WHERE m.id % 1113 = 7 ORDER BY m.idMod7 DESC, m.id ASC, n.id ASC LIMIT 10 OFFSET {SQ5_SKIP}"),
+    q("group-dst-mod7", "MATCH (a:LBL_ALL)-[:REL_ONE]->(b:LBL_ALL) RETURN b.idMod7 AS k, count(*) AS c ORDER BY k")
+        .sql("SELECT b.idMod7 AS k, count(*) AS c FROM REL_ONE e JOIN LBL_ALL b ON b.id = e.dst GROUP BY b.idMod7 ORDER BY k"),
+    q("indegree-50", "MATCH (a:LBL_ALL)-[:REL_ONE]->(b:LBL_ALL) WITH b, count(*) AS c WHERE c >= 50 RETURN count(*), sum(c)")
+        .sql("SELECT count(*), sum(c) FROM (SELECT dst, count(*) AS c FROM REL_ONE GROUP BY dst HAVING count(*) >= 50)"),
 ];
 
 /// LDBC SNB interactive complex reads that the schema and the engine can
@@ -633,7 +640,7 @@ pub const SUITES: &[Suite] = &[
     },
     Suite {
         name: "sq",
-        description: "Seed 004 small queries on its 50-next-neighbours graph (gen nn50): SQ1 scan, SQ2 filter, SQ3 4-hop expand from one node (undirected as in the seed, and outgoing only), SQ4 sort of the first tenth of the nodes, SQ5 filter + expand + sort.",
+        description: "Seed 004 small queries on its 50-next-neighbours graph (gen nn50): SQ1 scan, SQ2 filter, SQ3 4-hop expand from one node (undirected as in the seed, and outgoing only), SQ4 sort of the first tenth of the nodes, SQ5 filter + expand + sort; then GROUP BY over all edges by a destination property and by the destination node.",
         dataset: Dataset::Nn50,
         ddl: NN50_DDL,
         loads: NN50_LOADS,
