@@ -91,6 +91,30 @@ impl CsrPins {
         self.range_pinning(pager, group, local)
     }
 
+    /// Group `group`, pinned on first use; None past the CSR's groups.
+    /// Borrows only the pins, so the caller may use its scratch meanwhile.
+    fn pinned_group<'a>(
+        (data, dir, columns): (&RelTableData, RelDirection, &[usize]),
+        pinned: &'a mut Vec<Option<PinnedGroup>>,
+        pager: &Arc<Pager>,
+        group: usize,
+    ) -> Result<Option<&'a mut PinnedGroup>> {
+        let Some(csr_group) = data.csr(dir).groups.get(group) else {
+            return Ok(None);
+        };
+        if pinned.len() <= group {
+            pinned.resize_with(group + 1, || None);
+        }
+        Ok(Some(match &mut pinned[group] {
+            Some(p) => p,
+            slot => slot.insert(PinnedGroup {
+                csr: csr_group.pin(pager, columns)?,
+                seeks: 0,
+                offsets: None,
+            }),
+        }))
+    }
+
     /// [`CsrPins::range`] in a group whose offsets are not decoded yet
     /// (pinning it first if needed); out of line so the decoded path inlines.
     #[inline(never)]
@@ -100,19 +124,9 @@ impl CsrPins {
         group: usize,
         local: u64,
     ) -> Result<(usize, u64, u64)> {
-        let Some(csr_group) = self.data.csr(self.dir).groups.get(group) else {
+        let csr = (&*self.data, self.dir, &self.columns[..]);
+        let Some(pinned) = Self::pinned_group(csr, &mut self.pinned, pager, group)? else {
             return Ok((0, 0, 0));
-        };
-        if self.pinned.len() <= group {
-            self.pinned.resize_with(group + 1, || None);
-        }
-        let pinned = match &mut self.pinned[group] {
-            Some(p) => p,
-            slot => slot.insert(PinnedGroup {
-                csr: csr_group.pin(pager, &self.columns)?,
-                seeks: 0,
-                offsets: None,
-            }),
         };
         pinned.seeks += 1;
         let (s, e) = pinned.csr.range(local);
@@ -209,19 +223,9 @@ impl CsrPins {
         positions: &mut std::iter::Peekable<impl Iterator<Item = usize> + Clone>,
         out: &mut [u64],
     ) -> Result<bool> {
-        let Some(csr_group) = self.data.csr(self.dir).groups.get(group) else {
+        let csr = (&*self.data, self.dir, &self.columns[..]);
+        let Some(pinned) = Self::pinned_group(csr, &mut self.pinned, pager, group)? else {
             return Ok(false);
-        };
-        if self.pinned.len() <= group {
-            self.pinned.resize_with(group + 1, || None);
-        }
-        let pinned = match &mut self.pinned[group] {
-            Some(p) => p,
-            slot => slot.insert(PinnedGroup {
-                csr: csr_group.pin(pager, &self.columns)?,
-                seeks: 0,
-                offsets: None,
-            }),
         };
         if pinned.csr.has_changes() {
             return Ok(false);
@@ -243,16 +247,10 @@ impl CsrPins {
             }
         }
         let span = hi.wrapping_sub(lo).wrapping_add(2) as usize;
-        let decode = lo <= hi && span <= 4 * len + 64;
-        if decode {
-            self.run_offsets.resize(span, 0);
-            pinned
-                .csr
-                .offsets
-                .read_u64s(lo, span, &mut self.run_offsets);
-        }
-        if decode {
-            let offsets = &self.run_offsets[..];
+        if lo <= hi && span <= 4 * len + 64 {
+            let offsets = &mut self.run_offsets;
+            offsets.resize(span, 0);
+            pinned.csr.offsets.read_u64s(lo, span, offsets);
             for p in positions.by_ref().take(len) {
                 let at = (ids[p].offset() - base).wrapping_sub(lo) as usize;
                 out[p] = match offsets.get(at..at + 2) {

@@ -370,22 +370,19 @@ impl HashAggregate {
     /// Turns counts by offset into numbered groups (in offset order), as
     /// every operation but counting and merging such tables needs.
     fn groups_by_number(&mut self) {
-        if self.offset_groups_unindexed() {
-            if let GroupKeys::Bits { bits, .. } = &self.key_values {
-                for (g, &b) in bits.iter().enumerate() {
-                    self.by_bits.insert((0, b), g as u32);
-                }
-            }
-        }
-    }
-
-    /// [`HashAggregate::groups_by_number`] without the index by bits (to
-    /// finish); false when the table was not counts by offset.
-    fn offset_groups_unindexed(&mut self) -> bool {
         let Some(d) = self.by_offset.take() else {
-            return false;
+            return;
         };
         let (bits, counts) = d.into_groups();
+        for (g, &b) in bits.iter().enumerate() {
+            self.by_bits.insert((0, b), g as u32);
+        }
+        self.set_count_groups(bits, counts);
+    }
+
+    /// Numbered groups of one id key (`bits`) and one count(*) (`counts`),
+    /// from [`OffsetCounts::into_groups`].
+    fn set_count_groups(&mut self, bits: Vec<u64>, counts: Vec<u64>) {
         self.num_groups = bits.len();
         self.key_values = GroupKeys::Bits {
             kind: 0,
@@ -393,7 +390,6 @@ impl HashAggregate {
             null: None,
         };
         self.columns = vec![StateColumn::Count(counts)];
-        true
     }
 
     /// A table to merge partition `part` of `1 << log2_parts` into: its
@@ -650,13 +646,7 @@ impl HashAggregate {
                 n.data = VectorData::I64(counts.into_iter().map(|c| c as i64).collect());
                 return out;
             }
-            self.num_groups = bits.len();
-            self.key_values = GroupKeys::Bits {
-                kind: 0,
-                bits,
-                null: None,
-            };
-            self.columns = vec![StateColumn::Count(counts)];
+            self.set_count_groups(bits, counts);
         }
         let n = self.num_groups;
         out.num_rows = n;
