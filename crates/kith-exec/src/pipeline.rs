@@ -2299,15 +2299,16 @@ fn execute_part(
 fn key_slot(e: &BoundExpr) -> Option<SlotId> {
     match &e.kind {
         BoundExprKind::Slot(s) => Some(*s),
-        BoundExprKind::Function(name, args) if name == "id" => match args.as_slice() {
-            [a] if a.ty == LogicalType::InternalId && e.ty == LogicalType::InternalId => {
-                match a.kind {
-                    BoundExprKind::Slot(s) => Some(s),
-                    _ => None,
-                }
+        BoundExprKind::Function(name, args) if name == "id" && e.ty == LogicalType::InternalId => {
+            match args.as_slice() {
+                [BoundExpr {
+                    kind: BoundExprKind::Slot(s),
+                    ty: LogicalType::InternalId,
+                    ..
+                }] => Some(*s),
+                _ => None,
             }
-            _ => None,
-        },
+        }
         _ => None,
     }
 }

@@ -133,7 +133,7 @@ impl SubqueryTable {
             let typed_values = match values {
                 None if kind == SubqueryKind::Exists => Some(None),
                 Some(v) if !v.nulls.may_have_nulls() => match &v.data {
-                    VectorData::I64(n) => Some(Some(n)),
+                    VectorData::I64(n) => n.get(..c.num_rows).map(Some),
                     _ => None,
                 },
                 _ => None,
@@ -142,7 +142,6 @@ impl SubqueryTable {
                 VectorData::Id(ids) if !keys.nulls.may_have_nulls() => ids.get(..c.num_rows),
                 _ => None,
             };
-            let typed_values = typed_values.filter(|v| v.is_none_or(|n| n.len() >= c.num_rows));
             if let (Some(ids), Some(values)) = (typed_keys, typed_values) {
                 for (r, &id) in ids.iter().enumerate() {
                     let count = match values.map(|n| u64::try_from(n[r])) {

@@ -6,8 +6,9 @@
 //! into morsels by a [`MorselDispenser`], so a late-joining or slow worker never
 //! leaves the others waiting. Workers and the caller busy-wait a few hundred
 //! microseconds before sleeping, since a small query's tasks follow each
-//! other faster than a sleeping thread wakes. Cancellation (interrupt, timeout, a satisfied
-//! LIMIT) is cooperative through a [`CancelToken`] checked once per morsel.
+//! other faster than a sleeping thread wakes. Cancellation (interrupt,
+//! timeout, a satisfied LIMIT) is cooperative through a [`CancelToken`]
+//! checked once per morsel.
 //! This crate knows nothing about queries or storage.
 
 mod cancel;

@@ -247,8 +247,11 @@ fn run_statement(
         let settings = conn.settings.lock();
         (settings.var_length, settings.threads)
     };
-    // The pool's workers wake while the statement is bound and planned.
-    conn.db.sched.anticipate(threads);
+    // The pool's workers wake while a statement that matches patterns is
+    // bound and planned (others would only make them spin).
+    if matches_patterns(stmt) {
+        conn.db.sched.anticipate(threads);
+    }
     let bound = kith_planner::binder::bind_with_params(
         &snapshot.catalog,
         &procedures,
@@ -303,6 +306,21 @@ fn run_statement(
         }
     }
     result
+}
+
+/// Whether a statement matches patterns (MATCH, MERGE), and so runs
+/// pipelines on the pool's workers.
+fn matches_patterns(stmt: &kith_parser::ast::Statement) -> bool {
+    use kith_parser::ast::{Clause, Statement};
+    match stmt {
+        Statement::Query(q) => q.parts.iter().any(|part| {
+            part.clauses
+                .iter()
+                .any(|c| matches!(c, Clause::Match { .. } | Clause::Merge { .. }))
+        }),
+        Statement::Explain { inner, .. } => matches_patterns(inner),
+        _ => false,
+    }
 }
 
 fn run_bound(

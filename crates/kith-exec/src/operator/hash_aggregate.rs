@@ -302,7 +302,7 @@ impl HashAggregate {
 
     /// Merges another worker's groups into this one.
     pub fn merge(&mut self, mut other: HashAggregate) -> Result<()> {
-        if let (Some(mine), Some(theirs)) = (self.by_offset.as_mut(), other.by_offset.as_ref()) {
+        if let (Some(mine), Some(theirs)) = (self.by_offset.as_mut(), other.by_offset.as_mut()) {
             if mine.add(theirs) {
                 return Ok(());
             }
@@ -1151,22 +1151,20 @@ impl OffsetCounts {
         true
     }
 
-    /// Adds another table's counts; false (nothing added) for one of
-    /// another table or too large to hold.
-    fn add(&mut self, other: &OffsetCounts) -> bool {
-        if other.table != self.table
-            || (other.counts.len() > self.counts.len() && !self.grow(other.counts.len() as u64 - 1))
-        {
+    /// Adds another table's counts (into the longer of the two arrays,
+    /// which `other` may be left with); false (nothing added) for one of
+    /// another table.
+    fn add(&mut self, other: &mut OffsetCounts) -> bool {
+        if other.table != self.table {
             return false;
         }
-        let mut groups = 0;
+        if other.counts.len() > self.counts.len() {
+            std::mem::swap(&mut self.counts, &mut other.counts);
+        }
         for (c, &o) in self.counts.iter_mut().zip(&other.counts) {
             *c += o;
         }
-        for &c in &self.counts {
-            groups += usize::from(c > 0);
-        }
-        self.groups = groups;
+        self.groups = self.counts.iter().filter(|&&c| c > 0).count();
         true
     }
 
@@ -1879,8 +1877,8 @@ mod tests {
                     proptest::prop_assert_eq!(&into.counts, &before);
                 }
             }
-            proptest::prop_assert!(mine.add(&theirs));
-            proptest::prop_assert!(!mine.add(&OffsetCounts::new(TableId(7))));
+            proptest::prop_assert!(mine.add(&mut theirs));
+            proptest::prop_assert!(!mine.add(&mut OffsetCounts::new(TableId(7))));
             proptest::prop_assert_eq!(mine.groups, want.len());
             let (bits, counts) = mine.into_groups();
             let got: BTreeMap<u64, u64> = bits
