@@ -41,6 +41,7 @@ use crate::operator::scan_counted_rows::{Feed, ScanCountedRows};
 use crate::operator::scan_node::ScanNodes;
 use crate::operator::scan_properties::read_by_id;
 use crate::operator::scan_properties::ScanProperties;
+use crate::operator::scan_rows::RowPieces;
 use crate::operator::scan_rows::ScanRows;
 use crate::operator::semi_mask::{SemiMask, SemiMaskFilter};
 use crate::operator::single::SingleTuple;
@@ -443,9 +444,10 @@ impl PipelineShape {
                 let (cols, nulls) = place_reads(&mut b, first, properties, |p| data.column_of(p))?;
                 source_nulls = nulls;
                 let columns = cols.into_iter().map(|(c, v)| (c, (first, v))).collect();
-                let morsels = Arc::new(MorselDispenser::new(
+                let morsels = Arc::new(MorselDispenser::with_regions(
                     data.num_rows,
                     scan_morsel_size(plan_steps, threads),
+                    threads,
                 ));
                 BuiltSource::Scan {
                     table: *table,
@@ -465,9 +467,10 @@ impl PipelineShape {
                 if positions.is_empty() {
                     b.add_anonymous(first, LogicalType::InternalId);
                 }
-                let morsels = Arc::new(MorselDispenser::new(
-                    rows.num_rows() as u64,
+                let morsels = Arc::new(MorselDispenser::with_regions(
+                    rows.span(),
                     VECTOR_CAPACITY as u64,
+                    threads,
                 ));
                 BuiltSource::Rows {
                     rows,
@@ -859,14 +862,19 @@ impl PipelineShape {
         })
     }
 
-    /// A fresh operator chain and result set for one worker.
-    fn instantiate(&self) -> Result<(Box<dyn Operator>, ResultSet)> {
-        self.instantiate_fed(None)
+    /// A fresh operator chain and result set for worker number `worker`
+    /// (where its scan takes morsels first).
+    fn instantiate(&self, worker: usize) -> Result<(Box<dyn Operator>, ResultSet)> {
+        self.instantiate_fed(None, worker)
     }
 
     /// [`PipelineShape::instantiate`] whose scan of a recursive join's
     /// rows reads the batches put into `feed` (a pipelined join).
-    fn instantiate_fed(&self, feed: Option<Arc<Feed>>) -> Result<(Box<dyn Operator>, ResultSet)> {
+    fn instantiate_fed(
+        &self,
+        feed: Option<Arc<Feed>>,
+        worker: usize,
+    ) -> Result<(Box<dyn Operator>, ResultSet)> {
         let ctx = &self.ctx;
         let mut op: Box<dyn Operator> = match &self.source {
             BuiltSource::Single(taken) => Box::new(SingleTuple {
@@ -892,7 +900,7 @@ impl PipelineShape {
                 Arc::clone(ctx),
                 *table,
                 Arc::clone(data),
-                Arc::clone(morsels),
+                (Arc::clone(morsels), worker),
                 (*id, *write_ids),
                 columns.clone(),
             )),
@@ -907,9 +915,11 @@ impl PipelineShape {
                 rows: rows.clone(),
                 path_cache: Default::default(),
                 morsels: Arc::clone(morsels),
+                worker,
                 chunk: *chunk,
                 columns: columns.clone(),
                 pending: 0..0,
+                piece: 0,
                 feed: feed.clone(),
             }),
             BuiltSource::Rows {
@@ -921,12 +931,13 @@ impl PipelineShape {
             } => Box::new(ScanRows {
                 ctx: Arc::clone(ctx),
                 rows: match rows {
-                    PartRows::Chunk(c) => Arc::clone(c),
+                    PartRows::Chunks(c) => Arc::clone(c),
                     PartRows::Join(_) => {
                         return Err(Error::internal("recursive join rows without their counts"))
                     }
                 },
                 morsels: Arc::clone(morsels),
+                worker,
                 chunk: *chunk,
                 columns: columns.clone(),
             }),
@@ -1346,7 +1357,7 @@ where
         for k in 0..n {
             let i = (ctx.worker_idx + k) % n;
             let shape = &self.shapes[i];
-            let (mut op, mut rs) = shape.instantiate()?;
+            let (mut op, mut rs) = shape.instantiate(ctx.worker_idx)?;
             let mut sink = (self.make_sink)()?;
             while op.next(&mut rs)? {
                 sink.consume(&rs, &shape.layout)?;
@@ -1390,7 +1401,7 @@ where
             Some(c) => c,
             None => {
                 let feed: Arc<Feed> = Arc::default();
-                let (op, rs) = self.shape.instantiate_fed(Some(Arc::clone(&feed)))?;
+                let (op, rs) = self.shape.instantiate_fed(Some(Arc::clone(&feed)), 0)?;
                 let sink = (self.make_sink)()?;
                 PushedChain { op, rs, feed, sink }
             }
@@ -1509,7 +1520,12 @@ pub fn execute_query_from(
     recursive: &RecursiveSettings,
 ) -> Result<Vec<Chunk>> {
     let ctx = run_subqueries(plan, ctx, sched, threads, recursive)?;
-    let mut input: Option<Chunk> = initial;
+    // The rows handed to the next part: the chunks of the part before it,
+    // with their column types.
+    let mut input: Option<(Vec<Chunk>, Vec<LogicalType>)> = initial.map(|c| {
+        let types = c.columns.iter().map(|v| v.ty.clone()).collect();
+        (vec![c], types)
+    });
     let last = plan.parts.len().saturating_sub(1);
     // Whether the rows handed to the next part are in an ORDER BY's order.
     let mut sorted_input = false;
@@ -1534,9 +1550,21 @@ pub fn execute_query_from(
         // the search finds them (see `PushedPipeline`).
         let mut pipelined: Option<(&RecursiveJoin, Arc<Chunk>)> = None;
         let rows = match part.from_rows {
-            true => {
+            // Rows only scanned (no recursive join, UNWIND or numbering
+            // reads them whole): the earlier part's chunks as they are.
+            true if part.recursive.is_none() && part.unwinds.is_empty() && !part.numbers_rows => {
                 // The first part starts from one empty row.
-                let mut base = input.take().unwrap_or_else(|| Chunk::new(&[], 1));
+                let (chunks, _) = input
+                    .take()
+                    .unwrap_or_else(|| (vec![Chunk::new(&[], 1)], Vec::new()));
+                let chunks = chunks.into_iter().map(Arc::new).collect();
+                Some(PartRows::Chunks(Arc::new(RowPieces::new(chunks))))
+            }
+            true => {
+                let mut base = match input.take() {
+                    Some((chunks, types)) => concat(chunks, &types),
+                    None => Chunk::new(&[], 1),
+                };
                 let mut join_rows = None;
                 if let Some(join) = &part.recursive {
                     if pipelines_join(part) {
@@ -1577,7 +1605,7 @@ pub fn execute_query_from(
                         if part.numbers_rows {
                             numbered = Some(Arc::clone(&rows));
                         }
-                        PartRows::Chunk(rows)
+                        PartRows::Chunks(Arc::new(RowPieces::new(vec![rows])))
                     }
                 })
             }
@@ -1637,7 +1665,7 @@ pub fn execute_query_from(
         if counts_out {
             types.push(crate::operator::recursive_join::COUNT_TYPE);
         }
-        input = Some(concat(chunks, &types));
+        input = Some((chunks, types));
         counted_input = counts_out;
     }
     Ok(Vec::new())
@@ -2510,16 +2538,25 @@ fn project_rows(
         subqueries: &ctx.subqueries,
     };
     let mut out = Chunk::new(types, 0);
-    for (col, e) in out.columns.iter_mut().zip(outputs) {
-        // A plain slot of the column's type: the input column, copied whole.
-        if let BoundExprKind::Slot(slot) = &e.kind {
-            let source = layout
-                .get(*slot)
-                .and_then(|(_, v)| rs.chunks[0].vectors.get(v));
-            if let Some(source) = source.filter(|v| v.ty == col.ty && v.len() == n) {
-                *col = source.clone();
-                continue;
-            }
+    // A plain slot of the column's type is the input column itself: taken
+    // by its last such output once every expression is evaluated, copied
+    // for the others (a GROUP BY's million keys are not copied).
+    let plain: Vec<Option<usize>> = outputs
+        .iter()
+        .zip(&out.columns)
+        .map(|(e, col)| match &e.kind {
+            BoundExprKind::Slot(slot) => layout.get(*slot).map(|(_, v)| v).filter(|&v| {
+                rs.chunks[0]
+                    .vectors
+                    .get(v)
+                    .is_some_and(|s| s.ty == col.ty && s.len() == n)
+            }),
+            _ => None,
+        })
+        .collect();
+    for ((col, e), plain) in out.columns.iter_mut().zip(outputs).zip(&plain) {
+        if plain.is_some() {
+            continue;
         }
         let mut ev = Evaluator::new(e)?;
         let mut v = ValueVector::new(e.ty.clone(), 0);
@@ -2530,6 +2567,22 @@ fn project_rows(
             Evaluated::Unflat(_) if v.ty == col.ty && v.len() == n => *col = v,
             Evaluated::Unflat(_) => (0..n).for_each(|p| col.push_value(&v.get_value(p))),
         }
+    }
+    let mut inputs = rs
+        .chunks
+        .into_iter()
+        .next()
+        .map(|c| c.vectors)
+        .unwrap_or_default();
+    for (i, col) in out.columns.iter_mut().enumerate() {
+        let Some(v) = plain[i] else {
+            continue;
+        };
+        let used_later = plain[i + 1..].contains(&Some(v));
+        *col = match used_later {
+            true => inputs[v].clone(),
+            false => std::mem::replace(&mut inputs[v], ValueVector::new(col.ty.clone(), 0)),
+        };
     }
     out.num_rows = n;
     Ok(out)

@@ -17,7 +17,7 @@ struct MapTask<T, F> {
 
 impl<T: Send, F: Fn(usize) -> Result<T> + Send + Sync> Task for MapTask<T, F> {
     fn run_worker(&self, ctx: &WorkerContext) -> Result<()> {
-        while let Some(range) = self.items.next() {
+        while let Some(range) = self.items.next(ctx.worker_idx) {
             ctx.cancel.check()?;
             for i in range {
                 let v = (self.f)(i as usize)?;

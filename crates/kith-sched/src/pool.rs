@@ -354,7 +354,7 @@ mod tests {
     impl Task for Sum {
         fn run_worker(&self, ctx: &WorkerContext) -> Result<()> {
             self.workers_seen.lock().push(ctx.worker_idx);
-            while let Some(r) = self.morsels.next() {
+            while let Some(r) = self.morsels.next(ctx.worker_idx) {
                 ctx.cancel.check()?;
                 self.total.fetch_add(r.sum::<u64>(), Ordering::Relaxed);
             }

@@ -16,6 +16,7 @@ use kith_common::{
 };
 use kith_planner::bound::BoundAggregate;
 use kith_planner::expr::{BoundExprKind, SlotId};
+use kith_storage::TableData;
 
 use super::{LocalSink, QueryContext};
 use crate::aggregate_function::{AggregateFunc, AggregateSpec, AggregateState, RepeatRule};
@@ -1085,28 +1086,57 @@ fn keys_first_id<'a>(keys: &'a ValueVector, positions: &[u32]) -> Option<&'a Int
 }
 
 /// A grouped count(*) by one id key (`WITH b, count(*)`, an EXISTS
-/// subquery's `id(a), count(*)`) held as each offset's count in one table:
+/// subquery's `id(a), count(*)`) held as each offset's count in arrays:
 /// a tuple adds to one word, with no group number looked up or group
 /// created, and workers' tables merge by adding arrays. A count of 0 is no
 /// group (count(*) of a group is at least 1). Another table's key, a NULL
-/// key or an array much larger than its groups turns the table into
+/// key or arrays much larger than their groups turn the table into
 /// numbered groups ([`HashAggregate::groups_by_number`]).
+///
+/// The arrays are runs of offsets, so that a worker holds the offsets its
+/// morsels reach: mostly one run over its region of the scan (see
+/// `MorselDispenser::with_regions`), and one per region it helped finish.
 struct OffsetCounts {
     table: TableId,
-    counts: Vec<u64>,
+    /// Disjoint, in offset order.
+    runs: Vec<CountRun>,
+    /// The run the last batch counted into.
+    last: usize,
     /// Offsets with a count.
     groups: usize,
+    /// The key table's node count: how far a run may reach, reserved at
+    /// once so that a run growing morsel by morsel is not copied.
+    rows: u64,
 }
 
-/// Offsets an [`OffsetCounts`] holds at most (32 MiB of counts).
+/// The counts of offsets `first..first + counts.len()`.
+#[derive(Debug, Clone, PartialEq)]
+struct CountRun {
+    first: u64,
+    counts: Vec<u64>,
+}
+
+impl CountRun {
+    fn end(&self) -> u64 {
+        self.first + self.counts.len() as u64
+    }
+}
+
+/// Offsets [`OffsetCounts`] hold at most (32 MiB of counts).
 const OFFSET_COUNTS_MAX: u64 = 1 << 22;
 
+/// Runs this close are joined (the zeros between them written): a worker
+/// that helps finish another's region takes every other morsel there.
+const COUNT_RUN_GAP: u64 = 1 << 12;
+
 impl OffsetCounts {
-    fn new(table: TableId) -> OffsetCounts {
+    fn new(table: TableId, rows: u64) -> OffsetCounts {
         OffsetCounts {
             table,
-            counts: Vec::new(),
+            runs: Vec::new(),
+            last: 0,
             groups: 0,
+            rows,
         }
     }
 
@@ -1118,7 +1148,7 @@ impl OffsetCounts {
         positions: &[u32],
         weight: impl Fn(usize) -> u64,
     ) -> bool {
-        let mut max = 0;
+        let (mut lo, mut hi) = (u64::MAX, 0);
         for &p in positions {
             let Some(id) = ids.get(p as usize) else {
                 return false;
@@ -1126,65 +1156,151 @@ impl OffsetCounts {
             if id.table() != self.table || weight(p as usize) == 0 {
                 return false;
             }
-            max = max.max(id.offset());
+            lo = lo.min(id.offset());
+            hi = hi.max(id.offset());
         }
-        if max >= self.counts.len() as u64 && !self.grow(max) {
-            return false;
+        if positions.is_empty() {
+            return true;
         }
+        let r = match self.runs.get(self.last) {
+            Some(run) if run.first <= lo && hi < run.end() => self.last,
+            _ => match self.place(lo, hi, true) {
+                Some(r) => r,
+                None => return false,
+            },
+        };
+        self.last = r;
+        let run = &mut self.runs[r];
         for &p in positions {
-            let o = ids[p as usize].offset() as usize;
-            let c = &mut self.counts[o];
+            let o = (ids[p as usize].offset() - run.first) as usize;
+            let c = &mut run.counts[o];
             self.groups += usize::from(*c == 0);
             *c += weight(p as usize);
         }
         true
     }
 
-    /// Room for offset `max`; false when that would be too large or much
-    /// larger than the groups need (a few far-apart keys).
-    fn grow(&mut self, max: u64) -> bool {
-        let len = (max + 1).next_power_of_two();
-        if len > OFFSET_COUNTS_MAX || (len > 1 << 16 && (self.groups as u64) < len / 32) {
-            return false;
-        }
-        self.counts.resize(len as usize, 0);
-        true
+    /// Offsets in all runs.
+    fn span(&self) -> u64 {
+        self.runs.iter().map(|r| r.counts.len() as u64).sum()
     }
 
-    /// Adds another table's counts (into the longer of the two arrays,
-    /// which `other` may be left with); false (nothing added) for one of
-    /// another table.
+    /// The index of a run holding offsets `lo..=hi`: one that does, one
+    /// grown to (joining the runs it reaches) or a new one. None (nothing
+    /// changed) when that would make the runs too long, or, with `sparse`
+    /// checked, much longer than the groups need (a few far-apart keys).
+    fn place(&mut self, lo: u64, hi: u64, sparse: bool) -> Option<usize> {
+        // The runs within the gap of lo..=hi: a..b.
+        let a = self
+            .runs
+            .partition_point(|r| r.end().saturating_add(COUNT_RUN_GAP) <= lo);
+        let b = self
+            .runs
+            .partition_point(|r| r.first <= hi.saturating_add(COUNT_RUN_GAP));
+        let joined = &self.runs[a..b.max(a)];
+        let first = joined.first().map_or(lo, |r| r.first.min(lo));
+        let end = joined.last().map_or(hi + 1, |r| r.end().max(hi + 1));
+        let kept: u64 = joined.iter().map(|r| r.counts.len() as u64).sum();
+        let span = self.span() - kept + (end - first);
+        if span > OFFSET_COUNTS_MAX
+            || (sparse && span > 1 << 16 && (self.groups as u64) < span / 32)
+        {
+            return None;
+        }
+        let len = (end - first) as usize;
+        // Room up to the table's last node, untouched until counted.
+        let room = (self.rows.saturating_sub(first).min(OFFSET_COUNTS_MAX) as usize).max(len);
+        match joined {
+            // Grown at its end (the next morsels of a region).
+            [run] if run.first == first => {
+                let run = &mut self.runs[a];
+                if run.counts.capacity() < len {
+                    run.counts.reserve_exact(room - run.counts.len());
+                }
+                run.counts.resize(len, 0);
+            }
+            _ => {
+                let mut counts = Vec::with_capacity(room);
+                counts.resize(len, 0);
+                for r in joined {
+                    let at = (r.first - first) as usize;
+                    counts[at..at + r.counts.len()].copy_from_slice(&r.counts);
+                }
+                self.runs.splice(a..b.max(a), [CountRun { first, counts }]);
+            }
+        }
+        Some(a)
+    }
+
+    /// Adds another table's counts; false (nothing added) for one of
+    /// another table or when the runs would grow too long.
     fn add(&mut self, other: &mut OffsetCounts) -> bool {
         if other.table != self.table {
             return false;
         }
-        if other.counts.len() > self.counts.len() {
-            std::mem::swap(&mut self.counts, &mut other.counts);
+        let gaps = COUNT_RUN_GAP * (self.runs.len() + other.runs.len()) as u64;
+        if self.span() + other.span() + gaps > OFFSET_COUNTS_MAX {
+            return false;
         }
-        for (c, &o) in self.counts.iter_mut().zip(&other.counts) {
-            *c += o;
+        if other.span() > self.span() {
+            std::mem::swap(&mut self.runs, &mut other.runs);
         }
-        self.groups = self.counts.iter().filter(|&&c| c > 0).count();
+        for theirs in &other.runs {
+            let Some(r) = self.place(theirs.first, theirs.end() - 1, false) else {
+                return false;
+            };
+            let run = &mut self.runs[r];
+            let at = (theirs.first - run.first) as usize;
+            for (c, &o) in run.counts[at..].iter_mut().zip(&theirs.counts) {
+                *c += o;
+            }
+        }
+        self.groups = self
+            .runs
+            .iter()
+            .map(|r| r.counts.iter().filter(|&&c| c > 0).count())
+            .sum();
         true
     }
 
     /// The groups in offset order: their ids' bits and their counts.
     fn into_groups(self) -> (Vec<u64>, Vec<u64>) {
+        let n = self.groups;
+        let base = InternalId::new(self.table, 0).0;
+        let mut runs = self.runs.into_iter();
+        let Some(head) = runs.next() else {
+            return (Vec::new(), Vec::new());
+        };
+        // The counts compacted into the first run's array: a group's place
+        // is never after its offset there, nor in the part of the array
+        // already read when later runs are written.
+        let mut counts = head.counts;
+        let head_len = counts.len();
+        if counts.len() < n + 1 {
+            counts.resize(n + 1, 0);
+        }
+        let mut bits = vec![0u64; n + 1];
         // Every offset written, the next group's place advanced only past
         // a count: no branch per offset (counts are zero at random).
         // `groups` counts them, so the writes stay within one extra slot.
-        let mut bits = vec![0u64; self.groups + 1];
-        let mut counts = vec![0u64; self.groups + 1];
         let mut g = 0;
-        let base = InternalId::new(self.table, 0).0;
-        for (o, &c) in self.counts.iter().enumerate() {
-            let at = g.min(self.groups);
-            bits[at] = base + o as u64;
+        for o in 0..head_len {
+            let c = counts[o];
+            let at = g.min(n);
+            bits[at] = base + head.first + o as u64;
             counts[at] = c;
             g += usize::from(c > 0);
         }
-        bits.truncate(self.groups);
-        counts.truncate(self.groups);
+        for run in runs {
+            for (o, &c) in run.counts.iter().enumerate() {
+                let at = g.min(n);
+                bits[at] = base + run.first + o as u64;
+                counts[at] = c;
+                g += usize::from(c > 0);
+            }
+        }
+        bits.truncate(n);
+        counts.truncate(n);
         (bits, counts)
     }
 }
@@ -1380,10 +1496,7 @@ impl LocalSink for HashAggregate {
             &self.ctx.memory,
             (self.groups.capacity().max(self.num_groups) * per_group
                 + self.by_bits.bytes()
-                + self
-                    .by_offset
-                    .as_ref()
-                    .map_or(0, |d| d.counts.capacity() * 8)
+                + self.by_offset.as_ref().map_or(0, |d| d.span() as usize * 8)
                 + collected) as u64,
         )
     }
@@ -1470,7 +1583,11 @@ impl HashAggregate {
             && matches!(self.key_values, GroupKeys::Bits { kind: 0, .. })
         {
             if let Some(&id) = keys_first_id(keys, &positions) {
-                self.by_offset = Some(OffsetCounts::new(id.table()));
+                let rows = match self.ctx.version.table(id.table()).map(|t| t.as_ref()) {
+                    Ok(TableData::Node(n)) => n.num_rows,
+                    _ => 0,
+                };
+                self.by_offset = Some(OffsetCounts::new(id.table(), rows));
             }
         }
         if let (Some(d), VectorData::Id(ids)) = (self.by_offset.as_mut(), &keys.data) {
@@ -1838,17 +1955,20 @@ mod tests {
         /// Counts by offset against a map: a batch with a key of another
         /// table, a zero weight or an offset too far for the groups adds
         /// nothing and says so; tables of one table merge by adding.
+        /// Batches land in four places (`shifts`), in any order, so runs
+        /// are made apart, joined, grown at either end and merged.
         #[test]
         fn offset_counts_match_a_map(
             batches in proptest::collection::vec(
                 proptest::collection::vec((0u32..6, 0u64..3000, 0u64..4), 1..40),
                 1..12,
             ),
+            shifts in proptest::collection::vec(0usize..4, 12),
             far in proptest::bool::ANY,
         ) {
             let table = TableId(2);
-            let mut mine = OffsetCounts::new(table);
-            let mut theirs = OffsetCounts::new(table);
+            let mut mine = OffsetCounts::new(table, 2000);
+            let mut theirs = OffsetCounts::new(table, 0);
             let mut want: BTreeMap<u64, u64> = BTreeMap::new();
             for (i, batch) in batches.iter().enumerate() {
                 // Table 2 mostly, weight 0 rarely, an offset of 2^20 (too
@@ -1857,16 +1977,19 @@ mod tests {
                     .iter()
                     .enumerate()
                     .map(|(j, &(t, o, _))| {
+                        let o = o + [0, 6000, 12000, 50000][shifts[i]];
                         let o = if far && i == 3 && j == 0 { 1 << 20 } else { o };
                         InternalId::new(TableId(if t == 0 { 5 } else { 2 }), o)
                     })
                     .collect();
                 let weights: Vec<u64> = batch.iter().map(|&(t, _, w)| if t == 1 { w } else { w + 1 }).collect();
                 let positions: Vec<u32> = (0..ids.len() as u32).collect();
+                // A far key with near ones spans too many offsets for the
+                // groups; alone it is a run of its own.
                 let countable = ids.iter().zip(&weights).all(|(id, &w)| id.table() == table && w > 0)
-                    && !(far && i == 3);
+                    && !(far && i == 3 && ids.len() > 1);
                 let into = if i % 2 == 0 { &mut mine } else { &mut theirs };
-                let before = into.counts.clone();
+                let before = into.runs.clone();
                 let counted = into.count(&ids, &positions, |p| weights[p]);
                 proptest::prop_assert_eq!(counted, countable);
                 if counted {
@@ -1874,11 +1997,11 @@ mod tests {
                         *want.entry(id.offset()).or_default() += w;
                     }
                 } else {
-                    proptest::prop_assert_eq!(&into.counts, &before);
+                    proptest::prop_assert_eq!(&into.runs, &before);
                 }
             }
             proptest::prop_assert!(mine.add(&mut theirs));
-            proptest::prop_assert!(!mine.add(&mut OffsetCounts::new(TableId(7))));
+            proptest::prop_assert!(!mine.add(&mut OffsetCounts::new(TableId(7), 0)));
             proptest::prop_assert_eq!(mine.groups, want.len());
             let (bits, counts) = mine.into_groups();
             let got: BTreeMap<u64, u64> = bits

@@ -21,6 +21,7 @@ use kith_graph::{CostCountRow, CostRow, LenRow, PathRow, Sink};
 
 use super::path_values::{FoundPaths, IdSpace, LazyPaths, PathCache, PathPart};
 use super::recursive_join::COUNT_TYPE;
+use super::scan_rows::RowPieces;
 use super::{Pos, QueryContext};
 use crate::memory::{MemoryCharge, QueryMemory};
 use crate::result_set::ResultSet;
@@ -233,14 +234,15 @@ fn push_unless_implied(v: &mut Vec<u64>, row: usize, x: u64, implied: impl Fn(u6
 #[derive(Clone)]
 pub enum PartRows {
     Join(Arc<JoinRows>),
-    Chunk(Arc<Chunk>),
+    Chunks(Arc<RowPieces>),
 }
 
 impl PartRows {
-    pub fn num_rows(&self) -> usize {
+    /// The length morsels are cut from (see [`RowPieces::span`]).
+    pub fn span(&self) -> u64 {
         match self {
-            PartRows::Join(j) => j.num_rows(),
-            PartRows::Chunk(c) => c.num_rows,
+            PartRows::Join(j) => j.num_rows() as u64,
+            PartRows::Chunks(c) => c.span(),
         }
     }
 }

@@ -26,11 +26,15 @@ pub struct ScanCountedRows {
     /// This worker's copies of the path elements.
     pub path_cache: PathCache,
     pub morsels: Arc<MorselDispenser>,
+    /// The worker running this chain: where it takes morsels first.
+    pub worker: usize,
     pub chunk: usize,
     /// Where each column of the rows but the count goes.
     pub columns: Vec<Pos>,
-    /// What is left of the current morsel.
+    /// What is left of the current morsel, in the chunk numbered `piece`
+    /// of materialized rows.
     pub pending: Range<usize>,
+    pub piece: usize,
     /// A pipelined join's next batch, read once the morsels are out.
     pub feed: Option<Arc<Feed>>,
 }
@@ -44,7 +48,7 @@ impl ScanCountedRows {
     fn count(&self, row: usize) -> u64 {
         let col = match &self.rows {
             PartRows::Join(j) => return j.count(row),
-            PartRows::Chunk(c) => c.columns.last(),
+            PartRows::Chunks(c) => c.chunk(self.piece).columns.last(),
         };
         let Some(col) = col else {
             return 1;
@@ -67,8 +71,19 @@ impl Operator for ScanCountedRows {
                 return Ok(false);
             }
             if self.pending.is_empty() {
-                if let Some(range) = self.morsels.next() {
-                    self.pending = range.start as usize..range.end as usize;
+                if let Some(range) = self.morsels.next(self.worker) {
+                    match &self.rows {
+                        PartRows::Join(_) => {
+                            self.pending = range.start as usize..range.end as usize;
+                        }
+                        PartRows::Chunks(c) => {
+                            // Every morsel holds a row (see `RowPieces`).
+                            let Some((piece, rows)) = c.locate(&range) else {
+                                return Ok(false);
+                            };
+                            (self.piece, self.pending) = (piece, rows);
+                        }
+                    }
                     continue;
                 }
                 let Some(batch) = self.feed.as_ref().and_then(|f| f.lock().take()) else {
@@ -93,7 +108,9 @@ impl Operator for ScanCountedRows {
             let len = end - start;
             match &self.rows {
                 PartRows::Join(j) => j.fill(start, len, &self.columns, rs, &mut self.path_cache)?,
-                PartRows::Chunk(c) => copy_rows(c, &self.columns, start, len, rs),
+                PartRows::Chunks(c) => {
+                    copy_rows(c.chunk(self.piece), &self.columns, start, len, rs)
+                }
             }
             rs.chunks[self.chunk].state.reset(len);
             rs.multiplicity = count;

@@ -17,6 +17,8 @@ pub struct ScanNodes {
     pub data: Arc<NodeTableData>,
     /// Shared across workers; ranges of node offsets, never crossing a group.
     pub morsels: Arc<MorselDispenser>,
+    /// The worker running this chain: where it takes morsels first.
+    pub worker: usize,
     pub chunk: usize,
     pub id_vector: usize,
     /// Whether anything downstream reads the ids; if not, the id vector
@@ -32,7 +34,7 @@ impl ScanNodes {
         ctx: Arc<QueryContext>,
         table: TableId,
         data: Arc<NodeTableData>,
-        morsels: Arc<MorselDispenser>,
+        (morsels, worker): (Arc<MorselDispenser>, usize),
         (id_pos, write_ids): (Pos, bool),
         columns: Vec<(usize, Pos)>,
     ) -> ScanNodes {
@@ -41,6 +43,7 @@ impl ScanNodes {
             table,
             data,
             morsels,
+            worker,
             chunk: id_pos.0,
             id_vector: id_pos.1,
             write_ids,
@@ -57,7 +60,7 @@ impl Operator for ScanNodes {
             if self.ctx.cancel.should_stop()? {
                 return Ok(false);
             }
-            let Some(range) = self.morsels.next() else {
+            let Some(range) = self.morsels.next(self.worker) else {
                 return Ok(false);
             };
             let group = (range.start / NODE_GROUP_SIZE) as usize;
