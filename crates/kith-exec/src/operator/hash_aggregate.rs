@@ -9,6 +9,7 @@
 use hashbrown::{DefaultHashBuilder, HashMap, HashTable};
 use std::hash::BuildHasher;
 use std::hash::{Hash, Hasher};
+use std::ops::Range;
 use std::sync::Arc;
 
 use kith_common::{
@@ -1164,7 +1165,7 @@ impl OffsetCounts {
         }
         let r = match self.runs.get(self.last) {
             Some(run) if run.first <= lo && hi < run.end() => self.last,
-            _ => match self.place(lo, hi, true) {
+            _ => match self.place(lo, hi) {
                 Some(r) => r,
                 None => return false,
             },
@@ -1185,51 +1186,67 @@ impl OffsetCounts {
         self.runs.iter().map(|r| r.counts.len() as u64).sum()
     }
 
-    /// The index of a run holding offsets `lo..=hi`: one that does, one
-    /// grown to (joining the runs it reaches) or a new one. None (nothing
-    /// changed) when that would make the runs too long, or, with `sparse`
-    /// checked, much longer than the groups need (a few far-apart keys).
-    fn place(&mut self, lo: u64, hi: u64, sparse: bool) -> Option<usize> {
-        // The runs within the gap of lo..=hi: a..b.
+    /// The runs within the gap of offsets `lo..=hi` (indices `a..b`) and
+    /// the offsets the run joining them and `lo..=hi` would cover.
+    fn reach(&self, lo: u64, hi: u64) -> (Range<usize>, Range<u64>) {
         let a = self
             .runs
             .partition_point(|r| r.end().saturating_add(COUNT_RUN_GAP) <= lo);
+        // At least `a`: a run starting past hi + gap ends past lo + gap.
         let b = self
             .runs
-            .partition_point(|r| r.first <= hi.saturating_add(COUNT_RUN_GAP));
-        let joined = &self.runs[a..b.max(a)];
+            .partition_point(|r| r.first <= hi.saturating_add(COUNT_RUN_GAP))
+            .max(a);
+        let joined = &self.runs[a..b];
         let first = joined.first().map_or(lo, |r| r.first.min(lo));
         let end = joined.last().map_or(hi + 1, |r| r.end().max(hi + 1));
-        let kept: u64 = joined.iter().map(|r| r.counts.len() as u64).sum();
-        let span = self.span() - kept + (end - first);
-        if span > OFFSET_COUNTS_MAX
-            || (sparse && span > 1 << 16 && (self.groups as u64) < span / 32)
-        {
+        (a..b, first..end)
+    }
+
+    /// The index of a run holding offsets `lo..=hi`, made by [`Self::join`];
+    /// None (nothing changed) when that would make the runs too long, or
+    /// much longer than the groups need (a few far-apart keys).
+    fn place(&mut self, lo: u64, hi: u64) -> Option<usize> {
+        let (joined, cover) = self.reach(lo, hi);
+        let kept: u64 = self.runs[joined]
+            .iter()
+            .map(|r| r.counts.len() as u64)
+            .sum();
+        let span = self.span() - kept + (cover.end - cover.start);
+        if span > OFFSET_COUNTS_MAX || (span > 1 << 16 && (self.groups as u64) < span / 32) {
             return None;
         }
-        let len = (end - first) as usize;
-        // Room up to the table's last node, untouched until counted.
+        Some(self.join(lo, hi))
+    }
+
+    /// The index of a run holding offsets `lo..=hi`: one that does, one
+    /// grown to (joining the runs within the gap) or a new one.
+    fn join(&mut self, lo: u64, hi: u64) -> usize {
+        let (joined, cover) = self.reach(lo, hi);
+        let (a, first) = (joined.start, cover.start);
+        let len = (cover.end - first) as usize;
+        // Room up to the table's last node: virtual memory, untouched
+        // until counted, so a run growing morsel by morsel is not copied.
         let room = (self.rows.saturating_sub(first).min(OFFSET_COUNTS_MAX) as usize).max(len);
-        match joined {
+        match &mut self.runs[joined.clone()] {
             // Grown at its end (the next morsels of a region).
             [run] if run.first == first => {
-                let run = &mut self.runs[a];
                 if run.counts.capacity() < len {
                     run.counts.reserve_exact(room - run.counts.len());
                 }
                 run.counts.resize(len, 0);
             }
-            _ => {
+            runs => {
                 let mut counts = Vec::with_capacity(room);
                 counts.resize(len, 0);
-                for r in joined {
+                for r in runs.iter() {
                     let at = (r.first - first) as usize;
                     counts[at..at + r.counts.len()].copy_from_slice(&r.counts);
                 }
-                self.runs.splice(a..b.max(a), [CountRun { first, counts }]);
+                self.runs.splice(joined, [CountRun { first, counts }]);
             }
         }
-        Some(a)
+        a
     }
 
     /// Adds another table's counts; false (nothing added) for one of
@@ -1246,9 +1263,7 @@ impl OffsetCounts {
             std::mem::swap(&mut self.runs, &mut other.runs);
         }
         for theirs in &other.runs {
-            let Some(r) = self.place(theirs.first, theirs.end() - 1, false) else {
-                return false;
-            };
+            let r = self.join(theirs.first, theirs.end() - 1);
             let run = &mut self.runs[r];
             let at = (theirs.first - run.first) as usize;
             for (c, &o) in run.counts[at..].iter_mut().zip(&theirs.counts) {
