@@ -140,7 +140,11 @@ mod tests {
         ]);
         let total = 7 + 2 * cap + 3;
         assert_eq!(pieces.num_rows() as i64, total);
-        assert_eq!(pieces.span(), 5 * VECTOR_CAPACITY as u64);
+        let span: u64 = [5u64, 2 * cap as u64 + 3, 2]
+            .iter()
+            .map(|n| n.next_multiple_of(cap as u64))
+            .sum();
+        assert_eq!(pieces.span(), span);
         let morsels = MorselDispenser::with_regions(pieces.span(), VECTOR_CAPACITY as u64, 3);
         let mut seen = Vec::new();
         for worker in [2, 0, 1, 1, 0, 2, 2, 0] {
