@@ -1549,22 +1549,23 @@ pub fn execute_query_from(
         // The recursive join's rows run through the part's pipeline as
         // the search finds them (see `PushedPipeline`).
         let mut pipelined: Option<(&RecursiveJoin, Arc<Chunk>)> = None;
-        let rows = match part.from_rows {
+        // The first part starts from one empty row.
+        let part_input = part.from_rows.then(|| {
+            input
+                .take()
+                .unwrap_or_else(|| (vec![Chunk::new(&[], 1)], Vec::new()))
+        });
+        let rows = match part_input {
             // Rows only scanned (no recursive join, UNWIND or numbering
             // reads them whole): the earlier part's chunks as they are.
-            true if part.recursive.is_none() && part.unwinds.is_empty() && !part.numbers_rows => {
-                // The first part starts from one empty row.
-                let (chunks, _) = input
-                    .take()
-                    .unwrap_or_else(|| (vec![Chunk::new(&[], 1)], Vec::new()));
+            Some((chunks, _))
+                if part.recursive.is_none() && part.unwinds.is_empty() && !part.numbers_rows =>
+            {
                 let chunks = chunks.into_iter().map(Arc::new).collect();
                 Some(PartRows::Chunks(Arc::new(RowPieces::new(chunks))))
             }
-            true => {
-                let mut base = match input.take() {
-                    Some((chunks, types)) => concat(chunks, &types),
-                    None => Chunk::new(&[], 1),
-                };
+            Some((chunks, types)) => {
+                let mut base = concat(chunks, &types);
                 let mut join_rows = None;
                 if let Some(join) = &part.recursive {
                     if pipelines_join(part) {
@@ -1609,7 +1610,7 @@ pub fn execute_query_from(
                     }
                 })
             }
-            false => None,
+            None => None,
         };
         // Rows an ORDER BY left sorted keep that order through a part that
         // neither sorts nor aggregates (`WITH n ORDER BY n.x LIMIT 10

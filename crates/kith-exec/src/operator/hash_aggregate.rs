@@ -1220,7 +1220,7 @@ impl OffsetCounts {
     /// much longer than the groups need (a few far-apart keys).
     fn place(&mut self, lo: u64, hi: u64) -> Option<usize> {
         let (joined, cover) = self.reach(lo, hi);
-        let kept: u64 = self.runs[joined]
+        let kept: u64 = self.runs[joined.clone()]
             .iter()
             .map(|r| r.counts.len() as u64)
             .sum();
@@ -1228,13 +1228,13 @@ impl OffsetCounts {
         if span > OFFSET_COUNTS_MAX || (span > 1 << 16 && (self.groups as u64) < span / 32) {
             return None;
         }
-        Some(self.join(lo, hi))
+        Some(self.join((joined, cover)))
     }
 
-    /// The index of a run holding offsets `lo..=hi`: one that does, one
-    /// grown to (joining the runs within the gap) or a new one.
-    fn join(&mut self, lo: u64, hi: u64) -> usize {
-        let (joined, cover) = self.reach(lo, hi);
+    /// The index of the run covering `cover` that replaces runs `joined`
+    /// (as [`Self::reach`] found them): one of them grown at its end, or a
+    /// new array holding them all.
+    fn join(&mut self, (joined, cover): (Range<usize>, Range<u64>)) -> usize {
         let (a, first) = (joined.start, cover.start);
         let len = (cover.end - first) as usize;
         // Room up to the table's last node: virtual memory, untouched
@@ -1275,7 +1275,7 @@ impl OffsetCounts {
             std::mem::swap(&mut self.runs, &mut other.runs);
         }
         for theirs in &other.runs {
-            let r = self.join(theirs.first, theirs.end() - 1);
+            let r = self.join(self.reach(theirs.first, theirs.end() - 1));
             let run = &mut self.runs[r];
             let at = (theirs.first - run.first) as usize;
             for (c, &o) in run.counts[at..].iter_mut().zip(&theirs.counts) {
@@ -1311,19 +1311,19 @@ impl OffsetCounts {
         // a count: no branch per offset (counts are zero at random).
         // `groups` counts them, so the writes stay within one extra slot.
         let mut g = 0;
-        for o in 0..head_len {
-            let c = counts[o];
+        let mut put = |counts: &mut [u64], offset: u64, c: u64| {
             let at = g.min(n);
-            bits[at] = base + head.first + o as u64;
+            bits[at] = base + offset;
             counts[at] = c;
             g += usize::from(c > 0);
+        };
+        for o in 0..head_len {
+            let c = counts[o];
+            put(&mut counts, head.first + o as u64, c);
         }
         for run in runs {
             for (o, &c) in run.counts.iter().enumerate() {
-                let at = g.min(n);
-                bits[at] = base + run.first + o as u64;
-                counts[at] = c;
-                g += usize::from(c > 0);
+                put(&mut counts, run.first + o as u64, c);
             }
         }
         bits.truncate(n);

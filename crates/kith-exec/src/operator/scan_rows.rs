@@ -20,7 +20,6 @@ pub struct RowPieces {
     chunks: Vec<Arc<Chunk>>,
     /// Where each chunk starts in the span.
     starts: Vec<u64>,
-    rows: usize,
     span: u64,
 }
 
@@ -33,15 +32,10 @@ impl RowPieces {
             span += (c.num_rows as u64).next_multiple_of(VECTOR_CAPACITY as u64);
         }
         RowPieces {
-            rows: chunks.iter().map(|c| c.num_rows).sum(),
             chunks,
             starts,
             span,
         }
-    }
-
-    pub fn num_rows(&self) -> usize {
-        self.rows
     }
 
     /// The length morsels are cut from: the rows and the gaps after each
@@ -139,7 +133,6 @@ mod tests {
             chunk(5 + 2 * cap + 3..7 + 2 * cap + 3),
         ]);
         let total = 7 + 2 * cap + 3;
-        assert_eq!(pieces.num_rows() as i64, total);
         let span: u64 = [5u64, 2 * cap as u64 + 3, 2]
             .iter()
             .map(|n| n.next_multiple_of(cap as u64))
