@@ -805,6 +805,22 @@ impl Chunk {
     pub fn row(&self, pos: usize) -> Vec<Value> {
         self.columns.iter().map(|c| c.get_value(pos)).collect()
     }
+
+    /// A copy of the rows in `range` (typed, as [`ValueVector::assign_range`]).
+    pub fn rows_in(&self, range: std::ops::Range<usize>) -> Chunk {
+        Chunk {
+            columns: self
+                .columns
+                .iter()
+                .map(|c| {
+                    let mut v = ValueVector::new(c.ty.clone(), 0);
+                    v.assign_range(c, range.start, range.len());
+                    v
+                })
+                .collect(),
+            num_rows: range.len(),
+        }
+    }
 }
 
 #[cfg(test)]

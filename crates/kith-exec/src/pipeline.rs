@@ -2441,15 +2441,19 @@ enum RowOrder {
     Unsorted,
     /// Each chunk is sorted.
     Runs,
-    /// The chunks, in order, are sorted.
-    Sorted,
+    /// The chunks, in order, are sorted, and the first `skipped` rows of
+    /// SKIP are already left out.
+    Sorted {
+        skipped: usize,
+    },
 }
 
-/// Sorted runs merged on the workers when that is worth it: several runs
-/// and thousands of rows, with several threads and no DISTINCT (which
-/// rebuilds the rows). The runs are cut into pieces of the merged order
-/// (`cut_sorted_runs`), and each piece sorts its rows on its own worker,
-/// keeping only what SKIP + LIMIT can reach.
+/// Sorted runs merged, except under DISTINCT (which rebuilds the rows):
+/// the runs are cut at exact ranks of their merged order
+/// (`cut_sorted_runs`) and only the stretch SKIP + LIMIT reaches is
+/// sorted, in pieces on the workers when it holds thousands of rows and
+/// there are several threads (`ORDER BY ... SKIP 45000 LIMIT 10` sorts
+/// ten rows).
 fn merge_sorted_runs(
     runs: Vec<Chunk>,
     plan: &PartPlan,
@@ -2458,49 +2462,41 @@ fn merge_sorted_runs(
     threads: usize,
 ) -> Result<(Vec<Chunk>, RowOrder)> {
     let runs: Vec<Chunk> = runs.into_iter().filter(|c| c.num_rows > 0).collect();
-    let total: usize = runs.iter().map(|c| c.num_rows).sum();
     if runs.len() <= 1 {
-        return Ok((runs, RowOrder::Sorted));
+        return Ok((runs, RowOrder::Sorted { skipped: 0 }));
     }
-    if threads == 1 || plan.distinct || total < PARALLEL_MERGE_MIN_ROWS {
+    if plan.distinct {
         return Ok((runs, RowOrder::Runs));
     }
-    let keep = rows_to_keep(plan);
+    let total: usize = runs.iter().map(|c| c.num_rows).sum();
+    let end = rows_to_keep(plan).map_or(total, |k| k.min(total));
+    let skip = (plan.skip.unwrap_or(0).min(end as u64)) as usize;
+    let parts = if threads > 1 && end - skip >= PARALLEL_MERGE_MIN_ROWS {
+        2 * threads
+    } else {
+        1
+    };
+    let ranks: Vec<usize> = (0..=parts)
+        .map(|i| skip + (end - skip) * i / parts)
+        .collect();
     let (first_key, descending) = (plan.num_visible, plan.descending.clone());
-    let cuts = cut_sorted_runs(&runs, first_key, &descending, keep, 2 * threads);
+    let cuts = cut_sorted_runs(&runs, first_key, &descending, &ranks);
     let types = plan.types.clone();
     let runs = Arc::new(runs);
-    let pieces = sched.parallel_map(threads, &ctx.cancel, cuts.len(), move |i| {
-        // Rows of the pieces before this one: the limit may not reach it.
-        let before: usize = cuts[..i].iter().flatten().map(|r| r.len()).sum();
-        let keep = keep.map(|k| k.saturating_sub(before));
-        if keep == Some(0) {
-            return Ok(Chunk::new(&types, 0));
-        }
+    let pieces = sched.parallel_map(threads, &ctx.cancel, parts, move |i| {
         let slices = runs
             .iter()
-            .zip(&cuts[i])
-            .map(|(run, rows)| Chunk {
-                columns: run
-                    .columns
-                    .iter()
-                    .map(|c| {
-                        let mut v = ValueVector::new(c.ty.clone(), 0);
-                        v.assign_range(c, rows.start, rows.len());
-                        v
-                    })
-                    .collect(),
-                num_rows: rows.len(),
-            })
+            .zip(cuts[i].iter().zip(&cuts[i + 1]))
+            .map(|(run, (&from, &to))| run.rows_in(from..to.max(from)))
             .collect();
         Ok(sort_chunk(
             &concat(slices, &types),
             first_key,
             &descending,
-            keep,
+            None,
         ))
     })?;
-    Ok((pieces, RowOrder::Sorted))
+    Ok((pieces, RowOrder::Sorted { skipped: skip }))
 }
 
 /// `n` NULLs of type `ty`.
@@ -2597,7 +2593,11 @@ fn finish_rows(
     input: Option<&Chunk>,
     order: RowOrder,
 ) -> Vec<Chunk> {
-    let skip = plan.skip.unwrap_or(0);
+    let skipped = match order {
+        RowOrder::Sorted { skipped } => skipped as u64,
+        _ => 0,
+    };
+    let skip = plan.skip.unwrap_or(0).saturating_sub(skipped);
     let limit = plan.limit.unwrap_or(u64::MAX);
     let ordered = !plan.descending.is_empty();
     // Decided before DISTINCT, which puts the rows in one chunk.
@@ -2605,7 +2605,7 @@ fn finish_rows(
         && match order {
             RowOrder::Unsorted => true,
             RowOrder::Runs => chunks.iter().filter(|c| c.num_rows > 0).count() > 1,
-            RowOrder::Sorted => false,
+            RowOrder::Sorted { .. } => false,
         };
     if !plan.distinct && !ordered && skip == 0 && limit == u64::MAX {
         return chunks.into_iter().filter(|c| c.num_rows > 0).collect();
@@ -2643,23 +2643,26 @@ fn finish_rows(
             rows_to_keep(plan),
         )];
     }
-    let mut out = Chunk::new(&plan.types[..plan.num_visible], 0);
+    // The rows SKIP and LIMIT keep, a typed copy of each chunk's share.
+    let (from, to) = (skip, skip.saturating_add(limit));
+    let mut out = Vec::new();
     let mut index = 0u64;
-    'outer: for c in &chunks {
-        for pos in 0..c.num_rows {
-            if index >= skip.saturating_add(limit) {
-                break 'outer;
+    for mut c in chunks {
+        let n = c.num_rows as u64;
+        let (lo, hi) = (
+            from.saturating_sub(index).min(n),
+            to.saturating_sub(index).min(n),
+        );
+        index += n;
+        if lo < hi {
+            if hi - lo < n {
+                c = c.rows_in(lo as usize..hi as usize);
             }
-            if index >= skip {
-                for (dst, src) in out.columns.iter_mut().zip(&c.columns) {
-                    dst.push_value(&src.get_value(pos));
-                }
-                out.num_rows += 1;
-            }
-            index += 1;
+            c.columns.truncate(plan.num_visible);
+            out.push(c);
         }
     }
-    vec![out]
+    out
 }
 
 /// OPTIONAL MATCH: the matches grouped by input row number (the column
