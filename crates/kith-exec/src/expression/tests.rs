@@ -552,6 +552,52 @@ proptest! {
 }
 
 proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+    /// Comparisons of node ids (two tables, NULLs, a selection, either
+    /// side flat or unflat) on the typed path equal the value-at-a-time
+    /// kernel.
+    #[test]
+    fn id_comparisons_match_reference(
+        rows in prop::collection::vec(
+            (prop::option::weighted(0.85, (0u32..2, 0u64..4)), prop::option::weighted(0.85, (0u32..2, 0u64..4))),
+            1..40,
+        ),
+        op in prop::sample::select(vec![BinaryOp::Eq, BinaryOp::Ne, BinaryOp::Lt, BinaryOp::Le, BinaryOp::Gt, BinaryOp::Ge]),
+        use_sel in any::<bool>(),
+        flat in 0usize..3,
+    ) {
+        let id = |x: Option<(u32, u64)>| {
+            x.map_or(Value::Null, |(t, o)| Value::InternalId(kith_common::InternalId::new(kith_common::TableId(t), o)))
+        };
+        let a: Vec<Value> = rows.iter().map(|r| id(r.0)).collect();
+        let b: Vec<Value> = rows.iter().map(|r| id(r.1)).collect();
+        let n = rows.len();
+        let sel: Option<Vec<u32>> = use_sel.then(|| (0..n as u32).filter(|i| i % 3 != 1).collect());
+        let chunks = vec![
+            chunk(vec![vector(T::InternalId, &a), vector(T::InternalId, &b)], None, sel.clone()),
+            chunk(vec![vector(T::InternalId, &a), vector(T::InternalId, &b)], Some(n - 1), None),
+        ];
+        let rs = ResultSet { chunks, multiplicity: 1, weights: None };
+        let mut layout = SlotLayout::default();
+        // flat: 0 both unflat, 1 the left one flat (its last row), 2 the right one.
+        layout.positions.insert(SlotId(0), if flat == 1 { (1, 0) } else { (0, 0) });
+        layout.positions.insert(SlotId(1), if flat == 2 { (1, 1) } else { (0, 1) });
+        let e = bin(op, slot(0, T::InternalId), slot(1, T::InternalId), T::Bool);
+        let positions: Vec<usize> = match &sel { Some(s) => s.iter().map(|&p| p as usize).collect(), None => (0..n).collect() };
+        let expected: Vec<Value> = positions
+            .iter()
+            .map(|&p| {
+                let l = if flat == 1 { &a[n - 1] } else { &a[p] };
+                let r = if flat == 2 { &b[n - 1] } else { &b[p] };
+                kernels::binary(op, l, r, None).unwrap()
+            })
+            .collect();
+        let got = eval(&e, &rs, &layout).unwrap().1;
+        prop_assert_eq!(got, expected);
+    }
+}
+
+proptest! {
     /// `NOT`, `IS NULL` and `IS NOT NULL` over an unflat group (booleans
     /// and integers, NULLs, selections) equal the value-at-a-time kernel.
     #[test]

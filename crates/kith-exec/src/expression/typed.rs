@@ -3,7 +3,7 @@
 //! comparison and predicates, and boolean logic. They run tight loops over the
 //! selected positions without boxing values and must agree with `kernels`.
 
-use kith_common::{LogicalType, NullMask, Result, ValueVector, VectorData};
+use kith_common::{InternalId, LogicalType, NullMask, Result, ValueVector, VectorData};
 use kith_planner::expr::BinaryOp;
 use regex::Regex;
 
@@ -332,6 +332,31 @@ pub(super) fn binary(
                     run!(|a: &str, _b: &str| re.is_match(a))
                 }
             }
+            mark_nulls(out, ln, rn, state);
+            Ok(true)
+        }
+        // Node and rel ids compare as their packed integers (the generic
+        // order): `a <> b` between two pattern nodes, and the test that
+        // keeps an undirected self-loop once, per tuple of an expansion.
+        (VectorData::Id(ls), VectorData::Id(rs)) if out.ty == LogicalType::Bool && is_cmp(op) => {
+            out.reset(state.len);
+            if flat_null(lv, ml) || flat_null(rv, mr) {
+                all_null(out, state);
+                return Ok(true);
+            }
+            let (ln, rn) = (nulls_of(lv, ml), nulls_of(rv, mr));
+            fn opnd(s: &[InternalId], m: Mode) -> Opnd<'_, InternalId> {
+                match m {
+                    Mode::Flat(p) => Opnd::Sc(s[p]),
+                    Mode::Unflat(_) => Opnd::Sl(s),
+                }
+            }
+            let VectorData::Bool(o) = &mut out.data else {
+                unreachable!()
+            };
+            with_opnds!(opnd(ls, ml), opnd(rs, mr), |a, b| cmp_loop(
+                op, a, b, state, o
+            ));
             mark_nulls(out, ln, rn, state);
             Ok(true)
         }
