@@ -38,6 +38,11 @@ impl RowPieces {
         }
     }
 
+    /// The chunks, in order.
+    pub fn into_chunks(self) -> Vec<Arc<Chunk>> {
+        self.chunks
+    }
+
     /// The length morsels are cut from: the rows and the gaps after each
     /// chunk's last morsel.
     pub fn span(&self) -> u64 {
