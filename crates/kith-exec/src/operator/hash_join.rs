@@ -118,6 +118,10 @@ const PARTITION_SHIFT: u32 = 40;
 /// Rows a partition's build places between two memory charges.
 const CHARGE_EVERY_ROWS: usize = 1 << 14;
 
+/// Rows a partition's build numbers before it judges whether its keys are
+/// unique (see `Numbering::presize`).
+const PRESIZE_SAMPLE: usize = 1 << 10;
+
 /// The key space of an integer or id build key. Keys are stored as `u64`;
 /// the domain says how a value maps to one (exactly: two values have the
 /// same key iff their [`EqKey`]s are equal).
@@ -512,6 +516,19 @@ impl<K: Eq> Numbering<K> {
     fn memory_bytes(&self) -> usize {
         self.table.allocation_size() + self.entries.capacity() * std::mem::size_of::<KeyEntry<K>>()
     }
+
+    /// After the first `seen` of `total` rows: when every one had a key of
+    /// its own, room for the rest at once (a unique-key build would
+    /// otherwise rehash its table at every doubling: a third of
+    /// `optional-value-join`'s build).
+    fn presize<R: KeyReader<Key = K>>(&mut self, reader: &R, seen: usize, total: usize) {
+        if seen > 0 && self.entries.len() == seen && total > seen {
+            let Numbering { table, entries } = self;
+            let more = total - seen;
+            table.reserve(more, |&e| reader.hash(&entries[e as usize].key));
+            entries.reserve(more);
+        }
+    }
 }
 
 /// Phases 2 and 3 (combine, finalize): one partition from its input (see
@@ -552,11 +569,22 @@ fn build_partition<R: KeyReader>(
             let n = keys.len();
             memory.update(&mut reported, n as u64 * 4)?;
             let mut entry_of = vec![NO_ENTRY; n];
-            for from in (0..n).step_by(CHARGE_EVERY_ROWS) {
-                let rows = from..(from + CHARGE_EVERY_ROWS).min(n);
+            let mut from = 0;
+            while from < n {
+                // A short first block: the sample `presize` judges by.
+                let step = if from == 0 {
+                    PRESIZE_SAMPLE
+                } else {
+                    CHARGE_EVERY_ROWS
+                };
+                let rows = from..(from + step).min(n);
+                from = rows.end;
                 reader.for_each_key(keys, rows, |row, key| {
                     entry_of[row as usize] = numbering.count(reader, key);
                 });
+                if from <= PRESIZE_SAMPLE {
+                    numbering.presize(reader, from, n);
+                }
                 progress(&mut reported, &numbering, &entry_of, 0)?;
             }
             (entry_of, None)
@@ -573,6 +601,9 @@ fn build_partition<R: KeyReader>(
             {
                 for key in keys {
                     entry_of.push(numbering.count(reader, key));
+                    if entry_of.len() == PRESIZE_SAMPLE {
+                        numbering.presize(reader, PRESIZE_SAMPLE, total);
+                    }
                     if entry_of.len().is_multiple_of(CHARGE_EVERY_ROWS) {
                         progress(&mut reported, &numbering, &entry_of, input_bytes)?;
                     }
@@ -679,22 +710,24 @@ struct Partitioned<R: KeyReader> {
 }
 
 impl<R: KeyReader> Partitioned<R> {
+    /// The index, and what charges it (for anything built beside it).
     fn build(
         reader: R,
         keys: Arc<ValueVector>,
         shape: BuildShape,
         cx: &BuildContext,
-    ) -> Result<Partitioned<R>> {
+    ) -> Result<(Partitioned<R>, Arc<BuildMemory>)> {
         assert!(shape.partitions.is_power_of_two() && shape.morsel_rows > 0);
         let memory = Arc::new(BuildMemory::new(Arc::clone(cx.memory)));
         if shape.partitions == 1 {
             cx.cancel.check()?;
             let only = build_partition(&reader, PartitionInput::Whole(&keys), &memory, cx.cancel)?;
-            return Ok(Partitioned {
+            let index = Partitioned {
                 reader,
                 mask: 0,
                 partitions: vec![only],
-            });
+            };
+            return Ok((index, memory));
         }
         let mask = shape.partitions - 1;
         let morsel_rows = shape.morsel_rows;
@@ -739,11 +772,12 @@ impl<R: KeyReader> Partitioned<R> {
             }
         };
         let partitions = run_tasks(cx, shape.threads, shape.partitions, finalize)?;
-        Ok(Partitioned {
+        let index = Partitioned {
             reader,
             mask,
             partitions,
-        })
+        };
+        Ok((index, memory))
     }
 
     #[inline]
@@ -772,8 +806,76 @@ impl<R: KeyReader> Partitioned<R> {
 }
 
 enum Keys {
-    Int(Partitioned<IntReader>),
+    /// Integer and id keys, with their hits by position when the keys are
+    /// dense.
+    Int(Partitioned<IntReader>, Option<DenseHits>),
     General(Partitioned<GeneralReader>),
+}
+
+/// At most this many slots per distinct key for [`DenseHits`]: the array
+/// (8 bytes a slot) then costs about what the hash table and its entries
+/// do (4 to 10 and 16 bytes a key).
+const DENSE_SLOTS_PER_KEY: u64 = 4;
+
+/// Most slots of a [`DenseHits`] array (128 MiB).
+const DENSE_MAX_SLOTS: u64 = 1 << 24;
+
+/// Integer keys of a narrow range found by position instead of by hash
+/// (a perfect hash): `ranges[key - min]`, the key's rows in its
+/// partition (which its hash gives, as for the table). Ids of one node
+/// table and primary keys numbered from 0 or 1 are such keys; a probe is
+/// then a subtraction and a load, not a probe of the table and a
+/// comparison in its entries (a quarter of `optional-value-join`).
+struct DenseHits {
+    min: u64,
+    /// Start and end of each key's rows; equal for a key with none.
+    ranges: Vec<(u32, u32)>,
+}
+
+impl DenseHits {
+    /// The ranges of `index`'s keys, when they span at most
+    /// [`DENSE_SLOTS_PER_KEY`] slots per key.
+    fn of(index: &Partitioned<IntReader>) -> Option<DenseHits> {
+        let keys = || {
+            index
+                .partitions
+                .iter()
+                .flat_map(|q| q.entries.iter().map(|e| e.key))
+        };
+        let (min, max) = keys().fold((u64::MAX, 0), |(lo, hi), k| (lo.min(k), hi.max(k)));
+        let n = keys().count() as u64;
+        let slots = max.checked_sub(min)?.checked_add(1)?;
+        if slots > n.saturating_mul(DENSE_SLOTS_PER_KEY) || slots > DENSE_MAX_SLOTS {
+            return None;
+        }
+        let mut ranges = vec![(0, 0); slots as usize];
+        for q in &index.partitions {
+            for e in &q.entries {
+                ranges[(e.key - min) as usize] = (e.start, e.start + e.len);
+            }
+        }
+        Some(DenseHits { min, ranges })
+    }
+
+    #[inline]
+    fn get(&self, index: &Partitioned<IntReader>, key: u64) -> Hit {
+        // A key below `min` wraps past the end.
+        match self.ranges.get(key.wrapping_sub(self.min) as usize) {
+            Some(&(start, end)) if start < end => Hit {
+                partition: match index.mask {
+                    0 => 0,
+                    mask => partition_of(index.reader.hash(&key), mask) as u32,
+                },
+                start,
+                end,
+            },
+            _ => Hit::default(),
+        }
+    }
+
+    fn memory_bytes(&self) -> usize {
+        self.ranges.capacity() * std::mem::size_of::<(u32, u32)>()
+    }
 }
 
 /// The build rows of a hash join by key (row numbers of the build chunk).
@@ -837,13 +939,23 @@ impl JoinIndex {
         }
         let keys = Arc::new(keys);
         let keys = match IntDomain::of(&keys.ty) {
-            Some(domain) => Keys::Int(Partitioned::build(IntReader(domain), keys, shape, cx)?),
-            None => Keys::General(Partitioned::build(
-                GeneralReader(DefaultHashBuilder::default()),
-                keys,
-                shape,
-                cx,
-            )?),
+            Some(domain) => {
+                let (index, memory) = Partitioned::build(IntReader(domain), keys, shape, cx)?;
+                let dense = DenseHits::of(&index);
+                if let Some(d) = &dense {
+                    memory.update(&mut 0, d.memory_bytes() as u64)?;
+                }
+                Keys::Int(index, dense)
+            }
+            None => Keys::General(
+                Partitioned::build(
+                    GeneralReader(DefaultHashBuilder::default()),
+                    keys,
+                    shape,
+                    cx,
+                )?
+                .0,
+            ),
         };
         Ok(JoinIndex {
             keys,
@@ -856,7 +968,11 @@ impl JoinIndex {
     #[inline]
     pub fn lookup(&self, v: &ValueVector, pos: usize) -> Hit {
         match &self.keys {
-            Keys::Int(p) => p.lookup(v, pos),
+            Keys::Int(p, Some(dense)) => p
+                .reader
+                .key_at(v, pos)
+                .map_or_else(Hit::default, |k| dense.get(p, k)),
+            Keys::Int(p, None) => p.lookup(v, pos),
             Keys::General(p) => p.lookup(v, pos),
         }
     }
@@ -868,7 +984,7 @@ impl JoinIndex {
             return &[];
         }
         let rows = match &self.keys {
-            Keys::Int(p) => &p.partitions[hit.partition as usize].rows,
+            Keys::Int(p, _) => &p.partitions[hit.partition as usize].rows,
             Keys::General(p) => &p.partitions[hit.partition as usize].rows,
         };
         &rows[hit.start as usize..hit.end as usize]
@@ -882,7 +998,7 @@ impl JoinIndex {
     /// Distinct keys.
     pub fn num_keys(&self) -> usize {
         match &self.keys {
-            Keys::Int(p) => p.partitions.iter().map(|q| q.entries.len()).sum(),
+            Keys::Int(p, _) => p.partitions.iter().map(|q| q.entries.len()).sum(),
             Keys::General(p) => p.partitions.iter().map(|q| q.entries.len()).sum(),
         }
     }
@@ -891,7 +1007,7 @@ impl JoinIndex {
     /// finds at most one row, so it can fill a whole batch in place).
     pub fn unique(&self) -> bool {
         let rows: usize = match &self.keys {
-            Keys::Int(p) => p.partitions.iter().map(|q| q.rows.len()).sum(),
+            Keys::Int(p, _) => p.partitions.iter().map(|q| q.rows.len()).sum(),
             Keys::General(p) => p.partitions.iter().map(|q| q.rows.len()).sum(),
         };
         rows == self.num_keys()
@@ -904,20 +1020,26 @@ impl JoinIndex {
 
     pub fn num_partitions(&self) -> usize {
         match &self.keys {
-            Keys::Int(p) => p.partitions.len(),
+            Keys::Int(p, _) => p.partitions.len(),
             Keys::General(p) => p.partitions.len(),
         }
     }
 
     /// Whether keys take the typed integer path (for PROFILE and tests).
     pub fn is_integer(&self) -> bool {
-        matches!(self.keys, Keys::Int(_))
+        matches!(self.keys, Keys::Int(..))
     }
 
     /// Bytes the index holds (what it has charged).
     pub fn memory_bytes(&self) -> usize {
         match &self.keys {
-            Keys::Int(p) => p.partitions.iter().map(Partition::memory_bytes).sum(),
+            Keys::Int(p, dense) => {
+                p.partitions
+                    .iter()
+                    .map(Partition::memory_bytes)
+                    .sum::<usize>()
+                    + dense.as_ref().map_or(0, DenseHits::memory_bytes)
+            }
             Keys::General(p) => p.partitions.iter().map(Partition::memory_bytes).sum(),
         }
     }
@@ -1010,6 +1132,33 @@ mod tests {
                     build_keys.ty
                 );
             }
+        }
+    }
+
+    /// Keys of a narrow range (every third of 0..3000, twice some) are
+    /// found by position, in every build shape; keys four times as
+    /// spread out are hashed; probes inside, between and outside the
+    /// keys find what a nested loop finds either way.
+    #[test]
+    fn dense_keys_are_found_by_position() {
+        let sched = Scheduler::new(3);
+        for (step, dense) in [(3i64, true), (5, false)] {
+            let keys: Vec<Value> = (0..1000)
+                .map(|i| Value::Int64(7 + step * i))
+                .chain((0..100).map(|i| Value::Int64(7 + step * 2 * i)))
+                .collect();
+            let build_keys = vector(LogicalType::Int64, &keys);
+            let probes: Vec<Value> = (-5..5200).map(Value::Int64).collect();
+            let probes = vector(LogicalType::Int64, &probes);
+            for shape in shapes() {
+                let index = build(&build_keys, shape, &sched);
+                assert_eq!(
+                    matches!(index.keys, Keys::Int(_, Some(_))),
+                    dense,
+                    "{step} {shape:?}"
+                );
+            }
+            check(&build_keys, &probes, &sched);
         }
     }
 
