@@ -61,6 +61,25 @@ impl NullMask {
         self.may_have_nulls
     }
 
+    /// Sets position `at[i]` NULL for each `i` where `null(i)`, without a
+    /// branch per position (a random pattern of NULLs mispredicts every
+    /// other one); the other positions keep their bits.
+    pub fn set_where(&mut self, at: &[u32], null: impl Fn(usize) -> bool) {
+        let Some(&last) = at.iter().max() else {
+            return;
+        };
+        if self.bits.len() <= last as usize / 64 {
+            self.bits.resize(last as usize / 64 + 1, 0);
+        }
+        let mut any = 0u64;
+        for (i, &p) in at.iter().enumerate() {
+            let bit = null(i) as u64;
+            self.bits[p as usize / 64] |= bit << (p % 64);
+            any |= bit;
+        }
+        self.may_have_nulls |= any != 0;
+    }
+
     /// Clears every bit.
     pub fn clear(&mut self) {
         if self.may_have_nulls {
@@ -497,6 +516,59 @@ impl ValueVector {
         }
     }
 
+    /// For each `i`: slot `at[i]` (within the length) becomes row
+    /// `rows[i]` of `src` (same type), or NULL where `rows[i]` is
+    /// `u32::MAX`; typed (no match per slot) for fixed-width data.
+    pub fn put_rows(&mut self, at: &[u32], src: &ValueVector, rows: &[u32]) {
+        fn put<T: Copy>(d: &mut [T], s: &[T], at: &[u32], rows: &[u32]) {
+            // A miss copies the last row (its slot is NULL): no branch.
+            let Some(last) = s.len().checked_sub(1) else {
+                return;
+            };
+            for (&p, &r) in at.iter().zip(rows) {
+                d[p as usize] = s[(r as usize).min(last)];
+            }
+        }
+        let typed = self.ty == src.ty;
+        match (&mut self.data, &src.data) {
+            (VectorData::Bool(d), VectorData::Bool(s)) if typed => put(d, s, at, rows),
+            (VectorData::I8(d), VectorData::I8(s)) if typed => put(d, s, at, rows),
+            (VectorData::I16(d), VectorData::I16(s)) if typed => put(d, s, at, rows),
+            (VectorData::I32(d), VectorData::I32(s)) if typed => put(d, s, at, rows),
+            (VectorData::I64(d), VectorData::I64(s)) if typed => put(d, s, at, rows),
+            (VectorData::U8(d), VectorData::U8(s)) if typed => put(d, s, at, rows),
+            (VectorData::U16(d), VectorData::U16(s)) if typed => put(d, s, at, rows),
+            (VectorData::U32(d), VectorData::U32(s)) if typed => put(d, s, at, rows),
+            (VectorData::U64(d), VectorData::U64(s)) if typed => put(d, s, at, rows),
+            (VectorData::F32(d), VectorData::F32(s)) if typed => put(d, s, at, rows),
+            (VectorData::F64(d), VectorData::F64(s)) if typed => put(d, s, at, rows),
+            (VectorData::Interval(d), VectorData::Interval(s)) if typed => put(d, s, at, rows),
+            (VectorData::Id(d), VectorData::Id(s)) if typed => put(d, s, at, rows),
+            _ => {
+                for (&p, &r) in at.iter().zip(rows) {
+                    if r == u32::MAX {
+                        self.nulls.set(p as usize, true);
+                    } else {
+                        self.copy_from(p as usize, src, r as usize);
+                    }
+                }
+                return;
+            }
+        }
+        // The slots' old NULL bits, then the misses and NULL rows.
+        if self.nulls.may_have_nulls() {
+            for &p in at {
+                self.nulls.set(p as usize, false);
+            }
+        }
+        if src.nulls.may_have_nulls() {
+            self.nulls
+                .set_where(at, |i| rows[i] == u32::MAX || src.is_null(rows[i] as usize));
+        } else {
+            self.nulls.set_where(at, |i| rows[i] == u32::MAX);
+        }
+    }
+
     /// Sets every slot of `range` (within the length) to slot `src_pos` of
     /// `src` (same type): a flat value repeated along an unflat group.
     pub fn fill_from(&mut self, range: std::ops::Range<usize>, src: &ValueVector, src_pos: usize) {
@@ -826,6 +898,46 @@ impl Chunk {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// put_rows equals copy_from per slot (set_null for a miss) for typed
+    /// and string vectors, NULL rows and misses, over a vector that had
+    /// NULLs of its own; the slots not named keep theirs.
+    #[test]
+    fn put_rows_matches_copy_from_slot_by_slot() {
+        for ty in [LogicalType::Int64, LogicalType::String, LogicalType::Int16] {
+            let value = |i: i64| match &ty {
+                LogicalType::String => Value::String(format!("v{i}")),
+                LogicalType::Int16 => Value::Int16(i as i16),
+                _ => Value::Int64(i),
+            };
+            let mut src = ValueVector::new(ty.clone(), 0);
+            for i in 0..50 {
+                src.push_value(&if i % 7 == 3 { Value::Null } else { value(i) });
+            }
+            let mut start = ValueVector::new(ty.clone(), 0);
+            for i in 0..130 {
+                start.push_value(&if i % 5 == 0 { Value::Null } else { value(-i) });
+            }
+            let at: Vec<u32> = (0..130).filter(|p| p % 3 != 1).collect();
+            let rows: Vec<u32> = at
+                .iter()
+                .map(|&p| if p % 4 == 2 { u32::MAX } else { (p * 7) % 50 })
+                .collect();
+            let mut got = start.clone();
+            got.put_rows(&at, &src, &rows);
+            let mut want = start.clone();
+            for (&p, &r) in at.iter().zip(&rows) {
+                if r == u32::MAX {
+                    want.set_null(p as usize, true);
+                } else {
+                    want.copy_from(p as usize, &src, r as usize);
+                }
+            }
+            for p in 0..130 {
+                assert_eq!(got.get_value(p), want.get_value(p), "{ty:?} slot {p}");
+            }
+        }
+    }
 
     /// fill_from repeats one slot (value or NULL) over a range, typed or
     /// through values, and leaves the rest alone.

@@ -204,11 +204,9 @@ impl CrossProduct {
                     let r = row(index.lookup(view.vector, view.flat_pos));
                     u.found.resize(u.positions.len(), r);
                 }
-                Evaluated::Unflat(c) if c == input => u.found.extend(
-                    u.positions
-                        .iter()
-                        .map(|&p| row(index.lookup(view.vector, p as usize))),
-                ),
+                Evaluated::Unflat(c) if c == input => {
+                    index.first_rows(view.vector, &u.positions, &mut u.found)
+                }
                 Evaluated::Unflat(_) => {
                     return Err(Error::internal(
                         "hash join probe key over another group than its input",
@@ -226,13 +224,7 @@ impl CrossProduct {
                     continue;
                 }
                 v.reset(len);
-                for (&p, &r) in u.positions.iter().zip(&u.found) {
-                    if r == u32::MAX {
-                        v.set_null(p as usize, true);
-                    } else {
-                        v.copy_from(p as usize, src, r as usize);
-                    }
-                }
+                v.put_rows(&u.positions, src, &u.found);
             }
             if u.optional || whole {
                 return Ok(true);
