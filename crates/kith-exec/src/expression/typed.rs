@@ -453,6 +453,21 @@ fn quotient_of_narrow(a: i64, d: i64) -> i64 {
     i64::from(unsafe { q.to_int_unchecked::<i32>() })
 }
 
+/// `a % d` for operands that fit 32 bits and `d != 0`, all in doubles:
+/// `a - trunc(a / d) * d` is exact there (every term is an integer below
+/// 2^32 in magnitude), and the baseline vector unit has no 64-bit
+/// multiply (emulating one was a third of SQ2's remainders).
+#[inline(always)]
+fn remainder_of_narrow(a: i64, d: i64) -> i64 {
+    let (a, d) = ((a as i32) as f64, (d as i32) as f64);
+    // SAFETY: as in `quotient_of_narrow`, the quotient truncated toward
+    // zero fits i32; the remainder's magnitude is below |d| < 2^31.
+    unsafe {
+        let q = f64::from((a / d).to_int_unchecked::<i32>());
+        i64::from((a - q * d).to_int_unchecked::<i32>())
+    }
+}
+
 /// Integer `/` and `%` (truncating, the remainder taking the dividend's
 /// sign): one pass checks the live divisors (zero is an error, as is
 /// `i64::MIN / -1`) and whether every live operand is narrow (fits 32 bits;
@@ -516,8 +531,7 @@ fn div_loop<L: At<i64>, R: At<i64>>(
         }),
         (false, true) => each_pos_cut!(state, l, r, out, p => {
             let (a, d) = (l.at(p), r.at(p));
-            let d = d | (d == 0) as i64;
-            out[p] = a - quotient_of_narrow(a, d) * d;
+            out[p] = remainder_of_narrow(a, d | (d == 0) as i64);
         }),
         (true, false) => each_pos_cut!(state, l, r, out, p => {
             let (a, d) = (l.at(p), r.at(p));
