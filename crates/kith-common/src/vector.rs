@@ -101,6 +101,30 @@ impl NullMask {
     }
 }
 
+/// A `match` on the data of two vectors with one arm per fixed-width
+/// variant they both hold (`|d, s| body` with `d` the first's data,
+/// mutable, under the guard), then the caller's own arms for the rest.
+macro_rules! match_fixed_width {
+    (($dst:expr, $src:expr) if $guard:expr => |$d:ident, $s:ident| $body:expr, $($rest:tt)*) => {
+        match ($dst, $src) {
+            (VectorData::Bool($d), VectorData::Bool($s)) if $guard => $body,
+            (VectorData::I8($d), VectorData::I8($s)) if $guard => $body,
+            (VectorData::I16($d), VectorData::I16($s)) if $guard => $body,
+            (VectorData::I32($d), VectorData::I32($s)) if $guard => $body,
+            (VectorData::I64($d), VectorData::I64($s)) if $guard => $body,
+            (VectorData::U8($d), VectorData::U8($s)) if $guard => $body,
+            (VectorData::U16($d), VectorData::U16($s)) if $guard => $body,
+            (VectorData::U32($d), VectorData::U32($s)) if $guard => $body,
+            (VectorData::U64($d), VectorData::U64($s)) if $guard => $body,
+            (VectorData::F32($d), VectorData::F32($s)) if $guard => $body,
+            (VectorData::F64($d), VectorData::F64($s)) if $guard => $body,
+            (VectorData::Interval($d), VectorData::Interval($s)) if $guard => $body,
+            (VectorData::Id($d), VectorData::Id($s)) if $guard => $body,
+            $($rest)*
+        }
+    };
+}
+
 /// Strings of a vector: `(start, len)` per slot into one byte heap.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct StringData {
@@ -530,20 +554,8 @@ impl ValueVector {
             }
         }
         let typed = self.ty == src.ty;
-        match (&mut self.data, &src.data) {
-            (VectorData::Bool(d), VectorData::Bool(s)) if typed => put(d, s, at, rows),
-            (VectorData::I8(d), VectorData::I8(s)) if typed => put(d, s, at, rows),
-            (VectorData::I16(d), VectorData::I16(s)) if typed => put(d, s, at, rows),
-            (VectorData::I32(d), VectorData::I32(s)) if typed => put(d, s, at, rows),
-            (VectorData::I64(d), VectorData::I64(s)) if typed => put(d, s, at, rows),
-            (VectorData::U8(d), VectorData::U8(s)) if typed => put(d, s, at, rows),
-            (VectorData::U16(d), VectorData::U16(s)) if typed => put(d, s, at, rows),
-            (VectorData::U32(d), VectorData::U32(s)) if typed => put(d, s, at, rows),
-            (VectorData::U64(d), VectorData::U64(s)) if typed => put(d, s, at, rows),
-            (VectorData::F32(d), VectorData::F32(s)) if typed => put(d, s, at, rows),
-            (VectorData::F64(d), VectorData::F64(s)) if typed => put(d, s, at, rows),
-            (VectorData::Interval(d), VectorData::Interval(s)) if typed => put(d, s, at, rows),
-            (VectorData::Id(d), VectorData::Id(s)) if typed => put(d, s, at, rows),
+        match_fixed_width! {
+            (&mut self.data, &src.data) if typed => |d, s| put(d, s, at, rows),
             _ => {
                 for (&p, &r) in at.iter().zip(rows) {
                     if r == u32::MAX {
@@ -603,20 +615,8 @@ impl ValueVector {
         }
         let r = start..start + len;
         let typed = self.ty == src.ty;
-        match (&mut self.data, &src.data) {
-            (VectorData::Bool(d), VectorData::Bool(s)) if typed => copy(d, s, r),
-            (VectorData::I8(d), VectorData::I8(s)) if typed => copy(d, s, r),
-            (VectorData::I16(d), VectorData::I16(s)) if typed => copy(d, s, r),
-            (VectorData::I32(d), VectorData::I32(s)) if typed => copy(d, s, r),
-            (VectorData::I64(d), VectorData::I64(s)) if typed => copy(d, s, r),
-            (VectorData::U8(d), VectorData::U8(s)) if typed => copy(d, s, r),
-            (VectorData::U16(d), VectorData::U16(s)) if typed => copy(d, s, r),
-            (VectorData::U32(d), VectorData::U32(s)) if typed => copy(d, s, r),
-            (VectorData::U64(d), VectorData::U64(s)) if typed => copy(d, s, r),
-            (VectorData::F32(d), VectorData::F32(s)) if typed => copy(d, s, r),
-            (VectorData::F64(d), VectorData::F64(s)) if typed => copy(d, s, r),
-            (VectorData::Interval(d), VectorData::Interval(s)) if typed => copy(d, s, r),
-            (VectorData::Id(d), VectorData::Id(s)) if typed => copy(d, s, r),
+        match_fixed_width! {
+            (&mut self.data, &src.data) if typed => |d, s| copy(d, s, r),
             (VectorData::Value(d), VectorData::Value(s)) if typed => copy(d, s, r),
             _ => {
                 self.reset(len);
@@ -640,20 +640,8 @@ impl ValueVector {
     /// Appends all slots of `other` (same type).
     pub fn append(&mut self, other: &ValueVector) {
         let base = self.len();
-        match (&mut self.data, &other.data) {
-            (VectorData::Bool(d), VectorData::Bool(s)) => d.extend_from_slice(s),
-            (VectorData::I8(d), VectorData::I8(s)) => d.extend_from_slice(s),
-            (VectorData::I16(d), VectorData::I16(s)) => d.extend_from_slice(s),
-            (VectorData::I32(d), VectorData::I32(s)) => d.extend_from_slice(s),
-            (VectorData::I64(d), VectorData::I64(s)) => d.extend_from_slice(s),
-            (VectorData::U8(d), VectorData::U8(s)) => d.extend_from_slice(s),
-            (VectorData::U16(d), VectorData::U16(s)) => d.extend_from_slice(s),
-            (VectorData::U32(d), VectorData::U32(s)) => d.extend_from_slice(s),
-            (VectorData::U64(d), VectorData::U64(s)) => d.extend_from_slice(s),
-            (VectorData::F32(d), VectorData::F32(s)) => d.extend_from_slice(s),
-            (VectorData::F64(d), VectorData::F64(s)) => d.extend_from_slice(s),
-            (VectorData::Interval(d), VectorData::Interval(s)) => d.extend_from_slice(s),
-            (VectorData::Id(d), VectorData::Id(s)) => d.extend_from_slice(s),
+        match_fixed_width! {
+            (&mut self.data, &other.data) if true => |d, s| d.extend_from_slice(s),
             (VectorData::Value(d), VectorData::Value(s)) => d.extend_from_slice(s),
             (VectorData::Str(d), VectorData::Str(s)) => {
                 for pos in 0..s.len() {
@@ -685,20 +673,8 @@ impl ValueVector {
         }
         let base = self.len();
         let typed = self.ty == src.ty;
-        match (&mut self.data, &src.data) {
-            (VectorData::Bool(d), VectorData::Bool(s)) if typed => gather(d, s, positions),
-            (VectorData::I8(d), VectorData::I8(s)) if typed => gather(d, s, positions),
-            (VectorData::I16(d), VectorData::I16(s)) if typed => gather(d, s, positions),
-            (VectorData::I32(d), VectorData::I32(s)) if typed => gather(d, s, positions),
-            (VectorData::I64(d), VectorData::I64(s)) if typed => gather(d, s, positions),
-            (VectorData::U8(d), VectorData::U8(s)) if typed => gather(d, s, positions),
-            (VectorData::U16(d), VectorData::U16(s)) if typed => gather(d, s, positions),
-            (VectorData::U32(d), VectorData::U32(s)) if typed => gather(d, s, positions),
-            (VectorData::U64(d), VectorData::U64(s)) if typed => gather(d, s, positions),
-            (VectorData::F32(d), VectorData::F32(s)) if typed => gather(d, s, positions),
-            (VectorData::F64(d), VectorData::F64(s)) if typed => gather(d, s, positions),
-            (VectorData::Interval(d), VectorData::Interval(s)) if typed => gather(d, s, positions),
-            (VectorData::Id(d), VectorData::Id(s)) if typed => gather(d, s, positions),
+        match_fixed_width! {
+            (&mut self.data, &src.data) if typed => |d, s| gather(d, s, positions),
             (VectorData::Str(d), VectorData::Str(s)) if typed => {
                 for &p in positions {
                     d.push(s.get(p as usize));

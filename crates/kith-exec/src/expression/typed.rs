@@ -438,34 +438,35 @@ fn float_loop<L: At<f64>, R: At<f64>>(
     }
 }
 
-/// `a / d` truncated, for `a` and `d` that fit 32 bits (above `i32::MIN`)
-/// and `d` not zero, as a double division: exact (see `div_loop`), and
-/// without the saturating conversion's NaN and range tests, which keep a
-/// loop from vectorizing.
+/// For `a` and `d` that fit 32 bits (above `i32::MIN`) and `d` not zero:
+/// both as doubles and `a / d` truncated, by a double division: exact
+/// (see `div_loop`), and without the saturating conversion's NaN and
+/// range tests, which keep a loop from vectorizing. Through i32, whose
+/// conversions to and from doubles the baseline x86-64 vector unit has.
 #[inline(always)]
-fn quotient_of_narrow(a: i64, d: i64) -> i64 {
-    // Through i32, whose conversions to and from doubles the baseline
-    // x86-64 vector unit has.
-    let q = (a as i32) as f64 / (d as i32) as f64;
+fn narrow_division(a: i64, d: i64) -> (f64, f64, i32) {
+    let (a, d) = ((a as i32) as f64, (d as i32) as f64);
     // SAFETY: `d` is not zero and both operands are integers of magnitude
-    // below 2^31, so `q` is finite and |q| <= |a| < 2^31: truncated toward
-    // zero it fits i32.
-    i64::from(unsafe { q.to_int_unchecked::<i32>() })
+    // below 2^31, so `a / d` is finite and |a / d| <= |a| < 2^31:
+    // truncated toward zero it fits i32.
+    (a, d, unsafe { (a / d).to_int_unchecked::<i32>() })
 }
 
-/// `a % d` for operands that fit 32 bits and `d != 0`, all in doubles:
-/// `a - trunc(a / d) * d` is exact there (every term is an integer below
-/// 2^32 in magnitude), and the baseline vector unit has no 64-bit
-/// multiply (emulating one was a third of SQ2's remainders).
+/// `a / d` for narrow operands (see [`narrow_division`]).
+#[inline(always)]
+fn quotient_of_narrow(a: i64, d: i64) -> i64 {
+    i64::from(narrow_division(a, d).2)
+}
+
+/// `a % d` for narrow operands, all in doubles: `a - trunc(a / d) * d` is
+/// exact there (every term is an integer below 2^32 in magnitude), and
+/// the baseline vector unit has no 64-bit multiply (emulating one was a
+/// third of SQ2's remainders).
 #[inline(always)]
 fn remainder_of_narrow(a: i64, d: i64) -> i64 {
-    let (a, d) = ((a as i32) as f64, (d as i32) as f64);
-    // SAFETY: as in `quotient_of_narrow`, the quotient truncated toward
-    // zero fits i32; the remainder's magnitude is below |d| < 2^31.
-    unsafe {
-        let q = f64::from((a / d).to_int_unchecked::<i32>());
-        i64::from((a - q * d).to_int_unchecked::<i32>())
-    }
+    let (a, d, q) = narrow_division(a, d);
+    // SAFETY: the remainder is an integer of magnitude below |d| < 2^31.
+    i64::from(unsafe { (a - f64::from(q) * d).to_int_unchecked::<i32>() })
 }
 
 /// Integer `/` and `%` (truncating, the remainder taking the dividend's

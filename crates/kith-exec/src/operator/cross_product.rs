@@ -197,11 +197,10 @@ impl CrossProduct {
             };
             let view = probe.key.evaluate_view(&ectx, &mut self.probe_out)?;
             let index = &probe.index;
-            let row = |hit: Hit| index.rows(hit).first().copied().unwrap_or(u32::MAX);
             u.found.clear();
             match view.evaluated {
                 Evaluated::Flat => {
-                    let r = row(index.lookup(view.vector, view.flat_pos));
+                    let r = index.first_row(view.vector, view.flat_pos);
                     u.found.resize(u.positions.len(), r);
                 }
                 Evaluated::Unflat(c) if c == input => {

@@ -780,6 +780,12 @@ impl<R: KeyReader> Partitioned<R> {
         Ok((index, memory))
     }
 
+    /// The partition that holds `key`.
+    #[inline]
+    fn partition_of(&self, key: &R::Key) -> usize {
+        partition_of(self.reader.hash(key), self.mask)
+    }
+
     #[inline]
     fn lookup(&self, v: &ValueVector, pos: usize) -> Hit {
         let Some(key) = self.reader.key_at(v, pos) else {
@@ -843,7 +849,11 @@ impl DenseHits {
                 .flat_map(|q| q.entries.iter().map(|e| e.key))
         };
         let (min, max) = keys().fold((u64::MAX, 0), |(lo, hi), k| (lo.min(k), hi.max(k)));
-        let n = keys().count() as u64;
+        let n: u64 = index
+            .partitions
+            .iter()
+            .map(|q| q.entries.len() as u64)
+            .sum();
         let slots = max.checked_sub(min)?.checked_add(1)?;
         if slots > n.saturating_mul(DENSE_SLOTS_PER_KEY) || slots > DENSE_MAX_SLOTS {
             return None;
@@ -857,15 +867,21 @@ impl DenseHits {
         Some(DenseHits { min, ranges })
     }
 
+    /// The start and end of `key`'s rows (equal when it has none).
+    #[inline]
+    fn range(&self, key: u64) -> (u32, u32) {
+        // A key below `min` wraps past the end.
+        self.ranges
+            .get(key.wrapping_sub(self.min) as usize)
+            .copied()
+            .unwrap_or((0, 0))
+    }
+
     #[inline]
     fn get(&self, index: &Partitioned<IntReader>, key: u64) -> Hit {
-        // A key below `min` wraps past the end.
-        match self.ranges.get(key.wrapping_sub(self.min) as usize) {
-            Some(&(start, end)) if start < end => Hit {
-                partition: match index.mask {
-                    0 => 0,
-                    mask => partition_of(index.reader.hash(&key), mask) as u32,
-                },
+        match self.range(key) {
+            (start, end) if start < end => Hit {
+                partition: index.partition_of(&key) as u32,
                 start,
                 end,
             },
@@ -878,13 +894,8 @@ impl DenseHits {
     /// random would mispredict every other probe).
     #[inline]
     fn first_row(&self, index: &Partitioned<IntReader>, key: u64) -> u32 {
-        let (start, end) = self
-            .ranges
-            .get(key.wrapping_sub(self.min) as usize)
-            .copied()
-            .unwrap_or((0, 0));
-        let part = partition_of(index.reader.hash(&key), index.mask);
-        let row = index.partitions[part]
+        let (start, end) = self.range(key);
+        let row = index.partitions[index.partition_of(&key)]
             .rows
             .get(start as usize)
             .copied()
@@ -1016,10 +1027,14 @@ impl JoinIndex {
                 return;
             }
         }
-        out.extend(positions.iter().map(|&p| {
-            let hit = self.lookup(v, p as usize);
-            self.rows(hit).first().copied().unwrap_or(u32::MAX)
-        }));
+        out.extend(positions.iter().map(|&p| self.first_row(v, p as usize)));
+    }
+
+    /// The first build row whose key equals `v[pos]`, `u32::MAX` for none.
+    #[inline]
+    pub fn first_row(&self, v: &ValueVector, pos: usize) -> u32 {
+        let hit = self.lookup(v, pos);
+        self.rows(hit).first().copied().unwrap_or(u32::MAX)
     }
 
     /// The row numbers of a [`Hit`] of this index, ascending.
