@@ -1529,6 +1529,9 @@ pub fn execute_query_from(
     let last = plan.parts.len().saturating_sub(1);
     // Whether the rows handed to the next part are in an ORDER BY's order.
     let mut sorted_input = false;
+    // Whether they are in the order of the lists they were unwound from
+    // (the first part's one row, or rows written in order, are in order).
+    let mut listed_input = true;
     // The rows an OPTIONAL MATCH numbered, until the part that pads them.
     let mut numbered: Option<Arc<Chunk>> = None;
     // Whether `input` ends with a count column (see `hands_on_counts`).
@@ -1618,12 +1621,18 @@ pub fn execute_query_from(
         let keeps_order = part.descending.is_empty()
             && part.recursive.is_none()
             && matches!(part.sink, Sink::Collect { .. });
-        let part_threads = if sorted_input && keeps_order {
+        // Rows unwound from rows in order (a standalone CALL's rows, `UNWIND
+        // [3, 1, 2] AS x`) keep the lists' order through parts that only
+        // filter and project them: one worker reads them in order. A part
+        // that matches a pattern from them stays parallel.
+        let keeps_list_order = listed_input && keeps_order && only_reads_rows(part);
+        let part_threads = if (sorted_input && keeps_order) || keeps_list_order {
             1
         } else {
             threads
         };
         sorted_input = !part.descending.is_empty() || (sorted_input && keeps_order);
+        listed_input = keeps_list_order;
         let padded = match part.optional {
             Some(_) => numbered.take(),
             None => None,
@@ -1678,6 +1687,24 @@ pub fn execute_query_from(
         counted_input = counts_out;
     }
     Ok(Vec::new())
+}
+
+/// Whether `part` only filters and projects the rows it reads (their
+/// nodes' properties included): no pattern is matched from them, no row
+/// numbered, none expanded but by its UNWINDs.
+fn only_reads_rows(part: &PartPlan) -> bool {
+    part.from_rows
+        && !part.numbers_rows
+        && part.optional.is_none()
+        && part.pipelines.iter().all(|p| {
+            matches!(p.source, Source::Rows { .. })
+                && p.steps.iter().all(|s| {
+                    matches!(
+                        s,
+                        Step::Filter(_) | Step::Alias { .. } | Step::ScanProperties { .. }
+                    )
+                })
+        })
 }
 
 /// A part's input rows holding at least this many values that own an
