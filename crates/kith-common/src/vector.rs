@@ -71,12 +71,22 @@ impl NullMask {
         if self.bits.len() <= last as usize / 64 {
             self.bits.resize(last as usize / 64 + 1, 0);
         }
+        // The bits of one word gather in a register: or-ing each into
+        // memory made every position wait for the previous one's store.
+        let mut word = last as usize / 64;
+        let mut bits = 0u64;
         let mut any = 0u64;
         for (i, &p) in at.iter().enumerate() {
-            let bit = null(i) as u64;
-            self.bits[p as usize / 64] |= bit << (p % 64);
-            any |= bit;
+            let w = p as usize / 64;
+            if w != word {
+                self.bits[word] |= bits;
+                any |= bits;
+                (word, bits) = (w, 0);
+            }
+            bits |= (null(i) as u64) << (p % 64);
         }
+        self.bits[word] |= bits;
+        any |= bits;
         self.may_have_nulls |= any != 0;
     }
 
@@ -913,6 +923,35 @@ mod tests {
                 assert_eq!(got.get_value(p), want.get_value(p), "{ty:?} slot {p}");
             }
         }
+    }
+
+    /// set_where sets exactly the named positions it is asked to, in any
+    /// order (ascending runs, jumps back across words, repeats), keeps
+    /// every other bit and tracks whether any NULL exists.
+    #[test]
+    fn set_where_sets_the_positions_asked_and_keeps_the_rest() {
+        let mut at: Vec<u32> = (0..300).filter(|p| p % 3 != 0).collect();
+        at.extend([7, 500, 64, 63, 128, 5, 500]);
+        let null = |i: usize| (i * 7919) % 5 < 2;
+        let mut mask = NullMask::default();
+        mask.set(1, true);
+        mask.set(200, true);
+        mask.set_where(&at, null);
+        let mut want = std::collections::BTreeSet::from([1usize, 200]);
+        for (i, &p) in at.iter().enumerate() {
+            if null(i) {
+                want.insert(p as usize);
+            }
+        }
+        for p in 0..520 {
+            assert_eq!(mask.is_null(p), want.contains(&p), "position {p}");
+        }
+        assert!(mask.may_have_nulls());
+        let mut none = NullMask::default();
+        none.set_where(&at, |_| false);
+        assert!(!none.may_have_nulls());
+        none.set_where(&[], |_| true);
+        assert!(!none.may_have_nulls());
     }
 
     /// fill_from repeats one slot (value or NULL) over a range, typed or
