@@ -384,12 +384,8 @@ fn plan_part(
     }
     let (dependent, entity_keys) = dependent_keys(&mut q, catalog)?;
     // Slots something downstream reads.
-    let mut used: HashSet<SlotId> = HashSet::new();
-    let mut collect = |e: &BoundExpr| {
-        let mut v = Vec::new();
-        e.slots(&mut v);
-        used.extend(v);
-    };
+    let mut used = SlotUses::default();
+    let mut collect = |e: &BoundExpr| used.add(e);
     // Relationship-isomorphism predicates do not count: extends absorb
     // them and produce the rel ids they need themselves.
     // (Only between rels of one connected pattern: across a cross product
@@ -533,7 +529,7 @@ fn alias_ends(
     ri: usize,
     from: usize,
     direction: ExtendDirection,
-    used: &HashSet<SlotId>,
+    used: &SlotUses,
     available: &mut HashSet<SlotId>,
     steps: &mut Vec<Step>,
 ) {
@@ -565,7 +561,7 @@ fn optional_steps(
     o: &OptionalExtend,
     rel: &QueryRel,
     node: &QueryNode,
-    used: &HashSet<SlotId>,
+    used: &SlotUses,
     catalog: &Catalog,
     steps: &mut Vec<Step>,
 ) -> Result<()> {
@@ -702,16 +698,16 @@ fn optional_join_steps(
         return Err(internal());
     }
     let first = ctx.g.nodes.get(j.first_node).ok_or_else(internal)?.id_slot;
-    let mut columns: Vec<(SlotId, LogicalType)> = sub_available
+    let key = hash_join_key(available, &sub_available, &mut pending);
+    let consumed = j
+        .predicates
         .iter()
-        .filter(|s| ctx.used.contains(s))
-        .filter_map(|s| slot_types.get(s).map(|t| (*s, t.clone())))
-        .collect();
-    columns.sort_by_key(|c| c.0);
+        .zip(&pending)
+        .filter_map(|(e, p)| p.is_none().then_some(e));
+    let columns = build_columns(ctx.used, &sub_available, consumed, slot_types);
     if !columns.iter().any(|c| c.0 == first) {
         return Err(internal());
     }
-    let key = hash_join_key(available, &sub_available, &mut pending);
     available.extend(columns.iter().map(|c| c.0));
     steps.push(Step::CrossProduct {
         build: Box::new(SubPlan {
@@ -893,7 +889,7 @@ fn plan_pipeline(
     choice: &TableChoice,
     null_tables: &[Option<TableId>],
     from_rows: bool,
-    used: &HashSet<SlotId>,
+    used: &SlotUses,
     catalog: &Catalog,
     cardinality: &dyn Fn(TableId) -> u64,
 ) -> Result<SubPlan> {
@@ -902,7 +898,7 @@ fn plan_pipeline(
     let rel_tables = &choice.rel_tables;
     let mut used = used.clone();
     for e in &choice.predicates {
-        used.extend(expr_slots(e));
+        used.add(e);
     }
     let used = &used;
     let mut available: HashSet<SlotId> = HashSet::new();
@@ -1106,6 +1102,7 @@ fn plan_pipeline(
         };
         let mut sub_available = HashSet::new();
         let mut sub_steps = Vec::new();
+        let before = pending.clone();
         let sub_source = ctx.scan_from(
             start,
             &mut bound,
@@ -1114,13 +1111,15 @@ fn plan_pipeline(
             &mut pending,
             &mut sub_steps,
         )?;
-        let mut columns: Vec<(SlotId, LogicalType)> = sub_available
-            .iter()
-            .filter(|s| used.contains(s))
-            .filter_map(|s| slot_types.get(s).map(|t| (*s, t.clone())))
-            .collect();
-        columns.sort_by_key(|c| c.0);
         let key = hash_join_key(&available, &sub_available, &mut pending);
+        // The predicates the build side and its key took (not the
+        // isomorphism tests, which `used` may not count).
+        let consumed = before
+            .iter()
+            .zip(&pending)
+            .filter_map(|(e, p)| e.as_ref().filter(|_| p.is_none()))
+            .filter(|e| isomorphism_pair(g, e).is_none());
+        let columns = build_columns(used, &sub_available, consumed, &slot_types);
         available.extend(columns.iter().map(|c| c.0));
         steps.push(Step::CrossProduct {
             build: Box::new(SubPlan {
@@ -1202,7 +1201,7 @@ struct ExtendCtx<'a> {
     rel_tables: &'a [TableId],
     /// Per rel: the direction it is matched in (never `Both`).
     directions: &'a [Direction],
-    used: &'a HashSet<SlotId>,
+    used: &'a SlotUses,
     estimates: &'a Estimates,
     /// The order the last `extend_all` followed, for EXPLAIN.
     chosen: std::cell::RefCell<Option<JoinOrder>>,
@@ -1917,6 +1916,58 @@ fn slot_types(q: &BoundPart) -> HashMap<SlotId, LogicalType> {
         .chain(q.unwinds.iter().map(|u| (u.slot, u.ty.clone())))
         .chain(q.graph.slot_types())
         .collect()
+}
+
+/// The build side's slots a hash join or cross product hands on: those
+/// read beyond the predicates the build side consumed (its filters, the
+/// join key: evaluated in the build pipeline, so `b.id` of `b.id = a.id * 2`
+/// is no column unless something else reads it), in slot order.
+fn build_columns<'e>(
+    used: &SlotUses,
+    build: &HashSet<SlotId>,
+    consumed: impl Iterator<Item = &'e BoundExpr> + Clone,
+    slot_types: &HashMap<SlotId, LogicalType>,
+) -> Vec<(SlotId, LogicalType)> {
+    let mut columns: Vec<(SlotId, LogicalType)> = build
+        .iter()
+        .filter(|s| used.read_beyond(**s, consumed.clone()))
+        .filter_map(|s| slot_types.get(s).map(|t| (*s, t.clone())))
+        .collect();
+    columns.sort_by_key(|c| c.0);
+    columns
+}
+
+/// How many expressions read each slot. A slot some expression reads is
+/// used; one that only predicates a hash join's build side consumed read
+/// (its key, its own filters) needs no build column.
+#[derive(Debug, Clone, Default)]
+struct SlotUses(HashMap<SlotId, u32>);
+
+impl SlotUses {
+    fn contains(&self, s: &SlotId) -> bool {
+        self.0.contains_key(s)
+    }
+
+    /// One more read of each slot `e` reads.
+    fn add(&mut self, e: &BoundExpr) {
+        let mut slots = expr_slots(e);
+        slots.sort_unstable();
+        slots.dedup();
+        for s in slots {
+            self.insert(s);
+        }
+    }
+
+    fn insert(&mut self, s: SlotId) {
+        *self.0.entry(s).or_default() += 1;
+    }
+
+    /// Whether an expression other than those of `consumed` (each of
+    /// them counted in) reads `s`.
+    fn read_beyond<'e>(&self, s: SlotId, consumed: impl Iterator<Item = &'e BoundExpr>) -> bool {
+        let taken = consumed.filter(|e| expr_slots(e).contains(&s)).count() as u32;
+        self.0.get(&s).is_some_and(|&n| n > taken)
+    }
 }
 
 fn expr_slots(e: &BoundExpr) -> Vec<SlotId> {
