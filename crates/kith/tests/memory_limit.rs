@@ -69,8 +69,9 @@ fn queries_beyond_the_memory_limit_fail_cleanly() {
 
 /// A hash join's build rows fit, but its index does not: the index is
 /// charged too, so the query fails cleanly instead of growing past the
-/// limit. 1.5 M build rows hold 24 MiB (the key and the column the join's
-/// filter reads), which fits; their index needs more than 40 MiB besides.
+/// limit. 1.5 M build rows hold their keys (12 MiB), which fits; their
+/// hashed index (keys too far apart to be indexed by position) needs more
+/// than 40 MiB besides.
 #[test]
 fn a_hash_join_index_beyond_the_memory_limit_fails_cleanly() {
     let (db, dir) = small_database("hash-join");
@@ -83,8 +84,11 @@ fn a_hash_join_index_beyond_the_memory_limit_fails_cleanly() {
         .unwrap();
     let csv = dir.join("m.csv");
     let mut text = String::from("id,v\n");
+    // Keys spread out (not a range a direct index covers), so the build
+    // hashes them; the first 3,000 match `a.id`.
     for i in 0..1_500_000 {
-        text.push_str(&format!("{i},{i}\n"));
+        let v = if i < 3000 { i } else { i * 7 };
+        text.push_str(&format!("{i},{v}\n"));
     }
     std::fs::write(&csv, text).unwrap();
     conn.query(&format!("COPY M FROM '{}' (HEADER=true)", csv.display()))
