@@ -265,6 +265,12 @@ pub(super) fn binary(
                 _ => unreachable!(),
             }
         } else {
+            if let VectorData::Bool(o) = &mut out.data {
+                if narrow_cmp(op, lv, ml, rv, mr, state, o) {
+                    mark_nulls(out, ln, rn, state);
+                    return Ok(true);
+                }
+            }
             let l = widen!(lv, ml, state, &mut scratch.li, i64, I64);
             let r = widen!(rv, mr, state, &mut scratch.ri, i64, I64);
             match &mut out.data {
@@ -394,6 +400,63 @@ pub(super) fn binary(
     }
 }
 
+/// A column of a narrow integer type (or DATE) against a constant that
+/// fits it: compared in the column's own type, without widening the
+/// column to i64 first (`a.age = 18` over INT32 ages). False when the
+/// operands are not of that shape.
+fn narrow_cmp(
+    op: BinaryOp,
+    lv: &ValueVector,
+    ml: Mode,
+    rv: &ValueVector,
+    mr: Mode,
+    state: &ChunkState,
+    out: &mut [bool],
+) -> bool {
+    fn constant(v: &ValueVector, p: usize) -> Option<i64> {
+        match &v.data {
+            VectorData::I8(s) => Some(s[p].into()),
+            VectorData::I16(s) => Some(s[p].into()),
+            VectorData::I32(s) => Some(s[p].into()),
+            VectorData::I64(s) => Some(s[p]),
+            VectorData::U8(s) => Some(s[p].into()),
+            VectorData::U16(s) => Some(s[p].into()),
+            VectorData::U32(s) => Some(s[p].into()),
+            _ => None,
+        }
+    }
+    // The column, the constant, and whether the constant is the left operand.
+    let (column, c, flipped) = match (ml, mr) {
+        (Mode::Unflat(_), Mode::Flat(p)) => (lv, constant(rv, p), false),
+        (Mode::Flat(p), Mode::Unflat(_)) => (rv, constant(lv, p), true),
+        _ => return false,
+    };
+    let Some(c) = c else {
+        return false;
+    };
+    macro_rules! compare {
+        ($s:expr) => {{
+            let Ok(c) = c.try_into() else {
+                return false;
+            };
+            match flipped {
+                true => cmp_loop(op, Sc(c), Sl(&$s[..]), state, out),
+                false => cmp_loop(op, Sl(&$s[..]), Sc(c), state, out),
+            }
+            true
+        }};
+    }
+    match &column.data {
+        VectorData::I8(s) => compare!(s),
+        VectorData::I16(s) => compare!(s),
+        VectorData::I32(s) => compare!(s),
+        VectorData::U8(s) => compare!(s),
+        VectorData::U16(s) => compare!(s),
+        VectorData::U32(s) => compare!(s),
+        _ => false,
+    }
+}
+
 fn cmp_loop<T: PartialOrd + Copy, L: At<T>, R: At<T>>(
     op: BinaryOp,
     l: L,
@@ -403,7 +466,7 @@ fn cmp_loop<T: PartialOrd + Copy, L: At<T>, R: At<T>>(
 ) {
     macro_rules! run {
         ($f:expr) => {
-            each_pos!(state, p => { out[p] = $f(l.at(p), r.at(p)); })
+            each_pos_cut!(state, l, r, out, p => { out[p] = $f(l.at(p), r.at(p)); })
         };
     }
     match op {
