@@ -168,7 +168,7 @@ impl Evaluator {
                 match (&out.data, out.nulls.may_have_nulls()) {
                     (kith_common::VectorData::Bool(b), false) => match &state.sel {
                         Some(s) => select_true(b, s.iter().copied(), s.len(), &mut buf),
-                        None => select_true(b, 0..state.len as u32, state.len, &mut buf),
+                        None => select_true_dense(b, state.len, &mut buf),
                     },
                     // NULL is not true: the same loop, testing both.
                     (kith_common::VectorData::Bool(b), true) => {
@@ -207,6 +207,46 @@ impl Evaluator {
 #[inline]
 fn select_true(b: &[bool], positions: impl Iterator<Item = u32>, n: usize, buf: &mut Vec<u32>) {
     select_where(|p| b[p], positions, n, buf)
+}
+
+/// The positions `0..n` where `b` is true, into `buf`, eight at a time:
+/// eight false (a selective filter: 98 % of `a.age = 18`'s tuples) or
+/// eight true cost one test, other words are kept without a branch per
+/// position.
+fn select_true_dense(b: &[bool], n: usize, buf: &mut Vec<u32>) {
+    const ALL: u64 = 0x0101_0101_0101_0101;
+    let b = &b[..n];
+    // SAFETY: `bool` has the size and alignment of `u8` and is always 0
+    // or 1, so its bytes are valid `u8`s; the slice keeps `b`'s length
+    // and lifetime. Exercised by `dense_selection_matches_reference`.
+    let bytes: &[u8] = unsafe { std::slice::from_raw_parts(b.as_ptr().cast::<u8>(), n) };
+    buf.resize(n, 0);
+    let out = &mut buf[..];
+    let mut kept = 0;
+    let mut words = bytes.chunks_exact(8);
+    let mut p = 0u32;
+    for word in &mut words {
+        let w = u64::from_le_bytes([
+            word[0], word[1], word[2], word[3], word[4], word[5], word[6], word[7],
+        ]);
+        if w == ALL {
+            for (i, slot) in out[kept..kept + 8].iter_mut().enumerate() {
+                *slot = p + i as u32;
+            }
+            kept += 8;
+        } else if w != 0 {
+            for (i, &x) in word.iter().enumerate() {
+                out[kept] = p + i as u32;
+                kept += usize::from(x);
+            }
+        }
+        p += 8;
+    }
+    for (i, &x) in words.remainder().iter().enumerate() {
+        out[kept] = p + i as u32;
+        kept += usize::from(x);
+    }
+    buf.truncate(kept);
 }
 
 /// [`select_true`] for any test of a position.

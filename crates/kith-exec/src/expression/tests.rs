@@ -552,6 +552,53 @@ proptest! {
 }
 
 proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+    /// A column of a narrow integer type compared with a constant (an
+    /// INT64 literal, in the type's range or beyond it, on either side;
+    /// NULLs; a selection; batches longer than 16 positions for the
+    /// cut loop) on the typed path equals the value-at-a-time kernel.
+    #[test]
+    fn narrow_column_against_constant_matches_reference(
+        xs in prop::collection::vec(prop::option::weighted(0.85, -40_000i64..70_000), 1..60),
+        c in prop_oneof![-300i64..300, -70_000i64..70_000, Just(i64::MIN), Just(i64::MAX), Just(4_294_967_296i64)],
+        ty in 0usize..6,
+        op in prop::sample::select(vec![BinaryOp::Eq, BinaryOp::Ne, BinaryOp::Lt, BinaryOp::Le, BinaryOp::Gt, BinaryOp::Ge]),
+        use_sel in any::<bool>(),
+        constant_left in any::<bool>(),
+    ) {
+        let (t, value): (T, fn(i64) -> Value) = match ty {
+            0 => (T::Int8, |x| Value::Int8(x as i8)),
+            1 => (T::Int16, |x| Value::Int16(x as i16)),
+            2 => (T::Int32, |x| Value::Int32(x as i32)),
+            3 => (T::UInt8, |x| Value::UInt8(x as u8)),
+            4 => (T::UInt16, |x| Value::UInt16(x as u16)),
+            _ => (T::UInt32, |x| Value::UInt32(x as u32)),
+        };
+        let col: Vec<Value> = xs.iter().map(|x| x.map_or(Value::Null, value)).collect();
+        let n = col.len();
+        let sel: Option<Vec<u32>> = use_sel.then(|| (0..n as u32).filter(|i| i % 3 != 1).collect());
+        let rs = ResultSet { chunks: vec![chunk(vec![vector(t.clone(), &col)], None, sel.clone())], multiplicity: 1, weights: None };
+        let mut layout = SlotLayout::default();
+        layout.positions.insert(SlotId(0), (0, 0));
+        let (l, r) = (slot(0, t), lit(Value::Int64(c)));
+        let e = match constant_left {
+            true => bin(op, r, l, T::Bool),
+            false => bin(op, l, r, T::Bool),
+        };
+        let positions: Vec<usize> = match &sel { Some(s) => s.iter().map(|&p| p as usize).collect(), None => (0..n).collect() };
+        let expected: Vec<Value> = positions
+            .iter()
+            .map(|&p| match constant_left {
+                true => kernels::binary(op, &Value::Int64(c), &col[p], None).unwrap(),
+                false => kernels::binary(op, &col[p], &Value::Int64(c), None).unwrap(),
+            })
+            .collect();
+        let got = eval(&e, &rs, &layout).unwrap().1;
+        prop_assert_eq!(got, expected);
+    }
+}
+
+proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
     /// Comparisons of node ids (two tables, NULLs, a selection, either
     /// side flat or unflat) on the typed path equal the value-at-a-time
@@ -1132,4 +1179,35 @@ fn unknown_date_part_is_an_error() {
         err.message.contains("unknown date part 'fortnight'"),
         "{err}"
     );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+    /// The eight-at-a-time selection of a batch equals a plain filter of
+    /// its positions: runs of all false and all true words, mixed words,
+    /// a remainder shorter than a word, and a buffer holding old positions.
+    #[test]
+    fn dense_selection_matches_reference(
+        runs in prop::collection::vec((0u8..3, 1usize..40), 0..12),
+        seed in any::<u64>(),
+    ) {
+        let mut b = Vec::new();
+        let mut x = seed | 1;
+        for (kind, len) in runs {
+            for _ in 0..len {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                b.push(match kind {
+                    0 => false,
+                    1 => true,
+                    _ => x & 1 == 1,
+                });
+            }
+        }
+        let want: Vec<u32> = (0..b.len() as u32).filter(|&p| b[p as usize]).collect();
+        let mut buf = vec![7u32; 5];
+        super::select_true_dense(&b, b.len(), &mut buf);
+        prop_assert_eq!(buf, want);
+    }
 }
