@@ -1532,6 +1532,16 @@ pub fn execute_query_from(
     // Whether they are in the order of the lists they were unwound from
     // (the first part's one row, or rows written in order, are in order).
     let mut listed_input = true;
+    // Whether a part's row order reaches the result: every later part
+    // only filters and projects its rows in order. (An aggregate or a
+    // sort after it makes the order unobservable, so such rows stay on
+    // every worker.)
+    let mut order_reaches_result = vec![false; plan.parts.len()];
+    let mut later_keep_order = true;
+    for (i, part) in plan.parts.iter().enumerate().rev() {
+        order_reaches_result[i] = later_keep_order;
+        later_keep_order &= keeps_row_order(part) && only_reads_rows(part);
+    }
     // The rows an OPTIONAL MATCH numbered, until the part that pads them.
     let mut numbered: Option<Arc<Chunk>> = None;
     // Whether `input` ends with a count column (see `hands_on_counts`).
@@ -1618,14 +1628,14 @@ pub fn execute_query_from(
         // Rows an ORDER BY left sorted keep that order through a part that
         // neither sorts nor aggregates (`WITH n ORDER BY n.x LIMIT 10
         // RETURN n.name`): one worker reads them in order.
-        let keeps_order = part.descending.is_empty()
-            && part.recursive.is_none()
-            && matches!(part.sink, Sink::Collect { .. });
+        let keeps_order = keeps_row_order(part);
         // Rows unwound from rows in order (a standalone CALL's rows, `UNWIND
         // [3, 1, 2] AS x`) keep the lists' order through parts that only
-        // filter and project them: one worker reads them in order. A part
-        // that matches a pattern from them stays parallel.
-        let keeps_list_order = listed_input && keeps_order && only_reads_rows(part);
+        // filter and project them, when that order reaches the result: one
+        // worker reads them in order. A part that matches a pattern from
+        // them stays parallel.
+        let keeps_list_order =
+            listed_input && keeps_order && only_reads_rows(part) && order_reaches_result[i];
         let part_threads = if (sorted_input && keeps_order) || keeps_list_order {
             1
         } else {
@@ -1687,6 +1697,14 @@ pub fn execute_query_from(
         counted_input = counts_out;
     }
     Ok(Vec::new())
+}
+
+/// Whether `part` hands on its rows in the order it reads them when one
+/// worker runs it: it neither sorts, aggregates nor joins recursively.
+fn keeps_row_order(part: &PartPlan) -> bool {
+    part.descending.is_empty()
+        && part.recursive.is_none()
+        && matches!(part.sink, Sink::Collect { .. })
 }
 
 /// Whether `part` only filters and projects the rows it reads (their
