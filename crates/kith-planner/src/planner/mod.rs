@@ -1925,12 +1925,14 @@ fn slot_types(q: &BoundPart) -> HashMap<SlotId, LogicalType> {
 fn build_columns<'e>(
     used: &SlotUses,
     build: &HashSet<SlotId>,
-    consumed: impl Iterator<Item = &'e BoundExpr> + Clone,
+    consumed: impl Iterator<Item = &'e BoundExpr>,
     slot_types: &HashMap<SlotId, LogicalType>,
 ) -> Vec<(SlotId, LogicalType)> {
+    let mut taken = SlotUses::default();
+    consumed.for_each(|e| taken.add(e));
     let mut columns: Vec<(SlotId, LogicalType)> = build
         .iter()
-        .filter(|s| used.read_beyond(**s, consumed.clone()))
+        .filter(|s| used.reads(s) > taken.reads(s))
         .filter_map(|s| slot_types.get(s).map(|t| (*s, t.clone())))
         .collect();
     columns.sort_by_key(|c| c.0);
@@ -1962,11 +1964,9 @@ impl SlotUses {
         *self.0.entry(s).or_default() += 1;
     }
 
-    /// Whether an expression other than those of `consumed` (each of
-    /// them counted in) reads `s`.
-    fn read_beyond<'e>(&self, s: SlotId, consumed: impl Iterator<Item = &'e BoundExpr>) -> bool {
-        let taken = consumed.filter(|e| expr_slots(e).contains(&s)).count() as u32;
-        self.0.get(&s).is_some_and(|&n| n > taken)
+    /// How many expressions read `s`.
+    fn reads(&self, s: &SlotId) -> u32 {
+        self.0.get(s).copied().unwrap_or(0)
     }
 }
 
