@@ -9,14 +9,18 @@
 //! predicate `WHERE (a)-[:R]->()`) does not run: its table is the CSR
 //! degree of every node of the key's table ([`degree_shape`]).
 
+use std::sync::Arc;
+
 use hashbrown::HashMap;
 
 use kith_common::constants::NODE_GROUP_SIZE;
 use kith_common::{Chunk, Error, InternalId, Result, TableId, Value, VectorData};
+use kith_pager::Pager;
 use kith_planner::bound::SubqueryKind;
 use kith_planner::plan::{DegreeCount, ExtendDirection};
-use kith_storage::{RelDirection, TableData};
+use kith_storage::{RelDirection, RelTableData, TableData};
 
+use crate::operator::extend::CsrPins;
 use crate::operator::QueryContext;
 
 /// One subquery's results: key ids → value.
@@ -36,6 +40,51 @@ enum Rows {
     /// EXISTS or COUNT whose keys are all nodes of one table (a probe is
     /// then an array read, not a hash of the key).
     Counts { table: TableId, counts: Vec<u64> },
+    /// Per node of `table`, its rels in one direction of a rel table, read
+    /// from the CSR of the query's snapshot when probed.
+    Degrees { table: TableId, csr: DegreeSource },
+}
+
+/// The CSR a [`Rows::Degrees`] table reads.
+struct DegreeSource {
+    rels: Arc<RelTableData>,
+    fwd: bool,
+    pager: Arc<Pager>,
+}
+
+impl std::fmt::Debug for DegreeSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DegreeSource")
+            .field("fwd", &self.fwd)
+            .finish()
+    }
+}
+
+impl DegreeSource {
+    /// The rels of node `offset` (one lookup: the generic probe's path).
+    fn degree(&self, offset: u64) -> Result<u64> {
+        let dir = match self.fwd {
+            true => RelDirection::Fwd,
+            false => RelDirection::Bwd,
+        };
+        let group = (offset / NODE_GROUP_SIZE) as usize;
+        match self.rels.csr(dir).groups.get(group) {
+            Some(g) => Ok(g.pin(&self.pager, &[])?.degree(offset % NODE_GROUP_SIZE)),
+            None => Ok(0),
+        }
+    }
+}
+
+/// A worker's probe of a one-key EXISTS or COUNT table held by offset
+/// ([`Rows::Counts`], [`Rows::Degrees`]): the count of each position's id
+/// into a buffer by position, for a typed write of the whole batch. A
+/// degree table keeps its CSR regions pinned from batch to batch and
+/// reads a morsel's offsets at once ([`CsrPins::degrees_into`]).
+pub struct CountProbe {
+    pins: Option<CsrPins>,
+    counts: Vec<u64>,
+    /// The positions of a batch's ids of the table, when some are not.
+    positions: Vec<usize>,
 }
 
 /// The count of node `id` in [`Rows::Counts`] of `table` (0 for a node of
@@ -184,7 +233,7 @@ impl SubqueryTable {
 
     /// The table of a subquery answered by degrees: the degree of every
     /// node of the key's table in the rel table's CSR in that direction,
-    /// as of the query's snapshot.
+    /// as of the query's snapshot, read when probed.
     pub fn from_degrees(
         kind: SubqueryKind,
         degree: &DegreeCount,
@@ -198,49 +247,42 @@ impl SubqueryTable {
         let TableData::Rel(rd) = ctx.version.table(rel_table)?.as_ref() else {
             return Err(Error::internal("expected rel table storage"));
         };
-        let TableData::Node(nd) = ctx.version.table(node_table)?.as_ref() else {
+        let TableData::Node(_) = ctx.version.table(node_table)?.as_ref() else {
             return Err(Error::internal("expected node table storage"));
         };
-        let dir = match direction {
-            ExtendDirection::Fwd => RelDirection::Fwd,
-            ExtendDirection::Bwd => RelDirection::Bwd,
+        let csr = DegreeSource {
+            rels: Arc::new(rd.clone()),
+            fwd: direction == ExtendDirection::Fwd,
+            pager: Arc::clone(&ctx.pager),
         };
-        let mut counts = vec![0u64; nd.num_rows as usize];
-        let mut degrees = Vec::new();
-        for (gi, g) in rd.csr(dir).groups.iter().enumerate() {
-            let pinned = g.pin(&ctx.pager, &[])?;
-            let base = (gi as u64 * NODE_GROUP_SIZE) as usize;
-            pinned.degrees(&mut degrees);
-            let fits = counts.len().saturating_sub(base).min(degrees.len());
-            if degrees[fits..].iter().any(|&d| d > 0) {
-                return Err(Error::internal("rels of a node beyond its table"));
-            }
-            if fits > 0 {
-                counts[base..base + fits].copy_from_slice(&degrees[..fits]);
-            }
-            ctx.cancel.check()?;
-        }
         Ok(SubqueryTable {
             kind,
             num_keys: 1,
-            rows: Rows::Counts {
+            rows: Rows::Degrees {
                 table: node_table,
-                counts,
+                csr,
             },
         })
     }
 
-    /// For a one-key table held by offset ([`Rows::Counts`]): whether it is
-    /// an EXISTS (else a COUNT), and each id's count, so that a probe of
-    /// an id vector writes booleans or integers without building values.
-    pub fn counts_by_id(&self) -> Option<(bool, impl Fn(InternalId) -> u64 + '_)> {
-        let Rows::Counts { table, counts } = &self.rows else {
-            return None;
+    /// A probe of a one-key table held by offset, for a worker; whether
+    /// the table is an EXISTS (else a COUNT). None for other tables.
+    pub fn count_probe(&self) -> Option<(bool, CountProbe)> {
+        let pins = match &self.rows {
+            Rows::Hashed(_) => return None,
+            Rows::Counts { .. } => None,
+            Rows::Degrees { csr, .. } => {
+                Some(CsrPins::new(Arc::clone(&csr.rels), csr.fwd, Vec::new()))
+            }
         };
-        let count = move |id: InternalId| count_at(*table, counts, id);
+        let probe = CountProbe {
+            pins,
+            counts: Vec::new(),
+            positions: Vec::new(),
+        };
         match self.kind {
-            SubqueryKind::Exists => Some((true, count)),
-            SubqueryKind::Count => Some((false, count)),
+            SubqueryKind::Exists => Some((true, probe)),
+            SubqueryKind::Count => Some((false, probe)),
             SubqueryKind::Collect => None,
         }
     }
@@ -267,8 +309,8 @@ impl SubqueryTable {
         }
         let found = match &self.rows {
             Rows::Hashed(rows) => rows.get(scratch.as_slice()).cloned(),
-            Rows::Counts { table, counts } => {
-                let count = count_at(*table, counts, InternalId(scratch[0]));
+            Rows::Counts { .. } | Rows::Degrees { .. } => {
+                let count = self.count_of(InternalId(scratch[0]))?;
                 match self.kind {
                     _ if count == 0 => None,
                     SubqueryKind::Exists => Some(Value::Bool(true)),
@@ -284,6 +326,62 @@ impl SubqueryTable {
                 SubqueryKind::Collect => Value::list(Vec::new()),
             },
         })
+    }
+
+    /// The count of `id` in a one-key table held by offset (0 for a node
+    /// of another table or past the table's nodes).
+    fn count_of(&self, id: InternalId) -> Result<u64> {
+        match &self.rows {
+            Rows::Counts { table, counts } => Ok(count_at(*table, counts, id)),
+            Rows::Degrees { table, csr } if id.table() == *table => csr.degree(id.offset()),
+            Rows::Degrees { .. } => Ok(0),
+            Rows::Hashed(_) => Err(Error::internal("count of a hashed subquery table")),
+        }
+    }
+}
+
+impl CountProbe {
+    /// The count of `ids[p]` at `counts[p]` for each `p` of `positions`
+    /// (positions of non-NULL ids, below `len`), from `table` (the table
+    /// this probe was made for). Other positions below `len` hold anything
+    /// (the caller writes NULL or nothing there).
+    pub fn counts(
+        &mut self,
+        table: &SubqueryTable,
+        ids: &[InternalId],
+        positions: &[usize],
+        len: usize,
+    ) -> Result<&[u64]> {
+        let counts = &mut self.counts;
+        if counts.len() < len {
+            counts.resize(len, 0);
+        }
+        match (&table.rows, &mut self.pins) {
+            (Rows::Counts { table, counts: c }, _) => {
+                for &p in positions {
+                    counts[p] = count_at(*table, c, ids[p]);
+                }
+            }
+            (Rows::Degrees { table, csr }, Some(pins)) => {
+                // Ids of another table have no rels here.
+                let t = *table;
+                let mut positions = positions;
+                if positions.iter().any(|&p| ids[p].table() != t) {
+                    let mine = &mut self.positions;
+                    mine.clear();
+                    for &p in positions {
+                        match ids[p].table() == t {
+                            true => mine.push(p),
+                            false => counts[p] = 0,
+                        }
+                    }
+                    positions = mine;
+                }
+                pins.degrees_into(&csr.pager, ids, positions.iter().copied(), counts)?;
+            }
+            _ => return Err(Error::internal("subquery probe of another table")),
+        }
+        Ok(&self.counts[..len])
     }
 }
 
@@ -350,6 +448,17 @@ mod tests {
         assert!(exists.lookup(&[], &mut s).is_err());
     }
 
+    /// Every count a [`CountProbe`] of `t` reads for `ids` (probed in one
+    /// batch, the positions in reverse); None for a table not held by
+    /// offset. Checks that the probe says COUNT.
+    fn probe_counts(t: &SubqueryTable, ids: &[InternalId]) -> Option<Vec<u64>> {
+        let (exists, mut probe) = t.count_probe()?;
+        assert!(!exists);
+        let positions: Vec<usize> = (0..ids.len()).rev().collect();
+        let counts = probe.counts(t, ids, &positions, ids.len());
+        Some(counts.unwrap().to_vec())
+    }
+
     /// One table's keys are held by offset and probed by id; keys of two
     /// tables, or an offset past the array's limit, keep the hash table.
     #[test]
@@ -357,14 +466,9 @@ mod tests {
         let mut s = Vec::new();
         let rows = chunk(&[(id(4, 9), Value::Int64(2)), (id(4, 700), Value::Int64(5))]);
         let count = SubqueryTable::from_rows(SubqueryKind::Count, 1, &[rows]).unwrap();
-        let Some((false, of)) = count.counts_by_id() else {
-            panic!("a COUNT of one table's keys is held by offset");
-        };
-        let at = |t: u32, o: u64| of(InternalId::new(TableId(t), o));
-        assert_eq!(
-            (at(4, 9), at(4, 700), at(4, 10), at(5, 9), at(4, 1 << 40)),
-            (2, 5, 0, 0, 0)
-        );
+        let ids = [(4, 9), (4, 700), (4, 10), (5, 9), (4, 1 << 40)]
+            .map(|(t, o)| InternalId::new(TableId(t), o));
+        assert_eq!(probe_counts(&count, &ids), Some(vec![2, 5, 0, 0, 0]));
         assert_eq!(
             count.lookup(&[id(4, 700)], &mut s).unwrap(),
             Value::Int64(5)
@@ -381,11 +485,8 @@ mod tests {
         int32.num_rows = 1;
         let rows = chunk(&[(id(4, 9), Value::Int64(2))]);
         let count = SubqueryTable::from_rows(SubqueryKind::Count, 1, &[rows, int32]).unwrap();
-        let Some((false, of)) = count.counts_by_id() else {
-            panic!("a COUNT of one table's keys is held by offset");
-        };
-        let at = |o: u64| of(InternalId::new(TableId(4), o));
-        assert_eq!((at(9), at(3), at(4)), (2, 6, 0));
+        let ids = [9, 3, 4].map(|o| InternalId::new(TableId(4), o));
+        assert_eq!(probe_counts(&count, &ids), Some(vec![2, 6, 0]));
         for rows in [
             chunk(&[(id(1, 5), Value::Int64(3)), (id(2, 5), Value::Int64(7))]),
             chunk(&[(id(1, DENSE_OFFSETS), Value::Int64(3))]),
@@ -393,7 +494,7 @@ mod tests {
             chunk(&[(id(1, 5), Value::Int64(-1))]),
         ] {
             let t = SubqueryTable::from_rows(SubqueryKind::Exists, 1, &[rows]).unwrap();
-            assert!(t.counts_by_id().is_none());
+            assert!(t.count_probe().is_none());
         }
     }
 }

@@ -12,6 +12,7 @@ use super::{kernels, EvalContext, Evaluated, View};
 use crate::function::temporal::DatePart;
 use crate::function::{self, ScalarFunction};
 use crate::result_set::ChunkState;
+use crate::subquery::{CountProbe, SubqueryTable};
 use kith_planner::procedure::ProcedureRef;
 
 /// Where a node's values are after evaluation.
@@ -98,6 +99,9 @@ pub(super) enum Kind {
         keys: Vec<Node>,
         buf: Vec<Value>,
         ids: Vec<u64>,
+        /// A one-key table held by offset: this evaluator's probe of it
+        /// (made on the first batch).
+        probe: Option<Box<SubqueryProbe>>,
     },
 }
 
@@ -325,6 +329,7 @@ impl Node {
                 keys: keys.iter().map(Node::compile).collect::<Result<_>>()?,
                 buf: Vec::with_capacity(keys.len()),
                 ids: Vec::with_capacity(keys.len()),
+                probe: None,
             },
         };
         let mut out = ValueVector::new(e.ty.clone(), 0);
@@ -724,19 +729,31 @@ impl Node {
                 keys,
                 buf,
                 ids,
+                probe,
             } => {
                 let table = subquery_table(ctx, *index)?;
                 // One id key probing a table held by offset: typed writes.
-                if let ([k], Some((exists, count_of))) = (keys.as_mut_slice(), table.counts_by_id())
-                {
-                    let wanted = if exists {
-                        LogicalType::Bool
-                    } else {
-                        LogicalType::Int64
-                    };
-                    if k.ty == LogicalType::InternalId && self.ty == wanted {
-                        let m = k.eval(ctx)?;
-                        return probe_counts(&mut self.out, ctx, m, k.vector(ctx), count_of);
+                if let [k] = keys.as_mut_slice() {
+                    if probe.is_none() {
+                        *probe = table.count_probe().map(|(exists, counts)| {
+                            Box::new(SubqueryProbe {
+                                exists,
+                                counts,
+                                positions: Vec::new(),
+                            })
+                        });
+                    }
+                    if let Some(probe) = probe.as_deref_mut() {
+                        let wanted = if probe.exists {
+                            LogicalType::Bool
+                        } else {
+                            LogicalType::Int64
+                        };
+                        if k.ty == LogicalType::InternalId && self.ty == wanted {
+                            let m = k.eval(ctx)?;
+                            let keys = k.vector(ctx);
+                            return probe_counts(&mut self.out, ctx, m, keys, table, probe);
+                        }
                     }
                 }
                 let mut modes = Vec::with_capacity(keys.len());
@@ -1123,7 +1140,12 @@ fn bool_unary(
     };
     let nulls = src.nulls.may_have_nulls();
     match input {
-        Some(b) => each_pos!(state, p => { o[p] = !b[p]; }),
+        // Every position: one loop over slices cut to the length, which
+        // vectorizes.
+        Some(b) => match (&state.sel, b.get(..state.len), o.get_mut(..state.len)) {
+            (None, Some(b), Some(o)) => o.iter_mut().zip(b).for_each(|(o, b)| *o = !b),
+            _ => each_pos!(state, p => { o[p] = !b[p]; }),
+        },
         None => {
             let is_null = op == UnaryOp::IsNull;
             each_pos!(state, p => { o[p] = (nulls && src.is_null(p)) == is_null; });
@@ -1139,44 +1161,96 @@ fn bool_unary(
     Some(Mode::Unflat(u))
 }
 
-/// A one-key subquery probe of `keys` (ids at mode `m`) into counts by id:
-/// booleans (count above 0) or integers into `out`, whichever type it
-/// has; NULL for a NULL key.
+/// A [`Kind::Subquery`]'s probe of a table held by offset, and the
+/// positions of a batch's non-NULL keys.
+pub(super) struct SubqueryProbe {
+    exists: bool,
+    counts: CountProbe,
+    positions: Vec<usize>,
+}
+
+/// A one-key subquery probe of `keys` (ids at mode `m`) into a table
+/// held by offset: booleans (count above 0) or integers into `out`,
+/// whichever type it has; NULL for a NULL key. The counts come a batch at
+/// a time, so the writes are one typed loop.
 fn probe_counts(
     out: &mut ValueVector,
     ctx: &EvalContext,
     m: Mode,
     keys: &ValueVector,
-    count_of: impl Fn(kith_common::InternalId) -> u64,
+    table: &SubqueryTable,
+    probe: &mut SubqueryProbe,
 ) -> Result<Mode> {
     let VectorData::Id(ids) = &keys.data else {
         return Err(Error::internal("subquery key is not an id vector"));
     };
-    let write = |out: &mut ValueVector, p: usize, src: usize| {
-        if keys.is_null(src) {
-            out.set_null(p, true);
-            return;
+    let nulls = keys.nulls.may_have_nulls();
+    let positions = &mut probe.positions;
+    positions.clear();
+    let len = match m {
+        Mode::Unflat(u) => {
+            let state: &ChunkState = &ctx.rs.chunks[u].state;
+            match (&state.sel, nulls) {
+                (None, false) => positions.extend(0..state.len),
+                (Some(sel), false) => positions.extend(sel.iter().map(|&p| p as usize)),
+                (_, true) => each_pos!(state, p => {
+                    if !keys.is_null(p) {
+                        positions.push(p);
+                    }
+                }),
+            }
+            state.len
         }
-        let n = count_of(ids[src]);
-        match &mut out.data {
-            VectorData::Bool(b) => b[p] = n > 0,
-            VectorData::I64(x) => x[p] = n as i64,
-            _ => {}
+        Mode::Flat(src) => {
+            if !keys.is_null(src) {
+                positions.push(src);
+            }
+            src + 1
         }
     };
+    let counts = probe.counts.counts(table, ids, positions, len)?;
+    let other = || Error::internal("subquery count of another type");
     match m {
-        Mode::Flat(src) => {
-            out.reset(1);
-            write(out, 0, src);
-            Ok(Mode::Flat(0))
-        }
         Mode::Unflat(u) => {
             let state: &ChunkState = &ctx.rs.chunks[u].state;
             out.reset(state.len);
-            each_pos!(state, p => {
-                write(out, p, p);
-            });
+            let n = state.len;
+            match (&mut out.data, &state.sel) {
+                (VectorData::Bool(b), None) => {
+                    b[..n].iter_mut().zip(counts).for_each(|(b, &c)| *b = c > 0);
+                }
+                (VectorData::I64(x), None) => {
+                    x[..n]
+                        .iter_mut()
+                        .zip(counts)
+                        .for_each(|(x, &c)| *x = c as i64);
+                }
+                (VectorData::Bool(b), Some(_)) => each_pos!(state, p => { b[p] = counts[p] > 0; }),
+                (VectorData::I64(x), Some(_)) => {
+                    each_pos!(state, p => { x[p] = counts[p] as i64; })
+                }
+                _ => return Err(other()),
+            }
+            if nulls {
+                each_pos!(state, p => {
+                    if keys.is_null(p) {
+                        out.set_null(p, true);
+                    }
+                });
+            }
             Ok(Mode::Unflat(u))
+        }
+        Mode::Flat(src) => {
+            out.reset(1);
+            match &mut out.data {
+                VectorData::Bool(b) => b[0] = counts[src] > 0,
+                VectorData::I64(x) => x[0] = counts[src] as i64,
+                _ => return Err(other()),
+            }
+            if keys.is_null(src) {
+                out.set_null(0, true);
+            }
+            Ok(Mode::Flat(0))
         }
     }
 }
