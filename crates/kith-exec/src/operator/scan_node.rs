@@ -94,8 +94,11 @@ impl Operator for ScanNodes {
         let ids = &mut chunk.vectors[self.id_vector];
         ids.reset(len);
         if let (true, VectorData::Id(v)) = (self.write_ids, &mut ids.data) {
-            for (slot, offset) in v.iter_mut().zip(range.clone()) {
-                *slot = InternalId::new(self.table, offset);
+            // Consecutive ids: the first plus the position, a loop that
+            // vectorizes (a zip with the offset range did not).
+            let first = InternalId::new(self.table, range.start).0;
+            for (p, slot) in v[..len].iter_mut().enumerate() {
+                *slot = InternalId(first + p as u64);
             }
         }
         if let Some((_, pinned)) = &self.pinned {
