@@ -1876,7 +1876,7 @@ fn run_subqueries(
         }
         let rows = execute_query_from(&s.plan, None, Arc::clone(&ctx), sched, threads, recursive)?;
         ctx.cancel.check()?;
-        tables.push(SubqueryTable::from_rows(s.kind, s.num_keys, &rows)?);
+        tables.push(SubqueryTable::from_rows(s.kind, s.num_keys, rows)?);
     }
     Ok(Arc::new(QueryContext {
         version: Arc::clone(&ctx.version),
@@ -2337,6 +2337,7 @@ fn execute_part(
                 dependent: dependent.clone(),
                 outputs: plan.final_outputs.clone(),
                 types: plan.types.clone(),
+                zero_counts: plan.zero_counts_allowed,
             });
             let merged = std::mem::take(&mut *merged.lock());
             let mut pieces = std::mem::take(&mut *pieces.lock());
@@ -2474,6 +2475,8 @@ struct GroupOutput {
     dependent: Vec<DependentKey>,
     outputs: Vec<BoundExpr>,
     types: Vec<LogicalType>,
+    /// See `PartPlan::zero_counts_allowed`.
+    zero_counts: bool,
 }
 
 impl GroupOutput {
@@ -2482,7 +2485,7 @@ impl GroupOutput {
     fn finish(&self, agg: HashAggregate, ctx: &Arc<QueryContext>) -> Result<Chunk> {
         let key_types: Vec<LogicalType> = self.keys.iter().map(|(e, _)| e.ty.clone()).collect();
         let agg_types: Vec<LogicalType> = self.aggregates.iter().map(|a| a.ty.clone()).collect();
-        let mut groups = agg.finish(&key_types, &agg_types);
+        let mut groups = agg.finish(&key_types, &agg_types, self.zero_counts);
         let mut layout = SlotLayout::default();
         for (i, (_, slot)) in self.keys.iter().enumerate() {
             layout.positions.insert(*slot, (0, i));

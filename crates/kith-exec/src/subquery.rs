@@ -99,20 +99,59 @@ fn count_at(table: TableId, counts: &[u64], id: InternalId) -> u64 {
 /// Most offsets a one-key table holds as an array.
 const DENSE_OFFSETS: u64 = 1 << 26;
 
+/// The counts of rows `c` whose keys are consecutive ids of one table
+/// (an aggregate's counts by offset handed on whole, see
+/// `PartPlan::zero_counts_allowed`), by offset: the count column taken as
+/// it is, behind zeros for the offsets before the first key. None for any
+/// other rows (NULLs, negative counts, keys not consecutive).
+fn whole_counts(c: &mut Chunk) -> Option<(TableId, Vec<u64>)> {
+    let n = c.num_rows;
+    let [keys, values] = c.columns.as_mut_slice() else {
+        return None;
+    };
+    if n == 0 || keys.nulls.may_have_nulls() || values.nulls.may_have_nulls() {
+        return None;
+    }
+    let (VectorData::Id(ids), VectorData::I64(counts)) = (&keys.data, &mut values.data) else {
+        return None;
+    };
+    let (ids, first) = (ids.get(..n)?, ids[0]);
+    let consecutive = ids
+        .iter()
+        .enumerate()
+        .all(|(r, id)| id.0 == first.0 + r as u64);
+    let end = first.offset().checked_add(n as u64)?;
+    if !consecutive || ids[n - 1].table() != first.table() || end > DENSE_OFFSETS {
+        return None;
+    }
+    if counts.len() < n || counts[..n].iter().any(|&x| x < 0) {
+        return None;
+    }
+    let mut taken = std::mem::take(counts);
+    taken.truncate(n);
+    let by_offset: Vec<u64> = match first.offset() {
+        0 => taken.into_iter().map(|x| x as u64).collect(),
+        o => std::iter::repeat_n(0, o as usize)
+            .chain(taken.into_iter().map(|x| x as u64))
+            .collect(),
+    };
+    Some((first.table(), by_offset))
+}
+
 impl SubqueryTable {
     /// Builds the table from the subquery's rows (`num_keys` id columns,
     /// then the count or list for `Count` / `Collect`).
     pub fn from_rows(
         kind: SubqueryKind,
         num_keys: usize,
-        chunks: &[Chunk],
+        mut chunks: Vec<Chunk>,
     ) -> Result<SubqueryTable> {
-        if let Some(t) = Self::counts_by_offset(kind, num_keys, chunks) {
+        if let Some(t) = Self::counts_by_offset(kind, num_keys, &mut chunks) {
             return Ok(t);
         }
         let mut rows = HashMap::new();
         let mut key = Vec::with_capacity(num_keys);
-        for c in chunks {
+        for c in &chunks {
             for r in 0..c.num_rows {
                 key.clear();
                 for col in &c.columns[..num_keys] {
@@ -156,10 +195,19 @@ impl SubqueryTable {
     fn counts_by_offset(
         kind: SubqueryKind,
         num_keys: usize,
-        chunks: &[Chunk],
+        chunks: &mut [Chunk],
     ) -> Option<SubqueryTable> {
         if num_keys != 1 || kind == SubqueryKind::Collect {
             return None;
+        }
+        if let [c] = chunks {
+            if let Some((table, counts)) = whole_counts(c) {
+                return Some(SubqueryTable {
+                    kind,
+                    num_keys,
+                    rows: Rows::Counts { table, counts },
+                });
+            }
         }
         let mut table = None;
         let mut counts: Vec<u64> = Vec::new();
@@ -174,7 +222,7 @@ impl SubqueryTable {
             counts[o] = count;
             true
         };
-        for c in chunks {
+        for c in chunks.iter() {
             let keys = &c.columns[0];
             let values = c.columns.get(1);
             // Typed columns without NULLs (an aggregate's output): read as
@@ -416,7 +464,7 @@ mod tests {
             c
         };
         for (n, want) in [(0, false), (3, true)] {
-            let t = SubqueryTable::from_rows(SubqueryKind::Exists, 0, &[count(n)]).unwrap();
+            let t = SubqueryTable::from_rows(SubqueryKind::Exists, 0, vec![count(n)]).unwrap();
             assert_eq!(t.lookup(&[], &mut s).unwrap(), Value::Bool(want));
         }
     }
@@ -425,7 +473,7 @@ mod tests {
     fn lookups_hit_miss_and_null() {
         let rows = chunk(&[(id(1, 5), Value::Int64(3)), (id(2, 5), Value::Int64(7))]);
         let mut s = Vec::new();
-        let count = SubqueryTable::from_rows(SubqueryKind::Count, 1, &[rows]).unwrap();
+        let count = SubqueryTable::from_rows(SubqueryKind::Count, 1, vec![rows]).unwrap();
         assert_eq!(count.lookup(&[id(1, 5)], &mut s).unwrap(), Value::Int64(3));
         assert_eq!(count.lookup(&[id(2, 5)], &mut s).unwrap(), Value::Int64(7));
         // Same offset, other table: a different entity.
@@ -434,7 +482,7 @@ mod tests {
         let exists = SubqueryTable::from_rows(
             SubqueryKind::Exists,
             1,
-            &[chunk(&[(id(1, 1), Value::Int64(1))])],
+            vec![chunk(&[(id(1, 1), Value::Int64(1))])],
         )
         .unwrap();
         assert_eq!(
@@ -465,7 +513,7 @@ mod tests {
     fn one_table_keys_are_counts_by_offset() {
         let mut s = Vec::new();
         let rows = chunk(&[(id(4, 9), Value::Int64(2)), (id(4, 700), Value::Int64(5))]);
-        let count = SubqueryTable::from_rows(SubqueryKind::Count, 1, &[rows]).unwrap();
+        let count = SubqueryTable::from_rows(SubqueryKind::Count, 1, vec![rows]).unwrap();
         let ids = [(4, 9), (4, 700), (4, 10), (5, 9), (4, 1 << 40)]
             .map(|(t, o)| InternalId::new(TableId(t), o));
         assert_eq!(probe_counts(&count, &ids), Some(vec![2, 5, 0, 0, 0]));
@@ -484,7 +532,7 @@ mod tests {
         int32.columns[1].push_value(&Value::Int32(6));
         int32.num_rows = 1;
         let rows = chunk(&[(id(4, 9), Value::Int64(2))]);
-        let count = SubqueryTable::from_rows(SubqueryKind::Count, 1, &[rows, int32]).unwrap();
+        let count = SubqueryTable::from_rows(SubqueryKind::Count, 1, vec![rows, int32]).unwrap();
         let ids = [9, 3, 4].map(|o| InternalId::new(TableId(4), o));
         assert_eq!(probe_counts(&count, &ids), Some(vec![2, 6, 0]));
         for rows in [
@@ -493,8 +541,39 @@ mod tests {
             // A negative count is no count of matches.
             chunk(&[(id(1, 5), Value::Int64(-1))]),
         ] {
-            let t = SubqueryTable::from_rows(SubqueryKind::Exists, 1, &[rows]).unwrap();
+            let t = SubqueryTable::from_rows(SubqueryKind::Exists, 1, vec![rows]).unwrap();
             assert!(t.count_probe().is_none());
         }
+    }
+
+    /// Rows of consecutive keys with their counts, zeros included (an
+    /// aggregate's counts handed on whole), become the array as it is;
+    /// keys not consecutive, or a negative count, take the other paths
+    /// with the same answers.
+    #[test]
+    fn consecutive_keys_are_taken_whole() {
+        let (t, first) = (4, 3u64);
+        let counts = [0i64, 2, 0, 5];
+        let rows = |keys: &[u64], counts: &[i64]| {
+            let rows: Vec<(Value, Value)> = keys
+                .iter()
+                .zip(counts)
+                .map(|(&o, &c)| (id(t, o), Value::Int64(c)))
+                .collect();
+            chunk(&rows)
+        };
+        let keys: Vec<u64> = (first..first + 4).collect();
+        let mut whole = rows(&keys, &counts);
+        let (table, by_offset) = whole_counts(&mut whole).unwrap();
+        assert_eq!((table, by_offset), (TableId(t), vec![0, 0, 0, 0, 2, 0, 5]));
+        let probe = [(4, 4), (4, 6), (4, 3), (4, 0), (4, 9), (5, 4)]
+            .map(|(t, o)| InternalId::new(TableId(t), o));
+        let want = Some(vec![2, 5, 0, 0, 0, 0]);
+        for chunk in [rows(&keys, &counts), rows(&[3, 4, 6, 5], &[0, 2, 5, 0])] {
+            let table = SubqueryTable::from_rows(SubqueryKind::Count, 1, vec![chunk]).unwrap();
+            assert_eq!(probe_counts(&table, &probe), want);
+        }
+        assert!(whole_counts(&mut rows(&[3, 4, 6, 5], &[0, 2, 5, 0])).is_none());
+        assert!(whole_counts(&mut rows(&keys, &[0, -2, 0, 5])).is_none());
     }
 }

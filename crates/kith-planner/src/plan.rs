@@ -459,6 +459,11 @@ pub struct PartPlan {
     pub optional: Option<Vec<Option<usize>>>,
     /// See `BoundPart::numbers_rows`.
     pub numbers_rows: bool,
+    /// The last part of a one-key EXISTS or COUNT subquery, whose table
+    /// reads a missing key as a count of 0: its groups may include keys
+    /// counted 0, so counts by offset are handed on whole (one row per
+    /// offset) instead of compacted into the groups counted.
+    pub zero_counts_allowed: bool,
 }
 
 #[derive(Debug, Clone)]

@@ -621,8 +621,17 @@ impl HashAggregate {
         self.key_values = GroupKeys::Values(values);
     }
 
-    /// The groups as rows: key columns then aggregate columns.
-    pub fn finish(mut self, key_types: &[LogicalType], agg_types: &[LogicalType]) -> Chunk {
+    /// The groups as rows: key columns then aggregate columns. With
+    /// `zero_counts`, counts by offset held in one run come out whole, a row
+    /// per offset of the run, those counted 0 included (see
+    /// `PartPlan::zero_counts_allowed`): no compaction, and the count
+    /// column is the run's array.
+    pub fn finish(
+        mut self,
+        key_types: &[LogicalType],
+        agg_types: &[LogicalType],
+        zero_counts: bool,
+    ) -> Chunk {
         let types: Vec<LogicalType> = key_types.iter().chain(agg_types).cloned().collect();
         let mut out = Chunk::new(&types, 0);
         if let Some(states) = self.global.take() {
@@ -633,7 +642,23 @@ impl HashAggregate {
             return out;
         }
         if let Some(d) = self.by_offset.take() {
-            let (bits, counts) = d.into_groups();
+            let single = matches!(
+                out.columns.as_slice(),
+                [
+                    ValueVector {
+                        data: VectorData::Id(_),
+                        ..
+                    },
+                    ValueVector {
+                        data: VectorData::I64(_),
+                        ..
+                    }
+                ]
+            );
+            let (bits, counts) = match zero_counts && single && d.runs.len() <= 1 {
+                true => d.into_whole_run(),
+                false => d.into_groups(),
+            };
             // The id and INT64 columns take the vectors as they are.
             if let [keys @ ValueVector {
                 data: VectorData::Id(_),
@@ -1291,6 +1316,20 @@ impl OffsetCounts {
     }
 
     /// The groups in offset order: their ids' bits and their counts.
+    /// The ids and counts of every offset of the one run (none without a
+    /// run), zeros included; [`OffsetCounts::into_groups`] for several.
+    fn into_whole_run(mut self) -> (Vec<u64>, Vec<u64>) {
+        if self.runs.len() > 1 {
+            return self.into_groups();
+        }
+        let Some(run) = self.runs.pop() else {
+            return (Vec::new(), Vec::new());
+        };
+        let base = InternalId::new(self.table, run.first).0;
+        let bits = (0..run.counts.len() as u64).map(|o| base + o).collect();
+        (bits, run.counts)
+    }
+
     fn into_groups(self) -> (Vec<u64>, Vec<u64>) {
         let n = self.groups;
         let base = InternalId::new(self.table, 0).0;
@@ -2068,6 +2107,30 @@ mod tests {
             proptest::prop_assert!(mine.add(&mut theirs));
             proptest::prop_assert!(!mine.add(&mut OffsetCounts::new(TableId(7), 0)));
             proptest::prop_assert_eq!(mine.groups, want.len());
+            // Whole: one row per offset of a single run, the zeros too;
+            // groups as below for several runs.
+            let whole = OffsetCounts {
+                table,
+                runs: mine.runs.clone(),
+                last: 0,
+                groups: mine.groups,
+                rows: mine.rows,
+            };
+            let runs = whole.runs.clone();
+            let (bits, counts) = whole.into_whole_run();
+            if let [run] = runs.as_slice() {
+                proptest::prop_assert_eq!(&counts, &run.counts);
+                for (i, &b) in bits.iter().enumerate() {
+                    proptest::prop_assert_eq!(b, InternalId::new(table, run.first + i as u64).0);
+                }
+            }
+            let got: BTreeMap<u64, u64> = bits
+                .iter()
+                .map(|&b| InternalId(b).offset())
+                .zip(counts)
+                .filter(|&(_, c)| c > 0)
+                .collect();
+            proptest::prop_assert_eq!(&got, &want);
             let (bits, counts) = mine.into_groups();
             let got: BTreeMap<u64, u64> = bits
                 .iter()

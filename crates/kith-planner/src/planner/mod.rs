@@ -75,7 +75,12 @@ pub fn plan_query(
         .subqueries
         .into_iter()
         .map(|s| {
-            let plan = plan_query(s.query, catalog, cardinality)?;
+            let mut plan = plan_query(s.query, catalog, cardinality)?;
+            if s.num_keys == 1 && s.kind != crate::bound::SubqueryKind::Collect {
+                if let Some(last) = plan.parts.last_mut() {
+                    last.zero_counts_allowed = true;
+                }
+            }
             Ok(SubqueryPlan {
                 degree: subquery::degree_count(&plan, s.kind, s.num_keys),
                 plan,
@@ -518,6 +523,7 @@ fn plan_part(
         limit_expr: q.limit_expr,
         optional: q.optional,
         numbers_rows: q.numbers_rows,
+        zero_counts_allowed: false,
     })
 }
 
