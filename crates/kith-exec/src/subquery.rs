@@ -6,8 +6,13 @@
 //!
 //! A subquery that only counts one node's rels in one table
 //! (`EXISTS { MATCH (a)-[:R]->() }`, `COUNT { (a)<-[:R]-(:T) }`, a pattern
-//! predicate `WHERE (a)-[:R]->()`) does not run: its table is the CSR
-//! degree of every node of the key's table ([`degree_shape`]).
+//! predicate `WHERE (a)-[:R]->()`, recognized by the planner as
+//! `SubqueryPlan::degree`) does not run: its table is the CSR itself, and
+//! each worker's probe reads the degrees of the keys of its batches
+//! ([`CountProbe`]), so nothing is built before the query and the degrees
+//! are read in parallel. A one-key EXISTS or COUNT that does run hands its
+//! counts by offset on whole, and its table takes them as its array
+//! ([`whole_counts`]).
 
 use std::sync::Arc;
 
