@@ -2354,7 +2354,7 @@ fn execute_part(
                     Some(agg) => agg,
                     None => make_sink()?,
                 };
-                vec![output.finish(agg, ctx)?]
+                vec![output.finish(agg, ctx, output.zero_counts)?]
             } else {
                 // The small tables split too, then each partition merges its
                 // pieces in pipeline order and finishes on its own.
@@ -2406,7 +2406,9 @@ fn execute_part(
                             agg.merge(piece)?;
                         }
                     }
-                    let rows = output.finish(agg, &task_ctx)?;
+                    // Never whole here: tables finished apart would each
+                    // hand on zeros for offsets another one counted.
+                    let rows = output.finish(agg, &task_ctx, false)?;
                     Ok(match &presort {
                         Some((first_key, descending, keep)) => {
                             sort_chunk(&rows, *first_key, descending, *keep)
@@ -2475,17 +2477,25 @@ struct GroupOutput {
     dependent: Vec<DependentKey>,
     outputs: Vec<BoundExpr>,
     types: Vec<LogicalType>,
-    /// See `PartPlan::zero_counts_allowed`.
+    /// See `PartPlan::zero_counts_allowed`: the merged table's counts by
+    /// offset may come out whole.
     zero_counts: bool,
 }
 
 impl GroupOutput {
     /// `agg`'s groups as the part's rows: the outputs evaluated over the
     /// keys, the aggregates and the dependent keys.
-    fn finish(&self, agg: HashAggregate, ctx: &Arc<QueryContext>) -> Result<Chunk> {
+    /// With `zero_counts`, counts by offset come out whole (see
+    /// `HashAggregate::finish`): only for the part's one merged table.
+    fn finish(
+        &self,
+        agg: HashAggregate,
+        ctx: &Arc<QueryContext>,
+        zero_counts: bool,
+    ) -> Result<Chunk> {
         let key_types: Vec<LogicalType> = self.keys.iter().map(|(e, _)| e.ty.clone()).collect();
         let agg_types: Vec<LogicalType> = self.aggregates.iter().map(|a| a.ty.clone()).collect();
-        let mut groups = agg.finish(&key_types, &agg_types, self.zero_counts);
+        let mut groups = agg.finish(&key_types, &agg_types, zero_counts);
         let mut layout = SlotLayout::default();
         for (i, (_, slot)) in self.keys.iter().enumerate() {
             layout.positions.insert(*slot, (0, i));
