@@ -53,14 +53,14 @@ enum Rows {
 /// The CSR a [`Rows::Degrees`] table reads.
 struct DegreeSource {
     rels: Arc<RelTableData>,
-    fwd: bool,
+    dir: RelDirection,
     pager: Arc<Pager>,
 }
 
 impl std::fmt::Debug for DegreeSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("DegreeSource")
-            .field("fwd", &self.fwd)
+            .field("dir", &self.dir)
             .finish()
     }
 }
@@ -68,12 +68,8 @@ impl std::fmt::Debug for DegreeSource {
 impl DegreeSource {
     /// The rels of node `offset` (one lookup: the generic probe's path).
     fn degree(&self, offset: u64) -> Result<u64> {
-        let dir = match self.fwd {
-            true => RelDirection::Fwd,
-            false => RelDirection::Bwd,
-        };
         let group = (offset / NODE_GROUP_SIZE) as usize;
-        match self.rels.csr(dir).groups.get(group) {
+        match self.rels.csr(self.dir).groups.get(group) {
             Some(g) => Ok(g.pin(&self.pager, &[])?.degree(offset % NODE_GROUP_SIZE)),
             None => Ok(0),
         }
@@ -307,7 +303,10 @@ impl SubqueryTable {
         };
         let csr = DegreeSource {
             rels: Arc::new(rd.clone()),
-            fwd: direction == ExtendDirection::Fwd,
+            dir: match direction {
+                ExtendDirection::Fwd => RelDirection::Fwd,
+                ExtendDirection::Bwd => RelDirection::Bwd,
+            },
             pager: Arc::clone(&ctx.pager),
         };
         Ok(SubqueryTable {
@@ -326,9 +325,11 @@ impl SubqueryTable {
         let pins = match &self.rows {
             Rows::Hashed(_) => return None,
             Rows::Counts { .. } => None,
-            Rows::Degrees { csr, .. } => {
-                Some(CsrPins::new(Arc::clone(&csr.rels), csr.fwd, Vec::new()))
-            }
+            Rows::Degrees { csr, .. } => Some(CsrPins::new(
+                Arc::clone(&csr.rels),
+                csr.dir == RelDirection::Fwd,
+                Vec::new(),
+            )),
         };
         let probe = CountProbe {
             pins,

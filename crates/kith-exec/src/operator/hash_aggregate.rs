@@ -642,20 +642,7 @@ impl HashAggregate {
             return out;
         }
         if let Some(d) = self.by_offset.take() {
-            let single = matches!(
-                out.columns.as_slice(),
-                [
-                    ValueVector {
-                        data: VectorData::Id(_),
-                        ..
-                    },
-                    ValueVector {
-                        data: VectorData::I64(_),
-                        ..
-                    }
-                ]
-            );
-            let (bits, counts) = match zero_counts && single && d.runs.len() <= 1 {
+            let (bits, counts) = match zero_counts {
                 true => d.into_whole_run(),
                 false => d.into_groups(),
             };
@@ -1315,9 +1302,9 @@ impl OffsetCounts {
         true
     }
 
-    /// The groups in offset order: their ids' bits and their counts.
-    /// The ids and counts of every offset of the one run (none without a
-    /// run), zeros included; [`OffsetCounts::into_groups`] for several.
+    /// The ids' bits and counts of every offset of the one run (none
+    /// without a run), zeros included; [`OffsetCounts::into_groups`] for
+    /// several runs.
     fn into_whole_run(mut self) -> (Vec<u64>, Vec<u64>) {
         if self.runs.len() > 1 {
             return self.into_groups();
@@ -1330,6 +1317,7 @@ impl OffsetCounts {
         (bits, run.counts)
     }
 
+    /// The groups in offset order: their ids' bits and their counts.
     fn into_groups(self) -> (Vec<u64>, Vec<u64>) {
         let n = self.groups;
         let base = InternalId::new(self.table, 0).0;

@@ -21,6 +21,7 @@ use kith_parser::ast::Direction;
 
 use crate::bound::{
     BoundPart, BoundQuery, OptionalExtend, OptionalPattern, QueryGraph, QueryNode, QueryRel,
+    SubqueryKind,
 };
 use crate::expr::{BoundExpr, SlotId};
 use crate::plan::{
@@ -76,7 +77,7 @@ pub fn plan_query(
         .into_iter()
         .map(|s| {
             let mut plan = plan_query(s.query, catalog, cardinality)?;
-            if s.num_keys == 1 && s.kind != crate::bound::SubqueryKind::Collect {
+            if s.num_keys == 1 && s.kind != SubqueryKind::Collect {
                 if let Some(last) = plan.parts.last_mut() {
                     last.zero_counts_allowed = true;
                 }
