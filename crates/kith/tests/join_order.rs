@@ -137,3 +137,120 @@ fn very_long_patterns_are_planned() {
     assert!(explain(&conn, &chain(13)).contains("join order"));
     assert!(!explain(&conn, &chain(69)).contains("join order"));
 }
+
+/// Nodes 0..200 (`k = id % 7`) and rels i -> i² % 200 and, for i a
+/// multiple of 4, i -> (i + 3) % 200: in-degrees from 0 to 9.
+fn squares() -> (Database, Vec<(i64, i64)>) {
+    let db = Database::open(":memory:", Config::default()).unwrap();
+    let conn = Connection::new(&db);
+    conn.query("CREATE NODE TABLE N(id INT64, k INT64, PRIMARY KEY(id))")
+        .unwrap();
+    conn.query("CREATE REL TABLE E(FROM N TO N)").unwrap();
+    conn.query("UNWIND range(0, 199) AS i CREATE (:N {id: i, k: i % 7})")
+        .unwrap();
+    conn.query("MATCH (a:N), (b:N) WHERE b.id = a.id * a.id % 200 CREATE (a)-[:E]->(b)")
+        .unwrap();
+    conn.query(
+        "MATCH (a:N), (b:N) WHERE a.id % 4 = 0 AND b.id = (a.id + 3) % 200 CREATE (a)-[:E]->(b)",
+    )
+    .unwrap();
+    let rels = (0..200i64)
+        .map(|i| (i, i * i % 200))
+        .chain((0..200i64).step_by(4).map(|i| (i, (i + 3) % 200)))
+        .collect();
+    (db, rels)
+}
+
+/// A leaf that nothing reads, bound last, is only counted (its extend reads
+/// degrees), so the order leaves it last: `count(DISTINCT b)` over
+/// `(a)->(b)` scans `b` and reads in-degrees instead of writing every rel's
+/// `b`. Aggregates then see each `b` once, weighted by its rels: counts and
+/// sums multiply, DISTINCT and min ignore the weight.
+#[test]
+fn counted_leaves_end_the_order() {
+    let (db, rels) = squares();
+    let conn = Connection::new(&db);
+    let dsts: std::collections::BTreeSet<i64> = rels.iter().map(|r| r.1).collect();
+    let srcs: std::collections::BTreeSet<i64> = rels.iter().map(|r| r.0).collect();
+
+    let q = "MATCH (a:N)-[:E]->(b:N) RETURN count(DISTINCT b)";
+    let p = explain(&conn, q);
+    assert!(p.contains("join order (b, a)") && p.contains("Bwd"), "{p}");
+    assert_eq!(count(&conn, q), dsts.len() as i64);
+    // The other way round.
+    let q = "MATCH (a:N)<-[:E]-(b:N) RETURN count(DISTINCT b)";
+    assert!(explain(&conn, q).contains("join order (b, a)"));
+    assert_eq!(count(&conn, q), srcs.len() as i64);
+
+    // Grouped by the kept node's property, with weighted and unweighted
+    // aggregates.
+    let q = "MATCH (a:N)-[:E]->(b:N) RETURN b.k AS k, count(*), count(DISTINCT b), \
+             sum(b.id), min(b.id), max(b.id), collect(DISTINCT b.id % 3) ORDER BY k";
+    assert!(explain(&conn, q).contains("join order (b, a)"));
+    let r = conn.query(q).unwrap();
+    let got: Vec<Vec<Value>> = r.rows().collect();
+    let mut want = Vec::new();
+    for k in 0..7i64 {
+        let mine: Vec<i64> = rels.iter().map(|r| r.1).filter(|b| b % 7 == k).collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let distinct: std::collections::BTreeSet<i64> = mine.iter().copied().collect();
+        let mods: std::collections::BTreeSet<i64> = mine.iter().map(|b| b % 3).collect();
+        want.push((
+            k,
+            mine.len() as i64,
+            distinct.len() as i64,
+            mine.iter().sum::<i64>(),
+            *distinct.first().unwrap(),
+            *distinct.last().unwrap(),
+            mods,
+        ));
+    }
+    assert_eq!(got.len(), want.len(), "{got:?}");
+    for (row, w) in got.iter().zip(&want) {
+        assert_eq!(
+            row[..6].to_vec(),
+            vec![
+                Value::Int64(w.0),
+                Value::Int64(w.1),
+                Value::Int64(w.2),
+                Value::Int64(w.3),
+                Value::Int64(w.4),
+                Value::Int64(w.5),
+            ]
+        );
+        let Value::List(items) = &row[6] else {
+            panic!("collect gave {:?}", row[6]);
+        };
+        let items: std::collections::BTreeSet<i64> =
+            items.iter().map(|v| v.as_i64().unwrap()).collect();
+        assert_eq!(items, w.6);
+    }
+
+    // Read leaves are not counted: the rel (`count(r)`), both ends, a
+    // RETURN without aggregates and an OPTIONAL MATCH all give the same
+    // answers whatever the order.
+    let q = "MATCH (a:N)-[r:E]->(b:N) RETURN count(DISTINCT b), count(r)";
+    let r = conn.query(q).unwrap();
+    let got: Vec<Vec<Value>> = r.rows().collect();
+    assert_eq!(
+        got,
+        vec![vec![
+            Value::Int64(dsts.len() as i64),
+            Value::Int64(rels.len() as i64)
+        ]]
+    );
+    let q = "MATCH (a:N)-[:E]->(b:N) RETURN count(DISTINCT b) + count(DISTINCT a)";
+    assert_eq!(count(&conn, q), (dsts.len() + srcs.len()) as i64);
+    let q = "MATCH (a:N)-[:E]->(b:N) RETURN DISTINCT b.id";
+    assert_eq!(conn.query(q).unwrap().rows().count(), dsts.len());
+    let q = "MATCH (c:N {id: 3}) OPTIONAL MATCH (a:N)-[:E]->(b:N) RETURN count(DISTINCT b)";
+    assert_eq!(count(&conn, q), dsts.len() as i64);
+    // Undirected: the nodes with any rel (self-loops i -> i once).
+    let q = "MATCH (a:N)-[:E]-(b:N) RETURN count(DISTINCT b)";
+    assert_eq!(count(&conn, q), dsts.union(&srcs).count() as i64);
+    let q = "MATCH (a:N)-[:E]-(b:N) RETURN count(*)";
+    let loops = rels.iter().filter(|r| r.0 == r.1).count();
+    assert_eq!(count(&conn, q), (2 * rels.len() - loops) as i64);
+}

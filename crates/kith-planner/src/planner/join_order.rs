@@ -50,6 +50,9 @@ pub struct Estimates {
     /// Per predicate: the nodes that must be bound before it can run (a rel
     /// slot needs both ends), as a bit set, and its selectivity.
     predicates: Vec<(u64, f64)>,
+    /// Nodes that, bound last by an extend, are only counted (see
+    /// [`Estimates::count_only`]).
+    counted: u64,
 }
 
 /// The best order found for a set of nodes.
@@ -138,7 +141,20 @@ impl Estimates {
             node_rows,
             rel_rows,
             predicates,
+            counted: 0,
         }
+    }
+
+    /// Marks `nodes` (a bit set) as counted when bound last: leaves that
+    /// nothing reads, of a part that aggregates. Their extend ends the
+    /// pipeline and reads each tuple's degree instead of writing its
+    /// neighbours (`Extend::degrees`, `Extend::collapse` in kith-exec), so
+    /// it costs one read per input tuple, not one tuple per rel: an order
+    /// that leaves such a node last can be far cheaper (`count(DISTINCT
+    /// b)` over `(a)-[:R]->(b)` scans `b` and reads its in-degrees).
+    pub fn count_only(mut self, nodes: u64) -> Estimates {
+        self.counted = nodes;
+        self
     }
 
     /// Average rels per node when rel `ri` is walked from its end `from`.
@@ -193,8 +209,16 @@ impl Estimates {
         })
     }
 
-    /// (cost, rows) of binding `y` after `bound` (holding `rows` tuples).
-    fn step(&self, g: &QueryGraph, bound: u64, rows: f64, y: usize, join: &Join) -> (f64, f64) {
+    /// (cost, rows) of binding `y` after `bound` (holding `rows` tuples),
+    /// the last of the nodes `all` when `bound | y` is `all`.
+    fn step(
+        &self,
+        g: &QueryGraph,
+        (bound, all): (u64, u64),
+        rows: f64,
+        y: usize,
+        join: &Join,
+    ) -> (f64, f64) {
         let from = |i: usize| other_end(g, i, y);
         // Each rel but the one extended keeps the tuples whose far end is
         // `y`: degree / rows of y's table.
@@ -203,6 +227,11 @@ impl Estimates {
         match join.extend {
             Some(e) => {
                 let extended = rows * self.degree(g, e, from(e));
+                if join.rels.is_empty() && self.counted & bit(y) != 0 && bound | bit(y) == all {
+                    // One degree read per tuple; the rels are counted, not
+                    // produced.
+                    return (rows, extended * sel);
+                }
                 let kept: f64 = join.rels.iter().map(|&i| closing(i)).product();
                 let out = extended * kept * sel;
                 (extended + out, out)
@@ -235,17 +264,17 @@ impl Estimates {
         }
     }
 
-    /// `o` (binding `set`) followed by node `y`.
+    /// `o` (binding `set`) followed by node `y`, of the nodes `all`.
     fn grow(
         &self,
         g: &QueryGraph,
-        set: u64,
+        (set, all): (u64, u64),
         o: &JoinOrder,
         y: usize,
         intersect: &dyn Fn(usize, u64) -> Vec<usize>,
     ) -> Option<JoinOrder> {
         let join = self.join(g, set, y, intersect)?;
-        let (cost, rows) = self.step(g, set, o.rows, y, &join);
+        let (cost, rows) = self.step(g, (set, all), o.rows, y, &join);
         let mut order = o.order.clone();
         order.push(y);
         Some(JoinOrder {
@@ -271,8 +300,9 @@ impl Estimates {
             _ => (JoinOrder::from_rows(), order),
         };
         let mut set = if bound == 0 { bit(order[0]) } else { bound };
+        let all = order.iter().fold(set, |m, &y| m | bit(y));
         for &y in rest {
-            o = self.grow(g, set, &o, y, intersect)?;
+            o = self.grow(g, (set, all), &o, y, intersect)?;
             set |= bit(y);
         }
         Some(o)
@@ -342,7 +372,7 @@ impl Estimates {
                     if !adjacent(y, set) {
                         continue;
                     }
-                    let Some(grown) = self.grow(g, set, &o, y, intersect) else {
+                    let Some(grown) = self.grow(g, (set, nodes | bound), &o, y, intersect) else {
                         continue;
                     };
                     offer(&mut next, set | bit(y), grown);

@@ -461,6 +461,9 @@ fn plan_part(
     let null_tables: Vec<Option<TableId>> = (0..q.graph.nodes.len())
         .map(|i| choices.iter().map(|c| c.node_tables[i]).min())
         .collect();
+    // A last extend may only count when the pipeline ends at an aggregate
+    // (an optional extend's steps come after it otherwise).
+    let counts_last = !q.aggregates.is_empty() && optional.is_none();
     let pipelines = choices
         .into_iter()
         .map(|choice| {
@@ -468,7 +471,7 @@ fn plan_part(
                 &q,
                 &choice,
                 &null_tables,
-                from_rows,
+                (from_rows, counts_last),
                 &used,
                 catalog,
                 cardinality,
@@ -890,12 +893,70 @@ fn node_value_keys(
     Some(late)
 }
 
+/// The nodes of a part's pattern that an extend binding them last would
+/// only count (see `Estimates::count_only`): leaves of one fixed-length
+/// rel, neither they nor their rel read by anything (no id, property or
+/// predicate), in a pattern planned as one pipeline (no OPTIONAL MATCH
+/// pattern or hash join within it, whose build sides end elsewhere).
+fn counted_leaves(q: &BoundPart, used: &SlotUses) -> u64 {
+    let g = &q.graph;
+    if q.optional_join.is_some() || q.optional_chain.is_some() || !connected(g) {
+        return 0;
+    }
+    let mut counted = 0;
+    for (i, n) in g.nodes.iter().enumerate() {
+        let rels: Vec<&crate::bound::QueryRel> = g
+            .rels
+            .iter()
+            .filter(|r| r.left == i || r.right == i)
+            .collect();
+        let [r] = rels.as_slice() else {
+            continue;
+        };
+        let read = |s: &SlotId| used.contains(s);
+        if n.imported
+            || r.left == r.right
+            || r.recursive.is_some()
+            || read(&n.id_slot)
+            || !n.properties.is_empty()
+            || read(&r.id_slot)
+            || !r.properties.is_empty()
+            || r.ends.is_some_and(|(s, d)| read(&s) || read(&d))
+        {
+            continue;
+        }
+        counted |= bit(i);
+    }
+    counted
+}
+
+/// Whether every node of the pattern is reachable from the first through
+/// its rels.
+fn connected(g: &QueryGraph) -> bool {
+    let mut reached = vec![false; g.nodes.len()];
+    let mut stack = vec![0];
+    while let Some(i) = stack.pop() {
+        if reached.get(i).copied().unwrap_or(true) {
+            continue;
+        }
+        reached[i] = true;
+        for r in &g.rels {
+            if r.left == i {
+                stack.push(r.right);
+            } else if r.right == i {
+                stack.push(r.left);
+            }
+        }
+    }
+    reached.iter().all(|&r| r)
+}
+
 /// The pipeline (source and steps) of one table choice.
 fn plan_pipeline(
     q: &BoundPart,
     choice: &TableChoice,
     null_tables: &[Option<TableId>],
-    from_rows: bool,
+    (from_rows, counts_last): (bool, bool),
     used: &SlotUses,
     catalog: &Catalog,
     cardinality: &dyn Fn(TableId) -> u64,
@@ -928,7 +989,12 @@ fn plan_pipeline(
             .flatten()
             .filter(|e| isomorphism_pair(g, e).is_none()),
         cardinality,
-    );
+    )
+    .count_only(if counts_last {
+        counted_leaves(q, used)
+    } else {
+        0
+    });
     let ctx = ExtendCtx {
         g,
         catalog,
