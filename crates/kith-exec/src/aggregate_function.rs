@@ -129,6 +129,24 @@ impl IdBits {
         Some(new)
     }
 
+    /// Adds another state's ids of the same table word by word (a worker's
+    /// set merges in a pass over its words, not an insert per id); gives
+    /// `other` back when its table differs.
+    fn union(&mut self, other: IdBits) -> Option<IdBits> {
+        let table = other.table?;
+        if *self.table.get_or_insert(table) != table {
+            return Some(other);
+        }
+        if self.words.len() < other.words.len() {
+            self.words.resize(other.words.len(), 0);
+        }
+        for (w, o) in self.words.iter_mut().zip(&other.words) {
+            *w |= o;
+        }
+        self.count = self.words.iter().map(|w| w.count_ones() as usize).sum();
+        None
+    }
+
     /// Every id set.
     fn ids(&self) -> impl Iterator<Item = u64> + '_ {
         let table = self.table.unwrap_or(TableId(0));
@@ -158,8 +176,10 @@ impl DistinctValues {
         for b in other.bits {
             self.insert_bits(b);
         }
-        for id in other.ids.ids() {
-            self.insert_bits((0, id));
+        if let Some(rest) = self.ids.union(other.ids) {
+            for id in rest.ids() {
+                self.insert_bits((0, id));
+            }
         }
     }
 

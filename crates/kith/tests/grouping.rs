@@ -617,6 +617,41 @@ fn degrees_of_copied_created_and_deleted_rels_count_like_a_reference() {
         })
         .collect();
     common::copy_rels(&conn, "E", &rels);
+    // Straight after the copy (no group has changes: a scan's batches read
+    // their degrees as runs of offsets), and with nodes added after the
+    // rels were built (they have none).
+    let by_dst_of = |rels: &[(usize, usize, i64)]| {
+        let mut by_dst: BTreeMap<i64, i64> = BTreeMap::new();
+        for &(_, b, _) in rels {
+            *by_dst.entry(b as i64).or_default() += 1;
+        }
+        by_dst
+    };
+    let counts = |q: &str| -> BTreeMap<i64, i64> {
+        conn.query(q)
+            .unwrap()
+            .rows()
+            .map(|r| (int(&r[0]).unwrap(), int(&r[1]).unwrap()))
+            .collect()
+    };
+    let in_degrees = "MATCH (a:N)-[:E]->(b:N) WITH b, count(*) AS c RETURN b.id, c";
+    let distinct = "MATCH (a:N)-[:E]->(b:N) RETURN 0, count(DISTINCT b)";
+    for added in [0, 1] {
+        if added == 1 {
+            conn.query(&format!(
+                "UNWIND range({n}, {}) AS i CREATE (:N {{id: i, g: 1}})",
+                n + 40
+            ))
+            .unwrap();
+        }
+        for threads in [1, 2] {
+            conn.query(&format!("CALL threads={threads}")).unwrap();
+            let want = by_dst_of(&rels);
+            assert_eq!(counts(in_degrees), want, "{threads} threads, copied");
+            let distinct_want = BTreeMap::from([(0, want.len() as i64)]);
+            assert_eq!(counts(distinct), distinct_want, "{threads} threads, copied");
+        }
+    }
     // Created rels touch nodes below 300 only, so the other groups keep
     // no changes; deleting w = 7 touches every group.
     let created: Vec<(usize, usize, i64)> = (0..400)
@@ -645,6 +680,8 @@ fn degrees_of_copied_created_and_deleted_rels_count_like_a_reference() {
             .map(|r| (int(&r[0]).unwrap(), int(&r[1]).unwrap()))
             .collect();
         assert_eq!(got, by_dst, "{threads} threads, by target");
+        let distinct_want = BTreeMap::from([(0, by_dst.len() as i64)]);
+        assert_eq!(counts(distinct), distinct_want, "{threads} threads");
         let got: BTreeMap<Option<i64>, i64> = conn
             .query("MATCH (a:N)-[:E]->(b:N) RETURN a.g, count(*)")
             .unwrap()

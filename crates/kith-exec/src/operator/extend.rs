@@ -209,6 +209,60 @@ impl CsrPins {
         Ok(())
     }
 
+    /// The degrees of every one of `ids` into `out`, by position, when they
+    /// are consecutive nodes of one group without changes (a scan's
+    /// batch): the offsets they span read at once and subtracted, with no
+    /// per-node group test. False (nothing written) otherwise.
+    pub fn degrees_of_consecutive(
+        &mut self,
+        pager: &Arc<Pager>,
+        ids: &[InternalId],
+        out: &mut [u64],
+    ) -> Result<bool> {
+        let (Some(first), Some(last)) = (ids.first(), ids.last()) else {
+            return Ok(true);
+        };
+        let n = ids.len();
+        // Or-ed differences from the next id, so that the test vectorizes.
+        let gaps = ids
+            .windows(2)
+            .fold(0, |acc, w| acc | (w[1].0 ^ w[0].0.wrapping_add(1)));
+        let group = first.offset() / NODE_GROUP_SIZE;
+        if gaps != 0 || last.offset() / NODE_GROUP_SIZE != group || out.len() < n {
+            return Ok(false);
+        }
+        let csr = (&*self.data, self.dir, &self.columns[..]);
+        let Some(pinned) = Self::pinned_group(csr, &mut self.pinned, pager, group as usize)? else {
+            return Ok(false);
+        };
+        if pinned.csr.has_changes() {
+            return Ok(false);
+        }
+        let lo = first.offset() % NODE_GROUP_SIZE;
+        // Nodes added after the rels were built have none.
+        let with_rels = (pinned.csr.num_nodes.saturating_sub(lo) as usize).min(n);
+        let (out, none) = out[..n].split_at_mut(with_rels);
+        none.fill(0);
+        if with_rels == 0 {
+            return Ok(true);
+        }
+        let offsets = match &pinned.offsets {
+            Some(all) => &all[lo as usize..lo as usize + with_rels + 1],
+            None => {
+                self.run_offsets.resize(with_rels + 1, 0);
+                pinned
+                    .csr
+                    .offsets
+                    .read_u64s(lo, with_rels + 1, &mut self.run_offsets);
+                &self.run_offsets[..]
+            }
+        };
+        for (d, w) in out.iter_mut().zip(offsets.windows(2)) {
+            *d = w[1] - w[0];
+        }
+        Ok(true)
+    }
+
     /// [`CsrPins::degrees_into`] for the positions at the front of
     /// `positions` whose nodes are in `group`, not decoded, when the group
     /// has no changes: the offsets from the run's lowest node to its
@@ -976,10 +1030,20 @@ impl Extend {
         let chunk = &rs.chunks[input];
         let ids = &chunk.vectors[self.from.1];
         if fixed.is_none() && self.exclude.is_empty() && !ids.nulls.may_have_nulls() {
-            // The common batch: every tuple's own node, none NULL.
-            let positions = (0..n).map(|i| chunk.state.position(i));
-            self.pins
-                .degrees_into(&self.ctx.pager, ids_of(ids)?, positions, weights)?;
+            // The common batch: every tuple's own node, none NULL (a
+            // scan's whole batch as a plain range, the loops' cheapest
+            // iterator).
+            let (pager, ids) = (&self.ctx.pager, ids_of(ids)?);
+            match &chunk.state.sel {
+                None if self
+                    .pins
+                    .degrees_of_consecutive(pager, &ids[..n], weights)? => {}
+                None => self.pins.degrees_into(pager, ids, 0..n, weights)?,
+                Some(sel) => {
+                    let positions = sel.iter().map(|&p| p as usize);
+                    self.pins.degrees_into(pager, ids, positions, weights)?
+                }
+            }
         } else {
             for i in 0..n {
                 let p = rs.chunks[input].state.position(i);
@@ -1005,10 +1069,19 @@ impl Extend {
         let state = &rs.chunks[input].state;
         let mut sel = vec![0u32; n];
         let mut kept = 0;
-        for i in 0..n {
-            let p = state.position(i);
-            sel[kept] = p as u32;
-            kept += usize::from(weights[p] > 0);
+        match &state.sel {
+            None => {
+                for (p, &w) in weights[..n].iter().enumerate() {
+                    sel[kept] = p as u32;
+                    kept += usize::from(w > 0);
+                }
+            }
+            Some(s) => {
+                for &p in s {
+                    sel[kept] = p;
+                    kept += usize::from(weights[p as usize] > 0);
+                }
+            }
         }
         if kept == n {
             return Ok(None);

@@ -1747,6 +1747,13 @@ impl HashAggregate {
                     match (arg_kinds[i], input) {
                         (None, _) | (_, None) => state.update_count(total),
                         (Some(Evaluated::Flat), _) => state.update(input, &[p], total)?,
+                        // Weights do not change a DISTINCT, min or max:
+                        // the batch in one update.
+                        (Some(Evaluated::Unflat(_)), _)
+                            if weighted && state.repeat_rule() == RepeatRule::Skip =>
+                        {
+                            state.update(input, &self.positions, 1)?
+                        }
                         (Some(Evaluated::Unflat(_)), _) if weighted => {
                             for &q in &self.positions {
                                 state.update(input, &[q], rs.weight_of(q as usize, 0))?;
