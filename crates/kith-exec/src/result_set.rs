@@ -89,6 +89,20 @@ impl ChunkState {
         }
     }
 
+    /// Appends the selected positions to `out` (as [`Self::for_each_position`]
+    /// visits them), copied or counted out in one go rather than pushed one
+    /// by one.
+    pub fn extend_positions(&self, out: &mut Vec<u32>) {
+        if let Some(p) = self.flat_position() {
+            out.push(p as u32);
+            return;
+        }
+        match &self.sel {
+            Some(s) => out.extend_from_slice(s),
+            None => out.extend(0..self.len as u32),
+        }
+    }
+
     /// Resets to `len` positions, all selected, unflat.
     pub fn reset(&mut self, len: usize) {
         self.len = len;
@@ -184,5 +198,37 @@ pub struct SlotLayout {
 impl SlotLayout {
     pub fn get(&self, slot: kith_planner::expr::SlotId) -> Option<(usize, usize)> {
         self.positions.get(&slot).copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `extend_positions` appends what `for_each_position` visits: all of
+    /// `0..len`, the selection, or the one flat tuple's position (of the
+    /// selection when there is one).
+    #[test]
+    fn extended_positions_are_the_visited_ones() {
+        let states = [
+            (5, None, None),
+            (0, None, None),
+            (6, Some(vec![1, 4, 5]), None),
+            (6, Some(vec![1, 4, 5]), Some(1)),
+            (3, None, Some(2)),
+        ];
+        for (len, sel, flat) in states {
+            let state = ChunkState {
+                len,
+                sel,
+                flat,
+                generation: 0,
+            };
+            let mut visited = vec![9];
+            state.for_each_position(|p| visited.push(p as u32));
+            let mut extended = vec![9];
+            state.extend_positions(&mut extended);
+            assert_eq!(extended, visited, "{state:?}");
+        }
     }
 }

@@ -127,9 +127,7 @@ impl LocalSink for Collect {
         };
         unflat_positions.clear();
         match unflat {
-            Some(u) => rs.chunks[u]
-                .state
-                .for_each_position(|p| unflat_positions.push(p as u32)),
+            Some(u) => rs.chunks[u].state.extend_positions(unflat_positions),
             None => unflat_positions.push(0),
         }
         // Rows are appended column by column in blocks of at most BLOCK rows:

@@ -1709,7 +1709,7 @@ impl HashAggregate {
                     match &state.sel {
                         // All of the group: 0..len, in one go.
                         None if !state.is_flat() => positions.extend(0..state.len as u32),
-                        _ => state.for_each_position(|p| positions.push(p as u32)),
+                        _ => state.extend_positions(positions),
                     }
                 }
             }
@@ -1819,9 +1819,7 @@ impl HashAggregate {
             ));
         };
         let positions = &mut self.positions;
-        rs.chunks[u]
-            .state
-            .for_each_position(|p| positions.push(p as u32));
+        rs.chunks[u].state.extend_positions(positions);
         if self.count_by_ids(rs, arg_kinds, per_position) {
             return Ok(());
         }

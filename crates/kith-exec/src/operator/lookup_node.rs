@@ -230,9 +230,7 @@ impl Operator for LookupNode {
                 Evaluated::Unflat(u) if u == c => {
                     let mut positions = std::mem::take(&mut self.sel);
                     positions.clear();
-                    rs.chunks[c]
-                        .state
-                        .for_each_position(|p| positions.push(p as u32));
+                    rs.chunks[c].state.extend_positions(&mut positions);
                     let len = rs.chunks[c].state.len;
                     rs.chunks[c].vectors[self.vector].reset(len);
                     let mut kept = 0;
