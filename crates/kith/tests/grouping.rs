@@ -682,6 +682,15 @@ fn degrees_of_copied_created_and_deleted_rels_count_like_a_reference() {
         assert_eq!(got, by_dst, "{threads} threads, by target");
         let distinct_want = BTreeMap::from([(0, by_dst.len() as i64)]);
         assert_eq!(counts(distinct), distinct_want, "{threads} threads");
+        // The added nodes (in a node group of their own under kith_tiny)
+        // have no rels, whatever another group's appended rels hold.
+        for q in [
+            "MATCH (a:N)-[e:E]->(b:N) WHERE a.id >= 1000 RETURN count(e)",
+            "MATCH (a:N)<-[e:E]-(b:N) WHERE a.id >= 1000 RETURN count(e)",
+        ] {
+            let got = conn.query(q).unwrap().rows().next().map(|r| int(&r[0]));
+            assert_eq!(got, Some(Some(0)), "{threads} threads: {q}");
+        }
         let got: BTreeMap<Option<i64>, i64> = conn
             .query("MATCH (a:N)-[:E]->(b:N) RETURN a.g, count(*)")
             .unwrap()

@@ -126,7 +126,10 @@ impl CsrPins {
     ) -> Result<(usize, u64, u64)> {
         let csr = (&*self.data, self.dir, &self.columns[..]);
         let Some(pinned) = Self::pinned_group(csr, &mut self.pinned, pager, group)? else {
-            return Ok((0, 0, 0));
+            // A node of a group the CSR does not reach (added after the
+            // rels were built) has no rels: its own group, which nothing
+            // pinned, so that no other group's appended rels are read.
+            return Ok((group, 0, 0));
         };
         pinned.seeks += 1;
         let (s, e) = pinned.csr.range(local);
