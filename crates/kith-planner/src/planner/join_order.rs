@@ -166,7 +166,7 @@ impl Estimates {
 
     /// The fraction of tuples the predicates that become ready when `added`
     /// joins `bound` keep.
-    fn ready_selectivity(&self, bound: u64, added: u64) -> f64 {
+    pub(super) fn ready_selectivity(&self, bound: u64, added: u64) -> f64 {
         let after = bound | added;
         self.predicates
             .iter()
