@@ -1704,13 +1704,7 @@ impl HashAggregate {
                     .any(|k| matches!(k, Some(Evaluated::Unflat(_))))
             {
                 if let Some(u) = unflat {
-                    let state = &rs.chunks[u].state;
-                    let positions = &mut self.positions;
-                    match &state.sel {
-                        // All of the group: 0..len, in one go.
-                        None if !state.is_flat() => positions.extend(0..state.len as u32),
-                        _ => state.extend_positions(positions),
-                    }
+                    rs.chunks[u].state.extend_positions(&mut self.positions);
                 }
             }
             // A global aggregate (no keys) skips hashing: this runs once per

@@ -900,7 +900,9 @@ fn node_value_keys(
 /// pattern or hash join within it, whose build sides end elsewhere).
 fn counted_leaves(q: &BoundPart, used: &SlotUses) -> u64 {
     let g = &q.graph;
-    if q.optional_join.is_some() || q.optional_chain.is_some() || !connected(g) {
+    let all = (0..g.nodes.len()).fold(0, |m, i| m | bit(i));
+    let connected = g.nodes.len() <= 64 && reachable(g, bit(0)) == all;
+    if q.optional_join.is_some() || q.optional_chain.is_some() || !connected {
         return 0;
     }
     let mut counted = 0;
@@ -930,25 +932,34 @@ fn counted_leaves(q: &BoundPart, used: &SlotUses) -> u64 {
     counted
 }
 
-/// Whether every node of the pattern is reachable from the first through
-/// its rels.
-fn connected(g: &QueryGraph) -> bool {
-    let mut reached = vec![false; g.nodes.len()];
-    let mut stack = vec![0];
-    while let Some(i) = stack.pop() {
-        if reached.get(i).copied().unwrap_or(true) {
-            continue;
+/// The nodes reachable from the set `from` through fixed-length rels (as a
+/// bit set; nodes of 64 and beyond are left out, see [`bit`]).
+fn reachable(g: &QueryGraph, from: u64) -> u64 {
+    let mut set = from;
+    loop {
+        let grown = g
+            .rels
+            .iter()
+            .filter(|r| r.recursive.is_none() && r.left < 64 && r.right < 64)
+            .fold(set, |m, r| {
+                if m & (bit(r.left) | bit(r.right)) != 0 {
+                    m | bit(r.left) | bit(r.right)
+                } else {
+                    m
+                }
+            });
+        if grown == set {
+            return set;
         }
-        reached[i] = true;
-        for r in &g.rels {
-            if r.left == i {
-                stack.push(r.right);
-            } else if r.right == i {
-                stack.push(r.left);
-            }
-        }
+        set = grown;
     }
-    reached.iter().all(|&r| r)
+}
+
+/// The id and property slots of node `n`.
+fn own_slots(n: &QueryNode) -> HashSet<SlotId> {
+    std::iter::once(n.id_slot)
+        .chain(n.properties.iter().map(|p| p.1))
+        .collect()
 }
 
 /// The estimated fraction of a scan's rows its own filters may keep at
@@ -1024,15 +1035,11 @@ fn plan_pipeline(
         done[first_rel..].iter_mut().for_each(|d| *d = true);
     }
     let own_predicates = |i: usize| {
-        let n = &g.nodes[i];
-        let mine: HashSet<SlotId> = std::iter::once(n.id_slot)
-            .chain(n.properties.iter().map(|p| p.1))
-            .collect();
+        let mine = own_slots(&g.nodes[i]);
         q.predicates
             .iter()
             .filter(|e| {
-                let mut v = Vec::new();
-                e.slots(&mut v);
+                let v = expr_slots(e);
                 !v.is_empty() && v.iter().all(|s| mine.contains(s))
             })
             .count()
@@ -1312,25 +1319,7 @@ impl ExtendCtx<'_> {
     /// The nodes connected to `from` (a bit set) through fixed-length rels,
     /// `from` included.
     fn reachable(&self, from: u64) -> u64 {
-        let mut set = from;
-        loop {
-            let grown = self
-                .g
-                .rels
-                .iter()
-                .filter(|r| r.recursive.is_none() && r.left < 64 && r.right < 64)
-                .fold(set, |m, r| {
-                    if m & (bit(r.left) | bit(r.right)) != 0 {
-                        m | bit(r.left) | bit(r.right)
-                    } else {
-                        m
-                    }
-                });
-            if grown == set {
-                return set;
-            }
-            set = grown;
-        }
+        reachable(self.g, from)
     }
 
     /// The rels an intersection would bind unbound node `x` through: those
@@ -1371,13 +1360,9 @@ impl ExtendCtx<'_> {
         // those filters keep few rows, the others are read after them, for
         // the rows kept only (`m.idMod7` of SQ5's `WHERE m.id % 1113 = 7`
         // for 1 row in 1,113 instead of every row).
-        let mine: HashSet<SlotId> = std::iter::once(n.id_slot)
-            .chain(n.properties.iter().map(|p| p.1))
-            .collect();
+        let mine = own_slots(n);
         let mut filtered = HashSet::new();
-        for e in pending.iter().flatten() {
-            let mut v = Vec::new();
-            e.slots(&mut v);
+        for v in pending.iter().flatten().map(expr_slots) {
             if v.iter().all(|s| mine.contains(s)) {
                 filtered.extend(v);
             }
