@@ -32,6 +32,20 @@ pub fn pack(deltas: impl Iterator<Item = u64>, count: usize, bits: u8) -> Vec<u6
     words
 }
 
+/// The packed field that starts at bit `bit` of `words`, in the low bits
+/// of the result (unmasked). The field's word and the next one are read as
+/// one 128-bit value and shifted (one `shrd`), with no branch on whether
+/// the field crosses a word boundary: in a random read that branch is
+/// taken or not by chance, and its mispredictions cost more than the
+/// second load. A field in the last word reads zeros beyond it.
+#[inline(always)]
+pub fn field_at(words: &[u64], bit: u64) -> u64 {
+    let w = (bit / 64) as usize;
+    let lo = words.get(w).copied().unwrap_or(0);
+    let hi = words.get(w + 1).copied().unwrap_or(0);
+    ((u128::from(hi) << 64 | u128::from(lo)) >> (bit % 64)) as u64
+}
+
 /// Calls `out(i, delta)` for values `start..start+count`: the decode of
 /// narrower types, through [`unpack_range_into`] a block of 64 values at a
 /// time (the first piece ends at a block boundary, so the others are whole
@@ -84,12 +98,7 @@ pub fn unpack_range_into(
     let block = block_decoder(bits);
     let width = bits as u64;
     let one = |idx: usize| {
-        let bit = (start + idx as u64) * width;
-        let (word, shift) = ((bit / 64) as usize, bit % 64);
-        let mut v = words[word] >> shift;
-        if shift + width > 64 {
-            v |= words[word + 1] << (64 - shift);
-        }
+        let v = field_at(words, (start + idx as u64) * width);
         (v & mask).wrapping_add(base) ^ flip
     };
     let head = (((64 - start % 64) % 64) as usize).min(count);
@@ -171,6 +180,21 @@ mod tests {
             unpack_range_into(&words, bits, start as u64, base, flip, &mut fused);
             let want: Vec<u64> = values[start..].iter().map(|&v| v.wrapping_add(base) ^ flip).collect();
             prop_assert_eq!(fused, want);
+        }
+    }
+
+    proptest! {
+        /// `field_at` reads the bits at `bit..bit + 64` one by one (zeros
+        /// past the last word), wherever the field starts in its word,
+        /// and never reads out of bounds, even far beyond the words.
+        #[test]
+        fn fields_read_bit_by_bit(words in proptest::collection::vec(any::<u64>(), 0..6), bit in 0u64..500) {
+            let bit_of = |i: u64| {
+                let w = (i / 64) as usize;
+                words.get(w).map_or(0, |x| (x >> (i % 64)) & 1)
+            };
+            let want = (0..64).fold(0u64, |acc, k| acc | bit_of(bit + k) << k);
+            prop_assert_eq!(field_at(&words, bit), want);
         }
     }
 

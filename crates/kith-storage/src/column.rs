@@ -808,12 +808,7 @@ impl PackedU64s<'_> {
     /// beyond the column reads a meaningless value, never out of bounds.
     #[inline]
     pub fn get(&self, i: u64) -> u64 {
-        let bit = i.wrapping_mul(u64::from(self.bits));
-        let (w, shift) = ((bit / 64) as usize, (bit % 64) as u32);
-        let mut v = self.words.get(w).map_or(0, |&x| x >> shift);
-        if shift + self.bits > 64 {
-            v |= self.words.get(w + 1).map_or(0, |&x| x << (64 - shift));
-        }
+        let v = bitpack::field_at(self.words, i.wrapping_mul(u64::from(self.bits)));
         self.base.wrapping_add(v & self.mask)
     }
 }
@@ -1133,31 +1128,15 @@ impl PinnedColumn {
     /// value); anything else value by value through [`PinnedColumn::read`].
     pub fn gather(&self, rows: &[u64], out: &mut ValueVector, at: &[usize]) -> Result<()> {
         debug_assert_eq!(rows.len(), at.len());
-        let n = self.chunk.num_values;
-        if let Some(&bad) = rows.iter().find(|&&r| r >= self.num_values()) {
-            return Err(Error::internal(format!(
-                "read of row {bad} beyond chunk of {}",
-                self.num_values()
-            )));
-        }
         if self.tail.is_some() || self.patch.is_some() || !self.gathers(out) {
+            // `read` checks each row's bounds.
             for (&r, &p) in rows.iter().zip(at) {
                 self.read(r, 1, out, p)?;
             }
             return Ok(());
         }
-        debug_assert!(rows.iter().all(|&r| r < n));
-        if self.nulls.is_some() {
-            let words = as_words(&self.nulls);
-            for (&r, &p) in rows.iter().zip(at) {
-                let null = !words.is_empty() && (words[(r / 64) as usize] >> (r % 64)) & 1 == 1;
-                out.set_null(p, null);
-            }
-        } else if out.nulls.may_have_nulls() {
-            for &p in at {
-                out.set_null(p, false);
-            }
-        }
+        let n = self.chunk.num_values;
+        let beyond = |row: u64| Error::internal(format!("read of row {row} beyond chunk of {n}"));
         match &self.chunk.encoding {
             Encoding::BitPacked { base, bits } => {
                 let words = as_words(&self.data);
@@ -1167,29 +1146,28 @@ impl PinnedColumn {
                 } else {
                     (1u64 << bits) - 1
                 };
-                // One value: `bits` bits at bit `r * bits`, maybe across
-                // two words.
-                let get = |r: u64| -> u64 {
-                    if bits == 0 {
-                        return base;
-                    }
-                    let bit = r * bits;
-                    let (w, shift) = ((bit / 64) as usize, bit % 64);
-                    let mut v = words[w] >> shift;
-                    if shift + bits > 64 {
-                        v |= words[w + 1] << (64 - shift);
-                    }
-                    base.wrapping_add(v & mask)
+                // One value: `bits` bits at bit `r * bits`, read in bounds
+                // whatever `r` (`bits == 0` masks the read to `base`).
+                let get = |r: u64| {
+                    base.wrapping_add(bitpack::field_at(words, r.wrapping_mul(bits)) & mask)
                 };
                 let signed = |k: u64| (k ^ SIGN_FLIP) as i64;
+                // The loop takes the largest row as it goes (a `cmov`, not a
+                // second pass over the rows); a row out of bounds is
+                // reported after it. It stores through a slice, not the
+                // `Vec`, so that its pointer and length stay in registers.
                 macro_rules! gather_into {
-                    ($o:expr, $conv:expr) => {
+                    ($o:expr, $conv:expr) => {{
+                        let o = &mut $o[..];
+                        let mut largest = 0;
                         for (&r, &p) in rows.iter().zip(at) {
-                            $o[p] = $conv(get(r));
+                            largest = largest.max(r);
+                            o[p] = $conv(get(r));
                         }
-                    };
+                        largest
+                    }};
                 }
-                match &mut out.data {
+                let largest = match &mut out.data {
                     VectorData::Bool(o) => gather_into!(o, |k: u64| k != 0),
                     VectorData::I8(o) => gather_into!(o, |k| signed(k) as i8),
                     VectorData::I16(o) => gather_into!(o, |k| signed(k) as i16),
@@ -1205,9 +1183,15 @@ impl PinnedColumn {
                             "bit-packed chunk read into wrong vector type",
                         ))
                     }
+                };
+                if !rows.is_empty() && largest >= n {
+                    return Err(beyond(largest));
                 }
             }
             Encoding::Plain => {
+                if let Some(&bad) = rows.iter().find(|&&r| r >= n) {
+                    return Err(beyond(bad));
+                }
                 let bytes: &[u8] = self.data.as_deref().unwrap_or(&[]);
                 match &mut out.data {
                     VectorData::F64(o) => {
@@ -1228,6 +1212,18 @@ impl PinnedColumn {
                 }
             }
             _ => return Err(Error::internal("gather of an encoding without a fast path")),
+        }
+        // Every row is in bounds by now.
+        if self.nulls.is_some() {
+            let words = as_words(&self.nulls);
+            for (&r, &p) in rows.iter().zip(at) {
+                let null = !words.is_empty() && (words[(r / 64) as usize] >> (r % 64)) & 1 == 1;
+                out.set_null(p, null);
+            }
+        } else if out.nulls.may_have_nulls() {
+            for &p in at {
+                out.set_null(p, false);
+            }
         }
         Ok(())
     }
