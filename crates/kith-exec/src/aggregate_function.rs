@@ -358,18 +358,24 @@ macro_rules! narrow_exact_sum {
     ($($t:ty),*) => {$(
         impl ExactSum for $t {
             fn fast_sum(values: impl Iterator<Item = $t>) -> i128 {
-                // 2^31 values of 32 bits or less cannot overflow an i64.
-                values.map(i64::from).sum::<i64>() as i128
+                narrow_sum(values) as i128
             }
         }
     )*};
 }
 narrow_exact_sum!(i8, i16, i32, u8, u16, u32);
 
+/// The sum of at most 2^31 values of 32 bits or less, which cannot
+/// overflow an i64.
+#[multiversion::multiversion(targets("x86_64+avx2+bmi1+bmi2+lzcnt+popcnt+fma"))]
+fn narrow_sum<T: Into<i64>>(values: impl Iterator<Item = T>) -> i64 {
+    values.map(Into::into).sum()
+}
+
 /// Each 64-bit value as its low and high 32-bit halves, summed apart as
 /// unsigned words (2^31 halves cannot overflow a u64); a negative i64 is
 /// its unsigned bits less 2^64, so each sign bit takes 2^64 off.
-#[inline(always)]
+#[multiversion::multiversion(targets("x86_64+avx2+bmi1+bmi2+lzcnt+popcnt+fma"))]
 fn split_sum(values: impl Iterator<Item = u64>, signed: bool) -> i128 {
     let (mut lo, mut hi, mut neg) = (0u64, 0u64, 0u64);
     for u in values {

@@ -124,6 +124,7 @@ pub fn unpack_range_into(
 
 /// Decodes 64 values of `B` bits from exactly `B` words, as
 /// [`unpack_range_into`] does.
+#[multiversion::multiversion(targets("x86_64+avx2+bmi1+bmi2+lzcnt+popcnt+fma"))]
 fn decode_block<const B: usize>(words: &[u64], base: u64, flip: u64, out: &mut [u64; 64]) {
     let words: &[u64; B] = match words.try_into() {
         Ok(w) => w,

@@ -457,6 +457,7 @@ fn narrow_cmp(
     }
 }
 
+#[multiversion::multiversion(targets("x86_64+avx2+bmi1+bmi2+lzcnt+popcnt+fma"))]
 fn cmp_loop<T: PartialOrd + Copy, L: At<T>, R: At<T>>(
     op: BinaryOp,
     l: L,
@@ -479,6 +480,7 @@ fn cmp_loop<T: PartialOrd + Copy, L: At<T>, R: At<T>>(
     }
 }
 
+#[multiversion::multiversion(targets("x86_64+avx2+bmi1+bmi2+lzcnt+popcnt+fma"))]
 fn float_loop<L: At<f64>, R: At<f64>>(
     op: BinaryOp,
     l: L,
@@ -538,6 +540,7 @@ fn remainder_of_narrow(a: i64, d: i64) -> i64 {
 /// without NULLs, lies in [-2^30, 2^30)), then a loop without branches
 /// divides, through 32-bit doubles when they are (a 64-bit divide costs
 /// several times as much). NULL positions divide by 1.
+#[multiversion::multiversion(targets("x86_64+avx2+bmi1+bmi2+lzcnt+popcnt+fma"))]
 fn div_loop<L: At<i64>, R: At<i64>>(
     op: BinaryOp,
     l: L,
@@ -609,6 +612,7 @@ fn div_loop<L: At<i64>, R: At<i64>>(
     Ok(())
 }
 
+#[multiversion::multiversion(targets("x86_64+avx2+bmi1+bmi2+lzcnt+popcnt+fma"))]
 fn int_loop<L: At<i64>, R: At<i64>>(
     op: BinaryOp,
     l: L,
