@@ -8,7 +8,19 @@
 //! write neighbours into a fresh unflat chunk, so a k-hop count never
 //! materialises k-hop flat tuples.
 
+use kith_common::constants::VECTOR_CAPACITY;
 use kith_common::ValueVector;
+
+/// Positions `0..VECTOR_CAPACITY`: every position of a full batch.
+static IDENTITY: [u32; VECTOR_CAPACITY] = {
+    let mut ids = [0u32; VECTOR_CAPACITY];
+    let mut i = 0;
+    while i < VECTOR_CAPACITY {
+        ids[i] = i as u32;
+        i += 1;
+    }
+    ids
+};
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ChunkState {
@@ -99,7 +111,12 @@ impl ChunkState {
         }
         match &self.sel {
             Some(s) => out.extend_from_slice(s),
-            None => out.extend(0..self.len as u32),
+            // A copy of the identity is a `memcpy`; counting the positions
+            // out was 7 % of a scan-and-sum.
+            None => match IDENTITY.get(..self.len) {
+                Some(run) => out.extend_from_slice(run),
+                None => out.extend(0..self.len as u32),
+            },
         }
     }
 
