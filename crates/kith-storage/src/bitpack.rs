@@ -101,26 +101,48 @@ pub fn unpack_range_into(
         let v = field_at(words, (start + idx as u64) * width);
         (v & mask).wrapping_add(base) ^ flip
     };
+    // The words of the block of 64 values that value `start + idx` is in.
+    let block_words = |idx: usize| {
+        let first_word = ((start + idx as u64) / 64 * width) as usize;
+        words.get(first_word..first_word + bits as usize)
+    };
+    // Values `idx..idx + n` of one block: a part of at least
+    // `PART_BLOCK_MIN` values (a 50-neighbour list) decodes its whole block
+    // into a buffer and copies the part, cheaper than value by value.
+    let part = |idx: usize, out: &mut [u64]| {
+        if out.len() >= PART_BLOCK_MIN {
+            if let Some(w) = block_words(idx) {
+                let mut buf = [0u64; 64];
+                block(w, base, flip, &mut buf);
+                let from = ((start + idx as u64) % 64) as usize;
+                out.copy_from_slice(&buf[from..from + out.len()]);
+                return;
+            }
+        }
+        for (i, o) in out.iter_mut().enumerate() {
+            *o = one(idx + i);
+        }
+    };
     let head = (((64 - start % 64) % 64) as usize).min(count);
-    for (idx, o) in out[..head].iter_mut().enumerate() {
-        *o = one(idx);
-    }
+    part(0, &mut out[..head]);
     let mut idx = head;
     while count - idx >= 64 {
-        let first_word = ((start + idx as u64) / 64 * width) as usize;
-        let (Some(block_words), Ok(dst)) = (
-            words.get(first_word..first_word + bits as usize),
+        let (Some(w), Ok(dst)) = (
+            block_words(idx),
             <&mut [u64; 64]>::try_from(&mut out[idx..idx + 64]),
         ) else {
             break;
         };
-        block(block_words, base, flip, dst);
+        block(w, base, flip, dst);
         idx += 64;
     }
-    for (i, o) in out[idx..].iter_mut().enumerate() {
-        *o = one(idx + i);
-    }
+    part(idx, &mut out[idx..]);
 }
+
+/// The fewest values of a block that [`unpack_range_into`] decodes by
+/// decoding the whole block (64 values, unrolled and vectorized) rather
+/// than one at a time.
+const PART_BLOCK_MIN: usize = 24;
 
 /// Decodes 64 values of `B` bits from exactly `B` words, as
 /// [`unpack_range_into`] does.
