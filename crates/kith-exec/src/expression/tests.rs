@@ -1208,6 +1208,12 @@ proptest! {
         let want: Vec<u32> = (0..b.len() as u32).filter(|&p| b[p as usize]).collect();
         let mut buf = vec![7u32; 5];
         super::select_true_dense(&b, b.len(), &mut buf);
+        prop_assert_eq!(&buf, &want);
+        // The same buffer again (its slots hold the last selection), and
+        // the loop over a selection: every third position.
+        let every_third: Vec<u32> = (0..b.len() as u32).step_by(3).collect();
+        let want: Vec<u32> = every_third.iter().copied().filter(|&p| b[p as usize]).collect();
+        super::select_true(&b, every_third.iter().copied(), every_third.len(), &mut buf);
         prop_assert_eq!(buf, want);
     }
 }
