@@ -46,17 +46,19 @@ pub fn field_at(words: &[u64], bit: u64) -> u64 {
     ((u128::from(hi) << 64 | u128::from(lo)) >> (bit % 64)) as u64
 }
 
-/// Calls `out(i, delta)` for values `start..start+count`: the decode of
+/// Calls `out(i, deltas)` for values `start..start+count` a piece at a
+/// time, `deltas` being values `i..i + deltas.len()`: the decode of
 /// narrower types, through [`unpack_range_into`] a block of 64 values at a
 /// time (the first piece ends at a block boundary, so the others are whole
-/// blocks).
+/// blocks). A slice per piece lets the caller convert it in a loop that
+/// vectorizes.
 #[inline]
 pub fn unpack_range(
     words: &[u64],
     bits: u8,
     start: u64,
     count: usize,
-    mut out: impl FnMut(usize, u64),
+    mut out: impl FnMut(usize, &[u64]),
 ) {
     let mut buf = [0u64; 64];
     let mut done = 0;
@@ -64,9 +66,7 @@ pub fn unpack_range(
         let at = start + done as u64;
         let n = (count - done).min(64 - (at % 64) as usize);
         unpack_range_into(words, bits, at, 0, 0, &mut buf[..n]);
-        for (i, &d) in buf[..n].iter().enumerate() {
-            out(done + i, d);
-        }
+        out(done, &buf[..n]);
         done += n;
     }
 }
@@ -195,7 +195,7 @@ mod tests {
             prop_assert_eq!(words.len() * 8, packed_bytes(values.len() as u64, bits) as usize);
             let start = (values.len() as f64 * start_frac) as usize;
             let mut got = vec![0; values.len() - start];
-            unpack_range(&words, bits, start as u64, got.len(), |i, v| got[i] = v);
+            unpack_range(&words, bits, start as u64, got.len(), |i, v| got[i..i + v.len()].copy_from_slice(v));
             prop_assert_eq!(&got[..], &values[start..]);
             // The fused decode: the same values, based and flipped.
             let (base, flip) = (start as u64 * 977, if bits % 2 == 0 { 1 << 63 } else { 0 });

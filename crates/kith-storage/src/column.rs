@@ -826,8 +826,10 @@ macro_rules! decode_keys {
     ($out:expr, $base:expr, $bits:expr, $words:expr, $start:expr, $count:expr, $pos:expr, $conv:expr) => {{
         let out = &mut $out[$pos..$pos + $count];
         let base = $base;
-        bitpack::unpack_range($words, $bits, $start, $count, |idx, d| {
-            out[idx] = $conv(base.wrapping_add(d))
+        bitpack::unpack_range($words, $bits, $start, $count, |idx, deltas| {
+            for (o, &d) in out[idx..idx + deltas.len()].iter_mut().zip(deltas) {
+                *o = $conv(base.wrapping_add(d));
+            }
         });
     }};
 }
