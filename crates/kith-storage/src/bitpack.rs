@@ -46,6 +46,35 @@ pub fn field_at(words: &[u64], bit: u64) -> u64 {
     ((u128::from(hi) << 64 | u128::from(lo)) >> (bit % 64)) as u64
 }
 
+/// `out[at[i]] = conv(value rows[i])` for every `i`, the values packed in
+/// `bits` bits over `base`: the property reads of the nodes an extend
+/// reached. Returns the largest row (a `cmov` in the loop, not a second
+/// pass), for the caller to report a row out of bounds; every read stays in
+/// bounds whatever the row. `bits == 0` masks each read to `base`.
+#[multiversion::multiversion(targets("x86_64+avx2+bmi1+bmi2+lzcnt+popcnt+fma"))]
+pub fn gather_into<T>(
+    words: &[u64],
+    bits: u8,
+    base: u64,
+    rows: &[u64],
+    at: &[usize],
+    out: &mut [T],
+    conv: impl Fn(u64) -> T,
+) -> u64 {
+    let mask = if bits >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
+    };
+    let width = u64::from(bits);
+    let mut largest = 0;
+    for (&r, &p) in rows.iter().zip(at) {
+        largest = largest.max(r);
+        out[p] = conv(base.wrapping_add(field_at(words, r.wrapping_mul(width)) & mask));
+    }
+    largest
+}
+
 /// Calls `out(i, deltas)` for values `start..start+count` a piece at a
 /// time, `deltas` being values `i..i + deltas.len()`: the decode of
 /// narrower types, through [`unpack_range_into`] a block of 64 values at a

@@ -1142,32 +1142,12 @@ impl PinnedColumn {
         match &self.chunk.encoding {
             Encoding::BitPacked { base, bits } => {
                 let words = as_words(&self.data);
-                let (base, bits) = (*base, u64::from(*bits));
-                let mask = if bits == 64 {
-                    u64::MAX
-                } else {
-                    (1u64 << bits) - 1
-                };
-                // One value: `bits` bits at bit `r * bits`, read in bounds
-                // whatever `r` (`bits == 0` masks the read to `base`).
-                let get = |r: u64| {
-                    base.wrapping_add(bitpack::field_at(words, r.wrapping_mul(bits)) & mask)
-                };
+                let (base, bits) = (*base, *bits);
                 let signed = |k: u64| (k ^ SIGN_FLIP) as i64;
-                // The loop takes the largest row as it goes (a `cmov`, not a
-                // second pass over the rows); a row out of bounds is
-                // reported after it. It stores through a slice, not the
-                // `Vec`, so that its pointer and length stay in registers.
                 macro_rules! gather_into {
-                    ($o:expr, $conv:expr) => {{
-                        let o = &mut $o[..];
-                        let mut largest = 0;
-                        for (&r, &p) in rows.iter().zip(at) {
-                            largest = largest.max(r);
-                            o[p] = $conv(get(r));
-                        }
-                        largest
-                    }};
+                    ($o:expr, $conv:expr) => {
+                        bitpack::gather_into(words, bits, base, rows, at, &mut $o[..], $conv)
+                    };
                 }
                 let largest = match &mut out.data {
                     VectorData::Bool(o) => gather_into!(o, |k: u64| k != 0),
