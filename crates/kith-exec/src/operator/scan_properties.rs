@@ -145,6 +145,9 @@ impl Operator for ScanProperties {
         rows.clear();
         at.clear();
         nulls.clear();
+        // Whether the rows go to positions `0..rows.len()`, in order: then
+        // `at` stays empty and the positions are a static identity's.
+        let mut identity = false;
         {
             let ids = &rs.chunks[c].vectors[v];
             let VectorData::Id(idv) = &ids.data else {
@@ -176,7 +179,10 @@ impl Operator for ScanProperties {
                 match &state.sel {
                     None => {
                         rows.extend(idv[..state.len].iter().map(|id| id.offset()));
-                        at.extend(0..state.len);
+                        identity = state.len <= POSITIONS.len();
+                        if !identity {
+                            at.extend(0..state.len);
+                        }
                     }
                     Some(sel) => {
                         rows.extend(sel.iter().map(|&p| idv[p as usize].offset()));
@@ -198,6 +204,10 @@ impl Operator for ScanProperties {
         if rows.is_empty() {
             return Ok(true);
         }
+        let at: &[usize] = match identity {
+            true => &POSITIONS[..rows.len()],
+            false => at,
+        };
         let (first, last) = (
             (low / NODE_GROUP_SIZE) as usize,
             (high / NODE_GROUP_SIZE) as usize,
@@ -229,6 +239,17 @@ impl Operator for ScanProperties {
         Ok(true)
     }
 }
+
+/// Positions `0..VECTOR_CAPACITY`, where a whole batch's rows go.
+static POSITIONS: [usize; VECTOR_CAPACITY] = {
+    let mut p = [0usize; VECTOR_CAPACITY];
+    let mut i = 0;
+    while i < VECTOR_CAPACITY {
+        p[i] = i;
+        i += 1;
+    }
+    p
+};
 
 /// Hands out the node ids of one vector a batch at a time (the source of
 /// [`read_by_id`]'s property scan).
