@@ -90,6 +90,29 @@ impl NullMask {
         self.may_have_nulls |= any != 0;
     }
 
+    /// Sets NULL every position below `len` that is NULL in `other`, a
+    /// word at a time (a batch's NULLs carried from an operand to a result).
+    pub fn union_prefix(&mut self, other: &NullMask, len: usize) {
+        if !other.may_have_nulls || len == 0 {
+            return;
+        }
+        let words = len.div_ceil(64);
+        if self.bits.len() < words {
+            self.bits.resize(words, 0);
+        }
+        let mut any = 0;
+        for (i, (dst, &src)) in self.bits[..words].iter_mut().zip(&other.bits).enumerate() {
+            // The last word keeps only the positions below `len`.
+            let keep = match (i + 1) * 64 > len {
+                true => (1u64 << (len % 64)).wrapping_sub(1),
+                false => u64::MAX,
+            };
+            *dst |= src & keep;
+            any |= src & keep;
+        }
+        self.may_have_nulls |= any != 0;
+    }
+
     /// Clears every bit.
     pub fn clear(&mut self) {
         if self.may_have_nulls {
@@ -1154,6 +1177,28 @@ mod tests {
         assert!(m.is_null(500));
         m.clear();
         assert!(!m.is_null(500));
+    }
+
+    /// `union_prefix` sets exactly the other mask's NULLs below `len`
+    /// (none at or past it, even in the same word) and keeps its own.
+    #[test]
+    fn null_masks_join_below_a_length() {
+        for len in [0, 1, 63, 64, 65, 127, 128, 130] {
+            let mut other = NullMask::with_len(200);
+            for p in (0..200).filter(|p| p % 3 == 0 || *p == 64 || *p == 129) {
+                other.set(p, true);
+            }
+            let mut m = NullMask::with_len(10);
+            m.set(1, true);
+            m.union_prefix(&other, len);
+            for p in 0..200 {
+                let want = p == 1 || (p < len && other.is_null(p));
+                assert_eq!(m.is_null(p), want, "len {len}, position {p}");
+            }
+        }
+        let mut m = NullMask::with_len(64);
+        m.union_prefix(&NullMask::with_len(64), 64);
+        assert!(!m.may_have_nulls());
     }
 
     #[test]

@@ -210,6 +210,12 @@ fn mark_nulls(
     if ln.is_none() && rn.is_none() {
         return;
     }
+    if state.sel.is_none() {
+        for mask in [ln, rn].into_iter().flatten() {
+            out.nulls.union_prefix(mask, state.len);
+        }
+        return;
+    }
     each_pos!(state, p => {
         if either_null(ln, rn, p) {
             out.nulls.set(p, true);
