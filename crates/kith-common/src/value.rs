@@ -412,9 +412,18 @@ impl Value {
     }
 }
 
-/// Formats a double like Cypher shells do: integral values keep one decimal.
+/// Formats a double like Cypher shells do: integral values keep one
+/// decimal; magnitudes from 1e16 up and below 1e-4 are written with an
+/// exponent as Neo4j writes them (`1.0E16`, `1.5E-9`), since their plain
+/// digits (`2.0 ^ 1000` has 302) read as an integer or a zero.
 pub fn format_double(v: f64) -> String {
-    if v.is_finite() && v == v.trunc() && v.abs() < 1e15 {
+    let magnitude = v.abs();
+    if v.is_finite() && v != 0.0 && !(1e-4..1e16).contains(&magnitude) {
+        let sci = format!("{v:e}");
+        let (mantissa, exponent) = sci.split_once('e').unwrap_or((&sci, "0"));
+        let point = if mantissa.contains('.') { "" } else { ".0" };
+        format!("{mantissa}{point}E{exponent}")
+    } else if v.is_finite() && v == v.trunc() {
         format!("{v:.1}")
     } else {
         format!("{v}")
@@ -507,6 +516,37 @@ impl fmt::Display for Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Doubles keep one decimal when integral and take an exponent at the
+    /// extremes, where plain digits would read as an integer or zero; the
+    /// text parses back to the same double.
+    #[test]
+    fn doubles_format_like_cypher_shells() {
+        let cases = [
+            (0.0, "0.0"),
+            (-0.0, "-0.0"),
+            (1.0, "1.0"),
+            (0.5, "0.5"),
+            (0.0001, "0.0001"),
+            (0.00001, "1.0E-5"),
+            (-1.5e-9, "-1.5E-9"),
+            (123456789012345.0, "123456789012345.0"),
+            (9999999999999998.0, "9999999999999998.0"),
+            (1e16, "1.0E16"),
+            (2f64.powi(70), "1.1805916207174113E21"),
+            (f64::MAX, "1.7976931348623157E308"),
+            (0.1 + 0.2, "0.30000000000000004"),
+            (f64::INFINITY, "inf"),
+        ];
+        for (v, want) in cases {
+            let text = format_double(v);
+            assert_eq!(text, want);
+            if v.is_finite() {
+                assert_eq!(text.parse::<f64>().ok(), Some(v), "{text}");
+            }
+        }
+        assert_eq!(format_double(f64::NAN), "NaN");
+    }
 
     /// Paths and maps are ordered by their contents: before, every path
     /// (and every map) compared equal to every other, so grouping or
