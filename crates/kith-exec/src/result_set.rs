@@ -11,16 +11,26 @@
 use kith_common::constants::VECTOR_CAPACITY;
 use kith_common::ValueVector;
 
-/// Positions `0..VECTOR_CAPACITY`: every position of a full batch.
-static IDENTITY: [u32; VECTOR_CAPACITY] = {
-    let mut ids = [0u32; VECTOR_CAPACITY];
-    let mut i = 0;
-    while i < VECTOR_CAPACITY {
-        ids[i] = i as u32;
-        i += 1;
-    }
-    ids
-};
+/// Positions `0..VECTOR_CAPACITY` as an array of `$t`, built at compile
+/// time: every position of a full batch, to copy or borrow rather than
+/// count out per batch.
+macro_rules! identity {
+    ($t:ty) => {{
+        let mut positions = [0 as $t; VECTOR_CAPACITY];
+        let mut i = 0;
+        while i < VECTOR_CAPACITY {
+            positions[i] = i as $t;
+            i += 1;
+        }
+        positions
+    }};
+}
+
+/// A full batch's positions as selections hold them.
+pub static IDENTITY_U32: [u32; VECTOR_CAPACITY] = identity!(u32);
+
+/// A full batch's positions as gathers take them (`PinnedColumn::gather`).
+pub static IDENTITY_USIZE: [usize; VECTOR_CAPACITY] = identity!(usize);
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ChunkState {
@@ -113,7 +123,7 @@ impl ChunkState {
             Some(s) => out.extend_from_slice(s),
             // A copy of the identity is a `memcpy`; counting the positions
             // out was 7 % of a scan-and-sum.
-            None => match IDENTITY.get(..self.len) {
+            None => match IDENTITY_U32.get(..self.len) {
                 Some(run) => out.extend_from_slice(run),
                 None => out.extend(0..self.len as u32),
             },

@@ -8,7 +8,7 @@ use kith_common::{Error, LogicalType, Result, ValueVector, VectorData};
 use kith_storage::{NodeTableData, PinnedColumn};
 
 use super::{Operator, Pos, QueryContext};
-use crate::result_set::{ChunkState, DataChunk, ResultSet};
+use crate::result_set::{ChunkState, DataChunk, ResultSet, IDENTITY_U32, IDENTITY_USIZE};
 
 pub struct ScanProperties {
     pub child: Box<dyn Operator>,
@@ -179,7 +179,7 @@ impl Operator for ScanProperties {
                 match &state.sel {
                     None => {
                         rows.extend(idv[..state.len].iter().map(|id| id.offset()));
-                        identity = state.len <= POSITIONS.len();
+                        identity = state.len <= IDENTITY_USIZE.len();
                         if !identity {
                             at.extend(0..state.len);
                         }
@@ -205,7 +205,7 @@ impl Operator for ScanProperties {
             return Ok(true);
         }
         let at: &[usize] = match identity {
-            true => &POSITIONS[..rows.len()],
+            true => &IDENTITY_USIZE[..rows.len()],
             false => at,
         };
         let (first, last) = (
@@ -239,17 +239,6 @@ impl Operator for ScanProperties {
         Ok(true)
     }
 }
-
-/// Positions `0..VECTOR_CAPACITY`, where a whole batch's rows go.
-static POSITIONS: [usize; VECTOR_CAPACITY] = {
-    let mut p = [0usize; VECTOR_CAPACITY];
-    let mut i = 0;
-    while i < VECTOR_CAPACITY {
-        p[i] = i;
-        i += 1;
-    }
-    p
-};
 
 /// Hands out the node ids of one vector a batch at a time (the source of
 /// [`read_by_id`]'s property scan).
@@ -310,12 +299,11 @@ pub fn read_by_id(
             .collect(),
     );
     // Appended typed (a `Value` per key read was a third of this).
-    let positions: Vec<u32> = (0..VECTOR_CAPACITY as u32).collect();
     while scan.next(&mut rs)? {
         let chunk = &rs.chunks[0];
-        let n = chunk.state.len.min(positions.len());
+        let n = chunk.state.len.min(IDENTITY_U32.len());
         for (o, v) in out.iter_mut().zip(&chunk.vectors[1..]) {
-            o.extend_gather(v, &positions[..n]);
+            o.extend_gather(v, &IDENTITY_U32[..n]);
         }
     }
     Ok(out)
