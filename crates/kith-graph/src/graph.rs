@@ -7,7 +7,7 @@ use kith_common::constants::NODE_GROUP_SIZE;
 use kith_common::vector::VectorData;
 use kith_common::{Error, LogicalType, Result, ValueVector};
 use kith_pager::Pager;
-use kith_storage::{CsrIndex, PackedU64s, PinnedCsrGroup};
+use kith_storage::{CsrIndex, PackedU64s, PinnedColumn, PinnedCsrGroup};
 
 use crate::weights::RelWeights;
 
@@ -200,7 +200,7 @@ impl Graph for InMemoryCsr {
 /// neighbours and rel ids pinned once for the whole computation; neighbour
 /// lists are decoded with `read_u64s` into per-worker buffers.
 pub struct StorageCsr {
-    groups: Vec<PinnedCsrGroup>,
+    groups: Vec<GraphGroup>,
     num_nodes: u64,
     num_edges: u64,
     /// Bit `r` set: rel id `r` may be walked (rel property conditions of
@@ -221,6 +221,14 @@ pub struct StorageScratch {
     /// Weights as stored, then as f64.
     stored: Option<ValueVector>,
     weights: Vec<f64>,
+}
+
+/// A pinned CSR group with its neighbours and rel ids pinned up front,
+/// since every walk reads them (the group's own are pinned on demand).
+struct GraphGroup {
+    csr: PinnedCsrGroup,
+    neighbors: PinnedColumn,
+    rel_ids: PinnedColumn,
 }
 
 impl StorageCsr {
@@ -250,9 +258,13 @@ impl StorageCsr {
         let mut num_nodes = 0;
         let mut num_edges = 0;
         for (gi, g) in csr.groups.iter().enumerate() {
-            let pinned = g.pin(pager, columns)?;
-            if pinned.node_span() > 0 {
-                num_nodes = gi as u64 * NODE_GROUP_SIZE + pinned.node_span();
+            let pinned = GraphGroup {
+                csr: g.pin(pager, columns)?,
+                neighbors: g.neighbors.pin(pager)?,
+                rel_ids: g.rel_ids.pin(pager)?,
+            };
+            if pinned.csr.node_span() > 0 {
+                num_nodes = gi as u64 * NODE_GROUP_SIZE + pinned.csr.node_span();
             }
             num_edges += g.live_rels();
             groups.push(pinned);
@@ -300,7 +312,7 @@ impl Graph for StorageCsr {
     fn degree(&self, node: u64, _: &mut StorageScratch) -> u64 {
         self.groups
             .get((node / NODE_GROUP_SIZE) as usize)
-            .map_or(0, |g| g.degree(node % NODE_GROUP_SIZE))
+            .map_or(0, |g| g.csr.degree(node % NODE_GROUP_SIZE))
     }
 
     #[inline]
@@ -309,9 +321,9 @@ impl Graph for StorageCsr {
             return;
         };
         let local = node % NODE_GROUP_SIZE;
-        let (a, b) = g.range(local);
+        let (a, b) = g.csr.range(local);
         self.run(g, a, b, s, &mut f);
-        for &(a, b) in g.appended(local) {
+        for &(a, b) in g.csr.appended(local) {
             self.run(g, a, b, s, &mut f);
         }
     }
@@ -325,9 +337,9 @@ impl Graph for StorageCsr {
             return;
         };
         let local = node % NODE_GROUP_SIZE;
-        let (a, b) = g.range(local);
+        let (a, b) = g.csr.range(local);
         run_nodes(g, a, b, s, &mut f);
-        for &(a, b) in g.appended(local) {
+        for &(a, b) in g.csr.appended(local) {
             run_nodes(g, a, b, s, &mut f);
         }
     }
@@ -347,7 +359,13 @@ impl Graph for StorageCsr {
             return false;
         };
         let local = node % NODE_GROUP_SIZE;
-        find_in_node(g, g.neighbors.packed_u64s(), local, g.range(local), &mut f)
+        find_in_node(
+            g,
+            g.neighbors.packed_u64s(),
+            local,
+            g.csr.range(local),
+            &mut f,
+        )
     }
 
     fn find_neighbors<F: FnMut(u64) -> bool, H: FnMut(u64)>(
@@ -369,7 +387,7 @@ impl Graph for StorageCsr {
         let block = first / 64 * 64;
         let packed = g.neighbors.packed_u64s();
         let mut ranges = [(0u64, 0u64); 64];
-        g.main_ranges(block % NODE_GROUP_SIZE, &mut ranges);
+        g.csr.main_ranges(block % NODE_GROUP_SIZE, &mut ranges);
         for &x in nodes {
             let Some(&main) = ranges.get((x - block) as usize) else {
                 continue;
@@ -394,9 +412,9 @@ impl Graph for StorageCsr {
             return Ok(());
         };
         let local = node % NODE_GROUP_SIZE;
-        let (a, b) = g.range(local);
+        let (a, b) = g.csr.range(local);
         self.weighted_run(g, ty, a, b, s, &mut f)?;
-        for &(a, b) in g.appended(local) {
+        for &(a, b) in g.csr.appended(local) {
             self.weighted_run(g, ty, a, b, s, &mut f)?;
         }
         Ok(())
@@ -408,7 +426,7 @@ impl StorageCsr {
     #[inline]
     fn run<F: FnMut(u64, u64)>(
         &self,
-        g: &PinnedCsrGroup,
+        g: &GraphGroup,
         a: u64,
         b: u64,
         s: &mut StorageScratch,
@@ -438,7 +456,7 @@ impl StorageCsr {
     /// the pinned weight column.
     fn weighted_run<F: FnMut(u64, u64, f64)>(
         &self,
-        g: &PinnedCsrGroup,
+        g: &GraphGroup,
         ty: &LogicalType,
         a: u64,
         b: u64,
@@ -450,6 +468,7 @@ impl StorageCsr {
             return Ok(());
         }
         let column = g
+            .csr
             .properties
             .first()
             .ok_or_else(|| Error::internal("weight column not pinned"))?;
@@ -505,7 +524,7 @@ impl StorageCsr {
 
 /// The neighbours at positions `a..b` of `g`, without their rel ids.
 #[inline]
-fn run_nodes<F: FnMut(u64)>(g: &PinnedCsrGroup, a: u64, b: u64, s: &mut StorageScratch, f: &mut F) {
+fn run_nodes<F: FnMut(u64)>(g: &GraphGroup, a: u64, b: u64, s: &mut StorageScratch, f: &mut F) {
     let len = (b - a) as usize;
     if len == 0 {
         return;
@@ -521,14 +540,15 @@ fn run_nodes<F: FnMut(u64)>(g: &PinnedCsrGroup, a: u64, b: u64, s: &mut StorageS
 /// range `main` ([`PinnedCsrGroup::range`]), then in its appended runs.
 #[inline(always)]
 fn find_in_node<F: FnMut(u64) -> bool>(
-    g: &PinnedCsrGroup,
+    g: &GraphGroup,
     packed: Option<PackedU64s<'_>>,
     local: u64,
     (a, b): (u64, u64),
     f: &mut F,
 ) -> bool {
     find_in_run(g, packed, a, b, f)
-        || g.appended(local)
+        || g.csr
+            .appended(local)
             .iter()
             .any(|&(a, b)| find_in_run(g, packed, a, b, f))
 }
@@ -538,7 +558,7 @@ fn find_in_node<F: FnMut(u64) -> bool>(
 /// has one) or decoded a few at a time, so that an early hit reads little.
 #[inline(always)]
 fn find_in_run<F: FnMut(u64) -> bool>(
-    g: &PinnedCsrGroup,
+    g: &GraphGroup,
     packed: Option<PackedU64s<'_>>,
     a: u64,
     b: u64,
@@ -565,7 +585,7 @@ fn find_in_run<F: FnMut(u64) -> bool>(
 /// buffers (grown as needed) and returns them.
 #[inline]
 fn decode<'s>(
-    g: &PinnedCsrGroup,
+    g: &GraphGroup,
     a: u64,
     b: u64,
     nbrs: &'s mut Vec<u64>,

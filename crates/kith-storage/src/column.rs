@@ -733,6 +733,49 @@ impl ColumnChunk {
     }
 }
 
+/// A column chunk pinned on its first read: a reader that may never touch
+/// it pays no pins for it. An extend that only counts degrees reads a CSR
+/// group's offsets, never its neighbours or rel ids, which are most of its
+/// pages, and every worker pins the groups it reads for itself.
+pub struct LazyPinnedColumn {
+    chunk: ColumnChunk,
+    pinned: std::sync::OnceLock<PinnedColumn>,
+}
+
+impl LazyPinnedColumn {
+    pub fn new(chunk: &ColumnChunk) -> LazyPinnedColumn {
+        LazyPinnedColumn {
+            chunk: chunk.clone(),
+            pinned: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The values in the chunk (its tail included), without pinning it.
+    pub fn num_values(&self) -> u64 {
+        self.chunk.len()
+    }
+
+    /// Whether the pages are pinned yet (for tests).
+    pub fn is_pinned(&self) -> bool {
+        self.pinned.get().is_some()
+    }
+
+    /// The pinned chunk, pinning it on the first call.
+    #[inline]
+    pub fn get(&self, pager: &Arc<Pager>) -> Result<&PinnedColumn> {
+        if let Some(p) = self.pinned.get() {
+            return Ok(p);
+        }
+        self.pin(pager)
+    }
+
+    #[inline(never)]
+    fn pin(&self, pager: &Arc<Pager>) -> Result<&PinnedColumn> {
+        let p = self.chunk.pin(pager)?;
+        Ok(self.pinned.get_or_init(|| p))
+    }
+}
+
 /// A column chunk whose pages are pinned: decoding makes no buffer-manager calls.
 pub struct PinnedColumn {
     chunk: ColumnChunk,

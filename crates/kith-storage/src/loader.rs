@@ -355,7 +355,7 @@ fn read_rels(
             .collect();
         src.extend(live.iter().map(|&p| first + bound[p as usize]));
         let mut nbrs = vec![0u64; group.num_rels as usize];
-        pinned.neighbors.read_u64s(0, nbrs.len(), &mut nbrs);
+        pinned.neighbors()?.read_u64s(0, nbrs.len(), &mut nbrs);
         dst.extend(live.iter().map(|&p| nbrs[p as usize]));
         for (cidx, col) in props.iter_mut().enumerate() {
             let mut tmp = ValueVector::new(types[cidx].clone(), group.num_rels as usize);

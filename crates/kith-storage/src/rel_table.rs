@@ -26,7 +26,7 @@ use kith_common::codec::{Decoder, Encoder};
 use kith_common::{Error, Result};
 use kith_pager::Pager;
 
-use crate::column::{ColumnChunk, PageRun, PinnedColumn, TAIL_MAX};
+use crate::column::{ColumnChunk, LazyPinnedColumn, PageRun, PinnedColumn, TAIL_MAX};
 
 /// Appended plus deleted rels a CSR region holds at most: the size of a
 /// column chunk's tail, so every append stays a tail append. Readers index
@@ -224,13 +224,15 @@ impl RelTableData {
     }
 }
 
-/// A CSR region with its offsets, neighbours, rel ids and selected property
-/// chunks pinned: the extend inner loop reads plain arrays from here.
+/// A CSR region with its offsets and selected property chunks pinned, and
+/// its neighbours and rel ids pinned on their first read: the extend inner
+/// loop reads plain arrays from here.
 pub struct PinnedCsrGroup {
     pub num_nodes: u64,
     pub offsets: PinnedColumn,
-    pub neighbors: PinnedColumn,
-    pub rel_ids: PinnedColumn,
+    neighbors: LazyPinnedColumn,
+    rel_ids: LazyPinnedColumn,
+    pager: Arc<Pager>,
     /// Pinned chunks of the requested property columns, in request order.
     pub properties: Vec<PinnedColumn>,
     /// The appended and deleted rels by bound node; `None` when there are
@@ -445,8 +447,9 @@ impl CsrGroup {
         Ok(PinnedCsrGroup {
             num_nodes: self.num_nodes,
             offsets,
-            neighbors: self.neighbors.pin(pager)?,
-            rel_ids: self.rel_ids.pin(pager)?,
+            neighbors: LazyPinnedColumn::new(&self.neighbors),
+            rel_ids: LazyPinnedColumn::new(&self.rel_ids),
+            pager: Arc::clone(pager),
             properties,
             changes,
         })
@@ -454,6 +457,23 @@ impl CsrGroup {
 }
 
 impl PinnedCsrGroup {
+    /// The neighbour of every CSR position, pinned on the first call.
+    #[inline]
+    pub fn neighbors(&self) -> Result<&PinnedColumn> {
+        self.neighbors.get(&self.pager)
+    }
+
+    /// The rel id of every CSR position, pinned on the first call.
+    #[inline]
+    pub fn rel_ids(&self) -> Result<&PinnedColumn> {
+        self.rel_ids.get(&self.pager)
+    }
+
+    /// Whether the neighbours and the rel ids are pinned yet.
+    pub fn pinned_parts(&self) -> (bool, bool) {
+        (self.neighbors.is_pinned(), self.rel_ids.is_pinned())
+    }
+
     /// The main-part CSR positions of node `local` (offset within its node
     /// group); empty for nodes beyond the main part (added after it was
     /// written) and for nodes with a deleted rel there. The node's other

@@ -365,9 +365,9 @@ impl CsrBuf {
         let pinned = g.pin(pager, &all)?;
         let n = g.num_rels as usize;
         let mut nbrs = vec![0u64; n];
-        pinned.neighbors.read_u64s(0, n, &mut nbrs);
+        pinned.neighbors()?.read_u64s(0, n, &mut nbrs);
         let mut ids = vec![0u64; n];
-        pinned.rel_ids.read_u64s(0, n, &mut ids);
+        pinned.rel_ids()?.read_u64s(0, n, &mut ids);
         let mut props = Vec::with_capacity(types.len());
         for (c, ty) in types.iter().enumerate() {
             let mut v = ValueVector::new(ty.clone(), n);
@@ -454,7 +454,7 @@ fn locate_rels(
         let hits = out.entry(g).or_default();
         for (s, e) in p.ranges(bound % NODE_GROUP_SIZE) {
             ids.resize((e - s) as usize, 0);
-            p.rel_ids.read_u64s(s, ids.len(), &mut ids);
+            p.rel_ids()?.read_u64s(s, ids.len(), &mut ids);
             for (i, id) in ids.iter().enumerate() {
                 if want.binary_search(id).is_ok() {
                     hits.push((s + i as u64, *id));
@@ -779,10 +779,11 @@ impl WriteTxn<'_> {
             return Ok(None);
         };
         let pinned = group.pin(&pager, &cols)?;
+        let rel_ids = pinned.rel_ids()?;
         let Some(pos) = pinned
             .ranges(src % NODE_GROUP_SIZE)
             .flat_map(|(s, e)| s..e)
-            .find(|&p| pinned.rel_ids.get_u64(p) == rel_id)
+            .find(|&p| rel_ids.get_u64(p) == rel_id)
         else {
             return Ok(None);
         };
@@ -822,12 +823,13 @@ impl WriteTxn<'_> {
             return Ok(Vec::new());
         };
         let pinned = group.pin(&pager, &cols)?;
+        let (neighbors, rel_ids) = (pinned.neighbors()?, pinned.rel_ids()?);
         let mut out = Vec::new();
         for pos in pinned
             .ranges(from % NODE_GROUP_SIZE)
             .flat_map(|(s, e)| s..e)
         {
-            let nbr = pinned.neighbors.get_u64(pos);
+            let nbr = neighbors.get_u64(pos);
             if to.is_some_and(|t| t != nbr) {
                 continue;
             }
@@ -838,7 +840,7 @@ impl WriteTxn<'_> {
                 all &= property_equals(&v.get_value(0), want);
             }
             if all {
-                out.push((nbr, pinned.rel_ids.get_u64(pos)));
+                out.push((nbr, rel_ids.get_u64(pos)));
             }
         }
         Ok(out)
@@ -1423,10 +1425,11 @@ impl WriteTxn<'_> {
                 continue;
             };
             let pinned = group.pin(pager, &[])?;
+            let (neighbors, rel_ids) = (pinned.neighbors()?, pinned.rel_ids()?);
             for o in offs {
                 for pos in pinned.ranges(o % NODE_GROUP_SIZE).flat_map(|(s, e)| s..e) {
-                    let nbr = pinned.neighbors.get_u64(pos);
-                    let id = pinned.rel_ids.get_u64(pos);
+                    let nbr = neighbors.get_u64(pos);
+                    let id = rel_ids.get_u64(pos);
                     out.push(match dir {
                         RelDirection::Fwd => (o, nbr, id),
                         RelDirection::Bwd => (nbr, o, id),
@@ -2118,10 +2121,11 @@ impl WriteTxn<'_> {
             return Ok(false);
         };
         let pinned = group.pin(&pager, &[])?;
+        let rel_ids = pinned.rel_ids()?;
         let found = pinned
             .ranges(src % NODE_GROUP_SIZE)
             .flat_map(|(s, e)| s..e)
-            .any(|p| pinned.rel_ids.get_u64(p) == rel_id);
+            .any(|p| rel_ids.get_u64(p) == rel_id);
         Ok(found)
     }
 }

@@ -153,9 +153,14 @@ fn edges(
         let mut degrees = Vec::new();
         pinned.degrees(&mut degrees);
         assert_eq!(degrees.len() as u64, pinned.node_span());
+        // Offsets, degrees and ranges are read without the neighbours and
+        // rel ids, which are pinned on their first read.
+        assert_eq!(pinned.pinned_parts(), (false, false));
+        let (neighbors, rel_ids) = (pinned.neighbors().unwrap(), pinned.rel_ids().unwrap());
+        assert_eq!(pinned.pinned_parts(), (true, true));
         let mut seen = 0;
         // The direct view of the neighbour column, where it has one.
-        let packed = pinned.neighbors.packed_u64s();
+        let packed = neighbors.packed_u64s();
         let mut block = [(0u64, 0u64); 64];
         for local in 0..pinned.node_span() {
             assert_eq!(
@@ -174,11 +179,11 @@ fn edges(
             for pos in pinned.ranges(local).flat_map(|(s, e)| s..e) {
                 seen += 1;
                 let bound = g as u64 * NODE_GROUP_SIZE + local;
-                let nbr = pinned.neighbors.get_u64(pos);
+                let nbr = neighbors.get_u64(pos);
                 if let Some(p) = packed {
                     assert_eq!(p.get(pos), nbr, "packed neighbour at {pos}");
                 }
-                let id = pinned.rel_ids.get_u64(pos);
+                let id = rel_ids.get_u64(pos);
                 let (src, dst) = match dir {
                     RelDirection::Fwd => (bound, nbr),
                     RelDirection::Bwd => (nbr, bound),

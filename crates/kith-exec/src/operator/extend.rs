@@ -357,7 +357,7 @@ impl CsrPins {
         for (mut at, end) in runs {
             while at < end {
                 let k = ((end - at) as usize).min(scratch.len());
-                csr.neighbors.read_u64s(at, k, &mut scratch[..k]);
+                csr.neighbors()?.read_u64s(at, k, &mut scratch[..k]);
                 n += scratch[..k].iter().filter(|&&x| x == target).count() as u64;
                 at += k as u64;
             }
@@ -617,7 +617,7 @@ impl Extend {
             'runs: for (mut at, end) in runs {
                 while at < end {
                     let n = ((end - at) as usize).min(self.scratch.len());
-                    pinned.rel_ids.read_u64s(at, n, &mut self.scratch[..n]);
+                    pinned.rel_ids()?.read_u64s(at, n, &mut self.scratch[..n]);
                     if let Some(i) = self.scratch[..n].iter().position(|&id| id == rel.offset()) {
                         self.skips.push(at + i as u64);
                         break 'runs;
@@ -663,7 +663,7 @@ impl Extend {
         let pack = self.pack;
         if let Some((vector, table)) = self.to {
             pinned
-                .neighbors
+                .neighbors()?
                 .read_u64s(self.pos, n, &mut self.scratch[..n]);
             let v = &mut out.vectors[vector];
             fit_id_vector(v, at, n, pack);
@@ -675,7 +675,7 @@ impl Extend {
         }
         if let Some(vector) = self.rel_id {
             pinned
-                .rel_ids
+                .rel_ids()?
                 .read_u64s(self.pos, n, &mut self.scratch[..n]);
             let v = &mut out.vectors[vector];
             fit_id_vector(v, at, n, pack);

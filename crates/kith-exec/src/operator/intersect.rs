@@ -263,8 +263,8 @@ impl Intersect {
             let pinned = list.pins.group(list.group)?;
             while at < end {
                 let n = ((end - at) as usize).min(VECTOR_CAPACITY);
-                pinned.neighbors.read_u64s(at, n, &mut self.nbrs[..n]);
-                pinned.rel_ids.read_u64s(at, n, &mut self.rels[..n]);
+                pinned.neighbors()?.read_u64s(at, n, &mut self.nbrs[..n]);
+                pinned.rel_ids()?.read_u64s(at, n, &mut self.rels[..n]);
                 for (&x, &r) in self.nbrs[..n].iter().zip(&self.rels[..n]) {
                     marks.add(x, r);
                 }
@@ -291,9 +291,9 @@ impl Intersect {
         let pinned = list.pins.group(list.group)?;
         for at in list.runs.iter().flat_map(|&(s, e)| s..e) {
             let mut one = [0u64; 1];
-            pinned.neighbors.read_u64s(at, 1, &mut one);
+            pinned.neighbors()?.read_u64s(at, 1, &mut one);
             if one[0] == x {
-                pinned.rel_ids.read_u64s(at, 1, &mut one);
+                pinned.rel_ids()?.read_u64s(at, 1, &mut one);
                 out.push(one[0]);
             }
         }
@@ -389,8 +389,8 @@ impl Intersect {
                     let n = ((end - at) as usize).min(VECTOR_CAPACITY);
                     {
                         let pinned = self.lists[d].pins.group(group)?;
-                        pinned.neighbors.read_u64s(at, n, &mut nbrs[..n]);
-                        pinned.rel_ids.read_u64s(at, n, &mut rels[..n]);
+                        pinned.neighbors()?.read_u64s(at, n, &mut nbrs[..n]);
+                        pinned.rel_ids()?.read_u64s(at, n, &mut rels[..n]);
                     }
                     'entry: for (&x, &r) in nbrs[..n].iter().zip(&rels[..n]) {
                         let mut parallel = false;

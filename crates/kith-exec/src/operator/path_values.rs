@@ -449,7 +449,7 @@ impl RelReader {
             let pinned = pins
                 .get(&((src / NODE_GROUP_SIZE) as usize))
                 .ok_or_else(|| Error::internal("rel group not pinned"))?;
-            pinned.neighbors.read_u64s(pos, 1, &mut nbr);
+            pinned.neighbors()?.read_u64s(pos, 1, &mut nbr);
             let properties = if self.props.is_empty() {
                 Arc::clone(&self.no_properties)
             } else {
@@ -519,7 +519,7 @@ impl RelReader {
             if scan {
                 for (s, e) in pinned.ranges(local) {
                     ids.resize((e - s) as usize, 0);
-                    pinned.rel_ids.read_u64s(s, ids.len(), &mut ids);
+                    pinned.rel_ids()?.read_u64s(s, ids.len(), &mut ids);
                     for (k, r) in ids.iter().enumerate() {
                         let at = want.partition_point(|w| w.1 < *r);
                         for w in want[at..].iter().take_while(|w| w.1 == *r) {
@@ -528,16 +528,16 @@ impl RelReader {
                     }
                 }
             } else {
-                let positions = pinned.rel_ids.num_values();
+                let positions = pinned.rel_ids()?.num_values();
                 let mut first = [0u64; 1];
                 if positions > 0 {
-                    pinned.rel_ids.read_u64s(0, 1, &mut first);
+                    pinned.rel_ids()?.read_u64s(0, 1, &mut first);
                 }
                 for &(_, r, item) in want {
                     let guess = r.wrapping_sub(first[0]);
                     let mut at = [u64::MAX; 1];
                     if guess < positions {
-                        pinned.rel_ids.read_u64s(guess, 1, &mut at);
+                        pinned.rel_ids()?.read_u64s(guess, 1, &mut at);
                     }
                     if at[0] == r && pinned.ranges(local).any(|(s, e)| (s..e).contains(&guess)) {
                         found[item] = (src, guess);

@@ -1497,7 +1497,7 @@ fn rel_mask(
         let pinned = g.pin(&ctx.pager, &columns)?;
         let n = g.num_rels as usize;
         ids.resize(n, 0);
-        pinned.rel_ids.read_u64s(0, n, &mut ids);
+        pinned.rel_ids()?.read_u64s(0, n, &mut ids);
         keep.clear();
         keep.resize(n, true);
         for &p in pinned.deleted_positions() {
@@ -1570,7 +1570,7 @@ fn weights_by_rel_id(
         let pinned = g.pin(&ctx.pager, &[column])?;
         let n = g.num_rels as usize;
         ids.resize(n, 0);
-        pinned.rel_ids.read_u64s(0, n, &mut ids);
+        pinned.rel_ids()?.read_u64s(0, n, &mut ids);
         let col = pinned
             .properties
             .first()
