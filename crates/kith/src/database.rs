@@ -118,6 +118,9 @@ pub(crate) struct Settings {
     pub recursive: kith_exec::operator::recursive_join::RecursiveSettings,
     /// `var_length_semantics`: resolved when a statement is bound.
     pub var_length: kith_planner::bound::VarLengthSemantics,
+    /// `plan_cache`: whether read queries keep their plans
+    /// ([`crate::plan_cache`]).
+    pub plan_cache: bool,
 }
 
 /// The explicit transaction of a connection.
@@ -188,6 +191,8 @@ pub struct Connection {
     pub(crate) txn: Mutex<TxnState>,
     pub(crate) running: Mutex<Option<CancelToken>>,
     pub(crate) progress: Option<ProgressCallback>,
+    /// Plans of read queries run on this connection, by text.
+    pub(crate) plans: Mutex<crate::plan_cache::PlanCache>,
 }
 
 impl Connection {
@@ -199,10 +204,12 @@ impl Connection {
                 timeout: None,
                 recursive: Default::default(),
                 var_length: Default::default(),
+                plan_cache: true,
             }),
             txn: Mutex::new(TxnState::Auto),
             running: Mutex::new(None),
             progress: None,
+            plans: Mutex::default(),
         }
     }
 

@@ -15,6 +15,7 @@ use kith_sched::CancelToken;
 use kith_storage::{NodeTableData, RelTableData, TableData};
 
 use crate::database::{txn_error, Connection, TxnState, ABORTED};
+use crate::plan_cache::{CachedPlan, PlanKey, PlanKeyRef};
 use crate::result::QueryResult;
 
 pub(crate) fn run_script(conn: &Connection, text: &str) -> Result<QueryResult> {
@@ -27,6 +28,9 @@ pub(crate) fn run_script_with_params(
     text: &str,
     params: &HashMap<String, Value>,
 ) -> Result<QueryResult> {
+    if let Some(result) = run_cached(conn, text, params) {
+        return result;
+    }
     let statements = kith_parser::parse(text)?;
     if statements.is_empty() {
         return Err(Error::syntax(
@@ -34,11 +38,89 @@ pub(crate) fn run_script_with_params(
             "empty statement",
         ));
     }
+    // A script of one statement may keep its plan under its text.
+    let whole = (statements.len() == 1).then_some(text);
     let mut last = QueryResult::default();
     for stmt in &statements {
-        last = run_statement(conn, stmt, params)?;
+        last = run_statement(conn, stmt, params, whole)?;
     }
     Ok(last)
+}
+
+/// Runs `text` from the connection's plan cache, if it holds a plan of it
+/// for this version, parameters and settings; None when it does not (the
+/// text is then parsed, bound and planned).
+fn run_cached(
+    conn: &Connection,
+    text: &str,
+    params: &HashMap<String, Value>,
+) -> Option<Result<QueryResult>> {
+    let (var_length, threads, enabled) = {
+        let s = conn.settings.lock();
+        (s.var_length, s.threads, s.plan_cache)
+    };
+    if !enabled {
+        return None;
+    }
+    let snapshot = match &*conn.txn.lock() {
+        TxnState::Auto => conn.db.storage.snapshot(),
+        TxnState::ReadOnly(v) => Arc::clone(v),
+        TxnState::Aborted | TxnState::Write(_) => return None,
+    };
+    let procedures = Arc::clone(&conn.db.procedures.read());
+    let key = PlanKeyRef {
+        seq: snapshot.seq,
+        catalog: &snapshot.catalog,
+        procedures: &procedures,
+        params,
+        var_length,
+    };
+    let cached = conn.plans.lock().get(text, &key)?;
+    if cached.matches_patterns {
+        conn.db.sched.anticipate(threads);
+    }
+    let settings = conn.settings.lock().clone();
+    let (cancel, _running) = statement_token(conn, &settings);
+    Some(query_result(
+        conn,
+        &cached.plan,
+        &snapshot,
+        params,
+        &cancel,
+        &settings,
+    ))
+}
+
+/// The token that interrupts or times out the statement starting now; the
+/// connection's `interrupt()` reaches it until the guard drops.
+fn statement_token<'a>(
+    conn: &'a Connection,
+    settings: &crate::database::Settings,
+) -> (CancelToken, Running<'a>) {
+    let cancel = match settings.timeout {
+        Some(t) => CancelToken::with_timeout(t),
+        None => CancelToken::new(),
+    };
+    *conn.running.lock() = Some(cancel.clone());
+    (cancel, Running(conn))
+}
+
+/// Runs a planned query and names its columns.
+fn query_result(
+    conn: &Connection,
+    plan: &kith_planner::plan::QueryPlan,
+    snapshot: &Arc<kith_storage::Version>,
+    params: &HashMap<String, Value>,
+    cancel: &CancelToken,
+    settings: &crate::database::Settings,
+) -> Result<QueryResult> {
+    let chunks = execute_plan(conn, plan, snapshot, params, cancel, settings)?;
+    Ok(QueryResult {
+        names: plan.names.clone(),
+        types: plan.types.clone(),
+        chunks,
+        silent: false,
+    })
 }
 
 /// A one-cell result carrying a status message ("Table P has been created.").
@@ -221,10 +303,13 @@ fn run_transaction_control(
     })
 }
 
+/// Runs one statement; `text` is the whole script's when the statement is
+/// all of it (its plan may then be cached under it).
 fn run_statement(
     conn: &Connection,
     stmt: &kith_parser::ast::Statement,
     params: &HashMap<String, Value>,
+    text: Option<&str>,
 ) -> Result<QueryResult> {
     if let Some(result) = run_transaction_control(conn, stmt) {
         return result;
@@ -243,9 +328,9 @@ fn run_statement(
         TxnState::Write(txn) => (txn.catalog_version(), true, false),
     };
     let procedures = Arc::clone(&conn.db.procedures.read());
-    let (var_length, threads) = {
+    let (var_length, threads, plan_cache) = {
         let settings = conn.settings.lock();
-        (settings.var_length, settings.threads)
+        (settings.var_length, settings.threads, settings.plan_cache)
     };
     // The pool's workers wake while a statement that matches patterns is
     // bound and planned (others would only make them spin).
@@ -297,7 +382,22 @@ fn run_statement(
     } else {
         Some(state)
     };
-    let result = run_bound(conn, bound, &snapshot, params);
+    // Plans read committed versions only (see `plan_cache.rs`).
+    let cache = match (text, plan_cache, in_write_txn, &bound) {
+        (Some(text), true, false, BoundStatement::Query(_)) => Some((
+            text,
+            PlanKey {
+                seq: snapshot.seq,
+                catalog: Arc::clone(&snapshot.catalog),
+                procedures,
+                params: params.clone(),
+                var_length,
+            },
+            matches_patterns(stmt),
+        )),
+        _ => None,
+    };
+    let result = run_bound(conn, bound, &snapshot, params, cache);
     if writes && in_write_txn && result.is_err() {
         let mut state = conn.txn.lock();
         if matches!(*state, TxnState::Write(_)) {
@@ -328,15 +428,11 @@ fn run_bound(
     bound: BoundStatement,
     snapshot: &Arc<kith_storage::Version>,
     params: &HashMap<String, Value>,
+    cache: Option<(&str, PlanKey, bool)>,
 ) -> Result<QueryResult> {
     let storage = &conn.db.storage;
     let settings = conn.settings.lock().clone();
-    let cancel = match settings.timeout {
-        Some(t) => CancelToken::with_timeout(t),
-        None => CancelToken::new(),
-    };
-    *conn.running.lock() = Some(cancel.clone());
-    let _running = Running(conn);
+    let (cancel, _running) = statement_token(conn, &settings);
     match bound {
         BoundStatement::CreateNodeTable {
             name,
@@ -493,9 +589,20 @@ fn run_bound(
                         }
                     };
                 }
+                "plan_cache" => {
+                    let Value::Bool(on) = value else {
+                        return Err(Error::runtime(format!(
+                            "plan_cache expects true or false, got {value}"
+                        )));
+                    };
+                    s.plan_cache = on;
+                    if !on {
+                        conn.plans.lock().clear();
+                    }
+                }
                 other => {
                     return Err(Error::runtime(format!(
-                        "unknown setting '{other}' (known: threads, timeout, recursive_policy, recursive_k, var_length_max_depth, var_length_semantics)"
+                        "unknown setting '{other}' (known: threads, timeout, recursive_policy, recursive_k, var_length_max_depth, var_length_semantics, plan_cache)"
                     )))
                 }
             }
@@ -562,16 +669,19 @@ fn run_bound(
             ))
         }
         BoundStatement::Query(q) => {
-            let plan = kith_planner::planner::plan_query(*q, &snapshot.catalog, &|t| {
-                snapshot.cardinality(t)
-            })?;
-            let chunks = execute_plan(conn, &plan, snapshot, params, &cancel, &settings)?;
-            Ok(QueryResult {
-                names: plan.names,
-                types: plan.types,
-                chunks,
-                silent: false,
-            })
+            let plan = Arc::new(kith_planner::planner::plan_query(
+                *q,
+                &snapshot.catalog,
+                &|t| snapshot.cardinality(t),
+            )?);
+            if let Some((text, key, matches_patterns)) = cache {
+                let cached = CachedPlan {
+                    plan: Arc::clone(&plan),
+                    matches_patterns,
+                };
+                conn.plans.lock().insert(text, key, cached);
+            }
+            query_result(conn, &plan, snapshot, params, &cancel, &settings)
         }
         BoundStatement::Union { queries, all } => {
             run_union(conn, queries, all, snapshot, params, &cancel, &settings)
