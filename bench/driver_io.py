@@ -1,5 +1,6 @@
 """What every Python engine driver of kith-bench shares: writing one JSON
-reply per line, and reading its process's memory from /proc."""
+reply per line, reading its process's memory from /proc, and telling which
+texts are read queries worth preparing once."""
 
 import json
 import sys
@@ -25,3 +26,15 @@ def proc_status_kb(field):
 
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # kB on Linux
     return None
+
+
+READ_STARTS = ("MATCH", "OPTIONAL", "UNWIND", "WITH", "RETURN", "SELECT")
+
+
+def is_read_query(text):
+    """Whether `text` is one read statement (Cypher or SQL): the drivers
+    prepare such a text once and execute the prepared statement on every
+    run, so no engine parses and plans a repeated query again (KithDB keeps
+    plans by text on its own)."""
+    t = text.strip().rstrip(";")
+    return ";" not in t and t.split(None, 1)[0].upper() in READ_STARTS if t else False
