@@ -25,7 +25,7 @@ use kith_planner::bound::SubqueryKind;
 use kith_planner::plan::{DegreeCount, ExtendDirection};
 use kith_storage::{RelDirection, RelTableData, TableData};
 
-use crate::operator::extend::CsrPins;
+use crate::operator::csr_pins::CsrPins;
 use crate::operator::QueryContext;
 
 /// One subquery's results: key ids → value.
@@ -325,10 +325,12 @@ impl SubqueryTable {
         let pins = match &self.rows {
             Rows::Hashed(_) => return None,
             Rows::Counts { .. } => None,
+            // The probe's own groups: it reads one table's offsets.
             Rows::Degrees { csr, .. } => Some(CsrPins::new(
                 Arc::clone(&csr.rels),
                 csr.dir == RelDirection::Fwd,
                 Vec::new(),
+                Arc::default(),
             )),
         };
         let probe = CountProbe {

@@ -916,6 +916,7 @@ fn run_plan(
             conn.db.storage.pager(),
         ))),
         semi_masks: Arc::default(),
+        csr_pins: Arc::default(),
     });
     let chunks = kith_exec::pipeline::execute_query_from(
         plan,

@@ -87,11 +87,7 @@ fn parameters_pick_their_own_plan() {
     assert_eq!(ids(0, 5).len(), 3);
     assert_eq!(ids(10, 5).len(), 2);
     // The same value under another type is another parameter.
-    let r = rows(
-        &conn,
-        "RETURN $x AS x",
-        &[("x", Value::String("a".into()))],
-    );
+    let r = rows(&conn, "RETURN $x AS x", &[("x", Value::String("a".into()))]);
     assert_eq!(r, [[Value::String("a".into())]]);
     let r = rows(&conn, "RETURN $x AS x", &[("x", Value::Int64(1))]);
     assert_eq!(r, [[Value::Int64(1)]]);
@@ -108,13 +104,19 @@ fn schema_changes_rebind_the_text() {
     assert_eq!(int(&conn, q), 3);
     // The same name for a table of another schema.
     let t = "MATCH (t:T) RETURN t.x";
-    run(&conn, "CREATE NODE TABLE T(id INT64, x INT64, PRIMARY KEY(id))");
+    run(
+        &conn,
+        "CREATE NODE TABLE T(id INT64, x INT64, PRIMARY KEY(id))",
+    );
     run(&conn, "CREATE (:T {id: 1, x: 5})");
     assert_eq!(conn.query(t).unwrap().column_types(), [LogicalType::Int64]);
     run(&conn, "DROP TABLE T");
     // An unknown label matches nothing.
     assert_eq!(rows(&conn, t, &[]), Vec::<Vec<Value>>::new());
-    run(&conn, "CREATE NODE TABLE T(id INT64, x STRING, PRIMARY KEY(id))");
+    run(
+        &conn,
+        "CREATE NODE TABLE T(id INT64, x STRING, PRIMARY KEY(id))",
+    );
     run(&conn, "CREATE (:T {id: 1, x: 'five'})");
     let r = conn.query(t).unwrap();
     assert_eq!(r.column_types(), [LogicalType::String]);
@@ -138,7 +140,10 @@ fn binding_settings_are_part_of_the_plan() {
     run(&conn, "CALL plan_cache=true");
     assert_eq!(int(&conn, q), 1);
     let e = conn.query("CALL plan_cache=1").unwrap_err();
-    assert!(e.to_string().contains("plan_cache expects true or false"), "{e}");
+    assert!(
+        e.to_string().contains("plan_cache expects true or false"),
+        "{e}"
+    );
 }
 
 #[test]

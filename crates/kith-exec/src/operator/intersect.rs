@@ -20,7 +20,8 @@ use kith_common::constants::VECTOR_CAPACITY;
 use kith_common::{InternalId, Result, TableId, VectorData};
 use kith_storage::RelTableData;
 
-use super::extend::{CsrPins, Extend};
+use super::csr_pins::CsrPins;
+use super::extend::Extend;
 use super::flat_cursor::FlatCursor;
 use super::{Operator, Pos, QueryContext};
 use crate::result_set::ResultSet;
@@ -214,7 +215,12 @@ impl Intersect {
         let lists = rels
             .into_iter()
             .map(|rel| List {
-                pins: CsrPins::new(Arc::clone(&rel.data), rel.fwd, Vec::new()),
+                pins: CsrPins::new(
+                    Arc::clone(&rel.data),
+                    rel.fwd,
+                    Vec::new(),
+                    Arc::clone(&ctx.csr_pins),
+                ),
                 rel,
                 marks: None,
                 marked_from: None,

@@ -4,6 +4,7 @@
 
 pub mod collect;
 pub mod cross_product;
+pub mod csr_pins;
 pub mod extend;
 pub mod fill_nulls;
 pub mod filter;
@@ -50,6 +51,9 @@ pub struct QueryContext {
     pub memory: Arc<crate::memory::QueryMemory>,
     /// The semijoin masks of the query part (shared by its pipelines).
     pub semi_masks: Arc<semi_mask::SemiMasks>,
+    /// The CSR groups the running pipelines' workers read, each pinned
+    /// once (emptied after each run of pipelines).
+    pub csr_pins: Arc<csr_pins::SharedCsrPins>,
 }
 
 /// A pull operator: fills `rs` with its next batch of tuples.
