@@ -345,9 +345,10 @@ impl CsrPins {
     /// [`CsrPins::degrees_into`] for the positions at the front of
     /// `positions` whose nodes are in `group`, not decoded, when the group
     /// has no changes: the offsets from the run's lowest node to its
-    /// highest decoded at once when they are at most 4 per node (plus 64),
-    /// else each node sought. False (nothing taken) for a group with
-    /// changes.
+    /// highest decoded at once when they are at most 64 per node (plus 64;
+    /// a seek in the packed offsets costs about as much as decoding a
+    /// hundred of them), else each node sought. False (nothing taken) for a
+    /// group with changes.
     fn run_of_group(
         &mut self,
         pager: &Arc<Pager>,
@@ -379,7 +380,7 @@ impl CsrPins {
             }
         }
         let span = hi.wrapping_sub(lo).wrapping_add(2) as usize;
-        if lo <= hi && span <= 4 * len + 64 {
+        if lo <= hi && span <= 64 * len + 64 {
             let offsets = &mut self.run_offsets;
             offsets.resize(span, 0);
             pinned.csr.offsets.read_u64s(lo, span, offsets);

@@ -17,7 +17,7 @@ use super::csr_pins::CsrPins;
 use super::filter::{ChainSignal, PadSignal};
 use super::flat_cursor::FlatCursor;
 use super::{Operator, Pos, QueryContext};
-use crate::result_set::ResultSet;
+use crate::result_set::{ChunkState, ResultSet};
 
 /// The most rels a batch holding one node's whole range may have: an
 /// extend from a node of an earlier group hands that batch on again for
@@ -123,6 +123,9 @@ pub struct Extend {
     /// [`Extend::degrees`]: the weights handed on with the last batch,
     /// taken back (to reuse) before the next is pulled.
     weights: Vec<u64>,
+    /// Scratch of the counting paths: the degrees of a batch's nodes by
+    /// position, in each of the pair's directions.
+    batch_degrees: [Vec<u64>; 2],
     /// Positions in the current range of the rels to skip, ascending, and
     /// the next one to come.
     skips: Vec<u64>,
@@ -195,6 +198,7 @@ impl Extend {
             split_chunk: 1,
             base_multiplicity: 1,
             weights: Vec::new(),
+            batch_degrees: [Vec::new(), Vec::new()],
             skips: Vec::new(),
             next_skip: 0,
             fixed_gates: Vec::new(),
@@ -798,6 +802,18 @@ impl Extend {
         }
         let pager = &self.ctx.pager;
         let chunk = &rs.chunks[input];
+        if self.from.0 == input && fixed_gates.is_empty() && tuple_gates.is_empty() {
+            let v = &chunk.vectors[self.from.1];
+            if !v.nulls.may_have_nulls() {
+                let [out, _] = &mut self.batch_degrees;
+                selected_degrees(&mut self.pins, pager, &chunk.state, ids_of(v)?, out)?;
+                (self.fixed_gates, self.gated) = (fixed_gates, gated);
+                return Ok(match &chunk.state.sel {
+                    Some(sel) => sel.iter().map(|&p| out[p as usize]).sum(),
+                    None => out[..chunk.state.len].iter().sum(),
+                });
+            }
+        }
         let (from_vector, fixed) = if self.from.0 == input {
             let v = &chunk.vectors[self.from.1];
             (Some((v, ids_of(v)?)), None)
@@ -865,6 +881,7 @@ impl Extend {
             from,
             input_chunk,
             scratch,
+            batch_degrees,
             ..
         } = self
         else {
@@ -874,17 +891,32 @@ impl Extend {
         let chunk = &rs.chunks[*input_chunk];
         let v = &chunk.vectors[from.1];
         let ids = ids_of(v)?;
+        // The batch's degrees in both directions at once (runs of close
+        // nodes decode the offsets they span, see `CsrPins::degrees_into`),
+        // unless a NULL node is among them.
+        let batched = !v.nulls.may_have_nulls();
+        if batched {
+            let [d2s, d1s] = batch_degrees;
+            selected_degrees(pins, pager, &chunk.state, ids, d2s)?;
+            selected_degrees(&mut pair.pins, pager, &chunk.state, ids, d1s)?;
+        }
         let mut total = 0u64;
         let mut visit = |p: usize| -> Result<()> {
             if v.is_null(p) {
                 return Ok(());
             }
             let b = ids[p].offset();
-            let d2 = pins.degree(pager, b)?;
+            let d2 = match batched {
+                true => batch_degrees[0][p],
+                false => pins.degree(pager, b)?,
+            };
             if d2 == 0 {
                 return Ok(());
             }
-            let d1 = pair.pins.degree(pager, b)?;
+            let d1 = match batched {
+                true => batch_degrees[1][p],
+                false => pair.pins.degree(pager, b)?,
+            };
             let shared = match pair.shared {
                 SharedRels::None => 0,
                 SharedRels::All => d1.min(d2),
@@ -964,6 +996,24 @@ fn fit_id_vector(v: &mut ValueVector, at: usize, n: usize, pack: bool) {
 }
 
 /// The ids of an id vector.
+/// The degree of the node of every selected position of a batch (`ids`,
+/// by position, none NULL) into `out` at that position.
+fn selected_degrees(
+    pins: &mut CsrPins,
+    pager: &Arc<kith_pager::Pager>,
+    state: &ChunkState,
+    ids: &[InternalId],
+    out: &mut Vec<u64>,
+) -> Result<()> {
+    if out.len() < state.len {
+        out.resize(state.len, 0);
+    }
+    match &state.sel {
+        Some(sel) => pins.degrees_into(pager, ids, sel.iter().map(|&p| p as usize), out),
+        None => pins.degrees_into(pager, ids, 0..state.len, out),
+    }
+}
+
 fn ids_of(v: &ValueVector) -> Result<&[InternalId]> {
     match &v.data {
         VectorData::Id(ids) => Ok(ids.as_slice()),
