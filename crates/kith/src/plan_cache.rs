@@ -22,6 +22,41 @@ use kith_planner::procedure::Procedures;
 /// The most plans a connection keeps; the least recently used goes first.
 pub(crate) const PLAN_CACHE_ENTRIES: usize = 128;
 
+/// The most values (list elements and map entries counted, nested ones
+/// too) the parameters of a kept plan may hold: the key keeps a copy of
+/// them and every lookup compares them, so a query run with a large list
+/// each time (`UNWIND $ids ...`) is planned again rather than kept.
+pub(crate) const PLAN_CACHE_PARAM_VALUES: usize = 4096;
+
+/// Whether `params` hold at most [`PLAN_CACHE_PARAM_VALUES`] values.
+pub(crate) fn params_are_small(params: &HashMap<String, Value>) -> bool {
+    fn count(v: &Value, budget: &mut usize) -> bool {
+        let Some(left) = budget.checked_sub(1) else {
+            return false;
+        };
+        *budget = left;
+        match v {
+            Value::List(l) => match l.ints() {
+                Some(ints) => match budget.checked_sub(ints.len()) {
+                    Some(left) => {
+                        *budget = left;
+                        true
+                    }
+                    None => false,
+                },
+                None => l.iter().all(|x| count(x, budget)),
+            },
+            Value::Struct(fields) => fields.iter().all(|(_, x)| count(x, budget)),
+            Value::Map(entries) => entries
+                .iter()
+                .all(|(k, x)| count(k, budget) && count(x, budget)),
+            _ => true,
+        }
+    }
+    let mut budget = PLAN_CACHE_PARAM_VALUES;
+    params.values().all(|v| count(v, &mut budget))
+}
+
 /// What besides the text a plan was made from.
 pub(crate) struct PlanKey {
     /// The committed version planned against.
@@ -202,6 +237,32 @@ mod tests {
         cache.insert("q", parts.key(8), plan("b"));
         assert_eq!(cache.len(), 1);
         assert_eq!(cache.get("q", &parts.lookup(8)).unwrap().plan.names, ["b"]);
+    }
+
+    #[test]
+    fn large_parameters_are_not_kept() {
+        let list = |n: i64, ints: bool| {
+            let l = match ints {
+                true => kith_common::ListValue::from_ints((0..n).collect()),
+                false => kith_common::ListValue::from_values((0..n).map(Value::Int64).collect()),
+            };
+            HashMap::from([("l".to_string(), Value::List(Arc::new(l)))])
+        };
+        for ints in [true, false] {
+            assert!(params_are_small(&list(100, ints)));
+            assert!(params_are_small(&list(4000, ints)));
+            assert!(!params_are_small(&list(5000, ints)));
+        }
+        let nested = Value::List(Arc::new(kith_common::ListValue::from_values(
+            (0..100)
+                .map(|_| Value::Struct(vec![("x".into(), list(50, false)["l"].clone())]))
+                .collect(),
+        )));
+        assert!(!params_are_small(&HashMap::from([(
+            "n".to_string(),
+            nested
+        )])));
+        assert!(params_are_small(&HashMap::new()));
     }
 
     #[test]

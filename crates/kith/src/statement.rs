@@ -15,7 +15,7 @@ use kith_sched::CancelToken;
 use kith_storage::{NodeTableData, RelTableData, TableData};
 
 use crate::database::{txn_error, Connection, TxnState, ABORTED};
-use crate::plan_cache::{CachedPlan, PlanKey, PlanKeyRef};
+use crate::plan_cache::{params_are_small, CachedPlan, PlanKey, PlanKeyRef};
 use crate::result::QueryResult;
 
 pub(crate) fn run_script(conn: &Connection, text: &str) -> Result<QueryResult> {
@@ -384,7 +384,7 @@ fn run_statement(
     };
     // Plans read committed versions only (see `plan_cache.rs`).
     let cache = match (text, plan_cache, in_write_txn, &bound) {
-        (Some(text), true, false, BoundStatement::Query(_)) => Some((
+        (Some(text), true, false, BoundStatement::Query(_)) if params_are_small(params) => Some((
             text,
             PlanKey {
                 seq: snapshot.seq,
