@@ -30,28 +30,24 @@ pub(crate) const PLAN_CACHE_PARAM_VALUES: usize = 4096;
 
 /// Whether `params` hold at most [`PLAN_CACHE_PARAM_VALUES`] values.
 pub(crate) fn params_are_small(params: &HashMap<String, Value>) -> bool {
+    /// Takes `n` values from the budget; false when it has fewer.
+    fn take(budget: &mut usize, n: usize) -> bool {
+        budget.checked_sub(n).map(|left| *budget = left).is_some()
+    }
     fn count(v: &Value, budget: &mut usize) -> bool {
-        let Some(left) = budget.checked_sub(1) else {
-            return false;
-        };
-        *budget = left;
-        match v {
-            Value::List(l) => match l.ints() {
-                Some(ints) => match budget.checked_sub(ints.len()) {
-                    Some(left) => {
-                        *budget = left;
-                        true
-                    }
-                    None => false,
+        take(budget, 1)
+            && match v {
+                // An integer list is counted without building its values.
+                Value::List(l) => match l.ints() {
+                    Some(ints) => take(budget, ints.len()),
+                    None => l.iter().all(|x| count(x, budget)),
                 },
-                None => l.iter().all(|x| count(x, budget)),
-            },
-            Value::Struct(fields) => fields.iter().all(|(_, x)| count(x, budget)),
-            Value::Map(entries) => entries
-                .iter()
-                .all(|(k, x)| count(k, budget) && count(x, budget)),
-            _ => true,
-        }
+                Value::Struct(fields) => fields.iter().all(|(_, x)| count(x, budget)),
+                Value::Map(entries) => entries
+                    .iter()
+                    .all(|(k, x)| count(k, budget) && count(x, budget)),
+                _ => true,
+            }
     }
     let mut budget = PLAN_CACHE_PARAM_VALUES;
     params.values().all(|v| count(v, &mut budget))

@@ -55,11 +55,8 @@ fn run_cached(
     text: &str,
     params: &HashMap<String, Value>,
 ) -> Option<Result<QueryResult>> {
-    let (var_length, threads, enabled) = {
-        let s = conn.settings.lock();
-        (s.var_length, s.threads, s.plan_cache)
-    };
-    if !enabled {
+    let settings = conn.settings.lock().clone();
+    if !settings.plan_cache {
         return None;
     }
     let snapshot = match &*conn.txn.lock() {
@@ -73,13 +70,12 @@ fn run_cached(
         catalog: &snapshot.catalog,
         procedures: &procedures,
         params,
-        var_length,
+        var_length: settings.var_length,
     };
     let cached = conn.plans.lock().get(text, &key)?;
     if cached.matches_patterns {
-        conn.db.sched.anticipate(threads);
+        conn.db.sched.anticipate(settings.threads);
     }
-    let settings = conn.settings.lock().clone();
     let (cancel, _running) = statement_token(conn, &settings);
     Some(query_result(
         conn,

@@ -21,12 +21,18 @@ use parking_lot::Mutex;
 /// last worker's [`CsrPins`] and this are dropped.
 #[derive(Default)]
 pub struct SharedCsrPins {
-    groups: Mutex<HashMap<GroupKey, Arc<PinnedCsrGroup>>>,
+    groups: Mutex<HashMap<GroupKey, SharedGroup>>,
 }
 
-/// One pinned group: its rel table's data (by address: the data an
-/// operator reads stays alive with it, and the entry holds it too), its
-/// direction and group, and the rel property columns pinned with it.
+/// A pinned group and the rel table data it was pinned from, held so that
+/// the key's address is not reused while the entry lives.
+struct SharedGroup {
+    _data: Arc<RelTableData>,
+    csr: Arc<PinnedCsrGroup>,
+}
+
+/// One pinned group: its rel table's data (by address), its direction and
+/// group, and the rel property columns pinned with it.
 #[derive(PartialEq, Eq, Hash)]
 struct GroupKey {
     data: usize,
@@ -57,10 +63,14 @@ impl SharedCsrPins {
         // than making its own.
         let mut groups = self.groups.lock();
         if let Some(p) = groups.get(&key) {
-            return Ok(Some(Arc::clone(p)));
+            return Ok(Some(Arc::clone(&p.csr)));
         }
         let pinned = Arc::new(csr_group.pin(pager, columns)?);
-        groups.insert(key, Arc::clone(&pinned));
+        let entry = SharedGroup {
+            _data: Arc::clone(data),
+            csr: Arc::clone(&pinned),
+        };
+        groups.insert(key, entry);
         Ok(Some(pinned))
     }
 
@@ -106,7 +116,9 @@ struct PinnedGroup {
 /// the decode many times over, and one seeking a handful of nodes never
 /// decodes. (At one per 16, the two workers of a 2-hop count over 9.5 % of
 /// R-MAT 16's nodes each stayed below the threshold and sought every node
-/// in the bit-packed column: 0.27 ms, against 0.18 ms at one per 64.)
+/// in the bit-packed column: 0.44 / 0.27 ms at 1 / 2 threads, against
+/// 0.35 / 0.235 ms at one per 64, before counting extends read a batch's
+/// degrees through [`CsrPins::degrees_into`].)
 const DECODE_AFTER_SEEKS: u64 = 8;
 
 /// The offsets of `csr`'s main part, decoded a block of 64 at a time into

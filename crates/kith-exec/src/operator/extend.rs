@@ -892,31 +892,18 @@ impl Extend {
         let v = &chunk.vectors[from.1];
         let ids = ids_of(v)?;
         // The batch's degrees in both directions at once (runs of close
-        // nodes decode the offsets they span, see `CsrPins::degrees_into`),
-        // unless a NULL node is among them.
-        let batched = !v.nulls.may_have_nulls();
-        if batched {
-            let [d2s, d1s] = batch_degrees;
-            selected_degrees(pins, pager, &chunk.state, ids, d2s)?;
-            selected_degrees(&mut pair.pins, pager, &chunk.state, ids, d1s)?;
-        }
+        // nodes decode the offsets they span, see `CsrPins::degrees_into`);
+        // a NULL position's stale id is read too, and its degrees ignored.
+        let [d2s, d1s] = batch_degrees;
+        selected_degrees(pins, pager, &chunk.state, ids, d2s)?;
+        selected_degrees(&mut pair.pins, pager, &chunk.state, ids, d1s)?;
         let mut total = 0u64;
         let mut visit = |p: usize| -> Result<()> {
-            if v.is_null(p) {
+            let (d2, d1) = (d2s[p], d1s[p]);
+            if v.is_null(p) || d2 == 0 {
                 return Ok(());
             }
             let b = ids[p].offset();
-            let d2 = match batched {
-                true => batch_degrees[0][p],
-                false => pins.degree(pager, b)?,
-            };
-            if d2 == 0 {
-                return Ok(());
-            }
-            let d1 = match batched {
-                true => batch_degrees[1][p],
-                false => pair.pins.degree(pager, b)?,
-            };
             let shared = match pair.shared {
                 SharedRels::None => 0,
                 SharedRels::All => d1.min(d2),

@@ -295,11 +295,12 @@ impl Intersect {
             return Ok(());
         }
         let pinned = list.pins.group(list.group)?;
+        let (neighbors, rel_ids) = (pinned.neighbors()?, pinned.rel_ids()?);
         for at in list.runs.iter().flat_map(|&(s, e)| s..e) {
             let mut one = [0u64; 1];
-            pinned.neighbors()?.read_u64s(at, 1, &mut one);
+            neighbors.read_u64s(at, 1, &mut one);
             if one[0] == x {
-                pinned.rel_ids()?.read_u64s(at, 1, &mut one);
+                rel_ids.read_u64s(at, 1, &mut one);
                 out.push(one[0]);
             }
         }

@@ -528,16 +528,17 @@ impl RelReader {
                     }
                 }
             } else {
-                let positions = pinned.rel_ids()?.num_values();
+                let rel_ids = pinned.rel_ids()?;
+                let positions = rel_ids.num_values();
                 let mut first = [0u64; 1];
                 if positions > 0 {
-                    pinned.rel_ids()?.read_u64s(0, 1, &mut first);
+                    rel_ids.read_u64s(0, 1, &mut first);
                 }
                 for &(_, r, item) in want {
                     let guess = r.wrapping_sub(first[0]);
                     let mut at = [u64::MAX; 1];
                     if guess < positions {
-                        pinned.rel_ids()?.read_u64s(guess, 1, &mut at);
+                        rel_ids.read_u64s(guess, 1, &mut at);
                     }
                     if at[0] == r && pinned.ranges(local).any(|(s, e)| (s..e).contains(&guess)) {
                         found[item] = (src, guess);
