@@ -13,8 +13,8 @@ use kith_common::constants::{EXPAND_MORSEL_SIZE, MORSEL_SIZE, VECTOR_CAPACITY};
 use kith_common::{Chunk, Error, LogicalType, Result, Span, TableId, Value, ValueVector};
 use kith_planner::expr::{BoundExpr, BoundExprKind, SlotId};
 use kith_planner::plan::{
-    DependentKey, ExtendDirection, PartPlan, PropertyRead, QueryPlan, RecursiveJoin, Sink, Source,
-    Step, SubPlan,
+    DependentKey, ExtendDirection, KeyCounts, PartPlan, PropertyRead, QueryPlan, RecursiveJoin,
+    Sink, Source, Step, SubPlan,
 };
 use kith_sched::{MorselDispenser, Scheduler, Task, WorkerContext};
 use kith_storage::{NodeTableData, RelTableData, TableData};
@@ -34,6 +34,7 @@ use crate::operator::hash_join::{BuildContext, JoinIndex};
 use crate::operator::intersect::{Intersect, IntersectRel, IntersectSpec};
 use crate::operator::join_rows::{JoinRows, JoinRowsConsumer, PartRows};
 use crate::operator::lookup_node::LookupNode;
+use crate::operator::offset_counts::OffsetTable;
 use crate::operator::order_by::{cut_sorted_runs, sort_chunk, OrderBy};
 use crate::operator::recursive_join::{
     forwards, recursive_join, RecursiveOutput, RecursiveSettings,
@@ -49,7 +50,7 @@ use crate::operator::single::SingleTuple;
 use crate::operator::{LocalSink, Operator, Pos, QueryContext};
 use crate::profile::{OpStats, Profiled};
 use crate::result_set::{ChunkState, DataChunk, ResultSet, SlotLayout};
-use crate::subquery::SubqueryTable;
+use crate::subquery::{SubqueryTable, DENSE_OFFSETS};
 
 /// The shape of the factorized result set: vector types per chunk.
 #[derive(Default)]
@@ -1534,6 +1535,21 @@ pub fn execute_query_from(
     threads: usize,
     recursive: &RecursiveSettings,
 ) -> Result<Vec<Chunk>> {
+    execute_parts(plan, initial, ctx, sched, threads, recursive, None)
+}
+
+/// [`execute_query_from`]; with `offsets`, a last part that counts by
+/// offset for a subquery's table ([`PartPlan::key_counts`]) puts its
+/// arrays there and returns no rows.
+fn execute_parts(
+    plan: &QueryPlan,
+    initial: Option<Chunk>,
+    ctx: Arc<QueryContext>,
+    sched: &Scheduler,
+    threads: usize,
+    recursive: &RecursiveSettings,
+    mut offsets: Option<&mut Option<OffsetTable>>,
+) -> Result<Vec<Chunk>> {
     let ctx = run_subqueries(plan, ctx, sched, threads, recursive)?;
     // The rows handed to the next part: the chunks of the part before it,
     // with their column types.
@@ -1697,6 +1713,7 @@ pub fn execute_query_from(
             part_threads,
             pipelined.is_some().then_some(&drive as Driver<'_>),
             (counted_input, counts_out),
+            offsets.as_deref_mut().filter(|_| i == last),
         )?;
         if let Some(pieces) = read_rows {
             free_rows(pieces, sched, part_threads);
@@ -1890,9 +1907,15 @@ fn run_subqueries(
             tables.push(table);
             continue;
         }
-        let rows = execute_query_from(&s.plan, None, Arc::clone(&ctx), sched, threads, recursive)?;
+        let mut offsets = None;
+        let sub_ctx = Arc::clone(&ctx);
+        let out = Some(&mut offsets);
+        let rows = execute_parts(&s.plan, None, sub_ctx, sched, threads, recursive, out)?;
         ctx.cancel.check()?;
-        tables.push(SubqueryTable::from_rows(s.kind, s.num_keys, rows)?);
+        tables.push(match offsets {
+            Some(t) => SubqueryTable::from_offsets(s.kind, t)?,
+            None => SubqueryTable::from_rows(s.kind, s.num_keys, rows)?,
+        });
     }
     Ok(Arc::new(QueryContext {
         version: Arc::clone(&ctx.version),
@@ -2121,7 +2144,7 @@ fn constant_count(e: &BoundExpr, ctx: &QueryContext, what: &str) -> Result<u64> 
 /// rows an OPTIONAL MATCH part pads (`PartPlan::optional`).
 /// `counted`: whether the part's input rows end with a count column (the
 /// previous part handed its multiplicities on), and whether its own rows
-/// do ([`hands_on_counts`]).
+/// do ([`hands_on_counts`]). `offsets`: see [`execute_parts`].
 #[allow(clippy::too_many_arguments)]
 fn execute_part(
     plan: &PartPlan,
@@ -2132,6 +2155,7 @@ fn execute_part(
     threads: usize,
     driver: Option<Driver<'_>>,
     counted: (bool, bool),
+    offsets: Option<&mut Option<OffsetTable>>,
 ) -> Result<Vec<Chunk>> {
     // SKIP / LIMIT expressions over no variable: evaluated once, now.
     let resolved;
@@ -2298,6 +2322,7 @@ fn execute_part(
             // Workers with many groups: their tables split by partition,
             // with their pipeline's number.
             let pieces: Arc<Mutex<Vec<SplitAggregate>>> = Arc::default();
+            let presence = plan.key_counts == Some(KeyCounts::Presence);
             let make_sink = {
                 let (sink_ctx, sink_defs, key_exprs) =
                     (Arc::clone(ctx), Arc::clone(&defs), Arc::clone(&key_exprs));
@@ -2307,7 +2332,16 @@ fn execute_part(
                         .map(Evaluator::new)
                         .collect::<Result<Vec<_>>>()?;
                     let slots = key_exprs.iter().map(key_slot).collect();
-                    HashAggregate::new(Arc::clone(&sink_ctx), evs, slots, Arc::clone(&sink_defs))
+                    let mut agg = HashAggregate::new(
+                        Arc::clone(&sink_ctx),
+                        evs,
+                        slots,
+                        Arc::clone(&sink_defs),
+                    )?;
+                    if presence {
+                        agg.count_presence();
+                    }
+                    Ok(agg)
                 })
             };
             // A few partitions per thread, so that uneven ones even out.
@@ -2354,7 +2388,6 @@ fn execute_part(
                 dependent: dependent.clone(),
                 outputs: plan.final_outputs.clone(),
                 types: plan.types.clone(),
-                zero_counts: plan.zero_counts_allowed,
             });
             let merged = std::mem::take(&mut *merged.lock());
             let mut pieces = std::mem::take(&mut *pieces.lock());
@@ -2367,11 +2400,17 @@ fn execute_part(
                         None => agg = Some(sink),
                     }
                 }
-                let agg = match agg {
+                let mut agg = match agg {
                     Some(agg) => agg,
                     None => make_sink()?,
                 };
-                vec![output.finish(agg, ctx, output.zero_counts)?]
+                if let Some(out) = offsets.filter(|_| hands_off_offsets(plan)) {
+                    if let Some(t) = agg.take_offset_table(DENSE_OFFSETS) {
+                        *out = Some(t);
+                        return Ok(Vec::new());
+                    }
+                }
+                vec![output.finish(agg, ctx)?]
             } else {
                 // The small tables split too, then each partition merges its
                 // pieces in pipeline order and finishes on its own.
@@ -2423,9 +2462,7 @@ fn execute_part(
                             agg.merge(piece)?;
                         }
                     }
-                    // Never whole here: tables finished apart would each
-                    // hand on zeros for offsets another one counted.
-                    let rows = output.finish(agg, &task_ctx, false)?;
+                    let rows = output.finish(agg, &task_ctx)?;
                     Ok(match &presort {
                         Some((first_key, descending, keep)) => {
                             sort_chunk(&rows, *first_key, descending, *keep)
@@ -2463,6 +2500,19 @@ fn key_slot(e: &BoundExpr) -> Option<SlotId> {
     }
 }
 
+/// Whether a subquery's last part may hand its table the aggregate's
+/// arrays by offset instead of rows: its rows would be exactly the groups'
+/// keys and counts (`id(key), count(*)`), none dropped, padded or sorted.
+fn hands_off_offsets(plan: &PartPlan) -> bool {
+    plan.key_counts.is_some()
+        && plan.optional.is_none()
+        && !plan.distinct
+        && plan.skip.is_none()
+        && plan.limit.is_none()
+        && plan.descending.is_empty()
+        && plan.final_outputs.len() == 2
+}
+
 /// Whether the part's one group key is the node every pipeline scans, each
 /// pipeline a table of its own (`MATCH (b)<-[]-(a) WITH b, count(*)`
 /// started at `b`): morsels are disjoint node ranges, so each group is in
@@ -2494,25 +2544,15 @@ struct GroupOutput {
     dependent: Vec<DependentKey>,
     outputs: Vec<BoundExpr>,
     types: Vec<LogicalType>,
-    /// See `PartPlan::zero_counts_allowed`: the merged table's counts by
-    /// offset may come out whole.
-    zero_counts: bool,
 }
 
 impl GroupOutput {
     /// `agg`'s groups as the part's rows: the outputs evaluated over the
     /// keys, the aggregates and the dependent keys.
-    /// With `zero_counts`, counts by offset come out whole (see
-    /// `HashAggregate::finish`): only for the part's one merged table.
-    fn finish(
-        &self,
-        agg: HashAggregate,
-        ctx: &Arc<QueryContext>,
-        zero_counts: bool,
-    ) -> Result<Chunk> {
+    fn finish(&self, agg: HashAggregate, ctx: &Arc<QueryContext>) -> Result<Chunk> {
         let key_types: Vec<LogicalType> = self.keys.iter().map(|(e, _)| e.ty.clone()).collect();
         let agg_types: Vec<LogicalType> = self.aggregates.iter().map(|a| a.ty.clone()).collect();
-        let mut groups = agg.finish(&key_types, &agg_types, zero_counts);
+        let mut groups = agg.finish(&key_types, &agg_types);
         let mut layout = SlotLayout::default();
         for (i, (_, slot)) in self.keys.iter().enumerate() {
             layout.positions.insert(*slot, (0, i));

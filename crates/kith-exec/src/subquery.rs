@@ -11,8 +11,8 @@
 //! each worker's probe reads the degrees of the keys of its batches
 //! ([`CountProbe`]), so nothing is built before the query and the degrees
 //! are read in parallel. A one-key EXISTS or COUNT that does run hands its
-//! counts by offset on whole, and its table takes them as its array
-//! ([`whole_counts`]).
+//! table the aggregate's arrays by offset as they are ([`OffsetTable`]):
+//! an EXISTS's a bit per node, a COUNT's a count per node.
 
 use std::sync::Arc;
 
@@ -26,6 +26,7 @@ use kith_planner::plan::{DegreeCount, ExtendDirection};
 use kith_storage::{RelDirection, RelTableData, TableData};
 
 use crate::operator::csr_pins::CsrPins;
+use crate::operator::offset_counts::OffsetTable;
 use crate::operator::QueryContext;
 
 /// One subquery's results: key ids → value.
@@ -45,6 +46,9 @@ enum Rows {
     /// EXISTS or COUNT whose keys are all nodes of one table (a probe is
     /// then an array read, not a hash of the key).
     Counts { table: TableId, counts: Vec<u64> },
+    /// Per node of `table` (by offset), whether a one-key EXISTS matched:
+    /// bit `o % 64` of word `o / 64`.
+    Presence { table: TableId, words: Vec<u64> },
     /// Per node of `table`, its rels in one direction of a rel table, read
     /// from the CSR of the query's snapshot when probed.
     Degrees { table: TableId, csr: DegreeSource },
@@ -97,49 +101,17 @@ fn count_at(table: TableId, counts: &[u64], id: InternalId) -> u64 {
     }
 }
 
-/// Most offsets a one-key table holds as an array.
-const DENSE_OFFSETS: u64 = 1 << 26;
-
-/// The counts of rows `c` whose keys are consecutive ids of one table
-/// (an aggregate's counts by offset handed on whole, see
-/// `PartPlan::zero_counts_allowed`), by offset: the count column taken as
-/// it is, behind zeros for the offsets before the first key. None for any
-/// other rows (NULLs, negative counts, keys not consecutive).
-fn whole_counts(c: &mut Chunk) -> Option<(TableId, Vec<u64>)> {
-    let n = c.num_rows;
-    let [keys, values] = c.columns.as_mut_slice() else {
-        return None;
-    };
-    if n == 0 || keys.nulls.may_have_nulls() || values.nulls.may_have_nulls() {
-        return None;
+/// Whether node `id` of `table` is set in [`Rows::Presence`] (0 or 1).
+fn bit_at(table: TableId, words: &[u64], id: InternalId) -> u64 {
+    let o = id.offset();
+    match (id.table() == table, words.get((o / 64) as usize)) {
+        (true, Some(w)) => (w >> (o % 64)) & 1,
+        _ => 0,
     }
-    let (VectorData::Id(ids), VectorData::I64(counts)) = (&keys.data, &mut values.data) else {
-        return None;
-    };
-    let (ids, counts_n, first) = (ids.get(..n)?, counts.get(..n)?, ids[0]);
-    // One pass, no early exit (it vectorizes): keys consecutive, counts
-    // not negative.
-    let odd = ids
-        .iter()
-        .zip(counts_n)
-        .enumerate()
-        .fold(0u64, |odd, (r, (id, &c))| {
-            odd | (id.0 ^ (first.0 + r as u64)) | (c as u64 >> 63)
-        });
-    let end = first.offset().checked_add(n as u64)?;
-    if odd != 0 || ids[n - 1].table() != first.table() || end > DENSE_OFFSETS {
-        return None;
-    }
-    let mut taken = std::mem::take(counts);
-    taken.truncate(n);
-    let by_offset: Vec<u64> = match first.offset() {
-        0 => taken.into_iter().map(|x| x as u64).collect(),
-        o => std::iter::repeat_n(0, o as usize)
-            .chain(taken.into_iter().map(|x| x as u64))
-            .collect(),
-    };
-    Some((first.table(), by_offset))
 }
+
+/// Most offsets a one-key table holds as an array.
+pub(crate) const DENSE_OFFSETS: u64 = 1 << 26;
 
 impl SubqueryTable {
     /// Builds the table from the subquery's rows (`num_keys` id columns,
@@ -192,6 +164,29 @@ impl SubqueryTable {
         })
     }
 
+    /// The table of a one-key EXISTS or COUNT from its aggregate's arrays
+    /// by offset (`PartPlan::key_counts`).
+    pub fn from_offsets(kind: SubqueryKind, offsets: OffsetTable) -> Result<SubqueryTable> {
+        let rows = match (kind, offsets) {
+            (SubqueryKind::Exists | SubqueryKind::Count, OffsetTable::Counts { table, counts }) => {
+                Rows::Counts { table, counts }
+            }
+            (SubqueryKind::Exists, OffsetTable::Presence { table, words }) => {
+                Rows::Presence { table, words }
+            }
+            (kind, _) => {
+                return Err(Error::internal(format!(
+                    "a {kind:?} subquery's table from presence bits"
+                )))
+            }
+        };
+        Ok(SubqueryTable {
+            kind,
+            num_keys: 1,
+            rows,
+        })
+    }
+
     /// [`Rows::Counts`] from the rows of a one-key EXISTS or COUNT whose
     /// keys are ids of one table at offsets below [`DENSE_OFFSETS`]; None
     /// for any other table.
@@ -202,15 +197,6 @@ impl SubqueryTable {
     ) -> Option<SubqueryTable> {
         if num_keys != 1 || kind == SubqueryKind::Collect {
             return None;
-        }
-        if let [c] = chunks {
-            if let Some((table, counts)) = whole_counts(c) {
-                return Some(SubqueryTable {
-                    kind,
-                    num_keys,
-                    rows: Rows::Counts { table, counts },
-                });
-            }
         }
         let mut table = None;
         let mut counts: Vec<u64> = Vec::new();
@@ -324,7 +310,7 @@ impl SubqueryTable {
     pub fn count_probe(&self) -> Option<(bool, CountProbe)> {
         let pins = match &self.rows {
             Rows::Hashed(_) => return None,
-            Rows::Counts { .. } => None,
+            Rows::Counts { .. } | Rows::Presence { .. } => None,
             // The probe's own groups: it reads one table's offsets.
             Rows::Degrees { csr, .. } => Some(CsrPins::new(
                 Arc::clone(&csr.rels),
@@ -367,7 +353,7 @@ impl SubqueryTable {
         }
         let found = match &self.rows {
             Rows::Hashed(rows) => rows.get(scratch.as_slice()).cloned(),
-            Rows::Counts { .. } | Rows::Degrees { .. } => {
+            Rows::Counts { .. } | Rows::Presence { .. } | Rows::Degrees { .. } => {
                 let count = self.count_of(InternalId(scratch[0]))?;
                 match self.kind {
                     _ if count == 0 => None,
@@ -391,6 +377,7 @@ impl SubqueryTable {
     fn count_of(&self, id: InternalId) -> Result<u64> {
         match &self.rows {
             Rows::Counts { table, counts } => Ok(count_at(*table, counts, id)),
+            Rows::Presence { table, words } => Ok(bit_at(*table, words, id)),
             Rows::Degrees { table, csr } if id.table() == *table => csr.degree(id.offset()),
             Rows::Degrees { .. } => Ok(0),
             Rows::Hashed(_) => Err(Error::internal("count of a hashed subquery table")),
@@ -427,6 +414,20 @@ impl CountProbe {
                     _ => {
                         for &p in positions {
                             counts[p] = count_at(*table, c, ids[p]);
+                        }
+                    }
+                }
+            }
+            (Rows::Presence { table, words }, _) => {
+                match (positions.len() == len, ids.get(..len)) {
+                    (true, Some(ids)) => {
+                        for (n, &id) in counts[..len].iter_mut().zip(ids) {
+                            *n = bit_at(*table, words, id);
+                        }
+                    }
+                    _ => {
+                        for &p in positions {
+                            counts[p] = bit_at(*table, words, ids[p]);
                         }
                     }
                 }
@@ -577,34 +578,46 @@ mod tests {
         }
     }
 
-    /// Rows of consecutive keys with their counts, zeros included (an
-    /// aggregate's counts handed on whole), become the array as it is;
-    /// keys not consecutive, or a negative count, take the other paths
-    /// with the same answers.
+    /// An aggregate's arrays by offset become the table as they are: an
+    /// EXISTS's bits or counts, a COUNT's counts; offsets past them and
+    /// ids of other tables count 0. A COUNT is never given bits.
     #[test]
-    fn consecutive_keys_are_taken_whole() {
-        let (t, first) = (4, 3u64);
-        let counts = [0i64, 2, 0, 5];
-        let rows = |keys: &[u64], counts: &[i64]| {
-            let rows: Vec<(Value, Value)> = keys
-                .iter()
-                .zip(counts)
-                .map(|(&o, &c)| (id(t, o), Value::Int64(c)))
-                .collect();
-            chunk(&rows)
-        };
-        let keys: Vec<u64> = (first..first + 4).collect();
-        let mut whole = rows(&keys, &counts);
-        let (table, by_offset) = whole_counts(&mut whole).unwrap();
-        assert_eq!((table, by_offset), (TableId(t), vec![0, 0, 0, 0, 2, 0, 5]));
-        let probe = [(4, 4), (4, 6), (4, 3), (4, 0), (4, 9), (5, 4)]
+    fn offset_tables_are_probed_in_place() {
+        let t = TableId(4);
+        let ids = [(4, 4), (4, 6), (4, 3), (4, 70), (4, 900), (5, 4)]
             .map(|(t, o)| InternalId::new(TableId(t), o));
-        let want = Some(vec![2, 5, 0, 0, 0, 0]);
-        for chunk in [rows(&keys, &counts), rows(&[3, 4, 6, 5], &[0, 2, 5, 0])] {
-            let table = SubqueryTable::from_rows(SubqueryKind::Count, 1, vec![chunk]).unwrap();
-            assert_eq!(probe_counts(&table, &probe), want);
+        let counts = vec![0, 0, 0, 0, 2, 0, 5];
+        let count = SubqueryTable::from_offsets(
+            SubqueryKind::Count,
+            OffsetTable::Counts { table: t, counts },
+        )
+        .unwrap();
+        assert_eq!(probe_counts(&count, &ids), Some(vec![2, 5, 0, 0, 0, 0]));
+        let mut s = Vec::new();
+        assert_eq!(count.lookup(&[id(4, 6)], &mut s).unwrap(), Value::Int64(5));
+        // Offsets 4, 6 and 70 set.
+        let words = vec![(1 << 4) | (1 << 6), 1 << 6];
+        let exists = SubqueryTable::from_offsets(
+            SubqueryKind::Exists,
+            OffsetTable::Presence {
+                table: t,
+                words: words.clone(),
+            },
+        )
+        .unwrap();
+        let (is_exists, mut probe) = exists.count_probe().unwrap();
+        assert!(is_exists);
+        let positions: Vec<usize> = (0..ids.len()).collect();
+        let got = probe.counts(&exists, &ids, &positions, ids.len()).unwrap();
+        assert_eq!(got, [1, 1, 0, 1, 0, 0]);
+        let some = [5, 3, 0];
+        let got = probe.counts(&exists, &ids, &some, ids.len()).unwrap();
+        assert_eq!((got[5], got[3], got[0]), (0, 1, 1));
+        for (key, want) in [(id(4, 70), true), (id(4, 5), false), (id(5, 4), false)] {
+            assert_eq!(exists.lookup(&[key], &mut s).unwrap(), Value::Bool(want));
         }
-        assert!(whole_counts(&mut rows(&[3, 4, 6, 5], &[0, 2, 5, 0])).is_none());
-        assert!(whole_counts(&mut rows(&keys, &[0, -2, 0, 5])).is_none());
+        assert_eq!(exists.lookup(&[Value::Null], &mut s).unwrap(), Value::Null);
+        let bits = OffsetTable::Presence { table: t, words };
+        assert!(SubqueryTable::from_offsets(SubqueryKind::Count, bits).is_err());
     }
 }

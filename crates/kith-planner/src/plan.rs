@@ -459,11 +459,22 @@ pub struct PartPlan {
     pub optional: Option<Vec<Option<usize>>>,
     /// See `BoundPart::numbers_rows`.
     pub numbers_rows: bool,
-    /// The last part of a one-key EXISTS or COUNT subquery, whose table
-    /// reads a missing key as a count of 0: its groups may include keys
-    /// counted 0, so counts by offset are handed on whole (one row per
-    /// offset) instead of compacted into the groups counted.
-    pub zero_counts_allowed: bool,
+    /// Set on the last part of a one-key EXISTS or COUNT subquery (its
+    /// rows are `id(key), count(*)`): what the subquery's table needs of
+    /// each key's count. Its aggregate may then hand the table its counts
+    /// by offset as they are, instead of as rows.
+    pub key_counts: Option<KeyCounts>,
+}
+
+/// What a one-key subquery's table keeps of each key's count
+/// ([`PartPlan::key_counts`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyCounts {
+    /// The count (COUNT { }).
+    Counts,
+    /// Whether it is above zero (EXISTS { }): a bit per key node, so the
+    /// aggregate need not count.
+    Presence,
 }
 
 #[derive(Debug, Clone)]

@@ -9,16 +9,14 @@
 use hashbrown::{DefaultHashBuilder, HashMap, HashTable};
 use std::hash::BuildHasher;
 use std::hash::{Hash, Hasher};
-use std::ops::Range;
 use std::sync::Arc;
 
-use kith_common::{
-    Chunk, InternalId, LogicalType, Result, TableId, Value, ValueVector, VectorData,
-};
+use kith_common::{Chunk, InternalId, LogicalType, Result, Value, ValueVector, VectorData};
 use kith_planner::bound::BoundAggregate;
 use kith_planner::expr::{BoundExprKind, SlotId};
 use kith_storage::TableData;
 
+use super::offset_counts::{ByOffset, OffsetTable};
 use super::{LocalSink, QueryContext};
 use crate::aggregate_function::{AggregateFunc, AggregateSpec, AggregateState, RepeatRule};
 use crate::expression::{EvalContext, Evaluated, Evaluator};
@@ -185,9 +183,12 @@ pub struct HashAggregate {
     columns: Vec<StateColumn>,
     /// One integer or id key per group: its group number by the key's bits.
     by_bits: KeyBits,
-    /// A grouped count(*) by one id key, held as counts by offset while it
-    /// can be (see [`OffsetCounts`]); the groups above are empty then.
-    by_offset: Option<OffsetCounts>,
+    /// A grouped count(*) by one id key, held by offset while it can be
+    /// (see [`ByOffset`]); the groups above are empty then.
+    by_offset: Option<ByOffset>,
+    /// Whether only a key's presence is read of its count (see
+    /// [`HashAggregate::count_presence`]).
+    presence: bool,
     /// The group of each position of the batch (one key per tuple).
     batch_groups: Vec<u32>,
     /// The single group of an aggregate without keys.
@@ -285,6 +286,7 @@ impl HashAggregate {
             columns,
             by_bits: KeyBits::default(),
             by_offset: None,
+            presence: false,
             batch_groups: Vec::new(),
             global,
             key_kinds: Vec::new(),
@@ -358,12 +360,12 @@ impl HashAggregate {
     /// How many groups this table holds (0 for an aggregate without keys).
     pub fn num_groups(&self) -> usize {
         match &self.by_offset {
-            Some(d) => d.groups,
+            Some(d) => d.groups(),
             None => self.num_groups,
         }
     }
 
-    /// Whether the table is counts by offset ([`OffsetCounts`]): workers'
+    /// Whether the table is counts by offset ([`ByOffset`]): workers'
     /// such tables merge by adding their arrays, cheaper than splitting.
     pub fn counts_by_offset(&self) -> bool {
         self.by_offset.is_some()
@@ -383,7 +385,7 @@ impl HashAggregate {
     }
 
     /// Numbered groups of one id key (`bits`) and one count(*) (`counts`),
-    /// from [`OffsetCounts::into_groups`].
+    /// from [`ByOffset::into_groups`].
     fn set_count_groups(&mut self, bits: Vec<u64>, counts: Vec<u64>) {
         self.num_groups = bits.len();
         self.key_values = GroupKeys::Bits {
@@ -621,17 +623,28 @@ impl HashAggregate {
         self.key_values = GroupKeys::Values(values);
     }
 
-    /// The groups as rows: key columns then aggregate columns. With
-    /// `zero_counts`, counts by offset held in one run come out whole, a row
-    /// per offset of the run, those counted 0 included (see
-    /// `PartPlan::zero_counts_allowed`): no compaction, and the count
-    /// column is the run's array.
-    pub fn finish(
-        mut self,
-        key_types: &[LogicalType],
-        agg_types: &[LogicalType],
-        zero_counts: bool,
-    ) -> Chunk {
+    /// Makes a grouped count(*) by one id key read only as whether each
+    /// key counted (an EXISTS subquery's, `KeyCounts::Presence`): a table
+    /// by offset is then a bit per node, and its groups count 1 each.
+    pub fn count_presence(&mut self) {
+        self.presence = true;
+    }
+
+    /// The table's counts by offset as arrays, for a subquery's table
+    /// ([`OffsetTable`]); None (the table unchanged) when it holds numbered
+    /// groups, or counts whose array would reach past `max_offsets`.
+    pub fn take_offset_table(&mut self, max_offsets: u64) -> Option<OffsetTable> {
+        match self.by_offset.take()?.into_table(max_offsets) {
+            Ok(t) => Some(t),
+            Err(d) => {
+                self.by_offset = Some(d);
+                None
+            }
+        }
+    }
+
+    /// The groups as rows: key columns then aggregate columns.
+    pub fn finish(mut self, key_types: &[LogicalType], agg_types: &[LogicalType]) -> Chunk {
         let types: Vec<LogicalType> = key_types.iter().chain(agg_types).cloned().collect();
         let mut out = Chunk::new(&types, 0);
         if let Some(states) = self.global.take() {
@@ -642,10 +655,7 @@ impl HashAggregate {
             return out;
         }
         if let Some(d) = self.by_offset.take() {
-            let (bits, counts) = match zero_counts {
-                true => d.into_whole_run(),
-                false => d.into_groups(),
-            };
+            let (bits, counts) = d.into_groups();
             // The id and INT64 columns take the vectors as they are.
             if let [keys @ ValueVector {
                 data: VectorData::Id(_),
@@ -1098,267 +1108,6 @@ fn keys_first_id<'a>(keys: &'a ValueVector, positions: &[u32]) -> Option<&'a Int
     }
 }
 
-/// A grouped count(*) by one id key (`WITH b, count(*)`, an EXISTS
-/// subquery's `id(a), count(*)`) held as each offset's count in arrays:
-/// a tuple adds to one word, with no group number looked up or group
-/// created, and workers' tables merge by adding arrays. A count of 0 is no
-/// group (count(*) of a group is at least 1). Another table's key, a NULL
-/// key or arrays much larger than their groups turn the table into
-/// numbered groups ([`HashAggregate::groups_by_number`]).
-///
-/// The arrays are runs of offsets, so that a worker holds the offsets its
-/// morsels reach: mostly one run over its region of the scan (see
-/// `MorselDispenser::with_regions`), and one per region it helped finish.
-struct OffsetCounts {
-    table: TableId,
-    /// Disjoint, in offset order.
-    runs: Vec<CountRun>,
-    /// The run the last batch counted into.
-    last: usize,
-    /// Offsets with a count.
-    groups: usize,
-    /// The key table's node count: how far a run may reach, reserved at
-    /// once so that a run growing morsel by morsel is not copied.
-    rows: u64,
-}
-
-/// The counts of offsets `first..first + counts.len()`.
-#[derive(Debug, Clone, PartialEq)]
-struct CountRun {
-    first: u64,
-    counts: Vec<u64>,
-}
-
-impl CountRun {
-    fn end(&self) -> u64 {
-        self.first + self.counts.len() as u64
-    }
-}
-
-/// Offsets [`OffsetCounts`] hold at most (32 MiB of counts).
-const OFFSET_COUNTS_MAX: u64 = 1 << 22;
-
-/// Runs this close are joined (the zeros between them written): a worker
-/// that helps finish another's region takes every other morsel there.
-const COUNT_RUN_GAP: u64 = 1 << 12;
-
-impl OffsetCounts {
-    fn new(table: TableId, rows: u64) -> OffsetCounts {
-        OffsetCounts {
-            table,
-            runs: Vec::new(),
-            last: 0,
-            groups: 0,
-            rows,
-        }
-    }
-
-    /// Adds `weight(p)` to the count of `ids[p]` for each of `positions`;
-    /// false (nothing added) when a key is not countable here.
-    fn count(
-        &mut self,
-        ids: &[InternalId],
-        positions: &[u32],
-        weight: impl Fn(usize) -> u64,
-    ) -> bool {
-        let (mut lo, mut hi) = (u64::MAX, 0);
-        for &p in positions {
-            let Some(id) = ids.get(p as usize) else {
-                return false;
-            };
-            if id.table() != self.table || weight(p as usize) == 0 {
-                return false;
-            }
-            lo = lo.min(id.offset());
-            hi = hi.max(id.offset());
-        }
-        if positions.is_empty() {
-            return true;
-        }
-        let r = match self.runs.get(self.last) {
-            Some(run) if run.first <= lo && hi < run.end() => self.last,
-            _ => match self.place(lo, hi) {
-                Some(r) => r,
-                None => return false,
-            },
-        };
-        self.last = r;
-        // Locals, so that the loop keeps them in registers.
-        let (first, counts) = (self.runs[r].first, self.runs[r].counts.as_mut_slice());
-        let mut groups = 0;
-        for &p in positions {
-            let c = &mut counts[(ids[p as usize].offset() - first) as usize];
-            groups += usize::from(*c == 0);
-            *c += weight(p as usize);
-        }
-        self.groups += groups;
-        true
-    }
-
-    /// Offsets in all runs.
-    fn span(&self) -> u64 {
-        self.runs.iter().map(|r| r.counts.len() as u64).sum()
-    }
-
-    /// The runs within the gap of offsets `lo..=hi` (indices `a..b`) and
-    /// the offsets the run joining them and `lo..=hi` would cover.
-    fn reach(&self, lo: u64, hi: u64) -> (Range<usize>, Range<u64>) {
-        let a = self
-            .runs
-            .partition_point(|r| r.end().saturating_add(COUNT_RUN_GAP) <= lo);
-        // At least `a`: a run starting past hi + gap ends past lo + gap.
-        let b = self
-            .runs
-            .partition_point(|r| r.first <= hi.saturating_add(COUNT_RUN_GAP))
-            .max(a);
-        let joined = &self.runs[a..b];
-        // A run starts at a multiple of the gap and, grown downwards,
-        // twice as far down: random keys copy a run a few times, not at
-        // every batch with a smaller key.
-        let first = match joined.first() {
-            Some(r) if r.first <= lo => r.first,
-            Some(r) => lo.min(r.first.saturating_sub(r.counts.len() as u64)),
-            None => lo,
-        };
-        // Not below the run before (more than a gap before lo).
-        let floor = a.checked_sub(1).map_or(0, |p| self.runs[p].end());
-        let first = (first - first % COUNT_RUN_GAP).max(floor);
-        let end = joined.last().map_or(hi + 1, |r| r.end().max(hi + 1));
-        (a..b, first..end)
-    }
-
-    /// The index of a run holding offsets `lo..=hi`, made by [`Self::join`];
-    /// None (nothing changed) when that would make the runs too long, or
-    /// much longer than the groups need (a few far-apart keys).
-    fn place(&mut self, lo: u64, hi: u64) -> Option<usize> {
-        let (joined, cover) = self.reach(lo, hi);
-        let kept: u64 = self.runs[joined.clone()]
-            .iter()
-            .map(|r| r.counts.len() as u64)
-            .sum();
-        let span = self.span() - kept + (cover.end - cover.start);
-        if span > OFFSET_COUNTS_MAX || (span > 1 << 16 && (self.groups as u64) < span / 32) {
-            return None;
-        }
-        Some(self.join((joined, cover)))
-    }
-
-    /// The index of the run covering `cover` that replaces runs `joined`
-    /// (as [`Self::reach`] found them): one of them grown at its end, or a
-    /// new array holding them all.
-    fn join(&mut self, (joined, cover): (Range<usize>, Range<u64>)) -> usize {
-        let (a, first) = (joined.start, cover.start);
-        let len = (cover.end - first) as usize;
-        // Room up to the table's last node: virtual memory, untouched
-        // until counted, so a run growing morsel by morsel is not copied.
-        let room = (self.rows.saturating_sub(first).min(OFFSET_COUNTS_MAX) as usize).max(len);
-        match &mut self.runs[joined.clone()] {
-            // Grown at its end (the next morsels of a region).
-            [run] if run.first == first => {
-                if run.counts.capacity() < len {
-                    run.counts.reserve_exact(room - run.counts.len());
-                }
-                run.counts.resize(len, 0);
-            }
-            runs => {
-                let mut counts = Vec::with_capacity(room);
-                counts.resize(len, 0);
-                for r in runs.iter() {
-                    let at = (r.first - first) as usize;
-                    counts[at..at + r.counts.len()].copy_from_slice(&r.counts);
-                }
-                self.runs.splice(joined, [CountRun { first, counts }]);
-            }
-        }
-        a
-    }
-
-    /// Adds another table's counts; false (nothing added) for one of
-    /// another table or when the runs would grow too long.
-    fn add(&mut self, other: &mut OffsetCounts) -> bool {
-        if other.table != self.table {
-            return false;
-        }
-        let gaps = COUNT_RUN_GAP * (self.runs.len() + other.runs.len()) as u64;
-        if self.span() + other.span() + gaps > OFFSET_COUNTS_MAX {
-            return false;
-        }
-        if other.span() > self.span() {
-            std::mem::swap(&mut self.runs, &mut other.runs);
-        }
-        for theirs in &other.runs {
-            let r = self.join(self.reach(theirs.first, theirs.end() - 1));
-            let run = &mut self.runs[r];
-            let at = (theirs.first - run.first) as usize;
-            for (c, &o) in run.counts[at..].iter_mut().zip(&theirs.counts) {
-                *c += o;
-            }
-        }
-        self.groups = self
-            .runs
-            .iter()
-            .map(|r| r.counts.iter().filter(|&&c| c > 0).count())
-            .sum();
-        true
-    }
-
-    /// The ids' bits and counts of every offset of the one run (none
-    /// without a run), zeros included; [`OffsetCounts::into_groups`] for
-    /// several runs.
-    fn into_whole_run(mut self) -> (Vec<u64>, Vec<u64>) {
-        if self.runs.len() > 1 {
-            return self.into_groups();
-        }
-        let Some(run) = self.runs.pop() else {
-            return (Vec::new(), Vec::new());
-        };
-        let base = InternalId::new(self.table, run.first).0;
-        let bits = (0..run.counts.len() as u64).map(|o| base + o).collect();
-        (bits, run.counts)
-    }
-
-    /// The groups in offset order: their ids' bits and their counts.
-    fn into_groups(self) -> (Vec<u64>, Vec<u64>) {
-        let n = self.groups;
-        let base = InternalId::new(self.table, 0).0;
-        let mut runs = self.runs.into_iter();
-        let Some(head) = runs.next() else {
-            return (Vec::new(), Vec::new());
-        };
-        // The counts compacted into the first run's array: a group's place
-        // is never after its offset there, nor in the part of the array
-        // already read when later runs are written.
-        let mut counts = head.counts;
-        let head_len = counts.len();
-        if counts.len() < n + 1 {
-            counts.resize(n + 1, 0);
-        }
-        let mut bits = vec![0u64; n + 1];
-        // Every offset written, the next group's place advanced only past
-        // a count: no branch per offset (counts are zero at random).
-        // `groups` counts them, so the writes stay within one extra slot.
-        let mut g = 0;
-        let mut put = |counts: &mut [u64], offset: u64, c: u64| {
-            let at = g.min(n);
-            bits[at] = base + offset;
-            counts[at] = c;
-            g += usize::from(c > 0);
-        };
-        for o in 0..head_len {
-            let c = counts[o];
-            put(&mut counts, head.first + o as u64, c);
-        }
-        for run in runs {
-            for (o, &c) in run.counts.iter().enumerate() {
-                put(&mut counts, run.first + o as u64, c);
-            }
-        }
-        bits.truncate(n);
-        counts.truncate(n);
-        (bits, counts)
-    }
-}
-
 /// Group numbers of single integer or id keys by the key's bits, so that a
 /// tuple of a group seen before costs one probe instead of a key of values
 /// built and hashed.
@@ -1550,7 +1299,7 @@ impl LocalSink for HashAggregate {
             &self.ctx.memory,
             (self.groups.capacity().max(self.num_groups) * per_group
                 + self.by_bits.bytes()
-                + self.by_offset.as_ref().map_or(0, |d| d.span() as usize * 8)
+                + self.by_offset.as_ref().map_or(0, ByOffset::bytes)
                 + collected) as u64,
         )
     }
@@ -1641,7 +1390,7 @@ impl HashAggregate {
                     Ok(TableData::Node(n)) => n.num_rows,
                     _ => 0,
                 };
-                self.by_offset = Some(OffsetCounts::new(id.table(), rows));
+                self.by_offset = Some(ByOffset::new(id.table(), rows, self.presence));
             }
         }
         if let (Some(d), VectorData::Id(ids)) = (self.by_offset.as_mut(), &keys.data) {
@@ -1903,7 +1652,7 @@ impl HashAggregate {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeMap;
+    use kith_common::TableId;
 
     /// collect() of INT64 keeps integers, and turns into lists of values
     /// when an input is not an integer vector, in a group's batch, per
@@ -2001,132 +1750,6 @@ mod tests {
             col.set_null(1, true);
             assert_eq!(col.get_value(0), want);
             assert!(col.is_null(1));
-        }
-    }
-
-    /// A run grown downwards (twice as far as its length) stops at the run
-    /// before it instead of covering its offsets again.
-    #[test]
-    fn offset_count_runs_grow_down_without_overlapping() {
-        let table = TableId(2);
-        let ids = |offsets: &[u64]| -> Vec<InternalId> {
-            offsets.iter().map(|&o| InternalId::new(table, o)).collect()
-        };
-        let mut counts = OffsetCounts::new(table, 50_000);
-        let mut want: BTreeMap<u64, u64> = BTreeMap::new();
-        let mut add = |counts: &mut OffsetCounts, offsets: &[u64]| {
-            let positions: Vec<u32> = (0..offsets.len() as u32).collect();
-            assert!(counts.count(&ids(offsets), &positions, |_| 1));
-            offsets
-                .iter()
-                .for_each(|&o| *want.entry(o).or_default() += 1);
-        };
-        add(&mut counts, &[50]);
-        add(
-            &mut counts,
-            &(20_000..40_000).step_by(7).collect::<Vec<_>>(),
-        );
-        add(&mut counts, &[15_000]);
-        assert_eq!(counts.runs.len(), 2);
-        assert!(counts.runs[0].end() <= counts.runs[1].first);
-        add(&mut counts, &[50, 51]);
-        let (bits, n) = counts.into_groups();
-        let got: BTreeMap<u64, u64> = bits
-            .iter()
-            .map(|&b| InternalId(b).offset())
-            .zip(n)
-            .collect();
-        assert_eq!(got, want);
-    }
-
-    proptest::proptest! {
-        /// Counts by offset against a map: a batch with a key of another
-        /// table, a zero weight or an offset too far for the groups adds
-        /// nothing and says so; tables of one table merge by adding.
-        /// Batches land in six places (`shifts`), in any order, so runs
-        /// are made apart, joined, grown at either end and merged.
-        #[test]
-        fn offset_counts_match_a_map(
-            batches in proptest::collection::vec(
-                proptest::collection::vec((0u32..6, 0u64..3000, 0u64..4), 1..40),
-                1..12,
-            ),
-            shifts in proptest::collection::vec(0usize..6, 12),
-            far in proptest::bool::ANY,
-        ) {
-            let table = TableId(2);
-            let mut mine = OffsetCounts::new(table, 2000);
-            let mut theirs = OffsetCounts::new(table, 0);
-            let mut want: BTreeMap<u64, u64> = BTreeMap::new();
-            for (i, batch) in batches.iter().enumerate() {
-                // Table 2 mostly, weight 0 rarely, an offset of 2^20 (too
-                // sparse for a few groups) in some runs.
-                let ids: Vec<InternalId> = batch
-                    .iter()
-                    .enumerate()
-                    .map(|(j, &(t, o, _))| {
-                        let o = o + [0, 6000, 12000, 19000, 26000, 50000][shifts[i]];
-                        let o = if far && i == 3 && j == 0 { 1 << 20 } else { o };
-                        InternalId::new(TableId(if t == 0 { 5 } else { 2 }), o)
-                    })
-                    .collect();
-                let weights: Vec<u64> = batch.iter().map(|&(t, _, w)| if t == 1 { w } else { w + 1 }).collect();
-                let positions: Vec<u32> = (0..ids.len() as u32).collect();
-                // A far key with near ones spans too many offsets for the
-                // groups; alone it is a run of its own.
-                let countable = ids.iter().zip(&weights).all(|(id, &w)| id.table() == table && w > 0)
-                    && !(far && i == 3 && ids.len() > 1);
-                let into = if i % 2 == 0 { &mut mine } else { &mut theirs };
-                let before = into.runs.clone();
-                let counted = into.count(&ids, &positions, |p| weights[p]);
-                proptest::prop_assert_eq!(counted, countable);
-                for pair in into.runs.windows(2) {
-                    proptest::prop_assert!(pair[0].end() <= pair[1].first, "runs apart");
-                }
-                if counted {
-                    for (id, &w) in ids.iter().zip(&weights) {
-                        *want.entry(id.offset()).or_default() += w;
-                    }
-                } else {
-                    proptest::prop_assert_eq!(&into.runs, &before);
-                }
-            }
-            proptest::prop_assert!(mine.add(&mut theirs));
-            proptest::prop_assert!(!mine.add(&mut OffsetCounts::new(TableId(7), 0)));
-            proptest::prop_assert_eq!(mine.groups, want.len());
-            // Whole: one row per offset of a single run, the zeros too;
-            // groups as below for several runs.
-            let whole = OffsetCounts {
-                table,
-                runs: mine.runs.clone(),
-                last: 0,
-                groups: mine.groups,
-                rows: mine.rows,
-            };
-            let runs = whole.runs.clone();
-            let (bits, counts) = whole.into_whole_run();
-            if let [run] = runs.as_slice() {
-                proptest::prop_assert_eq!(&counts, &run.counts);
-                for (i, &b) in bits.iter().enumerate() {
-                    proptest::prop_assert_eq!(b, InternalId::new(table, run.first + i as u64).0);
-                }
-            }
-            let got: BTreeMap<u64, u64> = bits
-                .iter()
-                .map(|&b| InternalId(b).offset())
-                .zip(counts)
-                .filter(|&(_, c)| c > 0)
-                .collect();
-            proptest::prop_assert_eq!(&got, &want);
-            let (bits, counts) = mine.into_groups();
-            let got: BTreeMap<u64, u64> = bits
-                .iter()
-                .map(|&b| InternalId(b))
-                .inspect(|id| assert_eq!(id.table(), table))
-                .map(|id| id.offset())
-                .zip(counts)
-                .collect();
-            proptest::prop_assert_eq!(got, want);
         }
     }
 

@@ -14,6 +14,7 @@ pub mod hash_join;
 pub mod intersect;
 pub mod join_rows;
 pub mod lookup_node;
+pub mod offset_counts;
 pub mod order_by;
 pub mod path_values;
 pub mod property_mask;

@@ -25,8 +25,8 @@ use crate::bound::{
 };
 use crate::expr::{BoundExpr, SlotId};
 use crate::plan::{
-    DependentKey, ExtendDirection, IntersectRel, PartPlan, PropertyRead, QueryPlan, RecursiveJoin,
-    Sink, Source, Step, SubPlan, SubqueryPlan,
+    DependentKey, ExtendDirection, IntersectRel, KeyCounts, PartPlan, PropertyRead, QueryPlan,
+    RecursiveJoin, Sink, Source, Step, SubPlan, SubqueryPlan,
 };
 
 mod join_order;
@@ -77,10 +77,14 @@ pub fn plan_query(
         .into_iter()
         .map(|s| {
             let mut plan = plan_query(s.query, catalog, cardinality)?;
-            if s.num_keys == 1 && s.kind != SubqueryKind::Collect {
-                if let Some(last) = plan.parts.last_mut() {
-                    last.zero_counts_allowed = true;
-                }
+            let key_counts = match s.kind {
+                _ if s.num_keys != 1 => None,
+                SubqueryKind::Exists => Some(KeyCounts::Presence),
+                SubqueryKind::Count => Some(KeyCounts::Counts),
+                SubqueryKind::Collect => None,
+            };
+            if let Some(last) = plan.parts.last_mut() {
+                last.key_counts = key_counts;
             }
             Ok(SubqueryPlan {
                 degree: subquery::degree_count(&plan, s.kind, s.num_keys),
@@ -527,7 +531,7 @@ fn plan_part(
         limit_expr: q.limit_expr,
         optional: q.optional,
         numbers_rows: q.numbers_rows,
-        zero_counts_allowed: false,
+        key_counts: None,
     })
 }
 
