@@ -218,6 +218,8 @@ pub(super) struct OffsetCounts {
 struct CountRun {
     first: u64,
     counts: Vec<u64>,
+    /// How far below the start of its first batch the run has grown.
+    grown_down: u64,
 }
 
 impl CountRun {
@@ -303,12 +305,14 @@ impl OffsetCounts {
             .partition_point(|r| r.first <= hi.saturating_add(COUNT_RUN_GAP))
             .max(a);
         let joined = &self.runs[a..b];
-        // A run starts at a multiple of the gap and, grown downwards,
-        // twice as far down: random keys copy a run a few times, not at
-        // every batch with a smaller key.
+        // A run starts at a multiple of the gap and grows down at least as
+        // far as it has grown down before: keys coming in descending order
+        // copy a run a few times, not at every batch with a smaller key,
+        // while a first step down (a worker helping at the end of another's
+        // region) takes only the offsets it needs, not the whole region.
         let first = match joined.first() {
             Some(r) if r.first <= lo => r.first,
-            Some(r) => lo.min(r.first.saturating_sub(r.counts.len() as u64)),
+            Some(r) => lo.min(r.first.saturating_sub(r.grown_down)),
             None => lo,
         };
         // Not below the run before (more than a gap before lo).
@@ -358,7 +362,15 @@ impl OffsetCounts {
                     let at = (r.first - first) as usize;
                     counts[at..at + r.counts.len()].copy_from_slice(&r.counts);
                 }
-                self.runs.splice(joined, [CountRun { first, counts }]);
+                let grown_down = runs
+                    .first()
+                    .map_or(0, |r| r.grown_down + r.first.saturating_sub(first));
+                let run = CountRun {
+                    first,
+                    counts,
+                    grown_down,
+                };
+                self.runs.splice(joined, [run]);
             }
         }
         a
@@ -460,8 +472,10 @@ mod tests {
     use super::*;
     use std::collections::BTreeMap;
 
-    /// A run grown downwards (twice as far as its length) stops at the run
-    /// before it instead of covering its offsets again.
+    /// A run's first step down takes the offsets it needs (to a multiple
+    /// of the gap), later steps at least as far again as it has grown down
+    /// (keys in descending order copy it a few times), and it stops at the
+    /// run before it instead of covering its offsets again.
     #[test]
     fn offset_count_runs_grow_down_without_overlapping() {
         let table = TableId(2);
@@ -477,13 +491,22 @@ mod tests {
                 .iter()
                 .for_each(|&o| *want.entry(o).or_default() += 1);
         };
+        let firsts = |c: &OffsetCounts| c.runs.iter().map(|r| r.first).collect::<Vec<_>>();
         add(&mut counts, &[50]);
         add(
             &mut counts,
             &(20_000..40_000).step_by(7).collect::<Vec<_>>(),
         );
+        assert_eq!(firsts(&counts), [0, 16_384]);
+        // Just below: down to 12,288 (3 gaps), not by the run's length.
         add(&mut counts, &[15_000]);
-        assert_eq!(counts.runs.len(), 2);
+        assert_eq!(firsts(&counts), [0, 12_288]);
+        // Further down: at least as far again (4,096 more).
+        add(&mut counts, &[11_000]);
+        assert_eq!(firsts(&counts), [0, 8_192]);
+        // Then 8,192 more, which stops at the run before it.
+        add(&mut counts, &[7_000]);
+        assert_eq!(firsts(&counts), [0, 51]);
         assert!(counts.runs[0].end() <= counts.runs[1].first);
         add(&mut counts, &[50, 51]);
         let (bits, n) = counts.into_groups();
