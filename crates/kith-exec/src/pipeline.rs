@@ -1272,6 +1272,9 @@ fn fuse_counted_pair(
     ) {
         (true, _, _) | (false, false, _) => SharedRels::None,
         (false, true, true) => SharedRels::All,
+        // The table's count says whether there is a self loop to look for
+        // in the neighbours (which that would pin and scan).
+        (false, true, false) if data.self_loops == Some(0) => SharedRels::None,
         (false, true, false) => SharedRels::SelfLoops,
     };
     *pair = Some(FusedExtend {

@@ -20,7 +20,7 @@ use kith_sched::{CancelToken, Scheduler};
 use crate::column::ColumnChunk;
 use crate::node_table::{NodeGroupData, NodeTableData};
 use crate::pk_index::{IndexKey, KeyKind, PkIndex};
-use crate::rel_table::{CsrGroup, CsrIndex, RelTableData, DELETED_POSITION};
+use crate::rel_table::{count_self_loops, CsrGroup, CsrIndex, RelTableData, DELETED_POSITION};
 use crate::storage::WriteTxn;
 use crate::version::TableData;
 
@@ -603,6 +603,7 @@ pub fn load_rels(
     }
     let rel_ids = Arc::new(rel_id_of_row);
     let bwd_sorted = sort_by_node(&all_dst, dst_data.num_rows);
+    let self_loops = count_self_loops(info.src == info.dst, &all_src, &all_dst);
     let (all_src, all_dst) = (Arc::new(all_src), Arc::new(all_dst));
     let fwd = write_csr(
         ctx,
@@ -630,6 +631,7 @@ pub fn load_rels(
             column_ids: table.properties.iter().map(|p| p.id).collect(),
             fwd,
             bwd,
+            self_loops: Some(self_loops),
         })),
     );
     // The rels were renumbered: ids this transaction deleted now name others.

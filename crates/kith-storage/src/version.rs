@@ -16,7 +16,7 @@ use crate::node_table::NodeTableData;
 use crate::rel_table::RelTableData;
 
 /// Version of the metadata encoding; bump on incompatible change.
-pub const METADATA_FORMAT: u32 = 5;
+pub const METADATA_FORMAT: u32 = 6;
 /// Oldest metadata format this build still reads.
 pub const METADATA_FORMAT_MIN: u32 = 1;
 

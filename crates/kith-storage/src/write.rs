@@ -1222,6 +1222,7 @@ impl WriteTxn<'_> {
         let types = column_types(&entry, &data.column_ids)?;
         self.merge_rels(&mut data, &info, &types, &p.src, &p.dst, &p.ids, &p.props)?;
         data.num_rels += p.src.len() as u64;
+        data.count_changed_self_loops(info.src == info.dst, &p.src, &p.dst, true);
         self.tables.insert(table, Arc::new(TableData::Rel(data)));
         Ok(())
     }
@@ -1623,6 +1624,7 @@ impl WriteTxn<'_> {
         }
         self.merge_rels(&mut data, &info, &types, src, dst, &ids, &new_props)?;
         data.num_rels += n as u64;
+        data.count_changed_self_loops(info.src == info.dst, src, dst, true);
         self.tables.insert(table, Arc::new(TableData::Rel(data)));
         Ok(ids)
     }
@@ -2045,6 +2047,9 @@ impl WriteTxn<'_> {
             *data.csr_mut(dir) = csr;
         }
         data.num_rels -= uniq.len() as u64;
+        let (src, dst): (Vec<u64>, Vec<u64>) = uniq.values().copied().unzip();
+        let same_table = entry.rel_info().is_some_and(|i| i.src == i.dst);
+        data.count_changed_self_loops(same_table, &src, &dst, false);
         self.local
             .deleted_rels
             .entry(table)
