@@ -31,6 +31,7 @@ use crate::operator::hash_aggregate::{
     AggregateDef, GroupKey, HashAggregate, PARTITION_MIN_GROUPS,
 };
 use crate::operator::hash_join::{BuildContext, JoinIndex};
+use crate::operator::hub_split::HubSplit;
 use crate::operator::intersect::{Intersect, IntersectRel, IntersectSpec};
 use crate::operator::join_rows::{JoinRows, JoinRowsConsumer, PartRows};
 use crate::operator::lookup_node::LookupNode;
@@ -40,7 +41,7 @@ use crate::operator::recursive_join::{
     forwards, recursive_join, RecursiveOutput, RecursiveSettings,
 };
 use crate::operator::scan_counted_rows::{Feed, ScanCountedRows};
-use crate::operator::scan_node::ScanNodes;
+use crate::operator::scan_node::{NodeMorsels, ScanNodes};
 use crate::operator::scan_properties::read_by_id;
 use crate::operator::scan_properties::ScanProperties;
 use crate::operator::scan_rows::RowPieces;
@@ -208,6 +209,8 @@ enum Built {
         chain: Option<bool>,
         /// The workers share this extend's rels (`split_single_source`).
         split: Option<Arc<SplitClaims>>,
+        /// Its hub nodes deferred, then shared ([`share_hubs`]).
+        hubs: Option<Arc<HubSplit>>,
     },
     /// OPTIONAL MATCH's predicates over the group `chunk` of the optional
     /// extend before it ([`PadFilter`]).
@@ -380,6 +383,9 @@ enum BuiltSource {
         /// Whether anything reads the node ids (see [`reads_scanned_ids`]).
         write_ids: bool,
         columns: Vec<(usize, (usize, usize))>,
+        /// The hubs the first extend defers ([`share_hubs`]): the second
+        /// run scans them on every worker.
+        hubs: Option<Arc<HubSplit>>,
     },
     Rows {
         rows: PartRows,
@@ -455,6 +461,7 @@ impl PipelineShape {
                     id,
                     write_ids: reads_scanned_ids(*id_slot, plan_steps, sink_reads),
                     columns,
+                    hubs: None,
                 }
             }
             Source::Rows { columns } => {
@@ -708,6 +715,7 @@ impl PipelineShape {
                         pad: *optional,
                         chain: place.map(|p| p.0),
                         split: None,
+                        hubs: None,
                     }
                 }
                 Step::PadFilter { predicate, node } => {
@@ -902,11 +910,15 @@ impl PipelineShape {
                 id,
                 write_ids,
                 columns,
+                hubs,
             } => Box::new(ScanNodes::new(
                 Arc::clone(ctx),
                 *table,
                 Arc::clone(data),
-                (Arc::clone(morsels), worker),
+                match hubs.as_ref().and_then(|h| h.second_run()) {
+                    Some(list) => NodeMorsels::Each(Arc::clone(list), 0),
+                    None => NodeMorsels::Shared(Arc::clone(morsels), worker),
+                },
                 (*id, *write_ids),
                 columns.clone(),
             )),
@@ -1061,6 +1073,7 @@ impl PipelineShape {
                     pad,
                     chain,
                     split,
+                    hubs,
                 } => {
                     let mut e = Extend::new(
                         op,
@@ -1081,6 +1094,12 @@ impl PipelineShape {
                     e.pack = *pack;
                     e.replicas = replicas.clone();
                     e.split = split.clone();
+                    if let Some(h) = hubs {
+                        match h.second_run() {
+                            Some(_) => e.split = Some(Arc::clone(&h.claims)),
+                            None => e.hubs = Some(Arc::clone(h)),
+                        }
+                    }
                     if let Some(first) = *chain {
                         if first {
                             chain_signal = Some(Arc::new(ChainSignal::default()));
@@ -1195,6 +1214,55 @@ fn split_single_source(source: &mut BuiltSource, steps: &mut [Built]) {
         if exclude.is_empty() {
             *split = Some(Arc::new(SplitClaims::default()));
             *source = BuiltSource::Broadcast;
+        }
+    }
+}
+
+/// Lets the workers share the hubs of an aggregating pipeline that scans a
+/// node table and extends from the scanned node, then again (see
+/// [`HubSplit`]): the first extend defers nodes with many rels, and a
+/// second run of the pipeline ([`run_pipelines`]) scans them on every
+/// worker and splits their rels. The steps before that extend must be
+/// deterministic, and the sink must not count on each scanned node being
+/// in one worker's table (`keyed_by_scanned_node`).
+fn share_hubs(shape: &mut PipelineShape) {
+    let BuiltSource::Scan { id, hubs, .. } = &mut shape.source else {
+        return;
+    };
+    let steps = &mut shape.steps;
+    let Some(i) = steps.iter().position(|s| matches!(s, Built::Extend { .. })) else {
+        return;
+    };
+    let before_ok = steps[..i].iter().all(|s| match s {
+        Built::ScanProperties { .. } | Built::FillNulls(_) | Built::SemiMask { .. } => true,
+        Built::Filter(e) => !e.calls("rand"),
+        _ => false,
+    });
+    let more = steps[i + 1..]
+        .iter()
+        .any(|s| matches!(s, Built::Extend { .. } | Built::Intersect(_)));
+    if !before_ok || !more {
+        return;
+    }
+    if let Built::Extend {
+        from,
+        to: Some(_),
+        exclude,
+        collapse: false,
+        degrees: false,
+        pair: None,
+        pack: false,
+        pad: false,
+        chain: None,
+        split: None,
+        hubs: extend_hubs,
+        ..
+    } = &mut steps[i]
+    {
+        if exclude.is_empty() && *from == *id {
+            let shared = Arc::new(HubSplit::default());
+            *extend_hubs = Some(Arc::clone(&shared));
+            *hubs = Some(shared);
         }
     }
 }
@@ -1500,7 +1568,30 @@ where
         merge,
         _sink: std::marker::PhantomData,
     });
-    let done = sched.run(task, threads, &cancel);
+    let mut done = sched.run(Arc::clone(&task) as Arc<dyn Task>, threads, &cancel);
+    // Hubs deferred by the first run: a second one shares them (the
+    // other pipelines' morsels are all taken, so they scan nothing).
+    let hubs: usize = task
+        .shapes
+        .iter()
+        .map(|s| match &s.source {
+            BuiltSource::Scan { hubs: Some(h), .. } if h.start_second_run() => {
+                h.second_run().map_or(0, |l| l.len())
+            }
+            _ => 0,
+        })
+        .sum();
+    if done.is_ok() && hubs > 0 {
+        let started = std::time::Instant::now();
+        done = sched.run(task, threads, &cancel);
+        if let Some(p) = &ctx.profile {
+            p.record(
+                format!("Hubs shared by the workers: {hubs}"),
+                hubs as u64,
+                started,
+            );
+        }
+    }
     // The groups the workers shared are let go with their operators, not
     // kept for the pipelines after these.
     ctx.csr_pins.clear();
@@ -2353,6 +2444,12 @@ fn execute_part(
                 t => (4 * t).next_power_of_two().min(64).trailing_zeros(),
             };
             let disjoint = threads > 1 && driver.is_none() && keyed_by_scanned_node(plan, keys);
+            let mut shapes = shapes;
+            if threads > 1 && !disjoint && driver.is_none() {
+                // Each scanned node's tuples may then be in every worker's
+                // table, which a disjoint finish cannot allow.
+                shapes.iter_mut().for_each(share_hubs);
+            }
             let (out, split_out) = (Arc::clone(&merged), Arc::clone(&pieces));
             let (make, make_piece) = (Arc::clone(&make_sink), Arc::clone(&make_sink));
             run_pipelines(

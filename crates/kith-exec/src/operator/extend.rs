@@ -16,6 +16,7 @@ use kith_storage::RelTableData;
 use super::csr_pins::CsrPins;
 use super::filter::{ChainSignal, PadSignal};
 use super::flat_cursor::FlatCursor;
+use super::hub_split::{HubSplit, HUB_RELS};
 use super::{Operator, Pos, QueryContext};
 use crate::result_set::{ChunkState, ResultSet};
 
@@ -113,6 +114,10 @@ pub struct Extend {
     /// (`pipeline::split_single_source`): the workers share this extend's
     /// rels, each claiming chunks of every input tuple's range in turn.
     pub split: Option<Arc<SplitClaims>>,
+    /// The first run of a pipeline whose hubs the workers share afterwards
+    /// ([`HubSplit`]): an input node with at least [`HUB_RELS`] rels is
+    /// deferred there instead of expanded.
+    pub hubs: Option<Arc<HubSplit>>,
     /// Input tuples seeked so far (every worker sees them in one order),
     /// the current tuple's unclaimed range and the claim size.
     split_seq: usize,
@@ -193,6 +198,7 @@ impl Extend {
             chain: None,
             in_tuple: false,
             split: None,
+            hubs: None,
             split_seq: 0,
             split_range: (0, 0),
             split_chunk: 1,
@@ -545,6 +551,12 @@ impl Extend {
         };
         let from = v[p];
         self.seek(from.offset())?;
+        if let Some(hubs) = &self.hubs {
+            if self.runs.is_empty() && self.end - self.pos >= HUB_RELS {
+                hubs.defer(from.offset());
+                self.pos = self.end;
+            }
+        }
         if !self.exclude.is_empty() {
             self.find_excluded(rs, from)?;
         }

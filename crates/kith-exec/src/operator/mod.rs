@@ -11,6 +11,7 @@ pub mod filter;
 pub mod flat_cursor;
 pub mod hash_aggregate;
 pub mod hash_join;
+pub mod hub_split;
 pub mod intersect;
 pub mod join_rows;
 pub mod lookup_node;

@@ -1,6 +1,7 @@
 //! Scans a node table morsel by morsel: ids plus the requested property
 //! columns, pinned once per node group.
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use kith_common::constants::NODE_GROUP_SIZE;
@@ -15,10 +16,7 @@ pub struct ScanNodes {
     pub ctx: Arc<QueryContext>,
     pub table: TableId,
     pub data: Arc<NodeTableData>,
-    /// Shared across workers; ranges of node offsets, never crossing a group.
-    pub morsels: Arc<MorselDispenser>,
-    /// The worker running this chain: where it takes morsels first.
-    pub worker: usize,
+    pub morsels: NodeMorsels,
     pub chunk: usize,
     pub id_vector: usize,
     /// Whether anything downstream reads the ids; if not, the id vector
@@ -29,12 +27,37 @@ pub struct ScanNodes {
     pinned: Option<(usize, Vec<PinnedColumn>)>,
 }
 
+/// Where a scan's ranges of node offsets come from (a range never crosses
+/// a node group).
+pub enum NodeMorsels {
+    /// Shared across workers; the worker running this chain (the second
+    /// field) takes its own region's morsels first.
+    Shared(Arc<MorselDispenser>, usize),
+    /// Every node of the list (in order, one a batch; the second field is
+    /// the next one's index) for this chain alone: each worker scans all
+    /// of them (`HubSplit`).
+    Each(Arc<Vec<u64>>, usize),
+}
+
+impl NodeMorsels {
+    fn next(&mut self) -> Option<Range<u64>> {
+        match self {
+            NodeMorsels::Shared(m, worker) => m.next(*worker),
+            NodeMorsels::Each(list, at) => {
+                let o = *list.get(*at)?;
+                *at += 1;
+                Some(o..o + 1)
+            }
+        }
+    }
+}
+
 impl ScanNodes {
     pub fn new(
         ctx: Arc<QueryContext>,
         table: TableId,
         data: Arc<NodeTableData>,
-        (morsels, worker): (Arc<MorselDispenser>, usize),
+        morsels: NodeMorsels,
         (id_pos, write_ids): (Pos, bool),
         columns: Vec<(usize, Pos)>,
     ) -> ScanNodes {
@@ -43,7 +66,6 @@ impl ScanNodes {
             table,
             data,
             morsels,
-            worker,
             chunk: id_pos.0,
             id_vector: id_pos.1,
             write_ids,
@@ -60,7 +82,7 @@ impl Operator for ScanNodes {
             if self.ctx.cancel.should_stop()? {
                 return Ok(false);
             }
-            let Some(range) = self.morsels.next(self.worker) else {
+            let Some(range) = self.morsels.next() else {
                 return Ok(false);
             };
             let group = (range.start / NODE_GROUP_SIZE) as usize;
