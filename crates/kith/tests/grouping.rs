@@ -902,3 +902,80 @@ fn filtered_counts_over_a_copied_csr_match_a_reference() {
         }
     }
 }
+
+/// A counting extend over a batch handed on again (`MATCH
+/// (a)-[]->(b)-[]->(c)-[]->(d) RETURN count(*)` started at `b`: `c`'s
+/// batch repeats for every `a`) keeps the degrees it read for the batch
+/// the first time; the nodes equal to a gate (`c = a` or `c = b`, where the
+/// third rel may be the first or the second) are tested one by one every
+/// time. Hubs, two-cycles, self loops and parallel rels, created rels
+/// (appended runs) too, at 1 and 2 threads, against a reference that
+/// counts walks of three distinct rels.
+#[test]
+fn repeated_batches_count_their_degrees_once_like_a_reference() {
+    let mut rng = Lcg(57);
+    let conn = common::nodes_with_weighted_rels();
+    let n = 300usize;
+    let g: Vec<Option<i64>> = (0..n).map(|_| Some(rng.below(10) as i64)).collect();
+    common::create_nodes(&conn, &g);
+    let mut rels: Vec<(usize, usize, i64)> = Vec::new();
+    for _ in 0..2500 {
+        let a = rng.below(n as u64) as usize;
+        let b = match rng.below(10) {
+            0 => a,      // self loop
+            1 => a % 15, // into a hub
+            _ => rng.below(n as u64) as usize,
+        };
+        rels.push((a, b, 0));
+        if rng.below(6) == 0 {
+            rels.push((b, a, 0)); // a two-cycle
+        }
+        if rng.below(9) == 0 {
+            rels.push((a, b, 0)); // a parallel rel
+        }
+    }
+    common::copy_rels(&conn, "E", &rels);
+    // A few created afterwards: appended runs in their CSR ranges.
+    for _ in 0..40 {
+        let (a, b) = (rng.below(20) as usize, rng.below(n as u64) as usize);
+        conn.query(&format!(
+            "MATCH (x:N {{id: {a}}}), (y:N {{id: {b}}}) CREATE (x)-[:E {{w: 0}}]->(y)"
+        ))
+        .unwrap();
+        rels.push((a, b, 0));
+    }
+    let mut out: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut into: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (r, &(a, b, _)) in rels.iter().enumerate() {
+        out[a].push(r);
+        into[b].push(r);
+    }
+    // Walks r1 r2 r3 of distinct rels with b = r1's end in the filter.
+    let reference = |below: i64| -> i64 {
+        let mut count = 0;
+        for b in (0..n).filter(|&b| g[b].is_some_and(|x| x < below)) {
+            for &r1 in &into[b] {
+                for &r2 in out[b].iter().filter(|&&r2| r2 != r1) {
+                    let c = rels[r2].1;
+                    count += out[c].iter().filter(|&&r3| r3 != r1 && r3 != r2).count() as i64;
+                }
+            }
+        }
+        count
+    };
+    for threads in [1, 2] {
+        conn.query(&format!("CALL threads={threads}")).unwrap();
+        for below in [2, 5, 10] {
+            let q = format!(
+                "MATCH (a:N)-[:E]->(b:N)-[:E]->(c:N)-[:E]->(d:N) WHERE b.g < {below} RETURN count(*)"
+            );
+            let got = conn.query(&q).unwrap().rows().next().unwrap()[0].clone();
+            assert_eq!(
+                got,
+                Value::Int64(reference(below)),
+                "{threads} threads: {q}\n{}",
+                explain(&conn, &q)
+            );
+        }
+    }
+}

@@ -131,6 +131,9 @@ pub struct Extend {
     /// Scratch of the counting paths: the degrees of a batch's nodes by
     /// position, in each of the pair's directions.
     batch_degrees: [Vec<u64>; 2],
+    /// The last input state the counting path summed `batch_degrees[0]`
+    /// of, when it was a tracked batch, with the sum.
+    degree_memo: Option<(ChunkState, u64)>,
     /// Positions in the current range of the rels to skip, ascending, and
     /// the next one to come.
     skips: Vec<u64>,
@@ -205,6 +208,7 @@ impl Extend {
             base_multiplicity: 1,
             weights: Vec::new(),
             batch_degrees: [Vec::new(), Vec::new()],
+            degree_memo: None,
             skips: Vec::new(),
             next_skip: 0,
             fixed_gates: Vec::new(),
@@ -814,16 +818,54 @@ impl Extend {
         }
         let pager = &self.ctx.pager;
         let chunk = &rs.chunks[input];
-        if self.from.0 == input && fixed_gates.is_empty() && tuple_gates.is_empty() {
+        if self.from.0 == input && tuple_gates.is_empty() {
             let v = &chunk.vectors[self.from.1];
             if !v.nulls.may_have_nulls() {
-                let [out, _] = &mut self.batch_degrees;
-                selected_degrees(&mut self.pins, pager, &chunk.state, ids_of(v)?, out)?;
+                let (ids, state) = (ids_of(v)?, &chunk.state);
+                // A batch handed on again (the neighbours of a node of an
+                // earlier group, once per tuple of a later one: the third
+                // hop of a 3-hop count from its middle) keeps the degrees
+                // read for it the first time, and their sum.
+                let mut total = match &self.degree_memo {
+                    Some((seen, sum)) if state.repeats(seen) => *sum,
+                    _ => {
+                        let [out, _] = &mut self.batch_degrees;
+                        selected_degrees(&mut self.pins, pager, state, ids, out)?;
+                        let sum = match &state.sel {
+                            Some(sel) => sel.iter().map(|&p| out[p as usize]).sum(),
+                            None => out[..state.len].iter().sum(),
+                        };
+                        self.degree_memo = (state.generation != 0).then(|| (state.clone(), sum));
+                        sum
+                    }
+                };
+                // A node equal to a gate (of an earlier, flat group) may
+                // lose a rel to an exclusion: its degree leaves the sum and
+                // its tuple is tested alone.
+                if !fixed_gates.is_empty() {
+                    let out = &self.batch_degrees[0];
+                    let mut visit = |i: usize, p: usize| {
+                        if fixed_gates.contains(&ids[p]) {
+                            gated.push(i);
+                            total -= out[p];
+                        }
+                    };
+                    match &state.sel {
+                        Some(sel) => sel
+                            .iter()
+                            .enumerate()
+                            .for_each(|(i, &p)| visit(i, p as usize)),
+                        None => (0..state.len).for_each(|p| visit(p, p)),
+                    }
+                    for &i in &gated {
+                        rs.chunks[input].state.flat = Some(i);
+                        total += self.tuple_degree(rs)?;
+                    }
+                    rs.chunks[input].state.flat = None;
+                    self.skips.clear();
+                }
                 (self.fixed_gates, self.gated) = (fixed_gates, gated);
-                return Ok(match &chunk.state.sel {
-                    Some(sel) => sel.iter().map(|&p| out[p as usize]).sum(),
-                    None => out[..chunk.state.len].iter().sum(),
-                });
+                return Ok(total);
             }
         }
         let (from_vector, fixed) = if self.from.0 == input {
