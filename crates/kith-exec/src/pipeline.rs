@@ -1183,9 +1183,22 @@ fn split_single_source(source: &mut BuiltSource, steps: &mut [Built]) {
     if !matches!(source, BuiltSource::Single(_)) {
         return;
     }
-    let Some(i) = steps.iter().position(|s| matches!(s, Built::Extend { .. })) else {
-        return;
-    };
+    if let Some(Built::Extend { split, .. }) = shareable_first_extend(steps) {
+        *split = Some(Arc::new(SplitClaims::default()));
+        *source = BuiltSource::Broadcast;
+    }
+}
+
+/// The first extend of `steps` when the workers may share its rels
+/// ([`split_single_source`], [`share_hubs`]): the steps before it are
+/// deterministic, so every worker that repeats them sees the same tuples
+/// in the same order; another extend or intersection follows, so sharing
+/// pays; and it is a plain extend (no exclusion, counting, fusing,
+/// packing, padding or chain).
+fn shareable_first_extend(steps: &mut [Built]) -> Option<&mut Built> {
+    let i = steps
+        .iter()
+        .position(|s| matches!(s, Built::Extend { .. }))?;
     let deterministic = |e: &BoundExpr| !e.calls("rand");
     let before_ok = steps[..i].iter().all(|s| match s {
         Built::ScanProperties { .. } | Built::FillNulls(_) | Built::SemiMask { .. } => true,
@@ -1196,70 +1209,42 @@ fn split_single_source(source: &mut BuiltSource, steps: &mut [Built]) {
     let more = steps[i + 1..]
         .iter()
         .any(|s| matches!(s, Built::Extend { .. } | Built::Intersect(_)));
-    if !before_ok || !more {
-        return;
-    }
-    if let Built::Extend {
-        exclude,
-        collapse: false,
-        degrees: false,
-        pair: None,
-        pack: false,
-        pad: false,
-        chain: None,
-        split,
-        ..
-    } = &mut steps[i]
-    {
-        if exclude.is_empty() {
-            *split = Some(Arc::new(SplitClaims::default()));
-            *source = BuiltSource::Broadcast;
-        }
-    }
+    let plain = matches!(
+        &steps[i],
+        Built::Extend {
+            exclude,
+            collapse: false,
+            degrees: false,
+            pair: None,
+            pack: false,
+            pad: false,
+            chain: None,
+            split: None,
+            hubs: None,
+            ..
+        } if exclude.is_empty()
+    );
+    (before_ok && more && plain).then(|| &mut steps[i])
 }
 
 /// Lets the workers share the hubs of an aggregating pipeline that scans a
 /// node table and extends from the scanned node, then again (see
 /// [`HubSplit`]): the first extend defers nodes with many rels, and a
 /// second run of the pipeline ([`run_pipelines`]) scans them on every
-/// worker and splits their rels. The steps before that extend must be
-/// deterministic, and the sink must not count on each scanned node being
-/// in one worker's table (`keyed_by_scanned_node`).
+/// worker and splits their rels. The sink must not count on each scanned
+/// node being in one worker's table (`keyed_by_scanned_node`).
 fn share_hubs(shape: &mut PipelineShape) {
     let BuiltSource::Scan { id, hubs, .. } = &mut shape.source else {
         return;
     };
-    let steps = &mut shape.steps;
-    let Some(i) = steps.iter().position(|s| matches!(s, Built::Extend { .. })) else {
-        return;
-    };
-    let before_ok = steps[..i].iter().all(|s| match s {
-        Built::ScanProperties { .. } | Built::FillNulls(_) | Built::SemiMask { .. } => true,
-        Built::Filter(e) => !e.calls("rand"),
-        _ => false,
-    });
-    let more = steps[i + 1..]
-        .iter()
-        .any(|s| matches!(s, Built::Extend { .. } | Built::Intersect(_)));
-    if !before_ok || !more {
-        return;
-    }
-    if let Built::Extend {
+    if let Some(Built::Extend {
         from,
         to: Some(_),
-        exclude,
-        collapse: false,
-        degrees: false,
-        pair: None,
-        pack: false,
-        pad: false,
-        chain: None,
-        split: None,
         hubs: extend_hubs,
         ..
-    } = &mut steps[i]
+    }) = shareable_first_extend(&mut shape.steps)
     {
-        if exclude.is_empty() && *from == *id {
+        if *from == *id {
             let shared = Arc::new(HubSplit::default());
             *extend_hubs = Some(Arc::clone(&shared));
             *hubs = Some(shared);

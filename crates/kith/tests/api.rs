@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use kith::{Config, Connection, Database, ErrorKind, Value};
 
+mod common;
+
 fn data(name: &str) -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("../../tests/data")
@@ -122,14 +124,7 @@ fn syntax_errors_point_at_the_spot() {
 
 #[test]
 fn connections_query_concurrently() {
-    let db = Database::open(
-        ":memory:",
-        Config {
-            max_threads: Some(2),
-            ..Config::default()
-        },
-    )
-    .unwrap();
+    let db = common::memory_db(2);
     load(&Connection::new(&db));
     let expected = rows(&Connection::new(&db), QUERIES[1]);
     std::thread::scope(|s| {
@@ -146,14 +141,7 @@ fn connections_query_concurrently() {
 
 #[test]
 fn thread_counts_agree() {
-    let db = Database::open(
-        ":memory:",
-        Config {
-            max_threads: Some(2),
-            ..Config::default()
-        },
-    )
-    .unwrap();
+    let db = common::memory_db(2);
     let conn = Connection::new(&db);
     load(&conn);
     let one: Vec<_> = QUERIES

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use kith::{Config, Connection, Database, Value};
+use kith::{Connection, Value};
 
 mod common;
 use common::Lcg;
@@ -22,14 +22,7 @@ fn run(conn: &Connection, q: &str) -> Vec<Vec<Value>> {
 
 #[test]
 fn shared_hubs_give_the_reference_answers() {
-    let db = Database::open(
-        ":memory:",
-        Config {
-            max_threads: Some(2),
-            ..Config::default()
-        },
-    )
-    .unwrap();
+    let db = common::memory_db(2);
     let conn = Connection::new(&db);
     run(
         &conn,

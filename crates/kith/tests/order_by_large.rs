@@ -1,7 +1,9 @@
 //! ORDER BY and top-k over more rows than one vector and one morsel, with
 //! several threads, checked against a sort done here.
 
-use kith::{Config, Connection, Database, Value};
+use kith::{Connection, Database, Value};
+
+mod common;
 
 const N: i64 = 20_000;
 
@@ -24,14 +26,7 @@ fn setup() -> (Database, std::path::PathBuf) {
         }
     }
     std::fs::write(&csv, text).unwrap();
-    let db = Database::open(
-        ":memory:",
-        Config {
-            max_threads: Some(2),
-            ..Config::default()
-        },
-    )
-    .unwrap();
+    let db = common::memory_db(2);
     let conn = Connection::new(&db);
     conn.query("CREATE NODE TABLE N(id INT64, v INT64, PRIMARY KEY(id))")
         .unwrap();

@@ -2,7 +2,9 @@
 //! were planned afresh, after writes, schema changes, with other parameter
 //! values and settings, and inside transactions.
 
-use kith::{Config, Connection, Database, LogicalType, Value};
+use kith::{Connection, Database, LogicalType, Value};
+
+mod common;
 
 fn run(conn: &Connection, q: &str) {
     conn.query(q).unwrap_or_else(|e| panic!("{q}: {e}"));
@@ -26,14 +28,7 @@ fn int(conn: &Connection, q: &str) -> i64 {
 }
 
 fn db() -> Database {
-    let db = Database::open(
-        ":memory:",
-        Config {
-            max_threads: Some(2),
-            ..Config::default()
-        },
-    )
-    .unwrap();
+    let db = common::memory_db(2);
     let conn = Connection::new(&db);
     run(
         &conn,

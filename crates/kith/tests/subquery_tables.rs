@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use kith::{Config, Connection, Database, Value};
+use kith::{Connection, Value};
 
 mod common;
 use common::Lcg;
@@ -33,14 +33,7 @@ fn pairs(conn: &Connection, q: &str) -> BTreeMap<i64, i64> {
 
 #[test]
 fn running_subqueries_match_counts_over_the_edges() {
-    let db = Database::open(
-        ":memory:",
-        Config {
-            max_threads: Some(2),
-            ..Config::default()
-        },
-    )
-    .unwrap();
+    let db = common::memory_db(2);
     let conn = Connection::new(&db);
     run(
         &conn,

@@ -2,8 +2,10 @@
 
 /// A small deterministic generator (64-bit LCG, high bits out), so a failing
 /// seed reproduces on every machine.
+#[allow(dead_code)] // not every test that shares this module draws numbers
 pub struct Lcg(pub u64);
 
+#[allow(dead_code)]
 impl Lcg {
     pub fn next(&mut self) -> u64 {
         self.0 = self
@@ -133,4 +135,17 @@ pub fn copy_rels(conn: &kith::Connection, rel_table: &str, rels: &[(usize, usize
 pub fn profile(conn: &kith::Connection, q: &str) -> String {
     let r = conn.query(&format!("PROFILE {q}")).unwrap();
     r.rows().map(|row| format!("{}\n", row[0])).collect()
+}
+
+/// An in-memory database whose queries may use `threads` threads.
+#[allow(dead_code)]
+pub fn memory_db(threads: usize) -> kith::Database {
+    kith::Database::open(
+        ":memory:",
+        kith::Config {
+            max_threads: Some(threads),
+            ..kith::Config::default()
+        },
+    )
+    .unwrap()
 }
