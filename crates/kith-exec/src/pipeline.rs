@@ -4,7 +4,7 @@
 //! runs them in order, each part's rows the source of the next.
 
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -1410,6 +1410,10 @@ struct PipelineTask<S, F, M> {
     shapes: Vec<PipelineShape>,
     make_sink: F,
     merge: M,
+    /// The run over shared hubs ([`share_hubs`]): only the pipelines that
+    /// deferred some run again (a pipeline from one tuple would produce
+    /// its tuple anew).
+    hubs_run: AtomicBool,
     _sink: std::marker::PhantomData<fn() -> S>,
 }
 
@@ -1424,6 +1428,13 @@ where
         for k in 0..n {
             let i = (ctx.worker_idx + k) % n;
             let shape = &self.shapes[i];
+            let shares_hubs = matches!(
+                &shape.source,
+                BuiltSource::Scan { hubs: Some(h), .. } if h.second_run().is_some()
+            );
+            if self.hubs_run.load(Ordering::Acquire) && !shares_hubs {
+                continue;
+            }
             let (mut op, mut rs) = shape.instantiate(ctx.worker_idx)?;
             let mut sink = (self.make_sink)()?;
             while op.next(&mut rs)? {
@@ -1551,6 +1562,7 @@ where
         shapes,
         make_sink,
         merge,
+        hubs_run: AtomicBool::new(false),
         _sink: std::marker::PhantomData,
     });
     let mut done = sched.run(Arc::clone(&task) as Arc<dyn Task>, threads, &cancel);
@@ -1567,6 +1579,7 @@ where
         })
         .sum();
     if done.is_ok() && hubs > 0 {
+        task.hubs_run.store(true, Ordering::Release);
         let started = std::time::Instant::now();
         done = sched.run(task, threads, &cancel);
         if let Some(p) = &ctx.profile {
