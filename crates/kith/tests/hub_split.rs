@@ -122,3 +122,73 @@ fn shared_hubs_give_the_reference_answers() {
         }
     }
 }
+
+/// A part whose pipelines start one from a primary-key lookup (one tuple,
+/// shared by the workers) and one from a scan with a hub: the hubs' run
+/// counts the hub's matches once more than the first run left out, and
+/// the lookup's matches still once.
+#[test]
+fn a_hub_run_leaves_the_other_pipelines_alone() {
+    let conn = Connection::new(&common::memory_db(2));
+    run(&conn, "CREATE NODE TABLE N(id INT64, PRIMARY KEY(id))");
+    run(
+        &conn,
+        "CREATE NODE TABLE M(name STRING, id INT64, PRIMARY KEY(name))",
+    );
+    run(&conn, "CREATE REL TABLE E(FROM N TO N, w INT64)");
+    run(&conn, "CREATE REL TABLE F(FROM M TO N)");
+    let n = 400usize;
+    run(
+        &conn,
+        &format!("UNWIND range(0, {}) AS i CREATE (:N {{id: i}})", n - 1),
+    );
+    run(
+        &conn,
+        "CREATE (:M {name: 'hub', id: 5}), (:M {name: 'other', id: 6})",
+    );
+    let mut rng = Lcg(8);
+    let mut e: Vec<(usize, usize)> = Vec::new();
+    for _ in 0..3000 {
+        let a = rng.below(n as u64) as usize;
+        let b = (a + 1 + rng.below(n as u64 - 1) as usize) % n;
+        e.push((a, b));
+    }
+    common::copy_rels(
+        &conn,
+        "E",
+        &e.iter().map(|&(a, b)| (a, b, 0)).collect::<Vec<_>>(),
+    );
+    // The M node with id 5 is a hub of 1,200 rels into N.
+    let f: Vec<usize> = (0..1200).map(|_| rng.below(n as u64) as usize).collect();
+    let list = f
+        .iter()
+        .map(|b| b.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    run(
+        &conn,
+        &format!(
+            "MATCH (m:M {{name: 'hub'}}) UNWIND [{list}] AS t \
+             MATCH (b:N {{id: t}}) CREATE (m)-[:F]->(b)"
+        ),
+    );
+    let out = |x: usize| e.iter().filter(|&&(a, _)| a == x).count() as i64;
+    // From N's node 5 (a lookup) and from M's hub (a scan filtered on id).
+    let from_n: i64 = e
+        .iter()
+        .filter(|&&(a, _)| a == 5)
+        .map(|&(_, b)| out(b))
+        .sum();
+    let from_m: i64 = f.iter().map(|&b| out(b)).sum();
+    let q = "MATCH (a)-[]->(b:N)-[:E]->(c:N) WHERE a.id = 5 RETURN count(*)";
+    for threads in [1, 2] {
+        run(&conn, &format!("CALL threads={threads}"));
+        assert_eq!(
+            run(&conn, q),
+            vec![vec![Value::Int64(from_n + from_m)]],
+            "{threads} threads: {q}\n{}",
+            common::profile(&conn, q)
+        );
+    }
+    assert!(common::profile(&conn, q).contains("Hubs shared by the workers: 1"));
+}
