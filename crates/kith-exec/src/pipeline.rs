@@ -1411,8 +1411,8 @@ struct PipelineTask<S, F, M> {
     make_sink: F,
     merge: M,
     /// The run over shared hubs ([`share_hubs`]): only the pipelines that
-    /// deferred some run again (a pipeline from one tuple would produce
-    /// its tuple anew).
+    /// deferred some run again (the others would be instantiated only to
+    /// find their morsels, tuples and claims all taken).
     hubs_run: AtomicBool,
     _sink: std::marker::PhantomData<fn() -> S>,
 }
@@ -1566,15 +1566,12 @@ where
         _sink: std::marker::PhantomData,
     });
     let mut done = sched.run(Arc::clone(&task) as Arc<dyn Task>, threads, &cancel);
-    // Hubs deferred by the first run: a second one shares them (the
-    // other pipelines' morsels are all taken, so they scan nothing).
+    // Hubs deferred by the first run: a second one shares them.
     let hubs: usize = task
         .shapes
         .iter()
         .map(|s| match &s.source {
-            BuiltSource::Scan { hubs: Some(h), .. } if h.start_second_run() => {
-                h.second_run().map_or(0, |l| l.len())
-            }
+            BuiltSource::Scan { hubs: Some(h), .. } => h.start_second_run(),
             _ => 0,
         })
         .sum();

@@ -110,6 +110,31 @@ fn bit_at(table: TableId, words: &[u64], id: InternalId) -> u64 {
     }
 }
 
+/// `count(ids[p])` at `out[p]` for each of `positions` (below `len`): when
+/// they are every position (ascending, so as many as `len`), one loop over
+/// the slices with no position read.
+#[inline]
+fn fill_by_position(
+    out: &mut [u64],
+    ids: &[InternalId],
+    positions: &[usize],
+    len: usize,
+    count: impl Fn(InternalId) -> u64,
+) {
+    match (positions.len() == len, ids.get(..len)) {
+        (true, Some(ids)) => {
+            for (n, &id) in out[..len].iter_mut().zip(ids) {
+                *n = count(id);
+            }
+        }
+        _ => {
+            for &p in positions {
+                out[p] = count(ids[p]);
+            }
+        }
+    }
+}
+
 /// Most offsets a one-key table holds as an array.
 pub(crate) const DENSE_OFFSETS: u64 = 1 << 26;
 
@@ -403,34 +428,10 @@ impl CountProbe {
         }
         match (&table.rows, &mut self.pins) {
             (Rows::Counts { table, counts: c }, _) => {
-                // Every position (ascending, so as many as `len`): one
-                // loop over the slices, no position read.
-                match (positions.len() == len, ids.get(..len)) {
-                    (true, Some(ids)) => {
-                        for (n, &id) in counts[..len].iter_mut().zip(ids) {
-                            *n = count_at(*table, c, id);
-                        }
-                    }
-                    _ => {
-                        for &p in positions {
-                            counts[p] = count_at(*table, c, ids[p]);
-                        }
-                    }
-                }
+                fill_by_position(counts, ids, positions, len, |id| count_at(*table, c, id))
             }
             (Rows::Presence { table, words }, _) => {
-                match (positions.len() == len, ids.get(..len)) {
-                    (true, Some(ids)) => {
-                        for (n, &id) in counts[..len].iter_mut().zip(ids) {
-                            *n = bit_at(*table, words, id);
-                        }
-                    }
-                    _ => {
-                        for &p in positions {
-                            counts[p] = bit_at(*table, words, ids[p]);
-                        }
-                    }
-                }
+                fill_by_position(counts, ids, positions, len, |id| bit_at(*table, words, id))
             }
             (Rows::Degrees { table, csr }, Some(pins)) => {
                 // Ids of another table have no rels here.

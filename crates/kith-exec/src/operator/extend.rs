@@ -132,8 +132,9 @@ pub struct Extend {
     /// position, in each of the pair's directions.
     batch_degrees: [Vec<u64>; 2],
     /// The last input state the counting path summed `batch_degrees[0]`
-    /// of, when it was a tracked batch, with the sum.
-    degree_memo: Option<(ChunkState, u64)>,
+    /// of, with the sum (an untracked state never repeats; its allocation
+    /// is reused for the next).
+    degree_memo: (ChunkState, u64),
     /// Positions in the current range of the rels to skip, ascending, and
     /// the next one to come.
     skips: Vec<u64>,
@@ -208,7 +209,7 @@ impl Extend {
             base_multiplicity: 1,
             weights: Vec::new(),
             batch_degrees: [Vec::new(), Vec::new()],
-            degree_memo: None,
+            degree_memo: (ChunkState::default(), 0),
             skips: Vec::new(),
             next_skip: 0,
             fixed_gates: Vec::new(),
@@ -826,19 +827,17 @@ impl Extend {
                 // earlier group, once per tuple of a later one: the third
                 // hop of a 3-hop count from its middle) keeps the degrees
                 // read for it the first time, and their sum.
-                let mut total = match &self.degree_memo {
-                    Some((seen, sum)) if state.repeats(seen) => *sum,
-                    _ => {
-                        let [out, _] = &mut self.batch_degrees;
-                        selected_degrees(&mut self.pins, pager, state, ids, out)?;
-                        let sum = match &state.sel {
-                            Some(sel) => sel.iter().map(|&p| out[p as usize]).sum(),
-                            None => out[..state.len].iter().sum(),
-                        };
-                        self.degree_memo = (state.generation != 0).then(|| (state.clone(), sum));
-                        sum
-                    }
-                };
+                let (seen, sum) = &mut self.degree_memo;
+                if !state.repeats(seen) {
+                    let [out, _] = &mut self.batch_degrees;
+                    selected_degrees(&mut self.pins, pager, state, ids, out)?;
+                    *sum = match &state.sel {
+                        Some(sel) => sel.iter().map(|&p| out[p as usize]).sum(),
+                        None => out[..state.len].iter().sum(),
+                    };
+                    seen.clone_from(state);
+                }
+                let mut total = *sum;
                 // A node equal to a gate (of an earlier, flat group) may
                 // lose a rel to an exclusion: its degree leaves the sum and
                 // its tuple is tested alone.

@@ -41,16 +41,20 @@ impl HubSplit {
         self.found.lock().push(offset);
     }
 
-    /// Ends the first run: whether any node was deferred, and if so makes
-    /// the list the second run scans.
-    pub fn start_second_run(&self) -> bool {
+    /// Ends the first run: makes the list of deferred nodes the second run
+    /// scans, and says how many there are (0: no second run).
+    pub fn start_second_run(&self) -> usize {
         let mut found = std::mem::take(&mut *self.found.lock());
         if found.is_empty() || self.list.get().is_some() {
-            return false;
+            return 0;
         }
         found.sort_unstable();
         found.dedup();
-        self.list.set(Arc::new(found)).is_ok()
+        let n = found.len();
+        match self.list.set(Arc::new(found)) {
+            Ok(()) => n,
+            Err(_) => 0,
+        }
     }
 
     /// The nodes of the second run; None during the first.
@@ -67,15 +71,15 @@ mod tests {
     #[test]
     fn deferred_nodes_make_one_sorted_list() {
         let h = HubSplit::default();
-        assert!(!h.start_second_run());
+        assert_eq!(h.start_second_run(), 0);
         assert!(h.second_run().is_none());
         for o in [70, 3, 70, 12] {
             h.defer(o);
         }
         assert!(h.second_run().is_none());
-        assert!(h.start_second_run());
+        assert_eq!(h.start_second_run(), 3);
         assert_eq!(h.second_run().map(|l| l.as_slice()), Some(&[3, 12, 70][..]));
         h.defer(5);
-        assert!(!h.start_second_run());
+        assert_eq!(h.start_second_run(), 0);
     }
 }
