@@ -1239,7 +1239,11 @@ impl Duration {
                 (self.days as i128).checked_mul(i as i128)?,
                 self.total_nanos().checked_mul(i as i128)?,
             ),
-            Num::Float(f) => self.scaled(|x| x * f),
+            Num::Float(f) if !f.is_finite() => None,
+            Num::Float(f) => match Ratio::of_decimal(f) {
+                Some(r) => self.scaled_exactly(r),
+                None => self.scaled(|x| x * f),
+            },
         }
     }
 
@@ -1248,7 +1252,39 @@ impl Duration {
         if divisor == 0.0 || !divisor.is_finite() {
             return None;
         }
-        self.scaled(|x| x / divisor)
+        match Ratio::of_decimal(divisor).and_then(Ratio::inverse) {
+            Some(r) => self.scaled_exactly(r),
+            None => self.scaled(|x| x / divisor),
+        }
+    }
+
+    /// The duration times `r`, in integers: whole months stay months, the
+    /// fraction of a month (at the average month, 2,629,746 s) and of a day
+    /// carries into days and then into nanoseconds, rounded once at the end
+    /// (half away from zero). Float arithmetic here was off by a
+    /// nanosecond or more in the carries (`P1Y2M3DT4H5M6.7S * 1.1`).
+    /// `None` when out of range.
+    fn scaled_exactly(self, r: Ratio) -> Option<Duration> {
+        const AVG_MONTH_NANOS: i128 = 2_629_746 * NANOS_PER_SEC as i128;
+        let day = NANOS_PER_DAY as i128;
+        // Each quantity below is in its unit times `r.den`.
+        let months = (self.months as i128).checked_mul(r.num)?;
+        let days = (self.days as i128).checked_mul(r.num)?;
+        let carry = (days % r.den)
+            .checked_mul(day)?
+            .checked_add((months % r.den).checked_mul(AVG_MONTH_NANOS)?)?;
+        let per_day = day.checked_mul(r.den)?;
+        let nanos = self
+            .total_nanos()
+            .checked_mul(r.num)?
+            .checked_add(carry % per_day)?;
+        let half = r.den / 2;
+        let rounded = if nanos >= 0 {
+            nanos.checked_add(half)? / r.den
+        } else {
+            nanos.checked_sub(half)? / r.den
+        };
+        Duration::from_parts(months / r.den, days / r.den + carry / per_day, rounded)
     }
 
     fn scaled(self, f: impl Fn(f64) -> f64) -> Option<Duration> {
@@ -1261,6 +1297,60 @@ impl Duration {
         }
         b.add(DurationUnit::Nanoseconds, num_of(n.round()));
         b.build()
+    }
+}
+
+/// An exact factor `num / den` (`den > 0`) to scale a duration by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Ratio {
+    num: i128,
+    den: i128,
+}
+
+impl Ratio {
+    /// The decimal that `f` prints as (its shortest round-trip digits): the
+    /// literal `1.1` is 11/10, not the binary fraction nearest to it. `None`
+    /// when that needs more than 10^24 in either part (the caller then
+    /// scales in floats).
+    fn of_decimal(f: f64) -> Option<Ratio> {
+        if !f.is_finite() {
+            return None;
+        }
+        let text = format!("{f:e}");
+        let (mantissa, exp) = text.split_once('e')?;
+        let exp: i32 = exp.parse().ok()?;
+        let (neg, mantissa) = match mantissa.strip_prefix('-') {
+            Some(m) => (true, m),
+            None => (false, mantissa),
+        };
+        let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+        let mut num: i128 = format!("{int}{frac}").parse().ok()?;
+        if neg {
+            num = -num;
+        }
+        let scale = frac.len() as i32 - exp;
+        const MAX_POW: u32 = 24;
+        if scale >= 0 {
+            let den = 10i128.checked_pow(u32::try_from(scale).ok().filter(|s| *s <= MAX_POW)?)?;
+            Some(Ratio { num, den })
+        } else {
+            let pow = u32::try_from(-scale).ok().filter(|s| *s <= MAX_POW)?;
+            Some(Ratio {
+                num: num.checked_mul(10i128.checked_pow(pow)?)?,
+                den: 1,
+            })
+        }
+    }
+
+    /// `1 / self`; `None` for zero.
+    fn inverse(self) -> Option<Ratio> {
+        if self.num == 0 {
+            return None;
+        }
+        Some(Ratio {
+            num: self.den * self.num.signum(),
+            den: self.num.abs(),
+        })
     }
 }
 
@@ -1361,6 +1451,71 @@ pub fn plus_months_days(t: LocalDateTime, months: i64, days: i64) -> Option<Loca
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn dur(text: &str) -> Duration {
+        Duration::parse(text).unwrap()
+    }
+
+    #[test]
+    fn fractional_scaling_is_exact_in_decimal() {
+        let d = dur("P1Y2M3DT4H5M6.7S");
+        // 15.4 months: 0.4 of the average month is 12.17475 days; with
+        // 3.3 days that is 15 days and 0.47475 days = 41,018.4 s, added to
+        // 14,706.7 s * 1.1 = 16,177.37 s.
+        assert_eq!(
+            d.checked_mul(Num::Float(1.1)).unwrap().to_string(),
+            "P1Y3M15DT15H53M15.77S"
+        );
+        // 14 / 0.3 months = 46 and 2/3 (20.29125 days); 3 / 0.3 = 10 days.
+        assert_eq!(
+            d.checked_div(0.3).unwrap().to_string(),
+            "P3Y10M30DT20H36M26.333333333S"
+        );
+        assert_eq!(
+            dur("P1D").checked_mul(Num::Float(0.5)).unwrap(),
+            dur("PT12H")
+        );
+        assert_eq!(
+            dur("PT1S").checked_mul(Num::Float(0.1)).unwrap(),
+            dur("PT0.1S")
+        );
+        assert_eq!(dur("PT2S").checked_div(3.0).unwrap(), dur("PT0.666666667S"));
+        assert_eq!(
+            dur("PT-2S").checked_div(3.0).unwrap(),
+            dur("PT-0.666666667S")
+        );
+        assert_eq!(
+            dur("P1M").checked_mul(Num::Float(-0.5)).unwrap(),
+            dur("P-15DT-5H-14M-33S")
+        );
+        // Factors with more digits than the exact path takes still scale.
+        assert!(dur("P1D").checked_mul(Num::Float(1e-30)).is_some());
+        assert!(dur("P1D").checked_mul(Num::Float(f64::NAN)).is_none());
+        assert!(dur("P1D").checked_div(0.0).is_none());
+    }
+
+    #[test]
+    fn decimal_scaling_matches_integer_arithmetic() {
+        // d * (k / 10^n) computed as (d * k) then divided by 10^n in
+        // nanoseconds: for a duration without months or days both must
+        // agree to the nanosecond.
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..2000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let nanos = (x % 10_000_000_000_000) as i64 - 5_000_000_000_000;
+            let k = (x >> 40) as i64 % 100_000 - 50_000;
+            let n = (x >> 20) as u32 % 5;
+            let d = Duration::from_parts(0, 0, nanos as i128).unwrap();
+            let factor: f64 = format!("{}e-{}", k, n).parse().unwrap();
+            let got = d.checked_mul(Num::Float(factor)).unwrap();
+            let den = 10i128.pow(n);
+            let exact = nanos as i128 * k as i128;
+            let want = (exact + exact.signum() * den / 2) / den;
+            assert_eq!(got.total_nanos(), want, "{d} * {factor}");
+        }
+    }
 
     #[test]
     fn date_round_trip() {

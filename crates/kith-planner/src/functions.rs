@@ -334,6 +334,17 @@ pub fn scalar_type(lower_name: &str, args: &[LogicalType]) -> Result<LogicalType
         }
         "tofloat" | "todouble" | "to_double" => {
             check(n, args, &[AnyT], 0)?;
+            // Only text and numbers convert (openCypher: a BOOL, list, map
+            // or entity is an invalid argument); known at compile time when
+            // the argument's type is.
+            if let Some(t) = args
+                .first()
+                .filter(|t| !(t.is_numeric() || matches!(t, T::String | T::Any)))
+            {
+                return Err(Error::type_error(format!(
+                    "tofloat() cannot convert a {t} value (invalid argument value)"
+                )));
+            }
             T::Double
         }
         "toboolean" | "tobool" => {

@@ -27,7 +27,7 @@ pub(super) fn lookup(name: &str) -> Option<ScalarFunction> {
 
 /// Cypher's `toX()` functions return NULL for text that does not convert.
 /// Values of other kinds (lists, maps, nodes, rels, paths; a FLOAT for
-/// toBoolean) are a type error, as openCypher asks.
+/// toBoolean; a BOOL for toFloat) are a type error, as openCypher asks.
 fn convert(name: &str, args: &[Value], to: &LogicalType) -> Result<Value> {
     arity(name, args, 1, 1)?;
     let v = &args[0];
@@ -44,7 +44,9 @@ fn convert(name: &str, args: &[Value], to: &LogicalType) -> Result<Value> {
                 | Value::Path(_)
                 | Value::InternalId(_)
         ),
-        _ => matches!(v, Value::String(_) | Value::Bool(_)) || t.is_numeric(),
+        LogicalType::Int64 => matches!(v, Value::String(_) | Value::Bool(_)) || t.is_numeric(),
+        // toFloat(true) is an error in openCypher (toInteger(true) is 1).
+        _ => matches!(v, Value::String(_)) || t.is_numeric(),
     };
     if !ok {
         return Err(kith_common::Error::type_error(format!(

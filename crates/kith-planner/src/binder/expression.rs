@@ -582,6 +582,14 @@ pub(super) fn binary_type(op: BinaryOp, l: &LogicalType, r: &LogicalType) -> Res
         BinaryOp::Eq | BinaryOp::Ne | BinaryOp::Lt | BinaryOp::Le | BinaryOp::Gt | BinaryOp::Ge => {
             T::Bool
         }
+        // A right side that cannot be a list is a type error when the query
+        // is compiled, not only when a row reaches it (openCypher's
+        // InvalidArgumentType): an empty input must not hide it.
+        BinaryOp::In if !matches!(r, T::List(_) | T::Any) => {
+            return Err(Error::type_error(format!(
+                "IN expects a LIST on its right, got {r}"
+            )))
+        }
         BinaryOp::In => T::Bool,
         BinaryOp::RegexMatch | BinaryOp::StartsWith | BinaryOp::EndsWith | BinaryOp::Contains => {
             T::Bool

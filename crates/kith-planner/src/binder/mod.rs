@@ -97,6 +97,9 @@ pub struct Binder<'a> {
     /// While binding a MATCH's WHERE: its top-level conjuncts that read
     /// variables' properties only (candidates to restrict a subquery's keys).
     where_conjuncts: Vec<ast::Expr>,
+    /// Binding the continuation of a write statement: its clauses are the
+    /// statement's own, already checked (and split) when it was bound.
+    continuation: bool,
     /// What a plain `*l..u` matches.
     var_length: VarLengthSemantics,
 }
@@ -231,6 +234,7 @@ impl<'a> Binder<'a> {
             in_projection: false,
             procedures: &NO_PROCEDURES,
             where_conjuncts: Vec::new(),
+            continuation: false,
             var_length: VarLengthSemantics::Walk,
         }
     }
@@ -622,6 +626,7 @@ pub fn bind_continuation(
     b.params = Some(params);
     b.procedures = procedures;
     b.var_length = var_length;
+    b.continuation = true;
     for (name, kind) in vars {
         let slot = b.new_slot();
         match kind {
@@ -748,11 +753,24 @@ pub(crate) fn substitute(
     targets: &[BoundExpr],
     replace: &dyn Fn(usize, &BoundExpr) -> BoundExpr,
 ) -> BoundExpr {
+    substitute_if(e, targets, &|_, _| true, replace)
+}
+
+/// [`substitute`], replacing a match of target `i` only where `accept(i,
+/// subexpression)` holds.
+pub(crate) fn substitute_if(
+    e: &BoundExpr,
+    targets: &[BoundExpr],
+    accept: &dyn Fn(usize, &BoundExpr) -> bool,
+    replace: &dyn Fn(usize, &BoundExpr) -> BoundExpr,
+) -> BoundExpr {
     let stripped = strip(e);
     if let Some(i) = targets.iter().position(|t| *t == stripped) {
-        return replace(i, e);
+        if accept(i, e) {
+            return replace(i, e);
+        }
     }
-    let sub = |x: &BoundExpr| substitute(x, targets, replace);
+    let sub = |x: &BoundExpr| substitute_if(x, targets, accept, replace);
     let kind = match &e.kind {
         BoundExprKind::Unary(op, x) => BoundExprKind::Unary(*op, Box::new(sub(x))),
         BoundExprKind::Binary(op, x, y) => {

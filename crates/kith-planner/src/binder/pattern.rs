@@ -722,6 +722,31 @@ impl Binder<'_> {
                                 .find(|r| r.name == v.name && r.recursive.is_none())
                                 .map(|r| r.id_slot)
                         });
+                    // A name bound to a value (`WITH 1 AS r`, `UNWIND ... AS
+                    // r`) is not a rel: matching it as a new one would
+                    // silently shadow the value. A rel handed on as a value
+                    // (`UNWIND collect(r) AS r2`) would have to match that
+                    // rel, which is not supported here.
+                    if carried.is_none() && recursive.is_none() {
+                        if let Some((_, _, ty)) = self.values.iter().find(|x| x.0 == v.name) {
+                            return Err(match ty {
+                                LogicalType::Rel | LogicalType::InternalId | LogicalType::Any => {
+                                    not_supported(
+                                        v.span,
+                                        "matching a relationship against a rel bound earlier as a value",
+                                    )
+                                }
+                                _ => Error::at(
+                                    ErrorKind::Semantic,
+                                    v.span,
+                                    format!(
+                                        "'{}' is already bound to a {ty} value, not a rel (variable type conflict)",
+                                        v.name
+                                    ),
+                                ),
+                            });
+                        }
+                    }
                     if let Some(carried) = carried {
                         if recursive.is_some() {
                             return Err(Error::at(

@@ -170,12 +170,19 @@ impl Binder<'_> {
         // DISTINCT) the variables before the projection.
         self.aliases = outputs.clone();
         let projected_aggregates = self.aggregates.as_ref().map_or(0, |a| a.len());
+        // Per key: whether it aggregates, and where it is written (an alias
+        // binds to its item's expression, whose span lies outside this one).
+        let mut order_aggregates: Vec<(bool, Span)> = Vec::new();
         let order: Result<Vec<BoundSortKey>> = proj
             .order_by
             .iter()
             .map(|o| {
+                let before = self.aggregates.as_ref().map_or(0, |a| a.len());
+                let expr = self.bind_expr(&o.expr)?;
+                let after = self.aggregates.as_ref().map_or(0, |a| a.len());
+                order_aggregates.push((after > before, o.expr.span));
                 Ok(BoundSortKey {
-                    expr: self.bind_expr(&o.expr)?,
+                    expr,
                     descending: o.descending,
                 })
             })
@@ -343,8 +350,17 @@ impl Binder<'_> {
                     ));
                 }
             }
-            for key in &mut order_by {
-                key.expr = substitute(&key.expr, &targets, &|i, orig| {
+            for (key, (aggregating, written)) in order_by.iter_mut().zip(&order_aggregates) {
+                // Around an aggregate, a complex grouping key stands for
+                // itself only through its alias (`x + count(*)` with `n.id
+                // + 1 AS x`); written out again (`n.id + 1 + count(*)`) it is
+                // ambiguous (openCypher's AmbiguousAggregationExpression).
+                let accept = |i: usize, e: &BoundExpr| {
+                    let complex = matches!(simple_targets[i].kind, BoundExprKind::Literal(_));
+                    let spelled_out = written.start <= e.span.start && e.span.end <= written.end;
+                    !(*aggregating && complex && spelled_out)
+                };
+                key.expr = substitute_if(&key.expr, &targets, &accept, &|i, orig| {
                     BoundExpr::slot(group_keys[i].1, orig.ty.clone(), orig.span)
                 });
                 let mut slots = Vec::new();

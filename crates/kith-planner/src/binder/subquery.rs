@@ -84,6 +84,17 @@ impl Binder<'_> {
         }
         let mut keys: Vec<(String, EntityKind)> = Vec::new();
         for name in names {
+            // A list comprehension's variable (`[x IN nodes | [(x)-->(b) |
+            // b]]`) changes per element, and a subquery runs once before
+            // the outer query: it would bind `x` as a new node of its own.
+            if self.locals.iter().any(|l| l.0 == name) {
+                return Err(not_supported(
+                    span,
+                    &format!(
+                        "using the list comprehension variable '{name}' inside a subquery or pattern comprehension"
+                    ),
+                ));
+            }
             match self.outer_entity(&name) {
                 Some(kind) => keys.push((name, kind)),
                 None if self.values.iter().any(|v| v.0 == name)

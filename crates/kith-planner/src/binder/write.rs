@@ -478,6 +478,9 @@ impl Binder<'_> {
             dirty: HashSet::new(),
             paths: Vec::new(),
         };
+        if !self.continuation {
+            self.check_bare_creates(clauses, &scope)?;
+        }
         let pieces: Vec<Option<Vec<Clause>>> = clauses.iter().map(split_create).collect();
         let split: Vec<Clause>;
         let clauses = if pieces.iter().any(Option::is_some) {
@@ -961,6 +964,73 @@ impl Binder<'_> {
             || self.graph.rels.iter().any(|r| r.name == name)
             || self.values.iter().any(|v| v.0 == name)
             || self.rels_carried.iter().any(|r| r.0 == name)
+            || self.is_path(name)
+    }
+
+    /// `CREATE (a)` with `a` already bound creates nothing; openCypher
+    /// rejects it (VariableAlreadyBound) instead of ignoring it. Checked on
+    /// the clauses as written, before [`split_create`] adds such patterns
+    /// of its own.
+    fn check_bare_creates(&self, clauses: &[Clause], scope: &WriteScope) -> Result<()> {
+        let mut earlier: HashSet<&str> = HashSet::new();
+        // Until a WITH narrows the scope, the variables bound before the
+        // writes are in it too.
+        let mut outer = true;
+        for clause in clauses {
+            let (patterns, create): (&[ast::PathPattern], bool) =
+                match clause {
+                    Clause::Create { patterns, .. } => (patterns, true),
+                    Clause::Merge { pattern, .. } => (std::slice::from_ref(pattern), false),
+                    Clause::Unwind { alias, .. } => {
+                        earlier.insert(&alias.name);
+                        continue;
+                    }
+                    Clause::Projection(p) => {
+                        if !p.star {
+                            outer = false;
+                            earlier.clear();
+                        }
+                        earlier.extend(p.items.iter().filter_map(|i| {
+                            match (&i.alias, &i.expr.kind) {
+                                (Some(a), _) => Some(a.name.as_str()),
+                                (None, ExprKind::Variable(v)) => Some(v.as_str()),
+                                _ => None,
+                            }
+                        }));
+                        continue;
+                    }
+                    _ => continue,
+                };
+            for p in patterns {
+                if let (true, true, Some(v)) = (create, p.chain.is_empty(), &p.start.variable) {
+                    if earlier.contains(v.name.as_str()) || (outer && self.is_bound(&v.name, scope))
+                    {
+                        return Err(semantic(
+                            v.span,
+                            format!(
+                                "variable '{}' is already bound: CREATE needs a new node or a rel",
+                                v.name
+                            ),
+                        ));
+                    }
+                }
+                earlier.extend(
+                    p.variable
+                        .iter()
+                        .chain(&p.start.variable)
+                        .map(|v| v.name.as_str()),
+                );
+                for (r, n) in &p.chain {
+                    earlier.extend(
+                        r.variable
+                            .iter()
+                            .chain(&n.variable)
+                            .map(|v| v.name.as_str()),
+                    );
+                }
+            }
+        }
+        Ok(())
     }
 
     fn node_ref(&self, name: &str, span: Span, scope: &mut WriteScope) -> Result<NodeRef> {
