@@ -121,6 +121,10 @@ pub(crate) struct Settings {
     /// `plan_cache`: whether read queries keep their plans
     /// ([`crate::plan_cache`]).
     pub plan_cache: bool,
+    /// `plan_seed`: 0 plans from the real table sizes; another value skews
+    /// them (see [`crate::statement::planner_rows`]) so that other join
+    /// orders run. A testing aid: the query fuzzer compares the results.
+    pub plan_seed: u64,
 }
 
 /// The explicit transaction of a connection.
@@ -205,6 +209,7 @@ impl Connection {
                 recursive: Default::default(),
                 var_length: Default::default(),
                 plan_cache: true,
+                plan_seed: 0,
             }),
             txn: Mutex::new(TxnState::Auto),
             running: Mutex::new(None),

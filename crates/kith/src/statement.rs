@@ -326,7 +326,9 @@ fn run_statement(
     let procedures = Arc::clone(&conn.db.procedures.read());
     let (var_length, threads, plan_cache) = {
         let settings = conn.settings.lock();
-        (settings.var_length, settings.threads, settings.plan_cache)
+        // Skewed plans are not kept: the next statement may ask for others.
+        let plan_cache = settings.plan_cache && settings.plan_seed == 0;
+        (settings.var_length, settings.threads, plan_cache)
     };
     // The pool's workers wake while a statement that matches patterns is
     // bound and planned (others would only make them spin).
@@ -596,9 +598,17 @@ fn run_bound(
                         conn.plans.lock().clear();
                     }
                 }
+                "plan_seed" => {
+                    let seed = value.as_i64().filter(|v| *v >= 0).ok_or_else(|| {
+                        Error::runtime(format!(
+                            "plan_seed expects a non-negative integer (0: plan from the real table sizes), got {value}"
+                        ))
+                    })?;
+                    s.plan_seed = seed as u64;
+                }
                 other => {
                     return Err(Error::runtime(format!(
-                        "unknown setting '{other}' (known: threads, timeout, recursive_policy, recursive_k, var_length_max_depth, var_length_semantics, plan_cache)"
+                        "unknown setting '{other}' (known: threads, timeout, recursive_policy, recursive_k, var_length_max_depth, var_length_semantics, plan_cache, plan_seed)"
                     )))
                 }
             }
@@ -668,7 +678,7 @@ fn run_bound(
             let plan = Arc::new(kith_planner::planner::plan_query(
                 *q,
                 &snapshot.catalog,
-                &|t| snapshot.cardinality(t),
+                &planner_rows(snapshot, &settings),
             )?);
             if let Some((text, key, matches_patterns)) = cache {
                 let cached = CachedPlan {
@@ -690,9 +700,11 @@ fn run_bound(
             // PROFILE runs the query and reports, under the plan, each
             // operator's tuples and time (totals over all workers).
             BoundStatement::Query(q) => {
-                let plan = kith_planner::planner::plan_query(*q, &snapshot.catalog, &|t| {
-                    snapshot.cardinality(t)
-                })?;
+                let plan = kith_planner::planner::plan_query(
+                    *q,
+                    &snapshot.catalog,
+                    &planner_rows(snapshot, &settings),
+                )?;
                 let profile = Arc::new(kith_exec::profile::Profile::default());
                 let start = std::time::Instant::now();
                 let chunks = execute_plan_profiled(
@@ -722,9 +734,11 @@ result: {rows} rows in {:.3} ms with {} threads (operator times are summed over 
         },
         BoundStatement::Explain { inner, .. } => match *inner {
             BoundStatement::Query(q) => {
-                let mut plan = kith_planner::planner::plan_query(*q, &snapshot.catalog, &|t| {
-                    snapshot.cardinality(t)
-                })?;
+                let mut plan = kith_planner::planner::plan_query(
+                    *q,
+                    &snapshot.catalog,
+                    &planner_rows(snapshot, &settings),
+                )?;
                 for part in &mut plan.parts {
                     if let Some(r) = &mut part.recursive {
                         let k = settings
@@ -746,9 +760,11 @@ result: {rows} rows in {:.3} ms with {} threads (operator times are summed over 
             BoundStatement::Union { queries, all } => {
                 let mut parts = Vec::new();
                 for q in queries {
-                    let plan = kith_planner::planner::plan_query(q, &snapshot.catalog, &|t| {
-                        snapshot.cardinality(t)
-                    })?;
+                    let plan = kith_planner::planner::plan_query(
+                        q,
+                        &snapshot.catalog,
+                        &planner_rows(snapshot, &settings),
+                    )?;
                     parts.push(plan.explain(&snapshot.catalog).trim_end().to_string());
                 }
                 let glue = if all { "\nUNION ALL\n" } else { "\nUNION\n" };
@@ -778,8 +794,11 @@ fn run_union(
     let mut types: Vec<LogicalType> = Vec::new();
     let mut results = Vec::with_capacity(queries.len());
     for (i, q) in queries.into_iter().enumerate() {
-        let plan =
-            kith_planner::planner::plan_query(q, &snapshot.catalog, &|t| snapshot.cardinality(t))?;
+        let plan = kith_planner::planner::plan_query(
+            q,
+            &snapshot.catalog,
+            &planner_rows(snapshot, settings),
+        )?;
         let chunks = execute_plan(conn, &plan, snapshot, params, cancel, settings)?;
         if i == 0 {
             names = plan.names;
@@ -928,4 +947,34 @@ fn run_plan(
 
 fn kith_graph_max_upper() -> u32 {
     kith_exec::operator::recursive_join::MAX_DEPTH_LIMIT
+}
+
+/// The table sizes the planner estimates from: the snapshot's, or with
+/// `plan_seed` set, each scaled by a factor between 1/64 and 64 that the
+/// seed and the table fix. Wrong estimates only change which (equally
+/// correct) join order, start node or join kind the planner picks, so
+/// results must not change: the query fuzzer checks that they do not.
+pub(crate) fn planner_rows<'a>(
+    snapshot: &'a kith_storage::Version,
+    settings: &crate::database::Settings,
+) -> impl Fn(kith_common::TableId) -> u64 + 'a {
+    let seed = settings.plan_seed;
+    move |t| {
+        let rows = snapshot.cardinality(t);
+        if seed == 0 {
+            return rows;
+        }
+        // splitmix64 of the seed and the table: a fixed, well-spread draw.
+        let mut z = seed ^ (u64::from(t.0)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        let shift = (z % 13) as i32 - 6;
+        let scaled = if shift >= 0 {
+            rows.saturating_mul(1 << shift)
+        } else {
+            rows >> -shift
+        };
+        scaled.max(1)
+    }
 }

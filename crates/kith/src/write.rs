@@ -88,7 +88,11 @@ fn run_write_in(
     } else {
         txn.node_read_version()?
     };
-    let plan = kith_planner::planner::plan_query(w.query, &base.catalog, &|t| base.cardinality(t))?;
+    let plan = kith_planner::planner::plan_query(
+        w.query,
+        &base.catalog,
+        &crate::statement::planner_rows(&base, settings),
+    )?;
     let chunks = match initial {
         None => crate::statement::execute_plan(conn, &plan, &base, params, cancel, settings)?,
         Some(rows) => {
@@ -138,9 +142,11 @@ fn run_continuation(
     match bound {
         BoundStatement::Query(q) => {
             let version = txn.read_version()?;
-            let plan = kith_planner::planner::plan_query(*q, &version.catalog, &|t| {
-                version.cardinality(t)
-            })?;
+            let plan = kith_planner::planner::plan_query(
+                *q,
+                &version.catalog,
+                &crate::statement::planner_rows(&version, run.settings),
+            )?;
             let chunks = crate::statement::execute_plan_from(
                 run.conn,
                 &plan,
