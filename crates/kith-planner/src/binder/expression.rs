@@ -73,6 +73,19 @@ impl Binder<'_> {
                 ))
             }
             ExprKind::Property(target, key) => match &target.kind {
+                // A projection alias shadows the pattern variable of the
+                // same name (`WITH b AS a WHERE a.id = 2`, `RETURN b AS a
+                // ORDER BY a.id`): the property is read from what the alias
+                // stands for.
+                ExprKind::Variable(var)
+                    if !self.locals.iter().any(|l| &l.0 == var)
+                        && self.aliases.iter().any(|a| &a.0 == var) =>
+                {
+                    match self.alias_entity(var) {
+                        Some(entity) => self.bind_property(&entity, key, span),
+                        None => self.bind_field(target, key, span),
+                    }
+                }
                 ExprKind::Variable(var) if !self.is_value_variable(var) => {
                     self.bind_property(var, key, span)
                 }
@@ -699,6 +712,30 @@ impl Binder<'_> {
             ty: ty.clone(),
             span: e.span,
         })
+    }
+
+    /// The node or rel variable that projection alias `alias` stands for
+    /// (`b AS a`), if any.
+    fn alias_entity(&self, alias: &str) -> Option<String> {
+        let (_, e) = self.aliases.iter().find(|a| a.0 == alias)?;
+        let slot = match &e.kind {
+            BoundExprKind::Slot(s) => *s,
+            BoundExprKind::Function(f, args) if f == "_node" || f == "_rel" => {
+                match args.first().map(|a| &a.kind) {
+                    Some(BoundExprKind::Slot(s)) => *s,
+                    _ => return None,
+                }
+            }
+            _ => return None,
+        };
+        let nodes = self.graph.nodes.iter().map(|n| (&n.name, n.id_slot));
+        let rels = self.graph.rels.iter().map(|r| (&r.name, r.id_slot));
+        let carried = self.rels_carried.iter().map(|r| (&r.0, r.1));
+        nodes
+            .chain(rels)
+            .chain(carried)
+            .find(|(_, s)| *s == slot)
+            .map(|(name, _)| name.clone())
     }
 
     /// Whether `var.key` reads a field of a value (a comprehension variable,
