@@ -257,6 +257,18 @@ fn pack_last_extend(steps: &mut [Built], reads: &HashSet<SlotId>, b: &mut Layout
     else {
         return;
     };
+    // A replica moves its slot to the output group in the pipeline's one
+    // layout, where the filters before the extend would then read it too
+    // (from an empty group at their turn: `WHERE id(x) <> id(a)` dropped
+    // every tuple of `RETURN collect(id(a)), collect(id(b))`, issue 51).
+    let mut read_before = Vec::new();
+    for step in &steps[..i] {
+        match step {
+            Built::Filter(e) | Built::ChainFilter(e) => e.slots(&mut read_before),
+            Built::PadFilter { predicate, .. } => predicate.slots(&mut read_before),
+            _ => {}
+        }
+    }
     let (head, tail) = steps.split_at_mut(i + 1);
     let Some(Built::Extend {
         input_chunk,
@@ -305,7 +317,9 @@ fn pack_last_extend(steps: &mut [Built], reads: &HashSet<SlotId>, b: &mut Layout
         .collect();
     match read[..] {
         [] => *pack = true,
-        [(slot, v)] if b.chunks[input][v] == LogicalType::InternalId => {
+        [(slot, v)]
+            if b.chunks[input][v] == LogicalType::InternalId && !read_before.contains(&slot) =>
+        {
             let to = b.add(*output_chunk, slot, LogicalType::InternalId);
             replicas.push((v, to));
             *pack = true;
