@@ -703,8 +703,14 @@ impl Extend {
             None
         };
         let chunk = &rs.chunks[input];
-        let ids = &chunk.vectors[self.from.1];
-        if fixed.is_none() && self.exclude.is_empty() && !ids.nulls.may_have_nulls() {
+        // The source ids are in the input group only when not `fixed` (a
+        // source in an earlier group indexed the input group with the other
+        // group's vector and panicked, issue 51).
+        let ids = match fixed {
+            None if self.from.0 == input => Some(&chunk.vectors[self.from.1]),
+            _ => None,
+        };
+        if let Some(ids) = ids.filter(|v| self.exclude.is_empty() && !v.nulls.may_have_nulls()) {
             // The common batch: every tuple's own node, none NULL (a
             // scan's whole batch as a plain range, the loops' cheapest
             // iterator).

@@ -436,6 +436,22 @@ fn plan_part(
             used.insert(n.id_slot);
         }
     }
+    // The optional extend starts from its anchor node: an extend binding
+    // that node may not only count it (`MATCH (a)-->(b) OPTIONAL MATCH
+    // (b)<--(c) RETURN count(*)` failed with "extend from an unplaced
+    // slot", issue 51).
+    if let Some((_, rel, _)) = &optional {
+        // The optional node was the graph's last (popped above).
+        let popped = q.graph.nodes.len();
+        let anchor = if rel.left == popped {
+            rel.right
+        } else {
+            rel.left
+        };
+        if let Some(n) = q.graph.nodes.get(anchor) {
+            used.insert(n.id_slot);
+        }
+    }
     if !dependent.is_empty() {
         // Properties only dependent keys read are read after aggregating.
         for node in &mut q.graph.nodes {
