@@ -1,0 +1,685 @@
+//! The oracles: each [`Check`] runs one or more statements and decides
+//! whether the engine contradicted itself (TLP, NoREC, differential), a
+//! reference model (writes), or crashed or hung.
+//!
+//! A [`Case`] is everything needed to rerun one check from nothing: the
+//! graph, the writes run before it, and the check; [`replay`] does that for
+//! the minimizer and for `--case`.
+
+use std::sync::Arc;
+
+use kith::{ErrorKind, Value};
+
+use crate::exec::{CrashEvent, Outcome, Session, Slot};
+use crate::graph::Graph;
+use crate::query::{Agg, Expr, Item, ItemKind, Projection, Query};
+use crate::results::{canon_row, compare, render, Shape, FINE};
+use crate::schema::Ty;
+use crate::write::{self, Step};
+
+/// The oracle a check belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Oracle {
+    Tlp,
+    NoRec,
+    Diff,
+    Write,
+    Crash,
+}
+
+impl Oracle {
+    pub const ALL: &'static [Oracle] = &[
+        Oracle::Tlp,
+        Oracle::NoRec,
+        Oracle::Diff,
+        Oracle::Write,
+        Oracle::Crash,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Oracle::Tlp => "tlp",
+            Oracle::NoRec => "norec",
+            Oracle::Diff => "diff",
+            Oracle::Write => "write",
+            Oracle::Crash => "crash",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Oracle> {
+        Oracle::ALL.iter().copied().find(|o| o.name() == s)
+    }
+}
+
+/// One check.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Check {
+    /// Ternary logic partitioning of `query` on `pred` at clause `at`.
+    Tlp { query: Query, at: usize, pred: Expr },
+    /// `count(*)` with `pred` at clause `at` against counting where it holds.
+    NoRec { query: Query, at: usize, pred: Expr },
+    /// The same query under other settings.
+    Diff { query: Query },
+    /// Write steps against the reference model.
+    Write { steps: Vec<Step> },
+    /// A statement that ended in an internal error (or was interrupted:
+    /// a hang) under these settings.
+    Crash {
+        settings: Vec<String>,
+        repeat: bool,
+        statement: String,
+        kind: ErrorKind,
+    },
+}
+
+impl Check {
+    pub fn oracle(&self) -> Oracle {
+        match self {
+            Check::Tlp { .. } => Oracle::Tlp,
+            Check::NoRec { .. } => Oracle::NoRec,
+            Check::Diff { .. } => Oracle::Diff,
+            Check::Write { .. } => Oracle::Write,
+            Check::Crash { .. } => Oracle::Crash,
+        }
+    }
+}
+
+/// What a failed check saw.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Failure {
+    pub summary: String,
+    /// The statements (after the setup) that show the failure.
+    pub statements: Vec<String>,
+    pub expected: String,
+    pub actual: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    Pass,
+    /// The check does not apply or its query failed in an ordinary way
+    /// (the reason).
+    Skip(String),
+    Fail(Failure),
+}
+
+/// A check with its base query's error, if it had one (for statistics).
+pub struct Ran {
+    pub verdict: Verdict,
+    pub base_error: Option<(ErrorKind, String)>,
+}
+
+/// Everything to rerun a check on a fresh database.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Case {
+    pub seed: u64,
+    pub graph: Graph,
+    /// Statements run after loading and before the check.
+    pub writes: Vec<String>,
+    pub check: Check,
+    /// The case is about a crash (or hang) one of the check's statements
+    /// ran into, not about the check's own verdict.
+    pub crash: Option<CrashSig>,
+}
+
+/// Which crash a case reproduces: the error kind and the first line of
+/// the message with numbers blanked.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct CrashSig {
+    pub kind: ErrorKind,
+    pub signature: String,
+}
+
+impl CrashSig {
+    pub fn of(kind: ErrorKind, message: &str) -> CrashSig {
+        // Numbers (spans, slots, indexes) blanked: one `#` per run of digits.
+        let mut signature = String::new();
+        for c in message.lines().next().unwrap_or("").chars() {
+            if !c.is_ascii_digit() {
+                signature.push(c);
+            } else if !signature.ends_with('#') {
+                signature.push('#');
+            }
+        }
+        CrashSig { kind, signature }
+    }
+
+    pub fn is_hang(&self) -> bool {
+        self.kind == ErrorKind::Interrupted
+    }
+}
+
+impl Case {
+    /// The oracle a failure of this case is reported under.
+    pub fn oracle(&self) -> Oracle {
+        if self.crash.is_some() {
+            Oracle::Crash
+        } else {
+            self.check.oracle()
+        }
+    }
+}
+
+/// Rows above which a timeout is not a hang: the query is just big. (At
+/// 2,000,000 a cross product of 1.98 M rows feeding collect(), DISTINCT
+/// and a pattern predicate per row timed out honestly at 5 s: the engine
+/// met its bound, the generator asked too much.)
+pub const BIG: i64 = 250_000;
+
+/// Whether `q` is big enough that a timeout means nothing: the rows after
+/// some prefix of its clauses (counted, which the engine does without
+/// materializing them) exceed [`BIG`], or counting them times out too.
+pub fn is_big(s: &mut Session, q: &Query) -> bool {
+    for end in 1..=q.clauses.len() {
+        let mut prefix = q.clone();
+        prefix.clauses.truncate(end);
+        prefix.union = None;
+        prefix.ret = count_projection(None);
+        match s.run(&prefix.to_string()) {
+            Outcome::Ok(r) => {
+                let n = r
+                    .rows
+                    .first()
+                    .and_then(|r| r.first())
+                    .and_then(Value::as_i64);
+                if n.is_some_and(|n| n > BIG) {
+                    return true;
+                }
+            }
+            Outcome::Err {
+                kind: ErrorKind::Interrupted | ErrorKind::OutOfMemory,
+                ..
+            } => return true,
+            Outcome::Err { .. } => {}
+        }
+    }
+    match &q.union {
+        Some((_, branch)) => is_big(s, branch),
+        None => false,
+    }
+}
+
+/// The failure a crash event shows.
+pub fn crash_failure(e: &CrashEvent) -> Failure {
+    let mut statements = e.settings.clone();
+    if e.repeat {
+        statements.push(e.statement.clone());
+    }
+    statements.push(e.statement.clone());
+    Failure {
+        summary: if e.kind == ErrorKind::Interrupted {
+            "the statement did not finish within the timeout (hang)".into()
+        } else {
+            format!("internal error: {}", first_line(&e.message))
+        },
+        statements,
+        expected: "the statement finishes without an internal error".into(),
+        actual: format!("error {:?}: {}", e.kind, e.message),
+    }
+}
+
+/// Runs a case from nothing: a new database, the graph, the writes, the
+/// check.
+pub fn replay(case: &Case, slot: Option<Arc<Slot>>) -> Verdict {
+    let mut s = match Session::open(slot, case.seed) {
+        Ok(s) => s,
+        Err(e) => return Verdict::Skip(e),
+    };
+    if let Err((stmt, out)) = s.load(&case.graph) {
+        return Verdict::Skip(format!("loading failed at {stmt}: {}", out.describe()));
+    }
+    for w in &case.writes {
+        s.write(w);
+    }
+    let verdict = run(&case.check, &mut s, &case.graph).verdict;
+    match &case.crash {
+        None => verdict,
+        Some(sig) => match s
+            .events
+            .iter()
+            .find(|e| CrashSig::of(e.kind, &e.message) == *sig)
+        {
+            Some(e) => Verdict::Fail(crash_failure(e)),
+            None => Verdict::Pass,
+        },
+    }
+}
+
+/// Runs a check on a session that holds the case's graph.
+pub fn run(check: &Check, s: &mut Session, graph: &Graph) -> Ran {
+    s.reset();
+    let ran = match check {
+        Check::Tlp { query, at, pred } => tlp(s, query, *at, pred),
+        Check::NoRec { query, at, pred } => norec(s, query, *at, pred),
+        Check::Diff { query } => diff(s, query),
+        Check::Write { steps } => Ran {
+            verdict: match write::check(s, graph, steps) {
+                Ok(()) => Verdict::Pass,
+                Err(m) => {
+                    let mut statements: Vec<String> = Vec::new();
+                    for st in &steps[..=m.step] {
+                        statements.push(format!("CALL threads={}", st.threads));
+                        statements.push(st.stmt.render(&graph.schema));
+                    }
+                    Verdict::Fail(Failure {
+                        summary: format!(
+                            "write step {} disagrees with the model: {}",
+                            m.step, m.statement
+                        ),
+                        statements,
+                        expected: m.expected,
+                        actual: m.actual,
+                    })
+                }
+            },
+            base_error: None,
+        },
+        Check::Crash {
+            settings,
+            repeat,
+            statement,
+            kind,
+        } => {
+            for st in settings {
+                s.run(st);
+            }
+            if *repeat {
+                s.run(statement);
+            }
+            let out = s.run(statement);
+            let verdict = match &out {
+                Outcome::Err { kind: k, message } if k == kind => {
+                    let mut statements = settings.clone();
+                    if *repeat {
+                        statements.push(statement.clone());
+                    }
+                    statements.push(statement.clone());
+                    Verdict::Fail(Failure {
+                        summary: if *kind == ErrorKind::Interrupted {
+                            "the statement did not finish within the timeout (hang)".into()
+                        } else {
+                            format!("internal error: {}", first_line(message))
+                        },
+                        statements,
+                        expected: "the statement finishes without an internal error".into(),
+                        actual: out.describe(),
+                    })
+                }
+                _ => Verdict::Pass,
+            };
+            Ran {
+                verdict,
+                base_error: None,
+            }
+        }
+    };
+    s.reset();
+    ran
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or("")
+}
+
+/// Shape in which to compare results of `q`.
+fn shape_of(q: &Query) -> Shape {
+    if q.ordered() {
+        Shape::List
+    } else {
+        Shape::Bag
+    }
+}
+
+// ----- differential -----
+
+/// The same query under other settings must give the same answer (or
+/// the same kind of error).
+pub fn diff(s: &mut Session, q: &Query) -> Ran {
+    let text = q.to_string();
+    let shape = shape_of(q);
+    let reference = s.run(&text);
+    let base_error = reference.error();
+    if reference.is_crash_or_hang() {
+        return Ran {
+            verdict: Verdict::Skip("crashed (reported by the crash oracle)".into()),
+            base_error,
+        };
+    }
+    let mut variants: Vec<(Vec<(&str, String)>, String)> = vec![
+        (vec![], "the same query again (plan cache hit)".into()),
+        (vec![("threads", "1".into())], "threads=1".into()),
+        (
+            vec![("threads", "2".into()), ("plan_cache", "false".into())],
+            "plan_cache=false".into(),
+        ),
+    ];
+    // Other join orders: `plan_seed` skews the table sizes the planner
+    // estimates from (two seeds fixed by the query's text, so a finding
+    // replays).
+    let text_hash = text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    });
+    for seed in [1 + text_hash % 997, 1000 + (text_hash >> 20) % 991] {
+        variants.push((
+            vec![
+                ("plan_cache", "true".into()),
+                ("plan_seed", seed.to_string()),
+            ],
+            format!("plan_seed={seed} (another join order)"),
+        ));
+    }
+    if q.has_var_length() {
+        for p in ["1T1S", "nT1S", "nTkS", "nTkMS"] {
+            variants.push((
+                vec![
+                    ("plan_seed", "0".into()),
+                    ("recursive_policy", format!("'{p}'")),
+                ],
+                p.to_string(),
+            ));
+        }
+    }
+    let mut verdict = Verdict::Pass;
+    for (settings, label) in &variants {
+        for (name, value) in settings {
+            s.set(name, value);
+        }
+        let out = s.run(&text);
+        if out.is_crash_or_hang() {
+            continue;
+        }
+        if let Some((expected, actual)) = disagreement(&reference, &out, shape) {
+            let mut statements = vec![text.clone()];
+            statements.extend(s.settings());
+            statements.push(text.clone());
+            verdict = Verdict::Fail(Failure {
+                summary: format!("the query answers differently under {label}"),
+                statements,
+                expected,
+                actual,
+            });
+            break;
+        }
+    }
+    s.set("plan_seed", "0");
+    Ran {
+        verdict,
+        base_error,
+    }
+}
+
+/// `None` when two outcomes agree; otherwise (expected, actual) texts.
+pub fn disagreement(
+    reference: &Outcome,
+    other: &Outcome,
+    shape: Shape,
+) -> Option<(String, String)> {
+    match (reference, other) {
+        (Outcome::Ok(a), Outcome::Ok(b)) => compare(&a.rows, &b.rows, shape)
+            .map(|d| (render(&a.rows, 30), format!("{}\n{d}", render(&b.rows, 30)))),
+        (Outcome::Err { kind: a, .. }, Outcome::Err { kind: b, .. }) if a == b => None,
+        _ => Some((reference.describe(), other.describe())),
+    }
+}
+
+// ----- TLP -----
+
+/// How a TLP check combines its three partitions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TlpMode {
+    /// Rows pass through: multiset union.
+    Bag,
+    /// `RETURN DISTINCT`: set union.
+    Set,
+    /// Composable aggregates (count, sum, min, max), grouped by the other
+    /// items: combined per group.
+    Aggregate,
+}
+
+fn composable(i: &Item) -> bool {
+    matches!(
+        i.agg,
+        None | Some(Agg::CountStar | Agg::Count | Agg::Sum | Agg::Min | Agg::Max)
+    )
+}
+
+/// How the RETURN of `q` lets TLP combine partitions, if it does.
+pub fn tlp_mode(ret: &Projection) -> Option<TlpMode> {
+    if ret.skip.is_some() || ret.limit.is_some() {
+        return None;
+    }
+    if ret.is_row_wise() {
+        return Some(TlpMode::Bag);
+    }
+    if ret.distinct && !ret.has_agg() {
+        return Some(TlpMode::Set);
+    }
+    if !ret.distinct && ret.items.iter().all(composable) {
+        return Some(TlpMode::Aggregate);
+    }
+    None
+}
+
+/// The query itself when its RETURN partitions; otherwise the query with
+/// a RETURN that does: no SKIP / LIMIT / ORDER BY, only composable
+/// aggregates, `count(*)` when nothing is left.
+pub fn tlp_query(q: &Query) -> Query {
+    if tlp_mode(&q.ret).is_some() {
+        return q.clone();
+    }
+    let mut t = q.clone();
+    t.ret.skip = None;
+    t.ret.limit = None;
+    t.ret.order.clear();
+    t.ret.items.retain(composable);
+    if t.ret.has_agg() {
+        t.ret.distinct = false;
+    }
+    if t.ret.items.is_empty() {
+        t.ret = count_projection(None);
+    }
+    t
+}
+
+/// The three partition predicates of `p`.
+pub fn partitions(p: &Expr) -> [Expr; 3] {
+    [p.clone(), Expr::negate(p.clone()), Expr::is_null(p.clone())]
+}
+
+pub fn tlp(s: &mut Session, q: &Query, at: usize, pred: &Expr) -> Ran {
+    let Some(mode) = tlp_mode(&q.ret) else {
+        return Ran {
+            verdict: Verdict::Skip("the RETURN does not partition".into()),
+            base_error: None,
+        };
+    };
+    let text = q.to_string();
+    let base = s.run(&text);
+    let base_error = base.error();
+    let Outcome::Ok(base_rows) = base else {
+        return Ran {
+            verdict: Verdict::Skip("the base query failed".into()),
+            base_error,
+        };
+    };
+    let mut texts = Vec::new();
+    let mut parts = Vec::new();
+    for p in partitions(pred) {
+        let mut qp = q.clone();
+        qp.add_cond(at, p);
+        let t = qp.to_string();
+        match s.run(&t) {
+            Outcome::Ok(rows) => parts.push(rows.rows),
+            other => {
+                return Ran {
+                    verdict: Verdict::Skip(format!("a partition failed: {}", other.describe())),
+                    base_error,
+                }
+            }
+        }
+        texts.push(t);
+    }
+    let verdict = match tlp_compare(mode, &q.ret, &base_rows.rows, &parts) {
+        None => Verdict::Pass,
+        Some((expected, actual)) => {
+            let mut statements = vec![text];
+            statements.extend(texts);
+            Verdict::Fail(Failure {
+                summary: format!(
+                    "TLP: the query differs from the union of its partitions on {pred} ({mode:?})"
+                ),
+                statements,
+                expected,
+                actual,
+            })
+        }
+    };
+    Ran {
+        verdict,
+        base_error,
+    }
+}
+
+/// Compares a base result with its three partitions; `None` when they
+/// agree, else (expected: the base, actual: the union).
+pub fn tlp_compare(
+    mode: TlpMode,
+    ret: &Projection,
+    base: &[Vec<Value>],
+    parts: &[Vec<Vec<Value>>],
+) -> Option<(String, String)> {
+    let union: Vec<Vec<Value>> = match mode {
+        TlpMode::Bag | TlpMode::Set => parts.iter().flatten().cloned().collect(),
+        TlpMode::Aggregate => combine_groups(ret, parts),
+    };
+    let shape = if mode == TlpMode::Set {
+        Shape::Set
+    } else {
+        Shape::Bag
+    };
+    compare(base, &union, shape).map(|d| (render(base, 30), format!("{}\n{d}", render(&union, 30))))
+}
+
+/// Groups each partition's rows by the non-aggregate items and combines
+/// the aggregates of each group over the partitions.
+fn combine_groups(ret: &Projection, parts: &[Vec<Vec<Value>>]) -> Vec<Vec<Value>> {
+    let keys: Vec<usize> = (0..ret.items.len())
+        .filter(|i| ret.items[*i].agg.is_none())
+        .collect();
+    let mut groups: Vec<(String, Vec<&Vec<Value>>)> = Vec::new();
+    for row in parts.iter().flatten() {
+        let key_vals: Vec<Value> = keys.iter().filter_map(|k| row.get(*k).cloned()).collect();
+        let key = canon_row(&key_vals, FINE);
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, rows)) => rows.push(row),
+            None => groups.push((key, vec![row])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(_, rows)| {
+            (0..ret.items.len())
+                .map(|c| {
+                    let vals: Vec<&Value> = rows.iter().filter_map(|r| r.get(c)).collect();
+                    match ret.items[c].agg {
+                        None => vals.first().map(|v| (*v).clone()).unwrap_or(Value::Null),
+                        agg => combine(agg, &ret.items[c].kind, &vals),
+                    }
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Combines one aggregate over the partitions.
+fn combine(agg: Option<Agg>, kind: &ItemKind, vals: &[&Value]) -> Value {
+    let present: Vec<&Value> = vals.iter().copied().filter(|v| !v.is_null()).collect();
+    match agg {
+        Some(Agg::CountStar | Agg::Count) => {
+            Value::Int64(vals.iter().filter_map(|v| v.as_i64()).sum())
+        }
+        Some(Agg::Sum) => {
+            if present.is_empty() {
+                return Value::Null;
+            }
+            if matches!(kind, ItemKind::Value(Ty::Int))
+                && present.iter().all(|v| matches!(v, Value::Int64(_)))
+            {
+                Value::Int64(present.iter().filter_map(|v| v.as_i64()).sum())
+            } else {
+                Value::Double(present.iter().filter_map(|v| v.as_f64()).sum())
+            }
+        }
+        Some(Agg::Min) => present
+            .into_iter()
+            .min_by(|a, b| a.total_cmp(b))
+            .cloned()
+            .unwrap_or(Value::Null),
+        Some(Agg::Max) => present
+            .into_iter()
+            .max_by(|a, b| a.total_cmp(b))
+            .cloned()
+            .unwrap_or(Value::Null),
+        _ => Value::Null,
+    }
+}
+
+// ----- NoREC -----
+
+pub fn norec(s: &mut Session, q: &Query, at: usize, pred: &Expr) -> Ran {
+    let mut filtered = q.clone();
+    filtered.add_cond(at, pred.clone());
+    filtered.ret = count_projection(None);
+    let mut counted = q.clone();
+    counted.ret = count_projection(Some(pred));
+    let (t1, t2) = (filtered.to_string(), counted.to_string());
+    let a = s.run(&t1);
+    let base_error = a.error();
+    let b = s.run(&t2);
+    let verdict = match (&a, &b) {
+        (Outcome::Ok(x), Outcome::Ok(y)) => match norec_compare(&x.rows, &y.rows) {
+            None => Verdict::Pass,
+            Some((expected, actual)) => Verdict::Fail(Failure {
+                summary: format!("NoREC: filtering on {pred} and counting where it holds disagree"),
+                statements: vec![t1, t2],
+                expected,
+                actual,
+            }),
+        },
+        _ => Verdict::Skip("a query failed".into()),
+    };
+    Ran {
+        verdict,
+        base_error,
+    }
+}
+
+/// `RETURN count(*)`, or `RETURN count(CASE WHEN p THEN 1 END)`.
+fn count_projection(pred: Option<&Expr>) -> Projection {
+    let (expr, agg) = match pred {
+        None => (Expr::atom(Ty::Int, "*"), Agg::CountStar),
+        Some(p) => (
+            Expr::op(Ty::Int, &["CASE WHEN ", " THEN 1 END"], vec![p.clone()]),
+            Agg::Count,
+        ),
+    };
+    Projection {
+        items: vec![Item {
+            expr,
+            agg: Some(agg),
+            alias: "cnt".into(),
+            kind: ItemKind::Value(Ty::Int),
+        }],
+        ..Projection::default()
+    }
+}
+
+/// `None` when the filtered count equals the counted one; else (expected:
+/// the count of rows where the predicate holds, actual: the filtered count).
+pub fn norec_compare(filtered: &[Vec<Value>], counted: &[Vec<Value>]) -> Option<(String, String)> {
+    let get = |rows: &[Vec<Value>]| rows.first().and_then(|r| r.first()).and_then(Value::as_i64);
+    match (get(filtered), get(counted)) {
+        (Some(f), Some(c)) if f == c => None,
+        _ => Some((render(counted, 5), render(filtered, 5))),
+    }
+}
