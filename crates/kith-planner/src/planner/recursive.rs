@@ -21,7 +21,16 @@ pub(super) fn split_recursive(
     let mut part = part;
     let optional = part.optional.take();
     let numbers_rows = std::mem::take(&mut part.numbers_rows);
-    let mut part = read_lengths(part, ri, next_slot);
+    // `length(r)` of every variable-length rel reads its join's length
+    // column, not only this one's: a predicate over a later rel's length
+    // goes to a later piece, which has the column but not the rels'
+    // list (`predicate could not be placed`, issue 51).
+    let recursive: Vec<usize> = (0..part.graph.rels.len())
+        .filter(|&i| part.graph.rels[i].recursive.is_some())
+        .collect();
+    let mut part = recursive
+        .into_iter()
+        .fold(part, |p, i| read_lengths(p, i, next_slot));
     let g = &part.graph;
     let r = &g.rels[ri];
     let spec = r
@@ -82,15 +91,20 @@ pub(super) fn split_recursive(
         let info = entry
             .rel_info()
             .ok_or_else(|| Error::internal("rel table without endpoints"))?;
-        if info.src != info.dst && (*l != info.src || *rt != info.dst) {
+        // `(a)<-[:R*]-(b)` walks R from b to a.
+        let (from, to) = match r.direction {
+            Direction::Left => (*rt, *l),
+            _ => (*l, *rt),
+        };
+        if info.src != info.dst && (from != info.src || to != info.dst) {
             let name = |t: TableId| catalog.table(t).map_or("?".to_string(), |e| e.name.clone());
             return Err(Error::semantic(format!(
                 "rel table '{}' connects {} to {}, but the pattern uses it between {} and {}",
                 entry.name,
                 name(info.src),
                 name(info.dst),
-                name(*l),
-                name(*rt)
+                name(from),
+                name(to)
             )));
         }
     }
