@@ -352,7 +352,9 @@ impl Value {
                         (true, true) => Ordering::Equal,
                         (true, false) => Ordering::Greater,
                         (false, true) => Ordering::Less,
-                        (false, false) => a.total_cmp(&b),
+                        // -0.0 = 0.0 (f64::total_cmp would part them, and
+                        // grouping and DISTINCT with them, issue 51).
+                        (false, false) => a.partial_cmp(&b).unwrap_or(Ordering::Equal),
                     };
                 }
                 self.kind_rank().cmp(&other.kind_rank())
