@@ -436,6 +436,20 @@ fn plan_part(
             used.insert(n.id_slot);
         }
     }
+    // An optional chain starts from a node of the part: it must reach the
+    // chain (a build column across a cross product, say) as the optional
+    // extend's anchor must (below).
+    if let Some(c) = &q.optional_chain {
+        for r in &q.graph.rels[c.first_rel.min(q.graph.rels.len())..] {
+            for end in [r.left, r.right] {
+                if end < c.first_node {
+                    if let Some(n) = q.graph.nodes.get(end) {
+                        used.insert(n.id_slot);
+                    }
+                }
+            }
+        }
+    }
     // The optional extend starts from its anchor node: an extend binding
     // that node may not only count it (`MATCH (a)-->(b) OPTIONAL MATCH
     // (b)<--(c) RETURN count(*)` failed with "extend from an unplaced
