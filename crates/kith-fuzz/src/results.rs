@@ -33,14 +33,8 @@ fn fmt_double(v: f64, digits: usize) -> String {
         return if v > 0.0 { "inf" } else { "-inf" }.to_string();
     }
     if v == 0.0 {
-        // The engine keeps -0.0 apart from 0.0 (in grouping, say): the
-        // exact form does too, the tolerant one does not.
-        return if v.is_sign_negative() && digits > COARSE {
-            "-0.0"
-        } else {
-            "0.0"
-        }
-        .to_string();
+        // -0.0 = 0.0, and the engine groups them together: so do we.
+        return "0.0".to_string();
     }
     format!("{:.*e}", digits - 1, v)
 }
@@ -266,7 +260,7 @@ mod tests {
             Shape::Bag
         )
         .is_none());
-        assert_ne!(
+        assert_eq!(
             canon_value(&Value::Double(-0.0), FINE),
             canon_value(&Value::Double(0.0), FINE)
         );
