@@ -105,10 +105,6 @@ impl Construct {
 
 /// The constructs the CI campaigns skip, each for an engine bug it
 /// currently hits within seconds of fuzzing:
-/// - `optional-match`: with a cross product before it and ORDER BY after
-///   (`MATCH (a)-[:R0]->(:L1) MATCH (b)<-[:R1]-(c:L0)-[:R0]->(d:L1) OPTIONAL
-///   MATCH (d)<-[:R0]-(:L0) RETURN DISTINCT a.d AS v ORDER BY v`) it fails
-///   with "extend from an unplaced slot";
 /// - `var-length` (and with it `var-length-rel-var`,
 ///   `named-var-length-path`): a var-length rel followed by another MATCH
 ///   panics (index out of bounds in extend.rs), with a cross product and
@@ -119,7 +115,6 @@ impl Construct {
 ///   outer variables besides its anchor runs for seconds on tiny graphs
 ///   even when the outer query has no rows (hang).
 pub const CI_SKIP: &[Construct] = &[
-    Construct::OptionalMatch,
     Construct::VarLength,
     Construct::VarLengthRelVar,
     Construct::NamedVarLengthPath,
