@@ -583,7 +583,7 @@ fn combine_groups(ret: &Projection, parts: &[Vec<Vec<Value>>]) -> Vec<Vec<Value>
                     let vals: Vec<&Value> = rows.iter().filter_map(|r| r.get(c)).collect();
                     match ret.items[c].agg {
                         None => vals.first().map(|v| (*v).clone()).unwrap_or(Value::Null),
-                        agg => combine(agg, &ret.items[c].kind, &vals),
+                        agg => combine(agg, &vals),
                     }
                 })
                 .collect()
@@ -592,7 +592,7 @@ fn combine_groups(ret: &Projection, parts: &[Vec<Vec<Value>>]) -> Vec<Vec<Value>
 }
 
 /// Combines one aggregate over the partitions.
-fn combine(agg: Option<Agg>, kind: &ItemKind, vals: &[&Value]) -> Value {
+fn combine(agg: Option<Agg>, vals: &[&Value]) -> Value {
     let present: Vec<&Value> = vals.iter().copied().filter(|v| !v.is_null()).collect();
     match agg {
         Some(Agg::CountStar | Agg::Count) => {
@@ -602,9 +602,9 @@ fn combine(agg: Option<Agg>, kind: &ItemKind, vals: &[&Value]) -> Value {
             if present.is_empty() {
                 return Value::Null;
             }
-            if matches!(kind, ItemKind::Value(Ty::Int))
-                && present.iter().all(|v| matches!(v, Value::Int64(_)))
-            {
+            // Integers sum to an integer, whatever the static type says:
+            // the sum of no rows of an ANY-typed product is the integer 0.
+            if present.iter().all(|v| matches!(v, Value::Int64(_))) {
                 Value::Int64(present.iter().filter_map(|v| v.as_i64()).sum())
             } else {
                 Value::Double(present.iter().filter_map(|v| v.as_f64()).sum())
