@@ -718,16 +718,7 @@ impl Binder<'_> {
     /// (`b AS a`), if any.
     fn alias_entity(&self, alias: &str) -> Option<String> {
         let (_, e) = self.aliases.iter().find(|a| a.0 == alias)?;
-        let slot = match &e.kind {
-            BoundExprKind::Slot(s) => *s,
-            BoundExprKind::Function(f, args) if f == "_node" || f == "_rel" => {
-                match args.first().map(|a| &a.kind) {
-                    Some(BoundExprKind::Slot(s)) => *s,
-                    _ => return None,
-                }
-            }
-            _ => return None,
-        };
+        let slot = entity_slot(e)?;
         let nodes = self.graph.nodes.iter().map(|n| (&n.name, n.id_slot));
         let rels = self.graph.rels.iter().map(|r| (&r.name, r.id_slot));
         let carried = self.rels_carried.iter().map(|r| (&r.0, r.1));

@@ -748,6 +748,21 @@ pub(crate) fn strip(e: &BoundExpr) -> BoundExpr {
 
 /// Replaces every subexpression structurally equal to one of `targets`
 /// (already stripped) by `replace(index, original)`.
+/// The slot an expression reads an entity's id from: a slot itself, or the
+/// node or rel handed out as a value (`_node(slot)`, `_rel(slot)`).
+pub(crate) fn entity_slot(e: &BoundExpr) -> Option<SlotId> {
+    match &e.kind {
+        BoundExprKind::Slot(s) => Some(*s),
+        BoundExprKind::Function(f, args) if f == "_node" || f == "_rel" => {
+            match args.first().map(|a| &a.kind) {
+                Some(BoundExprKind::Slot(s)) => Some(*s),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
 pub(crate) fn substitute(
     e: &BoundExpr,
     targets: &[BoundExpr],

@@ -267,16 +267,7 @@ impl Binder<'_> {
             // entity's id (read once per group, not grouped on).
             let key_slots: Vec<SlotId> = group_keys
                 .iter()
-                .filter_map(|(k, _)| match strip(k).kind {
-                    BoundExprKind::Slot(s) => Some(s),
-                    BoundExprKind::Function(f, args) if f == "_node" || f == "_rel" => {
-                        match args.first().map(|a| &a.kind) {
-                            Some(BoundExprKind::Slot(s)) => Some(*s),
-                            _ => None,
-                        }
-                    }
-                    _ => None,
-                })
+                .filter_map(|(k, _)| entity_slot(k))
                 .collect();
             let readers = outputs
                 .iter()
