@@ -71,6 +71,18 @@ impl Config {
         }
     }
 
+    /// The CI campaigns' settings: the CI construct set
+    /// ([`crate::query::CI_SKIP`] left out), at most one finding shrunk per
+    /// oracle (10 s each), scripts written to `dir`.
+    pub fn for_ci(seed: u64, limit: Limit, dir: PathBuf) -> Config {
+        let mut config = Config::new(seed, limit);
+        config.features = crate::query::Features::ci();
+        config.minimize_per_oracle = 1;
+        config.minimize_seconds = 10.0;
+        config.findings_dir = Some(dir);
+        config
+    }
+
     fn on(&self, o: Oracle) -> bool {
         self.oracles.contains(&o)
     }

@@ -4,7 +4,6 @@
 use std::path::PathBuf;
 
 use kith_fuzz::campaign::{self, Config, Limit};
-use kith_fuzz::query::Features;
 
 /// The master seed of the fixed campaign.
 const SEED: u64 = 20_241_207;
@@ -14,14 +13,10 @@ fn fuzz_fixed_seed() {
     // 350 cases: about 40 s on a 2-core machine in release. The cap only
     // bites on a slower machine or a debug build (which then checks fewer
     // cases).
-    let mut config = Config::new(SEED, Limit::Queries(3500));
-    config.max_seconds = Some(60.0);
-    config.features = Features::ci();
-    config.minimize_per_oracle = 1;
-    config.minimize_seconds = 10.0;
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fuzz-findings/fixed-seed");
     let _ = std::fs::remove_dir_all(&dir);
-    config.findings_dir = Some(dir.clone());
+    let mut config = Config::for_ci(SEED, Limit::Queries(3500), dir.clone());
+    config.max_seconds = Some(60.0);
     let report = campaign::run(&config);
     eprintln!("{}", report.summary_line());
     assert!(report.queries > 0, "the campaign ran no query");

@@ -5,7 +5,6 @@
 use std::path::PathBuf;
 
 use kith_fuzz::campaign::{self, Config, Limit};
-use kith_fuzz::query::Features;
 
 #[test]
 fn fuzz_time_seeded() {
@@ -15,12 +14,8 @@ fn fuzz_time_seeded() {
         .unwrap_or(0);
     let seed = kith_fuzz::rng::mix(nanos);
     eprintln!("kith-fuzz: time-seeded campaign, seed {seed}");
-    let mut config = Config::new(seed, Limit::Seconds(45.0));
-    config.features = Features::ci();
-    config.minimize_per_oracle = 1;
-    config.minimize_seconds = 10.0;
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("fuzz-findings/time-seeded");
-    config.findings_dir = Some(dir.clone());
+    let config = Config::for_ci(seed, Limit::Seconds(45.0), dir.clone());
     let report = campaign::run(&config);
     eprintln!("{}", report.summary_line());
     assert!(report.queries > 0, "the campaign ran no query");
