@@ -143,14 +143,14 @@ pub(super) fn split_recursive(
         .collect();
     let graph_a = subgraph(g, &in_a, ri);
     let mut graph_b = subgraph(g, &in_b, ri);
-    let types = slot_types(&part);
+    let types = split_slot_types(&part);
     let mut a_part = BoundPart {
         inputs: part.inputs.clone(),
         unwinds: part.unwinds.clone(),
         graph: graph_a,
         ..BoundPart::default()
     };
-    let a_available: HashSet<SlotId> = slot_types(&a_part).into_keys().collect();
+    let a_available: HashSet<SlotId> = split_slot_types(&a_part).into_keys().collect();
     let (a_preds, mut b_preds): (Vec<BoundExpr>, Vec<BoundExpr>) = part
         .predicates
         .iter()
@@ -203,19 +203,25 @@ pub(super) fn split_recursive(
         let tmp = SlotId(*next_slot);
         *next_slot += 1;
         let span = kith_common::Span::new(0, 0);
-        b_preds.push(BoundExpr {
-            kind: crate::expr::BoundExprKind::Binary(
-                crate::expr::BinaryOp::Eq,
-                Box::new(BoundExpr::slot(tmp, LogicalType::InternalId, span)),
-                Box::new(BoundExpr::slot(
-                    g.nodes[r.right].id_slot,
-                    LogicalType::InternalId,
-                    span,
-                )),
-            ),
-            ty: LogicalType::Bool,
-            span,
-        });
+        // First: a predicate over a path through this rel may only see
+        // rows whose walk ends where the pattern closes (a `_path()` of
+        // a walk that ends elsewhere is no path).
+        b_preds.insert(
+            0,
+            BoundExpr {
+                kind: crate::expr::BoundExprKind::Binary(
+                    crate::expr::BinaryOp::Eq,
+                    Box::new(BoundExpr::slot(tmp, LogicalType::InternalId, span)),
+                    Box::new(BoundExpr::slot(
+                        g.nodes[r.right].id_slot,
+                        LogicalType::InternalId,
+                        span,
+                    )),
+                ),
+                ty: LogicalType::Bool,
+                span,
+            },
+        );
         tmp
     };
     // Slots read after the join.
@@ -378,6 +384,23 @@ pub(super) fn split_recursive(
     }
     out.append(&mut rest);
     Ok(out)
+}
+
+/// The slots a part binds, with the path and rel-list slots of its
+/// variable-length rels: a later rel's path is bound by its own join in
+/// an earlier piece and must be carried past this one (issue 51: a second
+/// var-length rel's list read after the part was lost).
+fn split_slot_types(part: &BoundPart) -> HashMap<SlotId, LogicalType> {
+    let mut types = slot_types(part);
+    for spec in part.graph.rels.iter().filter_map(|r| r.recursive.as_ref()) {
+        if let Some(p) = spec.path_slot {
+            types.insert(p, crate::bound::RecursiveRel::PATH_TYPE);
+        }
+        if let Some(r) = spec.rels_slot {
+            types.insert(r, crate::bound::RecursiveRel::rels_type());
+        }
+    }
+    types
 }
 
 /// Gives the variable-length rel `ri` a length slot when its path or rels
