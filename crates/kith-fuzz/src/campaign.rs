@@ -129,9 +129,10 @@ impl Report {
         let samples = self.error_samples.entry(name).or_default();
         if samples.len() < 5 {
             let query = match check {
-                Check::Tlp { query, .. } | Check::NoRec { query, .. } | Check::Diff { query } => {
-                    query.to_string()
-                }
+                Check::Tlp { query, .. }
+                | Check::NoRec { query, .. }
+                | Check::Diff { query }
+                | Check::Kuzu { query } => query.to_string(),
                 _ => String::new(),
             };
             samples.push(format!(
@@ -425,9 +426,10 @@ impl CaseRun<'_> {
     fn is_big(&self, check: &Check, session: &mut Session) -> bool {
         let events = session.events.len();
         let big = match check {
-            Check::Tlp { query, .. } | Check::NoRec { query, .. } | Check::Diff { query } => {
-                oracle::is_big(session, query)
-            }
+            Check::Tlp { query, .. }
+            | Check::NoRec { query, .. }
+            | Check::Diff { query }
+            | Check::Kuzu { query } => oracle::is_big(session, query),
             _ => false,
         };
         // Timeouts while counting are no findings of their own.
@@ -466,6 +468,16 @@ impl CaseRun<'_> {
             if config.on(Oracle::Diff) {
                 self.check(
                     Check::Diff {
+                        query: query.clone(),
+                    },
+                    session,
+                    base,
+                );
+                base = false;
+            }
+            if config.on(Oracle::Kuzu) {
+                self.check(
+                    Check::Kuzu {
                         query: query.clone(),
                     },
                     session,

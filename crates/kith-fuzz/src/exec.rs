@@ -144,6 +144,7 @@ impl Session {
                 ("threads", "2"),
                 ("plan_cache", "true"),
                 ("recursive_policy", "'auto'"),
+                ("var_length_semantics", "'walk'"),
             ]
             .into_iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -194,6 +195,7 @@ impl Session {
         self.set("plan_cache", "true");
         self.set("recursive_policy", "'auto'");
         self.set("plan_seed", "0");
+        self.set("var_length_semantics", "'walk'");
         self.settings.clear();
     }
 

@@ -23,6 +23,7 @@
 pub mod campaign;
 pub mod exec;
 pub mod graph;
+pub mod kuzu;
 pub mod minimize;
 pub mod oracle;
 pub mod query;

@@ -14,7 +14,9 @@ const USAGE: &str = "usage: kith-fuzz [options]
   --queries N           run about N generated read queries instead
   --threads N           fuzzing workers, each with its own databases (default 1)
   --findings DIR        write finding scripts here (default target/fuzz-findings)
-  --oracle LIST         comma list of tlp,norec,diff,write,crash (default all)
+  --oracle LIST         comma list of tlp,norec,diff,write,crash (the default)
+                        and kuzu (against Kùzu 0.11 through bench/kuzu_driver.py:
+                        pip install kuzu==0.11.3; KITH_PYTHON picks the python)
   --skip LIST           constructs not to generate (see --list-constructs)
   --case SEED           rerun one case by its case seed (printed with each finding)
   --queries-per-case N  read queries per graph (default 10)

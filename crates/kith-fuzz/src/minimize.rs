@@ -198,6 +198,14 @@ fn query_candidates(check: &Check) -> Vec<Check> {
                 out.push(Check::Diff { query: q });
             }
         }
+        Check::Kuzu { query } => {
+            for (q, _) in without_clauses(query, None) {
+                out.push(Check::Kuzu { query: q });
+            }
+            for q in smaller_queries(query) {
+                out.push(Check::Kuzu { query: q });
+            }
+        }
         Check::Write { .. } | Check::Crash { .. } => {}
     }
     out

@@ -25,6 +25,8 @@ pub enum Oracle {
     Diff,
     Write,
     Crash,
+    /// Against Kùzu 0.11 (opt-in: needs its Python package).
+    Kuzu,
 }
 
 impl Oracle {
@@ -36,6 +38,9 @@ impl Oracle {
         Oracle::Crash,
     ];
 
+    /// The oracles only `--oracle` turns on.
+    pub const OPT_IN: &'static [Oracle] = &[Oracle::Kuzu];
+
     pub fn name(self) -> &'static str {
         match self {
             Oracle::Tlp => "tlp",
@@ -43,11 +48,16 @@ impl Oracle {
             Oracle::Diff => "diff",
             Oracle::Write => "write",
             Oracle::Crash => "crash",
+            Oracle::Kuzu => "kuzu",
         }
     }
 
     pub fn parse(s: &str) -> Option<Oracle> {
-        Oracle::ALL.iter().copied().find(|o| o.name() == s)
+        Oracle::ALL
+            .iter()
+            .chain(Oracle::OPT_IN)
+            .copied()
+            .find(|o| o.name() == s)
     }
 }
 
@@ -60,6 +70,8 @@ pub enum Check {
     NoRec { query: Query, at: usize, pred: Expr },
     /// The same query under other settings.
     Diff { query: Query },
+    /// The same query in Kùzu, on the subset both dialects answer.
+    Kuzu { query: Query },
     /// Write steps against the reference model.
     Write { steps: Vec<Step> },
     /// A statement that ended in an internal error (or was interrupted:
@@ -78,6 +90,7 @@ impl Check {
             Check::Tlp { .. } => Oracle::Tlp,
             Check::NoRec { .. } => Oracle::NoRec,
             Check::Diff { .. } => Oracle::Diff,
+            Check::Kuzu { .. } => Oracle::Kuzu,
             Check::Write { .. } => Oracle::Write,
             Check::Crash { .. } => Oracle::Crash,
         }
@@ -252,6 +265,7 @@ pub fn run(check: &Check, s: &mut Session, graph: &Graph) -> Ran {
         Check::Tlp { query, at, pred } => tlp(s, query, *at, pred),
         Check::NoRec { query, at, pred } => norec(s, query, *at, pred),
         Check::Diff { query } => diff(s, query),
+        Check::Kuzu { query } => kuzu(s, query, graph),
         Check::Write { steps } => Ran {
             verdict: match write::check(s, graph, steps) {
                 Ok(()) => Verdict::Pass,
@@ -405,6 +419,74 @@ pub fn diff(s: &mut Session, q: &Query) -> Ran {
     Ran {
         verdict,
         base_error,
+    }
+}
+
+// ----- against Kùzu -----
+
+/// The query must answer in KithDB (under Kùzu's matching semantics,
+/// `var_length_semantics='walk_all'`) as in Kùzu where both answer it with
+/// scalars and lists. Errors on either side are skips: the dialects
+/// differ (functions, casts, what each supports), and KithDB's own errors
+/// are the crash oracle's.
+pub fn kuzu(s: &mut Session, q: &Query, graph: &Graph) -> Ran {
+    let text = q.to_string();
+    // Kùzu's matching: no relationship isomorphism, not even between the
+    // fixed-length rels of one MATCH.
+    s.set("var_length_semantics", "'walk_all'");
+    let ours = s.run(&text);
+    let base_error = ours.error();
+    let skip = |why: String| Ran {
+        verdict: Verdict::Skip(why),
+        base_error: base_error.clone(),
+    };
+    if !s.writes.is_empty() {
+        return skip("Kùzu holds the graph as loaded, before writes".into());
+    }
+    let Outcome::Ok(ours) = ours else {
+        return skip("KithDB answered with an error".into());
+    };
+    if let Some(v) = ours.rows.iter().flatten().find(|v| !comparable(v)) {
+        return skip(format!("KithDB answered with {v:?}, not compared"));
+    }
+    let theirs = match crate::kuzu::run(graph, &text) {
+        Ok(rows) => rows,
+        Err(e) => return skip(e.reason().to_string()),
+    };
+    let verdict = match compare(&theirs, &ours.rows, shape_of(q)) {
+        None => Verdict::Pass,
+        Some(d) => Verdict::Fail(Failure {
+            summary: "the query answers differently in Kùzu 0.11".into(),
+            statements: vec!["CALL var_length_semantics='walk_all'".into(), text],
+            expected: format!("(Kùzu) {}", render(&theirs, 30)),
+            actual: format!("{}\n{d}", render(&ours.rows, 30)),
+        }),
+    };
+    Ran {
+        verdict,
+        base_error,
+    }
+}
+
+/// A value the Kùzu oracle compares: what JSON carries the same way in
+/// both (no nodes, rels, paths, maps, temporals).
+fn comparable(v: &Value) -> bool {
+    match v {
+        Value::List(items) => items.iter().all(comparable),
+        Value::Null
+        | Value::Bool(_)
+        | Value::Int8(_)
+        | Value::Int16(_)
+        | Value::Int32(_)
+        | Value::Int64(_)
+        | Value::UInt8(_)
+        | Value::UInt16(_)
+        | Value::UInt32(_)
+        | Value::UInt64(_)
+        | Value::Float(_)
+        | Value::Double(_)
+        | Value::String(_) => true,
+        _ => false,
     }
 }
 

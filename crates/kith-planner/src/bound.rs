@@ -122,6 +122,9 @@ pub enum VarLengthSemantics {
     /// openCypher's relationship isomorphism: no rel twice in one path, nor
     /// in a path and another rel of the same MATCH.
     Trail,
+    /// Every walk, and the fixed-length rels of one MATCH may be the same
+    /// rel too: no relationship isomorphism anywhere (Kùzu's semantics).
+    WalkAll,
 }
 
 /// What a variable-length rel computes.

@@ -580,9 +580,12 @@ fn run_bound(
                         Value::String(v) if v.eq_ignore_ascii_case("trail") => {
                             VarLengthSemantics::Trail
                         }
+                        Value::String(v) if v.eq_ignore_ascii_case("walk_all") => {
+                            VarLengthSemantics::WalkAll
+                        }
                         _ => {
                             return Err(Error::runtime(format!(
-                                "var_length_semantics expects 'walk' (rels may repeat, the default) or 'trail' (openCypher: no rel twice in a path), got {value}"
+                                "var_length_semantics expects 'walk' (rels may repeat, the default), 'trail' (openCypher: no rel twice in a path) or 'walk_all' (Kùzu: the fixed-length rels of a MATCH may repeat too), got {value}"
                             )))
                         }
                     };

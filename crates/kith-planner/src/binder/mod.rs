@@ -97,6 +97,13 @@ pub struct Binder<'a> {
     /// While binding a MATCH's WHERE: its top-level conjuncts that read
     /// variables' properties only (candidates to restrict a subquery's keys).
     where_conjuncts: Vec<ast::Expr>,
+    /// The patterns of the MATCH clauses since the last WITH:
+    /// every outer row's variables match them, so a subquery whose pattern
+    /// does not connect its keys takes its keys from them (see
+    /// `bind_subquery_expr`).
+    /// One entry per clause: a MATCH's rels differ from each other, not
+    /// from those of another MATCH.
+    outer_patterns: Vec<Vec<ast::PathPattern>>,
     /// Binding the continuation of a write statement: its clauses are the
     /// statement's own, already checked (and split) when it was bound.
     continuation: bool,
@@ -234,6 +241,7 @@ impl<'a> Binder<'a> {
             in_projection: false,
             procedures: &NO_PROCEDURES,
             where_conjuncts: Vec::new(),
+            outer_patterns: Vec::new(),
             continuation: false,
             var_length: VarLengthSemantics::Walk,
         }
@@ -483,6 +491,28 @@ impl<'a> Binder<'a> {
                     where_,
                     span,
                 } => {
+                    // An OPTIONAL MATCH's patterns only when they bind new
+                    // variables alone: those are NULL where it fails (and a
+                    // NULL key has no entry in a subquery's table either
+                    // way), while one bound before keeps its value there.
+                    let patterns = if *optional {
+                        patterns
+                            .iter()
+                            .filter(|p| {
+                                subquery::pattern_variables(p)
+                                    .iter()
+                                    .all(|v| self.outer_entity(v).is_none())
+                            })
+                            .cloned()
+                            .collect()
+                    } else {
+                        patterns.clone()
+                    };
+                    self.outer_patterns.push(patterns);
+                    let patterns = match clause {
+                        Clause::Match { patterns, .. } => patterns,
+                        _ => return Err(Error::internal("not a MATCH")),
+                    };
                     if *optional {
                         // Followed by its WITH or RETURN: a single optional
                         // extend may join this part's own pipeline.
@@ -542,6 +572,8 @@ impl<'a> Binder<'a> {
                     self.values.push((alias.name.clone(), slot, ty));
                 }
                 Clause::Projection(p) if p.is_with => {
+                    // A WITH may rename or drop what the patterns bound.
+                    self.outer_patterns.clear();
                     predicates = self.bind_projection(p, std::mem::take(&mut predicates))?;
                 }
                 Clause::Projection(p) => {

@@ -859,7 +859,8 @@ impl Binder<'_> {
     /// fixed-length rels bound since `first` whose tables overlap, and for a
     /// trail (a variable-length rel matching trails) that no rel of its list
     /// is another rel of the MATCH or in another trail's list. Walks and
-    /// shortest paths are not constrained (Kùzu's semantics).
+    /// shortest paths are not constrained (Kùzu's semantics), nor, under
+    /// `WalkAll`, fixed-length rels.
     pub(super) fn distinct_rels(&mut self, first: usize, predicates: &mut Vec<BoundExpr>) {
         let span = Span::new(0, 0);
         let is_trail = |r: &QueryRel| {
@@ -923,9 +924,12 @@ impl Binder<'_> {
         let mut added = Vec::new();
         let mut next_local = self.next_local;
         let rels = &self.graph.rels[first..];
+        let fixed_distinct = self.var_length != VarLengthSemantics::WalkAll;
         for (i, a) in rels.iter().enumerate() {
             for b in &rels[i + 1..] {
-                if !a.tables.iter().any(|t| b.tables.contains(t)) {
+                if !a.tables.iter().any(|t| b.tables.contains(t))
+                    || (!fixed_distinct && a.recursive.is_none() && b.recursive.is_none())
+                {
                     continue;
                 }
                 let e = match (a.recursive.is_some(), b.recursive.is_some()) {

@@ -26,7 +26,7 @@ impl Binder<'_> {
                 ))
             }
             (None, K::Walk) => match self.var_length {
-                VarLengthSemantics::Walk => RecursiveMode::Walk,
+                VarLengthSemantics::Walk | VarLengthSemantics::WalkAll => RecursiveMode::Walk,
                 VarLengthSemantics::Trail => RecursiveMode::Trail,
             },
             (None, K::Shortest) => RecursiveMode::Shortest,

@@ -17,7 +17,7 @@ use super::*;
 
 /// Whether an outer variable is a node or a rel.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum EntityKind {
+pub(super) enum EntityKind {
     Node,
     Rel,
 }
@@ -163,6 +163,7 @@ impl Binder<'_> {
                 });
             }
         }
+        let key_source = self.key_source(&clauses, &keys, span);
         let mut clauses: Vec<Clause> = clauses
             .into_iter()
             .map(|c| match c {
@@ -214,6 +215,10 @@ impl Binder<'_> {
                 other => Ok(other),
             })
             .collect::<Result<_>>()?;
+
+        if let Some(prefix) = key_source {
+            clauses.splice(0..0, prefix);
+        }
 
         // RETURN id(key)..., then the count or the list.
         let mut items: Vec<ast::ProjectionItem> = keys
@@ -297,8 +302,103 @@ impl Binder<'_> {
         })
     }
 
+    /// When the subquery's own patterns leave its keys unconnected, each
+    /// would be matched over the whole graph and the subquery would run
+    /// over their cross product (tens of millions of rows for four keys
+    /// on a 50-node graph). The outer rows' keys all match the outer
+    /// MATCH patterns, so `MATCH <those patterns> WITH DISTINCT <keys>`
+    /// in front gives a superset of the outer key tuples, each once, at
+    /// the cost of the outer match (see `constant_patterns` for what is
+    /// left out: leaving out a constraint only widens the superset). A
+    /// MATCH of their own keeps the subquery's rels free to equal the
+    /// outer ones.
+    fn key_source(
+        &self,
+        clauses: &[Clause],
+        keys: &[(String, EntityKind)],
+        span: Span,
+    ) -> Option<Vec<Clause>> {
+        if keys.len() < 2 {
+            return None;
+        }
+        // Connected components of the subquery's pattern variables.
+        let mut component: Vec<(String, usize)> = Vec::new();
+        let mut next = 0;
+        for c in clauses {
+            let Clause::Match { patterns, .. } = c else {
+                continue;
+            };
+            for p in patterns {
+                let vars = pattern_variables(p);
+                let found: BTreeSet<usize> = component
+                    .iter()
+                    .filter(|(n, _)| vars.contains(n))
+                    .map(|(_, c)| *c)
+                    .collect();
+                let id = found.first().copied().unwrap_or_else(|| {
+                    next += 1;
+                    next
+                });
+                for entry in component.iter_mut() {
+                    if found.contains(&entry.1) {
+                        entry.1 = id;
+                    }
+                }
+                for v in vars {
+                    if !component.iter().any(|(n, _)| *n == v) {
+                        component.push((v, id));
+                    }
+                }
+            }
+        }
+        let key_components: BTreeSet<Option<usize>> = keys
+            .iter()
+            .map(|(k, _)| component.iter().find(|(n, _)| n == k).map(|(_, c)| *c))
+            .collect();
+        if key_components.len() < 2 && !key_components.contains(&None) {
+            return None;
+        }
+        let key_names: BTreeSet<&str> = keys.iter().map(|k| k.0.as_str()).collect();
+        let mut prefix = Vec::new();
+        let mut bound = BTreeSet::new();
+        for clause in &self.outer_patterns {
+            let patterns: Vec<ast::PathPattern> = clause
+                .iter()
+                .flat_map(constant_patterns)
+                .filter(|p| {
+                    pattern_variables(p)
+                        .iter()
+                        .any(|v| key_names.contains(v.as_str()))
+                })
+                .collect();
+            if patterns.is_empty() {
+                continue;
+            }
+            patterns
+                .iter()
+                .for_each(|p| bound.extend(pattern_variables(p)));
+            prefix.push(match_clause(patterns, None, span));
+        }
+        let items: Vec<ast::ProjectionItem> = keys
+            .iter()
+            .filter(|(k, _)| bound.contains(k))
+            .map(|(k, _)| ast::ProjectionItem {
+                expr: variable(k, span),
+                alias: None,
+                text: k.clone(),
+            })
+            .collect();
+        if items.len() < 2 {
+            return None;
+        }
+        let mut with = ast::Projection::plain(true, false, items, None, span);
+        with.distinct = true;
+        prefix.push(Clause::Projection(with));
+        Some(prefix)
+    }
+
     /// A node or rel variable of the outer query by that name.
-    fn outer_entity(&self, name: &str) -> Option<EntityKind> {
+    pub(super) fn outer_entity(&self, name: &str) -> Option<EntityKind> {
         if self.graph.nodes.iter().any(|n| n.name == name) {
             Some(EntityKind::Node)
         } else if self.graph.rels.iter().any(|r| r.name == name)
@@ -459,6 +559,61 @@ fn names_in_pattern(p: &ast::PathPattern, out: &mut BTreeSet<String>) {
         r.where_.iter().for_each(|e| names_in_expr(e, out));
         node(n, out);
     }
+}
+
+/// The node and rel variables a pattern names (not those its property
+/// maps or inline WHERE read).
+pub(super) fn pattern_variables(p: &ast::PathPattern) -> BTreeSet<String> {
+    let nodes = std::iter::once(&p.start).chain(p.chain.iter().map(|(_, n)| n));
+    nodes
+        .filter_map(|n| n.variable.as_ref())
+        .chain(p.chain.iter().filter_map(|(r, _)| r.variable.as_ref()))
+        .map(|v| v.name.clone())
+        .collect()
+}
+
+/// `p` without its path name, shortest-path wrapper, inline WHERE, the
+/// property maps that read variables and its var-length rels (split
+/// there): what is left holds for every outer row, reads nothing the
+/// subquery cannot see and costs no path search.
+fn constant_patterns(p: &ast::PathPattern) -> Vec<ast::PathPattern> {
+    let constant = |e: &Option<ast::Expr>| {
+        e.as_ref()
+            .filter(|e| {
+                let mut names = BTreeSet::new();
+                names_in_expr(e, &mut names);
+                names.is_empty()
+            })
+            .cloned()
+    };
+    let node = |n: &ast::NodePattern| ast::NodePattern {
+        properties: constant(&n.properties),
+        where_: None,
+        ..n.clone()
+    };
+    let start = |n: &ast::NodePattern| ast::PathPattern {
+        variable: None,
+        shortest: None,
+        start: node(n),
+        chain: Vec::new(),
+        span: p.span,
+    };
+    let mut out = vec![start(&p.start)];
+    for (r, n) in &p.chain {
+        if r.range.is_some() {
+            out.push(start(n));
+            continue;
+        }
+        let rel = ast::RelPattern {
+            properties: constant(&r.properties),
+            where_: None,
+            ..r.clone()
+        };
+        if let Some(last) = out.last_mut() {
+            last.chain.push((rel, node(n)));
+        }
+    }
+    out
 }
 
 fn names_in_query(q: &ast::SingleQuery, out: &mut BTreeSet<String>) {
