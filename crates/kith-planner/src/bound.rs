@@ -110,6 +110,10 @@ pub struct QueryRel {
     /// pipeline names after the ends it walks the rel between
     /// (`Step::Alias`), which the rel's value reads. `None` when directed.
     pub ends: Option<(SlotId, SlotId)>,
+    /// An undirected fixed-length rel matches a self loop in both
+    /// directions, twice (Kùzu's walks, `var_length_semantics='walk_all'`);
+    /// openCypher matches it once.
+    pub self_loops_twice: bool,
 }
 
 /// What a variable-length rel without `TRAIL` / `ACYCLIC` / a shortest

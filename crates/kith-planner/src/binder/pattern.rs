@@ -820,6 +820,7 @@ impl Binder<'_> {
                 direction: rel.direction,
                 id_slot,
                 properties: Vec::new(),
+                self_loops_twice: ends.is_some() && self.var_length == VarLengthSemantics::WalkAll,
                 recursive,
                 ends,
             });

@@ -149,6 +149,7 @@ impl Binder<'_> {
                 properties: Vec::new(),
                 recursive: None,
                 ends: None,
+                self_loops_twice: false,
             });
         }
         let bound = self.bind_expr(pred);

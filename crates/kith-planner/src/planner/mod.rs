@@ -230,10 +230,12 @@ fn table_choices(g: &QueryGraph, catalog: &Catalog) -> Result<Vec<TableChoice>> 
                     if node_tables[src] != info.src || node_tables[dst] != info.dst {
                         continue;
                     }
-                    // Both directions fit a self-loop: keep it once.
+                    // Both directions fit a self-loop: keep it once
+                    // (unless walks take it both ways).
                     let extra = (r.direction == Direction::Both
                         && d == Direction::Left
-                        && info.src == info.dst)
+                        && info.src == info.dst
+                        && !r.self_loops_twice)
                         .then(|| distinct_ends(g, r));
                     options.push((t, d, extra));
                 }
