@@ -11,6 +11,9 @@
 //! ----
 //! property 'x' does not exist          <- substring of the error message
 //!
+//! statement error semantic              <- also the error's kind (syntax,
+//! MATCH (a:P) RETURN b                     semantic, type, runtime, ...)
+//!
 //! query rowsort                         <- or `query` for an exact order
 //! MATCH (a:P) RETURN a.id, a.name
 //! ----
@@ -19,6 +22,11 @@
 //! reopen                                <- close and reopen the database file
 //! ```
 //! `${DATA}` expands to `tests/data`, `${TMP}` to a fresh temporary directory.
+//!
+//! `KITH_TEST_COMPLETE=1` rewrites the expected rows of every `query` whose
+//! result differs with what the engine returns (as DataFusion's `--complete`
+//! and DuckDB's rewrite modes do): write the queries, run once, read the
+//! diff. It never touches statements, errors or comments.
 
 use std::path::{Path, PathBuf};
 
@@ -26,6 +34,10 @@ use kith::{Config, Connection, Database, Value};
 
 struct Record {
     line: usize,
+    /// The record's lines in the file: `[first, end)` (header to last
+    /// expected line), for the rewrite mode.
+    lines: (usize, usize),
+    header: String,
     kind: Kind,
     sql: String,
     expected: Vec<String>,
@@ -33,8 +45,11 @@ struct Record {
 
 enum Kind {
     Ok,
-    Error,
-    Query { sort: bool },
+    /// With the error kind it must have, lower case (`semantic`).
+    Error(Option<String>),
+    Query {
+        sort: bool,
+    },
     Reopen,
 }
 
@@ -51,7 +66,10 @@ fn parse(text: &str) -> Vec<Record> {
         let start = i + 1;
         let kind = match l {
             "statement ok" => Kind::Ok,
-            "statement error" => Kind::Error,
+            "statement error" => Kind::Error(None),
+            _ if l.starts_with("statement error ") => {
+                Kind::Error(Some(l["statement error ".len()..].trim().to_lowercase()))
+            }
             "query" => Kind::Query { sort: false },
             "query rowsort" => Kind::Query { sort: true },
             "reopen" => Kind::Reopen,
@@ -73,6 +91,8 @@ fn parse(text: &str) -> Vec<Record> {
         }
         out.push(Record {
             line: start,
+            lines: (start - 1, i),
+            header: l.to_string(),
             kind,
             sql: sql.join("\n"),
             expected,
@@ -105,6 +125,9 @@ fn run_file(path: &Path, data: &Path) -> Vec<String> {
     };
     let mut db = Some(Database::open(&db_path, config.clone()).unwrap());
     let mut failures = Vec::new();
+    let complete = std::env::var("KITH_TEST_COMPLETE").is_ok_and(|v| v == "1");
+    // (record lines, new text) for the rewrite mode.
+    let mut rewrites: Vec<((usize, usize), Vec<String>)> = Vec::new();
     let name = path.file_name().unwrap().to_string_lossy().to_string();
     for rec in parse(&text) {
         let sql = rec
@@ -128,10 +151,17 @@ fn run_file(path: &Path, data: &Path) -> Vec<String> {
         match (&rec.kind, result) {
             (Kind::Ok, Ok(_)) => {}
             (Kind::Ok, Err(e)) => failures.push(format!("{at}: expected success, got error:\n{e}")),
-            (Kind::Error, Ok(_)) => {
+            (Kind::Error(_), Ok(_)) => {
                 failures.push(format!("{at}: expected an error, the statement succeeded"))
             }
-            (Kind::Error, Err(e)) => {
+            (Kind::Error(kind), Err(e)) => {
+                let got = format!("{:?}", e.kind).to_lowercase();
+                if kind.as_ref().is_some_and(|k| *k != got) {
+                    failures.push(format!(
+                        "{at}: expected a {} error, got a {got} error:\n{e}",
+                        kind.as_deref().unwrap_or("")
+                    ));
+                }
                 let msg = e.to_string();
                 for want in &rec.expected {
                     if !msg.contains(want.as_str()) {
@@ -152,7 +182,13 @@ fn run_file(path: &Path, data: &Path) -> Vec<String> {
                     got.sort();
                     want.sort();
                 }
-                if got != want {
+                if got != want && complete {
+                    let mut new = vec![rec.header.clone()];
+                    new.extend(rec.sql.lines().map(str::to_string));
+                    new.push("----".to_string());
+                    new.extend(got.iter().cloned());
+                    rewrites.push((rec.lines, new));
+                } else if got != want {
                     failures.push(format!(
                         "{at}: result mismatch\n--- expected\n{}\n--- got\n{}",
                         want.join("\n"),
@@ -165,7 +201,47 @@ fn run_file(path: &Path, data: &Path) -> Vec<String> {
     }
     drop(db);
     let _ = std::fs::remove_dir_all(&tmp);
+    if !rewrites.is_empty() {
+        std::fs::write(path, rewrite(&text, &rewrites)).unwrap();
+        eprintln!("{name}: rewrote {} expected result(s)", rewrites.len());
+    }
     failures
+}
+
+/// `text` with each record's lines replaced by its new ones.
+fn rewrite(text: &str, rewrites: &[((usize, usize), Vec<String>)]) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out: Vec<String> = Vec::with_capacity(lines.len());
+    let mut i = 0;
+    for ((first, end), new) in rewrites {
+        out.extend(lines[i..*first].iter().map(|l| l.to_string()));
+        out.extend(new.iter().cloned());
+        i = *end;
+    }
+    out.extend(lines[i..].iter().map(|l| l.to_string()));
+    let mut s = out.join("\n");
+    s.push('\n');
+    s
+}
+
+#[test]
+fn the_rewrite_mode_replaces_only_expected_rows() {
+    let text = "# c\nquery\nRETURN 1\n----\n2\n\nstatement ok\nRETURN 1\n";
+    let recs = parse(text);
+    assert_eq!(recs[0].lines, (1, 5));
+    let new = vec![
+        "query".to_string(),
+        "RETURN 1".to_string(),
+        "----".to_string(),
+        "1".to_string(),
+    ];
+    assert_eq!(
+        rewrite(text, &[(recs[0].lines, new)]),
+        "# c\nquery\nRETURN 1\n----\n1\n\nstatement ok\nRETURN 1\n"
+    );
+    assert!(
+        matches!(parse("statement error semantic\nX\n")[0].kind, Kind::Error(Some(ref k)) if k == "semantic")
+    );
 }
 
 #[test]
