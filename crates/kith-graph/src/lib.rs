@@ -30,8 +30,9 @@
 //! Rel conditions are a rel-id mask on [`StorageCsr`]; undirected patterns
 //! are a [`UnionCsr`] with both directions of a table.
 //!
-//! Predicates on path nodes are a node mask of [`WalkPaths`] (intermediate
-//! nodes only); the counting computations take none. A destination mask
+//! Predicates on path nodes are a node mask (intermediate nodes only) of
+//! [`WalkPaths`] and of the shortest and weighted searches; the counting
+//! computations take none. A destination mask
 //! bounds walks: [`hops_to_targets`] searches backwards from the
 //! destinations, and [`WalkCounts`] and [`WalkPaths`] extend no walk that
 //! cannot reach one within the upper bound.

@@ -1,7 +1,8 @@
 //! Storage-level writes inside a [`WriteTxn`]: insert, update and delete of
 //! nodes and rels, below Cypher.
 //!
-//! Design (first version, copy-on-write of the touched node groups):
+//! Design (nothing committed is changed in place; every write goes to pages
+//! of the transaction):
 //! - **Insert nodes**: the values are type-checked against the catalog, primary
 //!   keys checked (not NULL, unique against live rows through the PK index and
 //!   within the batch); the rows are buffered in the transaction (keys go to
@@ -28,14 +29,18 @@
 //!   buffered in the transaction (ids assigned at once) and merged by
 //!   [`WriteTxn::flush_pending`], which every operation that reads rels and
 //!   every full read version call first.
-//! - **Update**: a node property rewrites the one column chunk of that group;
-//!   a rel property rewrites the parallel column chunk of the src group (fwd)
-//!   and the dst group (bwd). Primary keys cannot be updated.
+//! - **Update**: new values are patches of the column chunk they belong to
+//!   ([`ColumnChunk::set_values`]: positions and values beside the chunk,
+//!   folded in when they grow), for a node property in its group and for a
+//!   rel property in the parallel chunks of both directions. Primary keys
+//!   cannot be updated.
 //! - **Delete nodes**: sets bits in the group's deletion mask (metadata only; no
-//!   chunk is rewritten; offsets are never reused). Without `detach`, a node
-//!   with rels in any rel table is an error; with it, its rels are deleted.
-//! - **Delete rels**: rewrites the touched CSR groups of both directions without
-//!   them (rels are removed physically, so extends need no rel deletion mask).
+//!   chunk is rewritten). Offsets a checkpoint has cleared are reused by later
+//!   inserts (`take_free`). Without `detach`, a node with rels in any rel
+//!   table is an error; with it, its rels are deleted.
+//! - **Delete rels**: a CSR region losing a few rels gets tombstones (see the
+//!   `rel_table` module); one losing more than its change index holds is
+//!   rewritten without them.
 //!
 //! Everything goes to fresh pages of the transaction's private table metadata:
 //! nothing is visible to snapshots before commit, and dropping the transaction
