@@ -21,6 +21,7 @@
 //! flooding bug can be left out with [`query::Features`] (`--skip`).
 
 pub mod campaign;
+pub mod dump;
 pub mod exec;
 pub mod graph;
 pub mod kuzu;

@@ -25,7 +25,10 @@ const USAGE: &str = "usage: kith-fuzz [options]
   --list-constructs     print the construct names --skip takes
   --script FILE         run a finding script statement by statement, printing
                         each outcome and its time (for triage)
-  --verbose             print every case, query and verdict";
+  --verbose             print every case, query and verdict
+  --dump FILE           write each generated query's outcome (--seed, --queries N,
+                        --queries-per-case; no oracles), to compare two builds
+  --compare-dumps A B   the queries whose outcomes differ between two dumps";
 
 fn parse_num<T: std::str::FromStr>(flag: &str, v: Option<String>) -> Result<T, String> {
     let v = v.ok_or_else(|| format!("{flag} needs a value"))?;
@@ -44,6 +47,62 @@ struct Args {
     config: Config,
     case: Option<u64>,
     script: Option<PathBuf>,
+    dump: Option<PathBuf>,
+    compare: Option<(PathBuf, PathBuf)>,
+}
+
+/// `--dump`: one line per generated query (see `kith_fuzz::dump`).
+fn run_dump(config: &Config, path: &std::path::Path) -> ExitCode {
+    let queries = match config.limit {
+        Limit::Queries(n) => n,
+        Limit::Seconds(_) => {
+            eprintln!("kith-fuzz: --dump needs --queries N");
+            return ExitCode::from(2);
+        }
+    };
+    let per_case = config.queries_per_case.max(1);
+    let cases = queries.div_ceil(per_case as u64);
+    let written = std::fs::File::create(path)
+        .map_err(|e| format!("{}: {e}", path.display()))
+        .and_then(|f| {
+            let mut w = std::io::BufWriter::new(f);
+            kith_fuzz::dump::write(config.seed, cases, per_case, &config.features, &mut w)
+        });
+    match written {
+        Ok(n) => {
+            println!(
+                "kith-fuzz: seed {}, {n} queries dumped to {}",
+                config.seed,
+                path.display()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("kith-fuzz: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// `--compare-dumps`: exit 1 when two dumps disagree.
+fn run_compare(a: &std::path::Path, b: &std::path::Path) -> ExitCode {
+    match kith_fuzz::dump::compare_files(a, b) {
+        Ok(d) if d.is_empty() => {
+            println!("kith-fuzz: the dumps agree");
+            ExitCode::SUCCESS
+        }
+        Ok(d) => {
+            for line in d.iter().take(50) {
+                println!("{line}");
+            }
+            println!("kith-fuzz: {} queries differ", d.len());
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("kith-fuzz: {e}");
+            ExitCode::from(2)
+        }
+    }
 }
 
 /// Runs a script's statements on a fresh in-memory database, printing
@@ -93,6 +152,8 @@ fn parse_args() -> Result<Option<Args>, String> {
     config.findings_dir = Some(PathBuf::from("target/fuzz-findings"));
     let mut case = None;
     let mut script = None;
+    let mut dump = None;
+    let mut compare = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -119,6 +180,12 @@ fn parse_args() -> Result<Option<Args>, String> {
             }
             "--script" => script = Some(PathBuf::from(args.next().ok_or("--script needs a file")?)),
             "--case" => case = Some(parse_num("--case", args.next())?),
+            "--dump" => dump = Some(PathBuf::from(args.next().ok_or("--dump needs a file")?)),
+            "--compare-dumps" => {
+                let a = args.next().ok_or("--compare-dumps needs two files")?;
+                let b = args.next().ok_or("--compare-dumps needs two files")?;
+                compare = Some((PathBuf::from(a), PathBuf::from(b)));
+            }
             "--queries-per-case" => {
                 config.queries_per_case = parse_num("--queries-per-case", args.next())?
             }
@@ -144,6 +211,8 @@ fn parse_args() -> Result<Option<Args>, String> {
         config,
         case,
         script,
+        dump,
+        compare,
     }))
 }
 
@@ -178,6 +247,12 @@ fn main() -> ExitCode {
     }));
     if let Some(path) = &args.script {
         return run_script(path);
+    }
+    if let Some((a, b)) = &args.compare {
+        return run_compare(a, b);
+    }
+    if let Some(path) = &args.dump {
+        return run_dump(&args.config, path);
     }
     let mut config = args.config;
     if let Some(seed) = args.case {
