@@ -8,11 +8,13 @@
 //! partitioning (TLP), non-optimizing reference engine construction
 //! (NoREC), differential runs under other settings (threads, plan cache,
 //! other join orders through `CALL plan_seed=N`, recursive policy), and
-//! crash/hang detection on every statement; then it
+//! crash/hang detection on every statement, and on request against Kùzu
+//! ([`kuzu`]); then it
 //! runs random writes against a reference model ([`write`]). Failing cases
 //! are shrunk ([`minimize`]) and written as self-contained scripts
 //! ([`report`]). [`campaign`] runs it all on worker threads with a
-//! watchdog; `src/main.rs` is the command line.
+//! watchdog; [`dump`] writes result dumps to compare two builds (the
+//! normal and the tiny one); `src/main.rs` is the command line.
 //!
 //! Boundaries: the fuzzer only talks to the engine through the public
 //! `kith` API (`Database`, `Connection::query`, `Value`); it never fixes
