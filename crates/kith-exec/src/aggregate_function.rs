@@ -17,51 +17,31 @@ use kith_common::{
 
 use crate::expression::cast::coerce;
 use crate::expression::kernels;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AggregateFunc {
-    CountStar,
-    Count,
-    Sum,
-    Min,
-    Max,
-    Avg,
-    Collect,
-    /// The sample standard deviation (n - 1 degrees of freedom).
-    Stdev,
-    /// The population standard deviation (`stDevP`: n).
-    StdevPop,
-}
+pub use kith_function::AggregateKind;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct AggregateSpec {
-    pub func: AggregateFunc,
+    pub func: AggregateKind,
     pub distinct: bool,
     pub input_type: Option<LogicalType>,
     pub result_type: LogicalType,
 }
 
 impl AggregateSpec {
-    /// `lower_name` is one of the names `kith_planner::functions::is_aggregate`
-    /// accepts, or `count_star` for `count(*)`.
+    /// `lower_name` names an aggregate of the function registry
+    /// (`count` without an argument is `count(*)`).
     pub fn from_name(
         lower_name: &str,
         distinct: bool,
         input_type: Option<LogicalType>,
         result_type: LogicalType,
     ) -> Result<AggregateSpec> {
-        let func = match lower_name {
-            "count_star" => AggregateFunc::CountStar,
-            "count" if input_type.is_none() => AggregateFunc::CountStar,
-            "count" => AggregateFunc::Count,
-            "sum" => AggregateFunc::Sum,
-            "min" => AggregateFunc::Min,
-            "max" => AggregateFunc::Max,
-            "avg" => AggregateFunc::Avg,
-            "collect" => AggregateFunc::Collect,
-            "stdev" | "stddev" | "stddev_samp" => AggregateFunc::Stdev,
-            "stdevp" | "stddev_pop" => AggregateFunc::StdevPop,
-            _ => {
+        let func = match kith_function::aggregate::aggregate(lower_name) {
+            Some(a) if a.kind == AggregateKind::Count && input_type.is_none() => {
+                AggregateKind::CountStar
+            }
+            Some(a) => a.kind,
+            None => {
                 return Err(Error::semantic(format!(
                     "unknown aggregate function '{lower_name}'"
                 )))
@@ -69,7 +49,7 @@ impl AggregateSpec {
         };
         Ok(AggregateSpec {
             func,
-            distinct: distinct && func != AggregateFunc::CountStar,
+            distinct: distinct && func != AggregateKind::CountStar,
             input_type,
             result_type,
         })
@@ -314,7 +294,7 @@ pub enum RepeatRule {
 /// The running state of one aggregate over one group.
 #[derive(Debug, Clone)]
 pub struct AggregateState {
-    func: AggregateFunc,
+    func: AggregateKind,
     result_type: LogicalType,
     acc: Acc,
     distinct: Option<DistinctValues>,
@@ -418,7 +398,7 @@ fn sum_overflow() -> Error {
 }
 
 impl AggregateState {
-    pub fn func(&self) -> AggregateFunc {
+    pub fn func(&self) -> AggregateKind {
         self.func
     }
 
@@ -432,17 +412,17 @@ impl AggregateState {
         multiplicity: u64,
     ) -> Result<()> {
         let Some(input) = input else {
-            if matches!(self.func, AggregateFunc::CountStar | AggregateFunc::Count) {
+            if matches!(self.func, AggregateKind::CountStar | AggregateKind::Count) {
                 self.acc.count += positions.len() as u64 * multiplicity;
             }
             return Ok(());
         };
-        if self.func == AggregateFunc::CountStar {
+        if self.func == AggregateKind::CountStar {
             self.acc.count += positions.len() as u64 * multiplicity;
             return Ok(());
         }
         if let Some(set) = &mut self.distinct {
-            let count_only = self.func == AggregateFunc::Count;
+            let count_only = self.func == AggregateKind::Count;
             if count_only && set.insert_typed(input, positions) {
                 return Ok(());
             }
@@ -464,7 +444,7 @@ impl AggregateState {
         let live = |p: &&u32| !has_nulls || !input.is_null(**p as usize);
         let numeric_ty = input.ty.is_numeric();
         match self.func {
-            AggregateFunc::Count => {
+            AggregateKind::Count => {
                 let n = if has_nulls {
                     positions.iter().filter(live).count()
                 } else {
@@ -473,7 +453,7 @@ impl AggregateState {
                 self.acc.count += n as u64 * multiplicity;
                 Ok(())
             }
-            AggregateFunc::Sum | AggregateFunc::Avg if numeric_ty => {
+            AggregateKind::Sum | AggregateKind::Avg if numeric_ty => {
                 let done = int_like!(&input.data, s => {
                     let mut local: i128 = 0;
                     let mut n = 0u64;
@@ -516,10 +496,10 @@ impl AggregateState {
                 self.acc.count += n * multiplicity;
                 Ok(())
             }
-            AggregateFunc::Min | AggregateFunc::Max if !has_nulls => {
+            AggregateKind::Min | AggregateKind::Max if !has_nulls => {
                 // Integers without NULLs: the extreme value by a branch-free
                 // fold (over a plain slice when the positions are a run).
-                let min = self.func == AggregateFunc::Min;
+                let min = self.func == AggregateKind::Min;
                 let best = int_like!(&input.data, s => {
                     let run = run_of(positions).map(|r| &s[r]);
                     let best = match (run, min) {
@@ -541,7 +521,7 @@ impl AggregateState {
                     None => self.update_extreme(input, positions),
                 }
             }
-            AggregateFunc::Min | AggregateFunc::Max => self.update_extreme(input, positions),
+            AggregateKind::Min | AggregateKind::Max => self.update_extreme(input, positions),
             _ => self.update_generic(input, positions, multiplicity),
         }
     }
@@ -551,7 +531,7 @@ impl AggregateState {
     fn update_extreme(&mut self, input: &ValueVector, positions: &[u32]) -> Result<()> {
         let has_nulls = input.nulls.may_have_nulls();
         let live = |p: &&u32| !has_nulls || !input.is_null(**p as usize);
-        let want = if self.func == AggregateFunc::Min {
+        let want = if self.func == AggregateKind::Min {
             Ordering::Less
         } else {
             Ordering::Greater
@@ -602,7 +582,7 @@ impl AggregateState {
             .ok_or_else(sum_overflow)?;
         self.acc.isum = self.acc.isum.checked_add(add).ok_or_else(sum_overflow)?;
         self.acc.count += n * multiplicity;
-        if self.func == AggregateFunc::Sum
+        if self.func == AggregateKind::Sum
             && !self.acc.saw_float
             && i64::try_from(self.acc.isum).is_err()
         {
@@ -612,7 +592,7 @@ impl AggregateState {
     }
 
     fn offer_best(&mut self, v: Value) {
-        let want = if self.func == AggregateFunc::Min {
+        let want = if self.func == AggregateKind::Min {
             Ordering::Less
         } else {
             Ordering::Greater
@@ -645,8 +625,8 @@ impl AggregateState {
             return Ok(());
         }
         match self.func {
-            AggregateFunc::CountStar | AggregateFunc::Count => self.acc.count += multiplicity,
-            AggregateFunc::Sum | AggregateFunc::Avg => {
+            AggregateKind::CountStar | AggregateKind::Count => self.acc.count += multiplicity,
+            AggregateKind::Sum | AggregateKind::Avg => {
                 if let Some(i) = v.as_i64() {
                     self.add_int(i as i128, 1, multiplicity)?;
                 } else if let Some(f) = v.as_f64() {
@@ -656,7 +636,7 @@ impl AggregateState {
                 } else {
                     return Err(Error::runtime(format!(
                         "{}() expects numbers, got {}",
-                        if self.func == AggregateFunc::Sum {
+                        if self.func == AggregateKind::Sum {
                             "sum"
                         } else {
                             "avg"
@@ -665,14 +645,14 @@ impl AggregateState {
                     )));
                 }
             }
-            AggregateFunc::Min | AggregateFunc::Max => self.offer_best(v),
-            AggregateFunc::Collect => {
+            AggregateKind::Min | AggregateKind::Max => self.offer_best(v),
+            AggregateKind::Collect => {
                 for _ in 1..multiplicity {
                     self.acc.items.push(v.clone());
                 }
                 self.acc.items.push(v);
             }
-            AggregateFunc::Stdev | AggregateFunc::StdevPop => {
+            AggregateKind::Stdev | AggregateKind::StdevPop => {
                 let x = v.as_f64().ok_or_else(|| {
                     Error::runtime(format!("stdev() expects numbers, got {}", v.logical_type()))
                 })?;
@@ -696,12 +676,12 @@ impl AggregateState {
     /// [`RepeatRule`]).
     pub fn repeat_rule(&self) -> RepeatRule {
         match (self.func, &self.distinct) {
-            (_, Some(_)) | (AggregateFunc::Min | AggregateFunc::Max, None) => RepeatRule::Skip,
+            (_, Some(_)) | (AggregateKind::Min | AggregateKind::Max, None) => RepeatRule::Skip,
             (
-                AggregateFunc::CountStar
-                | AggregateFunc::Count
-                | AggregateFunc::Sum
-                | AggregateFunc::Avg,
+                AggregateKind::CountStar
+                | AggregateKind::Count
+                | AggregateKind::Sum
+                | AggregateKind::Avg,
                 None,
             ) => RepeatRule::Scale,
             _ => RepeatRule::Update,
@@ -719,7 +699,7 @@ impl AggregateState {
         self.acc.fsum += o.fsum * times as f64;
         let add = o.isum.checked_mul(times as i128).ok_or_else(sum_overflow)?;
         self.acc.isum = self.acc.isum.checked_add(add).ok_or_else(sum_overflow)?;
-        if self.func == AggregateFunc::Sum
+        if self.func == AggregateKind::Sum
             && !self.acc.saw_float
             && i64::try_from(self.acc.isum).is_err()
         {
@@ -736,7 +716,7 @@ impl AggregateState {
         }
         let o = other.acc;
         match self.func {
-            AggregateFunc::Stdev | AggregateFunc::StdevPop => {
+            AggregateKind::Stdev | AggregateKind::StdevPop => {
                 let (na, nb) = (self.acc.count as f64, o.count as f64);
                 if o.count > 0 {
                     let n = na + nb;
@@ -746,18 +726,18 @@ impl AggregateState {
                 }
                 self.acc.count += o.count;
             }
-            AggregateFunc::Min | AggregateFunc::Max => {
+            AggregateKind::Min | AggregateKind::Max => {
                 if let Some(b) = o.best {
                     self.offer_best(b);
                 }
             }
-            AggregateFunc::Collect => self.acc.items.extend(o.items),
+            AggregateKind::Collect => self.acc.items.extend(o.items),
             _ => {
                 self.acc.count += o.count;
                 self.acc.saw_float |= o.saw_float;
                 self.acc.fsum += o.fsum;
                 self.acc.isum = self.acc.isum.checked_add(o.isum).ok_or_else(sum_overflow)?;
-                if self.func == AggregateFunc::Sum
+                if self.func == AggregateKind::Sum
                     && !self.acc.saw_float
                     && i64::try_from(self.acc.isum).is_err()
                 {
@@ -772,7 +752,7 @@ impl AggregateState {
     /// instead of cloning it (the last read of a group's state).
     pub fn into_value(mut self) -> Value {
         match (self.func, &self.distinct) {
-            (AggregateFunc::Collect, None) => Value::list(std::mem::take(&mut self.acc.items)),
+            (AggregateKind::Collect, None) => Value::list(std::mem::take(&mut self.acc.items)),
             _ => self.finalize(),
         }
     }
@@ -782,7 +762,7 @@ impl AggregateState {
     /// one value is 0.0.
     pub fn finalize(&self) -> Value {
         if let Some(set) = &self.distinct {
-            if self.func == AggregateFunc::Count {
+            if self.func == AggregateKind::Count {
                 return Value::Int64(set.len() as i64);
             }
             let mut plain = AggregateState {
@@ -802,29 +782,29 @@ impl AggregateState {
         }
         let a = &self.acc;
         let v = match self.func {
-            AggregateFunc::CountStar | AggregateFunc::Count => Value::Int64(a.count as i64),
-            AggregateFunc::Sum => {
+            AggregateKind::CountStar | AggregateKind::Count => Value::Int64(a.count as i64),
+            AggregateKind::Sum => {
                 if a.saw_float || self.result_type == LogicalType::Double {
                     Value::Double(a.isum as f64 + a.fsum)
                 } else {
                     Value::Int64(a.isum as i64)
                 }
             }
-            AggregateFunc::Avg => {
+            AggregateKind::Avg => {
                 if a.count == 0 {
                     Value::Null
                 } else {
                     Value::Double((a.isum as f64 + a.fsum) / a.count as f64)
                 }
             }
-            AggregateFunc::Min | AggregateFunc::Max => a.best.clone().unwrap_or(Value::Null),
-            AggregateFunc::Collect => Value::list(a.items.clone()),
-            AggregateFunc::Stdev => match a.count {
+            AggregateKind::Min | AggregateKind::Max => a.best.clone().unwrap_or(Value::Null),
+            AggregateKind::Collect => Value::list(a.items.clone()),
+            AggregateKind::Stdev => match a.count {
                 0 => Value::Null,
                 1 => Value::Double(0.0),
                 n => Value::Double((a.m2.max(0.0) / (n - 1) as f64).sqrt()),
             },
-            AggregateFunc::StdevPop => match a.count {
+            AggregateKind::StdevPop => match a.count {
                 0 => Value::Null,
                 n => Value::Double((a.m2.max(0.0) / n as f64).sqrt()),
             },

@@ -1,12 +1,12 @@
-//! The executor: physical operators, expression evaluation, the function
-//! library and the pipeline runner. Operators run morsel-driven on the
+//! The executor: physical operators, expression evaluation (calling the
+//! bodies of `kith-function`'s registry), aggregate states and the pipeline
+//! runner. Operators run morsel-driven on the
 //! database's scheduler; every worker runs its own copy of a pipeline's
 //! operators and sinks merge thread-local state once at the end. Never plans.
 
 pub mod aggregate_function;
 pub mod copy;
 pub mod expression;
-pub mod function;
 pub mod memory;
 pub mod operator;
 pub mod pipeline;

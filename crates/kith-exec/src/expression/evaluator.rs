@@ -9,10 +9,10 @@ use regex::Regex;
 use super::cast::{cast_value, coerce};
 use super::typed::{self, Scratch};
 use super::{kernels, EvalContext, Evaluated, View};
-use crate::function::temporal::DatePart;
-use crate::function::{self, ScalarFunction};
 use crate::result_set::ChunkState;
 use crate::subquery::{CountProbe, SubqueryTable};
+use kith_function::temporal::DatePart;
+use kith_function::ScalarFunction;
 use kith_planner::procedure::ProcedureRef;
 
 /// Where a node's values are after evaluation.
@@ -52,7 +52,7 @@ pub(super) enum Kind {
     },
     Function {
         name: String,
-        f: ScalarFunction,
+        f: &'static ScalarFunction,
         args: Vec<Node>,
         buf: Vec<Value>,
         /// The arguments read per row (the unflat ones), reused per batch.
@@ -195,7 +195,7 @@ impl Node {
                 Kind::DatePart(part, Box::new(Node::compile(arg)?))
             }
             BoundExprKind::Function(name, args) => {
-                let f = function::lookup(name).ok_or_else(|| {
+                let f = kith_function::scalar(name).ok_or_else(|| {
                     Error::semantic(format!("unknown function '{name}'")).or_span(e.span)
                 })?;
                 Kind::Function {

@@ -17,7 +17,7 @@ use kith_planner::expr::BoundExpr;
 use crate::result_set::{ResultSet, SlotLayout};
 use crate::subquery::SubqueryTable;
 
-pub mod cast;
+pub use kith_function::cast;
 mod evaluator;
 pub mod kernels;
 mod typed;

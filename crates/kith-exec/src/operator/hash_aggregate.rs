@@ -18,7 +18,7 @@ use kith_storage::TableData;
 
 use super::offset_counts::{ByOffset, OffsetTable};
 use super::{LocalSink, QueryContext};
-use crate::aggregate_function::{AggregateFunc, AggregateSpec, AggregateState, RepeatRule};
+use crate::aggregate_function::{AggregateKind, AggregateSpec, AggregateState, RepeatRule};
 use crate::expression::{EvalContext, Evaluated, Evaluator};
 use crate::result_set::{ResultSet, SlotLayout};
 
@@ -793,10 +793,10 @@ enum StateColumn {
 impl StateColumn {
     fn new(spec: &AggregateSpec) -> StateColumn {
         match spec.func {
-            AggregateFunc::CountStar | AggregateFunc::Count if !spec.distinct => {
+            AggregateKind::CountStar | AggregateKind::Count if !spec.distinct => {
                 StateColumn::Count(Vec::new())
             }
-            AggregateFunc::Collect if !spec.distinct => match spec.input_type {
+            AggregateKind::Collect if !spec.distinct => match spec.input_type {
                 Some(LogicalType::Int64) => StateColumn::CollectInts(Vec::new(), 0),
                 _ => StateColumn::Collect(Vec::new(), 0),
             },

@@ -1,29 +1,86 @@
 //! Conversion functions, `coalesce` and `nullIf` (not NULL-propagating).
 
-use kith_common::{LogicalType, Result, Value};
+use kith_common::{Error, LogicalType, LogicalType as T, Result, Value};
 
-use super::{arity, ScalarFunction};
-use crate::expression::cast::try_cast_value;
+use crate::arguments::arity;
+use crate::cast::try_cast_value;
+use crate::comparison::equals;
+use crate::registry::{ScalarFunction, TypeRule};
+use crate::signature::{check, common_type, Class::*};
 
-pub(super) fn lookup(name: &str) -> Option<ScalarFunction> {
-    let (func, propagate_nulls): (super::ScalarFn, bool) = match name {
-        "tostring" | "to_string" => (|a| convert("tostring", a, &LogicalType::String), true),
-        "tointeger" | "toint" | "to_int64" => {
-            (|a| convert("tointeger", a, &LogicalType::Int64), true)
-        }
-        "tofloat" | "todouble" | "to_double" => {
-            (|a| convert("tofloat", a, &LogicalType::Double), true)
-        }
-        "toboolean" | "tobool" => (|a| convert("toboolean", a, &LogicalType::Bool), true),
-        "coalesce" => (coalesce, false),
-        "nullif" => (null_if, false),
-        _ => return None,
-    };
-    Some(ScalarFunction {
-        func,
-        propagate_nulls,
-    })
-}
+const TO_STRING: TypeRule = |n, a| {
+    check(n, a, &[AnyT], 0)?;
+    Ok(T::String)
+};
+
+pub(crate) const FUNCTIONS: &[ScalarFunction] = &[
+    ScalarFunction::strict(&["tostring", "to_string"], TO_STRING, |a| {
+        convert("tostring", a, &T::String)
+    }),
+    ScalarFunction::strict(
+        &["tointeger", "toint", "to_int64"],
+        |n, a| {
+            check(n, a, &[AnyT], 0)?;
+            Ok(T::Int64)
+        },
+        |a| convert("tointeger", a, &T::Int64),
+    ),
+    ScalarFunction::strict(
+        &["tofloat", "todouble", "to_double"],
+        |n, a| {
+            check(n, a, &[AnyT], 0)?;
+            // Only text and numbers convert (openCypher: a BOOL, list, map
+            // or entity is an invalid argument); known at compile time when
+            // the argument's type is.
+            if let Some(t) = a
+                .first()
+                .filter(|t| !(t.is_numeric() || matches!(t, T::String | T::Any)))
+            {
+                return Err(Error::type_error(format!(
+                    "tofloat() cannot convert a {t} value (invalid argument value)"
+                )));
+            }
+            Ok(T::Double)
+        },
+        |a| convert("tofloat", a, &T::Double),
+    ),
+    ScalarFunction::strict(
+        &["toboolean", "tobool"],
+        |n, a| {
+            check(n, a, &[AnyT], 0)?;
+            Ok(T::Bool)
+        },
+        |a| convert("toboolean", a, &T::Bool),
+    ),
+    ScalarFunction::null_aware(
+        &["coalesce"],
+        |_, a| {
+            if a.is_empty() {
+                return Err(Error::type_error(
+                    "coalesce() takes at least 1 argument, got 0",
+                ));
+            }
+            let mut t = T::Any;
+            for x in a {
+                t = common_type(&t, x).ok_or_else(|| {
+                    Error::type_error(format!(
+                        "coalesce() arguments have incompatible types {t} and {x}"
+                    ))
+                })?;
+            }
+            Ok(t)
+        },
+        coalesce,
+    ),
+    ScalarFunction::null_aware(
+        &["nullif"],
+        |n, a| {
+            check(n, a, &[AnyT, AnyT], 0)?;
+            Ok(a[0].clone())
+        },
+        null_if,
+    ),
+];
 
 /// Cypher's `toX()` functions return NULL for text that does not convert.
 /// Values of other kinds (lists, maps, nodes, rels, paths; a FLOAT for
@@ -49,7 +106,7 @@ fn convert(name: &str, args: &[Value], to: &LogicalType) -> Result<Value> {
         _ => matches!(v, Value::String(_)) || t.is_numeric(),
     };
     if !ok {
-        return Err(kith_common::Error::type_error(format!(
+        return Err(Error::type_error(format!(
             "{name}() cannot convert a {t} value (invalid argument value)"
         )));
     }
@@ -59,12 +116,10 @@ fn convert(name: &str, args: &[Value], to: &LogicalType) -> Result<Value> {
 /// `nullIf(a, b)`: NULL when `a = b` is true, else `a`.
 fn null_if(args: &[Value]) -> Result<Value> {
     arity("nullif", args, 2, 2)?;
-    Ok(
-        match crate::expression::kernels::equals(&args[0], &args[1]) {
-            Some(true) => Value::Null,
-            _ => args[0].clone(),
-        },
-    )
+    Ok(match equals(&args[0], &args[1]) {
+        Some(true) => Value::Null,
+        _ => args[0].clone(),
+    })
 }
 
 fn coalesce(args: &[Value]) -> Result<Value> {
@@ -77,7 +132,7 @@ fn coalesce(args: &[Value]) -> Result<Value> {
 
 #[cfg(test)]
 mod tests {
-    use crate::function::call;
+    use crate::call;
     use kith_common::Value;
 
     #[test]

@@ -3,39 +3,90 @@
 
 use kith_common::{Error, Result, Value};
 
-use super::{arg_f64, arg_i64, arity, ScalarFn};
+use kith_common::LogicalType as T;
 
-pub(super) fn lookup(name: &str) -> Option<ScalarFn> {
-    Some(match name {
-        "abs" => abs,
-        "sign" => sign,
-        "ceil" => |a| unary("ceil", a, f64::ceil),
-        "floor" => |a| unary("floor", a, f64::floor),
-        "round" => round,
-        "sqrt" => |a| unary("sqrt", a, f64::sqrt),
-        "ln" => |a| unary("ln", a, f64::ln),
-        "log" => |a| unary("log", a, f64::ln),
-        "log10" => |a| unary("log10", a, f64::log10),
-        "exp" => |a| unary("exp", a, f64::exp),
-        "sin" => |a| unary("sin", a, f64::sin),
-        "cos" => |a| unary("cos", a, f64::cos),
-        "tan" => |a| unary("tan", a, f64::tan),
-        "asin" => |a| unary("asin", a, f64::asin),
-        "acos" => |a| unary("acos", a, f64::acos),
-        "atan" => |a| unary("atan", a, f64::atan),
-        "degrees" => |a| unary("degrees", a, f64::to_degrees),
-        "radians" => |a| unary("radians", a, f64::to_radians),
-        "pow" | "power" => |a| binary("pow", a, f64::powf),
-        "atan2" => |a| binary("atan2", a, f64::atan2),
-        "pi" => |_| Ok(Value::Double(std::f64::consts::PI)),
-        "e" => |_| Ok(Value::Double(std::f64::consts::E)),
-        "rand" => |a| {
-            arity("rand", a, 0, 0)?;
-            Ok(Value::Double(rand_f64()))
+use crate::arguments::{arg_f64, arg_i64, arity};
+use crate::registry::{ScalarFunction, TypeRule};
+use crate::signature::{check, Class::*};
+
+const NUM_TO_DOUBLE: TypeRule = |n, a| {
+    check(n, a, &[Num], 0)?;
+    Ok(T::Double)
+};
+
+const TWO_NUM_TO_DOUBLE: TypeRule = |n, a| {
+    check(n, a, &[Num, Num], 0)?;
+    Ok(T::Double)
+};
+
+const CONSTANT: TypeRule = |n, a| {
+    check(n, a, &[], 0)?;
+    Ok(T::Double)
+};
+
+pub(crate) const FUNCTIONS: &[ScalarFunction] = &[
+    ScalarFunction::strict(
+        &["abs"],
+        |n, a| {
+            check(n, a, &[Num], 0)?;
+            Ok(match &a[0] {
+                t if t.is_integer() => T::Int64,
+                T::Any => T::Any,
+                _ => T::Double,
+            })
         },
-        _ => return None,
-    })
-}
+        abs,
+    ),
+    ScalarFunction::strict(
+        &["sign"],
+        |n, a| {
+            check(n, a, &[Num], 0)?;
+            Ok(T::Int64)
+        },
+        sign,
+    ),
+    ScalarFunction::strict(&["ceil"], NUM_TO_DOUBLE, |a| unary("ceil", a, f64::ceil)),
+    ScalarFunction::strict(&["floor"], NUM_TO_DOUBLE, |a| unary("floor", a, f64::floor)),
+    ScalarFunction::strict(
+        &["round"],
+        |n, a| {
+            check(n, a, &[Num, Int], 1)?;
+            Ok(T::Double)
+        },
+        round,
+    ),
+    ScalarFunction::strict(&["sqrt"], NUM_TO_DOUBLE, |a| unary("sqrt", a, f64::sqrt)),
+    ScalarFunction::strict(&["ln"], NUM_TO_DOUBLE, |a| unary("ln", a, f64::ln)),
+    ScalarFunction::strict(&["log"], NUM_TO_DOUBLE, |a| unary("log", a, f64::ln)),
+    ScalarFunction::strict(&["log10"], NUM_TO_DOUBLE, |a| unary("log10", a, f64::log10)),
+    ScalarFunction::strict(&["exp"], NUM_TO_DOUBLE, |a| unary("exp", a, f64::exp)),
+    ScalarFunction::strict(&["sin"], NUM_TO_DOUBLE, |a| unary("sin", a, f64::sin)),
+    ScalarFunction::strict(&["cos"], NUM_TO_DOUBLE, |a| unary("cos", a, f64::cos)),
+    ScalarFunction::strict(&["tan"], NUM_TO_DOUBLE, |a| unary("tan", a, f64::tan)),
+    ScalarFunction::strict(&["asin"], NUM_TO_DOUBLE, |a| unary("asin", a, f64::asin)),
+    ScalarFunction::strict(&["acos"], NUM_TO_DOUBLE, |a| unary("acos", a, f64::acos)),
+    ScalarFunction::strict(&["atan"], NUM_TO_DOUBLE, |a| unary("atan", a, f64::atan)),
+    ScalarFunction::strict(&["degrees"], NUM_TO_DOUBLE, |a| {
+        unary("degrees", a, f64::to_degrees)
+    }),
+    ScalarFunction::strict(&["radians"], NUM_TO_DOUBLE, |a| {
+        unary("radians", a, f64::to_radians)
+    }),
+    ScalarFunction::strict(&["pow", "power"], TWO_NUM_TO_DOUBLE, |a| {
+        binary("pow", a, f64::powf)
+    }),
+    ScalarFunction::strict(&["atan2"], TWO_NUM_TO_DOUBLE, |a| {
+        binary("atan2", a, f64::atan2)
+    }),
+    ScalarFunction::strict(&["pi"], CONSTANT, |_| {
+        Ok(Value::Double(std::f64::consts::PI))
+    }),
+    ScalarFunction::strict(&["e"], CONSTANT, |_| Ok(Value::Double(std::f64::consts::E))),
+    ScalarFunction::strict(&["rand"], CONSTANT, |a| {
+        arity("rand", a, 0, 0)?;
+        Ok(Value::Double(rand_f64()))
+    }),
+];
 
 /// A pseudo-random number in [0, 1): a per-thread xorshift generator seeded
 /// from the clock and the thread (not for cryptographic use).
@@ -117,7 +168,7 @@ fn round(args: &[Value]) -> Result<Value> {
 
 #[cfg(test)]
 mod tests {
-    use crate::function::call;
+    use crate::call;
     use kith_common::Value;
 
     #[test]

@@ -7,34 +7,108 @@ use std::sync::Arc;
 
 use kith_common::{Error, InternalId, NodeValue, PathValue, RelValue, Result, Value};
 
-use super::ScalarFunction;
+use kith_common::LogicalType as T;
 
-pub fn lookup(name: &str) -> Option<ScalarFunction> {
-    let (func, propagate_nulls): (super::ScalarFn, bool) = match name {
-        // NULL properties belong in the value; a NULL id (an OPTIONAL MATCH
-        // without a match) makes the whole value NULL.
-        "_node" => (node, false),
-        "_rel" => (rel, false),
-        "_properties" => (properties, false),
-        "properties" => (value_properties, true),
-        "_label" => (label, true),
-        "_labels" => (labels, false),
-        "_label_text" => (label_text, false),
-        "_has_labels" => (has_labels, false),
-        "_live" => (live, false),
-        "id" => (id, true),
-        "_table_is" => (table_is, true),
-        "_path" => (path, true),
-        "type" => (value_type, true),
-        "labels" => (value_labels, true),
-        "nodes" => (path_nodes, true),
-        "relationships" | "rels" => (path_rels, true),
-        _ => return None,
-    };
-    Some(ScalarFunction {
-        func,
-        propagate_nulls,
-    })
+use crate::registry::ScalarFunction;
+use crate::signature::{check, Class::AnyT};
+
+/// Internal functions: the binder types their calls itself (these rules
+/// say the same for the record).
+pub(crate) const FUNCTIONS: &[ScalarFunction] = &[
+    // NULL properties belong in the value; a NULL id (an OPTIONAL MATCH
+    // without a match) makes the whole value NULL.
+    ScalarFunction::null_aware(&["_node"], |_, _| Ok(T::Node), node).internal(),
+    ScalarFunction::null_aware(&["_rel"], |_, _| Ok(T::Rel), rel).internal(),
+    ScalarFunction::null_aware(&["_properties"], |_, _| Ok(T::Any), properties).internal(),
+    ScalarFunction::strict(&["_label"], |_, _| Ok(T::String), label).internal(),
+    ScalarFunction::null_aware(&["_labels"], |_, _| Ok(list_of(T::String)), labels).internal(),
+    ScalarFunction::null_aware(&["_label_text"], |_, _| Ok(T::String), label_text).internal(),
+    ScalarFunction::null_aware(&["_has_labels"], |_, _| Ok(T::Bool), has_labels).internal(),
+    ScalarFunction::null_aware(
+        &["_live"],
+        |_, a| Ok(a.get(1).cloned().unwrap_or(T::Any)),
+        live,
+    )
+    .internal(),
+    ScalarFunction::strict(&["_table_is"], |_, _| Ok(T::Bool), table_is).internal(),
+    ScalarFunction::strict(&["_path"], |_, _| Ok(T::Path), path).internal(),
+    // On values (a node or rel carried as a value, a path); the binder
+    // rewrites calls on pattern variables into the internal ones above.
+    ScalarFunction::strict(
+        &["properties"],
+        |n, a| {
+            check(n, a, &[AnyT], 0)?;
+            match &a[0] {
+                t @ (T::Struct(_) | T::Map(..)) => Ok(t.clone()),
+                T::Node | T::Rel | T::Any => Ok(T::Any),
+                t => Err(Error::type_error(format!(
+                    "properties() expects a MAP, NODE or REL, got {t}"
+                ))),
+            }
+        },
+        value_properties,
+    ),
+    ScalarFunction::strict(
+        &["id"],
+        |n, a| {
+            check(n, a, &[AnyT], 0)?;
+            expect(n, &a[0], "a NODE or REL", |t| {
+                matches!(t, T::Node | T::Rel | T::InternalId)
+            })?;
+            Ok(T::InternalId)
+        },
+        id,
+    ),
+    ScalarFunction::strict(
+        &["type"],
+        |n, a| {
+            check(n, a, &[AnyT], 0)?;
+            expect(n, &a[0], "a REL", |t| *t == T::Rel)?;
+            Ok(T::String)
+        },
+        value_type,
+    ),
+    ScalarFunction::strict(
+        &["labels"],
+        |n, a| {
+            check(n, a, &[AnyT], 0)?;
+            expect(n, &a[0], "a NODE", |t| *t == T::Node)?;
+            Ok(list_of(T::String))
+        },
+        value_labels,
+    ),
+    ScalarFunction::strict(
+        &["nodes"],
+        |n, a| {
+            check(n, a, &[AnyT], 0)?;
+            expect(n, &a[0], "a PATH", |t| *t == T::Path)?;
+            Ok(list_of(T::Node))
+        },
+        path_nodes,
+    ),
+    ScalarFunction::strict(
+        &["relationships", "rels"],
+        |n, a| {
+            check(n, a, &[AnyT], 0)?;
+            expect(n, &a[0], "a PATH", |t| *t == T::Path)?;
+            Ok(list_of(T::Rel))
+        },
+        path_rels,
+    ),
+];
+
+fn list_of(t: T) -> T {
+    T::List(Box::new(t))
+}
+
+/// A type error unless `t` is ANY or passes `ok`.
+fn expect(name: &str, t: &T, what: &str, ok: fn(&T) -> bool) -> Result<()> {
+    if *t == T::Any || ok(t) {
+        return Ok(());
+    }
+    Err(Error::type_error(format!(
+        "{name}() expects {what}, got {t}"
+    )))
 }
 
 fn internal_id(what: &str, v: &Value) -> Result<Option<InternalId>> {

@@ -2,27 +2,98 @@
 
 use kith_common::{Error, Result, Value};
 
-use super::{arg_i64, arity, ScalarFn};
+use kith_common::LogicalType as T;
+
+use crate::arguments::{arg_i64, arity};
+use crate::registry::ScalarFunction;
+use crate::signature::{check, Class::*};
 
 /// Longest list `range()` builds.
 const MAX_RANGE: i64 = 1 << 26;
 
-pub(super) fn lookup(name: &str) -> Option<ScalarFn> {
-    Some(match name {
-        "range" => range,
-        "keys" => keys,
-        "_percentile_disc" => percentile_disc,
-        "_percentile_cont" => percentile_cont,
-        "head" => |a| Ok(list_arg("head", a)?.first().cloned().unwrap_or(Value::Null)),
-        "last" => |a| Ok(list_arg("last", a)?.last().cloned().unwrap_or(Value::Null)),
-        "tail" => |a| {
+/// The element type of a list type (ANY when unknown).
+fn element(t: &T) -> T {
+    match t {
+        T::List(e) => (**e).clone(),
+        _ => T::Any,
+    }
+}
+
+pub(crate) const FUNCTIONS: &[ScalarFunction] = &[
+    ScalarFunction::strict(
+        &["range"],
+        |n, a| {
+            check(n, a, &[Int, Int, Int], 1)?;
+            Ok(T::List(Box::new(T::Int64)))
+        },
+        range,
+    ),
+    ScalarFunction::strict(
+        &["keys"],
+        |n, a| {
+            check(n, a, &[AnyT], 0)?;
+            if !matches!(a[0], T::Struct(_) | T::Map(..) | T::Node | T::Rel | T::Any) {
+                return Err(Error::type_error(format!(
+                    "keys() expects a MAP, NODE or REL, got {}",
+                    a[0]
+                )));
+            }
+            Ok(T::List(Box::new(T::String)))
+        },
+        keys,
+    ),
+    // percentileDisc/percentileCont: the binder collects the group and
+    // calls these on the list.
+    ScalarFunction::strict(
+        &["_percentile_disc"],
+        |n, a| {
+            check(n, a, &[List, Num], 0)?;
+            Ok(element(&a[0]))
+        },
+        percentile_disc,
+    )
+    .internal(),
+    ScalarFunction::strict(
+        &["_percentile_cont"],
+        |n, a| {
+            check(n, a, &[List, Num], 0)?;
+            Ok(T::Double)
+        },
+        percentile_cont,
+    )
+    .internal(),
+    ScalarFunction::strict(
+        &["head"],
+        |n, a| {
+            check(n, a, &[List], 0)?;
+            Ok(element(&a[0]))
+        },
+        |a| Ok(list_arg("head", a)?.first().cloned().unwrap_or(Value::Null)),
+    ),
+    ScalarFunction::strict(
+        &["last"],
+        |n, a| {
+            check(n, a, &[List], 0)?;
+            Ok(element(&a[0]))
+        },
+        |a| Ok(list_arg("last", a)?.last().cloned().unwrap_or(Value::Null)),
+    ),
+    ScalarFunction::strict(
+        &["tail"],
+        |n, a| {
+            check(n, a, &[List], 0)?;
+            Ok(match &a[0] {
+                T::Any => T::List(Box::new(T::Any)),
+                t => t.clone(),
+            })
+        },
+        |a| {
             Ok(Value::list(
                 list_arg("tail", a)?.iter().skip(1).cloned().collect(),
             ))
         },
-        _ => return None,
-    })
-}
+    ),
+];
 
 fn list_arg<'a>(name: &str, args: &'a [Value]) -> Result<&'a [Value]> {
     arity(name, args, 1, 1)?;
@@ -151,7 +222,7 @@ fn range(args: &[Value]) -> Result<Value> {
 
 #[cfg(test)]
 mod tests {
-    use crate::function::call;
+    use crate::call;
     use kith_common::Value;
 
     fn ints(v: &[i64]) -> Value {

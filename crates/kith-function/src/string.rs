@@ -2,29 +2,122 @@
 
 use kith_common::{Error, Result, Value};
 
-use super::{arg_i64, arg_str, arity, ScalarFn};
+use kith_common::LogicalType as T;
 
-pub(super) fn lookup(name: &str) -> Option<ScalarFn> {
-    Some(match name {
-        "lower" | "tolower" => |a| map("lower", a, |s| s.to_lowercase()),
-        "upper" | "toupper" => |a| map("upper", a, |s| s.to_uppercase()),
-        "trim" => |a| map("trim", a, |s| s.trim().to_string()),
-        "ltrim" => |a| map("ltrim", a, |s| s.trim_start().to_string()),
-        "rtrim" => |a| map("rtrim", a, |s| s.trim_end().to_string()),
-        "reverse" => reverse,
-        "substring" | "substr" => substring,
-        "left" => left,
-        "right" => right,
-        "replace" => replace,
-        "concat" => concat,
-        "starts_with" | "prefix" => |a| pred("starts_with", a, |s, p| s.starts_with(p)),
-        "ends_with" | "suffix" => |a| pred("ends_with", a, |s, p| s.ends_with(p)),
-        "contains" => |a| pred("contains", a, |s, p| s.contains(p)),
-        "split" | "string_split" => split,
-        "size" | "length" => size,
-        _ => return None,
-    })
-}
+use crate::arguments::{arg_i64, arg_str, arity};
+use crate::registry::{ScalarFunction, TypeRule};
+use crate::signature::{check, Class::*};
+
+const STR_TO_STR: TypeRule = |n, a| {
+    check(n, a, &[Str], 0)?;
+    Ok(T::String)
+};
+
+const STR_PREDICATE: TypeRule = |n, a| {
+    check(n, a, &[Str, Str], 0)?;
+    Ok(T::Bool)
+};
+
+pub(crate) const FUNCTIONS: &[ScalarFunction] = &[
+    ScalarFunction::strict(&["lower", "tolower"], STR_TO_STR, |a| {
+        map("lower", a, |s| s.to_lowercase())
+    }),
+    ScalarFunction::strict(&["upper", "toupper"], STR_TO_STR, |a| {
+        map("upper", a, |s| s.to_uppercase())
+    }),
+    ScalarFunction::strict(&["trim"], STR_TO_STR, |a| {
+        map("trim", a, |s| s.trim().to_string())
+    }),
+    ScalarFunction::strict(&["ltrim"], STR_TO_STR, |a| {
+        map("ltrim", a, |s| s.trim_start().to_string())
+    }),
+    ScalarFunction::strict(&["rtrim"], STR_TO_STR, |a| {
+        map("rtrim", a, |s| s.trim_end().to_string())
+    }),
+    ScalarFunction::strict(
+        &["reverse"],
+        |n, a| {
+            check(n, a, &[AnyT], 0)?;
+            match &a[0] {
+                T::String | T::Any => Ok(T::String),
+                T::List(_) => Ok(a[0].clone()),
+                t => Err(Error::type_error(format!(
+                    "reverse() expects a STRING or LIST, got {t}"
+                ))),
+            }
+        },
+        reverse,
+    ),
+    ScalarFunction::strict(
+        &["substring", "substr"],
+        |n, a| {
+            check(n, a, &[Str, Int, Int], 1)?;
+            Ok(T::String)
+        },
+        substring,
+    ),
+    ScalarFunction::strict(&["left"], STR_INT_TO_STR, left),
+    ScalarFunction::strict(&["right"], STR_INT_TO_STR, right),
+    ScalarFunction::strict(
+        &["replace"],
+        |n, a| {
+            check(n, a, &[Str, Str, Str], 0)?;
+            Ok(T::String)
+        },
+        replace,
+    ),
+    ScalarFunction::strict(
+        &["concat"],
+        |_, a| {
+            if a.is_empty() {
+                return Err(Error::type_error(
+                    "concat() takes at least 1 argument, got 0",
+                ));
+            }
+            Ok(T::String)
+        },
+        concat,
+    ),
+    ScalarFunction::strict(&["starts_with", "prefix"], STR_PREDICATE, |a| {
+        pred("starts_with", a, |s, p| s.starts_with(p))
+    }),
+    ScalarFunction::strict(&["ends_with", "suffix"], STR_PREDICATE, |a| {
+        pred("ends_with", a, |s, p| s.ends_with(p))
+    }),
+    ScalarFunction::strict(&["contains"], STR_PREDICATE, |a| {
+        pred("contains", a, |s, p| s.contains(p))
+    }),
+    ScalarFunction::strict(
+        &["split", "string_split"],
+        |n, a| {
+            check(n, a, &[Str, Str], 0)?;
+            Ok(T::List(Box::new(T::String)))
+        },
+        split,
+    ),
+    ScalarFunction::strict(
+        &["size", "length"],
+        |n, a| {
+            check(n, a, &[AnyT], 0)?;
+            // openCypher: the length of a path is length(p); size(p) is a
+            // type error.
+            let path_length = n == "length" && a[0] == T::Path;
+            if !(path_length || matches!(a[0], T::String | T::List(_) | T::Any)) {
+                return Err(Error::type_error(format!(
+                    "{n}() expects a STRING or LIST, got {}",
+                    a[0]
+                )));
+            }
+            Ok(T::Int64)
+        },
+        size,
+    ),
+];
+
+const STR_INT_TO_STR: TypeRule = |n, a| {
+    check(n, a, &[Str, Int], 0)?;
+    Ok(T::String)
+};
 
 fn map(name: &str, args: &[Value], f: fn(&str) -> String) -> Result<Value> {
     arity(name, args, 1, 1)?;
@@ -137,7 +230,7 @@ fn size(args: &[Value]) -> Result<Value> {
 
 #[cfg(test)]
 mod tests {
-    use crate::function::call;
+    use crate::call;
     use kith_common::Value;
 
     fn s(x: &str) -> Value {

@@ -12,7 +12,6 @@ use kith_common::temporal::{
     DurationUnit, LocalDateTime, LocalTime, Num, Time, Zone, NANOS_PER_DAY, NANOS_PER_SEC,
 };
 use kith_common::{Date, Error, Result, Value};
-use kith_planner::expr::BinaryOp;
 
 /// The five openCypher temporal instant types (DATE is shared with the Kùzu
 /// dialect).
@@ -104,7 +103,7 @@ fn not_temporal(what: &str, v: &Value) -> Error {
 /// `date(x)` etc.: no argument is the current instant; text is parsed; a
 /// map builds or selects; another temporal value converts.
 pub(crate) fn construct(kind: Kind, args: &[Value]) -> Result<Value> {
-    super::arity(kind.name(), args, 0, 1)?;
+    crate::arguments::arity(kind.name(), args, 0, 1)?;
     let Some(arg) = args.first() else {
         return now(kind, args);
     };
@@ -425,7 +424,7 @@ pub(crate) fn from_epoch_fn(millis: bool, args: &[Value]) -> Result<Value> {
     } else {
         "datetime.fromepoch"
     };
-    super::arity(
+    crate::arguments::arity(
         name,
         args,
         if millis { 1 } else { 2 },
@@ -528,8 +527,8 @@ fn select_time(f: &Fields, base: LocalTime) -> Result<LocalTime> {
 /// `X.truncate(unit, value[, map])`.
 pub(crate) fn truncate(kind: Kind, args: &[Value]) -> Result<Value> {
     let name = format!("{}.truncate", kind.name());
-    super::arity(&name, args, 2, 3)?;
-    let unit = super::arg_str(&name, &args[0])?;
+    crate::arguments::arity(&name, args, 2, 3)?;
+    let unit = crate::arguments::arg_str(&name, &args[0])?;
     let p = parts(&args[1]).ok_or_else(|| not_temporal(&name, &args[1]))?;
     let fields = match args.get(2) {
         Some(m) if !m.is_null() => map_fields(&name, m)?,
@@ -615,7 +614,7 @@ pub(crate) fn now_nanos() -> i128 {
 /// The current instant as `kind`, in UTC or in the zone given as the
 /// argument (`datetime.statement('Europe/Stockholm')`).
 pub(crate) fn now(kind: Kind, args: &[Value]) -> Result<Value> {
-    super::arity(kind.name(), args, 0, 1)?;
+    crate::arguments::arity(kind.name(), args, 0, 1)?;
     let zone = match args.first() {
         None => Zone::Offset(0),
         Some(Value::String(s)) => Zone::parse(s)
@@ -646,7 +645,7 @@ pub(crate) fn now(kind: Kind, args: &[Value]) -> Result<Value> {
 
 /// `duration(text | map | duration)`.
 pub(crate) fn duration(args: &[Value]) -> Result<Value> {
-    super::arity("duration", args, 1, 1)?;
+    crate::arguments::arity("duration", args, 1, 1)?;
     match &args[0] {
         Value::Duration(d) => Ok(Value::Duration(*d)),
         Value::String(s) => Duration::parse(s)
@@ -701,7 +700,7 @@ pub(crate) fn between(mode: Between, args: &[Value]) -> Result<Value> {
         Between::Days => "duration.inDays",
         Between::Seconds => "duration.inSeconds",
     };
-    super::arity(name, args, 2, 2)?;
+    crate::arguments::arity(name, args, 2, 2)?;
     let a = parts(&args[0]).ok_or_else(|| not_temporal(name, &args[0]))?;
     let b = parts(&args[1]).ok_or_else(|| not_temporal(name, &args[1]))?;
     let with_dates = a.date.is_some() && b.date.is_some();
@@ -745,10 +744,19 @@ pub(crate) fn between(mode: Between, args: &[Value]) -> Result<Value> {
     d.map(Value::Duration).ok_or_else(range)
 }
 
+/// The arithmetic operators that apply to durations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DurationOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+}
+
 /// `a op b` when a side is a DURATION: temporal ± duration, duration ±
 /// duration, duration × number and duration ÷ number. `None` when the
 /// operands are no such pair.
-pub(crate) fn arith(op: BinaryOp, a: &Value, b: &Value) -> Option<Result<Value>> {
+pub fn arith(op: DurationOp, a: &Value, b: &Value) -> Option<Result<Value>> {
     let range = || Error::runtime(format!("{op:?} of temporal values out of range"));
     let num = |v: &Value| match v {
         Value::Float(_) | Value::Double(_) => v.as_f64().map(Num::Float),
@@ -769,18 +777,20 @@ pub(crate) fn arith(op: BinaryOp, a: &Value, b: &Value) -> Option<Result<Value>>
         )
     };
     match (op, a, b) {
-        (BinaryOp::Add, t, Value::Duration(d)) => plus(t, *d),
-        (BinaryOp::Add, Value::Duration(d), t) => plus(t, *d),
-        (BinaryOp::Sub, t, Value::Duration(d)) => match d.checked_neg() {
+        (DurationOp::Add, t, Value::Duration(d)) => plus(t, *d),
+        (DurationOp::Add, Value::Duration(d), t) => plus(t, *d),
+        (DurationOp::Sub, t, Value::Duration(d)) => match d.checked_neg() {
             Some(n) => plus(t, n),
             None => Some(Err(range())),
         },
-        (BinaryOp::Mul, Value::Duration(d), n) | (BinaryOp::Mul, n, Value::Duration(d)) => Some(
-            d.checked_mul(num(n)?)
-                .map(Value::Duration)
-                .ok_or_else(range),
-        ),
-        (BinaryOp::Div, Value::Duration(d), n) => {
+        (DurationOp::Mul, Value::Duration(d), n) | (DurationOp::Mul, n, Value::Duration(d)) => {
+            Some(
+                d.checked_mul(num(n)?)
+                    .map(Value::Duration)
+                    .ok_or_else(range),
+            )
+        }
+        (DurationOp::Div, Value::Duration(d), n) => {
             num(n)?;
             let x = n.as_f64()?;
             if x == 0.0 {
@@ -793,7 +803,7 @@ pub(crate) fn arith(op: BinaryOp, a: &Value, b: &Value) -> Option<Result<Value>>
 }
 
 /// `value.key` on a temporal value or a duration: its components.
-pub(crate) fn component(v: &Value, key: &str) -> Result<Value> {
+pub fn component(v: &Value, key: &str) -> Result<Value> {
     let k = key.to_ascii_lowercase();
     let unknown = || {
         Error::runtime(format!(
@@ -896,7 +906,7 @@ pub(crate) fn component(v: &Value, key: &str) -> Result<Value> {
 
 #[cfg(test)]
 mod tests {
-    use crate::function::call;
+    use crate::call;
     use kith_common::Value;
 
     fn s(v: &str) -> Value {
@@ -1011,21 +1021,21 @@ mod tests {
 
     #[test]
     fn arithmetic() {
-        use kith_planner::expr::BinaryOp;
+        use super::DurationOp;
         let v = |name: &str, t: &str| call(name, &[s(t)]).unwrap();
         let dur = |t: &str| v("duration", t);
         let ar = |op, a: &Value, b: &Value| super::arith(op, a, b).unwrap().unwrap().to_string();
         assert_eq!(
-            ar(BinaryOp::Add, &v("date", "2020-01-31"), &dur("P1M")),
+            ar(DurationOp::Add, &v("date", "2020-01-31"), &dur("P1M")),
             "2020-02-29"
         );
         assert_eq!(
-            ar(BinaryOp::Sub, &v("localtime", "00:30"), &dur("PT1H")),
+            ar(DurationOp::Sub, &v("localtime", "00:30"), &dur("PT1H")),
             "23:30"
         );
         assert_eq!(
             ar(
-                BinaryOp::Add,
+                DurationOp::Add,
                 &dur("PT1H"),
                 &v("datetime", "2017-10-29T01:30+02:00[Europe/Stockholm]")
             ),
@@ -1033,26 +1043,31 @@ mod tests {
         );
         assert_eq!(
             ar(
-                BinaryOp::Add,
+                DurationOp::Add,
                 &v("datetime", "2017-10-28T02:30+02:00[Europe/Stockholm]"),
                 &dur("P1D")
             ),
             "2017-10-29T02:30+02:00[Europe/Stockholm]"
         );
         assert_eq!(
-            ar(BinaryOp::Mul, &dur("P1M2DT3S"), &Value::Int64(2)),
+            ar(DurationOp::Mul, &dur("P1M2DT3S"), &Value::Int64(2)),
             "P2M4DT6S"
         );
         assert_eq!(
-            ar(BinaryOp::Div, &dur("P3DT3S"), &Value::Int64(3)),
+            ar(DurationOp::Div, &dur("P3DT3S"), &Value::Int64(3)),
             "P1DT1S"
         );
-        assert_eq!(ar(BinaryOp::Mul, &dur("P1D"), &Value::Double(0.5)), "PT12H");
-        assert_eq!(ar(BinaryOp::Sub, &dur("P1D"), &dur("PT1H")), "P1DT-1H");
-        assert!(super::arith(BinaryOp::Div, &dur("P1D"), &Value::Int64(0))
+        assert_eq!(
+            ar(DurationOp::Mul, &dur("P1D"), &Value::Double(0.5)),
+            "PT12H"
+        );
+        assert_eq!(ar(DurationOp::Sub, &dur("P1D"), &dur("PT1H")), "P1DT-1H");
+        assert!(super::arith(DurationOp::Div, &dur("P1D"), &Value::Int64(0))
             .unwrap()
             .is_err());
-        assert!(super::arith(BinaryOp::Add, &v("date", "2020-01-01"), &Value::Int64(1)).is_none());
+        assert!(
+            super::arith(DurationOp::Add, &v("date", "2020-01-01"), &Value::Int64(1)).is_none()
+        );
     }
 
     #[test]
