@@ -9,10 +9,11 @@ pub mod copy;
 pub mod expression;
 pub mod memory;
 pub mod operator;
-pub mod pipeline;
+mod physical;
 pub mod profile;
 pub mod result_set;
+pub mod run;
 pub mod subquery;
 
 pub use operator::QueryContext;
-pub use pipeline::execute_query;
+pub use run::execute_query;

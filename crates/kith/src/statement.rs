@@ -936,7 +936,7 @@ fn run_plan(
         semi_masks: Arc::default(),
         csr_pins: Arc::default(),
     });
-    let chunks = kith_exec::pipeline::execute_query_from(
+    let chunks = kith_exec::run::execute_query_from(
         plan,
         initial,
         ctx,

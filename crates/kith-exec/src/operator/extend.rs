@@ -111,7 +111,7 @@ pub struct Extend {
     /// not yet decided).
     in_tuple: bool,
     /// A pipeline from one tuple that every worker runs
-    /// (`pipeline::split_single_source`): the workers share this extend's
+    /// (`physical::rewrite::split_single_source`): the workers share this extend's
     /// rels, each claiming chunks of every input tuple's range in turn.
     pub split: Option<Arc<SplitClaims>>,
     /// The first run of a pipeline whose hubs the workers share afterwards

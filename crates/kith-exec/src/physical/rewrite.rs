@@ -1,0 +1,383 @@
+//! Rewrites of a built pipeline that the plan does not show: packing the
+//! last extend, morsel sizes, sharing one source or hub nodes among the
+//! workers, fusing a counted pair of extends, counting a whole rel table.
+
+use std::collections::HashSet;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use kith_common::constants::{EXPAND_MORSEL_SIZE, MORSEL_SIZE};
+use kith_common::LogicalType;
+use kith_planner::expr::{BoundExpr, SlotId};
+use kith_planner::plan::Step;
+
+use crate::operator::extend::{SharedRels, SplitClaims};
+use crate::operator::hub_split::HubSplit;
+use crate::operator::QueryContext;
+use crate::profile::OpStats;
+use crate::result_set::SlotLayout;
+
+use crate::physical::*;
+
+/// Lets the last extend of an aggregating pipeline fill each output batch
+/// from several tuples of its input batch ([`Extend::pack`]) when the steps
+/// after it (property reads, filters, masks) do not read its input group:
+/// the groups before that one are flat and fixed for the whole input batch,
+/// so every packed tuple still stands for its own match. When the sink
+/// reads one node id of the input group (`WITH a, collect(b)`), that id is
+/// copied along the output ([`Extend::replicas`]) and the sink reads the
+/// copy: a node id key finds its group by an array index, so one aggregate
+/// call per batch replaces one per source node. Other keys (values hashed
+/// per position) keep one call per source.
+pub(crate) fn pack_last_extend(
+    steps: &mut [Built],
+    reads: &HashSet<SlotId>,
+    b: &mut LayoutBuilder,
+) {
+    let Some(i) = steps
+        .iter()
+        .rposition(|s| matches!(s, Built::Extend { .. }))
+    else {
+        return;
+    };
+    // A replica moves its slot to the output group in the pipeline's one
+    // layout, where the filters before the extend would then read it too
+    // (from an empty group at their turn: `WHERE id(x) <> id(a)` dropped
+    // every tuple of `RETURN collect(id(a)), collect(id(b))`, issue 51).
+    let mut read_before = Vec::new();
+    for step in &steps[..i] {
+        match step {
+            Built::Filter(e) | Built::ChainFilter(e) => e.slots(&mut read_before),
+            Built::PadFilter { predicate, .. } => predicate.slots(&mut read_before),
+            _ => {}
+        }
+    }
+    let (head, tail) = steps.split_at_mut(i + 1);
+    let Some(Built::Extend {
+        input_chunk,
+        output_chunk,
+        collapse: false,
+        degrees: false,
+        pair: None,
+        pack,
+        replicas,
+        pad,
+        ..
+    }) = head.last_mut()
+    else {
+        return;
+    };
+    let input = *input_chunk;
+    let layout = &b.layout;
+    let in_input = |s: &SlotId| layout.get(*s).is_some_and(|(c, _)| c == input);
+    let reads_input = |e: &BoundExpr| {
+        let mut v = Vec::new();
+        e.slots(&mut v);
+        v.iter().any(in_input)
+    };
+    // An optional extend's padding filter pads per input tuple over the
+    // packed batch (`PadSignal`); no other filter may come between.
+    let padded = *pad;
+    let later_ok = tail.iter().all(|step| match step {
+        Built::ScanProperties { node, .. } => node.0 != input,
+        Built::SemiMask { node, .. } => node.0 != input && !padded,
+        Built::FillNulls(positions) => positions.iter().all(|p| p.0 != input),
+        Built::Filter(e) => !padded && !reads_input(e),
+        Built::PadFilter { predicate, .. } => padded && !reads_input(predicate),
+        _ => false,
+    });
+    if !later_ok {
+        return;
+    }
+    let read: Vec<(SlotId, usize)> = reads
+        .iter()
+        .filter_map(|s| {
+            layout
+                .get(*s)
+                .filter(|(c, _)| *c == input)
+                .map(|p| (*s, p.1))
+        })
+        .collect();
+    match read[..] {
+        [] => *pack = true,
+        [(slot, v)]
+            if b.chunks[input][v] == LogicalType::InternalId && !read_before.contains(&slot) =>
+        {
+            let to = b.add(*output_chunk, slot, LogicalType::InternalId);
+            replicas.push((v, to));
+            *pack = true;
+        }
+        _ => {}
+    }
+}
+
+/// Whether a node scan must write its ids: an aggregating sink reads the
+/// node (its slot), or a step that is not known to leave them alone follows.
+/// A filter over the scanned properties, or the property reads of another
+/// node, do not read them; `MATCH (n) RETURN sum(n.x)` then never writes
+/// the 2,048 ids of each batch (a tenth of the scan and sum).
+pub(crate) fn reads_scanned_ids(
+    id_slot: SlotId,
+    steps: &[Step],
+    sink_reads: Option<&HashSet<SlotId>>,
+) -> bool {
+    let reads = |e: &BoundExpr| {
+        let mut v = Vec::new();
+        e.slots(&mut v);
+        v.contains(&id_slot)
+    };
+    sink_reads.is_none_or(|r| r.contains(&id_slot))
+        || steps.iter().any(|step| match step {
+            Step::Filter(e) => reads(e),
+            Step::ScanProperties { node, .. } => *node == id_slot,
+            _ => true,
+        })
+}
+
+/// Rows per morsel of a node scan: [`EXPAND_MORSEL_SIZE`] when several
+/// threads run a pipeline that expands its rows (an extend that reads
+/// neighbours, an intersection, a cross product), so that a hub's morsel
+/// is not most of the work; [`MORSEL_SIZE`] otherwise. A counting extend
+/// (no neighbour read) costs the same for every row and keeps the larger
+/// batches, a fused pair too (its self-loop test scans a node's
+/// neighbours, but a vector at a time: 2hop-sel100 on R-MAT 16 runs as fast
+/// at 2 threads with the larger morsels). Decided on the built steps, so
+/// that an extend fused away or left counting is seen as such.
+pub(crate) fn scan_morsel_size(steps: &[Built], threads: usize) -> u64 {
+    let expands = steps.iter().any(|step| match step {
+        Built::Extend { to, .. } => to.is_some(),
+        Built::Intersect(_) | Built::CrossProduct { .. } => true,
+        _ => false,
+    });
+    if threads > 1 && expands {
+        EXPAND_MORSEL_SIZE
+    } else {
+        MORSEL_SIZE
+    }
+}
+
+/// A pipeline from one tuple runs on one worker, however much its extends
+/// expand (a 4-hop expansion from one node: 6.25 M tuples on seed 004's
+/// graph). When the tuple's first extend has another extend after it,
+/// every worker produces the tuple, repeats the cheap steps before that
+/// extend (lookups, property reads, filters: deterministic, so every worker
+/// sees the same tuples), and the workers share the extend's rels
+/// ([`Extend::split`]), so everything after it runs in parallel.
+pub(crate) fn split_single_source(source: &mut BuiltSource, steps: &mut [Built]) {
+    if !matches!(source, BuiltSource::Single(_)) {
+        return;
+    }
+    if let Some(Built::Extend { split, .. }) = shareable_first_extend(steps) {
+        *split = Some(Arc::new(SplitClaims::default()));
+        *source = BuiltSource::Broadcast;
+    }
+}
+
+/// The first extend of `steps` when the workers may share its rels
+/// ([`split_single_source`], [`share_hubs`]): the steps before it are
+/// deterministic, so every worker that repeats them sees the same tuples
+/// in the same order; another extend or intersection follows, so sharing
+/// pays; and it is a plain extend (no exclusion, counting, fusing,
+/// packing, padding or chain).
+pub(crate) fn shareable_first_extend(steps: &mut [Built]) -> Option<&mut Built> {
+    let i = steps
+        .iter()
+        .position(|s| matches!(s, Built::Extend { .. }))?;
+    let deterministic = |e: &BoundExpr| !e.calls("rand");
+    let before_ok = steps[..i].iter().all(|s| match s {
+        Built::ScanProperties { .. } | Built::FillNulls(_) | Built::SemiMask { .. } => true,
+        Built::Filter(e) => deterministic(e),
+        Built::LookupNode { key, .. } => deterministic(key),
+        _ => false,
+    });
+    let more = steps[i + 1..]
+        .iter()
+        .any(|s| matches!(s, Built::Extend { .. } | Built::Intersect(_)));
+    let plain = matches!(
+        &steps[i],
+        Built::Extend {
+            exclude,
+            collapse: false,
+            degrees: false,
+            pair: None,
+            pack: false,
+            pad: false,
+            chain: None,
+            split: None,
+            hubs: None,
+            ..
+        } if exclude.is_empty()
+    );
+    (before_ok && more && plain).then(|| &mut steps[i])
+}
+
+/// Lets the workers share the hubs of an aggregating pipeline that scans a
+/// node table and extends from the scanned node, then again (see
+/// [`HubSplit`]): the first extend defers nodes with many rels, and a
+/// second run of the pipeline ([`run_pipelines`]) scans them on every
+/// worker and splits their rels. The sink must not count on each scanned
+/// node being in one worker's table (`keyed_by_scanned_node`).
+pub(crate) fn share_hubs(shape: &mut PipelineShape) {
+    let BuiltSource::Scan { id, hubs, .. } = &mut shape.source else {
+        return;
+    };
+    if let Some(Built::Extend {
+        from,
+        to: Some(_),
+        hubs: extend_hubs,
+        ..
+    }) = shareable_first_extend(&mut shape.steps)
+    {
+        if *from == *id {
+            let shared = Arc::new(HubSplit::default());
+            *extend_hubs = Some(Arc::clone(&shared));
+            *hubs = Some(shared);
+        }
+    }
+}
+
+/// `MATCH (a)-[:R]->(b)-[:R]->(c) RETURN count(*)` started at `b`: the first
+/// extend writes every `a` only for the counting extend after it to add
+/// `b`'s other degree once per `a`. When nothing reads the `a`s (or `b`'s
+/// group) but the isomorphism test between the two rels, the counting
+/// extend multiplies `b`'s two degrees instead (`Extend::pair`) and the first
+/// extend goes; PROFILE shows the two as one operator.
+pub(crate) fn fuse_counted_pair(
+    steps: &mut Vec<Built>,
+    stats: &mut Vec<Option<(Arc<OpStats>, usize)>>,
+    reads: &HashSet<SlotId>,
+    layout: &SlotLayout,
+    ctx: &QueryContext,
+) {
+    let n = steps.len();
+    if n < 2 {
+        return;
+    }
+    let (head, tail) = steps.split_at_mut(n - 1);
+    let (
+        Built::Extend {
+            rel_table: first_table,
+            data,
+            fwd: first_fwd,
+            from: first_from,
+            input_chunk: first_input,
+            output_chunk: first_output,
+            rel_id: first_rel,
+            properties: first_properties,
+            exclude: first_exclude,
+            collapse: false,
+            pair: None,
+            pad: false,
+            ..
+        },
+        Built::Extend {
+            rel_table,
+            fwd,
+            from,
+            input_chunk,
+            exclude,
+            collapse: true,
+            pair,
+            ..
+        },
+    ) = (&head[n - 2], &mut tail[0])
+    else {
+        return;
+    };
+    let from_input = first_from.0 == *first_input && from == first_from;
+    let chained = *input_chunk == *first_output;
+    let unread = !reads
+        .iter()
+        .any(|s| layout.get(*s).is_some_and(|(c, _)| c == *first_input));
+    // The counting extend's only exclusions test the first extend's rel.
+    let excludes_first = exclude
+        .iter()
+        .all(|(rel, _)| rel.0 == *first_output && Some(rel.1) == *first_rel);
+    if !(from_input
+        && chained
+        && unread
+        && excludes_first
+        && first_properties.is_empty()
+        && first_exclude.is_empty())
+    {
+        return;
+    }
+    let shared = match (
+        exclude.is_empty(),
+        first_table == rel_table,
+        first_fwd == fwd,
+    ) {
+        (true, _, _) | (false, false, _) => SharedRels::None,
+        (false, true, true) => SharedRels::All,
+        // The table's count says whether there is a self loop to look for
+        // in the neighbours (which that would pin and scan).
+        (false, true, false) if data.self_loops == Some(0) => SharedRels::None,
+        (false, true, false) => SharedRels::SelfLoops,
+    };
+    *pair = Some(FusedExtend {
+        data: Arc::clone(data),
+        fwd: *first_fwd,
+        shared,
+        output_chunk: *first_output,
+    });
+    *input_chunk = *first_input;
+    exclude.clear();
+    steps.remove(n - 2);
+    // stats[i + 1] belongs to steps[i].
+    let first = stats.remove(n - 1);
+    if let (Some(profile), Some((a, _)), Some(Some((b, _)))) =
+        (ctx.profile.as_ref(), first, stats.get_mut(n - 1))
+    {
+        *b = profile.fuse(&a, b);
+    }
+}
+
+/// `MATCH (a:A)-[:R]->(b:B) RETURN count(*)`: a counting extend straight
+/// over a scan of every node of one end sums the degree of every node, which
+/// is the rel table's number of live rels (a rel table has one table at each
+/// end; deleted nodes have no live rels). The pipeline becomes one tuple
+/// standing for that many: no scan and no CSR read. PROFILE shows
+/// `CountRels`.
+pub(crate) fn count_whole_rel_table(
+    source: &mut BuiltSource,
+    steps: &mut Vec<Built>,
+    stats: &mut Vec<Option<(Arc<OpStats>, usize)>>,
+    ctx: &QueryContext,
+) {
+    let (
+        BuiltSource::Scan { id, columns, .. },
+        [Built::Extend {
+            data,
+            from,
+            exclude,
+            properties,
+            collapse: true,
+            pair: None,
+            ..
+        }],
+    ) = (&*source, &steps[..])
+    else {
+        return;
+    };
+    if from != id || !columns.is_empty() || !exclude.is_empty() || !properties.is_empty() {
+        return;
+    }
+    let count = data.num_rels;
+    *source = BuiltSource::Counted(Arc::new(AtomicBool::new(false)), count);
+    steps.clear();
+    // stats[0] is the scan's, stats[1] the extend's.
+    if let (Some(profile), Some(Some((scan, _))), Some(Some((extend, chunk)))) = (
+        ctx.profile.as_ref(),
+        stats.first().cloned(),
+        stats.get(1).cloned(),
+    ) {
+        let label = format!(
+            "CountRels ({count} rels, from the table's size) × {}",
+            extend.label
+        );
+        let fused = profile.replace(&scan, &extend, label);
+        *stats = vec![Some((fused, chunk))];
+    } else {
+        stats.truncate(1);
+    }
+}
