@@ -501,6 +501,25 @@ impl fmt::Display for Query {
 }
 
 impl Query {
+    /// Whether some expression of the query (subquery bodies and every
+    /// branch of a UNION included) satisfies `hit`.
+    pub fn any_expr(&self, hit: &dyn Fn(&Expr) -> bool) -> bool {
+        fn deep(e: &Expr, hit: &dyn Fn(&Expr) -> bool) -> bool {
+            hit(e)
+                || match &e.kind {
+                    ExprKind::Atom(_) => false,
+                    ExprKind::Op { args, .. } => args.iter().any(|a| deep(a, hit)),
+                }
+        }
+        let items = |p: &Projection| p.items.iter().any(|i| deep(&i.expr, hit));
+        let here = self.clauses.iter().any(|c| match c {
+            Clause::Match { conds, .. } => conds.iter().any(|e| deep(e, hit)),
+            Clause::Unwind { list, .. } => deep(list, hit),
+            Clause::With { proj, conds } => items(proj) || conds.iter().any(|e| deep(e, hit)),
+        }) || items(&self.ret);
+        here || self.union.as_ref().is_some_and(|(_, q)| q.any_expr(hit))
+    }
+
     pub fn has_var_length(&self) -> bool {
         let here = self.clauses.iter().any(|c| match c {
             Clause::Match { patterns, .. } => patterns.iter().any(|p| p.var_length),
