@@ -1,8 +1,11 @@
 //! The physical layer: maps a part's plan steps to resolved pipelines
 //! ([`PipelineShape`]: the slot layout, one [`Built`] per step with its
-//! tables and positions resolved) and instantiates them per worker. It runs
-//! nothing; `run` schedules what it builds. Its plan rewrites (`rewrite.rs`)
-//! run while a shape is built.
+//! tables and positions resolved) and instantiates them per worker; `run`
+//! schedules what it builds. One exception: a cross product's or hash
+//! join's build side is run to completion (through `run`) while its
+//! probing pipeline is built, so it is not yet a dependency the run layer
+//! schedules. Its plan rewrites (`rewrite.rs`) apply while a shape is
+//! built.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
