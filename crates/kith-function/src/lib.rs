@@ -33,8 +33,8 @@ pub mod temporal;
 pub use aggregate::{AggregateFunction, AggregateKind};
 pub use registry::{scalar, ScalarFn, ScalarFunction};
 
-/// Calls function `lower_name` on `args` (slow path used by tests and
-/// constant folding).
+/// Calls function `lower_name` on `args`, looking it up each time (for
+/// tests; the evaluator resolves a name once per call site).
 pub fn call(lower_name: &str, args: &[Value]) -> Result<Value> {
     let f = scalar(lower_name)
         .ok_or_else(|| Error::semantic(format!("unknown function '{lower_name}'")))?;
