@@ -164,6 +164,22 @@ pub struct IntersectRel {
 }
 
 impl Step {
+    /// Whether a pipeline holding the step may be pulled again after its
+    /// input ran dry (the batches of a pipelined join arrive one by one):
+    /// the steps that keep nothing but their place in the current input.
+    /// An OPTIONAL MATCH's padding and the primary-key lookups are not.
+    pub fn restartable(&self) -> bool {
+        match self {
+            Step::CrossProduct { optional, .. } | Step::Extend { optional, .. } => !optional,
+            Step::OptionalChain(_) | Step::PadFilter { .. } | Step::LookupNode { .. } => false,
+            Step::Filter(_)
+            | Step::Intersect { .. }
+            | Step::SemiMask { .. }
+            | Step::Alias { .. }
+            | Step::ScanProperties { .. } => true,
+        }
+    }
+
     /// A one-line name of the step (EXPLAIN's build sides, PROFILE).
     pub fn describe(&self, catalog: &Catalog) -> String {
         let table = |t: TableId| catalog.table(t).map_or("?".to_string(), |e| e.name.clone());

@@ -19,11 +19,13 @@ use std::sync::Arc;
 
 use kith_common::constants::VECTOR_CAPACITY;
 use kith_common::{Chunk, Error, LogicalType, Result, ValueVector};
+use kith_planner::expr::BoundExpr;
 
 use super::filter::PadSignal;
 use super::hash_join::{Hit, JoinIndex};
 use super::{Operator, QueryContext};
 use crate::expression::{EvalContext, Evaluated, Evaluator};
+use crate::physical::step::{PhysicalStep, WorkerChain};
 use crate::result_set::{ResultSet, SlotLayout};
 
 /// The probe side of a hash join.
@@ -294,5 +296,59 @@ impl Operator for CrossProduct {
                 }
             }
         }
+    }
+}
+
+/// A cross product or hash join resolved: the build rows (already run),
+/// the groups it reads and writes, and how it probes.
+pub(crate) struct CrossProductSpec {
+    pub(crate) rows: Arc<Chunk>,
+    pub(crate) input_chunk: usize,
+    pub(crate) output_chunk: usize,
+    /// The output vector of each build column.
+    pub(crate) columns: Vec<usize>,
+    /// A hash join: the probe key and the build rows by key.
+    pub(crate) index: Option<(BoundExpr, Arc<JoinIndex>)>,
+    /// Left outer: pads a tuple without build rows (`PadSignal`).
+    pub(crate) optional: bool,
+    /// Unique build keys probed a batch at a time (`UniqueProbe`).
+    pub(crate) unique: bool,
+}
+
+impl PhysicalStep for CrossProductSpec {
+    fn instantiate(
+        &self,
+        child: Box<dyn Operator>,
+        chain: &mut WorkerChain<'_>,
+    ) -> Result<Box<dyn Operator>> {
+        let probe = match &self.index {
+            Some((key, index)) => Some(Probe {
+                key: Evaluator::new(key)?,
+                layout: Arc::clone(chain.layout),
+                index: Arc::clone(index),
+            }),
+            None => None,
+        };
+        let mut c = CrossProduct::new(
+            child,
+            Arc::clone(chain.ctx),
+            Arc::clone(&self.rows),
+            self.input_chunk,
+            self.output_chunk,
+            self.columns.clone(),
+            probe,
+        );
+        if self.unique {
+            c.unique = Some(UniqueProbe::new(self.optional));
+        } else if self.optional {
+            let signal = Arc::new(PadSignal::default());
+            chain.pad_signal = Some((Arc::clone(&signal), false, Vec::new()));
+            c.pad = Some(signal);
+        }
+        Ok(Box::new(c))
+    }
+
+    fn expands(&self) -> bool {
+        true
     }
 }

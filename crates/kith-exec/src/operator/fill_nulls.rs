@@ -3,8 +3,10 @@
 //! in the pipeline of a table without it, the slot is all NULL.
 
 use kith_common::Result;
+use kith_planner::expr::BoundExpr;
 
 use super::{Operator, Pos};
+use crate::physical::step::{PhysicalStep, WorkerChain};
 use crate::result_set::ResultSet;
 
 pub struct FillNulls {
@@ -28,5 +30,34 @@ impl Operator for FillNulls {
             }
         }
         Ok(true)
+    }
+}
+
+/// The vectors a [`FillNulls`] fills.
+pub(crate) struct FillNullsSpec(pub(crate) Vec<Pos>);
+
+impl PhysicalStep for FillNullsSpec {
+    fn instantiate(
+        &self,
+        child: Box<dyn Operator>,
+        _chain: &mut WorkerChain<'_>,
+    ) -> Result<Box<dyn Operator>> {
+        Ok(Box::new(FillNulls {
+            child,
+            vectors: self.0.clone(),
+        }))
+    }
+
+    fn repeatable(&self) -> bool {
+        true
+    }
+
+    fn keeps_packing(
+        &self,
+        input: usize,
+        _padded: bool,
+        _reads_input: &dyn Fn(&BoundExpr) -> bool,
+    ) -> bool {
+        self.0.iter().all(|p| p.0 != input)
     }
 }

@@ -7,8 +7,12 @@ use std::sync::Arc;
 use kith_common::Result;
 use parking_lot::Mutex;
 
+use kith_common::Error;
+use kith_planner::expr::BoundExpr;
+
 use super::{Operator, QueryContext};
 use crate::expression::Evaluator;
+use crate::physical::step::{PhysicalStep, WorkerChain};
 use crate::result_set::{ResultSet, SlotLayout};
 
 pub struct Filter {
@@ -233,5 +237,111 @@ impl Operator for ChainEnd {
             self.signal.matched.store(true, Ordering::Relaxed);
         }
         Ok(true)
+    }
+}
+
+/// A filter resolved: its predicate, and whether it is a step of an
+/// OPTIONAL MATCH chain ([`ChainFilter`]).
+pub(crate) struct FilterSpec {
+    pub(crate) predicate: BoundExpr,
+    pub(crate) chain: bool,
+}
+
+impl PhysicalStep for FilterSpec {
+    fn instantiate(
+        &self,
+        child: Box<dyn Operator>,
+        chain: &mut WorkerChain<'_>,
+    ) -> Result<Box<dyn Operator>> {
+        let filter = Filter {
+            child,
+            predicate: Evaluator::new(&self.predicate)?,
+            layout: Arc::clone(chain.layout),
+            ctx: Arc::clone(chain.ctx),
+        };
+        if !self.chain {
+            return Ok(Box::new(filter));
+        }
+        let signal = chain
+            .chain_signal
+            .clone()
+            .ok_or_else(|| Error::internal("optional chain filter without its start"))?;
+        Ok(Box::new(ChainFilter { filter, signal }))
+    }
+
+    fn repeatable(&self) -> bool {
+        !self.chain && !self.predicate.calls("rand")
+    }
+
+    fn keeps_packing(
+        &self,
+        _input: usize,
+        padded: bool,
+        reads_input: &dyn Fn(&BoundExpr) -> bool,
+    ) -> bool {
+        !self.chain && !padded && !reads_input(&self.predicate)
+    }
+
+    fn predicate(&self) -> Option<&BoundExpr> {
+        Some(&self.predicate)
+    }
+}
+
+/// The end of an OPTIONAL MATCH chain ([`ChainEnd`]).
+pub(crate) struct ChainEndSpec;
+
+impl PhysicalStep for ChainEndSpec {
+    fn instantiate(
+        &self,
+        child: Box<dyn Operator>,
+        chain: &mut WorkerChain<'_>,
+    ) -> Result<Box<dyn Operator>> {
+        let signal = chain
+            .chain_signal
+            .clone()
+            .ok_or_else(|| Error::internal("optional chain end without its start"))?;
+        Ok(Box::new(ChainEnd { child, signal }))
+    }
+}
+
+/// OPTIONAL MATCH's predicates over the group `chunk` of the optional
+/// extend (or left outer join) before it ([`PadFilter`]).
+pub(crate) struct PadFilterSpec {
+    pub(crate) predicate: BoundExpr,
+    pub(crate) chunk: usize,
+}
+
+impl PhysicalStep for PadFilterSpec {
+    fn instantiate(
+        &self,
+        child: Box<dyn Operator>,
+        chain: &mut WorkerChain<'_>,
+    ) -> Result<Box<dyn Operator>> {
+        let pad = chain
+            .pad_signal
+            .as_ref()
+            .ok_or_else(|| Error::internal("optional filter without its extend"))?;
+        Ok(Box::new(PadFilter::new(
+            child,
+            Evaluator::new(&self.predicate)?,
+            Arc::clone(chain.layout),
+            Arc::clone(chain.ctx),
+            self.chunk,
+            Arc::clone(&pad.0),
+            pad.1.then(|| pad.2.clone()),
+        )))
+    }
+
+    fn keeps_packing(
+        &self,
+        _input: usize,
+        padded: bool,
+        reads_input: &dyn Fn(&BoundExpr) -> bool,
+    ) -> bool {
+        padded && !reads_input(&self.predicate)
+    }
+
+    fn predicate(&self) -> Option<&BoundExpr> {
+        Some(&self.predicate)
     }
 }

@@ -24,6 +24,7 @@ use super::csr_pins::CsrPins;
 use super::extend::Extend;
 use super::flat_cursor::FlatCursor;
 use super::{Operator, Pos, QueryContext};
+use crate::physical::step::{PhysicalStep, WorkerChain};
 use crate::result_set::ResultSet;
 
 /// One rel of the intersection: the neighbours of node `from` in one CSR.
@@ -478,6 +479,24 @@ impl Operator for Intersect {
             }
             self.compute(rs)?;
         }
+    }
+}
+
+impl PhysicalStep for IntersectSpec {
+    fn instantiate(
+        &self,
+        child: Box<dyn Operator>,
+        chain: &mut WorkerChain<'_>,
+    ) -> Result<Box<dyn Operator>> {
+        Ok(Box::new(Intersect::new(
+            child,
+            Arc::clone(chain.ctx),
+            self.clone(),
+        )))
+    }
+
+    fn expands(&self) -> bool {
+        true
     }
 }
 

@@ -18,10 +18,12 @@ use kith_common::constants::VECTOR_CAPACITY;
 use kith_common::{
     Error, InternalId, LogicalType, Result, TableId, Value, ValueVector, VectorData,
 };
-use kith_storage::PkLookup;
+use kith_planner::expr::BoundExpr;
+use kith_storage::{NodeTableData, PkLookup};
 
 use super::{Operator, QueryContext};
 use crate::expression::{EvalContext, Evaluated, Evaluator};
+use crate::physical::step::{PhysicalStep, WorkerChain};
 use crate::result_set::{ResultSet, SlotLayout};
 
 pub struct LookupNode {
@@ -43,35 +45,6 @@ pub struct LookupNode {
 }
 
 impl LookupNode {
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        child: Box<dyn Operator>,
-        ctx: Arc<QueryContext>,
-        layout: Arc<SlotLayout>,
-        key: Evaluator,
-        table: TableId,
-        pk_type: LogicalType,
-        lookup: PkLookup,
-        (chunk, vector): (usize, usize),
-        each_item: bool,
-    ) -> LookupNode {
-        let keys = ValueVector::new(key.result_type().clone(), 0);
-        LookupNode {
-            child,
-            ctx,
-            layout,
-            key,
-            table,
-            pk_type,
-            lookup,
-            chunk,
-            vector,
-            keys,
-            sel: Vec::new(),
-            items: each_item.then(|| (Vec::new(), 0)),
-        }
-    }
-
     /// The next input tuple's keys (None: no more input).
     fn next_keys(&mut self, rs: &mut ResultSet) -> Result<Option<Evaluated>> {
         if !self.child.next(rs)? {
@@ -259,6 +232,45 @@ impl Operator for LookupNode {
             }
             return Ok(true);
         }
+    }
+}
+
+/// A primary-key lookup resolved: the table, its key expression and type,
+/// and where the id goes (the newest chunk, or a new one in item mode).
+pub(crate) struct LookupNodeSpec {
+    pub(crate) table: TableId,
+    pub(crate) data: Arc<NodeTableData>,
+    pub(crate) key: BoundExpr,
+    pub(crate) each_item: bool,
+    pub(crate) pk_type: LogicalType,
+    pub(crate) pos: (usize, usize),
+}
+
+impl PhysicalStep for LookupNodeSpec {
+    fn instantiate(
+        &self,
+        child: Box<dyn Operator>,
+        chain: &mut WorkerChain<'_>,
+    ) -> Result<Box<dyn Operator>> {
+        let key = Evaluator::new(&self.key)?;
+        Ok(Box::new(LookupNode {
+            child,
+            ctx: Arc::clone(chain.ctx),
+            layout: Arc::clone(chain.layout),
+            keys: ValueVector::new(key.result_type().clone(), 0),
+            key,
+            table: self.table,
+            pk_type: self.pk_type.clone(),
+            lookup: self.data.pk_lookup(&chain.ctx.pager)?,
+            chunk: self.pos.0,
+            vector: self.pos.1,
+            sel: Vec::new(),
+            items: self.each_item.then(|| (Vec::new(), 0)),
+        }))
+    }
+
+    fn repeatable(&self) -> bool {
+        !self.key.calls("rand")
     }
 }
 

@@ -5,9 +5,11 @@ use std::sync::Arc;
 
 use kith_common::constants::{NODE_GROUP_SIZE, VECTOR_CAPACITY};
 use kith_common::{Error, LogicalType, Result, ValueVector, VectorData};
+use kith_planner::expr::BoundExpr;
 use kith_storage::{NodeTableData, PinnedColumn};
 
 use super::{Operator, Pos, QueryContext};
+use crate::physical::step::{PhysicalStep, WorkerChain};
 use crate::result_set::{ChunkState, DataChunk, ResultSet, IDENTITY_U32, IDENTITY_USIZE};
 
 pub struct ScanProperties {
@@ -307,4 +309,41 @@ pub fn read_by_id(
         }
     }
     Ok(out)
+}
+
+/// A property scan resolved: the node table, the node's position and
+/// (storage column, output vector) per property.
+pub(crate) struct ScanPropertiesSpec {
+    pub(crate) data: Arc<NodeTableData>,
+    pub(crate) node: Pos,
+    pub(crate) columns: Vec<(usize, usize)>,
+}
+
+impl PhysicalStep for ScanPropertiesSpec {
+    fn instantiate(
+        &self,
+        child: Box<dyn Operator>,
+        chain: &mut WorkerChain<'_>,
+    ) -> Result<Box<dyn Operator>> {
+        Ok(Box::new(ScanProperties::new(
+            child,
+            Arc::clone(chain.ctx),
+            Arc::clone(&self.data),
+            self.node,
+            self.columns.clone(),
+        )))
+    }
+
+    fn repeatable(&self) -> bool {
+        true
+    }
+
+    fn keeps_packing(
+        &self,
+        input: usize,
+        _padded: bool,
+        _reads_input: &dyn Fn(&BoundExpr) -> bool,
+    ) -> bool {
+        self.node.0 != input
+    }
 }

@@ -17,9 +17,11 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use kith_common::{ErrorKind, Result, TableId, VectorData};
 use kith_planner::bound::PropertyPredicate;
+use kith_planner::expr::BoundExpr;
 
 use super::property_mask::node_mask;
 use super::{Operator, Pos, QueryContext};
+use crate::physical::step::{PhysicalStep, WorkerChain};
 use crate::result_set::ResultSet;
 
 /// The fraction of the table's nodes (as a divisor) that must have reached
@@ -194,5 +196,40 @@ impl Operator for SemiMaskFilter {
             self.sel = old.unwrap_or_default();
             return Ok(true);
         }
+    }
+}
+
+/// A semijoin mask step resolved: the masked node's position and the
+/// part's shared mask.
+pub(crate) struct SemiMaskSpec {
+    pub(crate) node: Pos,
+    pub(crate) mask: Arc<SemiMask>,
+}
+
+impl PhysicalStep for SemiMaskSpec {
+    fn instantiate(
+        &self,
+        child: Box<dyn Operator>,
+        chain: &mut WorkerChain<'_>,
+    ) -> Result<Box<dyn Operator>> {
+        Ok(Box::new(SemiMaskFilter::new(
+            child,
+            Arc::clone(chain.ctx),
+            self.node,
+            Arc::clone(&self.mask),
+        )))
+    }
+
+    fn repeatable(&self) -> bool {
+        true
+    }
+
+    fn keeps_packing(
+        &self,
+        input: usize,
+        padded: bool,
+        _reads_input: &dyn Fn(&BoundExpr) -> bool,
+    ) -> bool {
+        self.node.0 != input && !padded
     }
 }

@@ -1,5 +1,6 @@
 //! From a pipeline's plan (source and steps) to its [`PipelineShape`]:
-//! the slot layout, the resolved steps, then the rewrites that apply.
+//! the slot layout, the resolved steps (one [`PhysicalStep`] each, see
+//! [`Resolver::step`]), then the rewrites that apply.
 
 use std::collections::HashSet;
 use std::sync::atomic::AtomicBool;
@@ -7,15 +8,30 @@ use std::sync::Arc;
 
 use kith_common::constants::VECTOR_CAPACITY;
 use kith_common::{Error, LogicalType, Result, Span};
+use kith_planner::bound::PropertyPredicate;
 use kith_planner::expr::{BoundExpr, SlotId};
-use kith_planner::plan::{ExtendDirection, Source, Step};
+use kith_planner::plan::{
+    ExtendDirection, HashJoinKey, IntersectRel as PlanIntersectRel, PropertyRead, Source, Step,
+    SubPlan,
+};
 use kith_sched::{MorselDispenser, Scheduler};
 
+use crate::operator::cross_product::CrossProductSpec;
+use crate::operator::extend::ExtendSpec;
+use crate::operator::fill_nulls::FillNullsSpec;
+use crate::operator::filter::{ChainEndSpec, FilterSpec, PadFilterSpec};
 use crate::operator::intersect::{IntersectRel, IntersectSpec};
 use crate::operator::join_rows::PartRows;
-use crate::operator::QueryContext;
+use crate::operator::lookup_node::LookupNodeSpec;
+use crate::operator::scan_properties::ScanPropertiesSpec;
+use crate::operator::semi_mask::SemiMaskSpec;
+use crate::operator::{Pos, QueryContext};
 
 use crate::physical::*;
+
+/// A step of the plan with its place in an OPTIONAL MATCH chain, if in
+/// one: (whether it is the chain's first step, whether its last).
+type PlacedStep<'a> = (&'a Step, Option<(bool, bool)>);
 
 impl PipelineShape {
     /// Resolves a pipeline against storage; the build sides of cross
@@ -31,56 +47,15 @@ impl PipelineShape {
         counted: bool,
         sink_reads: Option<&HashSet<SlotId>>,
     ) -> Result<PipelineShape> {
-        let mut b = LayoutBuilder::default();
-        let first = b.add_chunk();
-        let mut source_nulls = Vec::new();
-        let source = match plan_source {
-            Source::Single => BuiltSource::Single(Arc::new(AtomicBool::new(false))),
-            Source::ScanNodes {
-                table,
-                id_slot,
-                properties,
-            } => {
-                let data = node_data(ctx, *table)?;
-                let id = (first, b.add(first, *id_slot, LogicalType::InternalId));
-                let (cols, nulls) = place_reads(&mut b, first, properties, |p| data.column_of(p))?;
-                source_nulls = nulls;
-                let columns = cols.into_iter().map(|(c, v)| (c, (first, v))).collect();
-                // Cut once the steps are known (see `scan_morsel_size`).
-                let morsels = Arc::new(MorselDispenser::with_regions(0, 1, 1));
-                BuiltSource::Scan {
-                    table: *table,
-                    data,
-                    morsels,
-                    id,
-                    write_ids: reads_scanned_ids(*id_slot, plan_steps, sink_reads),
-                    columns,
-                    hubs: None,
-                }
-            }
-            Source::Rows { columns } => {
-                let rows = rows.ok_or_else(|| Error::internal("row source without rows"))?;
-                let positions: Vec<(usize, usize)> = columns
-                    .iter()
-                    .map(|(slot, ty)| (first, b.add(first, *slot, ty.clone())))
-                    .collect();
-                if positions.is_empty() {
-                    b.add_anonymous(first, LogicalType::InternalId);
-                }
-                let morsels = Arc::new(MorselDispenser::with_regions(
-                    rows.span(),
-                    VECTOR_CAPACITY as u64,
-                    threads,
-                ));
-                BuiltSource::Rows {
-                    rows,
-                    morsels,
-                    chunk: first,
-                    columns: positions,
-                    counted,
-                }
-            }
+        let mut r = Resolver {
+            ctx,
+            sched,
+            threads,
+            plan_steps,
+            b: LayoutBuilder::default(),
         };
+        let first = r.b.add_chunk();
+        let (source, source_nulls) = r.source(plan_source, rows, counted, sink_reads)?;
         let pipeline = ctx.profile.as_ref().map(|p| p.next_pipeline());
         let register = |label: String, chunk: usize| {
             ctx.profile
@@ -89,366 +64,43 @@ impl PipelineShape {
                 .map(|(p, n)| (p.register(n, label), chunk))
         };
         let mut stats = vec![register(source_label(plan_source, ctx), first)];
-        let mut steps = Vec::new();
+        let mut steps: Vec<Box<dyn PhysicalStep>> = Vec::new();
         if !source_nulls.is_empty() {
-            steps.push(Built::FillNulls(source_nulls));
+            steps.push(Box::new(FillNullsSpec(source_nulls)));
             stats.push(None);
         }
-        // An OPTIONAL MATCH chain's steps run in line, each knowing its
-        // place (see `Step::OptionalChain`): (step, (first, last)).
-        let mut flat: Vec<(&Step, Option<(bool, bool)>)> = Vec::new();
-        for step in plan_steps {
-            match step {
-                Step::OptionalChain(inner) => {
-                    let last = inner
-                        .iter()
-                        .rposition(|s| !matches!(s, Step::Alias { .. }))
-                        .unwrap_or(0);
-                    for (i, s) in inner.iter().enumerate() {
-                        flat.push((s, Some((i == 0, i == last))));
-                    }
-                }
-                s => flat.push((s, None)),
-            }
-        }
-        for (step, place) in flat {
+        for (step, place) in flatten_chains(plan_steps) {
             if let Step::Alias { slot, of } = step {
-                let at = b
-                    .layout
-                    .get(*of)
-                    .ok_or_else(|| Error::internal("alias of an unplaced slot"))?;
-                b.layout.positions.insert(*slot, at);
+                let at =
+                    r.b.layout
+                        .get(*of)
+                        .ok_or_else(|| Error::internal("alias of an unplaced slot"))?;
+                r.b.layout.positions.insert(*slot, at);
                 continue;
             }
-            let mut nulls = Vec::new();
-            steps.push(match step {
-                Step::CrossProduct {
-                    build,
-                    columns,
-                    key,
-                    optional,
-                } => {
-                    let shape = PipelineShape::build(
-                        &build.source,
-                        &build.steps,
-                        ctx,
-                        None,
-                        sched,
-                        threads,
-                        false,
-                        None,
-                    )?;
-                    let mut outputs: Vec<BoundExpr> = columns
-                        .iter()
-                        .map(|(slot, ty)| BoundExpr::slot(*slot, ty.clone(), Span::new(0, 0)))
-                        .collect();
-                    let mut types: Vec<LogicalType> = columns.iter().map(|c| c.1.clone()).collect();
-                    // A hash join's build key is one more output column,
-                    // indexed, then dropped.
-                    if let Some(k) = key {
-                        outputs.push(k.build.clone());
-                        types.push(k.build.ty.clone());
-                    }
-                    let chunks = collect_all(
-                        vec![shape],
-                        outputs,
-                        &types,
-                        ctx,
-                        sched,
-                        threads,
-                        None,
-                        None,
-                        false,
-                    )?;
-                    let mut rows = concat(chunks, &types);
-                    let index = match key {
-                        Some(k) => {
-                            let keys = rows
-                                .columns
-                                .pop()
-                                .ok_or_else(|| Error::internal("hash join without its key"))?;
-                            let index = build_join_index(keys, ctx, sched, threads)?;
-                            Some((k.probe.clone(), Arc::new(index)))
-                        }
-                        None => None,
-                    };
-                    let rows = Arc::new(rows);
-                    let input_chunk = b.chunks.len() - 1;
-                    // Unique build keys, and no padding filter to apply per
-                    // tuple: probed a batch at a time, the build columns
-                    // written into the input group.
-                    let padded = *optional
-                        && plan_steps
-                            .iter()
-                            .any(|s| matches!(s, Step::PadFilter { .. }));
-                    let unique = !padded && index.as_ref().is_some_and(|(_, i)| i.unique());
-                    let out = if unique { input_chunk } else { b.add_chunk() };
-                    let vectors: Vec<usize> = columns
-                        .iter()
-                        .map(|(slot, ty)| b.add(out, *slot, ty.clone()))
-                        .collect();
-                    if vectors.is_empty() && !unique {
-                        b.add_anonymous(out, LogicalType::InternalId);
-                    }
-                    Built::CrossProduct {
-                        rows,
-                        input_chunk,
-                        output_chunk: out,
-                        columns: vectors,
-                        index,
-                        optional: *optional,
-                        unique,
-                    }
-                }
-                Step::Filter(e) => match place {
-                    Some(_) => Built::ChainFilter(e.clone()),
-                    None => Built::Filter(e.clone()),
-                },
-                Step::OptionalChain(_) => {
-                    return Err(Error::internal("an optional chain inside another"))
-                }
-                Step::Alias { .. } => return Err(Error::internal("an alias left among the steps")),
-                Step::SemiMask {
-                    node,
-                    table,
-                    predicate,
-                } => {
-                    let num_nodes = node_data(ctx, *table)?.num_rows;
-                    let node = b
-                        .layout
-                        .get(*node)
-                        .ok_or_else(|| Error::internal("semijoin mask of an unplaced node"))?;
-                    Built::SemiMask {
-                        node,
-                        mask: ctx.semi_masks.get_or_add(*table, predicate, num_nodes),
-                    }
-                }
-                Step::LookupNode {
-                    table,
-                    key,
-                    each_item,
-                    id_slot,
-                } => {
-                    let data = node_data(ctx, *table)?;
-                    let pk_type = ctx
-                        .version
-                        .catalog
-                        .table(*table)
-                        .and_then(|e| e.primary_key())
-                        .map(|p| p.ty.clone())
-                        .ok_or_else(|| Error::internal("lookup in a table without a key"))?;
-                    // Items become a group of their own; one key per tuple
-                    // fills the newest.
-                    let chunk = if *each_item {
-                        b.add_chunk()
-                    } else {
-                        b.chunks.len() - 1
-                    };
-                    let vector = b.add(chunk, *id_slot, LogicalType::InternalId);
-                    Built::LookupNode {
-                        table: *table,
-                        data,
-                        key: key.clone(),
-                        each_item: *each_item,
-                        pk_type,
-                        pos: (chunk, vector),
-                    }
-                }
-                Step::Extend {
-                    rel_table,
-                    direction,
-                    from,
-                    to,
-                    to_table,
-                    rel_id,
-                    properties,
-                    exclude,
-                    optional,
-                } => {
-                    let data = rel_data(ctx, *rel_table)?;
-                    let pos = |s: &SlotId| {
-                        b.layout
-                            .get(*s)
-                            .ok_or_else(|| Error::internal("extend exclusion of an unplaced slot"))
-                    };
-                    let exclude = exclude
-                        .iter()
-                        .map(|(rel, gate)| Ok((pos(rel)?, pos(gate)?)))
-                        .collect::<Result<Vec<_>>>()?;
-                    let from = b
-                        .layout
-                        .get(*from)
-                        .ok_or_else(|| Error::internal("extend from an unplaced slot"))?;
-                    let input_chunk = b.chunks.len() - 1;
-                    let out = b.add_chunk();
-                    let to = to.map(|s| (b.add(out, s, LogicalType::InternalId), *to_table));
-                    let rel_id = rel_id.map(|s| b.add(out, s, LogicalType::InternalId));
-                    let (properties, missing) =
-                        place_reads(&mut b, out, properties, |p| data.column_of(p))?;
-                    nulls = missing;
-                    if to.is_none() && rel_id.is_none() && b.chunks[out].is_empty() {
-                        // The chunk still needs a vector to carry its length.
-                        b.add_anonymous(out, LogicalType::InternalId);
-                    }
-                    Built::Extend {
-                        rel_table: *rel_table,
-                        data,
-                        fwd: *direction == ExtendDirection::Fwd,
-                        from,
-                        input_chunk,
-                        output_chunk: out,
-                        to,
-                        rel_id,
-                        properties,
-                        exclude,
-                        collapse: false,
-                        degrees: false,
-                        pair: None,
-                        pack: false,
-                        replicas: Vec::new(),
-                        pad: *optional,
-                        chain: place.map(|p| p.0),
-                        split: None,
-                        hubs: None,
-                    }
-                }
-                Step::PadFilter { predicate, node } => {
-                    let (chunk, _) = b
-                        .layout
-                        .get(*node)
-                        .ok_or_else(|| Error::internal("optional filter of an unplaced node"))?;
-                    Built::PadFilter {
-                        predicate: predicate.clone(),
-                        chunk,
-                    }
-                }
-                Step::Intersect {
-                    to,
-                    to_table,
-                    rels,
-                    distinct,
-                    exclude,
-                } => {
-                    let pos = |s: &SlotId| {
-                        b.layout
-                            .get(*s)
-                            .ok_or_else(|| Error::internal("intersect reads an unplaced slot"))
-                    };
-                    let exclude = exclude
-                        .iter()
-                        .map(|(i, s)| Ok((*i, pos(s)?)))
-                        .collect::<Result<Vec<_>>>()?;
-                    let froms = rels
-                        .iter()
-                        .map(|r| pos(&r.from))
-                        .collect::<Result<Vec<_>>>()?;
-                    let input_chunk = b.chunks.len() - 1;
-                    let out = b.add_chunk();
-                    let to_vector = b.add(out, *to, LogicalType::InternalId);
-                    let mut built = Vec::with_capacity(rels.len());
-                    for (r, from) in rels.iter().zip(froms) {
-                        let rel_id = r.rel_id.map(|s| b.add(out, s, LogicalType::InternalId));
-                        built.push(IntersectRel {
-                            rel_table: r.rel_table,
-                            data: rel_data(ctx, r.rel_table)?,
-                            fwd: r.direction == ExtendDirection::Fwd,
-                            from,
-                            rel_id,
-                        });
-                    }
-                    Built::Intersect(IntersectSpec {
-                        rels: built,
-                        to: to_vector,
-                        to_table: *to_table,
-                        to_nodes: node_data(ctx, *to_table)?.num_rows,
-                        input_chunk,
-                        output_chunk: out,
-                        distinct: distinct.clone(),
-                        exclude,
-                    })
-                }
-                Step::ScanProperties {
-                    node,
-                    table: _,
-                    properties,
-                } if properties.iter().all(|p| p.property.is_none()) => {
-                    // Nothing to read (the table has none of them, or the
-                    // node matches no table): all NULL.
-                    let node = b
-                        .layout
-                        .get(*node)
-                        .ok_or_else(|| Error::internal("property scan of an unplaced node"))?;
-                    let (_, missing) = place_reads(&mut b, node.0, properties, |_| None)?;
-                    Built::FillNulls(missing)
-                }
-                Step::ScanProperties {
-                    node,
-                    table,
-                    properties,
-                } => {
-                    let data = node_data(ctx, *table)?;
-                    let node = b
-                        .layout
-                        .get(*node)
-                        .ok_or_else(|| Error::internal("property scan of an unplaced node"))?;
-                    let (columns, missing) =
-                        place_reads(&mut b, node.0, properties, |p| data.column_of(p))?;
-                    nulls = missing;
-                    Built::ScanProperties {
-                        data,
-                        node,
-                        columns,
-                    }
-                }
-            });
-            let last_chunk = b.chunks.len() - 1;
+            let (built, nulls) = r.step(step, place)?;
             let mut label = step_label(step, ctx);
-            if let Some(Built::CrossProduct { unique: true, .. }) = steps.last() {
+            if built.get::<CrossProductSpec>().is_some_and(|c| c.unique) {
                 label.push_str(" (unique keys, probed by batch)");
             }
-            stats.push(register(label, last_chunk));
+            steps.push(built);
+            stats.push(register(label, r.b.chunks.len() - 1));
             if !nulls.is_empty() {
-                steps.push(Built::FillNulls(nulls));
+                steps.push(Box::new(FillNullsSpec(nulls)));
                 stats.push(None);
             }
             if let Some((_, true)) = place {
-                steps.push(Built::ChainEnd);
+                steps.push(Box::new(ChainEndSpec));
                 stats.push(None);
             }
         }
-        // A last extend whose neighbours, and whose input group, the sink
-        // never reads only counts (see `Extend::collapse`); one whose input
-        // group the sink reads counts per input tuple (`Extend::degrees`).
-        if let (
-            Some(reads),
-            Some(Built::Extend {
-                to: None,
-                rel_id: None,
-                properties,
-                input_chunk,
-                output_chunk,
-                collapse,
-                degrees,
-                pad,
-                ..
-            }),
-        ) = (sink_reads, steps.last_mut())
-        {
-            let reads_chunk = |chunk: usize| {
-                reads
-                    .iter()
-                    .any(|s| b.layout.get(*s).is_some_and(|(c, _)| c == chunk))
-            };
-            if properties.is_empty() && !reads_chunk(*output_chunk) {
-                *collapse = !reads_chunk(*input_chunk);
-                *degrees = !*collapse && !*pad;
-            }
-        }
+        let mut b = r.b;
+        let mut source = source;
         if let Some(reads) = sink_reads {
+            count_last_extend(&mut steps, reads, &b);
             fuse_counted_pair(&mut steps, &mut stats, reads, &b.layout, ctx);
             pack_last_extend(&mut steps, reads, &mut b);
         }
-        let mut source = source;
         count_whole_rel_table(&mut source, &mut steps, &mut stats, ctx);
         if let BuiltSource::Scan { data, morsels, .. } = &mut source {
             *morsels = Arc::new(MorselDispenser::with_regions(
@@ -468,5 +120,487 @@ impl PipelineShape {
             steps,
             stats,
         })
+    }
+}
+
+/// The plan's steps with each OPTIONAL MATCH chain's steps in line, each
+/// knowing its place (see `Step::OptionalChain`).
+fn flatten_chains(plan_steps: &[Step]) -> Vec<PlacedStep<'_>> {
+    let mut flat = Vec::new();
+    for step in plan_steps {
+        match step {
+            Step::OptionalChain(inner) => {
+                let last = inner
+                    .iter()
+                    .rposition(|s| !matches!(s, Step::Alias { .. }))
+                    .unwrap_or(0);
+                for (i, s) in inner.iter().enumerate() {
+                    flat.push((s, Some((i == 0, i == last))));
+                }
+            }
+            s => flat.push((s, None)),
+        }
+    }
+    flat
+}
+
+/// A last extend whose neighbours, and whose input group, the sink never
+/// reads only counts (see `Extend::collapse`); one whose input group the
+/// sink reads counts per input tuple (`Extend::degrees`).
+fn count_last_extend(
+    steps: &mut [Box<dyn PhysicalStep>],
+    reads: &HashSet<SlotId>,
+    b: &LayoutBuilder,
+) {
+    let Some(e) = steps.last_mut().and_then(|s| s.get_mut::<ExtendSpec>()) else {
+        return;
+    };
+    if e.to.is_some() || e.rel_id.is_some() {
+        return;
+    }
+    let reads_chunk = |chunk: usize| {
+        reads
+            .iter()
+            .any(|s| b.layout.get(*s).is_some_and(|(c, _)| c == chunk))
+    };
+    if e.properties.is_empty() && !reads_chunk(e.output_chunk) {
+        e.collapse = !reads_chunk(e.input_chunk);
+        e.degrees = !e.collapse && !e.pad;
+    }
+}
+
+/// Resolves one pipeline's source and steps against storage, growing its
+/// layout.
+struct Resolver<'a> {
+    ctx: &'a Arc<QueryContext>,
+    sched: &'a Scheduler,
+    threads: usize,
+    /// The pipeline's whole plan (a left outer join looks for its padding
+    /// filter).
+    plan_steps: &'a [Step],
+    b: LayoutBuilder,
+}
+
+impl Resolver<'_> {
+    /// The position of a slot already placed in the layout.
+    fn pos(&self, slot: SlotId, what: &str) -> Result<Pos> {
+        self.b
+            .layout
+            .get(slot)
+            .ok_or_else(|| Error::internal(format!("{what} an unplaced slot")))
+    }
+
+    /// The pipeline's source in the layout's first chunk, and the vectors
+    /// of the properties its table lacks.
+    fn source(
+        &mut self,
+        plan_source: &Source,
+        rows: Option<PartRows>,
+        counted: bool,
+        sink_reads: Option<&HashSet<SlotId>>,
+    ) -> Result<(BuiltSource, Vec<Pos>)> {
+        let b = &mut self.b;
+        let first = 0;
+        Ok(match plan_source {
+            Source::Single => (
+                BuiltSource::Single(Arc::new(AtomicBool::new(false))),
+                Vec::new(),
+            ),
+            Source::ScanNodes {
+                table,
+                id_slot,
+                properties,
+            } => {
+                let data = node_data(self.ctx, *table)?;
+                let id = (first, b.add(first, *id_slot, LogicalType::InternalId));
+                let (cols, nulls) = place_reads(b, first, properties, |p| data.column_of(p))?;
+                let columns = cols.into_iter().map(|(c, v)| (c, (first, v))).collect();
+                // Cut once the steps are known (see `scan_morsel_size`).
+                let morsels = Arc::new(MorselDispenser::with_regions(0, 1, 1));
+                let source = BuiltSource::Scan {
+                    table: *table,
+                    data,
+                    morsels,
+                    id,
+                    write_ids: reads_scanned_ids(*id_slot, self.plan_steps, sink_reads),
+                    columns,
+                    hubs: None,
+                };
+                (source, nulls)
+            }
+            Source::Rows { columns } => {
+                let rows = rows.ok_or_else(|| Error::internal("row source without rows"))?;
+                let positions: Vec<(usize, usize)> = columns
+                    .iter()
+                    .map(|(slot, ty)| (first, b.add(first, *slot, ty.clone())))
+                    .collect();
+                if positions.is_empty() {
+                    b.add_anonymous(first, LogicalType::InternalId);
+                }
+                let morsels = Arc::new(MorselDispenser::with_regions(
+                    rows.span(),
+                    VECTOR_CAPACITY as u64,
+                    self.threads,
+                ));
+                let source = BuiltSource::Rows {
+                    rows,
+                    morsels,
+                    chunk: first,
+                    columns: positions,
+                    counted,
+                };
+                (source, Vec::new())
+            }
+        })
+    }
+
+    /// One plan step resolved, and the vectors of the properties it reads
+    /// that its table lacks (filled with NULLs after it). This match is
+    /// where a new kind of step is resolved into its operator's spec.
+    fn step(
+        &mut self,
+        step: &Step,
+        place: Option<(bool, bool)>,
+    ) -> Result<(Box<dyn PhysicalStep>, Vec<Pos>)> {
+        let none = Vec::new();
+        Ok(match step {
+            Step::CrossProduct {
+                build,
+                columns,
+                key,
+                optional,
+            } => (
+                Box::new(self.cross_product(build, columns, key.as_ref(), *optional)?),
+                none,
+            ),
+            Step::Filter(e) => (
+                Box::new(FilterSpec {
+                    predicate: e.clone(),
+                    chain: place.is_some(),
+                }),
+                none,
+            ),
+            Step::OptionalChain(_) => {
+                return Err(Error::internal("an optional chain inside another"))
+            }
+            Step::Alias { .. } => return Err(Error::internal("an alias left among the steps")),
+            Step::SemiMask {
+                node,
+                table,
+                predicate,
+            } => (Box::new(self.semi_mask(*node, *table, predicate)?), none),
+            Step::LookupNode {
+                table,
+                key,
+                each_item,
+                id_slot,
+            } => (
+                Box::new(self.lookup_node(*table, key, *each_item, *id_slot)?),
+                none,
+            ),
+            Step::Extend { .. } => {
+                let (spec, nulls) = self.extend(step, place)?;
+                (Box::new(spec), nulls)
+            }
+            Step::PadFilter { predicate, node } => {
+                let (chunk, _) = self.pos(*node, "optional filter of")?;
+                let spec = PadFilterSpec {
+                    predicate: predicate.clone(),
+                    chunk,
+                };
+                (Box::new(spec), none)
+            }
+            Step::Intersect {
+                to,
+                to_table,
+                rels,
+                distinct,
+                exclude,
+            } => (
+                Box::new(self.intersect((*to, *to_table), rels, distinct, exclude)?),
+                none,
+            ),
+            Step::ScanProperties {
+                node, properties, ..
+            } if properties.iter().all(|p| p.property.is_none()) => {
+                // Nothing to read (the table has none of them, or the
+                // node matches no table): all NULL.
+                let node = self.pos(*node, "property scan of")?;
+                let (_, missing) = place_reads(&mut self.b, node.0, properties, |_| None)?;
+                (Box::new(FillNullsSpec(missing)), none)
+            }
+            Step::ScanProperties {
+                node,
+                table,
+                properties,
+            } => {
+                let (spec, nulls) = self.scan_properties(*node, *table, properties)?;
+                (Box::new(spec), nulls)
+            }
+        })
+    }
+
+    /// A cross product or hash join: runs its build side to completion
+    /// (and indexes it by key), then places its columns.
+    fn cross_product(
+        &mut self,
+        build: &SubPlan,
+        columns: &[(SlotId, LogicalType)],
+        key: Option<&HashJoinKey>,
+        optional: bool,
+    ) -> Result<CrossProductSpec> {
+        let (ctx, sched, threads) = (self.ctx, self.sched, self.threads);
+        let shape = PipelineShape::build(
+            &build.source,
+            &build.steps,
+            ctx,
+            None,
+            sched,
+            threads,
+            false,
+            None,
+        )?;
+        let mut outputs: Vec<BoundExpr> = columns
+            .iter()
+            .map(|(slot, ty)| BoundExpr::slot(*slot, ty.clone(), Span::new(0, 0)))
+            .collect();
+        let mut types: Vec<LogicalType> = columns.iter().map(|c| c.1.clone()).collect();
+        // A hash join's build key is one more output column, indexed, then
+        // dropped.
+        if let Some(k) = key {
+            outputs.push(k.build.clone());
+            types.push(k.build.ty.clone());
+        }
+        let chunks = collect_all(
+            vec![shape],
+            outputs,
+            &types,
+            ctx,
+            sched,
+            threads,
+            None,
+            None,
+            false,
+        )?;
+        let mut rows = concat(chunks, &types);
+        let index = match key {
+            Some(k) => {
+                let keys = rows
+                    .columns
+                    .pop()
+                    .ok_or_else(|| Error::internal("hash join without its key"))?;
+                let index = build_join_index(keys, ctx, sched, threads)?;
+                Some((k.probe.clone(), Arc::new(index)))
+            }
+            None => None,
+        };
+        let b = &mut self.b;
+        let input_chunk = b.chunks.len() - 1;
+        // Unique build keys, and no padding filter to apply per tuple:
+        // probed a batch at a time, the build columns written into the
+        // input group.
+        let padded = optional
+            && self
+                .plan_steps
+                .iter()
+                .any(|s| matches!(s, Step::PadFilter { .. }));
+        let unique = !padded && index.as_ref().is_some_and(|(_, i)| i.unique());
+        let out = if unique { input_chunk } else { b.add_chunk() };
+        let vectors: Vec<usize> = columns
+            .iter()
+            .map(|(slot, ty)| b.add(out, *slot, ty.clone()))
+            .collect();
+        if vectors.is_empty() && !unique {
+            b.add_anonymous(out, LogicalType::InternalId);
+        }
+        Ok(CrossProductSpec {
+            rows: Arc::new(rows),
+            input_chunk,
+            output_chunk: out,
+            columns: vectors,
+            index,
+            optional,
+            unique,
+        })
+    }
+
+    /// A semijoin mask: the part's shared mask of the node's table.
+    fn semi_mask(
+        &mut self,
+        node: SlotId,
+        table: kith_common::TableId,
+        predicate: &PropertyPredicate,
+    ) -> Result<SemiMaskSpec> {
+        let num_nodes = node_data(self.ctx, table)?.num_rows;
+        let node = self.pos(node, "semijoin mask of")?;
+        Ok(SemiMaskSpec {
+            node,
+            mask: self.ctx.semi_masks.get_or_add(table, predicate, num_nodes),
+        })
+    }
+
+    /// A primary-key lookup, its id in the newest chunk (or, for the items
+    /// of a list, a new one).
+    fn lookup_node(
+        &mut self,
+        table: kith_common::TableId,
+        key: &BoundExpr,
+        each_item: bool,
+        id_slot: SlotId,
+    ) -> Result<LookupNodeSpec> {
+        let data = node_data(self.ctx, table)?;
+        let pk_type = self
+            .ctx
+            .version
+            .catalog
+            .table(table)
+            .and_then(|e| e.primary_key())
+            .map(|p| p.ty.clone())
+            .ok_or_else(|| Error::internal("lookup in a table without a key"))?;
+        // Items become a group of their own; one key per tuple fills the
+        // newest.
+        let b = &mut self.b;
+        let chunk = if each_item {
+            b.add_chunk()
+        } else {
+            b.chunks.len() - 1
+        };
+        let vector = b.add(chunk, id_slot, LogicalType::InternalId);
+        Ok(LookupNodeSpec {
+            table,
+            data,
+            key: key.clone(),
+            each_item,
+            pk_type,
+            pos: (chunk, vector),
+        })
+    }
+
+    /// An extend, its neighbours, rels and properties in a new chunk.
+    fn extend(
+        &mut self,
+        step: &Step,
+        place: Option<(bool, bool)>,
+    ) -> Result<(ExtendSpec, Vec<Pos>)> {
+        let Step::Extend {
+            rel_table,
+            direction,
+            from,
+            to,
+            to_table,
+            rel_id,
+            properties,
+            exclude,
+            optional,
+        } = step
+        else {
+            return Err(Error::internal("an extend expected"));
+        };
+        let data = rel_data(self.ctx, *rel_table)?;
+        let exclude = exclude
+            .iter()
+            .map(|(rel, gate)| {
+                Ok((
+                    self.pos(*rel, "extend exclusion of")?,
+                    self.pos(*gate, "extend exclusion of")?,
+                ))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let from = self.pos(*from, "extend from")?;
+        let b = &mut self.b;
+        let input_chunk = b.chunks.len() - 1;
+        let out = b.add_chunk();
+        let to = to.map(|s| (b.add(out, s, LogicalType::InternalId), *to_table));
+        let rel_id = rel_id.map(|s| b.add(out, s, LogicalType::InternalId));
+        let (properties, missing) = place_reads(b, out, properties, |p| data.column_of(p))?;
+        if to.is_none() && rel_id.is_none() && b.chunks[out].is_empty() {
+            // The chunk still needs a vector to carry its length.
+            b.add_anonymous(out, LogicalType::InternalId);
+        }
+        let spec = ExtendSpec {
+            rel_table: *rel_table,
+            data,
+            fwd: *direction == ExtendDirection::Fwd,
+            from,
+            input_chunk,
+            output_chunk: out,
+            to,
+            rel_id,
+            properties,
+            exclude,
+            collapse: false,
+            degrees: false,
+            pair: None,
+            pack: false,
+            replicas: Vec::new(),
+            pad: *optional,
+            chain: place.map(|p| p.0),
+            split: None,
+            hubs: None,
+        };
+        Ok((spec, missing))
+    }
+
+    /// An intersection, the bound node and the rels wanted in a new chunk.
+    fn intersect(
+        &mut self,
+        (to, to_table): (SlotId, kith_common::TableId),
+        rels: &[PlanIntersectRel],
+        distinct: &[(usize, usize)],
+        exclude: &[(usize, SlotId)],
+    ) -> Result<IntersectSpec> {
+        let what = "intersect reads";
+        let exclude = exclude
+            .iter()
+            .map(|(i, s)| Ok((*i, self.pos(*s, what)?)))
+            .collect::<Result<Vec<_>>>()?;
+        let froms = rels
+            .iter()
+            .map(|r| self.pos(r.from, what))
+            .collect::<Result<Vec<_>>>()?;
+        let b = &mut self.b;
+        let input_chunk = b.chunks.len() - 1;
+        let out = b.add_chunk();
+        let to_vector = b.add(out, to, LogicalType::InternalId);
+        let mut built = Vec::with_capacity(rels.len());
+        for (r, from) in rels.iter().zip(froms) {
+            let rel_id = r.rel_id.map(|s| b.add(out, s, LogicalType::InternalId));
+            built.push(IntersectRel {
+                rel_table: r.rel_table,
+                data: rel_data(self.ctx, r.rel_table)?,
+                fwd: r.direction == ExtendDirection::Fwd,
+                from,
+                rel_id,
+            });
+        }
+        Ok(IntersectSpec {
+            rels: built,
+            to: to_vector,
+            to_table,
+            to_nodes: node_data(self.ctx, to_table)?.num_rows,
+            input_chunk,
+            output_chunk: out,
+            distinct: distinct.to_vec(),
+            exclude,
+        })
+    }
+
+    /// Property reads of a bound node, into its own chunk.
+    fn scan_properties(
+        &mut self,
+        node: SlotId,
+        table: kith_common::TableId,
+        properties: &[PropertyRead],
+    ) -> Result<(ScanPropertiesSpec, Vec<Pos>)> {
+        let data = node_data(self.ctx, table)?;
+        let node = self.pos(node, "property scan of")?;
+        let (columns, missing) =
+            place_reads(&mut self.b, node.0, properties, |p| data.column_of(p))?;
+        let spec = ScanPropertiesSpec {
+            data,
+            node,
+            columns,
+        };
+        Ok((spec, missing))
     }
 }

@@ -1,28 +1,32 @@
 //! The physical layer: maps a part's plan steps to resolved pipelines
-//! ([`PipelineShape`]: the slot layout, one [`Built`] per step with its
-//! tables and positions resolved) and instantiates them per worker; `run`
-//! schedules what it builds. One exception: a cross product's or hash
-//! join's build side is run to completion (through `run`) while its
-//! probing pipeline is built, so it is not yet a dependency the run layer
-//! schedules. Its plan rewrites (`rewrite.rs`) apply while a shape is
-//! built.
+//! ([`PipelineShape`]: the slot layout, and one [`PhysicalStep`] per step,
+//! the step's operator spec with its tables and positions resolved) and
+//! instantiates them per worker; `run` schedules what it builds.
+//!
+//! - `build.rs` resolves a plan step into its spec (one match arm per kind
+//!   of step) and applies the rewrites.
+//! - `rewrite.rs` holds the rewrites, each a named function; they ask the
+//!   specs through [`PhysicalStep`]'s questions and change extends only.
+//! - `step.rs` is the seam with the operators: each operator file defines
+//!   its spec and how a worker instantiates it.
+//! - `instantiate.rs` makes one worker's chain.
+//!
+//! One exception to "runs nothing": a cross product's or hash join's build
+//! side is run to completion (through `run`) while its probing pipeline is
+//! built, so it is not yet a dependency the run layer schedules.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use kith_common::constants::VECTOR_CAPACITY;
-use kith_common::{Chunk, Error, LogicalType, Result, TableId, ValueVector};
-use kith_planner::expr::{BoundExpr, SlotId};
+use kith_common::{Error, LogicalType, Result, TableId, ValueVector};
+use kith_planner::expr::SlotId;
 use kith_planner::plan::{PropertyRead, Source, Step};
 use kith_sched::MorselDispenser;
 use kith_storage::{NodeTableData, RelTableData, TableData};
 
-use crate::operator::extend::{SharedRels, SplitClaims};
-use crate::operator::hash_join::JoinIndex;
 use crate::operator::hub_split::HubSplit;
-use crate::operator::intersect::IntersectSpec;
 use crate::operator::join_rows::PartRows;
-use crate::operator::semi_mask::SemiMask;
 use crate::operator::{Pos, QueryContext};
 use crate::profile::OpStats;
 use crate::result_set::{ChunkState, DataChunk, ResultSet, SlotLayout};
@@ -32,7 +36,9 @@ use crate::run::*;
 mod build;
 mod instantiate;
 mod rewrite;
+pub(crate) mod step;
 pub(crate) use rewrite::*;
+pub(crate) use step::{PhysicalStep, WorkerChain};
 
 /// The shape of the factorized result set: vector types per chunk.
 #[derive(Default)]
@@ -140,97 +146,6 @@ pub(crate) fn place_reads(
     Ok((columns, nulls))
 }
 
-/// One step of the chain, resolved against storage and the layout.
-pub(crate) enum Built {
-    Filter(kith_planner::expr::BoundExpr),
-    /// A filter inside an OPTIONAL MATCH chain (the padding tuple passes).
-    ChainFilter(kith_planner::expr::BoundExpr),
-    /// The end of an OPTIONAL MATCH chain.
-    ChainEnd,
-    CrossProduct {
-        rows: Arc<Chunk>,
-        input_chunk: usize,
-        output_chunk: usize,
-        columns: Vec<usize>,
-        /// A hash join: the probe key and the build rows by key.
-        index: Option<(BoundExpr, Arc<JoinIndex>)>,
-        /// Left outer: pads a tuple without build rows (`PadSignal`).
-        optional: bool,
-        /// Unique build keys probed a batch at a time (`UniqueProbe`).
-        unique: bool,
-    },
-    Extend {
-        rel_table: TableId,
-        data: Arc<RelTableData>,
-        fwd: bool,
-        from: (usize, usize),
-        input_chunk: usize,
-        output_chunk: usize,
-        to: Option<(usize, TableId)>,
-        rel_id: Option<usize>,
-        properties: Vec<(usize, usize)>,
-        exclude: Vec<(Pos, Pos)>,
-        collapse: bool,
-        /// Degrees only, per input tuple ([`Extend::degrees`]).
-        degrees: bool,
-        /// Fused into this counting extend: the other extend from the same
-        /// node (`fuse_counted_pair`).
-        pair: Option<FusedExtend>,
-        /// Output batches filled from several input tuples
-        /// (`pack_last_extend`).
-        pack: bool,
-        /// With `pack`: input vectors copied along the output
-        /// ([`Extend::replicas`]).
-        replicas: Vec<(usize, usize)>,
-        /// OPTIONAL MATCH's padding ([`Extend::pad`]).
-        pad: bool,
-        /// A step of an OPTIONAL MATCH chain: whether it is the chain's
-        /// first extend. (Each worker's chain shares a `ChainSignal` of its
-        /// own, made when the operators are.)
-        chain: Option<bool>,
-        /// The workers share this extend's rels (`split_single_source`).
-        split: Option<Arc<SplitClaims>>,
-        /// Its hub nodes deferred, then shared ([`share_hubs`]).
-        hubs: Option<Arc<HubSplit>>,
-    },
-    /// OPTIONAL MATCH's predicates over the group `chunk` of the optional
-    /// extend before it ([`PadFilter`]).
-    PadFilter {
-        predicate: BoundExpr,
-        chunk: usize,
-    },
-    Intersect(IntersectSpec),
-    ScanProperties {
-        data: Arc<NodeTableData>,
-        node: (usize, usize),
-        columns: Vec<(usize, usize)>,
-    },
-    LookupNode {
-        table: TableId,
-        data: Arc<NodeTableData>,
-        key: BoundExpr,
-        each_item: bool,
-        pk_type: LogicalType,
-        pos: (usize, usize),
-    },
-    /// Properties the previous operator's table lacks.
-    FillNulls(Vec<Pos>),
-    SemiMask {
-        node: Pos,
-        mask: Arc<SemiMask>,
-    },
-}
-
-/// The first of two counting extends from one node, fused into the second
-/// (see [`PairCount`]).
-#[derive(Clone)]
-pub(crate) struct FusedExtend {
-    pub(crate) data: Arc<RelTableData>,
-    pub(crate) fwd: bool,
-    pub(crate) shared: SharedRels,
-    pub(crate) output_chunk: usize,
-}
-
 pub(crate) enum BuiltSource {
     Single(Arc<AtomicBool>),
     /// One tuple that every worker produces (`split_single_source`).
@@ -279,26 +194,8 @@ pub(crate) struct PipelineShape {
     pub(crate) layout: Arc<SlotLayout>,
     pub(crate) builder: LayoutBuilder,
     pub(crate) source: BuiltSource,
-    pub(crate) steps: Vec<Built>,
+    pub(crate) steps: Vec<Box<dyn PhysicalStep>>,
     /// Under PROFILE: the counters of the source and of each step (with the
     /// last chunk of its output); FillNulls steps are not counted.
     pub(crate) stats: Vec<Option<(Arc<OpStats>, usize)>>,
-}
-
-/// Whether a pipeline's steps may be pulled again after their input ran
-/// dry (the batches of a pipelined join arrive one by one): the steps that
-/// keep nothing but their place in the current input. An OPTIONAL MATCH's
-/// padding and the primary-key lookups are left out.
-pub(crate) fn restartable(steps: &[Step]) -> bool {
-    steps.iter().all(|s| match s {
-        Step::CrossProduct { optional, .. } => !optional,
-        Step::OptionalChain(_) => false,
-        Step::Filter(_)
-        | Step::Intersect { .. }
-        | Step::SemiMask { .. }
-        | Step::Alias { .. }
-        | Step::ScanProperties { .. } => true,
-        Step::Extend { optional, .. } => !optional,
-        Step::PadFilter { .. } | Step::LookupNode { .. } => false,
-    })
 }

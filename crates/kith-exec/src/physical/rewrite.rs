@@ -11,8 +11,9 @@ use kith_common::LogicalType;
 use kith_planner::expr::{BoundExpr, SlotId};
 use kith_planner::plan::Step;
 
-use crate::operator::extend::{SharedRels, SplitClaims};
+use crate::operator::extend::{ExtendSpec, FusedExtend, SharedRels, SplitClaims};
 use crate::operator::hub_split::HubSplit;
+use crate::operator::intersect::IntersectSpec;
 use crate::operator::QueryContext;
 use crate::profile::OpStats;
 use crate::result_set::SlotLayout;
@@ -30,14 +31,11 @@ use crate::physical::*;
 /// call per batch replaces one per source node. Other keys (values hashed
 /// per position) keep one call per source.
 pub(crate) fn pack_last_extend(
-    steps: &mut [Built],
+    steps: &mut [Box<dyn PhysicalStep>],
     reads: &HashSet<SlotId>,
     b: &mut LayoutBuilder,
 ) {
-    let Some(i) = steps
-        .iter()
-        .rposition(|s| matches!(s, Built::Extend { .. }))
-    else {
+    let Some(i) = steps.iter().rposition(|s| s.is::<ExtendSpec>()) else {
         return;
     };
     // A replica moves its slot to the output group in the pipeline's one
@@ -46,28 +44,18 @@ pub(crate) fn pack_last_extend(
     // every tuple of `RETURN collect(id(a)), collect(id(b))`, issue 51).
     let mut read_before = Vec::new();
     for step in &steps[..i] {
-        match step {
-            Built::Filter(e) | Built::ChainFilter(e) => e.slots(&mut read_before),
-            Built::PadFilter { predicate, .. } => predicate.slots(&mut read_before),
-            _ => {}
+        if let Some(p) = step.predicate() {
+            p.slots(&mut read_before);
         }
     }
     let (head, tail) = steps.split_at_mut(i + 1);
-    let Some(Built::Extend {
-        input_chunk,
-        output_chunk,
-        collapse: false,
-        degrees: false,
-        pair: None,
-        pack,
-        replicas,
-        pad,
-        ..
-    }) = head.last_mut()
-    else {
+    let Some(extend) = head.last_mut().and_then(|s| s.get_mut::<ExtendSpec>()) else {
         return;
     };
-    let input = *input_chunk;
+    if extend.collapse || extend.degrees || extend.pair.is_some() {
+        return;
+    }
+    let input = extend.input_chunk;
     let layout = &b.layout;
     let in_input = |s: &SlotId| layout.get(*s).is_some_and(|(c, _)| c == input);
     let reads_input = |e: &BoundExpr| {
@@ -77,15 +65,10 @@ pub(crate) fn pack_last_extend(
     };
     // An optional extend's padding filter pads per input tuple over the
     // packed batch (`PadSignal`); no other filter may come between.
-    let padded = *pad;
-    let later_ok = tail.iter().all(|step| match step {
-        Built::ScanProperties { node, .. } => node.0 != input,
-        Built::SemiMask { node, .. } => node.0 != input && !padded,
-        Built::FillNulls(positions) => positions.iter().all(|p| p.0 != input),
-        Built::Filter(e) => !padded && !reads_input(e),
-        Built::PadFilter { predicate, .. } => padded && !reads_input(predicate),
-        _ => false,
-    });
+    let padded = extend.pad;
+    let later_ok = tail
+        .iter()
+        .all(|step| step.keeps_packing(input, padded, &reads_input));
     if !later_ok {
         return;
     }
@@ -99,13 +82,13 @@ pub(crate) fn pack_last_extend(
         })
         .collect();
     match read[..] {
-        [] => *pack = true,
+        [] => extend.pack = true,
         [(slot, v)]
             if b.chunks[input][v] == LogicalType::InternalId && !read_before.contains(&slot) =>
         {
-            let to = b.add(*output_chunk, slot, LogicalType::InternalId);
-            replicas.push((v, to));
-            *pack = true;
+            let to = b.add(extend.output_chunk, slot, LogicalType::InternalId);
+            extend.replicas.push((v, to));
+            extend.pack = true;
         }
         _ => {}
     }
@@ -143,12 +126,8 @@ pub(crate) fn reads_scanned_ids(
 /// neighbours, but a vector at a time: 2hop-sel100 on R-MAT 16 runs as fast
 /// at 2 threads with the larger morsels). Decided on the built steps, so
 /// that an extend fused away or left counting is seen as such.
-pub(crate) fn scan_morsel_size(steps: &[Built], threads: usize) -> u64 {
-    let expands = steps.iter().any(|step| match step {
-        Built::Extend { to, .. } => to.is_some(),
-        Built::Intersect(_) | Built::CrossProduct { .. } => true,
-        _ => false,
-    });
+pub(crate) fn scan_morsel_size(steps: &[Box<dyn PhysicalStep>], threads: usize) -> u64 {
+    let expands = steps.iter().any(|step| step.expands());
     if threads > 1 && expands {
         EXPAND_MORSEL_SIZE
     } else {
@@ -163,12 +142,12 @@ pub(crate) fn scan_morsel_size(steps: &[Built], threads: usize) -> u64 {
 /// extend (lookups, property reads, filters: deterministic, so every worker
 /// sees the same tuples), and the workers share the extend's rels
 /// ([`Extend::split`]), so everything after it runs in parallel.
-pub(crate) fn split_single_source(source: &mut BuiltSource, steps: &mut [Built]) {
+pub(crate) fn split_single_source(source: &mut BuiltSource, steps: &mut [Box<dyn PhysicalStep>]) {
     if !matches!(source, BuiltSource::Single(_)) {
         return;
     }
-    if let Some(Built::Extend { split, .. }) = shareable_first_extend(steps) {
-        *split = Some(Arc::new(SplitClaims::default()));
+    if let Some(extend) = shareable_first_extend(steps) {
+        extend.split = Some(Arc::new(SplitClaims::default()));
         *source = BuiltSource::Broadcast;
     }
 }
@@ -179,36 +158,25 @@ pub(crate) fn split_single_source(source: &mut BuiltSource, steps: &mut [Built])
 /// in the same order; another extend or intersection follows, so sharing
 /// pays; and it is a plain extend (no exclusion, counting, fusing,
 /// packing, padding or chain).
-pub(crate) fn shareable_first_extend(steps: &mut [Built]) -> Option<&mut Built> {
-    let i = steps
-        .iter()
-        .position(|s| matches!(s, Built::Extend { .. }))?;
-    let deterministic = |e: &BoundExpr| !e.calls("rand");
-    let before_ok = steps[..i].iter().all(|s| match s {
-        Built::ScanProperties { .. } | Built::FillNulls(_) | Built::SemiMask { .. } => true,
-        Built::Filter(e) => deterministic(e),
-        Built::LookupNode { key, .. } => deterministic(key),
-        _ => false,
-    });
+pub(crate) fn shareable_first_extend(
+    steps: &mut [Box<dyn PhysicalStep>],
+) -> Option<&mut ExtendSpec> {
+    let i = steps.iter().position(|s| s.is::<ExtendSpec>())?;
+    let before_ok = steps[..i].iter().all(|s| s.repeatable());
     let more = steps[i + 1..]
         .iter()
-        .any(|s| matches!(s, Built::Extend { .. } | Built::Intersect(_)));
-    let plain = matches!(
-        &steps[i],
-        Built::Extend {
-            exclude,
-            collapse: false,
-            degrees: false,
-            pair: None,
-            pack: false,
-            pad: false,
-            chain: None,
-            split: None,
-            hubs: None,
-            ..
-        } if exclude.is_empty()
-    );
-    (before_ok && more && plain).then(|| &mut steps[i])
+        .any(|s| s.is::<ExtendSpec>() || s.is::<IntersectSpec>());
+    let e = steps[i].get_mut::<ExtendSpec>()?;
+    let plain = e.exclude.is_empty()
+        && !e.collapse
+        && !e.degrees
+        && e.pair.is_none()
+        && !e.pack
+        && !e.pad
+        && e.chain.is_none()
+        && e.split.is_none()
+        && e.hubs.is_none();
+    (before_ok && more && plain).then_some(e)
 }
 
 /// Lets the workers share the hubs of an aggregating pipeline that scans a
@@ -221,16 +189,10 @@ pub(crate) fn share_hubs(shape: &mut PipelineShape) {
     let BuiltSource::Scan { id, hubs, .. } = &mut shape.source else {
         return;
     };
-    if let Some(Built::Extend {
-        from,
-        to: Some(_),
-        hubs: extend_hubs,
-        ..
-    }) = shareable_first_extend(&mut shape.steps)
-    {
-        if *from == *id {
+    if let Some(extend) = shareable_first_extend(&mut shape.steps) {
+        if extend.to.is_some() && extend.from == *id {
             let shared = Arc::new(HubSplit::default());
-            *extend_hubs = Some(Arc::clone(&shared));
+            extend.hubs = Some(Arc::clone(&shared));
             *hubs = Some(shared);
         }
     }
@@ -243,7 +205,7 @@ pub(crate) fn share_hubs(shape: &mut PipelineShape) {
 /// extend multiplies `b`'s two degrees instead (`Extend::pair`) and the first
 /// extend goes; PROFILE shows the two as one operator.
 pub(crate) fn fuse_counted_pair(
-    steps: &mut Vec<Built>,
+    steps: &mut Vec<Box<dyn PhysicalStep>>,
     stats: &mut Vec<Option<(Arc<OpStats>, usize)>>,
     reads: &HashSet<SlotId>,
     layout: &SlotLayout,
@@ -254,36 +216,24 @@ pub(crate) fn fuse_counted_pair(
         return;
     }
     let (head, tail) = steps.split_at_mut(n - 1);
-    let (
-        Built::Extend {
-            rel_table: first_table,
-            data,
-            fwd: first_fwd,
-            from: first_from,
-            input_chunk: first_input,
-            output_chunk: first_output,
-            rel_id: first_rel,
-            properties: first_properties,
-            exclude: first_exclude,
-            collapse: false,
-            pair: None,
-            pad: false,
-            ..
-        },
-        Built::Extend {
-            rel_table,
-            fwd,
-            from,
-            input_chunk,
-            exclude,
-            collapse: true,
-            pair,
-            ..
-        },
-    ) = (&head[n - 2], &mut tail[0])
-    else {
+    let (Some(first), Some(second)) = (
+        head[n - 2].get::<ExtendSpec>(),
+        tail[0].get_mut::<ExtendSpec>(),
+    ) else {
         return;
     };
+    if first.collapse || first.pair.is_some() || first.pad || !second.collapse {
+        return;
+    }
+    let (first_table, data, first_fwd, first_from) =
+        (&first.rel_table, &first.data, &first.fwd, &first.from);
+    let (first_input, first_output, first_rel) =
+        (&first.input_chunk, &first.output_chunk, &first.rel_id);
+    let (first_properties, first_exclude) = (&first.properties, &first.exclude);
+    let (rel_table, fwd, from) = (&second.rel_table, &second.fwd, &second.from);
+    let input_chunk = &mut second.input_chunk;
+    let exclude = &mut second.exclude;
+    let pair = &mut second.pair;
     let from_input = first_from.0 == *first_input && from == first_from;
     let chained = *input_chunk == *first_output;
     let unread = !reads
@@ -340,22 +290,22 @@ pub(crate) fn fuse_counted_pair(
 /// `CountRels`.
 pub(crate) fn count_whole_rel_table(
     source: &mut BuiltSource,
-    steps: &mut Vec<Built>,
+    steps: &mut Vec<Box<dyn PhysicalStep>>,
     stats: &mut Vec<Option<(Arc<OpStats>, usize)>>,
     ctx: &QueryContext,
 ) {
-    let (
-        BuiltSource::Scan { id, columns, .. },
-        [Built::Extend {
-            data,
-            from,
-            exclude,
-            properties,
-            collapse: true,
-            pair: None,
-            ..
-        }],
-    ) = (&*source, &steps[..])
+    let (BuiltSource::Scan { id, columns, .. }, [step]) = (&*source, &steps[..]) else {
+        return;
+    };
+    let Some(ExtendSpec {
+        data,
+        from,
+        exclude,
+        properties,
+        collapse: true,
+        pair: None,
+        ..
+    }) = step.get::<ExtendSpec>()
     else {
         return;
     };

@@ -296,7 +296,10 @@ fn pipelines_join(part: &PartPlan) -> bool {
         && !part.numbers_rows
         && part.optional.is_none()
         && part.pipelines.len() == 1
-        && part.pipelines.iter().all(|p| restartable(&p.steps))
+        && part
+            .pipelines
+            .iter()
+            .all(|p| p.steps.iter().all(Step::restartable))
 }
 
 /// Whether `part` hands its rows to `next` once each with a count column

@@ -75,7 +75,7 @@ pub(crate) type Driver<'a> = &'a dyn Fn(Arc<dyn JoinRowsConsumer>) -> Result<()>
 /// of join rows runs through it on the search worker that found it, with a
 /// chain and sink of its own (taken from `idle`, made when none is), so the
 /// join's rows are never kept whole. The chains are pulled again for every
-/// batch, which the steps [`restartable`] allows are made for.
+/// batch, which the steps `Step::restartable` allows are made for.
 pub(crate) struct PushedPipeline<S, F> {
     pub(crate) shape: PipelineShape,
     pub(crate) make_sink: F,

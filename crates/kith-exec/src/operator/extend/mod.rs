@@ -11,7 +11,6 @@ use std::sync::Arc;
 
 use kith_common::constants::VECTOR_CAPACITY;
 use kith_common::{InternalId, Result, TableId, ValueVector, VectorData};
-use kith_storage::RelTableData;
 
 use super::csr_pins::CsrPins;
 use super::filter::{ChainSignal, PadSignal};
@@ -19,6 +18,9 @@ use super::flat_cursor::FlatCursor;
 use super::hub_split::{HubSplit, HUB_RELS};
 use super::{Operator, Pos, QueryContext};
 use crate::result_set::{ChunkState, ResultSet};
+
+mod spec;
+pub(crate) use spec::{ExtendSpec, FusedExtend};
 
 /// The most rels a batch holding one node's whole range may have: an
 /// extend from a node of an earlier group hands that batch on again for
@@ -164,69 +166,6 @@ pub struct Extend {
 }
 
 impl Extend {
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        child: Box<dyn Operator>,
-        ctx: Arc<QueryContext>,
-        rel_table: TableId,
-        data: Arc<RelTableData>,
-        fwd: bool,
-        from: Pos,
-        input_chunk: usize,
-        output_chunk: usize,
-        to: Option<(usize, TableId)>,
-        rel_id: Option<usize>,
-        properties: Vec<(usize, usize)>,
-    ) -> Extend {
-        let columns = properties.iter().map(|p| p.0).collect();
-        let shared = Arc::clone(&ctx.csr_pins);
-        Extend {
-            child,
-            ctx,
-            rel_table,
-            pins: CsrPins::new(data, fwd, columns, shared),
-            from,
-            input_chunk,
-            output_chunk,
-            to,
-            rel_id,
-            properties,
-            exclude: Vec::new(),
-            collapse: false,
-            degrees: false,
-            pair: None,
-            pair_output: None,
-            pack: false,
-            replicas: Vec::new(),
-            pad: None,
-            chain: None,
-            in_tuple: false,
-            split: None,
-            hubs: None,
-            split_seq: 0,
-            split_range: (0, 0),
-            split_chunk: 1,
-            base_multiplicity: 1,
-            weights: Vec::new(),
-            batch_degrees: [Vec::new(), Vec::new()],
-            degree_memo: (ChunkState::default(), 0),
-            skips: Vec::new(),
-            next_skip: 0,
-            fixed_gates: Vec::new(),
-            gated: Vec::new(),
-            cursor: FlatCursor::new(input_chunk),
-            group: 0,
-            pos: 0,
-            end: 0,
-            runs: Vec::new(),
-            next_run: 0,
-            scratch: vec![0; VECTOR_CAPACITY],
-            generation: 0,
-            whole_range_of: None,
-            fresh_whole: None,
-        }
-    }
-
     /// Positions the cursor on the rels of node `offset`.
     fn seek(&mut self, offset: u64) -> Result<()> {
         (self.group, self.pos, self.end) = self.pins.range(&self.ctx.pager, offset)?;
