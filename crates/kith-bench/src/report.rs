@@ -152,8 +152,38 @@ fn edges_per_core(edges: Option<u64>, s: Option<Summary>, threads: usize) -> Opt
     (s.median > 0.0).then(|| e as f64 / (s.median / 1e3 * threads as f64))
 }
 
+/// The report as Markdown: how it was run, then the query, policy and load
+/// tables, and last any result mismatches.
 pub fn markdown(r: &Report) -> String {
     let mut o = String::new();
+    setup(r, &mut o);
+    // Queries left out by `--queries` have no row.
+    let ran: Vec<_> = r
+        .suite
+        .queries
+        .iter()
+        .filter(|q| r.configs.iter().any(|c| c.query(q.name).is_some()))
+        .collect();
+    let mut mismatches = queries_table(r, &ran, &mut o);
+    policy_table(r, &ran, &mut o);
+    // Each engine must also agree with itself across thread counts.
+    thread_mismatches(r, &mut mismatches);
+    query_texts(r, &ran, &mut o);
+    load_table(r, &mut o);
+    if !mismatches.is_empty() {
+        let _ = writeln!(
+            o,
+            "\n### ⚠ RESULT MISMATCHES — timings of these rows are not comparable\n"
+        );
+        for m in mismatches {
+            let _ = writeln!(o, "- {m}");
+        }
+    }
+    o
+}
+
+/// The report's heading and the list that says what ran where and how.
+fn setup(r: &Report, o: &mut String) {
     let m = &r.meta;
     let _ = writeln!(o, "## Suite `{}`\n", r.suite.name);
     let _ = writeln!(o, "{}\n", r.suite.description);
@@ -208,8 +238,11 @@ pub fn markdown(r: &Report) -> String {
             "- networkit: the loads read the CSV files into one in-memory `nk.Graph` (dense node ids; directed, or undirected for `-[]-` walks); a query is `nk.distance.SPSP` from its sources (one BFS each, in parallel over the sources on the thread count), and its time is that run only; the driver then keeps the distances in 1..max hops and adds them up (untimed). Queries without a NetworKit form are not run on it."
         );
     }
-    let kith = EngineKind::Kith;
-    let kuzu = EngineKind::Kuzu;
+}
+
+/// The queries table: one row per query that ran and thread count. Returns
+/// the rows whose engines disagree on the results.
+fn queries_table(r: &Report, ran: &[&crate::suite::Query], o: &mut String) -> Vec<String> {
     // The references (DuckDB's SQL, NetworKit's BFS) get their own columns
     // only when they ran.
     let refs: Vec<EngineKind> = [EngineKind::Duckdb, EngineKind::Networkit]
@@ -229,51 +262,65 @@ pub fn markdown(r: &Report) -> String {
     );
     let _ = writeln!(o, "|---|---:|---:|---:|---:|{rule}---|---:|---:|");
     let mut mismatches = Vec::new();
-    // Queries left out by `--queries` have no row.
-    let ran: Vec<_> = r
-        .suite
-        .queries
-        .iter()
-        .filter(|q| r.configs.iter().any(|c| c.query(q.name).is_some()))
-        .collect();
-    for q in &ran {
+    for q in ran {
         for &t in &r.threads {
-            let (kc, ks) = cell(r.config(&kith, t), q.name);
-            let (zc, zs) = cell(r.config(&kuzu, t), q.name);
-            let ratio_of = |k: Option<Summary>, z: Option<Summary>| match (k, z) {
-                (Some(k), Some(z)) if k.median > 0.0 => format!("{:.2}", z.median / k.median),
-                _ => "–".into(),
-            };
-            let ratio = ratio_of(ks, zs);
-            let mut ref_cells = String::new();
-            for e in &refs {
-                let (dc, ds) = cell(r.config(e, t), q.name);
-                let _ = write!(ref_cells, " {dc} | {} |", ratio_of(ks, ds));
+            if let Some(mismatch) = query_row(r, q, t, &refs, o) {
+                mismatches.push(mismatch);
             }
-            let eq = equality(r, q.name, t);
-            if eq.starts_with("**NO") {
-                mismatches.push(format!("{} at {t} threads: {eq}", q.name));
-            }
-            let (ke, ze) = if q.scans == Scans::AllEdges {
-                (
-                    edges_per_core(r.data.edges, ks, t),
-                    edges_per_core(r.data.edges, zs, t),
-                )
-            } else {
-                (None, None)
-            };
-            let f = |x: Option<f64>| x.map_or("–".into(), |v| format!("{:.1}", v / 1e6));
-            let _ = writeln!(
-                o,
-                "| {} | {t} | {kc} | {zc} | {ratio} |{ref_cells} {eq} | {} | {} |",
-                q.name,
-                f(ke),
-                f(ze)
-            );
         }
     }
-    policy_table(r, &ran, &mut o);
-    // Each engine must also agree with itself across thread counts.
+    mismatches
+}
+
+/// One row of the queries table: `q` at `t` threads on kith, kuzu and the
+/// `refs`. Returns the mismatch line when the engines' results differ.
+fn query_row(
+    r: &Report,
+    q: &crate::suite::Query,
+    t: usize,
+    refs: &[EngineKind],
+    o: &mut String,
+) -> Option<String> {
+    let kith = EngineKind::Kith;
+    let kuzu = EngineKind::Kuzu;
+    let (kc, ks) = cell(r.config(&kith, t), q.name);
+    let (zc, zs) = cell(r.config(&kuzu, t), q.name);
+    let ratio_of = |k: Option<Summary>, z: Option<Summary>| match (k, z) {
+        (Some(k), Some(z)) if k.median > 0.0 => format!("{:.2}", z.median / k.median),
+        _ => "–".into(),
+    };
+    let ratio = ratio_of(ks, zs);
+    let mut ref_cells = String::new();
+    for e in refs {
+        let (dc, ds) = cell(r.config(e, t), q.name);
+        let _ = write!(ref_cells, " {dc} | {} |", ratio_of(ks, ds));
+    }
+    let eq = equality(r, q.name, t);
+    let mismatch = eq
+        .starts_with("**NO")
+        .then(|| format!("{} at {t} threads: {eq}", q.name));
+    let (ke, ze) = if q.scans == Scans::AllEdges {
+        (
+            edges_per_core(r.data.edges, ks, t),
+            edges_per_core(r.data.edges, zs, t),
+        )
+    } else {
+        (None, None)
+    };
+    let f = |x: Option<f64>| x.map_or("–".into(), |v| format!("{:.1}", v / 1e6));
+    let _ = writeln!(
+        o,
+        "| {} | {t} | {kc} | {zc} | {ratio} |{ref_cells} {eq} | {} | {} |",
+        q.name,
+        f(ke),
+        f(ze)
+    );
+    mismatch
+}
+
+/// Adds to `mismatches` every query whose results on one engine differ
+/// between thread counts.
+fn thread_mismatches(r: &Report, mismatches: &mut Vec<String>) {
     for q in r.suite.queries {
         for e in &r.engines {
             let rows: Vec<(usize, &Json)> = r
@@ -300,8 +347,13 @@ pub fn markdown(r: &Report) -> String {
             }
         }
     }
+}
+
+/// The Cypher text of each query that ran, and each query's results from the
+/// first engine that answered it.
+fn query_texts(r: &Report, ran: &[&crate::suite::Query], o: &mut String) {
     let _ = writeln!(o, "\nQueries:\n");
-    for q in &ran {
+    for q in ran {
         let _ = writeln!(o, "- `{}`: `{}`", q.name, q.cypher);
     }
     let _ = writeln!(o, "\nResults (first engine that answered):\n");
@@ -322,6 +374,10 @@ pub fn markdown(r: &Report) -> String {
             );
         }
     }
+}
+
+/// The load, memory and size table: one row per engine and thread count.
+fn load_table(r: &Report, o: &mut String) {
     let _ = writeln!(o, "\n### Load, memory, size\n");
     let mut head = String::from("| engine | threads |");
     let mut sep = String::from("|---|---:|");
@@ -358,16 +414,6 @@ pub fn markdown(r: &Report) -> String {
         o,
         "\nPeak RSS is the driver process's VmHWM over load and queries (the Python engines' include the interpreter: see start RSS). DB size is every file under the database directory after close. Medges/s/core = edges in the data set / (median time × threads)."
     );
-    if !mismatches.is_empty() {
-        let _ = writeln!(
-            o,
-            "\n### ⚠ RESULT MISMATCHES — timings of these rows are not comparable\n"
-        );
-        for m in mismatches {
-            let _ = writeln!(o, "- {m}");
-        }
-    }
-    o
 }
 
 fn step_json(s: &crate::runner::StepResult) -> Json {

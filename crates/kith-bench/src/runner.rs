@@ -286,6 +286,8 @@ fn log(msg: &str) {
     eprintln!("[kith-bench] {msg}");
 }
 
+/// Runs the suite on `engine` at `threads` threads in a fresh database: DDL,
+/// loads, then the wanted queries; an error that stops it is in `error`.
 fn run_config(opts: &RunOptions, engine: &EngineKind, threads: usize) -> ConfigResult {
     let mut out = ConfigResult {
         engine: engine.clone(),
@@ -299,100 +301,170 @@ fn run_config(opts: &RunOptions, engine: &EngineKind, threads: usize) -> ConfigR
         peak_rss_kb: None,
         db_bytes: None,
     };
-    let dialect = engine.dialect();
-    let missing = match dialect {
-        Dialect::Sql if opts.suite.sql_ddl.is_empty() => Some("SQL version"),
-        Dialect::Networkit if opts.suite.networkit_walk().is_none() => Some("NetworKit form"),
-        _ => None,
+    let Some(mut run) = ConfigRun::start(opts, engine, threads, &mut out) else {
+        return out;
     };
-    if let Some(what) = missing {
-        out.error = Some(format!(
-            "suite {} has no {what} for {}",
-            opts.suite.name,
+    run.ddl(&mut out);
+    run.loads(&mut out);
+    run.queries(&mut out);
+    run.finish(&mut out);
+    out
+}
+
+/// One engine at one thread count while it runs, with its driver and the
+/// database directory it created.
+struct ConfigRun<'a> {
+    opts: &'a RunOptions,
+    engine: &'a EngineKind,
+    threads: usize,
+    dialect: Dialect,
+    driver: Driver,
+    /// The run's scratch directory, removed at the end.
+    dir: PathBuf,
+    db_path: PathBuf,
+    /// The data directory, as the loads and queries name it.
+    data: String,
+    /// Why the driver is gone for good, once it is: later queries do not run.
+    dead: Option<String>,
+}
+
+impl<'a> ConfigRun<'a> {
+    /// Starts the driver and opens a fresh database. On failure the error is
+    /// in `out` and nothing is left running.
+    fn start(
+        opts: &'a RunOptions,
+        engine: &'a EngineKind,
+        threads: usize,
+        out: &mut ConfigResult,
+    ) -> Option<ConfigRun<'a>> {
+        let dialect = engine.dialect();
+        let missing = match dialect {
+            Dialect::Sql if opts.suite.sql_ddl.is_empty() => Some("SQL version"),
+            Dialect::Networkit if opts.suite.networkit_walk().is_none() => Some("NetworKit form"),
+            _ => None,
+        };
+        if let Some(what) = missing {
+            out.error = Some(format!(
+                "suite {} has no {what} for {}",
+                opts.suite.name,
+                engine.name()
+            ));
+            return None;
+        }
+        let mut driver = match Driver::start(engine, &opts.spawn) {
+            Ok(d) => d,
+            Err(e) => {
+                out.error = Some(e);
+                return None;
+            }
+        };
+        out.version = driver
+            .hello
+            .get("version")
+            .and_then(Json::as_str)
+            .map(String::from);
+        out.start_rss_kb = driver
+            .hello
+            .get("rss_kb")
+            .and_then(Json::as_i64)
+            .map(|v| v as u64);
+        let dir = opts.tmp_dir.join(format!(
+            "kith-bench-{}-{}-t{threads}",
+            std::process::id(),
             engine.name()
         ));
-        return out;
-    }
-    let mut driver = match Driver::start(engine, &opts.spawn) {
-        Ok(d) => d,
-        Err(e) => {
-            out.error = Some(e);
-            return out;
-        }
-    };
-    out.version = driver
-        .hello
-        .get("version")
-        .and_then(Json::as_str)
-        .map(String::from);
-    out.start_rss_kb = driver
-        .hello
-        .get("rss_kb")
-        .and_then(Json::as_i64)
-        .map(|v| v as u64);
-    let dir = opts.tmp_dir.join(format!(
-        "kith-bench-{}-{}-t{threads}",
-        std::process::id(),
-        engine.name()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    if let Err(e) = std::fs::create_dir_all(&dir) {
-        out.error = Some(format!("cannot create {}: {e}", dir.display()));
-        driver.quit();
-        return out;
-    }
-    let db_path = dir.join("db");
-    if let Err(e) = driver.open(&db_path, threads, opts.buffer_pool_bytes) {
-        out.error = Some(format!("open: {e}"));
-        driver.quit();
         let _ = std::fs::remove_dir_all(&dir);
-        return out;
-    }
-    let data_dir = std::fs::canonicalize(&opts.data_dir).unwrap_or_else(|_| opts.data_dir.clone());
-    let data = data_dir.to_string_lossy().to_string();
-    let ddl = match dialect {
-        Dialect::Cypher => opts.suite.ddl,
-        Dialect::Sql => opts.suite.sql_ddl,
-        Dialect::Networkit => &[],
-    };
-    for stmt in ddl {
-        let r = driver.exec(stmt, None);
-        if let Err(e) = &r {
-            log(&format!("{} t={threads}: DDL error: {e}", engine.name()));
+        if let Err(e) = std::fs::create_dir_all(&dir) {
+            out.error = Some(format!("cannot create {}: {e}", dir.display()));
+            driver.quit();
+            return None;
         }
-        out.ddl.push(StepResult {
-            name: stmt.to_string(),
-            ms: r.as_ref().ok().map(|x| x.ms),
-            error: r.err(),
-        });
-    }
-    for load in opts.suite.loads {
-        let name = load.name();
-        log(&format!("{} t={threads}: {name}", engine.name()));
-        let r = load_text(opts, dialect, load, &data).and_then(|q| driver.exec(&q, None));
-        match &r {
-            Ok(x) => log(&format!(
-                "{} t={threads}: {name} took {:.1} ms",
-                engine.name(),
-                x.ms
-            )),
-            Err(e) => log(&format!("{} t={threads}: {name} error: {e}", engine.name())),
+        let db_path = dir.join("db");
+        if let Err(e) = driver.open(&db_path, threads, opts.buffer_pool_bytes) {
+            out.error = Some(format!("open: {e}"));
+            driver.quit();
+            let _ = std::fs::remove_dir_all(&dir);
+            return None;
         }
-        out.loads.push(StepResult {
-            name,
-            ms: r.as_ref().ok().map(|x| x.ms),
-            error: r.err(),
-        });
+        let data_dir =
+            std::fs::canonicalize(&opts.data_dir).unwrap_or_else(|_| opts.data_dir.clone());
+        let data = data_dir.to_string_lossy().to_string();
+        Some(ConfigRun {
+            opts,
+            engine,
+            threads,
+            dialect,
+            driver,
+            dir,
+            db_path,
+            data,
+            dead: None,
+        })
     }
-    let params = DataInfo::load(&opts.data_dir).params();
-    driver.hard_timeout = opts
-        .timeout_ms
-        .map(|ms| Duration::from_millis(2 * ms) + Duration::from_secs(30));
-    let mut dead: Option<String> = None;
-    let names: Vec<&str> = opts.suite.queries.iter().map(|q| q.name).collect();
-    let wanted = |name: &str| query_wanted(name, &names, &opts.only);
-    for q in opts.suite.queries.iter().filter(|q| wanted(q.name)) {
-        let (text, bound) = query_text(dialect, q, &data, &params);
+
+    /// Runs the suite's DDL in the engine's dialect, one step per statement.
+    fn ddl(&mut self, out: &mut ConfigResult) {
+        let (engine, threads) = (self.engine, self.threads);
+        let ddl = match self.dialect {
+            Dialect::Cypher => self.opts.suite.ddl,
+            Dialect::Sql => self.opts.suite.sql_ddl,
+            Dialect::Networkit => &[],
+        };
+        for stmt in ddl {
+            let r = self.driver.exec(stmt, None);
+            if let Err(e) = &r {
+                log(&format!("{} t={threads}: DDL error: {e}", engine.name()));
+            }
+            out.ddl.push(StepResult {
+                name: stmt.to_string(),
+                ms: r.as_ref().ok().map(|x| x.ms),
+                error: r.err(),
+            });
+        }
+    }
+
+    /// Runs and times the suite's bulk loads.
+    fn loads(&mut self, out: &mut ConfigResult) {
+        let (engine, threads) = (self.engine, self.threads);
+        for load in self.opts.suite.loads {
+            let name = load.name();
+            log(&format!("{} t={threads}: {name}", engine.name()));
+            let r = load_text(self.opts, self.dialect, load, &self.data)
+                .and_then(|q| self.driver.exec(&q, None));
+            match &r {
+                Ok(x) => log(&format!(
+                    "{} t={threads}: {name} took {:.1} ms",
+                    engine.name(),
+                    x.ms
+                )),
+                Err(e) => log(&format!("{} t={threads}: {name} error: {e}", engine.name())),
+            }
+            out.loads.push(StepResult {
+                name,
+                ms: r.as_ref().ok().map(|x| x.ms),
+                error: r.err(),
+            });
+        }
+    }
+
+    /// Runs every wanted query of the suite, under the hard timeout.
+    fn queries(&mut self, out: &mut ConfigResult) {
+        let opts = self.opts;
+        let params = DataInfo::load(&opts.data_dir).params();
+        self.driver.hard_timeout = opts
+            .timeout_ms
+            .map(|ms| Duration::from_millis(2 * ms) + Duration::from_secs(30));
+        let names: Vec<&str> = opts.suite.queries.iter().map(|q| q.name).collect();
+        let wanted = |name: &str| query_wanted(name, &names, &opts.only);
+        for q in opts.suite.queries.iter().filter(|q| wanted(q.name)) {
+            let run = self.query(q, &params);
+            out.queries.push(run);
+        }
+    }
+
+    /// Query `q`: its warm-up and timed runs, or why it did not run.
+    fn query(&mut self, q: &Query, params: &BTreeMap<String, String>) -> QueryRun {
+        let (text, bound) = query_text(self.dialect, q, &self.data, params);
         let mut run = QueryRun {
             name: q.name.to_string(),
             cypher: bound.clone().unwrap_or(text),
@@ -400,21 +472,28 @@ fn run_config(opts: &RunOptions, engine: &EngineKind, threads: usize) -> ConfigR
             rows: None,
             error: None,
         };
-        if let Some(why) = &dead {
+        if let Some(why) = &self.dead {
             run.error = Some(format!("not run: {why}"));
-            out.queries.push(run);
-            continue;
+            return run;
         }
         let cypher = match bound {
             Ok(c) => c,
             Err(e) => {
                 run.error = Some(e);
-                out.queries.push(run);
-                continue;
+                return run;
             }
         };
+        self.time(&cypher, &mut run);
+        self.log_query(q, &run);
+        run
+    }
+
+    /// The warm-up and timed executions of `cypher` into `run`; stops at the
+    /// first error, restarting the driver if it was killed.
+    fn time(&mut self, cypher: &str, run: &mut QueryRun) {
+        let opts = self.opts;
         for i in 0..opts.warmup + opts.runs {
-            match driver.exec(&cypher, opts.timeout_ms) {
+            match self.driver.exec(cypher, opts.timeout_ms) {
                 Ok(r) => {
                     if run.rows.is_none() {
                         run.rows = Some(r.rows);
@@ -429,19 +508,26 @@ fn run_config(opts: &RunOptions, engine: &EngineKind, threads: usize) -> ConfigR
                     if killed {
                         // The driver is gone: start a new one on the same
                         // database so the remaining queries still run.
-                        match restart(opts, engine, &db_path, threads, &data) {
+                        match restart(opts, self.engine, &self.db_path, self.threads, &self.data) {
                             Ok(mut d) => {
-                                d.hard_timeout = driver.hard_timeout;
-                                let old = std::mem::replace(&mut driver, d);
+                                d.hard_timeout = self.driver.hard_timeout;
+                                let old = std::mem::replace(&mut self.driver, d);
                                 old.quit();
                             }
-                            Err(e) => dead = Some(format!("driver could not be restarted: {e}")),
+                            Err(e) => {
+                                self.dead = Some(format!("driver could not be restarted: {e}"))
+                            }
                         }
                     }
                     break;
                 }
             }
         }
+    }
+
+    /// Logs a query's error or its timings and (the start of) its rows.
+    fn log_query(&self, q: &Query, run: &QueryRun) {
+        let (engine, threads) = (self.engine, self.threads);
         match (&run.error, run.summary()) {
             (Some(e), _) => log(&format!(
                 "{} t={threads}: {}: error: {e}",
@@ -469,17 +555,27 @@ fn run_config(opts: &RunOptions, engine: &EngineKind, threads: usize) -> ConfigR
             )),
             _ => {}
         }
-        out.queries.push(run);
     }
-    driver.hard_timeout = None;
-    out.peak_rss_kb = driver.peak_rss_kb();
-    if let Err(e) = driver.close() {
-        log(&format!("{} t={threads}: close: {e}", engine.name()));
+
+    /// Records peak RSS, closes the database and the driver, and records the
+    /// database's size before removing it.
+    fn finish(self, out: &mut ConfigResult) {
+        let ConfigRun {
+            engine,
+            threads,
+            mut driver,
+            dir,
+            ..
+        } = self;
+        driver.hard_timeout = None;
+        out.peak_rss_kb = driver.peak_rss_kb();
+        if let Err(e) = driver.close() {
+            log(&format!("{} t={threads}: close: {e}", engine.name()));
+        }
+        driver.quit();
+        out.db_bytes = Some(sys::disk_usage(&dir));
+        let _ = std::fs::remove_dir_all(&dir);
     }
-    driver.quit();
-    out.db_bytes = Some(sys::disk_usage(&dir));
-    let _ = std::fs::remove_dir_all(&dir);
-    out
 }
 
 /// A load as `dialect` states it, with the data directory filled in.

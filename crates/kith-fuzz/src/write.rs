@@ -343,66 +343,25 @@ impl Model {
     /// model is then unchanged).
     pub fn apply(&mut self, stmt: &WriteStmt) -> Result<(), String> {
         match stmt {
-            WriteStmt::CreateNode { table, id, props } => {
-                if self.has_node(*table, *id) {
-                    return Err(format!("duplicate primary key {id}"));
-                }
-                self.nodes.push(NodeRow {
-                    table: *table,
-                    id: *id,
-                    props: props.clone(),
-                });
-            }
+            WriteStmt::CreateNode { table, id, props } => self.create_node(*table, *id, props)?,
             WriteStmt::CreateRel {
                 table,
                 src,
                 dst,
                 props,
-            } => {
-                let rt = &self.schema.rels[*table];
-                if self.has_node(rt.from, *src) && self.has_node(rt.to, *dst) {
-                    self.rels.push(RelRow {
-                        table: *table,
-                        src: *src,
-                        dst: *dst,
-                        props: props.clone(),
-                    });
-                }
-            }
+            } => self.create_rel(*table, *src, *dst, props),
             WriteStmt::SetNode {
                 table,
                 cond,
                 col,
                 value,
-            } => {
-                let ty = self.schema.nodes[*table].props[*col].ty.clone();
-                for n in self.nodes.iter_mut().filter(|n| n.table == *table) {
-                    if eval_cond(cond, |c| n.col(c)) == Some(true) {
-                        let new = match value {
-                            NewValue::Lit(l) => l.clone(),
-                            NewValue::Bump => bump(&ty, &n.col(*col)),
-                        };
-                        n.props[*col - 1] = new;
-                    }
-                }
-            }
+            } => self.set_node(*table, cond, *col, value),
             WriteStmt::SetRel {
                 table,
                 cond,
                 col,
                 value,
-            } => {
-                let ty = self.schema.rels[*table].props[*col].ty.clone();
-                for r in self.rels.iter_mut().filter(|r| r.table == *table) {
-                    if eval_cond(cond, |c| r.props[c].clone()) == Some(true) {
-                        let new = match value {
-                            NewValue::Lit(l) => l.clone(),
-                            NewValue::Bump => bump(&ty, &r.props[*col]),
-                        };
-                        r.props[*col] = new;
-                    }
-                }
-            }
+            } => self.set_rel(*table, cond, *col, value),
             WriteStmt::RemoveNodeProp { table, id, col } => {
                 for n in self
                     .nodes
@@ -421,81 +380,147 @@ impl Model {
                 table,
                 cond,
                 detach,
-            } => {
-                let doomed: Vec<i64> = self
-                    .nodes
-                    .iter()
-                    .filter(|n| n.table == *table && eval_cond(cond, |c| n.col(c)) == Some(true))
-                    .map(|n| n.id)
-                    .collect();
-                if !*detach {
-                    if let Some(id) = doomed.iter().find(|id| self.has_rels(*table, **id)) {
-                        return Err(format!("node {id} still has rels"));
-                    }
-                }
-                let schema = &self.schema;
-                self.rels.retain(|r| {
-                    let rt = &schema.rels[r.table];
-                    !(rt.from == *table && doomed.contains(&r.src)
-                        || rt.to == *table && doomed.contains(&r.dst))
-                });
-                self.nodes
-                    .retain(|n| !(n.table == *table && doomed.contains(&n.id)));
-            }
+            } => self.delete_nodes(*table, cond, *detach)?,
             WriteStmt::MergeNode {
                 table,
                 id,
                 create,
                 matched,
-            } => {
-                let ty = self.schema.nodes[*table].props[matched.0].ty.clone();
-                let width = self.schema.nodes[*table].props.len() - 1;
-                match self
-                    .nodes
-                    .iter_mut()
-                    .find(|n| n.table == *table && n.id == *id)
-                {
-                    Some(n) => {
-                        let new = match &matched.1 {
-                            NewValue::Lit(l) => l.clone(),
-                            NewValue::Bump => bump(&ty, &n.col(matched.0)),
-                        };
-                        n.props[matched.0 - 1] = new;
-                    }
-                    None => {
-                        let mut props = vec![Lit::Null; width];
-                        props[create.0 - 1] = create.1.clone();
-                        self.nodes.push(NodeRow {
-                            table: *table,
-                            id: *id,
-                            props,
-                        });
-                    }
-                }
-            }
-            WriteStmt::MergeRel { table, src, dst, w } => {
-                let rt = &self.schema.rels[*table];
-                if self.has_node(rt.from, *src) && self.has_node(rt.to, *dst) {
-                    let exists = self.rels.iter().any(|r| {
-                        r.table == *table
-                            && r.src == *src
-                            && r.dst == *dst
-                            && r.props[0] == Lit::Int(*w)
-                    });
-                    if !exists {
-                        let mut props = vec![Lit::Null; rt.props.len()];
-                        props[0] = Lit::Int(*w);
-                        self.rels.push(RelRow {
-                            table: *table,
-                            src: *src,
-                            dst: *dst,
-                            props,
-                        });
-                    }
-                }
-            }
+            } => self.merge_node(*table, *id, create, matched),
+            WriteStmt::MergeRel { table, src, dst, w } => self.merge_rel(*table, *src, *dst, *w),
         }
         Ok(())
+    }
+
+    /// CREATE of a node; a duplicate id is an error.
+    fn create_node(&mut self, table: usize, id: i64, props: &[Lit]) -> Result<(), String> {
+        if self.has_node(table, id) {
+            return Err(format!("duplicate primary key {id}"));
+        }
+        self.nodes.push(NodeRow {
+            table,
+            id,
+            props: props.to_vec(),
+        });
+        Ok(())
+    }
+
+    /// MATCH ... CREATE of a rel: nothing when an end node is missing.
+    fn create_rel(&mut self, table: usize, src: i64, dst: i64, props: &[Lit]) {
+        let rt = &self.schema.rels[table];
+        if self.has_node(rt.from, src) && self.has_node(rt.to, dst) {
+            self.rels.push(RelRow {
+                table,
+                src,
+                dst,
+                props: props.to_vec(),
+            });
+        }
+    }
+
+    /// SET of node column `col` on every node of `table` where `cond` holds.
+    fn set_node(&mut self, table: usize, cond: &Cond, col: usize, value: &NewValue) {
+        let ty = self.schema.nodes[table].props[col].ty.clone();
+        for n in self.nodes.iter_mut().filter(|n| n.table == table) {
+            if eval_cond(cond, |c| n.col(c)) == Some(true) {
+                let new = match value {
+                    NewValue::Lit(l) => l.clone(),
+                    NewValue::Bump => bump(&ty, &n.col(col)),
+                };
+                n.props[col - 1] = new;
+            }
+        }
+    }
+
+    /// SET of rel property `col` on every rel of `table` where `cond` holds.
+    fn set_rel(&mut self, table: usize, cond: &Cond, col: usize, value: &NewValue) {
+        let ty = self.schema.rels[table].props[col].ty.clone();
+        for r in self.rels.iter_mut().filter(|r| r.table == table) {
+            if eval_cond(cond, |c| r.props[c].clone()) == Some(true) {
+                let new = match value {
+                    NewValue::Lit(l) => l.clone(),
+                    NewValue::Bump => bump(&ty, &r.props[col]),
+                };
+                r.props[col] = new;
+            }
+        }
+    }
+
+    /// DELETE (or DETACH DELETE) of the nodes of `table` where `cond` holds;
+    /// without `detach`, a node that still has rels is an error.
+    fn delete_nodes(&mut self, table: usize, cond: &Cond, detach: bool) -> Result<(), String> {
+        let doomed: Vec<i64> = self
+            .nodes
+            .iter()
+            .filter(|n| n.table == table && eval_cond(cond, |c| n.col(c)) == Some(true))
+            .map(|n| n.id)
+            .collect();
+        if !detach {
+            if let Some(id) = doomed.iter().find(|id| self.has_rels(table, **id)) {
+                return Err(format!("node {id} still has rels"));
+            }
+        }
+        let schema = &self.schema;
+        self.rels.retain(|r| {
+            let rt = &schema.rels[r.table];
+            !(rt.from == table && doomed.contains(&r.src)
+                || rt.to == table && doomed.contains(&r.dst))
+        });
+        self.nodes
+            .retain(|n| !(n.table == table && doomed.contains(&n.id)));
+        Ok(())
+    }
+
+    /// MERGE of node `id`: ON MATCH sets `matched`, ON CREATE creates it with
+    /// only `create` set.
+    fn merge_node(
+        &mut self,
+        table: usize,
+        id: i64,
+        create: &(usize, Lit),
+        matched: &(usize, NewValue),
+    ) {
+        let ty = self.schema.nodes[table].props[matched.0].ty.clone();
+        let width = self.schema.nodes[table].props.len() - 1;
+        match self
+            .nodes
+            .iter_mut()
+            .find(|n| n.table == table && n.id == id)
+        {
+            Some(n) => {
+                let new = match &matched.1 {
+                    NewValue::Lit(l) => l.clone(),
+                    NewValue::Bump => bump(&ty, &n.col(matched.0)),
+                };
+                n.props[matched.0 - 1] = new;
+            }
+            None => {
+                let mut props = vec![Lit::Null; width];
+                props[create.0 - 1] = create.1.clone();
+                self.nodes.push(NodeRow { table, id, props });
+            }
+        }
+    }
+
+    /// MERGE of a rel with weight `w` between existing nodes (nothing when an
+    /// end node is missing or such a rel exists).
+    fn merge_rel(&mut self, table: usize, src: i64, dst: i64, w: i64) {
+        let rt = &self.schema.rels[table];
+        if self.has_node(rt.from, src) && self.has_node(rt.to, dst) {
+            let exists = self.rels.iter().any(|r| {
+                r.table == table && r.src == src && r.dst == dst && r.props[0] == Lit::Int(w)
+            });
+            if !exists {
+                let mut props = vec![Lit::Null; rt.props.len()];
+                props[0] = Lit::Int(w);
+                self.rels.push(RelRow {
+                    table,
+                    src,
+                    dst,
+                    props,
+                });
+            }
+        }
     }
 
     /// The dump queries, one per table, and the rows the model expects.

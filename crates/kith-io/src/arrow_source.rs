@@ -444,40 +444,13 @@ fn duration_interval(micros: i64) -> Interval {
     }
 }
 
+/// What [`convert`] returns: on failure the position and a rendering of the
+/// offending value.
+type ConvertResult = std::result::Result<(), (usize, String)>;
+
 /// Appends every value of `a` to `col`; on failure the position and a rendering
 /// of the offending value.
-pub(crate) fn convert(
-    col: &mut ColumnBuilder,
-    a: &dyn Array,
-) -> std::result::Result<(), (usize, String)> {
-    fn each<T>(
-        col: &mut ColumnBuilder,
-        a: &dyn Array,
-        get: impl Fn(usize) -> T,
-        mut push: impl FnMut(&mut ColumnBuilder, T) -> std::result::Result<(), FieldError>,
-        show: impl Fn(&T) -> String,
-    ) -> std::result::Result<(), (usize, String)> {
-        if a.null_count() == 0 {
-            for i in 0..a.len() {
-                let v = get(i);
-                if push(col, v).is_err() {
-                    return Err((i, show(&get(i))));
-                }
-            }
-            return Ok(());
-        }
-        for i in 0..a.len() {
-            if a.is_null(i) {
-                col.push_null();
-                continue;
-            }
-            let v = get(i);
-            if push(col, v).is_err() {
-                return Err((i, show(&get(i))));
-            }
-        }
-        Ok(())
-    }
+pub(crate) fn convert(col: &mut ColumnBuilder, a: &dyn Array) -> ConvertResult {
     macro_rules! ints {
         ($t:ty) => {{
             let p = a.as_primitive::<$t>();
@@ -502,18 +475,6 @@ pub(crate) fn convert(
             )
         }};
     }
-    let ts = |c: &mut ColumnBuilder, v: Option<i64>| match v {
-        Some(v) => c.push_timestamp(v),
-        None => Err(FieldError::Convert),
-    };
-    let dur = |c: &mut ColumnBuilder, v: Option<i64>| match v {
-        Some(v) => c.push_interval(duration_interval(v)),
-        None => Err(FieldError::Convert),
-    };
-    let show_dur = |v: &Option<i64>| match v {
-        Some(v) => format!("'{}'", duration_interval(*v)),
-        None => "an out-of-range duration".to_string(),
-    };
     match a.data_type() {
         DataType::Null => {
             for _ in 0..a.len() {
@@ -572,108 +533,12 @@ pub(crate) fn convert(
         DataType::Utf8 => strings!(a.as_string::<i32>()),
         DataType::LargeUtf8 => strings!(a.as_string::<i64>()),
         DataType::Utf8View => strings!(a.as_string_view()),
-        DataType::Dictionary(_, v) if is_string(v) => {
-            // Categorical columns: each row's key indexes the string values.
-            let d = a.as_any_dictionary();
-            let keys = d.normalized_keys();
-            let values = d.values();
-            let value = |k: usize| -> &str {
-                match values.data_type() {
-                    DataType::Utf8 => values.as_string::<i32>().value(k),
-                    DataType::LargeUtf8 => values.as_string::<i64>().value(k),
-                    _ => values.as_string_view().value(k),
-                }
-            };
-            each(
-                col,
-                a,
-                |i| value(keys[i]),
-                |c, v| c.push_str(v),
-                |v| format!("'{v}'"),
-            )
-        }
-        DataType::Date32 => {
-            let p = a.as_primitive::<Date32Type>();
-            each(
-                col,
-                a,
-                |i| p.value(i) as i64,
-                |c, v| c.push_date(v),
-                |v| format!("'{}'", kith_common::Date(*v as i32)),
-            )
-        }
-        DataType::Date64 => {
-            let p = a.as_primitive::<Date64Type>();
-            each(
-                col,
-                a,
-                |i| p.value(i).div_euclid(86_400_000),
-                |c, v| c.push_date(v),
-                |v| format!("date {v}"),
-            )
-        }
-        DataType::Timestamp(unit, _) => {
-            let get: Box<dyn Fn(usize) -> Option<i64>> = match unit {
-                TimeUnit::Second => {
-                    let p = a.as_primitive::<TimestampSecondType>();
-                    Box::new(move |i| p.value(i).checked_mul(1_000_000))
-                }
-                TimeUnit::Millisecond => {
-                    let p = a.as_primitive::<TimestampMillisecondType>();
-                    Box::new(move |i| p.value(i).checked_mul(1_000))
-                }
-                TimeUnit::Microsecond => {
-                    let p = a.as_primitive::<TimestampMicrosecondType>();
-                    Box::new(move |i| Some(p.value(i)))
-                }
-                TimeUnit::Nanosecond => {
-                    let p = a.as_primitive::<TimestampNanosecondType>();
-                    Box::new(move |i| Some(p.value(i).div_euclid(1_000)))
-                }
-            };
-            each(col, a, get, ts, |v| match v {
-                Some(v) => format!("'{}'", kith_common::Timestamp(*v)),
-                None => "an out-of-range timestamp".to_string(),
-            })
-        }
-        DataType::Duration(unit) => {
-            let get: Box<dyn Fn(usize) -> Option<i64>> = match unit {
-                TimeUnit::Second => {
-                    let p = a.as_primitive::<DurationSecondType>();
-                    Box::new(move |i| p.value(i).checked_mul(1_000_000))
-                }
-                TimeUnit::Millisecond => {
-                    let p = a.as_primitive::<DurationMillisecondType>();
-                    Box::new(move |i| p.value(i).checked_mul(1_000))
-                }
-                TimeUnit::Microsecond => {
-                    let p = a.as_primitive::<DurationMicrosecondType>();
-                    Box::new(move |i| Some(p.value(i)))
-                }
-                TimeUnit::Nanosecond => {
-                    let p = a.as_primitive::<DurationNanosecondType>();
-                    Box::new(move |i| Some(p.value(i).div_euclid(1_000)))
-                }
-            };
-            each(col, a, get, dur, show_dur)
-        }
-        DataType::Interval(IntervalUnit::MonthDayNano) => {
-            let p = a.as_primitive::<IntervalMonthDayNanoType>();
-            each(
-                col,
-                a,
-                |i| {
-                    let v = p.value(i);
-                    Interval {
-                        months: v.months,
-                        days: v.days,
-                        micros: v.nanoseconds.div_euclid(1_000),
-                    }
-                },
-                |c, v| c.push_interval(v),
-                |v| format!("'{v}'"),
-            )
-        }
+        DataType::Dictionary(_, v) if is_string(v) => convert_string_dictionary(col, a),
+        DataType::Date32 => convert_date32(col, a),
+        DataType::Date64 => convert_date64(col, a),
+        DataType::Timestamp(unit, _) => convert_timestamp(col, a, unit),
+        DataType::Duration(unit) => convert_duration(col, a, unit),
+        DataType::Interval(IntervalUnit::MonthDayNano) => convert_interval(col, a),
         DataType::List(_)
         | DataType::LargeList(_)
         | DataType::FixedSizeList(..)
@@ -684,12 +549,7 @@ pub(crate) fn convert(
                 LogicalType::List(_) | LogicalType::Struct(_) | LogicalType::Map(..)
             ) =>
         {
-            let ty = col.ty().clone();
-            for (i, v) in nested_values(a, &ty)?.into_iter().enumerate() {
-                col.push_nested(v)
-                    .map_err(|_| (i, format!("a value of Arrow type {}", a.data_type())))?;
-            }
-            Ok(())
+            convert_nested(col, a)
         }
         other => {
             if a.is_empty() {
@@ -698,6 +558,175 @@ pub(crate) fn convert(
             Err((0, format!("a value of Arrow type {other}")))
         }
     }
+}
+
+/// Pushes `get(i)` for every row `i` of `a` (NULL where `a` is null) with
+/// `push`; a value `push` refuses fails the conversion, rendered by `show`.
+fn each<T>(
+    col: &mut ColumnBuilder,
+    a: &dyn Array,
+    get: impl Fn(usize) -> T,
+    mut push: impl FnMut(&mut ColumnBuilder, T) -> std::result::Result<(), FieldError>,
+    show: impl Fn(&T) -> String,
+) -> ConvertResult {
+    if a.null_count() == 0 {
+        for i in 0..a.len() {
+            let v = get(i);
+            if push(col, v).is_err() {
+                return Err((i, show(&get(i))));
+            }
+        }
+        return Ok(());
+    }
+    for i in 0..a.len() {
+        if a.is_null(i) {
+            col.push_null();
+            continue;
+        }
+        let v = get(i);
+        if push(col, v).is_err() {
+            return Err((i, show(&get(i))));
+        }
+    }
+    Ok(())
+}
+
+/// [`convert`] for a dictionary of strings.
+fn convert_string_dictionary(col: &mut ColumnBuilder, a: &dyn Array) -> ConvertResult {
+    // Categorical columns: each row's key indexes the string values.
+    let d = a.as_any_dictionary();
+    let keys = d.normalized_keys();
+    let values = d.values();
+    let value = |k: usize| -> &str {
+        match values.data_type() {
+            DataType::Utf8 => values.as_string::<i32>().value(k),
+            DataType::LargeUtf8 => values.as_string::<i64>().value(k),
+            _ => values.as_string_view().value(k),
+        }
+    };
+    each(
+        col,
+        a,
+        |i| value(keys[i]),
+        |c, v| c.push_str(v),
+        |v| format!("'{v}'"),
+    )
+}
+
+/// [`convert`] for days since the epoch.
+fn convert_date32(col: &mut ColumnBuilder, a: &dyn Array) -> ConvertResult {
+    let p = a.as_primitive::<Date32Type>();
+    each(
+        col,
+        a,
+        |i| p.value(i) as i64,
+        |c, v| c.push_date(v),
+        |v| format!("'{}'", kith_common::Date(*v as i32)),
+    )
+}
+
+/// [`convert`] for milliseconds since the epoch, as dates.
+fn convert_date64(col: &mut ColumnBuilder, a: &dyn Array) -> ConvertResult {
+    let p = a.as_primitive::<Date64Type>();
+    each(
+        col,
+        a,
+        |i| p.value(i).div_euclid(86_400_000),
+        |c, v| c.push_date(v),
+        |v| format!("date {v}"),
+    )
+}
+
+/// [`convert`] for timestamps in `unit`, as microseconds (`None` where that
+/// overflows).
+fn convert_timestamp(col: &mut ColumnBuilder, a: &dyn Array, unit: &TimeUnit) -> ConvertResult {
+    let ts = |c: &mut ColumnBuilder, v: Option<i64>| match v {
+        Some(v) => c.push_timestamp(v),
+        None => Err(FieldError::Convert),
+    };
+    let get: Box<dyn Fn(usize) -> Option<i64>> = match unit {
+        TimeUnit::Second => {
+            let p = a.as_primitive::<TimestampSecondType>();
+            Box::new(move |i| p.value(i).checked_mul(1_000_000))
+        }
+        TimeUnit::Millisecond => {
+            let p = a.as_primitive::<TimestampMillisecondType>();
+            Box::new(move |i| p.value(i).checked_mul(1_000))
+        }
+        TimeUnit::Microsecond => {
+            let p = a.as_primitive::<TimestampMicrosecondType>();
+            Box::new(move |i| Some(p.value(i)))
+        }
+        TimeUnit::Nanosecond => {
+            let p = a.as_primitive::<TimestampNanosecondType>();
+            Box::new(move |i| Some(p.value(i).div_euclid(1_000)))
+        }
+    };
+    each(col, a, get, ts, |v| match v {
+        Some(v) => format!("'{}'", kith_common::Timestamp(*v)),
+        None => "an out-of-range timestamp".to_string(),
+    })
+}
+
+/// [`convert`] for durations in `unit`, as intervals (see [`duration_interval`]).
+fn convert_duration(col: &mut ColumnBuilder, a: &dyn Array, unit: &TimeUnit) -> ConvertResult {
+    let dur = |c: &mut ColumnBuilder, v: Option<i64>| match v {
+        Some(v) => c.push_interval(duration_interval(v)),
+        None => Err(FieldError::Convert),
+    };
+    let show_dur = |v: &Option<i64>| match v {
+        Some(v) => format!("'{}'", duration_interval(*v)),
+        None => "an out-of-range duration".to_string(),
+    };
+    let get: Box<dyn Fn(usize) -> Option<i64>> = match unit {
+        TimeUnit::Second => {
+            let p = a.as_primitive::<DurationSecondType>();
+            Box::new(move |i| p.value(i).checked_mul(1_000_000))
+        }
+        TimeUnit::Millisecond => {
+            let p = a.as_primitive::<DurationMillisecondType>();
+            Box::new(move |i| p.value(i).checked_mul(1_000))
+        }
+        TimeUnit::Microsecond => {
+            let p = a.as_primitive::<DurationMicrosecondType>();
+            Box::new(move |i| Some(p.value(i)))
+        }
+        TimeUnit::Nanosecond => {
+            let p = a.as_primitive::<DurationNanosecondType>();
+            Box::new(move |i| Some(p.value(i).div_euclid(1_000)))
+        }
+    };
+    each(col, a, get, dur, show_dur)
+}
+
+/// [`convert`] for month-day-nanosecond intervals (nanoseconds truncated to
+/// microseconds).
+fn convert_interval(col: &mut ColumnBuilder, a: &dyn Array) -> ConvertResult {
+    let p = a.as_primitive::<IntervalMonthDayNanoType>();
+    each(
+        col,
+        a,
+        |i| {
+            let v = p.value(i);
+            Interval {
+                months: v.months,
+                days: v.days,
+                micros: v.nanoseconds.div_euclid(1_000),
+            }
+        },
+        |c, v| c.push_interval(v),
+        |v| format!("'{v}'"),
+    )
+}
+
+/// [`convert`] for lists, structs and maps into a nested column.
+fn convert_nested(col: &mut ColumnBuilder, a: &dyn Array) -> ConvertResult {
+    let ty = col.ty().clone();
+    for (i, v) in nested_values(a, &ty)?.into_iter().enumerate() {
+        col.push_nested(v)
+            .map_err(|_| (i, format!("a value of Arrow type {}", a.data_type())))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -11,9 +11,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use kith_catalog::TableEntry;
+use kith_catalog::{RelTableInfo, TableEntry};
 use kith_common::constants::NODE_GROUP_SIZE;
-use kith_common::{Chunk, Error, LogicalType, Result, Value, ValueVector, VectorData};
+use kith_common::{Chunk, Error, LogicalType, Result, StringData, Value, ValueVector, VectorData};
 use kith_pager::Pager;
 use kith_sched::{CancelToken, Scheduler};
 
@@ -183,89 +183,170 @@ pub fn load_nodes(
     }
 
     // Primary keys: no NULLs, no duplicates (against existing rows too).
-    let pk_new = &new_cols[pk_col];
     let existing_keys = read_node_rows(&pager, &existing, std::slice::from_ref(&types[pk_col]), 0)?;
-    let pk_old = &existing_keys[0];
-    let pk_name = &table.properties[pk_col].name;
-    let mut entries: Vec<(IndexKey, u64)> = Vec::with_capacity(total_rows as usize);
-    match (&pk_old.data, &pk_new.data) {
-        (VectorData::Str(old), VectorData::Str(new)) => {
-            let mut seen: HashMap<&str, u64> = HashMap::with_capacity(total_rows as usize);
-            for pos in 0..old.len() {
-                if existing.is_deleted(pos as u64) {
-                    continue;
-                }
-                seen.insert(old.get(pos), pos as u64);
-                entries.push((IndexKey::of_str(old.get(pos)), pos as u64));
+    let check = PkCheck {
+        table,
+        pk_name: &table.properties[pk_col].name,
+        existing: &existing,
+        origins: &origins,
+    };
+    let entries = check.index_entries(&existing_keys[0], &new_cols[pk_col], total_rows)?;
+
+    let groups = write_node_groups(ctx, &pager, &existing, &types, &new_cols, total_rows)?;
+    let pk_index = PkIndex::build(&pager, key_kind(&types[pk_col]), entries.into_iter())?;
+    txn.tables.insert(
+        table.id,
+        Arc::new(TableData::Node(NodeTableData {
+            num_rows: total_rows,
+            column_ids: table.properties.iter().map(|p| p.id).collect(),
+            pk_column: pk_col,
+            groups,
+            pk_index: Some(pk_index),
+            pk_delta: Default::default(),
+        })),
+    );
+    Ok(new_rows)
+}
+
+/// Primary-key validation of a node load: what the checks and their error
+/// messages need to know about the table and the input.
+struct PkCheck<'a> {
+    table: &'a TableEntry,
+    pk_name: &'a str,
+    existing: &'a NodeTableData,
+    origins: &'a RowOrigins,
+}
+
+impl PkCheck<'_> {
+    /// The primary-key index entries of the live existing rows and the new
+    /// rows; fails on a NULL or duplicate key among them.
+    fn index_entries(
+        &self,
+        pk_old: &ValueVector,
+        pk_new: &ValueVector,
+        total_rows: u64,
+    ) -> Result<Vec<(IndexKey, u64)>> {
+        let mut entries: Vec<(IndexKey, u64)> = Vec::with_capacity(total_rows as usize);
+        match (&pk_old.data, &pk_new.data) {
+            (VectorData::Str(old), VectorData::Str(new)) => {
+                self.string_entries(old, new, pk_new, total_rows, &mut entries)?
             }
-            for pos in 0..new.len() {
-                if pk_new.is_null(pos) {
-                    return Err(Error::copy(format!(
-                        "{}: the primary key '{pk_name}' is NULL",
-                        origins.describe(pos as u64)
-                    )));
-                }
-                let offset = existing.num_rows + pos as u64;
-                if let Some(prev) = seen.insert(new.get(pos), offset) {
-                    return Err(duplicate_error(
-                        table,
-                        pk_name,
-                        &Value::String(new.get(pos).to_string()),
-                        &origins,
-                        pos as u64,
-                        prev,
-                        existing.num_rows,
-                    ));
-                }
-                entries.push((IndexKey::of_str(new.get(pos)), offset));
-            }
+            _ => self.scalar_entries(pk_old, pk_new, total_rows, &mut entries)?,
         }
-        _ => {
-            let mut seen: HashMap<u64, u64> = HashMap::with_capacity(total_rows as usize);
-            for pos in 0..pk_old.len() {
-                if existing.is_deleted(pos as u64) {
-                    continue;
-                }
-                let k = slot_key(pk_old, pos);
-                seen.insert(k.0, pos as u64);
-                entries.push((k, pos as u64));
-            }
-            for pos in 0..pk_new.len() {
-                if pk_new.is_null(pos) {
-                    return Err(Error::copy(format!(
-                        "{}: the primary key '{pk_name}' is NULL",
-                        origins.describe(pos as u64)
-                    )));
-                }
-                let offset = existing.num_rows + pos as u64;
-                let k = slot_key(pk_new, pos);
-                if let Some(prev) = seen.insert(k.0, offset) {
-                    return Err(duplicate_error(
-                        table,
-                        pk_name,
-                        &pk_new.get_value(pos),
-                        &origins,
-                        pos as u64,
-                        prev,
-                        existing.num_rows,
-                    ));
-                }
-                entries.push((k, offset));
-            }
-        }
+        Ok(entries)
     }
 
+    /// [`Self::index_entries`] for string keys, compared by value.
+    fn string_entries(
+        &self,
+        old: &StringData,
+        new: &StringData,
+        pk_new: &ValueVector,
+        total_rows: u64,
+        entries: &mut Vec<(IndexKey, u64)>,
+    ) -> Result<()> {
+        let existing = self.existing;
+        let mut seen: HashMap<&str, u64> = HashMap::with_capacity(total_rows as usize);
+        for pos in 0..old.len() {
+            if existing.is_deleted(pos as u64) {
+                continue;
+            }
+            seen.insert(old.get(pos), pos as u64);
+            entries.push((IndexKey::of_str(old.get(pos)), pos as u64));
+        }
+        for pos in 0..new.len() {
+            if pk_new.is_null(pos) {
+                return Err(self.null_error(pos));
+            }
+            let offset = existing.num_rows + pos as u64;
+            if let Some(prev) = seen.insert(new.get(pos), offset) {
+                return Err(duplicate_error(
+                    self.table,
+                    self.pk_name,
+                    &Value::String(new.get(pos).to_string()),
+                    self.origins,
+                    pos as u64,
+                    prev,
+                    existing.num_rows,
+                ));
+            }
+            entries.push((IndexKey::of_str(new.get(pos)), offset));
+        }
+        Ok(())
+    }
+
+    /// [`Self::index_entries`] for integer keys, compared by their index key.
+    fn scalar_entries(
+        &self,
+        pk_old: &ValueVector,
+        pk_new: &ValueVector,
+        total_rows: u64,
+        entries: &mut Vec<(IndexKey, u64)>,
+    ) -> Result<()> {
+        let existing = self.existing;
+        let mut seen: HashMap<u64, u64> = HashMap::with_capacity(total_rows as usize);
+        for pos in 0..pk_old.len() {
+            if existing.is_deleted(pos as u64) {
+                continue;
+            }
+            let k = slot_key(pk_old, pos);
+            seen.insert(k.0, pos as u64);
+            entries.push((k, pos as u64));
+        }
+        for pos in 0..pk_new.len() {
+            if pk_new.is_null(pos) {
+                return Err(self.null_error(pos));
+            }
+            let offset = existing.num_rows + pos as u64;
+            let k = slot_key(pk_new, pos);
+            if let Some(prev) = seen.insert(k.0, offset) {
+                return Err(duplicate_error(
+                    self.table,
+                    self.pk_name,
+                    &pk_new.get_value(pos),
+                    self.origins,
+                    pos as u64,
+                    prev,
+                    existing.num_rows,
+                ));
+            }
+            entries.push((k, offset));
+        }
+        Ok(())
+    }
+
+    /// The error for a NULL primary key at new row `pos`.
+    fn null_error(&self, pos: usize) -> Error {
+        Error::copy(format!(
+            "{}: the primary key '{}' is NULL",
+            self.origins.describe(pos as u64),
+            self.pk_name
+        ))
+    }
+}
+
+/// Writes the node groups of the table after the load: the existing full
+/// groups are kept, the last partial group is rewritten together with the new
+/// rows.
+fn write_node_groups(
+    ctx: &LoadContext<'_>,
+    pager: &Arc<Pager>,
+    existing: &NodeTableData,
+    types: &[LogicalType],
+    new_cols: &[ValueVector],
+    total_rows: u64,
+) -> Result<Vec<NodeGroupData>> {
     // Rewrite the last partial group together with the new rows.
     let full_groups = existing.num_rows / NODE_GROUP_SIZE;
     let rewrite_from = full_groups * NODE_GROUP_SIZE;
-    let mut columns = read_node_rows(&pager, &existing, &types, rewrite_from)?;
-    for (dst, src) in columns.iter_mut().zip(&new_cols) {
+    let mut columns = read_node_rows(pager, existing, types, rewrite_from)?;
+    for (dst, src) in columns.iter_mut().zip(new_cols) {
         dst.append(src);
     }
     let rows_to_write = total_rows - rewrite_from;
     let num_new_groups = rows_to_write.div_ceil(NODE_GROUP_SIZE) as usize;
     let columns = Arc::new(columns);
-    let write_pager = Arc::clone(&pager);
+    let write_pager = Arc::clone(pager);
     let cols = Arc::clone(&columns);
     let new_groups = parallel_map(
         ctx.sched,
@@ -297,19 +378,7 @@ pub fn load_nodes(
         new.deleted = old.deleted.clone();
         new.free = old.free.clone();
     }
-    let pk_index = PkIndex::build(&pager, key_kind(&types[pk_col]), entries.into_iter())?;
-    txn.tables.insert(
-        table.id,
-        Arc::new(TableData::Node(NodeTableData {
-            num_rows: total_rows,
-            column_ids: table.properties.iter().map(|p| p.id).collect(),
-            pk_column: pk_col,
-            groups,
-            pk_index: Some(pk_index),
-            pk_delta: Default::default(),
-        })),
-    );
-    Ok(new_rows)
+    Ok(groups)
 }
 
 fn duplicate_error(
@@ -493,14 +562,124 @@ pub fn load_rels(
         return Ok(0);
     }
 
-    // Resolve endpoint keys through the primary-key indexes, in parallel.
-    let keys = Arc::new(cols);
+    let src_end = Endpoint {
+        data: src_data,
+        name: src_entry.name,
+    };
+    let dst_end = Endpoint {
+        data: dst_data,
+        name: dst_entry.name,
+    };
     let origins = Arc::new(origins);
+    let (src, dst) = resolve_endpoints(ctx, &pager, cols, &origins, &src_end, &dst_end)?;
+
+    // Existing rels are rebuilt together with the new ones.
+    let existing = match txn.tables.get(&table.id).map(|t| t.as_ref()) {
+        Some(TableData::Rel(r)) => r.clone(),
+        _ => RelTableData::empty(table.properties.iter().map(|p| p.id).collect()),
+    };
+    let (old_src, old_dst, old_props) = read_rels(&pager, &existing, &prop_types)?;
+    let n_old = old_src.len();
+    let rels = RelRows {
+        src: old_src,
+        dst: old_dst,
+        props: old_props,
+    }
+    .append(RelRows {
+        src,
+        dst,
+        props: new_props,
+    });
+    let total = rels.src.len();
+
+    check_multiplicity(table, &info, &rels, n_old, &origins)?;
+
+    let (fwd, bwd, self_loops) = build_csrs(ctx, &pager, &info, &src_end, &dst_end, rels)?;
+    txn.tables.insert(
+        table.id,
+        Arc::new(TableData::Rel(RelTableData {
+            num_rels: total as u64,
+            next_rel_id: total as u64,
+            column_ids: table.properties.iter().map(|p| p.id).collect(),
+            fwd,
+            bwd,
+            self_loops: Some(self_loops),
+        })),
+    );
+    // The rels were renumbered: ids this transaction deleted now name others.
+    txn.forget_deleted_rels(table.id);
+    Ok(n_new as u64)
+}
+
+/// One end of the rel table being loaded: its node storage and table name.
+struct Endpoint {
+    data: NodeTableData,
+    name: String,
+}
+
+/// Rels as parallel columns: source and destination node offsets and the
+/// property columns, one row per rel.
+struct RelRows {
+    src: Vec<u64>,
+    dst: Vec<u64>,
+    props: Vec<ValueVector>,
+}
+
+impl RelRows {
+    /// `self` followed by `new`.
+    fn append(self, new: RelRows) -> RelRows {
+        let RelRows {
+            src: mut all_src,
+            dst: mut all_dst,
+            mut props,
+        } = self;
+        let RelRows {
+            src,
+            dst,
+            props: new_props,
+        } = new;
+        // Move rather than copy when the table was empty (the common bulk load).
+        if all_src.is_empty() {
+            all_src = src;
+            all_dst = dst;
+            props = new_props;
+        } else {
+            all_src.extend_from_slice(&src);
+            all_dst.extend_from_slice(&dst);
+            drop((src, dst));
+            for (p, n) in props.iter_mut().zip(&new_props) {
+                p.append(n);
+            }
+            drop(new_props);
+        }
+        RelRows {
+            src: all_src,
+            dst: all_dst,
+            props,
+        }
+    }
+}
+
+/// Resolves the source and destination keys (`keys[0]`, `keys[1]`) of the new
+/// rels to node offsets through the primary-key indexes, in parallel.
+fn resolve_endpoints(
+    ctx: &LoadContext<'_>,
+    pager: &Arc<Pager>,
+    keys: Vec<ValueVector>,
+    origins: &Arc<RowOrigins>,
+    src_end: &Endpoint,
+    dst_end: &Endpoint,
+) -> Result<(Vec<u64>, Vec<u64>)> {
+    let n_new = keys[0].len();
+    let keys = Arc::new(keys);
     const RESOLVE_MORSEL: usize = 1 << 16;
     let num_morsels = n_new.div_ceil(RESOLVE_MORSEL);
-    let (k2, o2, p2) = (Arc::clone(&keys), Arc::clone(&origins), Arc::clone(&pager));
-    let (sd, dd) = (Arc::new(src_data.clone()), Arc::new(dst_data.clone()));
-    let (sname, dname) = (src_entry.name.clone(), dst_entry.name.clone());
+    let (k2, o2, p2) = (Arc::clone(&keys), Arc::clone(origins), Arc::clone(pager));
+    let (sd, dd) = (
+        Arc::new(src_end.data.clone()),
+        Arc::new(dst_end.data.clone()),
+    );
+    let (sname, dname) = (src_end.name.clone(), dst_end.name.clone());
     let resolved = parallel_map(ctx.sched, ctx.threads, ctx.cancel, num_morsels, move |m| {
         let start = m * RESOLVE_MORSEL;
         let end = (start + RESOLVE_MORSEL).min(k2[0].len());
@@ -545,34 +724,22 @@ pub fn load_rels(
         src.extend(s);
         dst.extend(d);
     }
+    Ok((src, dst))
+}
 
-    // Existing rels are rebuilt together with the new ones.
-    let existing = match txn.tables.get(&table.id).map(|t| t.as_ref()) {
-        Some(TableData::Rel(r)) => r.clone(),
-        _ => RelTableData::empty(table.properties.iter().map(|p| p.id).collect()),
-    };
-    let (mut all_src, mut all_dst, mut props) = read_rels(&pager, &existing, &prop_types)?;
-    let n_old = all_src.len();
-    // Move rather than copy when the table was empty (the common bulk load).
-    if n_old == 0 {
-        all_src = src;
-        all_dst = dst;
-        props = new_props;
-    } else {
-        all_src.extend_from_slice(&src);
-        all_dst.extend_from_slice(&dst);
-        drop((src, dst));
-        for (p, n) in props.iter_mut().zip(&new_props) {
-            p.append(n);
-        }
-        drop(new_props);
-    }
-    let total = all_src.len();
-
-    // Multiplicity: a `ONE` side allows one rel per node.
+/// Multiplicity: a `ONE` side allows one rel per node. `n_old` rows of `rels`
+/// were in the table before the load.
+fn check_multiplicity(
+    table: &TableEntry,
+    info: &RelTableInfo,
+    rels: &RelRows,
+    n_old: usize,
+    origins: &RowOrigins,
+) -> Result<()> {
+    let total = rels.src.len();
     for (many, bound, side) in [
-        (info.multiplicity.dst_many, &all_src, "source"),
-        (info.multiplicity.src_many, &all_dst, "destination"),
+        (info.multiplicity.dst_many, &rels.src, "source"),
+        (info.multiplicity.src_many, &rels.dst, "destination"),
     ] {
         if many {
             continue;
@@ -593,22 +760,39 @@ pub fn load_rels(
             }
         }
     }
+    Ok(())
+}
 
+/// Builds both CSR directions of `rels` and counts the self-loops.
+fn build_csrs(
+    ctx: &LoadContext<'_>,
+    pager: &Arc<Pager>,
+    info: &RelTableInfo,
+    src_end: &Endpoint,
+    dst_end: &Endpoint,
+    rels: RelRows,
+) -> Result<(CsrIndex, CsrIndex, u64)> {
+    let RelRows {
+        src: all_src,
+        dst: all_dst,
+        props,
+    } = rels;
+    let total = all_src.len();
     let props = Arc::new(props);
-    let fwd_sorted = sort_by_node(&all_src, src_data.num_rows);
+    let fwd_sorted = sort_by_node(&all_src, src_end.data.num_rows);
     // A rel's id is its position in forward order; both directions store it.
     let mut rel_id_of_row = vec![0u64; total];
     for (pos, &row) in fwd_sorted.1.iter().enumerate() {
         rel_id_of_row[row as usize] = pos as u64;
     }
     let rel_ids = Arc::new(rel_id_of_row);
-    let bwd_sorted = sort_by_node(&all_dst, dst_data.num_rows);
+    let bwd_sorted = sort_by_node(&all_dst, dst_end.data.num_rows);
     let self_loops = count_self_loops(info.src == info.dst, &all_src, &all_dst);
     let (all_src, all_dst) = (Arc::new(all_src), Arc::new(all_dst));
     let fwd = write_csr(
         ctx,
-        &pager,
-        src_data.num_rows,
+        pager,
+        src_end.data.num_rows,
         fwd_sorted,
         Arc::clone(&all_dst),
         Arc::clone(&rel_ids),
@@ -616,25 +800,12 @@ pub fn load_rels(
     )?;
     let bwd = write_csr(
         ctx,
-        &pager,
-        dst_data.num_rows,
+        pager,
+        dst_end.data.num_rows,
         bwd_sorted,
         all_src,
         rel_ids,
         &props,
     )?;
-    txn.tables.insert(
-        table.id,
-        Arc::new(TableData::Rel(RelTableData {
-            num_rels: total as u64,
-            next_rel_id: total as u64,
-            column_ids: table.properties.iter().map(|p| p.id).collect(),
-            fwd,
-            bwd,
-            self_loops: Some(self_loops),
-        })),
-    );
-    // The rels were renumbered: ids this transaction deleted now name others.
-    txn.forget_deleted_rels(table.id);
-    Ok(n_new as u64)
+    Ok((fwd, bwd, self_loops))
 }

@@ -245,6 +245,22 @@ mod tests {
         )
         .unwrap();
         let n = 1000i64;
+        let (people, knows) = people_and_knows(n);
+        load_then_reload(&conn, n, &people, knows);
+        // The batches are not held by the engine after the COPY.
+        assert_eq!(Arc::strong_count(&people), 1);
+        dangling_endpoint_loads_nothing(&conn);
+        bad_values_load_nothing(&conn);
+        assert_eq!(count(&conn, "MATCH (p:P) RETURN count(*)"), Value::Int64(n));
+        assert_eq!(
+            count(&conn, "MATCH ()-[k:K]->() RETURN count(*)"),
+            Value::Int64(n)
+        );
+    }
+
+    /// `n` people in three batches (every seventh has no name) and a ring of
+    /// `n` KNOWS rels in two.
+    fn people_and_knows(n: i64) -> (Arc<ArrowSource>, Arc<ArrowSource>) {
         let people = source(
             "people",
             vec![
@@ -285,6 +301,17 @@ mod tests {
             ],
             2,
         );
+        (people, knows)
+    }
+
+    /// Loads `people` and `knows` and checks what landed; loading `people`
+    /// again fails on a duplicate key.
+    fn load_then_reload(
+        conn: &Connection,
+        n: i64,
+        people: &Arc<ArrowSource>,
+        knows: Arc<ArrowSource>,
+    ) {
         let sources: HashMap<String, Arc<ArrowSource>> = [
             ("people".to_string(), people.clone()),
             ("knows".to_string(), knows),
@@ -298,20 +325,20 @@ mod tests {
             r.rows().next().unwrap()[0],
             Value::String("1000 tuples have been copied to the K table.".into())
         );
-        assert_eq!(count(&conn, "MATCH (p:P) RETURN count(*)"), Value::Int64(n));
+        assert_eq!(count(conn, "MATCH (p:P) RETURN count(*)"), Value::Int64(n));
         assert_eq!(
-            count(&conn, "MATCH (p:P) WHERE p.name IS NULL RETURN count(*)"),
+            count(conn, "MATCH (p:P) WHERE p.name IS NULL RETURN count(*)"),
             Value::Int64((n + 6) / 7)
         );
         assert_eq!(
             count(
-                &conn,
+                conn,
                 "MATCH (a:P)-[k:K]->(b:P) WHERE a.id = 999 RETURN b.id"
             ),
             Value::Int64(0)
         );
         assert_eq!(
-            count(&conn, "MATCH (p:P) WHERE p.id = 501 RETURN p.score"),
+            count(conn, "MATCH (p:P) WHERE p.id = 501 RETURN p.score"),
             Value::Double(250.5)
         );
 
@@ -322,9 +349,10 @@ mod tests {
             .to_string();
         assert!(e.contains("people:1: duplicate primary key 0"), "{e}");
         drop(sources);
-        // The batches are not held by the engine after the COPY.
-        assert_eq!(Arc::strong_count(&people), 1);
-        // A dangling endpoint in the last row loads nothing either.
+    }
+
+    /// A dangling endpoint in the last row loads nothing either.
+    fn dangling_endpoint_loads_nothing(conn: &Connection) {
         let bad = source(
             "bad",
             vec![
@@ -350,7 +378,11 @@ mod tests {
             e.contains("bad:3: destination node with primary key 5000"),
             "{e}"
         );
-        // A value out of range for INT32, and a column count mismatch.
+    }
+
+    /// A value out of range for INT32, a column count mismatch and an option
+    /// each load nothing.
+    fn bad_values_load_nothing(conn: &Connection) {
         let wide = source(
             "wide",
             vec![
@@ -383,10 +415,5 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("takes no options"), "{e}");
-        assert_eq!(count(&conn, "MATCH (p:P) RETURN count(*)"), Value::Int64(n));
-        assert_eq!(
-            count(&conn, "MATCH ()-[k:K]->() RETURN count(*)"),
-            Value::Int64(n)
-        );
     }
 }

@@ -421,6 +421,9 @@ fn matches_patterns(stmt: &kith_parser::ast::Statement) -> bool {
     }
 }
 
+/// Runs a bound statement: DDL and COPY in their own write transaction,
+/// settings on the connection, queries (and their EXPLAIN or PROFILE) on
+/// `snapshot`; a query's plan goes into the plan cache under `cache`.
 fn run_bound(
     conn: &Connection,
     bound: BoundStatement,
@@ -428,9 +431,15 @@ fn run_bound(
     params: &HashMap<String, Value>,
     cache: Option<(&str, PlanKey, bool)>,
 ) -> Result<QueryResult> {
-    let storage = &conn.db.storage;
     let settings = conn.settings.lock().clone();
     let (cancel, _running) = statement_token(conn, &settings);
+    let run = BoundRun {
+        conn,
+        snapshot,
+        params,
+        settings,
+        cancel,
+    };
     match bound {
         BoundStatement::CreateNodeTable {
             name,
@@ -441,23 +450,7 @@ fn run_bound(
             if if_not_exists && snapshot.catalog.table_by_name(&name).is_some() {
                 return Ok(message(format!("Table {name} already exists.")));
             }
-            let mut txn = conn.write_txn()?;
-            let id = txn
-                .catalog
-                .create_node_table(&name, columns, &primary_key)?;
-            let entry = txn
-                .catalog
-                .table(id)
-                .cloned()
-                .ok_or_else(|| Error::internal("new table missing"))?;
-            let pk = match &entry.kind {
-                TableKind::Node(info) => info.primary_key,
-                TableKind::Rel(_) => return Err(Error::internal("node table created as rel")),
-            };
-            let data = NodeTableData::empty(entry.properties.iter().map(|p| p.id).collect(), pk);
-            txn.tables.insert(id, Arc::new(TableData::Node(data)));
-            txn.commit()?;
-            Ok(message(format!("Table {name} has been created.")))
+            create_node_table(conn, &name, columns, &primary_key)
         }
         BoundStatement::CreateRelTable {
             name,
@@ -470,19 +463,7 @@ fn run_bound(
             if if_not_exists && snapshot.catalog.table_by_name(&name).is_some() {
                 return Ok(message(format!("Table {name} already exists.")));
             }
-            let mut txn = conn.write_txn()?;
-            let id = txn
-                .catalog
-                .create_rel_table(&name, &src, &dst, columns, multiplicity)?;
-            let entry = txn
-                .catalog
-                .table(id)
-                .cloned()
-                .ok_or_else(|| Error::internal("new table missing"))?;
-            let data = RelTableData::empty(entry.properties.iter().map(|p| p.id).collect());
-            txn.tables.insert(id, Arc::new(TableData::Rel(data)));
-            txn.commit()?;
-            Ok(message(format!("Table {name} has been created.")))
+            create_rel_table(conn, &name, (&src, &dst), columns, multiplicity)
         }
         BoundStatement::DropTable { name, if_exists } => {
             if if_exists && snapshot.catalog.table_by_name(&name).is_none() {
@@ -500,121 +481,9 @@ fn run_bound(
             txn.commit()?;
             Ok(message(message_text))
         }
-        BoundStatement::CopyFrom(copy) => {
-            let table = snapshot
-                .catalog
-                .table(copy.table)
-                .map(|t| t.name.clone())
-                .unwrap_or_default();
-            let progress = conn.progress.clone().map(|cb| {
-                Arc::new(move |done, total| cb(crate::Progress { done, total }))
-                    as kith_exec::copy::ProgressFn
-            });
-            let rows = kith_exec::copy::copy_from(
-                storage,
-                &conn.db.sched,
-                settings.threads,
-                &cancel,
-                &copy,
-                progress,
-            )
-            .map_err(|e| e.or_span(copy.span))?;
-            Ok(message(format!(
-                "{rows} tuples have been copied to the {table} table."
-            )))
-        }
+        BoundStatement::CopyFrom(copy) => run.copy_from(&copy),
         BoundStatement::SetOption { name, value } => {
-            let mut s = conn.settings.lock();
-            match name.as_str() {
-                "threads" => {
-                    let n = value.as_i64().ok_or_else(|| {
-                        Error::runtime(format!("threads expects an integer, got {value}"))
-                    })?;
-                    s.threads = conn.check_threads(n)?;
-                }
-                "timeout" => {
-                    let ms = value.as_i64().filter(|ms| *ms >= 0).ok_or_else(|| {
-                        Error::runtime(format!(
-                            "timeout expects milliseconds (a non-negative integer), got {value}"
-                        ))
-                    })?;
-                    s.timeout = (ms > 0).then(|| Duration::from_millis(ms as u64));
-                }
-                "recursive_policy" => {
-                    let Value::String(p) = &value else {
-                        return Err(Error::runtime(format!(
-                            "recursive_policy expects a string (auto, 1T1S, nT1S, nTkS or nTkMS), got {value}"
-                        )));
-                    };
-                    s.recursive.policy = if p.trim().eq_ignore_ascii_case("auto") {
-                        None
-                    } else {
-                        Some(kith_exec::operator::recursive_join::Policy::parse(p)?)
-                    };
-                }
-                "recursive_k" => {
-                    let k = value.as_i64().filter(|k| *k >= 0).ok_or_else(|| {
-                        Error::runtime(format!(
-                            "recursive_k expects a non-negative integer (0: automatic), got {value}"
-                        ))
-                    })?;
-                    s.recursive.k = (k > 0).then_some(k as usize);
-                }
-                "var_length_max_depth" => {
-                    let max = kith_graph_max_upper();
-                    let d = value
-                        .as_i64()
-                        .filter(|d| *d >= 1 && *d <= max as i64)
-                        .ok_or_else(|| {
-                            Error::runtime(format!(
-                                "var_length_max_depth expects an integer between 1 and {max}, got {value}"
-                            ))
-                        })?;
-                    s.recursive.max_depth = d as u32;
-                }
-                "var_length_semantics" => {
-                    s.var_length = match &value {
-                        Value::String(v) if v.eq_ignore_ascii_case("walk") => {
-                            VarLengthSemantics::Walk
-                        }
-                        Value::String(v) if v.eq_ignore_ascii_case("trail") => {
-                            VarLengthSemantics::Trail
-                        }
-                        Value::String(v) if v.eq_ignore_ascii_case("walk_all") => {
-                            VarLengthSemantics::WalkAll
-                        }
-                        _ => {
-                            return Err(Error::runtime(format!(
-                                "var_length_semantics expects 'walk' (rels may repeat, the default), 'trail' (openCypher: no rel twice in a path) or 'walk_all' (Kùzu: the fixed-length rels of a MATCH may repeat too), got {value}"
-                            )))
-                        }
-                    };
-                }
-                "plan_cache" => {
-                    let Value::Bool(on) = value else {
-                        return Err(Error::runtime(format!(
-                            "plan_cache expects true or false, got {value}"
-                        )));
-                    };
-                    s.plan_cache = on;
-                    if !on {
-                        conn.plans.lock().clear();
-                    }
-                }
-                "plan_seed" => {
-                    let seed = value.as_i64().filter(|v| *v >= 0).ok_or_else(|| {
-                        Error::runtime(format!(
-                            "plan_seed expects a non-negative integer (0: plan from the real table sizes), got {value}"
-                        ))
-                    })?;
-                    s.plan_seed = seed as u64;
-                }
-                other => {
-                    return Err(Error::runtime(format!(
-                        "unknown setting '{other}' (known: threads, timeout, recursive_policy, recursive_k, var_length_max_depth, var_length_semantics, plan_cache, plan_seed)"
-                    )))
-                }
-            }
+            set_option(conn, &name, value)?;
             Ok(QueryResult {
                 silent: true,
                 ..QueryResult::default()
@@ -629,94 +498,314 @@ fn run_bound(
             procedure.0.call(&values)?;
             Ok(QueryResult::default())
         }
-        BoundStatement::TableCall(TableCall::ShowTables) => {
-            let rows = snapshot
-                .catalog
-                .tables()
-                .iter()
-                .map(|t| {
-                    vec![
-                        Value::String(t.name.clone()),
-                        Value::String(t.kind_name().to_string()),
-                    ]
-                })
-                .collect();
-            Ok(table_result(
-                &["name", "type"],
-                vec![LogicalType::String, LogicalType::String],
-                rows,
-            ))
+        BoundStatement::TableCall(TableCall::ShowTables) => Ok(show_tables(snapshot)),
+        BoundStatement::TableCall(TableCall::TableInfo(id)) => table_info(snapshot, id),
+        BoundStatement::Query(q) => run.query(*q, cache),
+        BoundStatement::Union { queries, all } => run_union(
+            conn,
+            queries,
+            all,
+            snapshot,
+            params,
+            &run.cancel,
+            &run.settings,
+        ),
+        BoundStatement::Write(w) => {
+            crate::write::run_write(conn, *w, params, &run.settings, &run.cancel)
         }
-        BoundStatement::TableCall(TableCall::TableInfo(id)) => {
-            let t = snapshot
-                .catalog
-                .table(id)
-                .ok_or_else(|| Error::catalog("table vanished"))?;
-            let pk = t.primary_key().map(|p| p.id);
-            let rows = t
-                .properties
-                .iter()
-                .enumerate()
-                .map(|(i, p)| {
-                    vec![
-                        Value::Int64(i as i64),
-                        Value::String(p.name.clone()),
-                        Value::String(p.ty.to_string()),
-                        Value::Bool(Some(p.id) == pk),
-                    ]
-                })
-                .collect();
-            Ok(table_result(
-                &["property id", "name", "type", "primary key"],
-                vec![
-                    LogicalType::Int64,
-                    LogicalType::String,
-                    LogicalType::String,
-                    LogicalType::Bool,
-                ],
-                rows,
-            ))
-        }
-        BoundStatement::Query(q) => {
-            let plan = Arc::new(kith_planner::planner::plan_query(
-                *q,
-                &snapshot.catalog,
-                &planner_rows(snapshot, &settings),
-            )?);
-            if let Some((text, key, matches_patterns)) = cache {
-                let cached = CachedPlan {
-                    plan: Arc::clone(&plan),
-                    matches_patterns,
-                };
-                conn.plans.lock().insert(text, key, cached);
-            }
-            query_result(conn, &plan, snapshot, params, &cancel, &settings)
-        }
-        BoundStatement::Union { queries, all } => {
-            run_union(conn, queries, all, snapshot, params, &cancel, &settings)
-        }
-        BoundStatement::Write(w) => crate::write::run_write(conn, *w, params, &settings, &cancel),
         BoundStatement::Explain {
             inner,
             profile: true,
-        } => match *inner {
+        } => run.profile(*inner),
+        BoundStatement::Explain { inner, .. } => run.explain(*inner),
+    }
+}
+
+/// `CREATE NODE TABLE`, in a write transaction of its own.
+fn create_node_table(
+    conn: &Connection,
+    name: &str,
+    columns: Vec<(String, LogicalType)>,
+    primary_key: &str,
+) -> Result<QueryResult> {
+    let mut txn = conn.write_txn()?;
+    let id = txn.catalog.create_node_table(name, columns, primary_key)?;
+    let entry = txn
+        .catalog
+        .table(id)
+        .cloned()
+        .ok_or_else(|| Error::internal("new table missing"))?;
+    let pk = match &entry.kind {
+        TableKind::Node(info) => info.primary_key,
+        TableKind::Rel(_) => return Err(Error::internal("node table created as rel")),
+    };
+    let data = NodeTableData::empty(entry.properties.iter().map(|p| p.id).collect(), pk);
+    txn.tables.insert(id, Arc::new(TableData::Node(data)));
+    txn.commit()?;
+    Ok(message(format!("Table {name} has been created.")))
+}
+
+/// `CREATE REL TABLE` from `ends` (source and destination table names), in a
+/// write transaction of its own.
+fn create_rel_table(
+    conn: &Connection,
+    name: &str,
+    ends: (&str, &str),
+    columns: Vec<(String, LogicalType)>,
+    multiplicity: kith_catalog::Multiplicity,
+) -> Result<QueryResult> {
+    let (src, dst) = ends;
+    let mut txn = conn.write_txn()?;
+    let id = txn
+        .catalog
+        .create_rel_table(name, src, dst, columns, multiplicity)?;
+    let entry = txn
+        .catalog
+        .table(id)
+        .cloned()
+        .ok_or_else(|| Error::internal("new table missing"))?;
+    let data = RelTableData::empty(entry.properties.iter().map(|p| p.id).collect());
+    txn.tables.insert(id, Arc::new(TableData::Rel(data)));
+    txn.commit()?;
+    Ok(message(format!("Table {name} has been created.")))
+}
+
+/// `CALL name = value`: changes one setting of the connection.
+fn set_option(conn: &Connection, name: &str, value: Value) -> Result<()> {
+    let mut s = conn.settings.lock();
+    match name {
+        "threads" => {
+            let n = value.as_i64().ok_or_else(|| {
+                Error::runtime(format!("threads expects an integer, got {value}"))
+            })?;
+            s.threads = conn.check_threads(n)?;
+        }
+        "timeout" => {
+            let ms = value.as_i64().filter(|ms| *ms >= 0).ok_or_else(|| {
+                Error::runtime(format!(
+                    "timeout expects milliseconds (a non-negative integer), got {value}"
+                ))
+            })?;
+            s.timeout = (ms > 0).then(|| Duration::from_millis(ms as u64));
+        }
+        "recursive_policy" => s.recursive.policy = recursive_policy(&value)?,
+        "recursive_k" => {
+            let k = value.as_i64().filter(|k| *k >= 0).ok_or_else(|| {
+                Error::runtime(format!(
+                    "recursive_k expects a non-negative integer (0: automatic), got {value}"
+                ))
+            })?;
+            s.recursive.k = (k > 0).then_some(k as usize);
+        }
+        "var_length_max_depth" => {
+            let max = kith_graph_max_upper();
+            let d = value
+                .as_i64()
+                .filter(|d| *d >= 1 && *d <= max as i64)
+                .ok_or_else(|| {
+                    Error::runtime(format!(
+                        "var_length_max_depth expects an integer between 1 and {max}, got {value}"
+                    ))
+                })?;
+            s.recursive.max_depth = d as u32;
+        }
+        "var_length_semantics" => s.var_length = var_length_semantics(&value)?,
+        "plan_cache" => {
+            let Value::Bool(on) = value else {
+                return Err(Error::runtime(format!(
+                    "plan_cache expects true or false, got {value}"
+                )));
+            };
+            s.plan_cache = on;
+            if !on {
+                conn.plans.lock().clear();
+            }
+        }
+        "plan_seed" => {
+            let seed = value.as_i64().filter(|v| *v >= 0).ok_or_else(|| {
+                Error::runtime(format!(
+                    "plan_seed expects a non-negative integer (0: plan from the real table sizes), got {value}"
+                ))
+            })?;
+            s.plan_seed = seed as u64;
+        }
+        other => {
+            return Err(Error::runtime(format!(
+                "unknown setting '{other}' (known: threads, timeout, recursive_policy, recursive_k, var_length_max_depth, var_length_semantics, plan_cache, plan_seed)"
+            )))
+        }
+    }
+    Ok(())
+}
+
+/// The value of the `recursive_policy` setting: None for `auto`.
+fn recursive_policy(value: &Value) -> Result<Option<kith_exec::operator::recursive_join::Policy>> {
+    let Value::String(p) = value else {
+        return Err(Error::runtime(format!(
+            "recursive_policy expects a string (auto, 1T1S, nT1S, nTkS or nTkMS), got {value}"
+        )));
+    };
+    Ok(if p.trim().eq_ignore_ascii_case("auto") {
+        None
+    } else {
+        Some(kith_exec::operator::recursive_join::Policy::parse(p)?)
+    })
+}
+
+/// The value of the `var_length_semantics` setting.
+fn var_length_semantics(value: &Value) -> Result<VarLengthSemantics> {
+    Ok(match value {
+        Value::String(v) if v.eq_ignore_ascii_case("walk") => VarLengthSemantics::Walk,
+        Value::String(v) if v.eq_ignore_ascii_case("trail") => VarLengthSemantics::Trail,
+        Value::String(v) if v.eq_ignore_ascii_case("walk_all") => VarLengthSemantics::WalkAll,
+        _ => {
+            return Err(Error::runtime(format!(
+                "var_length_semantics expects 'walk' (rels may repeat, the default), 'trail' (openCypher: no rel twice in a path) or 'walk_all' (Kùzu: the fixed-length rels of a MATCH may repeat too), got {value}"
+            )))
+        }
+    })
+}
+
+/// `CALL show_tables()`: every table's name and kind.
+fn show_tables(snapshot: &kith_storage::Version) -> QueryResult {
+    let rows = snapshot
+        .catalog
+        .tables()
+        .iter()
+        .map(|t| {
+            vec![
+                Value::String(t.name.clone()),
+                Value::String(t.kind_name().to_string()),
+            ]
+        })
+        .collect();
+    table_result(
+        &["name", "type"],
+        vec![LogicalType::String, LogicalType::String],
+        rows,
+    )
+}
+
+/// `CALL table_info(name)`: every property of table `id`.
+fn table_info(snapshot: &kith_storage::Version, id: kith_common::TableId) -> Result<QueryResult> {
+    let t = snapshot
+        .catalog
+        .table(id)
+        .ok_or_else(|| Error::catalog("table vanished"))?;
+    let pk = t.primary_key().map(|p| p.id);
+    let rows = t
+        .properties
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            vec![
+                Value::Int64(i as i64),
+                Value::String(p.name.clone()),
+                Value::String(p.ty.to_string()),
+                Value::Bool(Some(p.id) == pk),
+            ]
+        })
+        .collect();
+    Ok(table_result(
+        &["property id", "name", "type", "primary key"],
+        vec![
+            LogicalType::Int64,
+            LogicalType::String,
+            LogicalType::String,
+            LogicalType::Bool,
+        ],
+        rows,
+    ))
+}
+
+/// A bound statement while it runs: the connection, the version it reads,
+/// its parameters, the settings it started with and its token.
+struct BoundRun<'a> {
+    conn: &'a Connection,
+    snapshot: &'a Arc<kith_storage::Version>,
+    params: &'a HashMap<String, Value>,
+    settings: crate::database::Settings,
+    cancel: CancelToken,
+}
+
+impl BoundRun<'_> {
+    /// `COPY T FROM 'file'`, in a write transaction of its own.
+    fn copy_from(&self, copy: &kith_planner::bound::BoundCopy) -> Result<QueryResult> {
+        let conn = self.conn;
+        let table = self
+            .snapshot
+            .catalog
+            .table(copy.table)
+            .map(|t| t.name.clone())
+            .unwrap_or_default();
+        let progress = conn.progress.clone().map(|cb| {
+            Arc::new(move |done, total| cb(crate::Progress { done, total }))
+                as kith_exec::copy::ProgressFn
+        });
+        let rows = kith_exec::copy::copy_from(
+            &conn.db.storage,
+            &conn.db.sched,
+            self.settings.threads,
+            &self.cancel,
+            copy,
+            progress,
+        )
+        .map_err(|e| e.or_span(copy.span))?;
+        Ok(message(format!(
+            "{rows} tuples have been copied to the {table} table."
+        )))
+    }
+
+    /// Plans a query (keeping the plan in the cache under `cache`) and runs it.
+    fn query(
+        &self,
+        q: kith_planner::bound::BoundQuery,
+        cache: Option<(&str, PlanKey, bool)>,
+    ) -> Result<QueryResult> {
+        let snapshot = self.snapshot;
+        let plan = Arc::new(kith_planner::planner::plan_query(
+            q,
+            &snapshot.catalog,
+            &planner_rows(snapshot, &self.settings),
+        )?);
+        if let Some((text, key, matches_patterns)) = cache {
+            let cached = CachedPlan {
+                plan: Arc::clone(&plan),
+                matches_patterns,
+            };
+            self.conn.plans.lock().insert(text, key, cached);
+        }
+        query_result(
+            self.conn,
+            &plan,
+            snapshot,
+            self.params,
+            &self.cancel,
+            &self.settings,
+        )
+    }
+
+    /// `PROFILE` of `inner`.
+    fn profile(&self, inner: BoundStatement) -> Result<QueryResult> {
+        let (snapshot, settings) = (self.snapshot, &self.settings);
+        match inner {
             // PROFILE runs the query and reports, under the plan, each
             // operator's tuples and time (totals over all workers).
             BoundStatement::Query(q) => {
                 let plan = kith_planner::planner::plan_query(
                     *q,
                     &snapshot.catalog,
-                    &planner_rows(snapshot, &settings),
+                    &planner_rows(snapshot, settings),
                 )?;
                 let profile = Arc::new(kith_exec::profile::Profile::default());
                 let start = std::time::Instant::now();
                 let chunks = execute_plan_profiled(
-                    conn,
+                    self.conn,
                     &plan,
                     snapshot,
-                    params,
-                    &cancel,
-                    &settings,
+                    self.params,
+                    &self.cancel,
+                    settings,
                     Some(Arc::clone(&profile)),
                 )?;
                 let elapsed = start.elapsed();
@@ -734,39 +823,21 @@ result: {rows} rows in {:.3} ms with {} threads (operator times are summed over 
             _ => Err(Error::not_supported(
                 "PROFILE of statements other than single queries",
             )),
-        },
-        BoundStatement::Explain { inner, .. } => match *inner {
-            BoundStatement::Query(q) => {
-                let mut plan = kith_planner::planner::plan_query(
-                    *q,
-                    &snapshot.catalog,
-                    &planner_rows(snapshot, &settings),
-                )?;
-                for part in &mut plan.parts {
-                    if let Some(r) = &mut part.recursive {
-                        let k = settings
-                            .recursive
-                            .k
-                            .map_or("auto".to_string(), |k| k.to_string());
-                        r.policy = Some(format!(
-                            "{} k={k} threads={}",
-                            settings.recursive.policy.map_or(
-                                "auto (nTkMS for shortest lengths from 8+ sources, else nTkS)",
-                                |p| p.name()
-                            ),
-                            settings.threads
-                        ));
-                    }
-                }
-                Ok(message(plan.explain(&snapshot.catalog)))
-            }
+        }
+    }
+
+    /// `EXPLAIN` of `inner`.
+    fn explain(&self, inner: BoundStatement) -> Result<QueryResult> {
+        let (snapshot, settings) = (self.snapshot, &self.settings);
+        match inner {
+            BoundStatement::Query(q) => self.explain_query(*q),
             BoundStatement::Union { queries, all } => {
                 let mut parts = Vec::new();
                 for q in queries {
                     let plan = kith_planner::planner::plan_query(
                         q,
                         &snapshot.catalog,
-                        &planner_rows(snapshot, &settings),
+                        &planner_rows(snapshot, settings),
                     )?;
                     parts.push(plan.explain(&snapshot.catalog).trim_end().to_string());
                 }
@@ -776,7 +847,35 @@ result: {rows} rows in {:.3} ms with {} threads (operator times are summed over 
             _ => Err(Error::not_supported(
                 "EXPLAIN of statements other than queries",
             )),
-        },
+        }
+    }
+
+    /// `EXPLAIN` of a single query: its plan, with the recursive joins'
+    /// dispatch policy as the settings choose it.
+    fn explain_query(&self, q: kith_planner::bound::BoundQuery) -> Result<QueryResult> {
+        let (snapshot, settings) = (self.snapshot, &self.settings);
+        let mut plan = kith_planner::planner::plan_query(
+            q,
+            &snapshot.catalog,
+            &planner_rows(snapshot, settings),
+        )?;
+        for part in &mut plan.parts {
+            if let Some(r) = &mut part.recursive {
+                let k = settings
+                    .recursive
+                    .k
+                    .map_or("auto".to_string(), |k| k.to_string());
+                r.policy = Some(format!(
+                    "{} k={k} threads={}",
+                    settings.recursive.policy.map_or(
+                        "auto (nTkMS for shortest lengths from 8+ sources, else nTkS)",
+                        |p| p.name()
+                    ),
+                    settings.threads
+                ));
+            }
+        }
+        Ok(message(plan.explain(&snapshot.catalog)))
     }
 }
 
