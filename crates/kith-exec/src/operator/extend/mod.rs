@@ -17,38 +17,21 @@ use super::filter::{ChainSignal, PadSignal};
 use super::flat_cursor::FlatCursor;
 use super::hub_split::{HubSplit, HUB_RELS};
 use super::{Operator, Pos, QueryContext};
-use crate::result_set::{ChunkState, ResultSet};
+use crate::result_set::ResultSet;
 
+mod count;
+mod range;
 mod spec;
+pub use count::{CountExtend, CountMode, PairCount, SharedRels};
 pub(crate) use spec::{ExtendSpec, FusedExtend};
+
+use range::RelRange;
 
 /// The most rels a batch holding one node's whole range may have: an
 /// extend from a node of an earlier group hands that batch on again for
 /// every tuple it flattens, and a hub's range cut into two batches would be
 /// written (and its properties read) again for each.
 const WHOLE_RANGE_BATCH: usize = 8 * VECTOR_CAPACITY;
-
-/// The other half of two counting extends from one node `b` whose
-/// neighbours nothing reads (`MATCH (a)-[:R]->(b)-[:R]->(c) RETURN count(*)`
-/// started at `b`): each `b` stands for deg₁(b) · deg₂(b) tuples, less the
-/// pairs that would bind one rel twice (relationship isomorphism), without
-/// writing the `a`s.
-pub struct PairCount {
-    pub pins: CsrPins,
-    pub shared: SharedRels,
-}
-
-/// Which pairs of rels of a [`PairCount`] are one rel, to be excluded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SharedRels {
-    /// Different tables, or no isomorphism test between the two: none.
-    None,
-    /// One table read in one direction: each rel pairs with itself.
-    All,
-    /// One table read in both directions: a self loop at `b` is in both
-    /// ranges, once each.
-    SelfLoops,
-}
 
 pub struct Extend {
     pub child: Box<dyn Operator>,
@@ -68,23 +51,6 @@ pub struct Extend {
     /// runs. When the endpoint is the node extended from, that rel is
     /// skipped in the range.
     pub exclude: Vec<(Pos, Pos)>,
-    /// Count only: nothing downstream reads the input group or this
-    /// extend's output, so each input batch becomes one tuple standing for
-    /// all its rels (the result set's multiplicity) and no neighbour is
-    /// read. The last extend of `MATCH (a)->(b)->(c) RETURN count(*)`.
-    pub collapse: bool,
-    /// Degrees only: the sink reads the input group but nothing of this
-    /// extend's output, so each input batch is handed on whole, each tuple
-    /// weighted by its rels (`ResultSet::weights`; tuples without rels
-    /// deselected), and no neighbour is read. The extend of
-    /// `MATCH (b)<-[]-(a) RETURN b, count(*)`.
-    pub degrees: bool,
-    /// With `collapse`: the fused other extend from the same node (then
-    /// `from` is in the input group and `exclude` is empty; the pair's
-    /// `shared` accounts for the isomorphism test).
-    pub pair: Option<PairCount>,
-    /// The output group of the fused extend, one tuple per batch.
-    pub pair_output: Option<usize>,
     /// Nothing downstream reads the input group (nor anything but this
     /// extend's output group): the rels of several tuples of one input batch
     /// fill one output batch, so a low-degree expansion does not hand on a
@@ -125,35 +91,10 @@ pub struct Extend {
     split_seq: usize,
     split_range: (u64, u64),
     split_chunk: u64,
-    /// The multiplicity the child set, restored before pulling from it.
-    base_multiplicity: u64,
-    /// [`Extend::degrees`]: the weights handed on with the last batch,
-    /// taken back (to reuse) before the next is pulled.
-    weights: Vec<u64>,
-    /// Scratch of the counting paths: the degrees of a batch's nodes by
-    /// position, in each of the pair's directions.
-    batch_degrees: [Vec<u64>; 2],
-    /// The last input state the counting path summed `batch_degrees[0]`
-    /// of, with the sum (an untracked state never repeats; its allocation
-    /// is reused for the next).
-    degree_memo: (ChunkState, u64),
-    /// Positions in the current range of the rels to skip, ascending, and
-    /// the next one to come.
-    skips: Vec<u64>,
-    next_skip: usize,
-    /// Per-batch scratch of the counting path: the exclusions' gates that
-    /// are flat, and the batch positions equal to a gate.
-    fixed_gates: Vec<InternalId>,
-    gated: Vec<usize>,
-    // Cursor state: the current run of positions `pos..end`, then the
-    // node's appended runs from `next_run` on.
     cursor: FlatCursor,
-    group: usize,
-    pos: u64,
-    end: u64,
-    runs: Vec<(u64, u64)>,
-    next_run: usize,
-    scratch: Vec<u64>,
+    /// The current node's rels: the cursor into its runs and the rels
+    /// excluded from them.
+    range: RelRange,
     /// The number of the last fresh batch written (see
     /// [`crate::result_set::ChunkState::generation`]), and the node whose
     /// whole range it held (no rel skipped, one batch): a later tuple
@@ -166,22 +107,6 @@ pub struct Extend {
 }
 
 impl Extend {
-    /// Positions the cursor on the rels of node `offset`.
-    fn seek(&mut self, offset: u64) -> Result<()> {
-        (self.group, self.pos, self.end) = self.pins.range(&self.ctx.pager, offset)?;
-        self.runs.clear();
-        self.runs
-            .extend_from_slice(self.pins.appended(self.group, offset));
-        self.next_run = 0;
-        Ok(())
-    }
-
-    /// The rels left from the cursor on: the current run and the runs after it.
-    fn remaining(&self) -> u64 {
-        let later: u64 = self.runs[self.next_run..].iter().map(|&(s, e)| e - s).sum();
-        self.end - self.pos + later
-    }
-
     /// The flat id at `pos` (an earlier, flattened group).
     pub(crate) fn flat_id(rs: &ResultSet, pos: Pos) -> Result<Option<InternalId>> {
         let chunk = &rs.chunks[pos.0];
@@ -200,46 +125,10 @@ impl Extend {
         }
     }
 
-    /// After a seek from node `from`: the positions of the excluded rels
-    /// that are in the range.
-    fn find_excluded(&mut self, rs: &ResultSet, from: InternalId) -> Result<()> {
-        self.skips.clear();
-        self.next_skip = 0;
-        for k in 0..self.exclude.len() {
-            let (rel_pos, gate_pos) = self.exclude[k];
-            if Self::flat_id(rs, gate_pos)? != Some(from) {
-                continue;
-            }
-            let Some(rel) = Self::flat_id(rs, rel_pos)? else {
-                continue;
-            };
-            if rel.table() != self.rel_table || self.remaining() == 0 {
-                continue;
-            }
-            let pinned = self.pins.group(self.group)?;
-            // Scan the runs' rel ids a vector at a time in the scratch buffer.
-            let runs = std::iter::once((self.pos, self.end)).chain(self.runs.iter().copied());
-            'runs: for (mut at, end) in runs {
-                while at < end {
-                    let n = ((end - at) as usize).min(self.scratch.len());
-                    pinned.rel_ids()?.read_u64s(at, n, &mut self.scratch[..n]);
-                    if let Some(i) = self.scratch[..n].iter().position(|&id| id == rel.offset()) {
-                        self.skips.push(at + i as u64);
-                        break 'runs;
-                    }
-                    at += n as u64;
-                }
-            }
-        }
-        self.skips.sort_unstable();
-        self.skips.dedup();
-        Ok(())
-    }
-
     fn emit(&mut self, rs: &mut ResultSet) -> Result<()> {
         // A whole range (at most `batch_cap`) in one batch, to hand on again.
         let room = match self.fresh_whole {
-            Some(_) => ((self.end - self.pos) as usize).max(VECTOR_CAPACITY),
+            Some(_) => ((self.range.end - self.range.pos) as usize).max(VECTOR_CAPACITY),
             None => VECTOR_CAPACITY,
         };
         let n = self.write(rs, 0, room)?;
@@ -251,14 +140,15 @@ impl Extend {
     /// most `room`) at position `at` of the output vectors; returns how many.
     fn write(&mut self, rs: &mut ResultSet, at: usize, room: usize) -> Result<usize> {
         let limit = self
+            .range
             .skips
-            .get(self.next_skip)
-            .map_or(self.end, |&s| s.min(self.end));
-        let n = ((limit - self.pos) as usize).min(room);
-        if self.scratch.len() < n {
-            self.scratch.resize(n, 0);
+            .get(self.range.next_skip)
+            .map_or(self.range.end, |&s| s.min(self.range.end));
+        let n = ((limit - self.range.pos) as usize).min(room);
+        if self.range.scratch.len() < n {
+            self.range.scratch.resize(n, 0);
         }
-        let pinned = self.pins.group(self.group)?;
+        let pinned = self.pins.group(self.range.group)?;
         let out = &mut rs.chunks[self.output_chunk];
         // A fresh batch starts empty; a packed one grows.
         let size = |v: &mut ValueVector| match at {
@@ -269,11 +159,11 @@ impl Extend {
         if let Some((vector, table)) = self.to {
             pinned
                 .neighbors()?
-                .read_u64s(self.pos, n, &mut self.scratch[..n]);
+                .read_u64s(self.range.pos, n, &mut self.range.scratch[..n]);
             let v = &mut out.vectors[vector];
             fit_id_vector(v, at, n, pack);
             if let VectorData::Id(ids) = &mut v.data {
-                for (dst, &nbr) in ids[at..].iter_mut().zip(&self.scratch[..n]) {
+                for (dst, &nbr) in ids[at..].iter_mut().zip(&self.range.scratch[..n]) {
                     *dst = InternalId::new(table, nbr);
                 }
             }
@@ -281,11 +171,11 @@ impl Extend {
         if let Some(vector) = self.rel_id {
             pinned
                 .rel_ids()?
-                .read_u64s(self.pos, n, &mut self.scratch[..n]);
+                .read_u64s(self.range.pos, n, &mut self.range.scratch[..n]);
             let v = &mut out.vectors[vector];
             fit_id_vector(v, at, n, pack);
             if let VectorData::Id(ids) = &mut v.data {
-                for (dst, &rel) in ids[at..].iter_mut().zip(&self.scratch[..n]) {
+                for (dst, &rel) in ids[at..].iter_mut().zip(&self.range.scratch[..n]) {
                     *dst = InternalId::new(self.rel_table, rel);
                 }
             }
@@ -293,9 +183,9 @@ impl Extend {
         for ((_, vector), column) in self.properties.iter().zip(&pinned.properties) {
             let v = &mut out.vectors[*vector];
             size(v);
-            column.read(self.pos, n, v, at)?;
+            column.read(self.range.pos, n, v, at)?;
         }
-        self.pos += n as u64;
+        self.range.pos += n as u64;
         self.write_replicas(rs, at, n)?;
         Ok(n)
     }
@@ -353,19 +243,21 @@ impl Extend {
     /// appended run; true while the current tuple has rels left.
     fn rels_left(&mut self) -> bool {
         loop {
-            if self.pos < self.end && self.skips.get(self.next_skip) == Some(&self.pos) {
-                self.pos += 1;
-                self.next_skip += 1;
+            if self.range.pos < self.range.end
+                && self.range.skips.get(self.range.next_skip) == Some(&self.range.pos)
+            {
+                self.range.pos += 1;
+                self.range.next_skip += 1;
                 continue;
             }
-            if self.pos < self.end {
+            if self.range.pos < self.range.end {
                 return true;
             }
-            let Some(&(s, e)) = self.runs.get(self.next_run) else {
+            let Some(&(s, e)) = self.range.runs.get(self.range.next_run) else {
                 return self.claim_next();
             };
-            (self.pos, self.end) = (s, e);
-            self.next_run += 1;
+            (self.range.pos, self.range.end) = (s, e);
+            self.range.next_run += 1;
         }
     }
 
@@ -378,18 +270,19 @@ impl Extend {
         };
         let seq = self.split_seq;
         self.split_seq += 1;
-        if !self.runs.is_empty() || !self.skips.is_empty() {
+        if !self.range.runs.is_empty() || !self.range.skips.is_empty() {
             if claims.claim(seq, u64::MAX) != 0 {
-                self.pos = self.end;
-                self.runs.clear();
+                self.range.pos = self.range.end;
+                self.range.runs.clear();
             }
             self.split_range = (0, 0);
             return;
         }
-        self.split_range = (self.pos, self.end);
+        self.split_range = (self.range.pos, self.range.end);
         // About 16 claims a tuple, a batch at most each.
-        self.split_chunk = ((self.end - self.pos) / 16).clamp(1, VECTOR_CAPACITY as u64);
-        self.end = self.pos;
+        self.split_chunk =
+            ((self.range.end - self.range.pos) / 16).clamp(1, VECTOR_CAPACITY as u64);
+        self.range.end = self.range.pos;
     }
 
     /// [`Extend::split`]: the next chunk of the current tuple's range, if
@@ -407,7 +300,7 @@ impl Extend {
             self.split_range = (end, end);
             return false;
         }
-        (self.pos, self.end) = (at, (at + self.split_chunk).min(end));
+        (self.range.pos, self.range.end) = (at, (at + self.split_chunk).min(end));
         true
     }
 
@@ -483,9 +376,9 @@ impl Extend {
         };
         let ids = &from_chunk.vectors[self.from.1];
         if ids.is_null(p) {
-            self.pos = 0;
-            self.end = 0;
-            self.runs.clear();
+            self.range.pos = 0;
+            self.range.end = 0;
+            self.range.runs.clear();
             return Ok(None);
         }
         let VectorData::Id(v) = &ids.data else {
@@ -494,15 +387,17 @@ impl Extend {
             ));
         };
         let from = v[p];
-        self.seek(from.offset())?;
+        self.range
+            .seek(&mut self.pins, &self.ctx.pager, from.offset())?;
         if let Some(hubs) = &self.hubs {
-            if self.runs.is_empty() && self.end - self.pos >= HUB_RELS {
+            if self.range.runs.is_empty() && self.range.end - self.range.pos >= HUB_RELS {
                 hubs.defer(from.offset());
-                self.pos = self.end;
+                self.range.pos = self.range.end;
             }
         }
         if !self.exclude.is_empty() {
-            self.find_excluded(rs, from)?;
+            self.range
+                .find_excluded(&self.pins, rs, &self.exclude, self.rel_table, from)?;
         }
         self.start_split();
         Ok(Some(from))
@@ -563,396 +458,23 @@ impl Extend {
     /// held whole, hands that batch on again (its vectors are untouched:
     /// only this extend writes them) and returns true.
     fn repeat_batch(&mut self, rs: &mut ResultSet, from: InternalId) -> bool {
-        let whole = self.skips.is_empty()
-            && self.runs.is_empty()
-            && self.end - self.pos <= self.batch_cap() as u64;
+        let whole = self.range.skips.is_empty()
+            && self.range.runs.is_empty()
+            && self.range.end - self.range.pos <= self.batch_cap() as u64;
         let out = &mut rs.chunks[self.output_chunk].state;
         if whole
             && self.whole_range_of == Some(from)
             && self.generation != 0
             && out.generation == self.generation
-            && out.len as u64 == self.end - self.pos
+            && out.len as u64 == self.range.end - self.range.pos
         {
             out.sel = None;
             out.flat = None;
-            self.pos = self.end;
+            self.range.pos = self.range.end;
             return true;
         }
         self.fresh_whole = whole.then_some(from);
         false
-    }
-}
-
-impl Extend {
-    /// [`Extend::degrees`]: each input batch with each tuple's rels as its
-    /// weight, the tuples without rels deselected, and one output tuple.
-    fn next_degrees(&mut self, rs: &mut ResultSet) -> Result<bool> {
-        let input = self.input_chunk;
-        loop {
-            if let Some(w) = rs.weights.take() {
-                self.weights = w;
-            }
-            rs.multiplicity = self.base_multiplicity;
-            rs.chunks[input].state.flat = None;
-            self.ctx.cancel.check()?;
-            if !self.child.next(rs)? {
-                return Ok(false);
-            }
-            self.base_multiplicity = rs.multiplicity.max(1);
-            let mut weights = std::mem::take(&mut self.weights);
-            weights.clear();
-            weights.resize(rs.chunks[input].state.len, 0);
-            match self.batch_weights(rs, &mut weights)? {
-                Some(sel) if sel.is_empty() => {
-                    self.weights = weights;
-                    continue;
-                }
-                Some(sel) => rs.chunks[input].state.sel = Some(sel),
-                None => {}
-            }
-            let out = &mut rs.chunks[self.output_chunk];
-            for v in &mut out.vectors {
-                v.reset(1);
-            }
-            out.state.reset(1);
-            out.state.flat = Some(0);
-            rs.weights = Some(weights);
-            return Ok(true);
-        }
-    }
-
-    /// Each selected tuple's rels (less its exclusions) into `weights` by
-    /// position; the selection of the tuples with rels when some have none
-    /// (`None`: all have rels).
-    fn batch_weights(
-        &mut self,
-        rs: &mut ResultSet,
-        weights: &mut [u64],
-    ) -> Result<Option<Vec<u32>>> {
-        let input = self.input_chunk;
-        let n = rs.chunks[input].state.selected_len();
-        // Every tuple extends from the same node of an earlier group: one
-        // degree for the batch (unless exclusions make it differ).
-        let fixed = if self.from.0 != input && self.exclude.is_empty() {
-            Some(match Self::flat_id(rs, self.from)? {
-                Some(from) => self.pins.degree(&self.ctx.pager, from.offset())?,
-                None => 0,
-            })
-        } else {
-            None
-        };
-        let chunk = &rs.chunks[input];
-        // The source ids are in the input group only when not `fixed` (a
-        // source in an earlier group indexed the input group with the other
-        // group's vector and panicked, issue 51).
-        let ids = match fixed {
-            None if self.from.0 == input => Some(&chunk.vectors[self.from.1]),
-            _ => None,
-        };
-        if let Some(ids) = ids.filter(|v| self.exclude.is_empty() && !v.nulls.may_have_nulls()) {
-            // The common batch: every tuple's own node, none NULL (a
-            // scan's whole batch as a plain range, the loops' cheapest
-            // iterator).
-            let (pager, ids) = (&self.ctx.pager, ids_of(ids)?);
-            match &chunk.state.sel {
-                None if self
-                    .pins
-                    .degrees_of_consecutive(pager, &ids[..n], weights)? => {}
-                None => self.pins.degrees_into(pager, ids, 0..n, weights)?,
-                Some(sel) => {
-                    let positions = sel.iter().map(|&p| p as usize);
-                    self.pins.degrees_into(pager, ids, positions, weights)?
-                }
-            }
-        } else {
-            for i in 0..n {
-                let p = rs.chunks[input].state.position(i);
-                weights[p] = if let Some(d) = fixed {
-                    d
-                } else if self.exclude.is_empty() {
-                    let v = &rs.chunks[input].vectors[self.from.1];
-                    if v.is_null(p) {
-                        0
-                    } else {
-                        self.pins.degree(&self.ctx.pager, ids_of(v)?[p].offset())?
-                    }
-                } else {
-                    // Exclusions depend on the tuple: tested flat, one by one.
-                    rs.chunks[input].state.flat = Some(i);
-                    let d = self.tuple_degree(rs);
-                    rs.chunks[input].state.flat = None;
-                    d?
-                };
-            }
-        }
-        // The tuples with rels, written branch-free.
-        let state = &rs.chunks[input].state;
-        let mut sel = vec![0u32; n];
-        let mut kept = 0;
-        match &state.sel {
-            None => {
-                for (p, &w) in weights[..n].iter().enumerate() {
-                    sel[kept] = p as u32;
-                    kept += usize::from(w > 0);
-                }
-            }
-            Some(s) => {
-                for &p in s {
-                    sel[kept] = p;
-                    kept += usize::from(weights[p as usize] > 0);
-                }
-            }
-        }
-        if kept == n {
-            return Ok(None);
-        }
-        sel.truncate(kept);
-        Ok(Some(sel))
-    }
-
-    /// [`Extend::collapse`]: sums the rels of every tuple of each input
-    /// batch and represents the batch by its first tuple.
-    fn next_collapsed(&mut self, rs: &mut ResultSet) -> Result<bool> {
-        loop {
-            rs.multiplicity = self.base_multiplicity;
-            rs.chunks[self.input_chunk].state.flat = None;
-            self.ctx.cancel.check()?;
-            if !self.child.next(rs)? {
-                return Ok(false);
-            }
-            self.base_multiplicity = rs.multiplicity.max(1);
-            let total = self.batch_degrees(rs)?;
-            if total == 0 {
-                continue;
-            }
-            rs.chunks[self.input_chunk].state.flat = Some(0);
-            for c in std::iter::once(self.output_chunk).chain(self.pair_output) {
-                let out = &mut rs.chunks[c];
-                for v in &mut out.vectors {
-                    v.reset(1);
-                }
-                out.state.reset(1);
-            }
-            rs.multiplicity = self.base_multiplicity * total;
-            return Ok(true);
-        }
-    }
-
-    /// The rels of the input batch's tuples, less the exclusions, in one
-    /// loop over the batch. The node extended from, and each exclusion's
-    /// gate, is either in the input group (one per tuple) or in an earlier,
-    /// flat group (the same for the whole batch, its degree read once). An
-    /// exclusion can only remove a rel from a node equal to its gate, so only
-    /// such tuples are flattened and tested one by one.
-    fn batch_degrees(&mut self, rs: &mut ResultSet) -> Result<u64> {
-        if self.pair.is_some() {
-            return self.batch_pair_degrees(rs);
-        }
-        let input = self.input_chunk;
-        let mut fixed_gates = std::mem::take(&mut self.fixed_gates);
-        let mut gated = std::mem::take(&mut self.gated);
-        fixed_gates.clear();
-        gated.clear();
-        let mut tuple_gates: Vec<(&ValueVector, &[InternalId])> = Vec::new();
-        for &(_, gate) in &self.exclude {
-            if gate.0 == input {
-                let v = &rs.chunks[input].vectors[gate.1];
-                tuple_gates.push((v, ids_of(v)?));
-            } else if let Some(g) = Self::flat_id(rs, gate)? {
-                fixed_gates.push(g);
-            }
-        }
-        let pager = &self.ctx.pager;
-        let chunk = &rs.chunks[input];
-        if self.from.0 == input && tuple_gates.is_empty() {
-            let v = &chunk.vectors[self.from.1];
-            if !v.nulls.may_have_nulls() {
-                let (ids, state) = (ids_of(v)?, &chunk.state);
-                // A batch handed on again (the neighbours of a node of an
-                // earlier group, once per tuple of a later one: the third
-                // hop of a 3-hop count from its middle) keeps the degrees
-                // read for it the first time, and their sum.
-                let (seen, sum) = &mut self.degree_memo;
-                if !state.repeats(seen) {
-                    let [out, _] = &mut self.batch_degrees;
-                    selected_degrees(&mut self.pins, pager, state, ids, out)?;
-                    *sum = match &state.sel {
-                        Some(sel) => sel.iter().map(|&p| out[p as usize]).sum(),
-                        None => out[..state.len].iter().sum(),
-                    };
-                    seen.clone_from(state);
-                }
-                let mut total = *sum;
-                // A node equal to a gate (of an earlier, flat group) may
-                // lose a rel to an exclusion: its degree leaves the sum and
-                // its tuple is tested alone.
-                if !fixed_gates.is_empty() {
-                    let out = &self.batch_degrees[0];
-                    let mut visit = |i: usize, p: usize| {
-                        if fixed_gates.contains(&ids[p]) {
-                            gated.push(i);
-                            total -= out[p];
-                        }
-                    };
-                    match &state.sel {
-                        Some(sel) => sel
-                            .iter()
-                            .enumerate()
-                            .for_each(|(i, &p)| visit(i, p as usize)),
-                        None => (0..state.len).for_each(|p| visit(p, p)),
-                    }
-                    for &i in &gated {
-                        rs.chunks[input].state.flat = Some(i);
-                        total += self.tuple_degree(rs)?;
-                    }
-                    rs.chunks[input].state.flat = None;
-                    self.skips.clear();
-                }
-                (self.fixed_gates, self.gated) = (fixed_gates, gated);
-                return Ok(total);
-            }
-        }
-        let (from_vector, fixed) = if self.from.0 == input {
-            let v = &chunk.vectors[self.from.1];
-            (Some((v, ids_of(v)?)), None)
-        } else {
-            let Some(from) = Self::flat_id(rs, self.from)? else {
-                return Ok(0);
-            };
-            let degree = self.pins.degree(pager, from.offset())?;
-            (None, Some((from, degree)))
-        };
-        let mut total = 0u64;
-        let mut visit = |i: usize, p: usize| -> Result<()> {
-            let from = match (from_vector, fixed) {
-                (Some((v, ids)), _) => {
-                    if v.is_null(p) {
-                        return Ok(());
-                    }
-                    ids[p]
-                }
-                (None, Some((from, _))) => from,
-                (None, None) => return Ok(()),
-            };
-            if fixed_gates.contains(&from)
-                || tuple_gates
-                    .iter()
-                    .any(|(v, ids)| !v.is_null(p) && ids[p] == from)
-            {
-                gated.push(i);
-                return Ok(());
-            }
-            total += match fixed {
-                Some((_, degree)) => degree,
-                None => self.pins.degree(pager, from.offset())?,
-            };
-            Ok(())
-        };
-        match &chunk.state.sel {
-            Some(sel) => {
-                for (i, &p) in sel.iter().enumerate() {
-                    visit(i, p as usize)?;
-                }
-            }
-            None => {
-                for p in 0..chunk.state.len {
-                    visit(p, p)?;
-                }
-            }
-        }
-        for &i in &gated {
-            rs.chunks[input].state.flat = Some(i);
-            total += self.tuple_degree(rs)?;
-        }
-        self.skips.clear();
-        (self.fixed_gates, self.gated) = (fixed_gates, gated);
-        Ok(total)
-    }
-
-    /// [`Extend::pair`]: the sum over the input batch's nodes of the
-    /// product of their two degrees, less the pairs of one rel.
-    fn batch_pair_degrees(&mut self, rs: &ResultSet) -> Result<u64> {
-        let Extend {
-            ctx,
-            pins,
-            pair: Some(pair),
-            from,
-            input_chunk,
-            scratch,
-            batch_degrees,
-            ..
-        } = self
-        else {
-            return Ok(0);
-        };
-        let pager = &ctx.pager;
-        let chunk = &rs.chunks[*input_chunk];
-        let v = &chunk.vectors[from.1];
-        let ids = ids_of(v)?;
-        // The batch's degrees in both directions at once (runs of close
-        // nodes decode the offsets they span, see `CsrPins::degrees_into`);
-        // a NULL position's stale id is read too, and its degrees ignored.
-        let [d2s, d1s] = batch_degrees;
-        selected_degrees(pins, pager, &chunk.state, ids, d2s)?;
-        selected_degrees(&mut pair.pins, pager, &chunk.state, ids, d1s)?;
-        if pair.shared != SharedRels::SelfLoops && !v.nulls.may_have_nulls() {
-            // Arithmetic only (no neighbour read can follow): one loop the
-            // compiler vectorizes. A node without rels adds 0 either way.
-            let all = pair.shared == SharedRels::All;
-            let term = |p: usize| {
-                let (d2, d1) = (d2s[p], d1s[p]);
-                d1 * d2 - if all { d1.min(d2) } else { 0 }
-            };
-            return Ok(match &chunk.state.sel {
-                Some(sel) => sel.iter().map(|&p| term(p as usize)).sum(),
-                None => (0..chunk.state.len).map(term).sum(),
-            });
-        }
-        let mut total = 0u64;
-        let mut visit = |p: usize| -> Result<()> {
-            let (d2, d1) = (d2s[p], d1s[p]);
-            if v.is_null(p) || d2 == 0 {
-                return Ok(());
-            }
-            let b = ids[p].offset();
-            let shared = match pair.shared {
-                SharedRels::None => 0,
-                SharedRels::All => d1.min(d2),
-                // A self loop is in both ranges: scan the shorter.
-                SharedRels::SelfLoops if d1 == 0 => 0,
-                SharedRels::SelfLoops if d1 < d2 => pair.pins.count_to(pager, b, b, scratch)?,
-                SharedRels::SelfLoops => pins.count_to(pager, b, b, scratch)?,
-            };
-            total += d1 * d2 - shared;
-            Ok(())
-        };
-        match &chunk.state.sel {
-            Some(sel) => {
-                for &p in sel.iter() {
-                    visit(p as usize)?;
-                }
-            }
-            None => {
-                for p in 0..chunk.state.len {
-                    visit(p)?;
-                }
-            }
-        }
-        Ok(total)
-    }
-
-    /// The rels of the current flat tuple, less the exclusions.
-    fn tuple_degree(&mut self, rs: &ResultSet) -> Result<u64> {
-        let Some(from) = Self::flat_id(rs, self.from)? else {
-            return Ok(0);
-        };
-        self.seek(from.offset())?;
-        let mut n = self.remaining();
-        if !self.exclude.is_empty() {
-            self.find_excluded(rs, from)?;
-            n -= self.skips.len() as u64;
-        }
-        Ok(n)
     }
 }
 
@@ -994,25 +516,7 @@ fn fit_id_vector(v: &mut ValueVector, at: usize, n: usize, pack: bool) {
 }
 
 /// The ids of an id vector.
-/// The degree of the node of every selected position of a batch (`ids`,
-/// by position, none NULL) into `out` at that position.
-fn selected_degrees(
-    pins: &mut CsrPins,
-    pager: &Arc<kith_pager::Pager>,
-    state: &ChunkState,
-    ids: &[InternalId],
-    out: &mut Vec<u64>,
-) -> Result<()> {
-    if out.len() < state.len {
-        out.resize(state.len, 0);
-    }
-    match &state.sel {
-        Some(sel) => pins.degrees_into(pager, ids, sel.iter().map(|&p| p as usize), out),
-        None => pins.degrees_into(pager, ids, 0..state.len, out),
-    }
-}
-
-fn ids_of(v: &ValueVector) -> Result<&[InternalId]> {
+pub(super) fn ids_of(v: &ValueVector) -> Result<&[InternalId]> {
     match &v.data {
         VectorData::Id(ids) => Ok(ids.as_slice()),
         _ => Err(kith_common::Error::internal("extend reads a non-id vector")),
@@ -1021,12 +525,6 @@ fn ids_of(v: &ValueVector) -> Result<&[InternalId]> {
 
 impl Operator for Extend {
     fn next(&mut self, rs: &mut ResultSet) -> Result<bool> {
-        if self.collapse {
-            return self.next_collapsed(rs);
-        }
-        if self.degrees {
-            return self.next_degrees(rs);
-        }
         if self.pack {
             return self.next_packed(rs);
         }
@@ -1084,7 +582,7 @@ impl Operator for Extend {
             let Some(from) = from else {
                 continue;
             };
-            if self.pos < self.end && self.repeat_batch(rs, from) {
+            if self.range.pos < self.range.end && self.repeat_batch(rs, from) {
                 self.tuple_done(true);
                 return Ok(true);
             }

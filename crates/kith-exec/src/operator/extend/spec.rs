@@ -4,11 +4,11 @@
 
 use std::sync::Arc;
 
-use kith_common::constants::VECTOR_CAPACITY;
 use kith_common::{Error, Result, TableId};
 use kith_storage::RelTableData;
 
-use super::{Extend, PairCount, SharedRels, SplitClaims};
+use super::range::RelRange;
+use super::{CountExtend, CountMode, Extend, PairCount, SharedRels, SplitClaims};
 use crate::operator::csr_pins::CsrPins;
 use crate::operator::filter::{ChainSignal, PadSignal};
 use crate::operator::flat_cursor::FlatCursor;
@@ -80,10 +80,6 @@ impl ExtendSpec {
             rel_id: self.rel_id,
             properties: self.properties.clone(),
             exclude: self.exclude.clone(),
-            collapse: self.collapse,
-            degrees: self.degrees,
-            pair: None,
-            pair_output: None,
             pack: self.pack,
             replicas: self.replicas.clone(),
             pad: None,
@@ -94,24 +90,49 @@ impl ExtendSpec {
             split_seq: 0,
             split_range: (0, 0),
             split_chunk: 1,
+            cursor: FlatCursor::new(self.input_chunk),
+            range: RelRange::default(),
+            generation: 0,
+            whole_range_of: None,
+            fresh_whole: None,
+        }
+    }
+
+    /// The counting operator of an extend that counts ([`CountMode`]).
+    fn counting(
+        &self,
+        mode: CountMode,
+        child: Box<dyn Operator>,
+        ctx: &Arc<QueryContext>,
+    ) -> CountExtend {
+        let shared = Arc::clone(&ctx.csr_pins);
+        CountExtend {
+            child,
+            ctx: Arc::clone(ctx),
+            mode,
+            rel_table: self.rel_table,
+            pins: CsrPins::new(Arc::clone(&self.data), self.fwd, Vec::new(), shared),
+            from: self.from,
+            input_chunk: self.input_chunk,
+            output_chunk: self.output_chunk,
+            exclude: self.exclude.clone(),
+            pair: self.pair.as_ref().map(|f| PairCount {
+                pins: CsrPins::new(
+                    Arc::clone(&f.data),
+                    f.fwd,
+                    Vec::new(),
+                    Arc::clone(&ctx.csr_pins),
+                ),
+                shared: f.shared,
+            }),
+            pair_output: self.pair.as_ref().map(|f| f.output_chunk),
             base_multiplicity: 1,
             weights: Vec::new(),
             batch_degrees: [Vec::new(), Vec::new()],
             degree_memo: (ChunkState::default(), 0),
-            skips: Vec::new(),
-            next_skip: 0,
             fixed_gates: Vec::new(),
             gated: Vec::new(),
-            cursor: FlatCursor::new(self.input_chunk),
-            group: 0,
-            pos: 0,
-            end: 0,
-            runs: Vec::new(),
-            next_run: 0,
-            scratch: vec![0; VECTOR_CAPACITY],
-            generation: 0,
-            whole_range_of: None,
-            fresh_whole: None,
+            range: RelRange::default(),
         }
     }
 }
@@ -122,6 +143,41 @@ impl PhysicalStep for ExtendSpec {
         child: Box<dyn Operator>,
         chain: &mut WorkerChain<'_>,
     ) -> Result<Box<dyn Operator>> {
+        // The chain's and the padding's signals are made whatever the
+        // mode: the steps after an extend that counts still look for them.
+        let chain_signal = match self.chain {
+            Some(first) => {
+                if first {
+                    chain.chain_signal = Some(Arc::new(ChainSignal::default()));
+                }
+                let signal = chain
+                    .chain_signal
+                    .as_ref()
+                    .ok_or_else(|| Error::internal("optional chain without its start"))?;
+                Some((Arc::clone(signal), first))
+            }
+            None => None,
+        };
+        let pad = self.pad.then(|| {
+            let signal = Arc::new(PadSignal::default());
+            let copies = self.replicas.iter().map(|r| r.1).collect();
+            chain.pad_signal = Some((Arc::clone(&signal), self.pack, copies));
+            signal
+        });
+        if self.collapse {
+            return Ok(Box::new(self.counting(
+                CountMode::Collapse,
+                child,
+                chain.ctx,
+            )));
+        }
+        if self.degrees {
+            return Ok(Box::new(self.counting(
+                CountMode::Degrees,
+                child,
+                chain.ctx,
+            )));
+        }
         let mut e = self.operator(child, Arc::clone(chain.ctx));
         if let Some(h) = &self.hubs {
             match h.second_run() {
@@ -129,34 +185,8 @@ impl PhysicalStep for ExtendSpec {
                 None => e.hubs = Some(Arc::clone(h)),
             }
         }
-        if let Some(first) = self.chain {
-            if first {
-                chain.chain_signal = Some(Arc::new(ChainSignal::default()));
-            }
-            let signal = chain
-                .chain_signal
-                .as_ref()
-                .ok_or_else(|| Error::internal("optional chain without its start"))?;
-            e.chain = Some((Arc::clone(signal), first));
-        }
-        if self.pad {
-            let signal = Arc::new(PadSignal::default());
-            let copies = self.replicas.iter().map(|r| r.1).collect();
-            chain.pad_signal = Some((Arc::clone(&signal), self.pack, copies));
-            e.pad = Some(signal);
-        }
-        if let Some(f) = &self.pair {
-            e.pair = Some(PairCount {
-                pins: CsrPins::new(
-                    Arc::clone(&f.data),
-                    f.fwd,
-                    Vec::new(),
-                    Arc::clone(&chain.ctx.csr_pins),
-                ),
-                shared: f.shared,
-            });
-            e.pair_output = Some(f.output_chunk);
-        }
+        e.chain = chain_signal;
+        e.pad = pad;
         Ok(Box::new(e))
     }
 
