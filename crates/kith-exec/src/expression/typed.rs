@@ -3,7 +3,7 @@
 //! comparison and predicates, and boolean logic. They run tight loops over the
 //! selected positions without boxing values and must agree with `kernels`.
 
-use kith_common::{InternalId, LogicalType, NullMask, Result, ValueVector, VectorData};
+use kith_common::{InternalId, LogicalType, NullMask, Result, StringData, ValueVector, VectorData};
 use kith_planner::expr::BinaryOp;
 use regex::Regex;
 
@@ -241,9 +241,63 @@ pub(super) fn binary(
     scratch: &mut Scratch,
     out: &mut ValueVector,
 ) -> Result<bool> {
+    let b = Operands {
+        op,
+        lv,
+        ml,
+        rv,
+        mr,
+        state,
+    };
     let temporal = is_cmp(op) && lv.ty == rv.ty;
     if let (Some(lf), Some(rf)) = (num_class(lv, temporal), num_class(rv, temporal)) {
-        let float = lf || rf || op == BinaryOp::Pow;
+        return b.numeric(lf || rf, scratch, out);
+    }
+    match (&lv.data, &rv.data) {
+        (VectorData::Str(ls), VectorData::Str(rs)) if out.ty == LogicalType::Bool => {
+            b.strings(ls, rs, regex, out)
+        }
+        // Node and rel ids compare as their packed integers (the generic
+        // order): `a <> b` between two pattern nodes, and the test that
+        // keeps an undirected self-loop once, per tuple of an expansion.
+        (VectorData::Id(ls), VectorData::Id(rs)) if out.ty == LogicalType::Bool && is_cmp(op) => {
+            Ok(b.ids(ls, rs, out))
+        }
+        (VectorData::Bool(lb), VectorData::Bool(rb))
+            if out.ty == LogicalType::Bool
+                && matches!(op, BinaryOp::And | BinaryOp::Or | BinaryOp::Xor) =>
+        {
+            Ok(b.bools(lb, rb, out))
+        }
+        _ => Ok(false),
+    }
+}
+
+/// A binary operator and its operands over one batch: the vectors, their
+/// modes, and the state of the unflat chunk they are read at.
+struct Operands<'a> {
+    op: BinaryOp,
+    lv: &'a ValueVector,
+    ml: Mode,
+    rv: &'a ValueVector,
+    mr: Mode,
+    state: &'a ChunkState,
+}
+
+impl Operands<'_> {
+    /// Numeric arithmetic and comparison (`float`: an operand is a float),
+    /// widened to i64 or f64 unless a narrow column meets a constant; false
+    /// when the operator or result type does not fit.
+    fn numeric(&self, float: bool, scratch: &mut Scratch, out: &mut ValueVector) -> Result<bool> {
+        let Operands {
+            op,
+            lv,
+            ml,
+            rv,
+            mr,
+            state,
+        } = *self;
+        let float = float || op == BinaryOp::Pow;
         let want = if is_cmp(op) {
             LogicalType::Bool
         } else if !is_arith(op) {
@@ -288,121 +342,150 @@ pub(super) fn binary(
             }
         }
         mark_nulls(out, ln, rn, state);
-        return Ok(true);
+        Ok(true)
     }
-    match (&lv.data, &rv.data) {
-        (VectorData::Str(ls), VectorData::Str(rs)) if out.ty == LogicalType::Bool => {
-            let pred = is_cmp(op)
-                || matches!(
-                    op,
-                    BinaryOp::StartsWith
-                        | BinaryOp::EndsWith
-                        | BinaryOp::Contains
-                        | BinaryOp::RegexMatch
-                );
-            if !pred {
-                return Ok(false);
-            }
-            out.reset(state.len);
-            if flat_null(lv, ml) || flat_null(rv, mr) {
-                all_null(out, state);
-                return Ok(true);
-            }
-            let owned;
-            let regex = match (op, regex, mr) {
-                (BinaryOp::RegexMatch, Some(r), _) => Some(r),
-                (BinaryOp::RegexMatch, None, Mode::Flat(p)) => {
-                    owned = kernels::compile_regex(rs.get(p))?;
-                    Some(&owned)
-                }
-                (BinaryOp::RegexMatch, None, Mode::Unflat(_)) => return Ok(false),
-                _ => None,
-            };
-            let (ln, rn) = (nulls_of(lv, ml), nulls_of(rv, mr));
-            let lget = |p: usize| ls.get(if let Mode::Flat(f) = ml { f } else { p });
-            let rget = |p: usize| rs.get(if let Mode::Flat(f) = mr { f } else { p });
-            let VectorData::Bool(o) = &mut out.data else {
-                unreachable!()
-            };
-            macro_rules! run {
-                ($f:expr) => {
-                    each_pos!(state, p => { o[p] = $f(lget(p), rget(p)); })
-                };
-            }
-            match op {
-                BinaryOp::Eq => run!(|a: &str, b: &str| a == b),
-                BinaryOp::Ne => run!(|a: &str, b: &str| a != b),
-                BinaryOp::Lt => run!(|a: &str, b: &str| a < b),
-                BinaryOp::Le => run!(|a: &str, b: &str| a <= b),
-                BinaryOp::Gt => run!(|a: &str, b: &str| a > b),
-                BinaryOp::Ge => run!(|a: &str, b: &str| a >= b),
-                BinaryOp::StartsWith => run!(|a: &str, b: &str| a.starts_with(b)),
-                BinaryOp::EndsWith => run!(|a: &str, b: &str| a.ends_with(b)),
-                BinaryOp::Contains => run!(|a: &str, b: &str| a.contains(b)),
-                _ => {
-                    let re = regex.expect("regex resolved above");
-                    run!(|a: &str, _b: &str| re.is_match(a))
-                }
-            }
-            mark_nulls(out, ln, rn, state);
-            Ok(true)
+
+    /// String comparison and predicates (`=~` with a pattern compiled
+    /// once, or read from a flat right side) into a boolean `out`; false
+    /// for other operators and for patterns that vary by row.
+    fn strings(
+        &self,
+        ls: &StringData,
+        rs: &StringData,
+        regex: Option<&Regex>,
+        out: &mut ValueVector,
+    ) -> Result<bool> {
+        let Operands {
+            op,
+            lv,
+            ml,
+            rv,
+            mr,
+            state,
+        } = *self;
+        let pred = is_cmp(op)
+            || matches!(
+                op,
+                BinaryOp::StartsWith
+                    | BinaryOp::EndsWith
+                    | BinaryOp::Contains
+                    | BinaryOp::RegexMatch
+            );
+        if !pred {
+            return Ok(false);
         }
-        // Node and rel ids compare as their packed integers (the generic
-        // order): `a <> b` between two pattern nodes, and the test that
-        // keeps an undirected self-loop once, per tuple of an expansion.
-        (VectorData::Id(ls), VectorData::Id(rs)) if out.ty == LogicalType::Bool && is_cmp(op) => {
-            out.reset(state.len);
-            if flat_null(lv, ml) || flat_null(rv, mr) {
-                all_null(out, state);
-                return Ok(true);
-            }
-            let (ln, rn) = (nulls_of(lv, ml), nulls_of(rv, mr));
-            fn opnd(s: &[InternalId], m: Mode) -> Opnd<'_, InternalId> {
-                match m {
-                    Mode::Flat(p) => Opnd::Sc(s[p]),
-                    Mode::Unflat(_) => Opnd::Sl(s),
-                }
-            }
-            let VectorData::Bool(o) = &mut out.data else {
-                unreachable!()
-            };
-            with_opnds!(opnd(ls, ml), opnd(rs, mr), |a, b| cmp_loop(
-                op, a, b, state, o
-            ));
-            mark_nulls(out, ln, rn, state);
-            Ok(true)
+        out.reset(state.len);
+        if flat_null(lv, ml) || flat_null(rv, mr) {
+            all_null(out, state);
+            return Ok(true);
         }
-        (VectorData::Bool(lb), VectorData::Bool(rb))
-            if out.ty == LogicalType::Bool
-                && matches!(op, BinaryOp::And | BinaryOp::Or | BinaryOp::Xor) =>
-        {
-            out.reset(state.len);
-            let get = |v: &ValueVector, b: &[bool], m: Mode, p: usize| {
-                let q = if let Mode::Flat(f) = m { f } else { p };
-                if v.is_null(q) {
-                    None
-                } else {
-                    Some(b[q])
-                }
+        let owned;
+        let regex = match (op, regex, mr) {
+            (BinaryOp::RegexMatch, Some(r), _) => Some(r),
+            (BinaryOp::RegexMatch, None, Mode::Flat(p)) => {
+                owned = kernels::compile_regex(rs.get(p))?;
+                Some(&owned)
+            }
+            (BinaryOp::RegexMatch, None, Mode::Unflat(_)) => return Ok(false),
+            _ => None,
+        };
+        let (ln, rn) = (nulls_of(lv, ml), nulls_of(rv, mr));
+        let lget = |p: usize| ls.get(if let Mode::Flat(f) = ml { f } else { p });
+        let rget = |p: usize| rs.get(if let Mode::Flat(f) = mr { f } else { p });
+        let VectorData::Bool(o) = &mut out.data else {
+            unreachable!()
+        };
+        macro_rules! run {
+            ($f:expr) => {
+                each_pos!(state, p => { o[p] = $f(lget(p), rget(p)); })
             };
-            let f = match op {
-                BinaryOp::And => kernels::and3,
-                BinaryOp::Or => kernels::or3,
-                _ => kernels::xor3,
-            };
-            each_pos!(state, p => {
-                match f(get(lv, lb, ml, p), get(rv, rb, mr, p)) {
-                    Some(b) => {
-                        if let VectorData::Bool(o) = &mut out.data {
-                            o[p] = b;
-                        }
+        }
+        match op {
+            BinaryOp::Eq => run!(|a: &str, b: &str| a == b),
+            BinaryOp::Ne => run!(|a: &str, b: &str| a != b),
+            BinaryOp::Lt => run!(|a: &str, b: &str| a < b),
+            BinaryOp::Le => run!(|a: &str, b: &str| a <= b),
+            BinaryOp::Gt => run!(|a: &str, b: &str| a > b),
+            BinaryOp::Ge => run!(|a: &str, b: &str| a >= b),
+            BinaryOp::StartsWith => run!(|a: &str, b: &str| a.starts_with(b)),
+            BinaryOp::EndsWith => run!(|a: &str, b: &str| a.ends_with(b)),
+            BinaryOp::Contains => run!(|a: &str, b: &str| a.contains(b)),
+            _ => {
+                let re = regex.expect("regex resolved above");
+                run!(|a: &str, _b: &str| re.is_match(a))
+            }
+        }
+        mark_nulls(out, ln, rn, state);
+        Ok(true)
+    }
+
+    /// A comparison of node or rel ids into a boolean `out`.
+    fn ids(&self, ls: &[InternalId], rs: &[InternalId], out: &mut ValueVector) -> bool {
+        let Operands {
+            op,
+            lv,
+            ml,
+            rv,
+            mr,
+            state,
+        } = *self;
+        out.reset(state.len);
+        if flat_null(lv, ml) || flat_null(rv, mr) {
+            all_null(out, state);
+            return true;
+        }
+        let (ln, rn) = (nulls_of(lv, ml), nulls_of(rv, mr));
+        fn opnd(s: &[InternalId], m: Mode) -> Opnd<'_, InternalId> {
+            match m {
+                Mode::Flat(p) => Opnd::Sc(s[p]),
+                Mode::Unflat(_) => Opnd::Sl(s),
+            }
+        }
+        let VectorData::Bool(o) = &mut out.data else {
+            unreachable!()
+        };
+        with_opnds!(opnd(ls, ml), opnd(rs, mr), |a, b| cmp_loop(
+            op, a, b, state, o
+        ));
+        mark_nulls(out, ln, rn, state);
+        true
+    }
+
+    /// Three-valued AND, OR or XOR of booleans into a boolean `out`.
+    fn bools(&self, lb: &[bool], rb: &[bool], out: &mut ValueVector) -> bool {
+        let Operands {
+            op,
+            lv,
+            ml,
+            rv,
+            mr,
+            state,
+        } = *self;
+        out.reset(state.len);
+        let get = |v: &ValueVector, b: &[bool], m: Mode, p: usize| {
+            let q = if let Mode::Flat(f) = m { f } else { p };
+            if v.is_null(q) {
+                None
+            } else {
+                Some(b[q])
+            }
+        };
+        let f = match op {
+            BinaryOp::And => kernels::and3,
+            BinaryOp::Or => kernels::or3,
+            _ => kernels::xor3,
+        };
+        each_pos!(state, p => {
+            match f(get(lv, lb, ml, p), get(rv, rb, mr, p)) {
+                Some(b) => {
+                    if let VectorData::Bool(o) = &mut out.data {
+                        o[p] = b;
                     }
-                    None => out.nulls.set(p, true),
                 }
-            });
-            Ok(true)
-        }
-        _ => Ok(false),
+                None => out.nulls.set(p, true),
+            }
+        });
+        true
     }
 }
 

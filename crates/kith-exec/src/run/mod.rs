@@ -85,123 +85,29 @@ fn execute_parts(
         (vec![c], types)
     });
     let last = plan.parts.len().saturating_sub(1);
-    // Whether the rows handed to the next part are in an ORDER BY's order.
-    let mut sorted_input = false;
-    // Whether they are in the order of the lists they were unwound from
-    // (the first part's one row, or rows written in order, are in order).
-    let mut listed_input = true;
-    // Whether a part's row order reaches the result: every later part
-    // only filters and projects its rows in order. (An aggregate or a
-    // sort after it makes the order unobservable, so such rows stay on
-    // every worker.)
-    let mut order_reaches_result = vec![false; plan.parts.len()];
-    let mut later_keep_order = true;
-    for (i, part) in plan.parts.iter().enumerate().rev() {
-        order_reaches_result[i] = later_keep_order;
-        later_keep_order &= keeps_row_order(part) && only_reads_rows(part);
-    }
+    let mut input_order = InputOrder {
+        sorted: false,
+        listed: true,
+    };
+    let order_reaches_result = orders_reaching_result(plan);
     // The rows an OPTIONAL MATCH numbered, until the part that pads them.
     let mut numbered: Option<Arc<Chunk>> = None;
     // Whether `input` ends with a count column (see `hands_on_counts`).
     let mut counted_input = false;
     for (i, part) in plan.parts.iter().enumerate() {
-        // Each part has its own token under the statement's: a satisfied
-        // LIMIT finishes only its part; interrupts and timeouts reach all.
-        let part_ctx = Arc::new(QueryContext {
-            version: Arc::clone(&ctx.version),
-            pager: Arc::clone(&ctx.pager),
-            params: ctx.params.clone(),
-            cancel: ctx.cancel.child(),
-            profile: ctx.profile.clone(),
-            subqueries: Arc::clone(&ctx.subqueries),
-            memory: Arc::clone(&ctx.memory),
-            semi_masks: Arc::default(),
-            csr_pins: Arc::default(),
-        });
-        // The recursive join's rows run through the part's pipeline as
-        // the search finds them (see `PushedPipeline`).
-        let mut pipelined: Option<(&RecursiveJoin, Arc<Chunk>)> = None;
+        let part_ctx = part_context(&ctx);
         // The first part starts from one empty row.
         let part_input = part.from_rows.then(|| {
             input
                 .take()
                 .unwrap_or_else(|| (vec![Chunk::new(&[], 1)], Vec::new()))
         });
-        let rows = match part_input {
-            // Rows only scanned (no recursive join, UNWIND or numbering
-            // reads them whole): the earlier part's chunks as they are.
-            Some((chunks, _))
-                if part.recursive.is_none() && part.unwinds.is_empty() && !part.numbers_rows =>
-            {
-                let chunks = chunks.into_iter().map(Arc::new).collect();
-                Some(PartRows::Chunks(Arc::new(RowPieces::new(chunks))))
-            }
-            Some((chunks, types)) => {
-                let mut base = concat(chunks, &types);
-                let mut join_rows = None;
-                if let Some(join) = &part.recursive {
-                    if pipelines_join(part) {
-                        let base = Arc::new(std::mem::replace(&mut base, Chunk::new(&[], 0)));
-                        // The shape's scan reads no rows but the batches.
-                        join_rows = Some(JoinRows::empty(Arc::clone(&base), join.with_len));
-                        pipelined = Some((join, base));
-                    } else {
-                        let started = std::time::Instant::now();
-                        let base_rows = Arc::new(std::mem::replace(&mut base, Chunk::new(&[], 0)));
-                        let out = recursive_join(
-                            join, &base_rows, &ctx, sched, threads, recursive, None,
-                        )?;
-                        record_recursive(&ctx, &out, started, None);
-                        // The rows are built as the part's scan reads them,
-                        // unless the part reads them whole first (it may not
-                        // when they hold paths: the planner gives such a part
-                        // no UNWIND, and numbers rows only before any join).
-                        if part.unwinds.is_empty() && !part.numbers_rows {
-                            join_rows = Some(out.rows);
-                        } else {
-                            base = out.rows.materialize()?;
-                        }
-                    }
-                }
-                if part.numbers_rows {
-                    // The row number, to find input rows without a match.
-                    let mut numbers = ValueVector::new(LogicalType::Int64, 0);
-                    for r in 0..base.num_rows {
-                        numbers.push_value(&Value::Int64(r as i64));
-                    }
-                    base.columns.push(numbers);
-                }
-                Some(match join_rows {
-                    Some(j) => PartRows::Join(Arc::new(j)),
-                    None => {
-                        let rows = Arc::new(apply_unwinds(base, part, &ctx)?);
-                        if part.numbers_rows {
-                            numbered = Some(Arc::clone(&rows));
-                        }
-                        PartRows::Chunks(Arc::new(RowPieces::new(vec![rows])))
-                    }
-                })
-            }
-            None => None,
-        };
-        // Rows an ORDER BY left sorted keep that order through a part that
-        // neither sorts nor aggregates (`WITH n ORDER BY n.x LIMIT 10
-        // RETURN n.name`): one worker reads them in order.
-        let keeps_order = keeps_row_order(part);
-        // Rows unwound from rows in order (a standalone CALL's rows, `UNWIND
-        // [3, 1, 2] AS x`) keep the lists' order through parts that only
-        // filter and project them, when that order reaches the result: one
-        // worker reads them in order. A part that matches a pattern from
-        // them stays parallel.
-        let keeps_list_order =
-            listed_input && keeps_order && only_reads_rows(part) && order_reaches_result[i];
-        let part_threads = if (sorted_input && keeps_order) || keeps_list_order {
-            1
-        } else {
-            threads
-        };
-        sorted_input = !part.descending.is_empty() || (sorted_input && keeps_order);
-        listed_input = keeps_list_order;
+        let prepared = part_rows(part, part_input, &ctx, sched, threads, recursive)?;
+        let (rows, pipelined) = (prepared.rows, prepared.pipelined);
+        if prepared.numbered.is_some() {
+            numbered = prepared.numbered;
+        }
+        let part_threads = input_order.part_threads(part, order_reaches_result[i], threads);
         let padded = match part.optional {
             Some(_) => numbered.take(),
             None => None,
@@ -257,6 +163,162 @@ fn execute_parts(
         counted_input = counts_out;
     }
     Ok(Vec::new())
+}
+
+/// For each part, whether its row order reaches the result: every later
+/// part only filters and projects its rows in order. (An aggregate or a
+/// sort after it makes the order unobservable, so such rows stay on every
+/// worker.)
+fn orders_reaching_result(plan: &QueryPlan) -> Vec<bool> {
+    let mut order_reaches_result = vec![false; plan.parts.len()];
+    let mut later_keep_order = true;
+    for (i, part) in plan.parts.iter().enumerate().rev() {
+        order_reaches_result[i] = later_keep_order;
+        later_keep_order &= keeps_row_order(part) && only_reads_rows(part);
+    }
+    order_reaches_result
+}
+
+/// A part's context under the statement's `ctx`. Each part has its own
+/// token under the statement's: a satisfied LIMIT finishes only its part;
+/// interrupts and timeouts reach all.
+fn part_context(ctx: &QueryContext) -> Arc<QueryContext> {
+    Arc::new(QueryContext {
+        version: Arc::clone(&ctx.version),
+        pager: Arc::clone(&ctx.pager),
+        params: ctx.params.clone(),
+        cancel: ctx.cancel.child(),
+        profile: ctx.profile.clone(),
+        subqueries: Arc::clone(&ctx.subqueries),
+        memory: Arc::clone(&ctx.memory),
+        semi_masks: Arc::default(),
+        csr_pins: Arc::default(),
+    })
+}
+
+/// The order the rows handed to the next part are in.
+struct InputOrder {
+    /// Whether they are in an ORDER BY's order.
+    sorted: bool,
+    /// Whether they are in the order of the lists they were unwound from
+    /// (the first part's one row, or rows written in order, are in order).
+    listed: bool,
+}
+
+impl InputOrder {
+    /// The threads `part` runs on: one where it keeps its input's order
+    /// (`reaches_result`: see [`orders_reaching_result`]). Then the order
+    /// of the part's own rows.
+    fn part_threads(&mut self, part: &PartPlan, reaches_result: bool, threads: usize) -> usize {
+        // Rows an ORDER BY left sorted keep that order through a part that
+        // neither sorts nor aggregates (`WITH n ORDER BY n.x LIMIT 10
+        // RETURN n.name`): one worker reads them in order.
+        let keeps_order = keeps_row_order(part);
+        // Rows unwound from rows in order (a standalone CALL's rows, `UNWIND
+        // [3, 1, 2] AS x`) keep the lists' order through parts that only
+        // filter and project them, when that order reaches the result: one
+        // worker reads them in order. A part that matches a pattern from
+        // them stays parallel.
+        let keeps_list_order =
+            self.listed && keeps_order && only_reads_rows(part) && reaches_result;
+        let part_threads = if (self.sorted && keeps_order) || keeps_list_order {
+            1
+        } else {
+            threads
+        };
+        self.sorted = !part.descending.is_empty() || (self.sorted && keeps_order);
+        self.listed = keeps_list_order;
+        part_threads
+    }
+}
+
+/// A part's input rows as its pipelines read them.
+struct PreparedRows<'p> {
+    rows: Option<PartRows>,
+    /// The recursive join whose rows run through the part's pipeline as
+    /// the search finds them (see `PushedPipeline`), with its input rows.
+    pipelined: Option<(&'p RecursiveJoin, Arc<Chunk>)>,
+    /// The rows, when the part numbered them (for the OPTIONAL MATCH part
+    /// that pads them).
+    numbered: Option<Arc<Chunk>>,
+}
+
+/// Prepares `part_input` (the earlier part's rows, None for a part that
+/// reads none) for `part`'s pipelines: as they are, or joined recursively
+/// (now, or pipelined), numbered and unwound.
+fn part_rows<'p>(
+    part: &'p PartPlan,
+    part_input: Option<(Vec<Chunk>, Vec<LogicalType>)>,
+    ctx: &Arc<QueryContext>,
+    sched: &Scheduler,
+    threads: usize,
+    recursive: &RecursiveSettings,
+) -> Result<PreparedRows<'p>> {
+    // The recursive join's rows run through the part's pipeline as
+    // the search finds them (see `PushedPipeline`).
+    let mut pipelined: Option<(&RecursiveJoin, Arc<Chunk>)> = None;
+    let mut numbered = None;
+    let rows = match part_input {
+        // Rows only scanned (no recursive join, UNWIND or numbering
+        // reads them whole): the earlier part's chunks as they are.
+        Some((chunks, _))
+            if part.recursive.is_none() && part.unwinds.is_empty() && !part.numbers_rows =>
+        {
+            let chunks = chunks.into_iter().map(Arc::new).collect();
+            Some(PartRows::Chunks(Arc::new(RowPieces::new(chunks))))
+        }
+        Some((chunks, types)) => {
+            let mut base = concat(chunks, &types);
+            let mut join_rows = None;
+            if let Some(join) = &part.recursive {
+                if pipelines_join(part) {
+                    let base = Arc::new(std::mem::replace(&mut base, Chunk::new(&[], 0)));
+                    // The shape's scan reads no rows but the batches.
+                    join_rows = Some(JoinRows::empty(Arc::clone(&base), join.with_len));
+                    pipelined = Some((join, base));
+                } else {
+                    let started = std::time::Instant::now();
+                    let base_rows = Arc::new(std::mem::replace(&mut base, Chunk::new(&[], 0)));
+                    let out =
+                        recursive_join(join, &base_rows, ctx, sched, threads, recursive, None)?;
+                    record_recursive(ctx, &out, started, None);
+                    // The rows are built as the part's scan reads them,
+                    // unless the part reads them whole first (it may not
+                    // when they hold paths: the planner gives such a part
+                    // no UNWIND, and numbers rows only before any join).
+                    if part.unwinds.is_empty() && !part.numbers_rows {
+                        join_rows = Some(out.rows);
+                    } else {
+                        base = out.rows.materialize()?;
+                    }
+                }
+            }
+            if part.numbers_rows {
+                // The row number, to find input rows without a match.
+                let mut numbers = ValueVector::new(LogicalType::Int64, 0);
+                for r in 0..base.num_rows {
+                    numbers.push_value(&Value::Int64(r as i64));
+                }
+                base.columns.push(numbers);
+            }
+            Some(match join_rows {
+                Some(j) => PartRows::Join(Arc::new(j)),
+                None => {
+                    let rows = Arc::new(apply_unwinds(base, part, ctx)?);
+                    if part.numbers_rows {
+                        numbered = Some(Arc::clone(&rows));
+                    }
+                    PartRows::Chunks(Arc::new(RowPieces::new(vec![rows])))
+                }
+            })
+        }
+        None => None,
+    };
+    Ok(PreparedRows {
+        rows,
+        pipelined,
+        numbered,
+    })
 }
 
 /// Whether `part` hands on its rows in the order it reads them when one

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use kith_common::{Chunk, Error, LogicalType, Result, Value, ValueVector};
+use kith_planner::bound::BoundAggregate;
 use kith_planner::expr::{BoundExpr, BoundExprKind, SlotId};
 use kith_planner::plan::{DependentKey, KeyCounts, PartPlan, PropertyRead, Sink, Source, SubPlan};
 use kith_sched::Scheduler;
@@ -148,23 +149,67 @@ pub(crate) fn execute_part(
     offsets: Option<&mut Option<OffsetTable>>,
 ) -> Result<Vec<Chunk>> {
     // SKIP / LIMIT expressions over no variable: evaluated once, now.
-    let resolved;
-    let plan = if plan.skip_expr.is_some() || plan.limit_expr.is_some() {
-        let mut p = plan.clone();
-        if let Some(e) = &plan.skip_expr {
-            p.skip = Some(constant_count(e, ctx, "SKIP")?);
-        }
-        if let Some(e) = &plan.limit_expr {
-            p.limit = Some(constant_count(e, ctx, "LIMIT")?);
-        }
-        resolved = p;
-        &resolved
-    } else {
-        plan
+    let resolved = resolve_counts(plan, ctx)?;
+    let plan = resolved.as_ref().unwrap_or(plan);
+    let run = PartRun {
+        plan,
+        rows,
+        ctx,
+        sched,
+        threads,
+        driver,
+        counted_input: counted.0,
+        sink_reads: sink_reads(plan),
     };
-    // The slots an aggregating sink reads (its keys and arguments): a last
-    // extend whose tuples it does not read may only count.
-    let sink_reads: Option<HashSet<SlotId>> = match &plan.sink {
+    let ordered = !plan.descending.is_empty();
+    // The rows, and whether each chunk of them is sorted by the part's
+    // ORDER BY.
+    let (rows, sorted_runs) = match &plan.sink {
+        // An OPTIONAL MATCH's one sort key is the input row number, which
+        // `pad_unmatched` groups by without sorting.
+        Sink::Collect { outputs } if ordered && plan.optional.is_none() => {
+            (run.collect_sorted(outputs)?, true)
+        }
+        Sink::Collect { outputs } => (run.collect(outputs, counted.1)?, false),
+        Sink::Aggregate {
+            keys,
+            aggregates,
+            dependent,
+        } => match run.aggregate(keys, aggregates, dependent, offsets)? {
+            Some(rows) => rows,
+            // The counts went to `offsets` as arrays: no rows.
+            None => return Ok(Vec::new()),
+        },
+    };
+    let (rows, order) = if sorted_runs {
+        merge_sorted_runs(rows, plan, ctx, sched, threads)?
+    } else {
+        (rows, RowOrder::Unsorted)
+    };
+    Ok(finish_rows(rows, plan, padded, order))
+}
+
+/// `plan` with its SKIP / LIMIT expressions over no variable evaluated
+/// into counts; None when it has none.
+fn resolve_counts(plan: &PartPlan, ctx: &QueryContext) -> Result<Option<PartPlan>> {
+    if plan.skip_expr.is_none() && plan.limit_expr.is_none() {
+        return Ok(None);
+    }
+    let mut p = plan.clone();
+    if let Some(e) = &plan.skip_expr {
+        p.skip = Some(constant_count(e, ctx, "SKIP")?);
+    }
+    if let Some(e) = &plan.limit_expr {
+        p.limit = Some(constant_count(e, ctx, "LIMIT")?);
+    }
+    Ok(Some(p))
+}
+
+/// The slots an aggregating sink reads (its keys and arguments): a last
+/// extend whose tuples it does not read may only count. None for a
+/// collecting sink.
+fn sink_reads(plan: &PartPlan) -> Option<HashSet<SlotId>> {
+    match &plan.sink {
         Sink::Aggregate {
             keys, aggregates, ..
         } => {
@@ -180,301 +225,392 @@ pub(crate) fn execute_part(
             Some(v.into_iter().collect())
         }
         Sink::Collect { .. } => None,
-    };
-    // Each pipeline is resolved right before it runs (a cross product's
-    // build side runs while resolving).
-    let shape = |p: &SubPlan| {
+    }
+}
+
+/// One run of a part's pipelines into its sink: what the sink kinds'
+/// phases share.
+struct PartRun<'a> {
+    plan: &'a PartPlan,
+    rows: Option<PartRows>,
+    ctx: &'a Arc<QueryContext>,
+    sched: &'a Scheduler,
+    threads: usize,
+    driver: Option<Driver<'a>>,
+    /// Whether the part's input rows end with a count column.
+    counted_input: bool,
+    /// See [`sink_reads`].
+    sink_reads: Option<HashSet<SlotId>>,
+}
+
+/// How the workers' aggregate tables split: into `1 << log2_parts`
+/// partitions, or (`disjoint`) each worker's table one partition.
+#[derive(Clone, Copy)]
+struct Partitioning {
+    log2_parts: u32,
+    disjoint: bool,
+}
+
+impl PartRun<'_> {
+    /// Pipeline `p`'s shape. Each pipeline is resolved right before it
+    /// runs (a cross product's build side runs while resolving).
+    fn shape(&self, p: &SubPlan) -> Result<PipelineShape> {
         PipelineShape::build(
             &p.source,
             &p.steps,
-            ctx,
-            rows.clone(),
-            sched,
-            threads,
-            plan.recursive.is_some() || counted.0,
-            sink_reads.as_ref(),
+            self.ctx,
+            self.rows.clone(),
+            self.sched,
+            self.threads,
+            self.plan.recursive.is_some() || self.counted_input,
+            self.sink_reads.as_ref(),
         )
-    };
-    let ordered = !plan.descending.is_empty();
-    // Whether each chunk of `rows` is sorted by the part's ORDER BY.
-    let mut sorted_runs = false;
-    let rows: Vec<Chunk> = match &plan.sink {
-        // An OPTIONAL MATCH's one sort key is the input row number, which
-        // `pad_unmatched` groups by without sorting.
-        Sink::Collect { outputs } if ordered && plan.optional.is_none() => {
-            sorted_runs = true;
-            // Top-k per worker is only exact without DISTINCT.
-            let keep = rows_to_keep(plan).filter(|_| !plan.distinct);
-            let shapes = plan
-                .pipelines
-                .iter()
-                .map(shape)
-                .collect::<Result<Vec<_>>>()?;
-            let outputs = Arc::new(outputs.clone());
-            let types = plan.types.clone();
-            let first_key = plan.num_visible;
-            let descending = Arc::new(plan.descending.clone());
-            let sink_ctx = Arc::clone(ctx);
-            // Runs in pipeline order whichever worker finishes first (ties
-            // keep that order in the merge).
-            gather_pipelines(
-                sched,
-                threads,
-                shapes,
-                move || {
-                    let evs = outputs
-                        .iter()
-                        .map(Evaluator::new)
-                        .collect::<Result<Vec<_>>>()?;
-                    Ok(OrderBy {
-                        inner: Collect::new(Arc::clone(&sink_ctx), evs, &types, None, false),
-                        first_key,
-                        descending: Arc::clone(&descending),
-                        keep,
-                    })
-                },
-                // Each worker sorts its own rows; the runs are merged below.
-                |sink: OrderBy| vec![sink.finish()],
-                driver,
-            )?
-        }
-        Sink::Collect { outputs } => {
-            // Without DISTINCT, enough rows anywhere satisfies SKIP + LIMIT.
-            let wanted = match (plan.limit, plan.distinct) {
-                (Some(l), false) => Some(plan.skip.unwrap_or(0).saturating_add(l)),
-                _ => None,
-            };
-            if wanted.is_none() {
-                // Every row of every pipeline: all of them at once.
-                let shapes = plan
-                    .pipelines
+    }
+
+    /// Every pipeline's shape, in order.
+    fn shapes(&self) -> Result<Vec<PipelineShape>> {
+        self.plan
+            .pipelines
+            .iter()
+            .map(|p| self.shape(p))
+            .collect::<Result<Vec<_>>>()
+    }
+
+    /// The rows of a part with an ORDER BY: each worker's rows sorted
+    /// (top-k where it can), as runs for the caller to merge.
+    fn collect_sorted(&self, outputs: &[BoundExpr]) -> Result<Vec<Chunk>> {
+        let plan = self.plan;
+        // Top-k per worker is only exact without DISTINCT.
+        let keep = rows_to_keep(plan).filter(|_| !plan.distinct);
+        let shapes = self.shapes()?;
+        let outputs = Arc::new(outputs.to_vec());
+        let types = plan.types.clone();
+        let first_key = plan.num_visible;
+        let descending = Arc::new(plan.descending.clone());
+        let sink_ctx = Arc::clone(self.ctx);
+        // Runs in pipeline order whichever worker finishes first (ties
+        // keep that order in the merge).
+        gather_pipelines(
+            self.sched,
+            self.threads,
+            shapes,
+            move || {
+                let evs = outputs
                     .iter()
-                    .map(shape)
+                    .map(Evaluator::new)
                     .collect::<Result<Vec<_>>>()?;
-                collect_all(
-                    shapes,
-                    outputs.clone(),
-                    &plan.types,
-                    ctx,
-                    sched,
-                    threads,
-                    None,
-                    driver,
-                    counted.1,
-                )?
-            } else {
-                // One pipeline after another, until SKIP + LIMIT rows are in.
-                let mut chunks = Vec::new();
-                let mut have = 0u64;
-                for p in &plan.pipelines {
-                    let rest = wanted.map(|w| w.saturating_sub(have));
-                    if rest == Some(0) {
-                        break;
-                    }
-                    let got = collect_all(
-                        vec![shape(p)?],
-                        outputs.clone(),
-                        &plan.types,
-                        ctx,
-                        sched,
-                        threads,
-                        rest,
-                        driver,
-                        false,
-                    )?;
-                    have += got.iter().map(|c| c.num_rows as u64).sum::<u64>();
-                    chunks.extend(got);
+                Ok(OrderBy {
+                    inner: Collect::new(Arc::clone(&sink_ctx), evs, &types, None, false),
+                    first_key,
+                    descending: Arc::clone(&descending),
+                    keep,
+                })
+            },
+            // Each worker sorts its own rows; the runs are merged below.
+            |sink: OrderBy| vec![sink.finish()],
+            self.driver,
+        )
+    }
+
+    /// The rows of a part without an ORDER BY (`counts_out`: with a count
+    /// column, see [`hands_on_counts`]).
+    fn collect(&self, outputs: &[BoundExpr], counts_out: bool) -> Result<Vec<Chunk>> {
+        let plan = self.plan;
+        // Without DISTINCT, enough rows anywhere satisfies SKIP + LIMIT.
+        let wanted = match (plan.limit, plan.distinct) {
+            (Some(l), false) => Some(plan.skip.unwrap_or(0).saturating_add(l)),
+            _ => None,
+        };
+        if wanted.is_none() {
+            // Every row of every pipeline: all of them at once.
+            let shapes = self.shapes()?;
+            return collect_all(
+                shapes,
+                outputs.to_vec(),
+                &plan.types,
+                self.ctx,
+                self.sched,
+                self.threads,
+                None,
+                self.driver,
+                counts_out,
+            );
+        }
+        // One pipeline after another, until SKIP + LIMIT rows are in.
+        let mut chunks = Vec::new();
+        let mut have = 0u64;
+        for p in &plan.pipelines {
+            let rest = wanted.map(|w| w.saturating_sub(have));
+            if rest == Some(0) {
+                break;
+            }
+            let got = collect_all(
+                vec![self.shape(p)?],
+                outputs.to_vec(),
+                &plan.types,
+                self.ctx,
+                self.sched,
+                self.threads,
+                rest,
+                self.driver,
+                false,
+            )?;
+            have += got.iter().map(|c| c.num_rows as u64).sum::<u64>();
+            chunks.extend(got);
+        }
+        Ok(chunks)
+    }
+
+    /// The rows of an aggregating part, and whether each chunk is a run
+    /// sorted by its ORDER BY: the workers' tables merged in pipeline order
+    /// or split by partition and finished per partition. None when the
+    /// counts went to `offsets` as arrays instead.
+    fn aggregate(
+        &self,
+        keys: &[(BoundExpr, SlotId)],
+        aggregates: &[BoundAggregate],
+        dependent: &[DependentKey],
+        offsets: Option<&mut Option<OffsetTable>>,
+    ) -> Result<Option<(Vec<Chunk>, bool)>> {
+        let (plan, threads, driver) = (self.plan, self.threads, self.driver);
+        let presence = plan.key_counts == Some(KeyCounts::Presence);
+        let make_sink = aggregate_sinks(self.ctx, keys, aggregates, presence)?;
+        let mut shapes = self.shapes()?;
+        // A few partitions per thread, so that uneven ones even out.
+        let log2_parts = match threads {
+            1 => 0,
+            t => (4 * t).next_power_of_two().min(64).trailing_zeros(),
+        };
+        let disjoint = threads > 1 && driver.is_none() && keyed_by_scanned_node(plan, keys);
+        if threads > 1 && !disjoint && driver.is_none() {
+            // Each scanned node's tuples may then be in every worker's
+            // table, which a disjoint finish cannot allow.
+            shapes.iter_mut().for_each(share_hubs);
+        }
+        let split = Partitioning {
+            log2_parts,
+            disjoint,
+        };
+        let (merged, pieces) = self.run_aggregates(shapes, Arc::clone(&make_sink), split)?;
+        let output = Arc::new(GroupOutput {
+            keys: keys.to_vec(),
+            aggregates: aggregates.to_vec(),
+            dependent: dependent.to_vec(),
+            outputs: plan.final_outputs.clone(),
+            types: plan.types.clone(),
+        });
+        if pieces.is_empty() {
+            let rows = self.finish_merged(merged, &*make_sink, &output, offsets)?;
+            return Ok(rows.map(|rows| (rows, false)));
+        }
+        let rows = self.finish_partitions(merged, pieces, make_sink, output, split)?;
+        Ok(Some(rows))
+    }
+
+    /// Runs the pipelines into a table per worker: each merged into its
+    /// pipeline's table, or split by partition (a disjoint one whole, or
+    /// one with many groups, split by its worker).
+    fn run_aggregates<F>(
+        &self,
+        shapes: Vec<PipelineShape>,
+        make_sink: Arc<F>,
+        split: Partitioning,
+    ) -> Result<(Vec<Option<HashAggregate>>, Vec<SplitAggregate>)>
+    where
+        F: Fn() -> Result<HashAggregate> + Send + Sync + 'static,
+    {
+        let Partitioning {
+            log2_parts,
+            disjoint,
+        } = split;
+        // Per pipeline, merged in pipeline order below (so `collect()`
+        // lists come out in that order whichever worker finishes first).
+        let merged: Arc<Mutex<Vec<Option<HashAggregate>>>> =
+            Arc::new(Mutex::new((0..shapes.len()).map(|_| None).collect()));
+        // Workers with many groups: their tables split by partition,
+        // with their pipeline's number.
+        let pieces: Arc<Mutex<Vec<SplitAggregate>>> = Arc::default();
+        let (out, split_out) = (Arc::clone(&merged), Arc::clone(&pieces));
+        let (make, make_piece) = (Arc::clone(&make_sink), make_sink);
+        run_pipelines(
+            self.sched,
+            self.threads,
+            shapes,
+            move || make(),
+            move |i, sink: HashAggregate| {
+                if disjoint {
+                    // Its groups are in no other table: one partition.
+                    split_out.lock().push((i, vec![sink]));
+                    return Ok(());
                 }
-                chunks
+                // Counts by offset merge by adding arrays instead.
+                if log2_parts > 0
+                    && sink.num_groups() >= PARTITION_MIN_GROUPS
+                    && !sink.counts_by_offset()
+                {
+                    // Split by this worker, outside the lock.
+                    let split = sink.split(log2_parts, &*make_piece)?;
+                    split_out.lock().push((i, split));
+                    return Ok(());
+                }
+                let mut slots = out.lock();
+                match slots[i].as_mut() {
+                    Some(m) => m.merge(sink)?,
+                    None => slots[i] = Some(sink),
+                }
+                Ok(())
+            },
+            self.driver,
+        )?;
+        let merged = std::mem::take(&mut *merged.lock());
+        let pieces = std::mem::take(&mut *pieces.lock());
+        Ok((merged, pieces))
+    }
+
+    /// The rows of the pipelines' tables merged into one (the empty state
+    /// without a pipeline); None when its counts went to `offsets` instead.
+    fn finish_merged(
+        &self,
+        merged: Vec<Option<HashAggregate>>,
+        make_sink: &impl Fn() -> Result<HashAggregate>,
+        output: &GroupOutput,
+        offsets: Option<&mut Option<OffsetTable>>,
+    ) -> Result<Option<Vec<Chunk>>> {
+        // No pipeline (a pattern that cannot match): the empty state.
+        let mut agg: Option<HashAggregate> = None;
+        for sink in merged.into_iter().flatten() {
+            match agg.as_mut() {
+                Some(m) => m.merge(sink)?,
+                None => agg = Some(sink),
             }
         }
-        Sink::Aggregate {
-            keys,
-            aggregates,
-            dependent,
-        } => {
-            let defs = Arc::new(
-                aggregates
-                    .iter()
-                    .map(AggregateDef::new)
-                    .collect::<Result<Vec<_>>>()?,
-            );
-            let key_exprs = Arc::new(keys.iter().map(|(e, _)| e.clone()).collect::<Vec<_>>());
-            let shapes = plan
-                .pipelines
-                .iter()
-                .map(shape)
-                .collect::<Result<Vec<_>>>()?;
-            // Per pipeline, merged in pipeline order below (so `collect()`
-            // lists come out in that order whichever worker finishes first).
-            let merged: Arc<Mutex<Vec<Option<HashAggregate>>>> =
-                Arc::new(Mutex::new((0..shapes.len()).map(|_| None).collect()));
-            // Workers with many groups: their tables split by partition,
-            // with their pipeline's number.
-            let pieces: Arc<Mutex<Vec<SplitAggregate>>> = Arc::default();
-            let presence = plan.key_counts == Some(KeyCounts::Presence);
-            let make_sink = {
-                let (sink_ctx, sink_defs, key_exprs) =
-                    (Arc::clone(ctx), Arc::clone(&defs), Arc::clone(&key_exprs));
-                Arc::new(move || {
-                    let evs = key_exprs
-                        .iter()
-                        .map(Evaluator::new)
-                        .collect::<Result<Vec<_>>>()?;
-                    let slots = key_exprs.iter().map(key_slot).collect();
-                    let mut agg = HashAggregate::new(
-                        Arc::clone(&sink_ctx),
-                        evs,
-                        slots,
-                        Arc::clone(&sink_defs),
-                    )?;
-                    if presence {
-                        agg.count_presence();
-                    }
-                    Ok(agg)
-                })
-            };
-            // A few partitions per thread, so that uneven ones even out.
-            let log2_parts = match threads {
-                1 => 0,
-                t => (4 * t).next_power_of_two().min(64).trailing_zeros(),
-            };
-            let disjoint = threads > 1 && driver.is_none() && keyed_by_scanned_node(plan, keys);
-            let mut shapes = shapes;
-            if threads > 1 && !disjoint && driver.is_none() {
-                // Each scanned node's tuples may then be in every worker's
-                // table, which a disjoint finish cannot allow.
-                shapes.iter_mut().for_each(share_hubs);
+        let mut agg = match agg {
+            Some(agg) => agg,
+            None => make_sink()?,
+        };
+        if let Some(out) = offsets.filter(|_| hands_off_offsets(self.plan)) {
+            if let Some(t) = agg.take_offset_table(DENSE_OFFSETS) {
+                *out = Some(t);
+                return Ok(None);
             }
-            let (out, split_out) = (Arc::clone(&merged), Arc::clone(&pieces));
-            let (make, make_piece) = (Arc::clone(&make_sink), Arc::clone(&make_sink));
-            run_pipelines(
-                sched,
-                threads,
-                shapes,
-                move || make(),
-                move |i, sink: HashAggregate| {
-                    if disjoint {
-                        // Its groups are in no other table: one partition.
-                        split_out.lock().push((i, vec![sink]));
-                        return Ok(());
-                    }
-                    // Counts by offset merge by adding arrays instead.
-                    if log2_parts > 0
-                        && sink.num_groups() >= PARTITION_MIN_GROUPS
-                        && !sink.counts_by_offset()
-                    {
-                        // Split by this worker, outside the lock.
-                        let split = sink.split(log2_parts, &*make_piece)?;
-                        split_out.lock().push((i, split));
-                        return Ok(());
-                    }
-                    let mut slots = out.lock();
-                    match slots[i].as_mut() {
-                        Some(m) => m.merge(sink)?,
-                        None => slots[i] = Some(sink),
-                    }
-                    Ok(())
-                },
-                driver,
-            )?;
-            let output = Arc::new(GroupOutput {
-                keys: keys.clone(),
-                aggregates: aggregates.clone(),
-                dependent: dependent.clone(),
-                outputs: plan.final_outputs.clone(),
-                types: plan.types.clone(),
-            });
-            let merged = std::mem::take(&mut *merged.lock());
-            let mut pieces = std::mem::take(&mut *pieces.lock());
-            if pieces.is_empty() {
-                // No pipeline (a pattern that cannot match): the empty state.
-                let mut agg: Option<HashAggregate> = None;
-                for sink in merged.into_iter().flatten() {
-                    match agg.as_mut() {
-                        Some(m) => m.merge(sink)?,
-                        None => agg = Some(sink),
-                    }
+        }
+        Ok(Some(vec![output.finish(agg, self.ctx)?]))
+    }
+
+    /// The rows of tables split by partition: the small tables split too,
+    /// then each partition merges its pieces in pipeline order and finishes
+    /// on its own (sorted, top-k with a LIMIT, under an ORDER BY); with
+    /// whether the rows are such sorted runs.
+    fn finish_partitions<F>(
+        &self,
+        merged: Vec<Option<HashAggregate>>,
+        mut pieces: Vec<SplitAggregate>,
+        make_sink: Arc<F>,
+        output: Arc<GroupOutput>,
+        split: Partitioning,
+    ) -> Result<(Vec<Chunk>, bool)>
+    where
+        F: Fn() -> Result<HashAggregate> + Send + Sync + 'static,
+    {
+        let (plan, ctx) = (self.plan, self.ctx);
+        let Partitioning {
+            log2_parts,
+            disjoint,
+        } = split;
+        // The small tables split too, then each partition merges its
+        // pieces in pipeline order and finishes on its own.
+        for (i, sink) in merged.into_iter().enumerate() {
+            if let Some(sink) = sink {
+                pieces.push((i, sink.split(log2_parts, &*make_sink)?));
+            }
+        }
+        pieces.sort_by_key(|(i, _)| *i);
+        let by_part: Vec<Vec<HashAggregate>> = if disjoint {
+            pieces.into_iter().map(|(_, table)| table).collect()
+        } else {
+            let mut by_part: Vec<Vec<HashAggregate>> =
+                (0..1usize << log2_parts).map(|_| Vec::new()).collect();
+            for (_, split) in pieces {
+                for (part, piece) in by_part.iter_mut().zip(split) {
+                    part.push(piece);
                 }
-                let mut agg = match agg {
-                    Some(agg) => agg,
+            }
+            by_part
+        };
+        let n = by_part.len();
+        let by_part: Arc<Vec<Mutex<Vec<HashAggregate>>>> =
+            Arc::new(by_part.into_iter().map(Mutex::new).collect());
+        let task_ctx = Arc::clone(ctx);
+        // An ORDER BY (without DISTINCT, which would drop rows after
+        // it) sorts each partition's rows, top-k with a LIMIT: the
+        // part's sort then only merges the runs.
+        let ordered = !plan.descending.is_empty();
+        let presort = (ordered && !plan.distinct && plan.optional.is_none()).then(|| {
+            (
+                plan.num_visible,
+                plan.descending.clone(),
+                rows_to_keep(plan),
+            )
+        });
+        let sorted_runs = presort.is_some();
+        let rows = self
+            .sched
+            .parallel_map(self.threads, &ctx.cancel, n, move |p| {
+                // The first piece (in pipeline order) indexed, the
+                // others merged into it.
+                let mut pieces = std::mem::take(&mut *by_part[p].lock()).into_iter();
+                let mut agg = match pieces.next() {
+                    Some(first) => first,
                     None => make_sink()?,
                 };
-                if let Some(out) = offsets.filter(|_| hands_off_offsets(plan)) {
-                    if let Some(t) = agg.take_offset_table(DENSE_OFFSETS) {
-                        *out = Some(t);
-                        return Ok(Vec::new());
+                if pieces.len() > 0 {
+                    agg = agg.for_partition(log2_parts);
+                    agg.index();
+                    for piece in pieces {
+                        agg.merge(piece)?;
                     }
                 }
-                vec![output.finish(agg, ctx)?]
-            } else {
-                // The small tables split too, then each partition merges its
-                // pieces in pipeline order and finishes on its own.
-                for (i, sink) in merged.into_iter().enumerate() {
-                    if let Some(sink) = sink {
-                        pieces.push((i, sink.split(log2_parts, &*make_sink)?));
+                let rows = output.finish(agg, &task_ctx)?;
+                Ok(match &presort {
+                    Some((first_key, descending, keep)) => {
+                        sort_chunk(&rows, *first_key, descending, *keep)
                     }
-                }
-                pieces.sort_by_key(|(i, _)| *i);
-                let by_part: Vec<Vec<HashAggregate>> = if disjoint {
-                    pieces.into_iter().map(|(_, table)| table).collect()
-                } else {
-                    let mut by_part: Vec<Vec<HashAggregate>> =
-                        (0..1usize << log2_parts).map(|_| Vec::new()).collect();
-                    for (_, split) in pieces {
-                        for (part, piece) in by_part.iter_mut().zip(split) {
-                            part.push(piece);
-                        }
-                    }
-                    by_part
-                };
-                let n = by_part.len();
-                let by_part: Arc<Vec<Mutex<Vec<HashAggregate>>>> =
-                    Arc::new(by_part.into_iter().map(Mutex::new).collect());
-                let task_ctx = Arc::clone(ctx);
-                // An ORDER BY (without DISTINCT, which would drop rows after
-                // it) sorts each partition's rows, top-k with a LIMIT: the
-                // part's sort then only merges the runs.
-                let presort = (ordered && !plan.distinct && plan.optional.is_none()).then(|| {
-                    (
-                        plan.num_visible,
-                        plan.descending.clone(),
-                        rows_to_keep(plan),
-                    )
-                });
-                sorted_runs = presort.is_some();
-                sched.parallel_map(threads, &ctx.cancel, n, move |p| {
-                    // The first piece (in pipeline order) indexed, the
-                    // others merged into it.
-                    let mut pieces = std::mem::take(&mut *by_part[p].lock()).into_iter();
-                    let mut agg = match pieces.next() {
-                        Some(first) => first,
-                        None => make_sink()?,
-                    };
-                    if pieces.len() > 0 {
-                        agg = agg.for_partition(log2_parts);
-                        agg.index();
-                        for piece in pieces {
-                            agg.merge(piece)?;
-                        }
-                    }
-                    let rows = output.finish(agg, &task_ctx)?;
-                    Ok(match &presort {
-                        Some((first_key, descending, keep)) => {
-                            sort_chunk(&rows, *first_key, descending, *keep)
-                        }
-                        None => rows,
-                    })
-                })?
-            }
+                    None => rows,
+                })
+            })?;
+        Ok((rows, sorted_runs))
+    }
+}
+
+/// What makes an aggregating part's empty tables (on any worker): one
+/// evaluator per key, the keys' slots, the aggregates; counting only the
+/// keys' presence when `presence`.
+fn aggregate_sinks(
+    ctx: &Arc<QueryContext>,
+    keys: &[(BoundExpr, SlotId)],
+    aggregates: &[BoundAggregate],
+    presence: bool,
+) -> Result<Arc<impl Fn() -> Result<HashAggregate> + Send + Sync + 'static>> {
+    let defs = Arc::new(
+        aggregates
+            .iter()
+            .map(AggregateDef::new)
+            .collect::<Result<Vec<_>>>()?,
+    );
+    let key_exprs = Arc::new(keys.iter().map(|(e, _)| e.clone()).collect::<Vec<_>>());
+    let sink_ctx = Arc::clone(ctx);
+    Ok(Arc::new(move || {
+        let evs = key_exprs
+            .iter()
+            .map(Evaluator::new)
+            .collect::<Result<Vec<_>>>()?;
+        let slots = key_exprs.iter().map(key_slot).collect();
+        let mut agg = HashAggregate::new(Arc::clone(&sink_ctx), evs, slots, Arc::clone(&defs))?;
+        if presence {
+            agg.count_presence();
         }
-    };
-    let (rows, order) = if sorted_runs {
-        merge_sorted_runs(rows, plan, ctx, sched, threads)?
-    } else {
-        (rows, RowOrder::Unsorted)
-    };
-    Ok(finish_rows(rows, plan, padded, order))
+        Ok(agg)
+    }))
 }
 
 /// The slot a group key reads as it is: a slot, or `id()` of an id slot
@@ -536,7 +672,7 @@ pub(crate) type SplitAggregate = (usize, Vec<HashAggregate>);
 /// What an aggregating part outputs from its groups.
 pub(crate) struct GroupOutput {
     pub(crate) keys: Vec<(BoundExpr, SlotId)>,
-    pub(crate) aggregates: Vec<kith_planner::bound::BoundAggregate>,
+    pub(crate) aggregates: Vec<BoundAggregate>,
     pub(crate) dependent: Vec<DependentKey>,
     pub(crate) outputs: Vec<BoundExpr>,
     pub(crate) types: Vec<LogicalType>,

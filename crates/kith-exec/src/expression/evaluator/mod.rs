@@ -165,180 +165,10 @@ macro_rules! each_pos {
 pub(super) use each_pos;
 
 impl Node {
+    /// Compiles a bound expression into an evaluator node; a constant's
+    /// value is placed in the node's result vector once.
     pub fn compile(e: &BoundExpr) -> Result<Node> {
-        let kind = match &e.kind {
-            BoundExprKind::Literal(v) => Kind::Const(v.clone()),
-            BoundExprKind::Parameter(p) => Kind::Param(p.clone()),
-            BoundExprKind::Slot(s) => Kind::Slot {
-                id: *s,
-                loc: (0, 0),
-            },
-            BoundExprKind::Unary(op, x) => Kind::Unary(*op, Box::new(Node::compile(x)?)),
-            BoundExprKind::Binary(op, l, r) => {
-                let regex = match (&r.kind, op) {
-                    (BoundExprKind::Literal(Value::String(p)), BinaryOp::RegexMatch) => {
-                        Some(kernels::compile_regex(p).map_err(|err| err.or_span(r.span))?)
-                    }
-                    _ => None,
-                };
-                Kind::Binary {
-                    op: *op,
-                    l: Box::new(Node::compile(l)?),
-                    r: Box::new(Node::compile(r)?),
-                    regex,
-                    scratch: Scratch::default(),
-                    in_list: None,
-                }
-            }
-            BoundExprKind::Function(..) if e.path_count().is_some() => {
-                let (path, count) = e
-                    .path_count()
-                    .ok_or_else(|| Error::internal("path count without its path"))?;
-                Kind::PathCount(Box::new(Node::compile(path)?), count)
-            }
-            BoundExprKind::Function(name, args) if date_part_call(name, args).is_some() => {
-                let (part, arg) = date_part_call(name, args)
-                    .ok_or_else(|| Error::internal("date part call without its part"))?;
-                Kind::DatePart(part, Box::new(Node::compile(arg)?))
-            }
-            BoundExprKind::Function(name, args) => {
-                let f = kith_function::scalar(name).ok_or_else(|| {
-                    Error::semantic(format!("unknown function '{name}'")).or_span(e.span)
-                })?;
-                Kind::Function {
-                    name: name.clone(),
-                    f,
-                    args: args.iter().map(Node::compile).collect::<Result<_>>()?,
-                    buf: Vec::with_capacity(args.len()),
-                    varying: Vec::with_capacity(args.len()),
-                }
-            }
-            BoundExprKind::Cast(x) => Kind::Cast(Box::new(Node::compile(x)?)),
-            BoundExprKind::Case {
-                operand,
-                whens,
-                else_,
-            } => {
-                let mut slots = Vec::new();
-                e.slots(&mut slots);
-                slots.sort();
-                slots.dedup();
-                Kind::Case {
-                    operand: operand
-                        .as_deref()
-                        .map(Node::compile)
-                        .transpose()?
-                        .map(Box::new),
-                    whens: whens
-                        .iter()
-                        .map(|(w, t)| Ok((Node::compile(w)?, Node::compile(t)?)))
-                        .collect::<Result<_>>()?,
-                    else_: else_
-                        .as_deref()
-                        .map(Node::compile)
-                        .transpose()?
-                        .map(Box::new),
-                    slots,
-                }
-            }
-            // A list of literals is one constant (built once, and `IN` over
-            // it hashes it once per statement).
-            BoundExprKind::List(items)
-                if items
-                    .iter()
-                    .all(|i| matches!(i.kind, BoundExprKind::Literal(_))) =>
-            {
-                let elem = match &e.ty {
-                    LogicalType::List(t) => Some(&**t),
-                    _ => None,
-                };
-                let values = items
-                    .iter()
-                    .map(|i| match (&i.kind, elem) {
-                        (BoundExprKind::Literal(v), Some(t)) => coerce(v.clone(), t),
-                        (BoundExprKind::Literal(v), None) => Ok(v.clone()),
-                        _ => Err(Error::internal("list item is not a literal")),
-                    })
-                    .collect::<Result<Vec<_>>>()?;
-                Kind::Const(Value::list(values))
-            }
-            BoundExprKind::List(items) => {
-                Kind::List(items.iter().map(Node::compile).collect::<Result<_>>()?)
-            }
-            BoundExprKind::Map(items) => Kind::Map(
-                items.iter().map(|(k, _)| k.clone()).collect(),
-                items
-                    .iter()
-                    .map(|(_, v)| Node::compile(v))
-                    .collect::<Result<_>>()?,
-            ),
-            BoundExprKind::Field(x, key) => Kind::Field(Box::new(Node::compile(x)?), key.clone()),
-            BoundExprKind::Index(x, i) => {
-                Kind::Index(Box::new(Node::compile(x)?), Box::new(Node::compile(i)?))
-            }
-            BoundExprKind::Slice(x, a, b) => {
-                let bound = |b: &Option<Box<BoundExpr>>| -> Result<Option<Box<Node>>> {
-                    b.as_deref()
-                        .map(Node::compile)
-                        .transpose()
-                        .map(|n| n.map(Box::new))
-                };
-                Kind::Slice(Box::new(Node::compile(x)?), bound(a)?, bound(b)?)
-            }
-            BoundExprKind::Local(i) => Kind::Local(*i),
-            BoundExprKind::ListComprehension {
-                var,
-                list,
-                predicate,
-                projection,
-            } => Kind::Nested(Box::new(Nested::compile(
-                NestedOp::Comprehension,
-                (*var, 0),
-                list,
-                None,
-                predicate.as_deref(),
-                projection.as_deref(),
-            )?)),
-            BoundExprKind::Quantifier {
-                kind,
-                var,
-                list,
-                predicate,
-            } => Kind::Nested(Box::new(Nested::compile(
-                NestedOp::Quantifier(*kind),
-                (*var, 0),
-                list,
-                None,
-                Some(predicate),
-                None,
-            )?)),
-            BoundExprKind::Reduce {
-                acc,
-                init,
-                var,
-                list,
-                expr,
-            } => Kind::Nested(Box::new(Nested::compile(
-                NestedOp::Reduce,
-                (*var, *acc),
-                list,
-                Some(init),
-                None,
-                Some(expr),
-            )?)),
-            BoundExprKind::Procedure { procedure, args } => Kind::Procedure {
-                procedure: procedure.clone(),
-                args: args.iter().map(Node::compile).collect::<Result<_>>()?,
-                buf: Vec::with_capacity(args.len()),
-            },
-            BoundExprKind::Subquery { index, keys } => Kind::Subquery {
-                index: *index,
-                keys: keys.iter().map(Node::compile).collect::<Result<_>>()?,
-                buf: Vec::with_capacity(keys.len()),
-                ids: Vec::with_capacity(keys.len()),
-                probe: None,
-            },
-        };
+        let kind = Kind::compile(e)?;
         let mut out = ValueVector::new(e.ty.clone(), 0);
         if let Kind::Const(v) = &kind {
             out.resize(1);
@@ -447,6 +277,199 @@ impl Node {
                 })
             }
         }
+    }
+}
+
+impl Kind {
+    /// The kind of node `e` compiles to, its children compiled.
+    fn compile(e: &BoundExpr) -> Result<Kind> {
+        Ok(match &e.kind {
+            BoundExprKind::Literal(v) => Kind::Const(v.clone()),
+            BoundExprKind::Parameter(p) => Kind::Param(p.clone()),
+            BoundExprKind::Slot(s) => Kind::Slot {
+                id: *s,
+                loc: (0, 0),
+            },
+            BoundExprKind::Unary(op, x) => Kind::Unary(*op, Box::new(Node::compile(x)?)),
+            BoundExprKind::Binary(op, l, r) => Kind::binary(*op, l, r)?,
+            BoundExprKind::Function(name, args) => Kind::function(e, name, args)?,
+            BoundExprKind::Cast(x) => Kind::Cast(Box::new(Node::compile(x)?)),
+            BoundExprKind::Case {
+                operand,
+                whens,
+                else_,
+            } => Kind::case(e, operand.as_deref(), whens, else_.as_deref())?,
+            // A list of literals is one constant (built once, and `IN` over
+            // it hashes it once per statement).
+            BoundExprKind::List(items)
+                if items
+                    .iter()
+                    .all(|i| matches!(i.kind, BoundExprKind::Literal(_))) =>
+            {
+                Kind::literal_list(&e.ty, items)?
+            }
+            BoundExprKind::List(items) => {
+                Kind::List(items.iter().map(Node::compile).collect::<Result<_>>()?)
+            }
+            BoundExprKind::Map(items) => Kind::Map(
+                items.iter().map(|(k, _)| k.clone()).collect(),
+                items
+                    .iter()
+                    .map(|(_, v)| Node::compile(v))
+                    .collect::<Result<_>>()?,
+            ),
+            BoundExprKind::Field(x, key) => Kind::Field(Box::new(Node::compile(x)?), key.clone()),
+            BoundExprKind::Index(x, i) => {
+                Kind::Index(Box::new(Node::compile(x)?), Box::new(Node::compile(i)?))
+            }
+            BoundExprKind::Slice(x, a, b) => {
+                let bound = |b: &Option<Box<BoundExpr>>| -> Result<Option<Box<Node>>> {
+                    b.as_deref()
+                        .map(Node::compile)
+                        .transpose()
+                        .map(|n| n.map(Box::new))
+                };
+                Kind::Slice(Box::new(Node::compile(x)?), bound(a)?, bound(b)?)
+            }
+            BoundExprKind::Local(i) => Kind::Local(*i),
+            BoundExprKind::ListComprehension {
+                var,
+                list,
+                predicate,
+                projection,
+            } => Kind::Nested(Box::new(Nested::compile(
+                NestedOp::Comprehension,
+                (*var, 0),
+                list,
+                None,
+                predicate.as_deref(),
+                projection.as_deref(),
+            )?)),
+            BoundExprKind::Quantifier {
+                kind,
+                var,
+                list,
+                predicate,
+            } => Kind::Nested(Box::new(Nested::compile(
+                NestedOp::Quantifier(*kind),
+                (*var, 0),
+                list,
+                None,
+                Some(predicate),
+                None,
+            )?)),
+            BoundExprKind::Reduce {
+                acc,
+                init,
+                var,
+                list,
+                expr,
+            } => Kind::Nested(Box::new(Nested::compile(
+                NestedOp::Reduce,
+                (*var, *acc),
+                list,
+                Some(init),
+                None,
+                Some(expr),
+            )?)),
+            BoundExprKind::Procedure { procedure, args } => Kind::Procedure {
+                procedure: procedure.clone(),
+                args: args.iter().map(Node::compile).collect::<Result<_>>()?,
+                buf: Vec::with_capacity(args.len()),
+            },
+            BoundExprKind::Subquery { index, keys } => Kind::Subquery {
+                index: *index,
+                keys: keys.iter().map(Node::compile).collect::<Result<_>>()?,
+                buf: Vec::with_capacity(keys.len()),
+                ids: Vec::with_capacity(keys.len()),
+                probe: None,
+            },
+        })
+    }
+
+    /// The call `e` of function `name`: a count of a path's nodes or rels,
+    /// a part of a DATE or TIMESTAMP, or a call of the function library.
+    fn function(e: &BoundExpr, name: &str, args: &[BoundExpr]) -> Result<Kind> {
+        if e.path_count().is_some() {
+            let (path, count) = e
+                .path_count()
+                .ok_or_else(|| Error::internal("path count without its path"))?;
+            return Ok(Kind::PathCount(Box::new(Node::compile(path)?), count));
+        }
+        if date_part_call(name, args).is_some() {
+            let (part, arg) = date_part_call(name, args)
+                .ok_or_else(|| Error::internal("date part call without its part"))?;
+            return Ok(Kind::DatePart(part, Box::new(Node::compile(arg)?)));
+        }
+        let f = kith_function::scalar(name)
+            .ok_or_else(|| Error::semantic(format!("unknown function '{name}'")).or_span(e.span))?;
+        Ok(Kind::Function {
+            name: name.to_string(),
+            f,
+            args: args.iter().map(Node::compile).collect::<Result<_>>()?,
+            buf: Vec::with_capacity(args.len()),
+            varying: Vec::with_capacity(args.len()),
+        })
+    }
+
+    /// `l op r`; the pattern of a `=~` with a literal right side compiled
+    /// once, here.
+    fn binary(op: BinaryOp, l: &BoundExpr, r: &BoundExpr) -> Result<Kind> {
+        let regex = match (&r.kind, op) {
+            (BoundExprKind::Literal(Value::String(p)), BinaryOp::RegexMatch) => {
+                Some(kernels::compile_regex(p).map_err(|err| err.or_span(r.span))?)
+            }
+            _ => None,
+        };
+        Ok(Kind::Binary {
+            op,
+            l: Box::new(Node::compile(l)?),
+            r: Box::new(Node::compile(r)?),
+            regex,
+            scratch: Scratch::default(),
+            in_list: None,
+        })
+    }
+
+    /// The CASE `e`, with the slots it reads (they decide the tuple
+    /// positions it is evaluated at).
+    fn case(
+        e: &BoundExpr,
+        operand: Option<&BoundExpr>,
+        whens: &[(BoundExpr, BoundExpr)],
+        else_: Option<&BoundExpr>,
+    ) -> Result<Kind> {
+        let mut slots = Vec::new();
+        e.slots(&mut slots);
+        slots.sort();
+        slots.dedup();
+        Ok(Kind::Case {
+            operand: operand.map(Node::compile).transpose()?.map(Box::new),
+            whens: whens
+                .iter()
+                .map(|(w, t)| Ok((Node::compile(w)?, Node::compile(t)?)))
+                .collect::<Result<_>>()?,
+            else_: else_.map(Node::compile).transpose()?.map(Box::new),
+            slots,
+        })
+    }
+
+    /// A list of literals of type `ty` as one constant, each item coerced
+    /// to the element type.
+    fn literal_list(ty: &LogicalType, items: &[BoundExpr]) -> Result<Kind> {
+        let elem = match ty {
+            LogicalType::List(t) => Some(&**t),
+            _ => None,
+        };
+        let values = items
+            .iter()
+            .map(|i| match (&i.kind, elem) {
+                (BoundExprKind::Literal(v), Some(t)) => coerce(v.clone(), t),
+                (BoundExprKind::Literal(v), None) => Ok(v.clone()),
+                _ => Err(Error::internal("list item is not a literal")),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Kind::Const(Value::list(values)))
     }
 }
 

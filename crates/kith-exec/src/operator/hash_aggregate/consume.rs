@@ -238,6 +238,9 @@ impl HashAggregate {
         done
     }
 
+    /// Updates the states with a batch whose keys and arguments are
+    /// evaluated (`key_kinds`, `arg_kinds`): one group per batch when the
+    /// keys are flat (none for a global aggregate), else one per position.
     pub(super) fn consume_evaluated(
         &mut self,
         rs: &ResultSet,
@@ -256,6 +259,12 @@ impl HashAggregate {
         // Positions with weights of their own (`Extend::degrees`): each
         // updates the states alone, with its weight.
         let weighted = rs.weights.is_some();
+        let batch = Batch {
+            total,
+            unflat,
+            per_position,
+            weighted,
+        };
         self.positions.clear();
         if !keys_unflat {
             if weighted
@@ -270,102 +279,9 @@ impl HashAggregate {
             // A global aggregate (no keys) skips hashing: this runs once per
             // extended node, so it must stay cheap.
             if self.keys.is_empty() {
-                // The same unflat batch as last time (its values untouched):
-                // see `RepeatRule`.
-                let repeated = match (unflat, &self.last_unflat) {
-                    (Some(u), Some((lu, seen))) => u == *lu && rs.chunks[u].state.repeats(seen),
-                    _ => false,
-                };
-                if let Some(u) = unflat {
-                    match &mut self.last_unflat {
-                        Some((lu, seen)) => {
-                            *lu = u;
-                            seen.clone_from(&rs.chunks[u].state);
-                        }
-                        None => self.last_unflat = Some((u, rs.chunks[u].state.clone())),
-                    }
-                }
-                let specs = &self.specs;
-                let states = match self.global {
-                    Some(ref mut g) => g,
-                    None => self
-                        .global
-                        .insert(specs.iter().map(|d| d.spec.new_state()).collect()),
-                };
-                self.batch_states.resize_with(states.len(), || None);
-                for (i, state) in states.iter_mut().enumerate() {
-                    let (input, p) =
-                        arg_input(self.arg_direct[i], &self.arg_scratch[i], rs, arg_kinds[i]);
-                    // Only an argument read in place is known to be the same.
-                    let same = repeated && self.arg_direct[i].is_some();
-                    match (arg_kinds[i], input) {
-                        (None, _) | (_, None) => state.update_count(total),
-                        (Some(Evaluated::Flat), _) => state.update(input, &[p], total)?,
-                        // Weights do not change a DISTINCT, min or max:
-                        // the batch in one update.
-                        (Some(Evaluated::Unflat(_)), _)
-                            if weighted && state.repeat_rule() == RepeatRule::Skip =>
-                        {
-                            state.update(input, &self.positions, 1)?
-                        }
-                        (Some(Evaluated::Unflat(_)), _) if weighted => {
-                            for &q in &self.positions {
-                                state.update(input, &[q], rs.weight_of(q as usize, 0))?;
-                            }
-                        }
-                        (Some(Evaluated::Unflat(_)), _) => match state.repeat_rule() {
-                            RepeatRule::Skip if same => {}
-                            RepeatRule::Scale => {
-                                let batch = &mut self.batch_states[i];
-                                if !same || batch.is_none() {
-                                    let mut b = specs[i].spec.new_state();
-                                    b.update(input, &self.positions, 1)?;
-                                    *batch = Some(b);
-                                }
-                                if let Some(b) = batch {
-                                    state.add_scaled(b, per_position)?;
-                                }
-                            }
-                            _ => state.update(input, &self.positions, per_position)?,
-                        },
-                    }
-                }
-                return Ok(());
+                return self.update_global(rs, batch, arg_kinds);
             }
-            // One flat key per batch: found by its bits when it has them,
-            // the key of values built only for a new group.
-            let scratch = std::mem::take(&mut self.key_scratch);
-            let key_direct = std::mem::take(&mut self.key_direct);
-            let bits = match (key_direct.as_slice(), scratch.as_slice()) {
-                ([d], [s]) => {
-                    let (v, p) = key_input(*d, s, rs);
-                    KeyBits::bits(v, p)
-                }
-                _ => None,
-            };
-            let g = self.group_by_bits(bits, |buf| {
-                buf.extend(key_direct.iter().zip(&scratch).map(|(&d, scratch)| {
-                    let (v, p) = key_input(d, scratch, rs);
-                    v.get_value(p)
-                }))
-            }) as usize;
-            self.key_scratch = scratch;
-            self.key_direct = key_direct;
-            for (i, column) in self.columns.iter_mut().enumerate() {
-                let (input, p) =
-                    arg_input(self.arg_direct[i], &self.arg_scratch[i], rs, arg_kinds[i]);
-                match arg_kinds[i] {
-                    None => column.update(g, None, &[0], total)?,
-                    Some(Evaluated::Flat) => column.update(g, input, &[p], total)?,
-                    Some(Evaluated::Unflat(_)) if weighted => {
-                        column.update_weighted(|_| g, input, &self.positions, None, rs)?
-                    }
-                    Some(Evaluated::Unflat(_)) => {
-                        column.update(g, input, &self.positions, per_position)?
-                    }
-                }
-            }
-            return Ok(());
+            return self.update_flat_key(rs, batch, arg_kinds);
         }
         let Some(u) = unflat else {
             return Err(kith_common::Error::internal(
@@ -379,9 +295,149 @@ impl HashAggregate {
         }
         // Each position's group first (one unflat integer or id key finds
         // it by its bits), then each aggregate's states in one pass.
-        let single = self.keys.len() == 1;
         let mut batch_groups = std::mem::take(&mut self.batch_groups);
         batch_groups.clear();
+        self.group_positions(rs, key_kinds, &mut batch_groups);
+        let result = self.update_groups(rs, batch, arg_kinds, &batch_groups);
+        self.batch_groups = batch_groups;
+        result
+    }
+
+    /// The batch into the global aggregate's states (no keys, no hashing);
+    /// an unflat batch seen last time (its values untouched) may be skipped
+    /// or scaled as each aggregate's [`RepeatRule`] allows.
+    fn update_global(
+        &mut self,
+        rs: &ResultSet,
+        batch: Batch,
+        arg_kinds: &[Option<Evaluated>],
+    ) -> Result<()> {
+        let Batch {
+            total,
+            unflat,
+            per_position,
+            weighted,
+        } = batch;
+        // The same unflat batch as last time (its values untouched):
+        // see `RepeatRule`.
+        let repeated = match (unflat, &self.last_unflat) {
+            (Some(u), Some((lu, seen))) => u == *lu && rs.chunks[u].state.repeats(seen),
+            _ => false,
+        };
+        if let Some(u) = unflat {
+            match &mut self.last_unflat {
+                Some((lu, seen)) => {
+                    *lu = u;
+                    seen.clone_from(&rs.chunks[u].state);
+                }
+                None => self.last_unflat = Some((u, rs.chunks[u].state.clone())),
+            }
+        }
+        let specs = &self.specs;
+        let states = match self.global {
+            Some(ref mut g) => g,
+            None => self
+                .global
+                .insert(specs.iter().map(|d| d.spec.new_state()).collect()),
+        };
+        self.batch_states.resize_with(states.len(), || None);
+        for (i, state) in states.iter_mut().enumerate() {
+            let (input, p) = arg_input(self.arg_direct[i], &self.arg_scratch[i], rs, arg_kinds[i]);
+            // Only an argument read in place is known to be the same.
+            let same = repeated && self.arg_direct[i].is_some();
+            match (arg_kinds[i], input) {
+                (None, _) | (_, None) => state.update_count(total),
+                (Some(Evaluated::Flat), _) => state.update(input, &[p], total)?,
+                // Weights do not change a DISTINCT, min or max:
+                // the batch in one update.
+                (Some(Evaluated::Unflat(_)), _)
+                    if weighted && state.repeat_rule() == RepeatRule::Skip =>
+                {
+                    state.update(input, &self.positions, 1)?
+                }
+                (Some(Evaluated::Unflat(_)), _) if weighted => {
+                    for &q in &self.positions {
+                        state.update(input, &[q], rs.weight_of(q as usize, 0))?;
+                    }
+                }
+                (Some(Evaluated::Unflat(_)), _) => match state.repeat_rule() {
+                    RepeatRule::Skip if same => {}
+                    RepeatRule::Scale => {
+                        let batch = &mut self.batch_states[i];
+                        if !same || batch.is_none() {
+                            let mut b = specs[i].spec.new_state();
+                            b.update(input, &self.positions, 1)?;
+                            *batch = Some(b);
+                        }
+                        if let Some(b) = batch {
+                            state.add_scaled(b, per_position)?;
+                        }
+                    }
+                    _ => state.update(input, &self.positions, per_position)?,
+                },
+            }
+        }
+        Ok(())
+    }
+
+    /// The batch into the states of its one group (the keys are flat).
+    fn update_flat_key(
+        &mut self,
+        rs: &ResultSet,
+        batch: Batch,
+        arg_kinds: &[Option<Evaluated>],
+    ) -> Result<()> {
+        let Batch {
+            total,
+            per_position,
+            weighted,
+            ..
+        } = batch;
+        // One flat key per batch: found by its bits when it has them,
+        // the key of values built only for a new group.
+        let scratch = std::mem::take(&mut self.key_scratch);
+        let key_direct = std::mem::take(&mut self.key_direct);
+        let bits = match (key_direct.as_slice(), scratch.as_slice()) {
+            ([d], [s]) => {
+                let (v, p) = key_input(*d, s, rs);
+                KeyBits::bits(v, p)
+            }
+            _ => None,
+        };
+        let g = self.group_by_bits(bits, |buf| {
+            buf.extend(key_direct.iter().zip(&scratch).map(|(&d, scratch)| {
+                let (v, p) = key_input(d, scratch, rs);
+                v.get_value(p)
+            }))
+        }) as usize;
+        self.key_scratch = scratch;
+        self.key_direct = key_direct;
+        for (i, column) in self.columns.iter_mut().enumerate() {
+            let (input, p) = arg_input(self.arg_direct[i], &self.arg_scratch[i], rs, arg_kinds[i]);
+            match arg_kinds[i] {
+                None => column.update(g, None, &[0], total)?,
+                Some(Evaluated::Flat) => column.update(g, input, &[p], total)?,
+                Some(Evaluated::Unflat(_)) if weighted => {
+                    column.update_weighted(|_| g, input, &self.positions, None, rs)?
+                }
+                Some(Evaluated::Unflat(_)) => {
+                    column.update(g, input, &self.positions, per_position)?
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Each position's group, in order, into `batch_groups`: typed for one
+    /// id key without NULLs, by its bits for one integer key, else by the
+    /// key's values.
+    fn group_positions(
+        &mut self,
+        rs: &ResultSet,
+        key_kinds: &[Evaluated],
+        batch_groups: &mut Vec<u32>,
+    ) {
+        let single = self.keys.len() == 1;
         // Taken out while groups are added (`group_of` borrows all of self).
         let scratch = std::mem::take(&mut self.key_scratch);
         let key_direct = std::mem::take(&mut self.key_direct);
@@ -434,6 +490,23 @@ impl HashAggregate {
         self.positions = positions;
         self.key_scratch = scratch;
         self.key_direct = key_direct;
+    }
+
+    /// Each aggregate's states updated in one pass over the positions,
+    /// each position's group as `batch_groups` has it; stops at the first
+    /// error.
+    fn update_groups(
+        &mut self,
+        rs: &ResultSet,
+        batch: Batch,
+        arg_kinds: &[Option<Evaluated>],
+        batch_groups: &[u32],
+    ) -> Result<()> {
+        let Batch {
+            per_position,
+            weighted,
+            ..
+        } = batch;
         let mut result = Ok(());
         for (i, column) in self.columns.iter_mut().enumerate() {
             let (input, p) = arg_input(self.arg_direct[i], &self.arg_scratch[i], rs, arg_kinds[i]);
@@ -443,19 +516,32 @@ impl HashAggregate {
                     let flat = matches!(arg_kinds[i], Some(Evaluated::Flat)).then_some(p as usize);
                     column.update_weighted(group, input, &self.positions, flat, rs)
                 }
-                None => column.update_each(&batch_groups, None, &self.positions, per_position),
+                None => column.update_each(batch_groups, None, &self.positions, per_position),
                 Some(Evaluated::Flat) => batch_groups
                     .iter()
                     .try_for_each(|&g| column.update(g as usize, input, &[p], per_position)),
                 Some(Evaluated::Unflat(_)) => {
-                    column.update_each(&batch_groups, input, &self.positions, per_position)
+                    column.update_each(batch_groups, input, &self.positions, per_position)
                 }
             };
             if result.is_err() {
                 break;
             }
         }
-        self.batch_groups = batch_groups;
         result
     }
+}
+
+/// What a batch's tuples are, for [`HashAggregate::consume_evaluated`]'s
+/// phases.
+#[derive(Clone, Copy)]
+struct Batch {
+    /// Tuples in the batch.
+    total: u64,
+    /// Its unflat chunk, if any.
+    unflat: Option<usize>,
+    /// Tuples each position of the unflat chunk stands for.
+    per_position: u64,
+    /// Whether positions carry weights of their own (`Extend::degrees`).
+    weighted: bool,
 }

@@ -39,10 +39,12 @@ use kith_common::TableId;
 use kith_planner::expr::BoundExprKind;
 use parking_lot::Mutex;
 
+mod counts;
 mod masks;
 mod paths;
 mod rows;
 mod union;
+use counts::*;
 use masks::*;
 use paths::*;
 use rows::*;
@@ -220,88 +222,27 @@ pub fn recursive_join(
     }
     let (lower, upper) = bounds(join, settings)?;
     if lower > upper {
-        let stats = RunStats {
-            policy: settings.policy.unwrap_or_default(),
-            k: settings.k.unwrap_or(0),
-            threads,
-            source_morsels: 0,
-            pulled_levels: 0,
-        };
-        let rows = empty_interval(join, rows, ctx)?;
-        // A left outer join's rows are all padded ones.
-        let (rows, forwarded) = match forward {
-            Some(to) => {
-                let n = rows.num_rows() as u64;
-                let input = Arc::clone(&rows.input);
-                if n > 0 {
-                    to.consume(rows)?;
-                }
-                (JoinRows::empty(input, join.with_len), Some(n))
-            }
-            None => (rows, None),
-        };
-        return Ok(RecursiveOutput {
-            rows,
-            stats,
-            forwarded,
-        });
+        return empty_interval_output(join, rows, ctx, settings, threads, forward);
     }
     if join.rel_tables.len() > 1 || join.node_tables.len() > 1 {
         let bounds = (lower, upper);
         return union_join(join, rows, ctx, sched, threads, bounds, settings, forward);
     }
-    let rel = match ctx.version.table(join.rel_table)?.as_ref() {
-        TableData::Rel(r) => r.clone(),
-        TableData::Node(_) => return Err(Error::internal("expected rel table storage")),
-    };
-    let num_nodes = match ctx.version.table(join.node_table)?.as_ref() {
-        TableData::Node(n) => n.num_rows,
-        TableData::Rel(_) => return Err(Error::internal("expected node table storage")),
-    };
-    let dir = match join.direction {
-        ExtendDirection::Fwd => RelDirection::Fwd,
-        ExtendDirection::Bwd => RelDirection::Bwd,
-    };
-    // Weighted searches read the weight property beside the neighbours
-    // (rel properties are stored in CSR order in both directions), so a
-    // search reads only the weights of the rels it walks.
-    let weight_column = match (&join.mode, &join.weight) {
-        (m, Some((prop, ty))) if m.weighted() => {
-            let column = rel
-                .column_of(*prop)
-                .ok_or_else(|| Error::internal("weight property has no storage column"))?;
-            Some((column, ty.clone()))
-        }
-        (m, None) if m.weighted() => {
-            return Err(Error::internal("weighted shortest path without a weight"))
-        }
-        _ => None,
-    };
-    let mut csr = match &weight_column {
-        Some((column, ty)) => {
-            StorageCsr::with_weights(&ctx.pager, rel.csr(dir), *column, ty.clone())?
-        }
-        None => StorageCsr::new(&ctx.pager, rel.csr(dir))?,
-    }
-    .with_num_nodes(num_nodes);
-    let mask = rel_mask(join, join.rel_table, &rel, ctx)?;
-    if let Some(mask) = &mask {
-        csr = csr.with_rel_mask(Arc::clone(mask));
-    }
-    let graph = Arc::new(csr);
-    let back = match dir {
-        RelDirection::Fwd => RelDirection::Bwd,
-        RelDirection::Bwd => RelDirection::Fwd,
-    };
+    let (table, graph) = TableGraph::open(join, ctx)?;
+    let num_nodes = table.num_nodes;
     // The reverse CSR without the rel mask: a looser bound, still a lower
     // bound on the hops left.
     let reverse_bound = |mask: &[u64], upper: u32| -> Result<Option<HopBound>> {
-        let reverse = StorageCsr::new(&ctx.pager, rel.csr(back))?.with_num_nodes(num_nodes);
-        Ok(hops_to_targets(&reverse, mask, upper))
+        Ok(hops_to_targets(&table.reverse(ctx)?, mask, upper))
     };
     let (sources, row_src, index_of) = collect_sources(join, rows, |id| Some(id.offset()))?;
     let opts = ife_options(join, settings, sources.len(), num_nodes, threads, ctx);
-    let weights = weight_column.map(|_| RelWeights::Pinned);
+    let weights = table.weighted.then_some(RelWeights::Pinned);
+    let srcs = Sources {
+        list: &sources,
+        row_src: &row_src,
+        index_of: &index_of,
+    };
     if enumerates(join) {
         let (node_table, rel_table) = (join.node_table, join.rel_table);
         let ids = PathIds {
@@ -309,12 +250,7 @@ pub fn recursive_join(
             dst_ok: &|_| true,
             space: vec![(node_table, 0)],
             rels: vec![(rel_table, 0)],
-            rel_id_bound: rel_id_bound(&rel),
-        };
-        let srcs = Sources {
-            list: &sources,
-            row_src: &row_src,
-            index_of: &index_of,
+            rel_id_bound: rel_id_bound(&table.rel),
         };
         return paths_join(
             join,
@@ -339,94 +275,136 @@ pub fn recursive_join(
     let dst_ok = join.dst_tables.contains(&join.node_table);
     // Counting, lengths and costs searches hand their rows to the join's
     // rows (or the next pipeline) as they go.
-    let srcs = Sources {
-        list: &sources,
-        row_src: &row_src,
-        index_of: &index_of,
-    };
     let dst_ids = dst_ok.then_some(DstIds::Table(join.node_table));
     let sink = || {
         search_sink(
             join, rows, &srcs, num_nodes, &dst_mask, &dst_ids, &forward, ctx,
         )
     };
-    let cancel = &ctx.cancel;
-    let done = |out: Arc<JoinRowsSink>, stats| search_output(join, rows, &out, stats);
-    // Every search hands its rows to the join-row sink as it goes.
-    let (out, stats) = match join.mode {
-        RecursiveMode::Walk => {
-            let walks = walk_counts(
-                &*graph,
-                sources.len(),
-                dst_mask.as_ref(),
-                (lower, upper),
-                &reverse_bound,
-            )?;
-            let out = Arc::new(sink());
-            let (walks, to) = (Arc::new(walks), out.clone());
-            let stats = run_ife(sched, graph, walks, &sources, &opts, cancel, to)?;
-            (out, stats)
-        }
-        RecursiveMode::Shortest => {
-            let compute = ShortestLengths {
-                lower,
-                upper,
-                dst_mask: dst_mask.clone(),
-            };
-            // A one-source search runs its dense levels bottom-up over the
-            // reverse CSR (the same rels: the same mask).
-            let mut reverse = StorageCsr::new(&ctx.pager, rel.csr(back))?.with_num_nodes(num_nodes);
-            if let Some(mask) = &mask {
-                reverse = reverse.with_rel_mask(Arc::clone(mask));
-            }
-            let (out, reverse) = (Arc::new(sink()), Some(Arc::new(reverse)));
-            let (compute, to) = (Arc::new(compute), out.clone());
-            let stats =
-                run_ife_with_reverse(sched, graph, reverse, compute, &sources, &opts, cancel, to)?;
-            (out, stats)
-        }
-        RecursiveMode::AllShortest => {
-            let compute = AllShortestCounts {
-                lower,
-                upper,
-                dst_mask: dst_mask.clone(),
-            };
-            let (out, compute) = (Arc::new(sink()), Arc::new(compute));
-            let stats = run_ife(sched, graph, compute, &sources, &opts, cancel, out.clone())?;
-            (out, stats)
-        }
-        RecursiveMode::WeightedShortest => {
-            let weights =
-                weights.ok_or_else(|| Error::internal("weighted shortest path without weights"))?;
-            let compute = Arc::new(WeightedShortest::new(weights)?);
-            // Dijkstra reaches its source at cost 0: a row only from 0 rels.
-            let out = Arc::new(sink().weighted(lower == 0));
-            let stats = run_ife(sched, graph, compute, &sources, &opts, cancel, out.clone())?;
-            (out, stats)
-        }
-        RecursiveMode::AllWeightedShortest => {
-            let weights =
-                weights.ok_or_else(|| Error::internal("weighted shortest path without weights"))?;
-            let mut compute = AllWeightedCounts::new(weights, lower)?;
-            compute.cancel = Some(ctx.cancel.clone());
-            compute.dst_mask = dst_mask.clone();
-            let out = Arc::new(sink().weighted(true));
-            let stats = run_ife(
-                sched,
-                graph,
-                Arc::new(compute),
-                &sources,
-                &opts,
-                cancel,
-                out.clone(),
-            )?;
-            (out, stats)
-        }
-        RecursiveMode::Trail | RecursiveMode::Acyclic => {
-            return Err(Error::internal("TRAIL and ACYCLIC paths are enumerated"))
-        }
+    let search = CountSearch {
+        sched,
+        ctx,
+        sources: &sources,
+        opts: &opts,
+        bounds: (lower, upper),
+        dst_mask: &dst_mask,
+        bound: &reverse_bound,
     };
-    done(out, stats)
+    let (out, stats) = search.run_table(join.mode, graph, &table, weights, sink)?;
+    search_output(join, rows, &out, stats)
+}
+
+/// [`recursive_join`]'s output for an empty interval (`*2..1`): no paths,
+/// a left outer join's rows all padded ones (handed to `forward` when
+/// given).
+fn empty_interval_output(
+    join: &RecursiveJoin,
+    rows: &Arc<Chunk>,
+    ctx: &QueryContext,
+    settings: &RecursiveSettings,
+    threads: usize,
+    forward: Option<Arc<dyn JoinRowsConsumer>>,
+) -> Result<RecursiveOutput> {
+    let stats = RunStats {
+        policy: settings.policy.unwrap_or_default(),
+        k: settings.k.unwrap_or(0),
+        threads,
+        source_morsels: 0,
+        pulled_levels: 0,
+    };
+    let rows = empty_interval(join, rows, ctx)?;
+    // A left outer join's rows are all padded ones.
+    let (rows, forwarded) = match forward {
+        Some(to) => {
+            let n = rows.num_rows() as u64;
+            let input = Arc::clone(&rows.input);
+            if n > 0 {
+                to.consume(rows)?;
+            }
+            (JoinRows::empty(input, join.with_len), Some(n))
+        }
+        None => (rows, None),
+    };
+    Ok(RecursiveOutput {
+        rows,
+        stats,
+        forwarded,
+    })
+}
+
+/// The one rel table of a recursive join and its node table: what walking
+/// it either way needs.
+struct TableGraph {
+    rel: RelTableData,
+    num_nodes: u64,
+    /// The direction opposite the join's.
+    back: RelDirection,
+    /// The rel mask of the join's rel conditions, if any.
+    mask: Option<Arc<[u64]>>,
+    /// Whether the CSR reads the weight property beside the neighbours.
+    weighted: bool,
+}
+
+impl TableGraph {
+    /// The join's table, and its CSR in the join's direction (with the
+    /// weights and the rel mask).
+    fn open(join: &RecursiveJoin, ctx: &QueryContext) -> Result<(TableGraph, Arc<StorageCsr>)> {
+        let rel = match ctx.version.table(join.rel_table)?.as_ref() {
+            TableData::Rel(r) => r.clone(),
+            TableData::Node(_) => return Err(Error::internal("expected rel table storage")),
+        };
+        let num_nodes = match ctx.version.table(join.node_table)?.as_ref() {
+            TableData::Node(n) => n.num_rows,
+            TableData::Rel(_) => return Err(Error::internal("expected node table storage")),
+        };
+        let dir = match join.direction {
+            ExtendDirection::Fwd => RelDirection::Fwd,
+            ExtendDirection::Bwd => RelDirection::Bwd,
+        };
+        // Weighted searches read the weight property beside the neighbours
+        // (rel properties are stored in CSR order in both directions), so a
+        // search reads only the weights of the rels it walks.
+        let weight_column = match (&join.mode, &join.weight) {
+            (m, Some((prop, ty))) if m.weighted() => {
+                let column = rel
+                    .column_of(*prop)
+                    .ok_or_else(|| Error::internal("weight property has no storage column"))?;
+                Some((column, ty.clone()))
+            }
+            (m, None) if m.weighted() => {
+                return Err(Error::internal("weighted shortest path without a weight"))
+            }
+            _ => None,
+        };
+        let mut csr = match &weight_column {
+            Some((column, ty)) => {
+                StorageCsr::with_weights(&ctx.pager, rel.csr(dir), *column, ty.clone())?
+            }
+            None => StorageCsr::new(&ctx.pager, rel.csr(dir))?,
+        }
+        .with_num_nodes(num_nodes);
+        let mask = rel_mask(join, join.rel_table, &rel, ctx)?;
+        if let Some(mask) = &mask {
+            csr = csr.with_rel_mask(Arc::clone(mask));
+        }
+        let back = match dir {
+            RelDirection::Fwd => RelDirection::Bwd,
+            RelDirection::Bwd => RelDirection::Fwd,
+        };
+        let table = TableGraph {
+            rel,
+            num_nodes,
+            back,
+            mask,
+            weighted: weight_column.is_some(),
+        };
+        Ok((table, Arc::new(csr)))
+    }
+
+    /// The CSR the other way, without the rel mask.
+    fn reverse(&self, ctx: &QueryContext) -> Result<StorageCsr> {
+        Ok(StorageCsr::new(&ctx.pager, self.rel.csr(self.back))?.with_num_nodes(self.num_nodes))
+    }
 }
 
 /// The join's output for an empty interval (`*2..1`): no paths.

@@ -48,10 +48,14 @@ pub(super) fn paths_join<G: Graph>(
         graph.num_nodes(),
         ctx,
     )?;
-    // One row per found path (cost bits for a length when `weighted`).
-    let emit = |found: FoundPaths, weighted: bool, stats: RunStats| {
-        let workers = (sched, workers(sched, opts));
-        emit_paths(join, rows, ctx, srcs, ids, found, weighted, stats, workers)
+    let run = PathsJoin {
+        join,
+        rows,
+        ctx,
+        sched,
+        opts,
+        srcs,
+        ids,
     };
     // One shortest path per destination, its value read: the searches'
     // parent trees are kept and the paths read back from them as they are
@@ -62,6 +66,84 @@ pub(super) fn paths_join<G: Graph>(
         && graph.num_nodes() <= 1 << 32
         && ids.rel_id_bound <= 1 << 32;
     if trees {
+        return run.trees(graph, (lower, upper), node_mask, dst_mask);
+    }
+    let weighted = weights.is_some();
+    let search = PathSearch {
+        join,
+        bounds: (lower, upper),
+        node_mask,
+        dst_mask,
+        weights,
+    };
+    if let Some(to) = forward {
+        return run.forwarded(search, graph, bound, weighted, to);
+    }
+    let collect = Arc::new(ChargedCollect::<PathRow>::new(
+        srcs.list.len(),
+        graph.num_nodes(),
+        ctx,
+    ));
+    let stats = search.run(sched, graph, srcs.list, opts, ctx, bound, collect.clone())?;
+    let mut found_paths = collect.take();
+    // Same order whatever the policy and thread count. The workers hand
+    // over sorted runs (a source's destinations in order): a merging sort
+    // finds them instead of partitioning 2.6 M rows afresh.
+    found_paths.sort();
+    ctx.cancel.check()?;
+    if join.with_path || join.with_rels {
+        // The kept paths, in order; their values are built as the parent
+        // pipeline reads them (LazyPaths).
+        found_paths.retain(|p| (ids.dst_ok)((ids.node)(p.dst)));
+        return run.emit(FoundPaths::Rows(found_paths), weighted, stats);
+    }
+    run.counted(found_paths, weighted, stats)
+}
+
+/// A path-enumerating join's run: what its phases share.
+struct PathsJoin<'a> {
+    join: &'a RecursiveJoin,
+    rows: &'a Arc<Chunk>,
+    ctx: &'a QueryContext,
+    sched: &'a Scheduler,
+    opts: &'a IfeOptions,
+    srcs: &'a Sources<'a>,
+    ids: &'a PathIds<'a>,
+}
+
+impl PathsJoin<'_> {
+    /// One row per found path (cost bits for a length when `weighted`).
+    fn emit(&self, found: FoundPaths, weighted: bool, stats: RunStats) -> Result<RecursiveOutput> {
+        let PathsJoin {
+            join,
+            rows,
+            ctx,
+            sched,
+            opts,
+            srcs,
+            ids,
+        } = *self;
+        let workers = (sched, workers(sched, opts));
+        emit_paths(join, rows, ctx, srcs, ids, found, weighted, stats, workers)
+    }
+
+    /// One shortest path per destination from each source's parent tree
+    /// ([`ShortestTrees`]), the paths read back as their values are built.
+    fn trees<G: Graph>(
+        &self,
+        graph: Arc<G>,
+        (lower, upper): (u32, u32),
+        node_mask: Option<Arc<[u64]>>,
+        dst_mask: Option<Arc<[u64]>>,
+    ) -> Result<RecursiveOutput> {
+        let PathsJoin {
+            ctx,
+            sched,
+            opts,
+            srcs,
+            ids,
+            ..
+        } = *self;
         // Every source's tree is kept until the paths are read: charged
         // for the rest of the query, before the search allocates them.
         let tree_bytes = ShortestTrees::tree_bytes(graph.num_nodes(), srcs.list.len());
@@ -84,16 +166,28 @@ pub(super) fn paths_join<G: Graph>(
             rows: found,
             trees: compute.take_trees().into_iter().collect(),
         };
-        return emit(found_paths, false, stats);
+        self.emit(found_paths, false, stats)
     }
-    let search = PathSearch {
-        join,
-        bounds: (lower, upper),
-        node_mask,
-        dst_mask,
-        weights: weights.clone(),
-    };
-    if let Some(to) = forward {
+
+    /// The search's rows handed on to `to` batch by batch, with their
+    /// paths' values; the output's rows are empty.
+    fn forwarded<G: Graph>(
+        &self,
+        search: PathSearch<'_>,
+        graph: Arc<G>,
+        bound: &WalkBound<'_>,
+        weighted: bool,
+        to: Arc<dyn JoinRowsConsumer>,
+    ) -> Result<RecursiveOutput> {
+        let PathsJoin {
+            join,
+            rows,
+            ctx,
+            sched,
+            opts,
+            srcs,
+            ids,
+        } = *self;
         // The rows go on batch by batch, with their paths' values.
         let by_src = SourceRows::new(rows.num_rows, srcs.row_src, srcs.index_of, srcs.list.len());
         let spec = PathRowsSpec {
@@ -106,7 +200,7 @@ pub(super) fn paths_join<G: Graph>(
             walked_back: walked_back(join),
             element_properties: join.element_properties,
             with_len: join.with_len,
-            weighted: weights.is_some(),
+            weighted,
             left_outer: join.left_outer,
         };
         let sink = Arc::new(PathRowsSink::new(
@@ -119,70 +213,72 @@ pub(super) fn paths_join<G: Graph>(
         ));
         let stats = search.run(sched, graph, srcs.list, opts, ctx, bound, sink.clone())?;
         sink.finish()?;
-        return Ok(RecursiveOutput {
+        Ok(RecursiveOutput {
             rows: JoinRows::empty(Arc::clone(rows), join.with_len),
             stats,
             forwarded: Some(sink.forwarded_rows()),
-        });
+        })
     }
-    let collect = Arc::new(ChargedCollect::<PathRow>::new(
-        srcs.list.len(),
-        graph.num_nodes(),
-        ctx,
-    ));
-    let stats = search.run(sched, graph, srcs.list, opts, ctx, bound, collect.clone())?;
-    let mut found_paths = collect.take();
-    // Same order whatever the policy and thread count. The workers hand
-    // over sorted runs (a source's destinations in order): a merging sort
-    // finds them instead of partitioning 2.6 M rows afresh.
-    found_paths.sort();
-    ctx.cancel.check()?;
-    if join.with_path || join.with_rels {
-        // The kept paths, in order; their values are built as the parent
-        // pipeline reads them (LazyPaths).
-        found_paths.retain(|p| (ids.dst_ok)((ids.node)(p.dst)));
-        return emit(FoundPaths::Rows(found_paths), weights.is_some(), stats);
-    }
-    let src_index = |s: u64| -> Result<usize> {
-        srcs.index_of
-            .get(&s)
-            .copied()
-            .ok_or_else(|| Error::internal("recursive result for an unknown source"))
-    };
-    // Count the paths of each (source, destination, length).
-    let mut counts: HashMap<(u64, u64, u64), u64> = HashMap::new();
-    for p in &found_paths {
-        let len = match &weights {
-            Some(_) => p.cost_bits,
-            None => p.rels.len() as u64,
+
+    /// One row per (source, destination, length) of the found paths (a
+    /// weighted path's length: its cost bits), the number of paths its
+    /// count.
+    fn counted(
+        &self,
+        found_paths: Vec<PathRow>,
+        weighted: bool,
+        stats: RunStats,
+    ) -> Result<RecursiveOutput> {
+        let PathsJoin {
+            join,
+            rows,
+            ctx,
+            srcs,
+            ids,
+            ..
+        } = *self;
+        let src_index = |s: u64| -> Result<usize> {
+            srcs.index_of
+                .get(&s)
+                .copied()
+                .ok_or_else(|| Error::internal("recursive result for an unknown source"))
         };
-        *counts.entry((p.src, p.dst, len)).or_default() += 1;
+        // Count the paths of each (source, destination, length).
+        let mut counts: HashMap<(u64, u64, u64), u64> = HashMap::new();
+        for p in &found_paths {
+            let len = if weighted {
+                p.cost_bits
+            } else {
+                p.rels.len() as u64
+            };
+            *counts.entry((p.src, p.dst, len)).or_default() += 1;
+        }
+        drop(found_paths);
+        let mut keyed: Vec<_> = counts.into_iter().collect();
+        keyed.sort_unstable();
+        let found = keyed
+            .into_iter()
+            .map(|((s, d, len), count)| Ok((src_index(s)?, d, len, count)))
+            .collect::<Result<Vec<FoundRow>>>()?;
+        let f = Found {
+            row_src: srcs.row_src,
+            index_of: srcs.index_of,
+            num_sources: srcs.list.len(),
+            rows: FoundList::Rows(&found),
+            weighted,
+            path_numbers: false,
+        };
+        let dst_id = |d: u64| {
+            let id = (ids.node)(d);
+            (ids.dst_ok)(id).then_some(id)
+        };
+        let rows = emit_rows(join, rows, ctx, &f, &dst_id)?;
+        Ok(RecursiveOutput {
+            rows,
+            stats,
+            forwarded: None,
+        })
     }
-    drop(found_paths);
-    let mut keyed: Vec<_> = counts.into_iter().collect();
-    keyed.sort_unstable();
-    let found = keyed
-        .into_iter()
-        .map(|((s, d, len), count)| Ok((src_index(s)?, d, len, count)))
-        .collect::<Result<Vec<FoundRow>>>()?;
-    let f = Found {
-        row_src: srcs.row_src,
-        index_of: srcs.index_of,
-        num_sources: srcs.list.len(),
-        rows: FoundList::Rows(&found),
-        weighted: weights.is_some(),
-        path_numbers: false,
-    };
-    let dst_id = |d: u64| {
-        let id = (ids.node)(d);
-        (ids.dst_ok)(id).then_some(id)
-    };
-    let rows = emit_rows(join, rows, ctx, &f, &dst_id)?;
-    Ok(RecursiveOutput {
-        rows,
-        stats,
-        forwarded: None,
-    })
 }
 
 /// A path-enumerating search of a join: walks (and trails, acyclic
