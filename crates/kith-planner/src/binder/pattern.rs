@@ -701,20 +701,9 @@ impl Binder<'_> {
             None => None,
             Some(spec) => Some(self.bind_recursive(rel, spec, shortest, path.len_slot)?),
         };
-        let mut spliced = None;
-        if let Some(r) = &mut recursive {
-            r.path_slot = path.path_slot;
-            // In a longer named path the variable-length part's own path
-            // value is spliced in (`_path` orients it).
-            if path.fixed.is_some() {
-                let slot = self.new_slot();
-                let name = format!("_anon_path_{}", slot.0);
-                self.values
-                    .push((name.clone(), slot, RecursiveRel::PATH_TYPE));
-                r.path_slot = Some(slot);
-                spliced = Some(name);
-            }
-        }
+        let spliced = recursive
+            .as_mut()
+            .and_then(|r| self.recursive_path_slot(r, path));
         let right = self.bind_node(node, predicates)?;
         let tables = self.rel_pattern_tables(rel)?;
         let (name, bound_rel) = match &rel.variable {
@@ -763,6 +752,20 @@ impl Binder<'_> {
             elems.push(self.graph.nodes[right].name.clone());
         }
         Ok(right)
+    }
+
+    /// Gives variable-length rel `r` of a pattern its path slot: the named
+    /// path's value, or in a longer named path a hidden value of its own,
+    /// spliced in (`_path` orients it), whose name is returned.
+    fn recursive_path_slot(&mut self, r: &mut RecursiveRel, path: &PathBinding) -> Option<String> {
+        r.path_slot = path.path_slot;
+        path.fixed.as_ref()?;
+        let slot = self.new_slot();
+        let name = format!("_anon_path_{}", slot.0);
+        self.values
+            .push((name.clone(), slot, RecursiveRel::PATH_TYPE));
+        r.path_slot = Some(slot);
+        Some(name)
     }
 
     /// The rel tables a rel pattern's types name (every rel table when it

@@ -307,21 +307,7 @@ fn split_pieces(
     } else {
         None
     };
-    let span = kith_common::Span::new(0, 0);
-    let before = BoundPart {
-        predicates: halves.a_preds,
-        outputs: carried
-            .iter()
-            .map(|(s, ty)| {
-                (
-                    format!("_slot{}", s.0),
-                    BoundExpr::slot(*s, ty.clone(), span),
-                )
-            })
-            .collect(),
-        output_slots: carried.iter().map(|c| c.0).collect(),
-        ..halves.a_part
-    };
+    let before = before_join(halves.a_part, halves.a_preds, &carried);
     let columns = JoinColumns {
         src_column,
         with_path: reads.with_path.is_some(),
@@ -348,6 +334,30 @@ fn split_pieces(
         padded,
         columns,
     })
+}
+
+/// The part before the join: `a_part` with its predicates, outputting the
+/// `carried` columns.
+fn before_join(
+    a_part: BoundPart,
+    predicates: Vec<BoundExpr>,
+    carried: &[(SlotId, LogicalType)],
+) -> BoundPart {
+    let span = kith_common::Span::new(0, 0);
+    BoundPart {
+        predicates,
+        outputs: carried
+            .iter()
+            .map(|(s, ty)| {
+                (
+                    format!("_slot{}", s.0),
+                    BoundExpr::slot(*s, ty.clone(), span),
+                )
+            })
+            .collect(),
+        output_slots: carried.iter().map(|c| c.0).collect(),
+        ..a_part
+    }
 }
 
 /// Where an OPTIONAL MATCH split at the rel pads its rows; returns whether
