@@ -86,7 +86,7 @@ pub(super) fn plan_pipeline(
         chosen: Default::default(),
     };
     let starts = Starts::new(q, &choice.node_tables, cardinality);
-    let source = first_source(&ctx, q, &starts, (from_rows, null_tables), &mut st)?;
+    let source = first_source(&ctx, q, &starts, from_rows, null_tables, &mut st)?;
     let mut estimate = ctx.take_estimate(matches!(source, Source::Rows { .. }));
     let single = matches!(source, Source::Single);
     let slot_types: HashMap<SlotId, LogicalType> = g.slot_types().collect();
@@ -111,7 +111,8 @@ fn first_source(
     ctx: &ExtendCtx,
     q: &BoundPart,
     starts: &Starts,
-    (from_rows, null_tables): (bool, &[Option<TableId>]),
+    from_rows: bool,
+    null_tables: &[Option<TableId>],
     st: &mut Progress,
 ) -> Result<Source> {
     Ok(if from_rows {
@@ -120,7 +121,7 @@ fn first_source(
         .find_lookup(&st.bound, &st.available, &st.pending)
         .is_some()
     {
-        // A node found by its key: the loop below starts from it.
+        // A node found by its key: `join_components` starts from it.
         Source::Single
     } else {
         match starts.pick(ctx, &st.bound) {
