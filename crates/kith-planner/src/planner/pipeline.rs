@@ -460,7 +460,6 @@ pub(super) fn place_filters(
     }
 }
 
-/// What adding the rels of a query graph needs.
 /// What a primary-key lookup probes the index with (see
 /// [`ExtendCtx::lookup_key`]).
 pub(super) struct LookupKey {
@@ -469,6 +468,7 @@ pub(super) struct LookupKey {
     pub(super) each_item: bool,
 }
 
+/// What adding the rels of a query graph needs.
 pub(super) struct ExtendCtx<'a> {
     pub(super) g: &'a QueryGraph,
     pub(super) catalog: &'a Catalog,
@@ -532,8 +532,6 @@ impl ExtendCtx<'_> {
             .collect()
     }
 
-    /// Adds every rel reachable from the bound nodes, breadth-first, each
-    /// predicate right after the step that makes its last slot available.
     /// Scans node `start` and adds everything connected to it.
     pub(super) fn scan_from(
         &self,
@@ -936,6 +934,9 @@ impl ExtendCtx<'_> {
         Ok(())
     }
 
+    /// Adds every rel reachable from the bound nodes, in the cheapest order
+    /// the estimates find (else by the rules of `next_rel`), each predicate
+    /// right after the step that makes its last slot available.
     pub(super) fn extend_all(
         &self,
         bound: &mut [bool],

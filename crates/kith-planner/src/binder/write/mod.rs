@@ -409,7 +409,7 @@ impl Binder<'_> {
 
     /// `REMOVE`: a property removed is set to NULL; labels are removed.
     fn bind_remove(
-        &mut self,
+        &self,
         items: &[ast::RemoveItem],
         span: Span,
         scope: &mut WriteScope,
