@@ -125,11 +125,7 @@ impl Binder<'_> {
             .collect();
         let ret = ast::Projection::plain(false, false, items, None, span);
         self.bind_projection(&ret, predicates)?;
-        Ok(BoundStatement::Query(Box::new(BoundQuery {
-            parts: std::mem::take(&mut self.parts),
-            num_slots: self.next_slot,
-            subqueries: std::mem::take(&mut self.subqueries),
-        })))
+        Ok(BoundStatement::Query(Box::new(self.take_query())))
     }
 
     /// Binds a procedure call clause: checks the arguments against the
@@ -174,25 +170,37 @@ impl Binder<'_> {
             ));
         }
         let args = self.call_arguments(&procedure, name, args, standalone)?;
-        // The outputs to bind: (output name, variable name).
-        let yielded: Vec<(String, ast::Ident)> = match yields {
-            Some(items) => items
+        let yielded = yielded_outputs(&procedure, name, yields, standalone);
+        self.check_yielded(&procedure, &yielded)?;
+        if standalone && procedure.outputs.is_empty() {
+            // Nothing to return: the call runs once, outside any query.
+            let call_args = args
                 .iter()
-                .map(|(out, alias)| (out.name.clone(), alias.clone().unwrap_or(out.clone())))
-                .collect(),
-            None if standalone => procedure
-                .outputs
-                .iter()
-                .map(|c| {
-                    let ident = ast::Ident {
-                        name: c.name.clone(),
-                        span: name.span,
-                    };
-                    (c.name.clone(), ident)
-                })
-                .collect(),
-            None => Vec::new(),
-        };
+                .map(|a| self.bind_expr(a))
+                .collect::<Result<Vec<_>>>()?;
+            self.check_argument_types(&procedure, &call_args)?;
+            return Ok(BoundCall {
+                procedure,
+                args: call_args,
+                yielded: Vec::new(),
+                span,
+            });
+        }
+        let row = self.unwind_call(&procedure, args, span, predicates)?;
+        if !yielded.is_empty() || where_.is_some() {
+            self.project_yielded(row, &yielded, where_, span, predicates)?;
+        }
+        Ok(BoundCall {
+            procedure,
+            args: Vec::new(),
+            yielded: yielded.into_iter().map(|(_, v)| v.name).collect(),
+            span,
+        })
+    }
+
+    /// The outputs a call yields may not clash with names in scope or each
+    /// other.
+    fn check_yielded(&self, procedure: &Procedure, yielded: &[(String, ast::Ident)]) -> Result<()> {
         for (i, (out, var)) in yielded.iter().enumerate() {
             if !procedure.outputs.iter().any(|c| &c.name == out) {
                 let names: Vec<&str> = procedure.outputs.iter().map(|c| c.name.as_str()).collect();
@@ -215,23 +223,20 @@ impl Binder<'_> {
                 ));
             }
         }
-        if standalone && procedure.outputs.is_empty() {
-            // Nothing to return: the call runs once, outside any query.
-            let call_args = args
-                .iter()
-                .map(|a| self.bind_expr(a))
-                .collect::<Result<Vec<_>>>()?;
-            self.check_argument_types(&procedure, &call_args)?;
-            return Ok(BoundCall {
-                procedure,
-                args: call_args,
-                yielded: Vec::new(),
-                span,
-            });
-        }
-        // Arguments over variables of a pattern are computed in the part
-        // that matches it, then the call expands the next part's rows.
-        let mut args = args;
+        Ok(())
+    }
+
+    /// Unwinds the rows of a call of `procedure` with `args` into a hidden
+    /// variable, whose name is returned. Arguments over variables of a
+    /// pattern are computed in the part that matches it, then the call
+    /// expands the next part's rows.
+    fn unwind_call(
+        &mut self,
+        procedure: &Arc<Procedure>,
+        mut args: Vec<ast::Expr>,
+        span: Span,
+        predicates: &mut Vec<BoundExpr>,
+    ) -> Result<String> {
         if self.has_pattern_state(predicates) {
             // Checked where they are written (no aggregates, known
             // variables) before they become items of the carrying WITH.
@@ -252,14 +257,14 @@ impl Binder<'_> {
             .iter()
             .map(|a| self.bind_expr(a))
             .collect::<Result<Vec<_>>>()?;
-        self.check_argument_types(&procedure, &bound_args)?;
+        self.check_argument_types(procedure, &bound_args)?;
         let row_ty = procedure.row_type();
         let slot = self.new_slot();
         let hidden = format!("_anon_call_{}", slot.0);
         self.part.unwinds.push(BoundUnwind {
             expr: BoundExpr {
                 kind: BoundExprKind::Procedure {
-                    procedure: ProcedureRef(Arc::clone(&procedure)),
+                    procedure: ProcedureRef(Arc::clone(procedure)),
                     args: bound_args,
                 },
                 ty: LogicalType::List(Box::new(row_ty.clone())),
@@ -269,37 +274,43 @@ impl Binder<'_> {
             ty: row_ty.clone(),
         });
         self.values.push((hidden.clone(), slot, row_ty));
-        if !yielded.is_empty() || where_.is_some() {
-            let row = ast::Expr {
-                kind: ExprKind::Variable(hidden),
-                span,
-            };
-            let items = yielded
-                .iter()
-                .map(|(out, var)| ast::ProjectionItem {
-                    expr: ast::Expr {
-                        kind: ExprKind::Property(
-                            Box::new(row.clone()),
-                            ast::Ident {
-                                name: out.clone(),
-                                span: var.span,
-                            },
-                        ),
-                        span: var.span,
-                    },
-                    alias: Some(var.clone()),
-                    text: var.name.clone(),
-                })
-                .collect();
-            let with = ast::Projection::plain(true, true, items, where_.cloned(), span);
-            *predicates = self.bind_projection(&with, std::mem::take(predicates))?;
-        }
-        Ok(BoundCall {
-            procedure,
-            args: Vec::new(),
-            yielded: yielded.into_iter().map(|(_, v)| v.name).collect(),
+        Ok(hidden)
+    }
+
+    /// `WITH *, row.out AS var ... WHERE ...`: names the `yielded` outputs
+    /// of the call's rows (hidden variable `row`) and filters them.
+    fn project_yielded(
+        &mut self,
+        row: String,
+        yielded: &[(String, ast::Ident)],
+        where_: Option<&ast::Expr>,
+        span: Span,
+        predicates: &mut Vec<BoundExpr>,
+    ) -> Result<()> {
+        let row = ast::Expr {
+            kind: ExprKind::Variable(row),
             span,
-        })
+        };
+        let items = yielded
+            .iter()
+            .map(|(out, var)| ast::ProjectionItem {
+                expr: ast::Expr {
+                    kind: ExprKind::Property(
+                        Box::new(row.clone()),
+                        ast::Ident {
+                            name: out.clone(),
+                            span: var.span,
+                        },
+                    ),
+                    span: var.span,
+                },
+                alias: Some(var.clone()),
+                text: var.name.clone(),
+            })
+            .collect();
+        let with = ast::Projection::plain(true, true, items, where_.cloned(), span);
+        *predicates = self.bind_projection(&with, std::mem::take(predicates))?;
+        Ok(())
     }
 
     /// The argument expressions of a call: as written, or for `CALL p`
@@ -393,4 +404,32 @@ pub(super) struct BoundCall {
     /// The variables the call bound, in yield order.
     yielded: Vec<String>,
     span: Span,
+}
+
+/// The outputs a call binds, as (output name, variable): those it yields,
+/// or for a standalone call without YIELD every output.
+fn yielded_outputs(
+    procedure: &Procedure,
+    name: &ast::Ident,
+    yields: Option<&[(ast::Ident, Option<ast::Ident>)]>,
+    standalone: bool,
+) -> Vec<(String, ast::Ident)> {
+    match yields {
+        Some(items) => items
+            .iter()
+            .map(|(out, alias)| (out.name.clone(), alias.clone().unwrap_or(out.clone())))
+            .collect(),
+        None if standalone => procedure
+            .outputs
+            .iter()
+            .map(|c| {
+                let ident = ast::Ident {
+                    name: c.name.clone(),
+                    span: name.span,
+                };
+                (c.name.clone(), ident)
+            })
+            .collect(),
+        None => Vec::new(),
+    }
 }

@@ -27,148 +27,14 @@ impl Binder<'_> {
         }
         match &e.kind {
             ExprKind::Literal(_) => Ok(BoundExpr::literal(literal_value(e)?, span)),
-            ExprKind::Parameter(name) => {
-                let ty = match self.params {
-                    None => LogicalType::Any,
-                    Some(p) => match p.get(name) {
-                        Some(v) => v.logical_type(),
-                        None => {
-                            return Err(Error::at(
-                                ErrorKind::Semantic,
-                                span,
-                                format!("parameter ${name} was not given a value"),
-                            ))
-                        }
-                    },
-                };
-                Ok(BoundExpr {
-                    kind: BoundExprKind::Parameter(name.clone()),
-                    ty,
-                    span,
-                })
-            }
-            ExprKind::Variable(name) => {
-                if let Some((_, e)) = self.aliases.iter().find(|a| &a.0 == name) {
-                    return Ok(e.clone());
-                }
-                if let Some(path) = self.fixed_path_value(name, span)? {
-                    return Ok(path);
-                }
-                if let Some(n) = self.graph.nodes.iter().find(|n| &n.name == name) {
-                    return Ok(BoundExpr::slot(n.id_slot, LogicalType::InternalId, span));
-                }
-                if let Some(r) = self.graph.rels.iter().find(|r| &r.name == name) {
-                    return Ok(BoundExpr::slot(r.id_slot, LogicalType::InternalId, span));
-                }
-                if let Some((_, slot, ty)) = self.values.iter().find(|v| &v.0 == name) {
-                    return Ok(BoundExpr::slot(*slot, ty.clone(), span));
-                }
-                if let Some((_, slot)) = self.rels_carried.iter().find(|r| &r.0 == name) {
-                    return Ok(BoundExpr::slot(*slot, LogicalType::InternalId, span));
-                }
-                Err(Error::at(
-                    ErrorKind::Semantic,
-                    span,
-                    format!("variable '{name}' is not defined"),
-                ))
-            }
-            ExprKind::Property(target, key) => match &target.kind {
-                // A projection alias shadows the pattern variable of the
-                // same name (`WITH b AS a WHERE a.id = 2`, `RETURN b AS a
-                // ORDER BY a.id`): the property is read from what the alias
-                // stands for.
-                ExprKind::Variable(var)
-                    if !self.locals.iter().any(|l| &l.0 == var)
-                        && self.aliases.iter().any(|a| &a.0 == var) =>
-                {
-                    match self.alias_entity(var) {
-                        Some(entity) => self.bind_property(&entity, key, span),
-                        None => self.bind_field(target, key, span),
-                    }
-                }
-                ExprKind::Variable(var) if !self.is_value_variable(var) => {
-                    self.bind_property(var, key, span)
-                }
-                _ if endpoint_call(target).is_some() => {
-                    let ep = self.resolve_endpoint(target)?;
-                    self.endpoint_expr(ep, span, |b, n| {
-                        let (var, _) = b.graph_node(n);
-                        b.bind_property(&var, key, span)
-                    })
-                }
-                _ => self.bind_field(target, key, span),
+            ExprKind::Parameter(name) => self.bind_parameter(name, span),
+            ExprKind::Variable(name) => self.bind_variable(name, span),
+            ExprKind::Property(target, key) => self.bind_property_access(target, key, span),
+            ExprKind::Index(target, index) => match self.bind_key_index(target, index, span)? {
+                Some(property) => Ok(property),
+                None => self.bind_nested_expr(e),
             },
-            // `startNode(r)['name']`: a property of the end's variable.
-            ExprKind::Index(target, index)
-                if endpoint_call(target).is_some() && self.constant_key(index).is_some() =>
-            {
-                let key = ast::Ident {
-                    name: self.constant_key(index).unwrap_or_default(),
-                    span: index.span,
-                };
-                let ep = self.resolve_endpoint(target)?;
-                self.endpoint_expr(ep, span, |b, n| {
-                    let (var, _) = b.graph_node(n);
-                    b.bind_property(&var, &key, span)
-                })
-            }
-            // `n['name']` / `n[$key]` on a node or rel variable: a property
-            // access whose key is known when the query is bound.
-            ExprKind::Index(target, index)
-                if matches!(&target.kind, ExprKind::Variable(v)
-                    if !self.is_value_variable(v)
-                        && (self.graph.nodes.iter().any(|n| &n.name == v)
-                            || self.graph.rels.iter().any(|r| &r.name == v)))
-                    && self.constant_key(index).is_some() =>
-            {
-                let (ExprKind::Variable(var), Some(name)) =
-                    (&target.kind, self.constant_key(index))
-                else {
-                    return Err(Error::internal("dynamic property access"));
-                };
-                let key = ast::Ident {
-                    name,
-                    span: index.span,
-                };
-                self.bind_property(var, &key, span)
-            }
-            ExprKind::Unary(op, inner) => {
-                let inner = self.bind_expr(inner)?;
-                let ty = match op {
-                    UnaryOp::Not | UnaryOp::IsNull | UnaryOp::IsNotNull => LogicalType::Bool,
-                    UnaryOp::Neg | UnaryOp::Plus => {
-                        if !inner.ty.is_numeric()
-                            && inner.ty != LogicalType::Any
-                            && inner.ty != LogicalType::Interval
-                            && inner.ty != LogicalType::Duration
-                        {
-                            return Err(Error::at(
-                                ErrorKind::Type,
-                                span,
-                                format!("cannot negate a value of type {}", inner.ty),
-                            ));
-                        }
-                        if inner.ty.is_integer() {
-                            LogicalType::Int64
-                        } else {
-                            inner.ty.clone()
-                        }
-                    }
-                };
-                if *op == UnaryOp::Not && !matches!(inner.ty, LogicalType::Bool | LogicalType::Any)
-                {
-                    return Err(Error::at(
-                        ErrorKind::Type,
-                        span,
-                        format!("NOT expects a BOOL, got {}", inner.ty),
-                    ));
-                }
-                Ok(BoundExpr {
-                    kind: BoundExprKind::Unary(*op, Box::new(inner)),
-                    ty,
-                    span,
-                })
-            }
+            ExprKind::Unary(op, inner) => self.bind_unary(*op, inner, span),
             ExprKind::Binary(op, l, r) => {
                 let l = self.bind_expr(l)?;
                 let r = self.bind_expr(r)?;
@@ -185,376 +51,32 @@ impl Binder<'_> {
                 star,
                 args,
             } => {
-                let lname = name.name.to_ascii_lowercase();
-                if lname == "cast" && !*distinct && !*star {
-                    return self.bind_cast_call(args, span);
-                }
-                if endpoint_call(e).is_some() {
-                    let ep = self.resolve_endpoint(e)?;
-                    return self.endpoint_expr(ep, span, |b, n| {
-                        let (_, slot) = b.graph_node(n);
-                        Ok(BoundExpr::slot(slot, LogicalType::InternalId, span))
-                    });
-                }
-                // percentileDisc/percentileCont(x, p): the exact percentile of
-                // the group's values, computed from collect(x).
-                if let ("percentiledisc" | "percentilecont", [x, p], false) =
-                    (lname.as_str(), args.as_slice(), *star)
-                {
-                    let collected = self.bind_expr(&ast::Expr {
-                        kind: ExprKind::Function {
-                            name: ast::Ident {
-                                name: "collect".to_string(),
-                                span: name.span,
-                            },
-                            distinct: *distinct,
-                            star: false,
-                            args: vec![x.clone()],
-                        },
-                        span,
-                    })?;
-                    let elem = match &collected.ty {
-                        LogicalType::List(t) => (**t).clone(),
-                        _ => LogicalType::Any,
-                    };
-                    if !(elem.is_numeric() || elem == LogicalType::Any) {
-                        return Err(Error::at(
-                            ErrorKind::Type,
-                            x.span,
-                            format!("{}() expects numbers, got {elem}", name.name),
-                        ));
-                    }
-                    let p = self.bind_expr(p)?;
-                    let (f, ty) = if lname == "percentiledisc" {
-                        ("_percentile_disc", elem)
-                    } else {
-                        ("_percentile_cont", LogicalType::Double)
-                    };
-                    return Ok(BoundExpr {
-                        kind: BoundExprKind::Function(f.to_string(), vec![collected, p]),
-                        ty,
-                        span,
-                    });
-                }
-                // `nodes(e)` of the rel variable of a shortest path lists
-                // its intermediate nodes (Kùzu's recursive rel), where
-                // `nodes(p)` of the named path lists every node.
-                if let (
-                    "nodes",
-                    [arg @ ast::Expr {
-                        kind: ExprKind::Variable(v),
-                        ..
-                    }],
-                    false,
-                ) = (lname.as_str(), args.as_slice(), *star)
-                {
-                    if let Some(i) = self.recursive_rels.iter().position(|n| n == v) {
-                        let rel = self.recursive_rels.remove(i);
-                        let all = self.bind_expr(&ast::Expr {
-                            kind: ExprKind::Function {
-                                name: name.clone(),
-                                distinct: false,
-                                star: false,
-                                args: vec![arg.clone()],
-                            },
-                            span,
-                        });
-                        self.recursive_rels.insert(i, rel);
-                        let all = all?;
-                        let int = |i: i64| {
-                            Some(Box::new(BoundExpr {
-                                kind: BoundExprKind::Literal(Value::Int64(i)),
-                                ty: LogicalType::Int64,
-                                span,
-                            }))
-                        };
-                        let ty = all.ty.clone();
-                        return Ok(BoundExpr {
-                            kind: BoundExprKind::Slice(Box::new(all), int(1), int(-1)),
-                            ty,
-                            span,
-                        });
-                    }
-                }
-                // openCypher allows a pattern as an expression only as a
-                // predicate (WHERE, EXISTS), not as a value.
-                if let Some(p) = args
-                    .iter()
-                    .find(|a| matches!(a.kind, ExprKind::PatternPredicate(_)))
-                    .filter(|_| lname != "exists")
-                {
-                    return Err(Error::at(
-                        ErrorKind::Syntax,
-                        p.span,
-                        format!("a pattern cannot be an argument of {}(); use it as a predicate (unexpected syntax)", name.name),
-                    ));
-                }
-                if let ([arg], false, false) = (args.as_slice(), *distinct, *star) {
-                    if is_entity_function(&lname) {
-                        if let Some(end) = endpoint_call(arg) {
-                            if lname == "type" {
-                                return Err(Error::at(
-                                    ErrorKind::Type,
-                                    span,
-                                    format!(
-                                        "type() expects a rel, but {}() gives a node",
-                                        end.name
-                                    ),
-                                ));
-                            }
-                            let ep = self.resolve_endpoint(arg)?;
-                            return self.endpoint_expr(ep, span, |b, n| {
-                                let (_, slot) = b.graph_node(n);
-                                // A variable that matches no table only
-                                // ever holds NULL.
-                                Ok(b.entity_function_of_slot(&lname, slot, span)?
-                                    .unwrap_or_else(|| BoundExpr::literal(Value::Null, span)))
-                            });
-                        }
-                    }
-                    if let Some(e) = self.bind_entity_function(&lname, arg, span)? {
-                        return Ok(e);
-                    }
-                }
-                if let [ast::Expr {
-                    kind: ExprKind::Variable(v),
-                    ..
-                }] = args.as_slice()
-                {
-                    // With a variable-length part spliced in, the path's
-                    // elements are only known from its value.
-                    let path = self.fixed_path_value(v, span)?.filter(|p| {
-                        !matches!(&p.kind, BoundExprKind::Function(_, items)
-                            if items.iter().any(|i| i.ty == LogicalType::Path))
-                    });
-                    if let Some(path) = path {
-                        let list = |ty: LogicalType, items: Vec<BoundExpr>| BoundExpr {
-                            kind: BoundExprKind::List(items),
-                            ty: LogicalType::List(Box::new(ty)),
-                            span,
-                        };
-                        let items = match path.kind.clone() {
-                            BoundExprKind::Function(_, items) => items,
-                            // No path can match (no rel table yet, say): the
-                            // functions read the NULL path value.
-                            _ => {
-                                let ty = match lname.as_str() {
-                                    "length" | "size" => LogicalType::Int64,
-                                    "nodes" => LogicalType::List(Box::new(LogicalType::Node)),
-                                    "relationships" | "rels" => {
-                                        LogicalType::List(Box::new(LogicalType::Rel))
-                                    }
-                                    _ => LogicalType::Any,
-                                };
-                                if ty != LogicalType::Any {
-                                    return Ok(BoundExpr {
-                                        kind: BoundExprKind::Literal(Value::Null),
-                                        ty,
-                                        span,
-                                    });
-                                }
-                                Vec::new()
-                            }
-                        };
-                        match lname.as_str() {
-                            "length" | "size" => {
-                                return Ok(BoundExpr {
-                                    kind: BoundExprKind::Function("length".into(), vec![path]),
-                                    ty: LogicalType::Int64,
-                                    span,
-                                })
-                            }
-                            "nodes" => {
-                                let nodes = items.into_iter().step_by(2).collect();
-                                return Ok(list(LogicalType::Node, nodes));
-                            }
-                            "relationships" | "rels" => {
-                                let rels = items.into_iter().skip(1).step_by(2).collect();
-                                return Ok(list(LogicalType::Rel, rels));
-                            }
-                            _ => {}
-                        }
-                    }
-                    if let (Some(&(_, slot)), "cost") =
-                        (self.costs.iter().find(|c| &c.0 == v), lname.as_str())
-                    {
-                        return Ok(BoundExpr::slot(slot, LogicalType::Double, span));
-                    }
-                    if lname == "cost" && self.values.iter().any(|x| &x.0 == v) {
-                        return Err(not_supported(
-                            span,
-                            "cost() of anything but a weighted shortest path matched in this clause (carry it on with WITH cost(p) AS c)",
-                        ));
-                    }
-                }
-                if functions::is_aggregate(&lname) {
-                    if self.aggregates.is_none() {
-                        return Err(Error::at(
-                            ErrorKind::Semantic,
-                            span,
-                            format!("aggregate function {}() is not allowed here", name.name),
-                        ));
-                    }
-                    let arg = match (star, args.as_slice()) {
-                        (true, []) if lname == "count" => None,
-                        (false, [a]) => {
-                            let saved = self.aggregates.take();
-                            let bound = self.bind_expr(a);
-                            self.aggregates = saved;
-                            let bound = bound?;
-                            if bound.calls("rand") {
-                                return Err(Error::at(
-                                    ErrorKind::Semantic,
-                                    a.span,
-                                    format!(
-                                        "the argument of {}() must not call rand() (aggregating a random value)",
-                                        name.name
-                                    ),
-                                ));
-                            }
-                            Some(bound)
-                        }
-                        _ => {
-                            return Err(Error::at(
-                                ErrorKind::Semantic,
-                                span,
-                                format!("{}() takes exactly one argument", name.name),
-                            ))
-                        }
-                    };
-                    let ty = functions::aggregate_type(&lname, arg.as_ref().map(|a| &a.ty))
-                        .map_err(|e| e.or_span(span))?;
-                    let slot = self.new_slot();
-                    if let Some(aggs) = &mut self.aggregates {
-                        aggs.push(BoundAggregate {
-                            function: lname,
-                            distinct: *distinct,
-                            arg,
-                            slot,
-                            ty: ty.clone(),
-                        });
-                    }
-                    return Ok(BoundExpr::slot(slot, ty, span));
-                }
-                if *distinct || *star {
-                    return Err(Error::at(
-                        ErrorKind::Semantic,
-                        span,
-                        format!(
-                            "DISTINCT and * are only allowed in aggregates, not in {}()",
-                            name.name
-                        ),
-                    ));
-                }
-                let args = args
-                    .iter()
-                    .map(|a| self.bind_expr(a))
-                    .collect::<Result<Vec<_>>>()?;
-                let types: Vec<LogicalType> = args.iter().map(|a| a.ty.clone()).collect();
-                let ty =
-                    functions::scalar_type(&lname, &types).map_err(|e| e.or_span(name.span))?;
-                Ok(BoundExpr {
-                    kind: BoundExprKind::Function(lname, args),
-                    ty,
+                let call = FunctionCall {
+                    name,
+                    lname: name.name.to_ascii_lowercase(),
+                    distinct: *distinct,
+                    star: *star,
+                    args,
                     span,
-                })
+                };
+                self.bind_function(e, call)
             }
-            ExprKind::List(items) => {
-                let items = items
-                    .iter()
-                    .map(|a| self.bind_expr(a))
-                    .collect::<Result<Vec<_>>>()?;
-                let elem = items
-                    .iter()
-                    .try_fold(LogicalType::Any, |acc, i| list_item_type(&acc, &i.ty))
-                    .unwrap_or(LogicalType::Any);
-                Ok(BoundExpr {
-                    kind: BoundExprKind::List(items),
-                    ty: LogicalType::List(Box::new(elem)),
-                    span,
-                })
-            }
+            ExprKind::List(items) => self.bind_list(items, span),
             ExprKind::Case {
                 operand,
                 whens,
                 else_,
-            } => {
-                let operand = operand
-                    .as_ref()
-                    .map(|o| self.bind_expr(o))
-                    .transpose()?
-                    .map(Box::new);
-                let mut bound_whens = Vec::new();
-                let mut ty = LogicalType::Any;
-                for (w, t) in whens {
-                    let w = self.bind_expr(w)?;
-                    let t = self.bind_expr(t)?;
-                    ty = functions::common_type(&ty, &t.ty).ok_or_else(|| {
-                        Error::at(
-                            ErrorKind::Type,
-                            t.span,
-                            "CASE branches have incompatible types",
-                        )
-                    })?;
-                    bound_whens.push((w, t));
-                }
-                let else_ = else_.as_ref().map(|e| self.bind_expr(e)).transpose()?;
-                if let Some(e) = &else_ {
-                    ty = functions::common_type(&ty, &e.ty).ok_or_else(|| {
-                        Error::at(
-                            ErrorKind::Type,
-                            e.span,
-                            "CASE branches have incompatible types",
-                        )
-                    })?;
-                }
-                Ok(BoundExpr {
-                    kind: BoundExprKind::Case {
-                        operand,
-                        whens: bound_whens,
-                        else_: else_.map(Box::new),
-                    },
-                    ty,
-                    span,
-                })
-            }
+            } => self.bind_case(operand.as_deref(), whens, else_.as_deref(), span),
             ExprKind::MapProjection(base, items) => {
                 let map = self.map_projection(base, items, span)?;
                 self.bind_expr(&map)
             }
             ExprKind::Map(_)
-            | ExprKind::Index(..)
             | ExprKind::Slice(..)
             | ExprKind::ListComprehension { .. }
             | ExprKind::Quantifier { .. }
             | ExprKind::Reduce { .. } => self.bind_nested_expr(e),
-            ExprKind::HasLabels(inner, labels) => {
-                let names: Vec<String> = labels.iter().map(|l| l.name.clone()).collect();
-                if endpoint_call(inner).is_some() {
-                    let ep = self.resolve_endpoint(inner)?;
-                    return self.endpoint_expr(ep, span, |b, n| {
-                        let (var, _) = b.graph_node(n);
-                        b.has_labels(&var, &names, span)
-                    });
-                }
-                match &inner.kind {
-                    ExprKind::Variable(v)
-                        if self.graph.nodes.iter().any(|n| &n.name == v)
-                            || self.graph.rels.iter().any(|r| &r.name == v) =>
-                    {
-                        self.has_labels(v, &names, span)
-                    }
-                    _ => {
-                        let x = self.bind_expr(inner)?;
-                        if x.ty == LogicalType::Any
-                            && matches!(x.kind, BoundExprKind::Literal(Value::Null))
-                        {
-                            return Ok(BoundExpr::literal(Value::Null, span));
-                        }
-                        Err(not_supported(span, "a label test on this expression"))
-                    }
-                }
-            }
+            ExprKind::HasLabels(inner, labels) => self.bind_has_labels(inner, labels, span),
             ExprKind::Exists(_)
             | ExprKind::CountSubquery(_)
             | ExprKind::PatternPredicate(_)
@@ -562,6 +84,606 @@ impl Binder<'_> {
             ExprKind::Cast(x, ty) => self.bind_cast(x, ty, span),
         }
     }
+
+    /// `$name`: typed by its value when the parameters are known.
+    fn bind_parameter(&self, name: &str, span: Span) -> Result<BoundExpr> {
+        let ty = match self.params {
+            None => LogicalType::Any,
+            Some(p) => match p.get(name) {
+                Some(v) => v.logical_type(),
+                None => {
+                    return Err(Error::at(
+                        ErrorKind::Semantic,
+                        span,
+                        format!("parameter ${name} was not given a value"),
+                    ))
+                }
+            },
+        };
+        Ok(BoundExpr {
+            kind: BoundExprKind::Parameter(name.to_string()),
+            ty,
+            span,
+        })
+    }
+
+    /// A variable: a projection alias, a named path, a node or rel of the
+    /// pattern, a value, or a rel carried by a WITH (in that order).
+    fn bind_variable(&mut self, name: &str, span: Span) -> Result<BoundExpr> {
+        if let Some((_, e)) = self.aliases.iter().find(|a| a.0 == name) {
+            return Ok(e.clone());
+        }
+        if let Some(path) = self.fixed_path_value(name, span)? {
+            return Ok(path);
+        }
+        if let Some(n) = self.graph.nodes.iter().find(|n| n.name == name) {
+            return Ok(BoundExpr::slot(n.id_slot, LogicalType::InternalId, span));
+        }
+        if let Some(r) = self.graph.rels.iter().find(|r| r.name == name) {
+            return Ok(BoundExpr::slot(r.id_slot, LogicalType::InternalId, span));
+        }
+        if let Some((_, slot, ty)) = self.values.iter().find(|v| v.0 == name) {
+            return Ok(BoundExpr::slot(*slot, ty.clone(), span));
+        }
+        if let Some((_, slot)) = self.rels_carried.iter().find(|r| r.0 == name) {
+            return Ok(BoundExpr::slot(*slot, LogicalType::InternalId, span));
+        }
+        Err(Error::at(
+            ErrorKind::Semantic,
+            span,
+            format!("variable '{name}' is not defined"),
+        ))
+    }
+
+    /// `target.key`: a property of a node or rel variable (or of the end
+    /// `startNode(r)` names), otherwise a field of a value.
+    fn bind_property_access(
+        &mut self,
+        target: &ast::Expr,
+        key: &ast::Ident,
+        span: Span,
+    ) -> Result<BoundExpr> {
+        match &target.kind {
+            // A projection alias shadows the pattern variable of the same
+            // name (`WITH b AS a WHERE a.id = 2`, `RETURN b AS a ORDER BY
+            // a.id`): the property is read from what the alias stands for.
+            ExprKind::Variable(var)
+                if !self.locals.iter().any(|l| &l.0 == var)
+                    && self.aliases.iter().any(|a| &a.0 == var) =>
+            {
+                match self.alias_entity(var) {
+                    Some(entity) => self.bind_property(&entity, key, span),
+                    None => self.bind_field(target, key, span),
+                }
+            }
+            ExprKind::Variable(var) if !self.is_value_variable(var) => {
+                self.bind_property(var, key, span)
+            }
+            _ if endpoint_call(target).is_some() => {
+                let ep = self.resolve_endpoint(target)?;
+                self.endpoint_expr(ep, span, |b, n| {
+                    let (var, _) = b.graph_node(n);
+                    b.bind_property(&var, key, span)
+                })
+            }
+            _ => self.bind_field(target, key, span),
+        }
+    }
+
+    /// `target[index]` as a property access whose key is known when the
+    /// query is bound, if it is one (None: an index into a value).
+    fn bind_key_index(
+        &mut self,
+        target: &ast::Expr,
+        index: &ast::Expr,
+        span: Span,
+    ) -> Result<Option<BoundExpr>> {
+        let Some(name) = self.constant_key(index) else {
+            return Ok(None);
+        };
+        let key = ast::Ident {
+            name,
+            span: index.span,
+        };
+        // `startNode(r)['name']`: a property of the end's variable.
+        if endpoint_call(target).is_some() {
+            let ep = self.resolve_endpoint(target)?;
+            return self
+                .endpoint_expr(ep, span, |b, n| {
+                    let (var, _) = b.graph_node(n);
+                    b.bind_property(&var, &key, span)
+                })
+                .map(Some);
+        }
+        // `n['name']` / `n[$key]` on a node or rel variable.
+        match &target.kind {
+            ExprKind::Variable(var) if self.is_entity_variable(var) => {
+                self.bind_property(var, &key, span).map(Some)
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// Whether `var` names a node or rel of the pattern (not a value).
+    fn is_entity_variable(&self, var: &str) -> bool {
+        !self.is_value_variable(var)
+            && (self.graph.nodes.iter().any(|n| n.name == var)
+                || self.graph.rels.iter().any(|r| r.name == var))
+    }
+
+    fn bind_unary(&mut self, op: UnaryOp, inner: &ast::Expr, span: Span) -> Result<BoundExpr> {
+        let inner = self.bind_expr(inner)?;
+        let ty = match op {
+            UnaryOp::Not | UnaryOp::IsNull | UnaryOp::IsNotNull => LogicalType::Bool,
+            UnaryOp::Neg | UnaryOp::Plus => {
+                if !inner.ty.is_numeric()
+                    && inner.ty != LogicalType::Any
+                    && inner.ty != LogicalType::Interval
+                    && inner.ty != LogicalType::Duration
+                {
+                    return Err(Error::at(
+                        ErrorKind::Type,
+                        span,
+                        format!("cannot negate a value of type {}", inner.ty),
+                    ));
+                }
+                if inner.ty.is_integer() {
+                    LogicalType::Int64
+                } else {
+                    inner.ty.clone()
+                }
+            }
+        };
+        if op == UnaryOp::Not && !matches!(inner.ty, LogicalType::Bool | LogicalType::Any) {
+            return Err(Error::at(
+                ErrorKind::Type,
+                span,
+                format!("NOT expects a BOOL, got {}", inner.ty),
+            ));
+        }
+        Ok(BoundExpr {
+            kind: BoundExprKind::Unary(op, Box::new(inner)),
+            ty,
+            span,
+        })
+    }
+
+    /// A function call: the special forms first (casts, endpoints,
+    /// percentiles, functions of entities and paths), then an aggregate or
+    /// a scalar function of the registry.
+    fn bind_function(&mut self, e: &ast::Expr, call: FunctionCall<'_>) -> Result<BoundExpr> {
+        let span = call.span;
+        if call.lname == "cast" && !call.distinct && !call.star {
+            return self.bind_cast_call(call.args, span);
+        }
+        if endpoint_call(e).is_some() {
+            let ep = self.resolve_endpoint(e)?;
+            return self.endpoint_expr(ep, span, |b, n| {
+                let (_, slot) = b.graph_node(n);
+                Ok(BoundExpr::slot(slot, LogicalType::InternalId, span))
+            });
+        }
+        if let Some(bound) = self.bind_percentile(&call)? {
+            return Ok(bound);
+        }
+        if let Some(bound) = self.bind_recursive_nodes(&call)? {
+            return Ok(bound);
+        }
+        // openCypher allows a pattern as an expression only as a predicate
+        // (WHERE, EXISTS), not as a value.
+        if let Some(p) = call
+            .args
+            .iter()
+            .find(|a| matches!(a.kind, ExprKind::PatternPredicate(_)))
+            .filter(|_| call.lname != "exists")
+        {
+            return Err(Error::at(
+                ErrorKind::Syntax,
+                p.span,
+                format!("a pattern cannot be an argument of {}(); use it as a predicate (unexpected syntax)", call.name.name),
+            ));
+        }
+        if let Some(bound) = self.bind_entity_call(&call)? {
+            return Ok(bound);
+        }
+        if let Some(bound) = self.bind_path_call(&call)? {
+            return Ok(bound);
+        }
+        if functions::is_aggregate(&call.lname) {
+            return self.bind_aggregate(call);
+        }
+        self.bind_scalar_function(call)
+    }
+
+    /// percentileDisc/percentileCont(x, p): the exact percentile of the
+    /// group's values, computed from collect(x).
+    fn bind_percentile(&mut self, call: &FunctionCall<'_>) -> Result<Option<BoundExpr>> {
+        let ("percentiledisc" | "percentilecont", [x, p], false) =
+            (call.lname.as_str(), call.args, call.star)
+        else {
+            return Ok(None);
+        };
+        let span = call.span;
+        let collected = self.bind_expr(&ast::Expr {
+            kind: ExprKind::Function {
+                name: ast::Ident {
+                    name: "collect".to_string(),
+                    span: call.name.span,
+                },
+                distinct: call.distinct,
+                star: false,
+                args: vec![x.clone()],
+            },
+            span,
+        })?;
+        let elem = match &collected.ty {
+            LogicalType::List(t) => (**t).clone(),
+            _ => LogicalType::Any,
+        };
+        if !(elem.is_numeric() || elem == LogicalType::Any) {
+            return Err(Error::at(
+                ErrorKind::Type,
+                x.span,
+                format!("{}() expects numbers, got {elem}", call.name.name),
+            ));
+        }
+        let p = self.bind_expr(p)?;
+        let (f, ty) = if call.lname == "percentiledisc" {
+            ("_percentile_disc", elem)
+        } else {
+            ("_percentile_cont", LogicalType::Double)
+        };
+        Ok(Some(BoundExpr {
+            kind: BoundExprKind::Function(f.to_string(), vec![collected, p]),
+            ty,
+            span,
+        }))
+    }
+
+    /// `nodes(e)` of the rel variable of a shortest path lists its
+    /// intermediate nodes (Kùzu's recursive rel), where `nodes(p)` of the
+    /// named path lists every node.
+    fn bind_recursive_nodes(&mut self, call: &FunctionCall<'_>) -> Result<Option<BoundExpr>> {
+        let (
+            "nodes",
+            [arg @ ast::Expr {
+                kind: ExprKind::Variable(v),
+                ..
+            }],
+            false,
+        ) = (call.lname.as_str(), call.args, call.star)
+        else {
+            return Ok(None);
+        };
+        let Some(i) = self.recursive_rels.iter().position(|n| n == v) else {
+            return Ok(None);
+        };
+        let span = call.span;
+        let rel = self.recursive_rels.remove(i);
+        let all = self.bind_expr(&ast::Expr {
+            kind: ExprKind::Function {
+                name: call.name.clone(),
+                distinct: false,
+                star: false,
+                args: vec![arg.clone()],
+            },
+            span,
+        });
+        self.recursive_rels.insert(i, rel);
+        let all = all?;
+        let int = |i: i64| {
+            Some(Box::new(BoundExpr {
+                kind: BoundExprKind::Literal(Value::Int64(i)),
+                ty: LogicalType::Int64,
+                span,
+            }))
+        };
+        let ty = all.ty.clone();
+        Ok(Some(BoundExpr {
+            kind: BoundExprKind::Slice(Box::new(all), int(1), int(-1)),
+            ty,
+            span,
+        }))
+    }
+
+    /// `id(n)`, `labels(n)`, `type(r)` and the like of one node or rel,
+    /// also of the end `startNode(r)` / `endNode(r)` names.
+    fn bind_entity_call(&mut self, call: &FunctionCall<'_>) -> Result<Option<BoundExpr>> {
+        let ([arg], false, false) = (call.args, call.distinct, call.star) else {
+            return Ok(None);
+        };
+        let (lname, span) = (call.lname.as_str(), call.span);
+        if is_entity_function(lname) {
+            if let Some(end) = endpoint_call(arg) {
+                if lname == "type" {
+                    return Err(Error::at(
+                        ErrorKind::Type,
+                        span,
+                        format!("type() expects a rel, but {}() gives a node", end.name),
+                    ));
+                }
+                let ep = self.resolve_endpoint(arg)?;
+                return self
+                    .endpoint_expr(ep, span, |b, n| {
+                        let (_, slot) = b.graph_node(n);
+                        // A variable that matches no table only ever
+                        // holds NULL.
+                        Ok(b.entity_function_of_slot(lname, slot, span)?
+                            .unwrap_or_else(|| BoundExpr::literal(Value::Null, span)))
+                    })
+                    .map(Some);
+            }
+        }
+        self.bind_entity_function(lname, arg, span)
+    }
+
+    /// A function of one path variable: `length(p)`, `nodes(p)` and
+    /// `relationships(p)` of a named path built from its elements, and
+    /// `cost(p)` of a weighted shortest path.
+    fn bind_path_call(&mut self, call: &FunctionCall<'_>) -> Result<Option<BoundExpr>> {
+        let [ast::Expr {
+            kind: ExprKind::Variable(v),
+            ..
+        }] = call.args
+        else {
+            return Ok(None);
+        };
+        let (lname, span) = (call.lname.as_str(), call.span);
+        if let Some(bound) = self.bind_fixed_path_function(lname, v, span)? {
+            return Ok(Some(bound));
+        }
+        if let (Some(&(_, slot)), "cost") = (self.costs.iter().find(|c| &c.0 == v), lname) {
+            return Ok(Some(BoundExpr::slot(slot, LogicalType::Double, span)));
+        }
+        if lname == "cost" && self.values.iter().any(|x| &x.0 == v) {
+            return Err(not_supported(
+                span,
+                "cost() of anything but a weighted shortest path matched in this clause (carry it on with WITH cost(p) AS c)",
+            ));
+        }
+        Ok(None)
+    }
+
+    /// `length(p)`, `nodes(p)` and `relationships(p)` of named path `var`
+    /// whose elements are known, if it is one.
+    fn bind_fixed_path_function(
+        &mut self,
+        lname: &str,
+        var: &str,
+        span: Span,
+    ) -> Result<Option<BoundExpr>> {
+        // With a variable-length part spliced in, the path's elements are
+        // only known from its value.
+        let path = self.fixed_path_value(var, span)?.filter(|p| {
+            !matches!(&p.kind, BoundExprKind::Function(_, items)
+                if items.iter().any(|i| i.ty == LogicalType::Path))
+        });
+        let Some(path) = path else {
+            return Ok(None);
+        };
+        let list = |ty: LogicalType, items: Vec<BoundExpr>| BoundExpr {
+            kind: BoundExprKind::List(items),
+            ty: LogicalType::List(Box::new(ty)),
+            span,
+        };
+        let items = match path.kind.clone() {
+            BoundExprKind::Function(_, items) => items,
+            // No path can match (no rel table yet, say): the functions read
+            // the NULL path value.
+            _ => {
+                let ty = match lname {
+                    "length" | "size" => LogicalType::Int64,
+                    "nodes" => LogicalType::List(Box::new(LogicalType::Node)),
+                    "relationships" | "rels" => LogicalType::List(Box::new(LogicalType::Rel)),
+                    _ => return Ok(None),
+                };
+                return Ok(Some(BoundExpr {
+                    kind: BoundExprKind::Literal(Value::Null),
+                    ty,
+                    span,
+                }));
+            }
+        };
+        Ok(match lname {
+            "length" | "size" => Some(BoundExpr {
+                kind: BoundExprKind::Function("length".into(), vec![path]),
+                ty: LogicalType::Int64,
+                span,
+            }),
+            "nodes" => Some(list(
+                LogicalType::Node,
+                items.into_iter().step_by(2).collect(),
+            )),
+            "relationships" | "rels" => Some(list(
+                LogicalType::Rel,
+                items.into_iter().skip(1).step_by(2).collect(),
+            )),
+            _ => None,
+        })
+    }
+
+    /// An aggregate: its argument is bound (without nested aggregates) and
+    /// computed into a fresh slot the expression reads.
+    fn bind_aggregate(&mut self, call: FunctionCall<'_>) -> Result<BoundExpr> {
+        let (name, span) = (&call.name.name, call.span);
+        if self.aggregates.is_none() {
+            return Err(Error::at(
+                ErrorKind::Semantic,
+                span,
+                format!("aggregate function {name}() is not allowed here"),
+            ));
+        }
+        let arg = match (call.star, call.args) {
+            (true, []) if call.lname == "count" => None,
+            (false, [a]) => {
+                let saved = self.aggregates.take();
+                let bound = self.bind_expr(a);
+                self.aggregates = saved;
+                let bound = bound?;
+                if bound.calls("rand") {
+                    return Err(Error::at(
+                        ErrorKind::Semantic,
+                        a.span,
+                        format!(
+                            "the argument of {name}() must not call rand() (aggregating a random value)"
+                        ),
+                    ));
+                }
+                Some(bound)
+            }
+            _ => {
+                return Err(Error::at(
+                    ErrorKind::Semantic,
+                    span,
+                    format!("{name}() takes exactly one argument"),
+                ))
+            }
+        };
+        let ty = functions::aggregate_type(&call.lname, arg.as_ref().map(|a| &a.ty))
+            .map_err(|e| e.or_span(span))?;
+        let slot = self.new_slot();
+        if let Some(aggs) = &mut self.aggregates {
+            aggs.push(BoundAggregate {
+                function: call.lname,
+                distinct: call.distinct,
+                arg,
+                slot,
+                ty: ty.clone(),
+            });
+        }
+        Ok(BoundExpr::slot(slot, ty, span))
+    }
+
+    /// A scalar function of the registry, typed by its arguments.
+    fn bind_scalar_function(&mut self, call: FunctionCall<'_>) -> Result<BoundExpr> {
+        if call.distinct || call.star {
+            return Err(Error::at(
+                ErrorKind::Semantic,
+                call.span,
+                format!(
+                    "DISTINCT and * are only allowed in aggregates, not in {}()",
+                    call.name.name
+                ),
+            ));
+        }
+        let args = call
+            .args
+            .iter()
+            .map(|a| self.bind_expr(a))
+            .collect::<Result<Vec<_>>>()?;
+        let types: Vec<LogicalType> = args.iter().map(|a| a.ty.clone()).collect();
+        let ty =
+            functions::scalar_type(&call.lname, &types).map_err(|e| e.or_span(call.name.span))?;
+        Ok(BoundExpr {
+            kind: BoundExprKind::Function(call.lname, args),
+            ty,
+            span: call.span,
+        })
+    }
+
+    /// A list literal, of its items' common type.
+    fn bind_list(&mut self, items: &[ast::Expr], span: Span) -> Result<BoundExpr> {
+        let items = items
+            .iter()
+            .map(|a| self.bind_expr(a))
+            .collect::<Result<Vec<_>>>()?;
+        let elem = items
+            .iter()
+            .try_fold(LogicalType::Any, |acc, i| list_item_type(&acc, &i.ty))
+            .unwrap_or(LogicalType::Any);
+        Ok(BoundExpr {
+            kind: BoundExprKind::List(items),
+            ty: LogicalType::List(Box::new(elem)),
+            span,
+        })
+    }
+
+    /// `CASE`, of its branches' common type.
+    fn bind_case(
+        &mut self,
+        operand: Option<&ast::Expr>,
+        whens: &[(ast::Expr, ast::Expr)],
+        else_: Option<&ast::Expr>,
+        span: Span,
+    ) -> Result<BoundExpr> {
+        let incompatible = |e: &BoundExpr| {
+            Error::at(
+                ErrorKind::Type,
+                e.span,
+                "CASE branches have incompatible types",
+            )
+        };
+        let operand = operand
+            .map(|o| self.bind_expr(o))
+            .transpose()?
+            .map(Box::new);
+        let mut bound_whens = Vec::new();
+        let mut ty = LogicalType::Any;
+        for (w, t) in whens {
+            let w = self.bind_expr(w)?;
+            let t = self.bind_expr(t)?;
+            ty = functions::common_type(&ty, &t.ty).ok_or_else(|| incompatible(&t))?;
+            bound_whens.push((w, t));
+        }
+        let else_ = else_.map(|e| self.bind_expr(e)).transpose()?;
+        if let Some(e) = &else_ {
+            ty = functions::common_type(&ty, &e.ty).ok_or_else(|| incompatible(e))?;
+        }
+        Ok(BoundExpr {
+            kind: BoundExprKind::Case {
+                operand,
+                whens: bound_whens,
+                else_: else_.map(Box::new),
+            },
+            ty,
+            span,
+        })
+    }
+
+    /// `x:Label`: a label test of a node or rel variable (or of an end
+    /// `startNode(r)` names).
+    fn bind_has_labels(
+        &mut self,
+        inner: &ast::Expr,
+        labels: &[ast::Ident],
+        span: Span,
+    ) -> Result<BoundExpr> {
+        let names: Vec<String> = labels.iter().map(|l| l.name.clone()).collect();
+        if endpoint_call(inner).is_some() {
+            let ep = self.resolve_endpoint(inner)?;
+            return self.endpoint_expr(ep, span, |b, n| {
+                let (var, _) = b.graph_node(n);
+                b.has_labels(&var, &names, span)
+            });
+        }
+        match &inner.kind {
+            ExprKind::Variable(v)
+                if self.graph.nodes.iter().any(|n| &n.name == v)
+                    || self.graph.rels.iter().any(|r| &r.name == v) =>
+            {
+                self.has_labels(v, &names, span)
+            }
+            _ => {
+                let x = self.bind_expr(inner)?;
+                if x.ty == LogicalType::Any && matches!(x.kind, BoundExprKind::Literal(Value::Null))
+                {
+                    return Ok(BoundExpr::literal(Value::Null, span));
+                }
+                Err(not_supported(span, "a label test on this expression"))
+            }
+        }
+    }
+}
+
+/// The parts of a function call being bound.
+struct FunctionCall<'a> {
+    name: &'a ast::Ident,
+    /// The name in lower case, as functions are looked up.
+    lname: String,
+    distinct: bool,
+    star: bool,
+    args: &'a [ast::Expr],
+    span: Span,
 }
 
 /// The common type of two list items: [`functions::common_type`], except that integers and
@@ -814,208 +936,248 @@ impl Binder<'_> {
     pub(super) fn bind_nested_expr(&mut self, e: &ast::Expr) -> Result<BoundExpr> {
         let span = e.span;
         let (kind, ty) = match &e.kind {
-            ExprKind::Map(entries) => {
-                let mut fields: Vec<(String, BoundExpr)> = Vec::with_capacity(entries.len());
-                for (k, v) in entries {
-                    let v = self.bind_expr(v)?;
-                    // A repeated key keeps the last value.
-                    match fields.iter_mut().find(|f| f.0 == k.name) {
-                        Some(f) => f.1 = v,
-                        None => fields.push((k.name.clone(), v)),
-                    }
-                }
-                let ty = LogicalType::Struct(
-                    fields
-                        .iter()
-                        .map(|(k, v)| (k.clone(), v.ty.clone()))
-                        .collect(),
-                );
-                (BoundExprKind::Map(fields), ty)
-            }
-            ExprKind::Index(target, index) => {
-                let entity = matches!(&target.kind, ExprKind::Variable(v)
-                    if !self.is_value_variable(v)
-                        && (self.graph.nodes.iter().any(|n| &n.name == v)
-                            || self.graph.rels.iter().any(|r| &r.name == v)));
-                let mut target = self.bind_expr(target)?;
-                if entity {
-                    // `n[key]` with a key computed per row: index the node
-                    // (or rel) value, which carries every property.
-                    target = self.materialize_entities(target, true)?;
-                }
-                let index = self.bind_expr(index)?;
-                let ty = match &target.ty {
-                    LogicalType::List(elem) => {
-                        check_integer(&index, "a list index")?;
-                        (**elem).clone()
-                    }
-                    LogicalType::Struct(_)
-                    | LogicalType::Map(..)
-                    | LogicalType::Node
-                    | LogicalType::Rel => {
-                        if !matches!(index.ty, LogicalType::String | LogicalType::Any) {
-                            return Err(Error::at(
-                                ErrorKind::Type,
-                                index.span,
-                                format!("a map key must be a STRING, got {}", index.ty),
-                            ));
-                        }
-                        match (&target.ty, &index.kind) {
-                            (
-                                LogicalType::Struct(fields),
-                                BoundExprKind::Literal(Value::String(k)),
-                            ) => fields
-                                .iter()
-                                .find(|f| &f.0 == k)
-                                .map_or(LogicalType::Any, |f| f.1.clone()),
-                            (LogicalType::Map(_, v), _) => (**v).clone(),
-                            _ => LogicalType::Any,
-                        }
-                    }
-                    LogicalType::Any => {
-                        if !(index.ty.is_integer()
-                            || matches!(index.ty, LogicalType::String | LogicalType::Any))
-                        {
-                            return Err(Error::at(
-                                ErrorKind::Type,
-                                index.span,
-                                format!(
-                                    "an index must be an INTEGER (lists) or a STRING (maps), got {}",
-                                    index.ty
-                                ),
-                            ));
-                        }
-                        LogicalType::Any
-                    }
-                    other => {
-                        return Err(Error::at(
-                            ErrorKind::Type,
-                            target.span,
-                            format!("cannot index a {other} value (expected a list or map)"),
-                        ))
-                    }
-                };
-                (BoundExprKind::Index(Box::new(target), Box::new(index)), ty)
-            }
+            ExprKind::Map(entries) => self.bind_map(entries)?,
+            ExprKind::Index(target, index) => self.bind_index(target, index)?,
             ExprKind::Slice(target, from, to) => {
-                let target = self.bind_expr(target)?;
-                if !matches!(target.ty, LogicalType::List(_) | LogicalType::Any) {
-                    return Err(Error::at(
-                        ErrorKind::Type,
-                        target.span,
-                        format!("cannot slice a {} value (expected a list)", target.ty),
-                    ));
-                }
-                let mut bound = |b: &Option<Box<ast::Expr>>| -> Result<Option<Box<BoundExpr>>> {
-                    match b {
-                        None => Ok(None),
-                        Some(b) => {
-                            let b = self.bind_expr(b)?;
-                            check_integer(&b, "a slice bound")?;
-                            Ok(Some(Box::new(b)))
-                        }
-                    }
-                };
-                let (from, to) = (bound(from)?, bound(to)?);
-                let ty = target.ty.clone();
-                (BoundExprKind::Slice(Box::new(target), from, to), ty)
+                self.bind_slice(target, from.as_deref(), to.as_deref())?
             }
             ExprKind::ListComprehension {
                 variable,
                 list,
                 predicate,
                 projection,
-            } => {
-                let list = self.bind_expr(list)?;
-                let elem = element_type(&list, "a list comprehension")?;
-                let (vars, (predicate, projection)) =
-                    self.with_locals(&[(variable, elem.clone())], |b| {
-                        let p = predicate.as_ref().map(|p| b.bind_expr(p)).transpose()?;
-                        if let Some(p) = &p {
-                            check_predicate(p, "a list comprehension")?;
-                        }
-                        let q = projection.as_ref().map(|q| b.bind_expr(q)).transpose()?;
-                        Ok((p, q))
-                    })?;
-                let ty =
-                    LogicalType::List(Box::new(projection.as_ref().map_or(elem, |q| q.ty.clone())));
-                (
-                    BoundExprKind::ListComprehension {
-                        var: vars[0],
-                        list: Box::new(list),
-                        predicate: predicate.map(Box::new),
-                        projection: projection.map(Box::new),
-                    },
-                    ty,
-                )
-            }
+            } => self.bind_list_comprehension(
+                variable,
+                list,
+                predicate.as_deref(),
+                projection.as_deref(),
+            )?,
             ExprKind::Quantifier {
                 kind,
                 variable,
                 list,
                 predicate,
-            } => {
-                let what = match kind {
-                    ast::Quantifier::All => "all()",
-                    ast::Quantifier::Any => "any()",
-                    ast::Quantifier::None => "none()",
-                    ast::Quantifier::Single => "single()",
-                };
-                let list = self.bind_expr(list)?;
-                let elem = element_type(&list, what)?;
-                let (vars, predicate) = self.with_locals(&[(variable, elem)], |b| {
-                    let p = b.bind_expr(predicate)?;
-                    check_predicate(&p, what)?;
-                    Ok(p)
-                })?;
-                (
-                    BoundExprKind::Quantifier {
-                        kind: *kind,
-                        var: vars[0],
-                        list: Box::new(list),
-                        predicate: Box::new(predicate),
-                    },
-                    LogicalType::Bool,
-                )
-            }
+            } => self.bind_quantifier(*kind, variable, list, predicate)?,
             ExprKind::Reduce {
                 accumulator,
                 init,
                 variable,
                 list,
                 expr,
-            } => {
-                let init = self.bind_expr(init)?;
-                let list = self.bind_expr(list)?;
-                let elem = element_type(&list, "reduce()")?;
-                // The accumulator's type is the common type of the initial
-                // value and the step (bound again when the step widens it).
-                let mut acc_ty = init.ty.clone();
-                let (vars, step) = loop {
-                    let (vars, step) = self.with_locals(
-                        &[(accumulator, acc_ty.clone()), (variable, elem.clone())],
-                        |b| b.bind_expr(expr),
-                    )?;
-                    let next =
-                        functions::common_type(&acc_ty, &step.ty).unwrap_or(LogicalType::Any);
-                    if acc_ty == LogicalType::Any || next == acc_ty {
-                        break (vars, step);
-                    }
-                    acc_ty = next;
-                };
-                (
-                    BoundExprKind::Reduce {
-                        acc: vars[0],
-                        init: Box::new(init),
-                        var: vars[1],
-                        list: Box::new(list),
-                        expr: Box::new(step),
-                    },
-                    acc_ty,
-                )
-            }
+            } => self.bind_reduce(accumulator, init, variable, list, expr)?,
             _ => return Err(not_supported(span, "this expression")),
         };
         Ok(BoundExpr { kind, ty, span })
     }
+
+    /// A map literal: a struct of its entries' types.
+    fn bind_map(&mut self, entries: &[(ast::Ident, ast::Expr)]) -> Result<Nested> {
+        let mut fields: Vec<(String, BoundExpr)> = Vec::with_capacity(entries.len());
+        for (k, v) in entries {
+            let v = self.bind_expr(v)?;
+            // A repeated key keeps the last value.
+            match fields.iter_mut().find(|f| f.0 == k.name) {
+                Some(f) => f.1 = v,
+                None => fields.push((k.name.clone(), v)),
+            }
+        }
+        let ty = LogicalType::Struct(
+            fields
+                .iter()
+                .map(|(k, v)| (k.clone(), v.ty.clone()))
+                .collect(),
+        );
+        Ok((BoundExprKind::Map(fields), ty))
+    }
+
+    /// `target[index]`: a list's element or a map's (node's, rel's) entry.
+    fn bind_index(&mut self, target: &ast::Expr, index: &ast::Expr) -> Result<Nested> {
+        let entity = matches!(&target.kind, ExprKind::Variable(v) if self.is_entity_variable(v));
+        let mut target = self.bind_expr(target)?;
+        if entity {
+            // `n[key]` with a key computed per row: index the node (or rel)
+            // value, which carries every property.
+            target = self.materialize_entities(target, true)?;
+        }
+        let index = self.bind_expr(index)?;
+        let ty = index_type(&target, &index)?;
+        Ok((BoundExprKind::Index(Box::new(target), Box::new(index)), ty))
+    }
+
+    /// `target[from..to]` of a list.
+    fn bind_slice(
+        &mut self,
+        target: &ast::Expr,
+        from: Option<&ast::Expr>,
+        to: Option<&ast::Expr>,
+    ) -> Result<Nested> {
+        let target = self.bind_expr(target)?;
+        if !matches!(target.ty, LogicalType::List(_) | LogicalType::Any) {
+            return Err(Error::at(
+                ErrorKind::Type,
+                target.span,
+                format!("cannot slice a {} value (expected a list)", target.ty),
+            ));
+        }
+        let mut bound = |b: Option<&ast::Expr>| -> Result<Option<Box<BoundExpr>>> {
+            match b {
+                None => Ok(None),
+                Some(b) => {
+                    let b = self.bind_expr(b)?;
+                    check_integer(&b, "a slice bound")?;
+                    Ok(Some(Box::new(b)))
+                }
+            }
+        };
+        let (from, to) = (bound(from)?, bound(to)?);
+        let ty = target.ty.clone();
+        Ok((BoundExprKind::Slice(Box::new(target), from, to), ty))
+    }
+
+    /// `[x IN list WHERE predicate | projection]`.
+    fn bind_list_comprehension(
+        &mut self,
+        variable: &ast::Ident,
+        list: &ast::Expr,
+        predicate: Option<&ast::Expr>,
+        projection: Option<&ast::Expr>,
+    ) -> Result<Nested> {
+        let list = self.bind_expr(list)?;
+        let elem = element_type(&list, "a list comprehension")?;
+        let (vars, (predicate, projection)) =
+            self.with_locals(&[(variable, elem.clone())], |b| {
+                let p = predicate.map(|p| b.bind_expr(p)).transpose()?;
+                if let Some(p) = &p {
+                    check_predicate(p, "a list comprehension")?;
+                }
+                let q = projection.map(|q| b.bind_expr(q)).transpose()?;
+                Ok((p, q))
+            })?;
+        let ty = LogicalType::List(Box::new(projection.as_ref().map_or(elem, |q| q.ty.clone())));
+        let kind = BoundExprKind::ListComprehension {
+            var: vars[0],
+            list: Box::new(list),
+            predicate: predicate.map(Box::new),
+            projection: projection.map(Box::new),
+        };
+        Ok((kind, ty))
+    }
+
+    /// `all/any/none/single(x IN list WHERE predicate)`.
+    fn bind_quantifier(
+        &mut self,
+        kind: ast::Quantifier,
+        variable: &ast::Ident,
+        list: &ast::Expr,
+        predicate: &ast::Expr,
+    ) -> Result<Nested> {
+        let what = match kind {
+            ast::Quantifier::All => "all()",
+            ast::Quantifier::Any => "any()",
+            ast::Quantifier::None => "none()",
+            ast::Quantifier::Single => "single()",
+        };
+        let list = self.bind_expr(list)?;
+        let elem = element_type(&list, what)?;
+        let (vars, predicate) = self.with_locals(&[(variable, elem)], |b| {
+            let p = b.bind_expr(predicate)?;
+            check_predicate(&p, what)?;
+            Ok(p)
+        })?;
+        let kind = BoundExprKind::Quantifier {
+            kind,
+            var: vars[0],
+            list: Box::new(list),
+            predicate: Box::new(predicate),
+        };
+        Ok((kind, LogicalType::Bool))
+    }
+
+    /// `reduce(accumulator = init, variable IN list | expr)`.
+    fn bind_reduce(
+        &mut self,
+        accumulator: &ast::Ident,
+        init: &ast::Expr,
+        variable: &ast::Ident,
+        list: &ast::Expr,
+        expr: &ast::Expr,
+    ) -> Result<Nested> {
+        let init = self.bind_expr(init)?;
+        let list = self.bind_expr(list)?;
+        let elem = element_type(&list, "reduce()")?;
+        // The accumulator's type is the common type of the initial value
+        // and the step (bound again when the step widens it).
+        let mut acc_ty = init.ty.clone();
+        let (vars, step) = loop {
+            let (vars, step) = self.with_locals(
+                &[(accumulator, acc_ty.clone()), (variable, elem.clone())],
+                |b| b.bind_expr(expr),
+            )?;
+            let next = functions::common_type(&acc_ty, &step.ty).unwrap_or(LogicalType::Any);
+            if acc_ty == LogicalType::Any || next == acc_ty {
+                break (vars, step);
+            }
+            acc_ty = next;
+        };
+        let kind = BoundExprKind::Reduce {
+            acc: vars[0],
+            init: Box::new(init),
+            var: vars[1],
+            list: Box::new(list),
+            expr: Box::new(step),
+        };
+        Ok((kind, acc_ty))
+    }
+}
+
+/// A nested expression's kind and type, as its binder returns them.
+type Nested = (BoundExprKind, LogicalType);
+
+/// The type of `target[index]`, checking the index against what it indexes.
+fn index_type(target: &BoundExpr, index: &BoundExpr) -> Result<LogicalType> {
+    Ok(match &target.ty {
+        LogicalType::List(elem) => {
+            check_integer(index, "a list index")?;
+            (**elem).clone()
+        }
+        LogicalType::Struct(_) | LogicalType::Map(..) | LogicalType::Node | LogicalType::Rel => {
+            if !matches!(index.ty, LogicalType::String | LogicalType::Any) {
+                return Err(Error::at(
+                    ErrorKind::Type,
+                    index.span,
+                    format!("a map key must be a STRING, got {}", index.ty),
+                ));
+            }
+            match (&target.ty, &index.kind) {
+                (LogicalType::Struct(fields), BoundExprKind::Literal(Value::String(k))) => fields
+                    .iter()
+                    .find(|f| &f.0 == k)
+                    .map_or(LogicalType::Any, |f| f.1.clone()),
+                (LogicalType::Map(_, v), _) => (**v).clone(),
+                _ => LogicalType::Any,
+            }
+        }
+        LogicalType::Any => {
+            if !(index.ty.is_integer()
+                || matches!(index.ty, LogicalType::String | LogicalType::Any))
+            {
+                return Err(Error::at(
+                    ErrorKind::Type,
+                    index.span,
+                    format!(
+                        "an index must be an INTEGER (lists) or a STRING (maps), got {}",
+                        index.ty
+                    ),
+                ));
+            }
+            LogicalType::Any
+        }
+        other => {
+            return Err(Error::at(
+                ErrorKind::Type,
+                target.span,
+                format!("cannot index a {other} value (expected a list or map)"),
+            ))
+        }
+    })
 }

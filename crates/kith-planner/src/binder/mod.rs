@@ -454,36 +454,12 @@ impl<'a> Binder<'a> {
             return self.bind_union(q);
         }
         let clauses = &q.parts[0].clauses;
-        // A standalone built-in call: `CALL show_tables() [RETURN *]`.
-        if let Some(Clause::Call {
-            procedure,
-            args,
-            span,
-            ..
-        }) = clauses.first()
-        {
-            if is_catalog_call(&procedure.name) {
-                if clauses.len() > 2 {
-                    return Err(not_supported(*span, "CALL followed by further clauses"));
-                }
-                return self.bind_table_call(procedure, args.as_deref().unwrap_or_default());
-            }
-            if let [only] = clauses.as_slice() {
-                if let Some(call) = CallClause::of(only) {
-                    return self.bind_standalone_call(call);
-                }
-            }
+        if let Some(call) = self.bind_call_query(clauses)? {
+            return Ok(call);
         }
         let mut predicates = Vec::new();
         let mut returned = false;
         for (idx, clause) in clauses.iter().enumerate() {
-            if returned {
-                return Err(Error::at(
-                    ErrorKind::Semantic,
-                    q.span,
-                    "RETURN must be the last clause of a query",
-                ));
-            }
             match clause {
                 Clause::Match {
                     optional,
@@ -491,85 +467,12 @@ impl<'a> Binder<'a> {
                     where_,
                     span,
                 } => {
-                    // An OPTIONAL MATCH's patterns only when they bind new
-                    // variables alone: those are NULL where it fails (and a
-                    // NULL key has no entry in a subquery's table either
-                    // way), while one bound before keeps its value there.
-                    let patterns = if *optional {
-                        patterns
-                            .iter()
-                            .filter(|p| {
-                                subquery::pattern_variables(p)
-                                    .iter()
-                                    .all(|v| self.outer_entity(v).is_none())
-                            })
-                            .cloned()
-                            .collect()
-                    } else {
-                        patterns.clone()
-                    };
-                    self.outer_patterns.push(patterns);
-                    let patterns = match clause {
-                        Clause::Match { patterns, .. } => patterns,
-                        _ => return Err(Error::internal("not a MATCH")),
-                    };
-                    if *optional {
-                        // Followed by its WITH or RETURN: a single optional
-                        // extend may join this part's own pipeline.
-                        let last_match =
-                            matches!(clauses.get(idx + 1), Some(Clause::Projection(_)));
-                        if last_match
-                            && (self.bind_optional_extend(patterns, where_.as_ref())?
-                                || self.bind_optional_recursive(patterns, where_.as_ref())?
-                                || self.bind_optional_join(patterns, where_.as_ref())?
-                                || self.bind_optional_chain(patterns, where_.as_ref())?)
-                        {
-                            continue;
-                        }
-                        predicates = self.bind_optional_match(
-                            patterns,
-                            where_.as_ref(),
-                            *span,
-                            std::mem::take(&mut predicates),
-                        )?;
-                        continue;
-                    }
-                    self.bind_clause_patterns(patterns, &mut predicates)?;
-                    if let Some(w) = where_ {
-                        // Subqueries in this WHERE may restrict their keys
-                        // with its conjuncts (see `bind_subquery_expr`).
-                        self.where_conjuncts = subquery::key_filters(w);
-                        let e = self.bind_expr(w);
-                        self.where_conjuncts.clear();
-                        split_conjuncts(e?, &mut predicates);
-                    }
+                    let last = matches!(clauses.get(idx + 1), Some(Clause::Projection(_)));
+                    let (where_, span) = (where_.as_ref(), *span);
+                    self.bind_match(*optional, patterns, where_, span, last, &mut predicates)?;
                 }
                 Clause::Unwind { expr, alias, span } => {
-                    let mut expr = expr.clone();
-                    if self.has_pattern_state(&predicates) {
-                        // UNWIND after MATCH (or reading nodes carried by a
-                        // WITH): carry every named variable and the list into
-                        // a new part whose input rows it expands.
-                        let hidden = format!("_anon_unwind_{}", self.next_slot);
-                        let mut carried =
-                            self.carry_into_new_part(vec![(hidden, expr)], *span, &mut predicates)?;
-                        expr = carried.pop().ok_or_else(|| {
-                            Error::at(ErrorKind::Internal, *span, "UNWIND list not carried")
-                        })?;
-                    }
-                    let e = self.bind_expr(&expr)?;
-                    let ty = match &e.ty {
-                        LogicalType::List(t) => (**t).clone(),
-                        other => other.clone(),
-                    };
-                    self.check_new_variable(alias)?;
-                    let slot = self.new_slot();
-                    self.part.unwinds.push(BoundUnwind {
-                        expr: e,
-                        slot,
-                        ty: ty.clone(),
-                    });
-                    self.values.push((alias.name.clone(), slot, ty));
+                    self.bind_unwind(expr, alias, *span, &mut predicates)?;
                 }
                 Clause::Projection(p) if p.is_with => {
                     // A WITH may rename or drop what the patterns bound.
@@ -612,11 +515,135 @@ impl<'a> Binder<'a> {
                 "a query must end with RETURN",
             ));
         }
-        Ok(BoundStatement::Query(Box::new(BoundQuery {
+        Ok(BoundStatement::Query(Box::new(self.take_query())))
+    }
+
+    /// The query bound so far: its parts, slots and subqueries.
+    fn take_query(&mut self) -> BoundQuery {
+        BoundQuery {
             parts: std::mem::take(&mut self.parts),
             num_slots: self.next_slot,
             subqueries: std::mem::take(&mut self.subqueries),
-        })))
+        }
+    }
+
+    /// A query that is a standalone built-in call (`CALL show_tables()
+    /// [RETURN *]`) or procedure call, bound (None: it is not one).
+    fn bind_call_query(&mut self, clauses: &[Clause]) -> Result<Option<BoundStatement>> {
+        let Some(Clause::Call {
+            procedure,
+            args,
+            span,
+            ..
+        }) = clauses.first()
+        else {
+            return Ok(None);
+        };
+        if is_catalog_call(&procedure.name) {
+            if clauses.len() > 2 {
+                return Err(not_supported(*span, "CALL followed by further clauses"));
+            }
+            let args = args.as_deref().unwrap_or_default();
+            return self.bind_table_call(procedure, args).map(Some);
+        }
+        match clauses {
+            [only] => match CallClause::of(only) {
+                Some(call) => self.bind_standalone_call(call).map(Some),
+                None => Ok(None),
+            },
+            _ => Ok(None),
+        }
+    }
+
+    /// Binds a MATCH or OPTIONAL MATCH, its conjuncts into `predicates`.
+    /// `last`: a WITH or RETURN follows it.
+    fn bind_match(
+        &mut self,
+        optional: bool,
+        patterns: &[ast::PathPattern],
+        where_: Option<&ast::Expr>,
+        span: Span,
+        last: bool,
+        predicates: &mut Vec<BoundExpr>,
+    ) -> Result<()> {
+        // An OPTIONAL MATCH's patterns only when they bind new variables
+        // alone: those are NULL where it fails (and a NULL key has no entry
+        // in a subquery's table either way), while one bound before keeps
+        // its value there.
+        let outer = if optional {
+            patterns
+                .iter()
+                .filter(|p| {
+                    subquery::pattern_variables(p)
+                        .iter()
+                        .all(|v| self.outer_entity(v).is_none())
+                })
+                .cloned()
+                .collect()
+        } else {
+            patterns.to_vec()
+        };
+        self.outer_patterns.push(outer);
+        if optional {
+            // Followed by its WITH or RETURN: a single optional extend may
+            // join this part's own pipeline.
+            if last
+                && (self.bind_optional_extend(patterns, where_)?
+                    || self.bind_optional_recursive(patterns, where_)?
+                    || self.bind_optional_join(patterns, where_)?
+                    || self.bind_optional_chain(patterns, where_)?)
+            {
+                return Ok(());
+            }
+            *predicates =
+                self.bind_optional_match(patterns, where_, span, std::mem::take(predicates))?;
+            return Ok(());
+        }
+        self.bind_clause_patterns(patterns, predicates)?;
+        if let Some(w) = where_ {
+            // Subqueries in this WHERE may restrict their keys with its
+            // conjuncts (see `bind_subquery_expr`).
+            self.where_conjuncts = subquery::key_filters(w);
+            let e = self.bind_expr(w);
+            self.where_conjuncts.clear();
+            split_conjuncts(e?, predicates);
+        }
+        Ok(())
+    }
+
+    /// `UNWIND expr AS alias`.
+    fn bind_unwind(
+        &mut self,
+        expr: &ast::Expr,
+        alias: &ast::Ident,
+        span: Span,
+        predicates: &mut Vec<BoundExpr>,
+    ) -> Result<()> {
+        let mut expr = expr.clone();
+        if self.has_pattern_state(predicates) {
+            // UNWIND after MATCH (or reading nodes carried by a WITH): carry
+            // every named variable and the list into a new part whose input
+            // rows it expands.
+            let hidden = format!("_anon_unwind_{}", self.next_slot);
+            let mut carried = self.carry_into_new_part(vec![(hidden, expr)], span, predicates)?;
+            expr = carried
+                .pop()
+                .ok_or_else(|| Error::at(ErrorKind::Internal, span, "UNWIND list not carried"))?;
+        }
+        let e = self.bind_expr(&expr)?;
+        let ty = match &e.ty {
+            LogicalType::List(t) => (**t).clone(),
+            other => other.clone(),
+        };
+        self.check_new_variable(alias)?;
+        let slot = self.new_slot();
+        self.part.unwinds.push(BoundUnwind {
+            expr: e,
+            slot,
+            ty: ty.clone(),
+        });
+        self.values.push((alias.name.clone(), slot, ty));
+        Ok(())
     }
 }
 

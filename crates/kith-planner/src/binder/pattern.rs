@@ -572,58 +572,97 @@ impl Binder<'_> {
         predicates: &mut Vec<BoundExpr>,
     ) -> Result<()> {
         let single_recursive = p.chain.len() == 1 && p.chain[0].0.range.is_some();
-        // The rel variable of a shortest path (`-[e* SHORTEST 1..30]->`)
-        // stands for the path, as in Kùzu: bound like
-        // `e = (a)-[* SHORTEST]->(b)`, so `length(e)`, `nodes(e)` (the
-        // intermediate nodes only, as Kùzu's recursive rels) and `rels(e)`
-        // work on it.
         let renamed;
-        let p = match (&p.variable, p.chain.first()) {
-            (None, Some((rel, _)))
-                if single_recursive
-                    && rel.variable.is_some()
-                    && (p.shortest.is_some()
-                        || rel.range.as_ref().is_some_and(|r| {
-                            !matches!(
-                                r.kind,
-                                ast::RecursiveKind::Walk
-                                    | ast::RecursiveKind::Trail
-                                    | ast::RecursiveKind::Acyclic
-                            )
-                        })) =>
-            {
-                let mut q = p.clone();
-                q.variable = q.chain[0].0.variable.take();
-                if let Some(v) = &q.variable {
-                    self.recursive_rels.push(v.name.clone());
-                }
+        let p = match self.shortest_rel_as_path(p, single_recursive) {
+            Some(q) => {
                 renamed = q;
                 &renamed
             }
-            _ => p,
+            None => p,
         };
-        let mut len_slot = None;
-        // A named path of several rels (fixed ones, and variable-length ones
-        // whose paths are spliced in) is built from its elements.
-        let fixed = !single_recursive && p.shortest.is_none();
-        let mut fixed_path: Option<(String, Vec<String>)> = None;
-        let mut path_slot = None;
-        if let Some(v) = &p.variable {
-            if self.is_path(&v.name)
-                || self.graph.nodes.iter().any(|n| n.name == v.name)
-                || self.graph.rels.iter().any(|r| r.name == v.name)
-                || self.values.iter().any(|x| x.0 == v.name)
-            {
-                return Err(Error::at(
-                    ErrorKind::Semantic,
-                    v.span,
-                    format!("variable '{}' is already bound", v.name),
-                ));
-            }
+        let mut path = self.bind_path_variable(p, single_recursive)?;
+        if p.shortest.is_some() && !single_recursive {
+            return Err(not_supported(
+                p.span,
+                "shortestPath/allShortestPaths over anything but one variable-length relationship",
+            ));
         }
-        if let (Some(v), true) = (&p.variable, fixed) {
-            fixed_path = Some((v.name.clone(), Vec::new()));
-        } else if let (Some(v), true) = (&p.variable, single_recursive) {
+        let mut left = self.bind_node(&p.start, predicates)?;
+        if let Some((_, elems)) = &mut path.fixed {
+            elems.push(self.graph.nodes[left].name.clone());
+        }
+        for (rel, node) in &p.chain {
+            left = self.bind_chain_rel(rel, node, left, p.shortest, &mut path, predicates)?;
+        }
+        if let Some(fixed) = path.fixed {
+            self.fixed_paths.push(fixed);
+        }
+        Ok(())
+    }
+
+    /// The rel variable of a shortest path (`-[e* SHORTEST 1..30]->`)
+    /// stands for the path, as in Kùzu: the pattern is bound like
+    /// `e = (a)-[* SHORTEST]->(b)`, so `length(e)`, `nodes(e)` (the
+    /// intermediate nodes only, as Kùzu's recursive rels) and `rels(e)`
+    /// work on it. Returns that pattern (None: `p` is not one).
+    fn shortest_rel_as_path(
+        &mut self,
+        p: &ast::PathPattern,
+        single_recursive: bool,
+    ) -> Option<ast::PathPattern> {
+        let (None, Some((rel, _))) = (&p.variable, p.chain.first()) else {
+            return None;
+        };
+        let shortest = p.shortest.is_some()
+            || rel.range.as_ref().is_some_and(|r| {
+                !matches!(
+                    r.kind,
+                    ast::RecursiveKind::Walk
+                        | ast::RecursiveKind::Trail
+                        | ast::RecursiveKind::Acyclic
+                )
+            });
+        if !(single_recursive && rel.variable.is_some() && shortest) {
+            return None;
+        }
+        let mut q = p.clone();
+        q.variable = q.chain[0].0.variable.take();
+        if let Some(v) = &q.variable {
+            self.recursive_rels.push(v.name.clone());
+        }
+        Some(q)
+    }
+
+    /// Checks a pattern's path variable and gives it its slots: a named
+    /// path of one variable-length rel is a path value (with a length, or
+    /// cost, slot); one of several rels is built from its elements.
+    fn bind_path_variable(
+        &mut self,
+        p: &ast::PathPattern,
+        single_recursive: bool,
+    ) -> Result<PathBinding> {
+        let mut path = PathBinding {
+            fixed: None,
+            len_slot: None,
+            path_slot: None,
+        };
+        let Some(v) = &p.variable else {
+            return Ok(path);
+        };
+        if self.is_path(&v.name)
+            || self.graph.nodes.iter().any(|n| n.name == v.name)
+            || self.graph.rels.iter().any(|r| r.name == v.name)
+            || self.values.iter().any(|x| x.0 == v.name)
+        {
+            return Err(Error::at(
+                ErrorKind::Semantic,
+                v.span,
+                format!("variable '{}' is already bound", v.name),
+            ));
+        }
+        if !single_recursive && p.shortest.is_none() {
+            path.fixed = Some((v.name.clone(), Vec::new()));
+        } else if single_recursive {
             let slot = self.new_slot();
             let weighted = p.chain[0].0.range.as_ref().is_some_and(|r| {
                 matches!(
@@ -634,223 +673,243 @@ impl Binder<'_> {
             // A path value; `length(p)` is read from the length column
             // instead when the path itself is not needed (the planner
             // rewrites it), so counting queries stay unenumerated.
-            let path = self.new_slot();
+            let value = self.new_slot();
             self.values
-                .push((v.name.clone(), path, RecursiveRel::PATH_TYPE));
-            path_slot = Some(path);
+                .push((v.name.clone(), value, RecursiveRel::PATH_TYPE));
+            path.path_slot = Some(value);
             if weighted {
                 self.costs.push((v.name.clone(), slot));
             }
-            len_slot = Some(slot);
+            path.len_slot = Some(slot);
         }
-        if p.shortest.is_some() && !single_recursive {
-            return Err(not_supported(
-                p.span,
-                "shortestPath/allShortestPaths over anything but one variable-length relationship",
+        Ok(path)
+    }
+
+    /// Binds `rel` of a pattern, from node `left` to `node` (bound here,
+    /// and returned), adding its predicates to `predicates` and its
+    /// elements to a named path's.
+    fn bind_chain_rel(
+        &mut self,
+        rel: &ast::RelPattern,
+        node: &ast::NodePattern,
+        left: usize,
+        shortest: Option<ast::ShortestKind>,
+        path: &mut PathBinding,
+        predicates: &mut Vec<BoundExpr>,
+    ) -> Result<usize> {
+        let mut recursive = match &rel.range {
+            None => None,
+            Some(spec) => Some(self.bind_recursive(rel, spec, shortest, path.len_slot)?),
+        };
+        let spliced = recursive
+            .as_mut()
+            .and_then(|r| self.recursive_path_slot(r, path));
+        let right = self.bind_node(node, predicates)?;
+        let tables = self.rel_pattern_tables(rel)?;
+        let (name, bound_rel) = match &rel.variable {
+            Some(v) => self.bind_rel_variable(v, recursive.as_mut())?,
+            None => (format!("_anon_rel_{}", self.graph.rels.len()), None),
+        };
+        if let (Some(r), Some(spec)) = (&mut recursive, &rel.range) {
+            self.bind_recursive_predicate(spec, &tables, r)?;
+        }
+        let id_slot = self.new_slot();
+        let ends = (rel.direction == ast::Direction::Both && recursive.is_none())
+            .then(|| (self.new_slot(), self.new_slot()));
+        self.graph.rels.push(QueryRel {
+            name: name.clone(),
+            tables,
+            left,
+            right,
+            direction: rel.direction,
+            id_slot,
+            properties: Vec::new(),
+            self_loops_twice: ends.is_some() && self.var_length == VarLengthSemantics::WalkAll,
+            recursive,
+            ends,
+        });
+        if let Some((carried, span)) = bound_rel {
+            let id = |slot| BoundExpr::slot(slot, LogicalType::InternalId, span);
+            predicates.push(BoundExpr {
+                kind: BoundExprKind::Binary(
+                    crate::expr::BinaryOp::Eq,
+                    Box::new(id(id_slot)),
+                    Box::new(id(carried)),
+                ),
+                ty: LogicalType::Bool,
+                span,
+            });
+        }
+        if rel.range.is_none() {
+            self.bind_inline_props(&name, rel.properties.as_ref(), rel.span, predicates)?;
+        }
+        if let Some(w) = rel.where_.as_ref().filter(|_| rel.range.is_none()) {
+            let e = self.bind_expr(w)?;
+            split_conjuncts(e, predicates);
+        }
+        if let Some((_, elems)) = &mut path.fixed {
+            elems.push(spliced.unwrap_or(name));
+            elems.push(self.graph.nodes[right].name.clone());
+        }
+        Ok(right)
+    }
+
+    /// Gives variable-length rel `r` of a pattern its path slot: the named
+    /// path's value, or in a longer named path a hidden value of its own,
+    /// spliced in (`_path` orients it), whose name is returned.
+    fn recursive_path_slot(&mut self, r: &mut RecursiveRel, path: &PathBinding) -> Option<String> {
+        r.path_slot = path.path_slot;
+        path.fixed.as_ref()?;
+        let slot = self.new_slot();
+        let name = format!("_anon_path_{}", slot.0);
+        self.values
+            .push((name.clone(), slot, RecursiveRel::PATH_TYPE));
+        r.path_slot = Some(slot);
+        Some(name)
+    }
+
+    /// The rel tables a rel pattern's types name (every rel table when it
+    /// names none), each once (`[:T|T]` gives no duplicate rows).
+    fn rel_pattern_tables(&self, rel: &ast::RelPattern) -> Result<Vec<TableId>> {
+        if rel.types.is_empty() {
+            return Ok(self.catalog.rel_tables().map(|t| t.id).collect());
+        }
+        let mut out = Vec::new();
+        for n in &rel.types {
+            let before = out.len();
+            for t in self.catalog.rel_tables_typed(&n.name) {
+                if !out.contains(&t.id) {
+                    out.push(t.id);
+                }
+            }
+            if out.len() == before {
+                if let Some(t) = self.catalog.table_by_name(&n.name) {
+                    if t.is_node() && !t.implicit {
+                        return Err(Error::at(
+                            ErrorKind::Semantic,
+                            n.span,
+                            format!("'{}' is a node table, not a rel table", n.name),
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The name rel variable `v` of a pattern gets in the query graph, and,
+    /// for a rel bound by an earlier clause, the id slot (and where) the
+    /// new rel must equal. `recursive`: the rel is variable-length (`v` is
+    /// then the list of its rels).
+    fn bind_rel_variable(
+        &mut self,
+        v: &ast::Ident,
+        recursive: Option<&mut RecursiveRel>,
+    ) -> Result<(String, Option<(SlotId, Span)>)> {
+        if self.is_path(&v.name) {
+            return Err(Error::at(
+                ErrorKind::Semantic,
+                v.span,
+                format!("'{}' is a path, not a rel (variable type conflict)", v.name),
             ));
         }
-        let mut left = self.bind_node(&p.start, predicates)?;
-        if let Some((_, elems)) = &mut fixed_path {
-            elems.push(self.graph.nodes[left].name.clone());
-        }
-        let mut spliced: Option<String> = None;
-        for (rel, node) in &p.chain {
-            let mut recursive = match &rel.range {
-                None => None,
-                Some(spec) => Some(self.bind_recursive(rel, spec, p.shortest, len_slot)?),
-            };
-            if let Some(r) = &mut recursive {
-                r.path_slot = path_slot;
-                // In a longer named path the variable-length part's own
-                // path value is spliced in (`_path` orients it).
-                if fixed_path.is_some() {
-                    let slot = self.new_slot();
-                    let name = format!("_anon_path_{}", slot.0);
-                    self.values
-                        .push((name.clone(), slot, RecursiveRel::PATH_TYPE));
-                    r.path_slot = Some(slot);
-                    spliced = Some(name);
-                }
-            }
-            let right = self.bind_node(node, predicates)?;
-            let tables: Vec<TableId> = if rel.types.is_empty() {
-                self.catalog.rel_tables().map(|t| t.id).collect()
-            } else {
-                let mut out = Vec::new();
-                for n in &rel.types {
-                    let before = out.len();
-                    for t in self.catalog.rel_tables_typed(&n.name) {
-                        // `[:T|T]` names a table once (no duplicate rows).
-                        if !out.contains(&t.id) {
-                            out.push(t.id);
-                        }
-                    }
-                    if out.len() == before {
-                        if let Some(t) = self.catalog.table_by_name(&n.name) {
-                            if t.is_node() && !t.implicit {
-                                return Err(Error::at(
-                                    ErrorKind::Semantic,
-                                    n.span,
-                                    format!("'{}' is a node table, not a rel table", n.name),
-                                ));
-                            }
-                        }
-                    }
-                }
-                out
-            };
-            let mut bound_rel = None;
-            let name = match &rel.variable {
-                Some(v) => {
-                    if self.is_path(&v.name) {
-                        return Err(Error::at(
-                            ErrorKind::Semantic,
-                            v.span,
-                            format!("'{}' is a path, not a rel (variable type conflict)", v.name),
-                        ));
-                    }
-                    // Bound by an earlier clause: carried through a WITH,
-                    // or matched by an earlier MATCH of this part.
-                    let carried = self
-                        .rels_carried
-                        .iter()
-                        .find(|r| r.0 == v.name)
-                        .map(|r| r.1)
-                        .or_else(|| {
-                            self.graph.rels[..self.match_first_rel.min(self.graph.rels.len())]
-                                .iter()
-                                .find(|r| r.name == v.name && r.recursive.is_none())
-                                .map(|r| r.id_slot)
-                        });
-                    // A name bound to a value (`WITH 1 AS r`, `UNWIND ... AS
-                    // r`) is not a rel: matching it as a new one would
-                    // silently shadow the value. A rel handed on as a value
-                    // (`UNWIND collect(r) AS r2`) would have to match that
-                    // rel, which is not supported here.
-                    if carried.is_none() && recursive.is_none() {
-                        if let Some((_, _, ty)) = self.values.iter().find(|x| x.0 == v.name) {
-                            return Err(match ty {
-                                LogicalType::Rel | LogicalType::InternalId | LogicalType::Any => {
-                                    not_supported(
-                                        v.span,
-                                        "matching a relationship against a rel bound earlier as a value",
-                                    )
-                                }
-                                _ => Error::at(
-                                    ErrorKind::Semantic,
-                                    v.span,
-                                    format!(
-                                        "'{}' is already bound to a {ty} value, not a rel (variable type conflict)",
-                                        v.name
-                                    ),
-                                ),
-                            });
-                        }
-                    }
-                    if let Some(carried) = carried {
-                        if recursive.is_some() {
-                            return Err(Error::at(
-                                ErrorKind::Semantic,
-                                v.span,
-                                format!(
-                                    "'{}' is a rel bound earlier, not a list of rels for a variable-length pattern",
-                                    v.name
-                                ),
-                            ));
-                        }
-                        // A rel bound by an earlier clause: the pattern
-                        // matches a new rel that must be the same one.
-                        bound_rel = Some((carried, v.span));
-                    }
-                    if (bound_rel.is_none() && self.graph.rels.iter().any(|r| r.name == v.name))
-                        || self.graph.nodes.iter().any(|n| n.name == v.name)
-                    {
-                        return Err(Error::at(
-                            ErrorKind::Semantic,
-                            v.span,
-                            format!("variable '{}' is already bound", v.name),
-                        ));
-                    }
-                    if bound_rel.is_some() {
-                        format!("_anon_rel_{}", self.graph.rels.len())
-                    } else if let Some(r) = &mut recursive {
-                        // `-[r*]->`: `r` is the list of the path's rels.
-                        if self.values.iter().any(|x| x.0 == v.name) {
-                            // openCypher allows matching a var-length rel
-                            // against a list of rels bound earlier.
-                            return Err(not_supported(
-                                v.span,
-                                "matching a variable-length relationship against a list of rels bound earlier",
-                            ));
-                        }
-                        let slot = self.new_slot();
-                        self.values
-                            .push((v.name.clone(), slot, RecursiveRel::rels_type()));
-                        r.rels_slot = Some(slot);
-                        if r.mode.weighted() {
-                            // `cost(r)` reads the cost column.
-                            let len = match r.len_slot {
-                                Some(l) => l,
-                                None => {
-                                    let l = self.new_slot();
-                                    r.len_slot = Some(l);
-                                    l
-                                }
-                            };
-                            self.costs.push((v.name.clone(), len));
-                        }
-                        format!("_anon_rel_{}", self.graph.rels.len())
-                    } else {
-                        v.name.clone()
-                    }
-                }
-                None => format!("_anon_rel_{}", self.graph.rels.len()),
-            };
-            if let (Some(r), Some(spec)) = (&mut recursive, &rel.range) {
-                self.bind_recursive_predicate(spec, &tables, r)?;
-            }
-            let id_slot = self.new_slot();
-            let ends = (rel.direction == ast::Direction::Both && recursive.is_none())
-                .then(|| (self.new_slot(), self.new_slot()));
-            self.graph.rels.push(QueryRel {
-                name: name.clone(),
-                tables,
-                left,
-                right,
-                direction: rel.direction,
-                id_slot,
-                properties: Vec::new(),
-                self_loops_twice: ends.is_some() && self.var_length == VarLengthSemantics::WalkAll,
-                recursive,
-                ends,
+        // Bound by an earlier clause: carried through a WITH, or matched by
+        // an earlier MATCH of this part.
+        let carried = self
+            .rels_carried
+            .iter()
+            .find(|r| r.0 == v.name)
+            .map(|r| r.1)
+            .or_else(|| {
+                self.graph.rels[..self.match_first_rel.min(self.graph.rels.len())]
+                    .iter()
+                    .find(|r| r.name == v.name && r.recursive.is_none())
+                    .map(|r| r.id_slot)
             });
-            if let Some((carried, span)) = bound_rel {
-                let id = |slot| BoundExpr::slot(slot, LogicalType::InternalId, span);
-                predicates.push(BoundExpr {
-                    kind: BoundExprKind::Binary(
-                        crate::expr::BinaryOp::Eq,
-                        Box::new(id(id_slot)),
-                        Box::new(id(carried)),
-                    ),
-                    ty: LogicalType::Bool,
-                    span,
-                });
-            }
-            if rel.range.is_none() {
-                self.bind_inline_props(&name, rel.properties.as_ref(), rel.span, predicates)?;
-            }
-            if let Some(w) = rel.where_.as_ref().filter(|_| rel.range.is_none()) {
-                let e = self.bind_expr(w)?;
-                split_conjuncts(e, predicates);
-            }
-            if let Some((_, elems)) = &mut fixed_path {
-                elems.push(spliced.take().unwrap_or(name));
-                elems.push(self.graph.nodes[right].name.clone());
-            }
-            left = right;
+        if carried.is_none() && recursive.is_none() {
+            self.check_rel_not_value(v)?;
         }
-        if let Some(path) = fixed_path {
-            self.fixed_paths.push(path);
+        if carried.is_some() && recursive.is_some() {
+            return Err(Error::at(
+                ErrorKind::Semantic,
+                v.span,
+                format!(
+                    "'{}' is a rel bound earlier, not a list of rels for a variable-length pattern",
+                    v.name
+                ),
+            ));
+        }
+        if (carried.is_none() && self.graph.rels.iter().any(|r| r.name == v.name))
+            || self.graph.nodes.iter().any(|n| n.name == v.name)
+        {
+            return Err(Error::at(
+                ErrorKind::Semantic,
+                v.span,
+                format!("variable '{}' is already bound", v.name),
+            ));
+        }
+        let anonymous = format!("_anon_rel_{}", self.graph.rels.len());
+        match (carried, recursive) {
+            // A rel bound by an earlier clause: the pattern matches a new
+            // rel that must be the same one.
+            (Some(carried), _) => Ok((anonymous, Some((carried, v.span)))),
+            (None, Some(r)) => {
+                self.bind_rel_list(v, r)?;
+                Ok((anonymous, None))
+            }
+            (None, None) => Ok((v.name.clone(), None)),
+        }
+    }
+
+    /// A name bound to a value (`WITH 1 AS r`, `UNWIND ... AS r`) is not a
+    /// rel: matching it as a new one would silently shadow the value. A rel
+    /// handed on as a value (`UNWIND collect(r) AS r2`) would have to match
+    /// that rel, which is not supported here.
+    fn check_rel_not_value(&self, v: &ast::Ident) -> Result<()> {
+        let Some((_, _, ty)) = self.values.iter().find(|x| x.0 == v.name) else {
+            return Ok(());
+        };
+        Err(match ty {
+            LogicalType::Rel | LogicalType::InternalId | LogicalType::Any => not_supported(
+                v.span,
+                "matching a relationship against a rel bound earlier as a value",
+            ),
+            _ => Error::at(
+                ErrorKind::Semantic,
+                v.span,
+                format!(
+                    "'{}' is already bound to a {ty} value, not a rel (variable type conflict)",
+                    v.name
+                ),
+            ),
+        })
+    }
+
+    /// `-[r*]->`: `r` is the list of the path's rels; of a weighted
+    /// shortest path, `cost(r)` reads the cost column.
+    fn bind_rel_list(&mut self, v: &ast::Ident, r: &mut RecursiveRel) -> Result<()> {
+        if self.values.iter().any(|x| x.0 == v.name) {
+            // openCypher allows matching a var-length rel against a list of
+            // rels bound earlier.
+            return Err(not_supported(
+                v.span,
+                "matching a variable-length relationship against a list of rels bound earlier",
+            ));
+        }
+        let slot = self.new_slot();
+        self.values
+            .push((v.name.clone(), slot, RecursiveRel::rels_type()));
+        r.rels_slot = Some(slot);
+        if r.mode.weighted() {
+            let len = match r.len_slot {
+                Some(l) => l,
+                None => {
+                    let l = self.new_slot();
+                    r.len_slot = Some(l);
+                    l
+                }
+            };
+            self.costs.push((v.name.clone(), len));
         }
         Ok(())
     }
@@ -1077,4 +1136,16 @@ impl Binder<'_> {
 /// cannot narrow a bound node it names.
 fn is_bare(n: &ast::NodePattern) -> bool {
     matches!(n.labels, ast::LabelExpr::None) && n.properties.is_none() && n.where_.is_none()
+}
+
+/// A pattern's path variable, while its rels are bound.
+struct PathBinding {
+    /// A named path of several rels (fixed ones, and variable-length ones
+    /// whose paths are spliced in), built from its elements: its name and
+    /// the variables of its elements so far.
+    fixed: Option<(String, Vec<String>)>,
+    /// Of a named path of one variable-length rel: the length (or cost)
+    /// slot and the path value's slot.
+    len_slot: Option<SlotId>,
+    path_slot: Option<SlotId>,
 }

@@ -7,6 +7,249 @@ use super::*;
 /// (`_anon_cost_<name>`; hidden from `RETURN *` like every `_anon_` name).
 const COST_PREFIX: &str = "_anon_cost_";
 
+/// What the items of a projection bind: its columns (hidden ones
+/// included) and, per column, what it carries into the next part.
+#[derive(Default)]
+struct ProjectedItems {
+    outputs: Vec<(String, BoundExpr)>,
+    /// Per column: whether it aggregates.
+    has_agg: Vec<bool>,
+    /// Per column: the tables of a node variable projected as itself (it
+    /// keeps its identity).
+    carried_nodes: Vec<Option<Vec<TableId>>>,
+    /// Per column: the tables of a rel variable projected as itself by a
+    /// WITH (its properties follow as hidden columns).
+    carried_rels: Vec<Option<Vec<TableId>>>,
+    /// The names before and after of the nodes carried, and the end node
+    /// variables of the rels carried (see `carried_rel_ends`).
+    node_names: Vec<(String, String)>,
+    rel_ends: Vec<(String, Option<RelEnds>)>,
+    /// Weighted paths carried by a WITH, whose cost follows as a hidden
+    /// column so that `cost()` still reads it.
+    carried_costs: Vec<String>,
+}
+
+impl ProjectedItems {
+    /// Adds a hidden column: no aggregate, no node or rel carried.
+    fn push_hidden(&mut self, name: String, e: BoundExpr) {
+        self.has_agg.push(false);
+        self.carried_nodes.push(None);
+        self.carried_rels.push(None);
+        self.outputs.push((name, e));
+    }
+}
+
+/// The grouping keys of an aggregating projection, and what the
+/// expressions around its aggregates may read.
+struct Grouping {
+    keys: Vec<(BoundExpr, SlotId)>,
+    /// The keys without spans, to find them in other expressions.
+    targets: Vec<BoundExpr>,
+    /// The keys that may stand around an aggregate (a variable or a
+    /// property): `a.x + b.x + count(*)` with the key `a.x + b.x` is
+    /// ambiguous in openCypher. Other keys get a target that matches
+    /// nothing.
+    simple_targets: Vec<BoundExpr>,
+    /// The slots of the keys and of the aggregates.
+    allowed: Vec<SlotId>,
+}
+
+impl Grouping {
+    fn new(keys: Vec<(BoundExpr, SlotId)>, aggregates: &[BoundAggregate]) -> Self {
+        let targets = keys.iter().map(|(k, _)| strip(k)).collect();
+        let simple_targets = keys
+            .iter()
+            .map(|(k, _)| match strip(k) {
+                k @ BoundExpr {
+                    kind: BoundExprKind::Slot(_),
+                    ..
+                } => k,
+                // A node or rel variable handed out as a value.
+                k if matches!(&k.kind, BoundExprKind::Function(f, _)
+                    if f == "_node" || f == "_rel") =>
+                {
+                    k
+                }
+                k => BoundExpr::literal(Value::String("\u{1}complex key".into()), k.span),
+            })
+            .collect();
+        let allowed = keys
+            .iter()
+            .map(|k| k.1)
+            .chain(aggregates.iter().map(|a| a.slot))
+            .collect();
+        Grouping {
+            keys,
+            targets,
+            simple_targets,
+            allowed,
+        }
+    }
+
+    /// The slot of key `i`, replacing `orig`.
+    fn key_slot(&self, i: usize, orig: &BoundExpr) -> BoundExpr {
+        BoundExpr::slot(self.keys[i].1, orig.ty.clone(), orig.span)
+    }
+
+    /// An item that mixes aggregates with other expressions may only use
+    /// grouping keys outside the aggregates.
+    fn rewrite_item(&self, e: &mut BoundExpr, what: &str) -> Result<()> {
+        *e = substitute(e, &self.simple_targets, &|i, orig| self.key_slot(i, orig));
+        if !reads_only(e, &self.allowed) {
+            return Err(Error::at(
+                ErrorKind::Semantic,
+                e.span,
+                format!(
+                    "an expression in {what} mixes an aggregate with values that are not grouping keys"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// After aggregation, a sort key reads only the grouping keys and the
+    /// aggregates. `written` is where the key is written, `aggregating`
+    /// whether it aggregates.
+    fn rewrite_sort_key(
+        &self,
+        key: &mut BoundSortKey,
+        aggregating: bool,
+        written: Span,
+        what: &str,
+    ) -> Result<()> {
+        // Around an aggregate, a complex grouping key stands for itself
+        // only through its alias (`x + count(*)` with `n.id + 1 AS x`);
+        // written out again (`n.id + 1 + count(*)`) it is ambiguous
+        // (openCypher's AmbiguousAggregationExpression).
+        let accept = |i: usize, e: &BoundExpr| {
+            let complex = matches!(self.simple_targets[i].kind, BoundExprKind::Literal(_));
+            let spelled_out = written.start <= e.span.start && e.span.end <= written.end;
+            !(aggregating && complex && spelled_out)
+        };
+        key.expr = substitute_if(&key.expr, &self.targets, &accept, &|i, orig| {
+            self.key_slot(i, orig)
+        });
+        if !reads_only(&key.expr, &self.allowed) {
+            return Err(Error::at(
+                ErrorKind::Semantic,
+                key.expr.span,
+                format!(
+                    "after aggregation, ORDER BY can only use the grouping keys and aggregates of {what}"
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Of an ORDER BY key: whether it aggregates, and where it is written.
+type SortKeyOrigin = (bool, Span);
+
+/// Whether `e` reads no slot but those in `allowed`.
+fn reads_only(e: &BoundExpr, allowed: &[SlotId]) -> bool {
+    let mut slots = Vec::new();
+    e.slots(&mut slots);
+    slots.iter().all(|s| allowed.contains(s))
+}
+
+/// A WHERE's predicate must be a BOOL (or ANY: decided per row).
+fn check_where(e: &BoundExpr) -> Result<()> {
+    if e.ty != LogicalType::Bool && e.ty != LogicalType::Any {
+        return Err(Error::at(
+            ErrorKind::Type,
+            e.span,
+            format!("WHERE expects a BOOL expression, got {}", e.ty),
+        ));
+    }
+    Ok(())
+}
+
+/// The column name of a projection item: its alias, or the variable or
+/// the text of a RETURN's expression.
+fn item_name(proj: &ast::Projection, item: &ast::ProjectionItem) -> Result<String> {
+    Ok(match (&item.alias, &item.expr.kind) {
+        (Some(a), _) => a.name.clone(),
+        (None, ExprKind::Variable(v)) => v.clone(),
+        (None, _) if proj.is_with => {
+            return Err(Error::at(
+                ErrorKind::Semantic,
+                item.expr.span,
+                "an expression in WITH must be aliased (use AS)",
+            ))
+        }
+        (None, _) => item.text.clone(),
+    })
+}
+
+/// ORDER BY may aggregate only when the projection does, and then only
+/// repeat an aggregate of the projection, not add one: the rows it sorts
+/// are the projection's groups. The first `projected` aggregates are the
+/// projection's.
+fn check_order_aggregates(
+    proj: &ast::Projection,
+    what: &str,
+    order_by: &[BoundSortKey],
+    aggregates: &[BoundAggregate],
+    projected: usize,
+) -> Result<()> {
+    if projected == 0 && !aggregates.is_empty() {
+        let span = order_by.first().map_or(proj.span, |k| k.expr.span);
+        return Err(Error::at(
+            ErrorKind::Semantic,
+            span,
+            format!("ORDER BY cannot aggregate when {what} does not (invalid aggregation)"),
+        ));
+    }
+    let (projected, added) = aggregates.split_at(projected.min(aggregates.len()));
+    if let Some(a) = added.iter().find(|a| {
+        !projected.iter().any(|p| {
+            p.function == a.function
+                && p.distinct == a.distinct
+                && p.arg.as_ref().map(strip) == a.arg.as_ref().map(strip)
+        })
+    }) {
+        let span = a.arg.as_ref().map_or(proj.span, |e| e.span);
+        return Err(Error::at(
+            ErrorKind::Semantic,
+            span,
+            format!(
+                "ORDER BY uses the aggregate {}() that {what} does not project",
+                a.function
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The ends of the rels a WITH carries, kept only where both nodes go
+/// along (under their new names, `node_names` maps them): a later part
+/// may reuse a dropped name for another node.
+fn carried_rel_ends(
+    rel_ends: Vec<(String, Option<RelEnds>)>,
+    node_names: &[(String, String)],
+) -> Vec<(String, RelEnds)> {
+    let renamed = |n: &str| {
+        node_names
+            .iter()
+            .find(|(before, _)| before == n)
+            .map(|(_, after)| after.clone())
+    };
+    rel_ends
+        .into_iter()
+        .filter_map(|(rel, ends)| {
+            let ends = ends?;
+            Some((
+                rel,
+                RelEnds {
+                    left: renamed(&ends.left)?,
+                    right: renamed(&ends.right)?,
+                    direction: ends.direction,
+                },
+            ))
+        })
+        .collect()
+}
+
 impl Binder<'_> {
     /// Binds a WITH or RETURN, finishing the current part. For a WITH, opens
     /// the next part (its scope holds exactly the projected names) and returns
@@ -17,16 +260,71 @@ impl Binder<'_> {
         mut predicates: Vec<BoundExpr>,
     ) -> Result<Vec<BoundExpr>> {
         let what = if proj.is_with { "WITH" } else { "RETURN" };
-        for p in &predicates {
-            if p.ty != LogicalType::Bool && p.ty != LogicalType::Any {
-                return Err(Error::at(
-                    ErrorKind::Type,
-                    p.span,
-                    format!("WHERE expects a BOOL expression, got {}", p.ty),
-                ));
-            }
+        predicates.iter().try_for_each(check_where)?;
+        let items = self.projection_items(proj)?;
+        self.aggregates = Some(Vec::new());
+        let mut projected = ProjectedItems::default();
+        for item in &items {
+            self.bind_projection_item(proj, item, what, &mut projected)?;
         }
-        // `*` expands to every named variable in scope, in name order.
+        let projected_aggregates = self.aggregate_count();
+        let (mut order_by, order_aggregates) = self.bind_order_by(proj, &projected.outputs)?;
+        let aggregates = self.aggregates.take().unwrap_or_default();
+        let where_done =
+            self.bind_early_where(proj, &aggregates, &projected.outputs, &mut predicates)?;
+        check_order_aggregates(proj, what, &order_by, &aggregates, projected_aggregates)?;
+        let mut group_keys = Vec::new();
+        if !aggregates.is_empty() {
+            group_keys = self.bind_grouping(
+                &mut projected,
+                &mut order_by,
+                &order_aggregates,
+                &aggregates,
+                what,
+            )?;
+        } else if proj.distinct {
+            self.check_distinct_order(&items, &projected.outputs, &order_by, what)?;
+        }
+        let names: Vec<String> = projected.outputs.iter().map(|(n, _)| n.clone()).collect();
+        let part = BoundPart {
+            predicates,
+            group_keys,
+            aggregates,
+            outputs: std::mem::take(&mut projected.outputs),
+            order_by,
+            distinct: proj.distinct,
+            ..BoundPart::default()
+        };
+        let next_inputs = self.finish_part(proj, part)?;
+        self.values.clear();
+        self.rels_carried.clear();
+        self.carried_rel_tables.clear();
+        self.carried_rel_ends = carried_rel_ends(
+            std::mem::take(&mut projected.rel_ends),
+            &projected.node_names,
+        );
+        self.costs.clear();
+        self.fixed_paths.clear();
+        if !proj.is_with {
+            return Ok(Vec::new());
+        }
+        self.open_next_part(names, next_inputs, projected);
+        let mut next = Vec::new();
+        if let (false, Some(w)) = (where_done, &proj.where_) {
+            let e = self.bind_expr(w)?;
+            split_conjuncts(e, &mut next);
+        }
+        Ok(next)
+    }
+
+    /// How many aggregates the expressions bound so far hold.
+    fn aggregate_count(&self) -> usize {
+        self.aggregates.as_ref().map_or(0, |a| a.len())
+    }
+
+    /// The items of a projection, with `*` expanded to every named
+    /// variable in scope, in name order.
+    fn projection_items(&self, proj: &ast::Projection) -> Result<Vec<ast::ProjectionItem>> {
         let mut items: Vec<ast::ProjectionItem> = Vec::new();
         if proj.star {
             let mut names: Vec<String> = self
@@ -61,126 +359,121 @@ impl Binder<'_> {
             }
         }
         items.extend(proj.items.iter().cloned());
-        self.aggregates = Some(Vec::new());
-        let mut outputs: Vec<(String, BoundExpr)> = Vec::new();
-        let mut has_agg = Vec::new();
-        // Node variables projected as themselves keep their identity.
-        let mut carried_nodes: Vec<Option<Vec<TableId>>> = Vec::new();
-        // Rel variables projected as themselves by a WITH (their properties
-        // follow as hidden columns).
-        let mut carried_rels: Vec<Option<Vec<TableId>>> = Vec::new();
-        // The names before and after of the nodes carried, and the end node
-        // variables of the rels carried (see `carried_rel_ends`).
-        let mut node_names: Vec<(String, String)> = Vec::new();
-        let mut rel_ends: Vec<(String, Option<RelEnds>)> = Vec::new();
-        // Weighted paths carried by a WITH, whose cost follows as a hidden
-        // column so that `cost()` still reads it.
-        let mut carried_costs: Vec<String> = Vec::new();
-        for item in &items {
-            let before = self.aggregates.as_ref().map_or(0, |a| a.len());
-            self.in_projection = true;
-            let e = self.bind_expr(&item.expr);
-            self.in_projection = false;
-            let e = e?;
-            // Nodes and rels handed out as values (RETURN n, [a, b],
-            // collect(r)); a WITH of the bare variable keeps its identity.
-            let bare = matches!(item.expr.kind, ExprKind::Variable(_));
-            let e = if self.ids_projection {
-                e
-            } else {
-                self.materialize_collected(before)?;
-                self.materialize_entities(e, !(proj.is_with && bare))?
-            };
-            let after = self.aggregates.as_ref().map_or(0, |a| a.len());
-            has_agg.push(after > before);
-            let name = match (&item.alias, &item.expr.kind) {
-                (Some(a), _) => a.name.clone(),
-                (None, ExprKind::Variable(v)) => v.clone(),
-                (None, _) if proj.is_with => {
-                    return Err(Error::at(
-                        ErrorKind::Semantic,
-                        item.expr.span,
-                        "an expression in WITH must be aliased (use AS)",
-                    ))
-                }
-                (None, _) => item.text.clone(),
-            };
-            if outputs.iter().any(|(n, _)| *n == name) {
-                return Err(Error::at(
-                    ErrorKind::Semantic,
-                    item.expr.span,
-                    format!("column '{name}' is projected twice in {what}"),
-                ));
-            }
-            carried_nodes.push(match &item.expr.kind {
-                ExprKind::Variable(v) => self
-                    .graph
-                    .nodes
-                    .iter()
-                    .find(|n| &n.name == v && !self.values.iter().any(|x| &x.0 == v))
-                    .map(|n| n.tables.clone()),
-                _ => None,
-            });
-            let rel_props = match &item.expr.kind {
-                ExprKind::Variable(v) if proj.is_with => self.carried_rel_properties(v)?,
-                _ => None,
-            };
-            carried_rels.push(match (&rel_props, &item.expr.kind) {
-                (Some(_), ExprKind::Variable(v)) => Some(self.rel_tables_of(v)),
-                _ => None,
-            });
-            // A node a write statement deleted stays flagged through WITH
-            // (a rel's flag travels with its properties).
-            let node_flag = match (&item.expr.kind, carried_nodes.last()) {
-                (ExprKind::Variable(v), Some(Some(_))) if proj.is_with => self
-                    .deleted_flag(v)
-                    .map(|f| (entity::CARRIED_DELETED.to_string(), f)),
-                _ => None,
-            };
-            if let (ExprKind::Variable(v), Some(Some(_))) = (&item.expr.kind, carried_nodes.last())
-            {
-                node_names.push((v.clone(), name.clone()));
-            }
-            if let (ExprKind::Variable(v), Some(Some(_))) = (&item.expr.kind, carried_rels.last()) {
-                rel_ends.push((name.clone(), self.rel_ends(v)));
-            }
-            let cost = match &item.expr.kind {
-                ExprKind::Variable(v) if proj.is_with => {
-                    self.costs.iter().find(|c| &c.0 == v).map(|c| c.1)
-                }
-                _ => None,
-            };
-            outputs.push((name.clone(), e));
-            if let Some(slot) = cost {
-                has_agg.push(false);
-                carried_nodes.push(None);
-                carried_rels.push(None);
-                let e = BoundExpr::slot(slot, LogicalType::Double, item.expr.span);
-                outputs.push((format!("{COST_PREFIX}{name}"), e));
-                carried_costs.push(name.clone());
-            }
-            for (prop, e) in rel_props.unwrap_or_default().into_iter().chain(node_flag) {
-                has_agg.push(false);
-                carried_nodes.push(None);
-                carried_rels.push(None);
-                outputs.push((format!("_anon_{name}.{prop}"), e));
-            }
+        Ok(items)
+    }
+
+    /// Binds one item of a projection into `out`: its column, then the
+    /// hidden columns that carry a rel's properties, a deleted node's flag
+    /// or a weighted path's cost through a WITH.
+    fn bind_projection_item(
+        &mut self,
+        proj: &ast::Projection,
+        item: &ast::ProjectionItem,
+        what: &str,
+        out: &mut ProjectedItems,
+    ) -> Result<()> {
+        let (e, aggregating) = self.bind_item_expr(proj, item)?;
+        out.has_agg.push(aggregating);
+        let name = item_name(proj, item)?;
+        if out.outputs.iter().any(|(n, _)| *n == name) {
+            return Err(Error::at(
+                ErrorKind::Semantic,
+                item.expr.span,
+                format!("column '{name}' is projected twice in {what}"),
+            ));
         }
-        // ORDER BY sees the projected aliases and (without aggregation or
-        // DISTINCT) the variables before the projection.
-        self.aliases = outputs.clone();
-        let projected_aggregates = self.aggregates.as_ref().map_or(0, |a| a.len());
-        // Per key: whether it aggregates, and where it is written (an alias
-        // binds to its item's expression, whose span lies outside this one).
-        let mut order_aggregates: Vec<(bool, Span)> = Vec::new();
+        let var = match &item.expr.kind {
+            ExprKind::Variable(v) => Some(v),
+            _ => None,
+        };
+        let carried_node = var.and_then(|v| {
+            self.graph
+                .nodes
+                .iter()
+                .find(|n| &n.name == v && !self.values.iter().any(|x| &x.0 == v))
+                .map(|n| n.tables.clone())
+        });
+        let rel_props = match var {
+            Some(v) if proj.is_with => self.carried_rel_properties(v)?,
+            _ => None,
+        };
+        let carried_rel = match (&rel_props, var) {
+            (Some(_), Some(v)) => Some(self.rel_tables_of(v)),
+            _ => None,
+        };
+        // A node a write statement deleted stays flagged through WITH (a
+        // rel's flag travels with its properties).
+        let node_flag = match (var, &carried_node) {
+            (Some(v), Some(_)) if proj.is_with => self
+                .deleted_flag(v)
+                .map(|f| (entity::CARRIED_DELETED.to_string(), f)),
+            _ => None,
+        };
+        if let (Some(v), Some(_)) = (var, &carried_node) {
+            out.node_names.push((v.clone(), name.clone()));
+        }
+        if let (Some(v), Some(_)) = (var, &carried_rel) {
+            out.rel_ends.push((name.clone(), self.rel_ends(v)));
+        }
+        let cost = match var {
+            Some(v) if proj.is_with => self.costs.iter().find(|c| &c.0 == v).map(|c| c.1),
+            _ => None,
+        };
+        out.carried_nodes.push(carried_node);
+        out.carried_rels.push(carried_rel);
+        out.outputs.push((name.clone(), e));
+        if let Some(slot) = cost {
+            let e = BoundExpr::slot(slot, LogicalType::Double, item.expr.span);
+            out.push_hidden(format!("{COST_PREFIX}{name}"), e);
+            out.carried_costs.push(name.clone());
+        }
+        for (prop, e) in rel_props.unwrap_or_default().into_iter().chain(node_flag) {
+            out.push_hidden(format!("_anon_{name}.{prop}"), e);
+        }
+        Ok(())
+    }
+
+    /// Binds a projection item's expression, handing out nodes and rels as
+    /// values (`RETURN n`, `[a, b]`, `collect(r)`; a WITH of the bare
+    /// variable keeps its identity), and says whether it aggregates.
+    fn bind_item_expr(
+        &mut self,
+        proj: &ast::Projection,
+        item: &ast::ProjectionItem,
+    ) -> Result<(BoundExpr, bool)> {
+        let before = self.aggregate_count();
+        self.in_projection = true;
+        let e = self.bind_expr(&item.expr);
+        self.in_projection = false;
+        let e = e?;
+        let bare = matches!(item.expr.kind, ExprKind::Variable(_));
+        let e = if self.ids_projection {
+            e
+        } else {
+            self.materialize_collected(before)?;
+            self.materialize_entities(e, !(proj.is_with && bare))?
+        };
+        Ok((e, self.aggregate_count() > before))
+    }
+
+    /// Binds ORDER BY, which sees the projected aliases and (without
+    /// aggregation or DISTINCT) the variables before the projection. Per
+    /// key also: whether it aggregates, and where it is written (an alias
+    /// binds to its item's expression, whose span lies outside this one).
+    fn bind_order_by(
+        &mut self,
+        proj: &ast::Projection,
+        outputs: &[(String, BoundExpr)],
+    ) -> Result<(Vec<BoundSortKey>, Vec<SortKeyOrigin>)> {
+        self.aliases = outputs.to_vec();
+        let mut order_aggregates: Vec<SortKeyOrigin> = Vec::new();
         let order: Result<Vec<BoundSortKey>> = proj
             .order_by
             .iter()
             .map(|o| {
-                let before = self.aggregates.as_ref().map_or(0, |a| a.len());
+                let before = self.aggregate_count();
                 let expr = self.bind_expr(&o.expr)?;
-                let after = self.aggregates.as_ref().map_or(0, |a| a.len());
-                order_aggregates.push((after > before, o.expr.span));
+                order_aggregates.push((self.aggregate_count() > before, o.expr.span));
                 Ok(BoundSortKey {
                     expr,
                     descending: o.descending,
@@ -188,230 +481,186 @@ impl Binder<'_> {
             })
             .collect();
         self.aliases.clear();
-        let mut order_by = order?;
-        let aggregates = self.aggregates.take().unwrap_or_default();
-        // The WHERE of a plain WITH (no aggregate, DISTINCT, ORDER BY, SKIP
-        // or LIMIT) may also use variables the WITH does not project
-        // (`WITH c WHERE r IS NULL`): it filters the rows before the
-        // projection, with the aliases standing for their expressions. When
-        // that does not bind (an alias used as a node, say), it is bound
-        // after the projection below.
-        let mut where_done = false;
-        if let (true, Some(w)) = (proj.is_with, &proj.where_) {
-            let plain = aggregates.is_empty()
-                && !proj.distinct
-                && proj.order_by.is_empty()
-                && proj.skip.is_none()
-                && proj.limit.is_none();
-            if plain {
-                self.aliases = outputs.clone();
-                let early = self.bind_expr(w);
-                self.aliases.clear();
-                if let Ok(e) = early {
-                    if e.ty != LogicalType::Bool && e.ty != LogicalType::Any {
-                        return Err(Error::at(
-                            ErrorKind::Type,
-                            e.span,
-                            format!("WHERE expects a BOOL expression, got {}", e.ty),
-                        ));
-                    }
-                    split_conjuncts(e, &mut predicates);
-                    where_done = true;
-                }
+        Ok((order?, order_aggregates))
+    }
+
+    /// The WHERE of a plain WITH (no aggregate, DISTINCT, ORDER BY, SKIP or
+    /// LIMIT) may also use variables the WITH does not project (`WITH c
+    /// WHERE r IS NULL`): it filters the rows before the projection, with
+    /// the aliases standing for their expressions, its conjuncts added to
+    /// `predicates`. Returns whether it was bound so; when it does not
+    /// bind (an alias used as a node, say), it is bound after the
+    /// projection.
+    fn bind_early_where(
+        &mut self,
+        proj: &ast::Projection,
+        aggregates: &[BoundAggregate],
+        outputs: &[(String, BoundExpr)],
+        predicates: &mut Vec<BoundExpr>,
+    ) -> Result<bool> {
+        let (true, Some(w)) = (proj.is_with, &proj.where_) else {
+            return Ok(false);
+        };
+        let plain = aggregates.is_empty()
+            && !proj.distinct
+            && proj.order_by.is_empty()
+            && proj.skip.is_none()
+            && proj.limit.is_none();
+        if !plain {
+            return Ok(false);
+        }
+        self.aliases = outputs.to_vec();
+        let early = self.bind_expr(w);
+        self.aliases.clear();
+        let Ok(e) = early else {
+            return Ok(false);
+        };
+        check_where(&e)?;
+        split_conjuncts(e, predicates);
+        Ok(true)
+    }
+
+    /// With aggregates: the items without one become grouping keys, and
+    /// the expressions around the aggregates (in the items and in ORDER BY)
+    /// read the keys' slots. Returns the keys.
+    fn bind_grouping(
+        &mut self,
+        projected: &mut ProjectedItems,
+        order_by: &mut [BoundSortKey],
+        order_aggregates: &[SortKeyOrigin],
+        aggregates: &[BoundAggregate],
+        what: &str,
+    ) -> Result<Vec<(BoundExpr, SlotId)>> {
+        // Non-aggregate items become grouping keys computed into slots.
+        let mut keys: Vec<(BoundExpr, SlotId)> = Vec::new();
+        for (e, aggregating) in projected.outputs.iter_mut().zip(&projected.has_agg) {
+            if !aggregating {
+                let slot = self.new_slot();
+                let (ty, span) = (e.1.ty.clone(), e.1.span);
+                let key = std::mem::replace(&mut e.1, BoundExpr::slot(slot, ty, span));
+                keys.push((key, slot));
             }
         }
-        if projected_aggregates == 0 && !aggregates.is_empty() {
-            let span = order_by.first().map_or(proj.span, |k| k.expr.span);
-            return Err(Error::at(
-                ErrorKind::Semantic,
-                span,
-                format!("ORDER BY cannot aggregate when {what} does not (invalid aggregation)"),
-            ));
+        let readers = projected
+            .outputs
+            .iter()
+            .zip(&projected.has_agg)
+            .filter(|(_, aggregating)| **aggregating)
+            .map(|((_, e), _)| e)
+            .chain(order_by.iter().map(|k| &k.expr));
+        self.add_property_keys(&mut keys, readers);
+        let grouping = Grouping::new(keys, aggregates);
+        for (e, aggregating) in projected.outputs.iter_mut().zip(&projected.has_agg) {
+            if *aggregating {
+                grouping.rewrite_item(&mut e.1, what)?;
+            }
         }
-        // ORDER BY may repeat an aggregate of the projection but not add
-        // one: the rows it sorts are the projection's groups.
-        let (projected, added) = aggregates.split_at(projected_aggregates.min(aggregates.len()));
-        if let Some(a) = added.iter().find(|a| {
-            !projected.iter().any(|p| {
-                p.function == a.function
-                    && p.distinct == a.distinct
-                    && p.arg.as_ref().map(strip) == a.arg.as_ref().map(strip)
-            })
-        }) {
-            let span = a.arg.as_ref().map_or(proj.span, |e| e.span);
-            return Err(Error::at(
-                ErrorKind::Semantic,
-                span,
-                format!(
-                    "ORDER BY uses the aggregate {}() that {what} does not project",
-                    a.function
-                ),
-            ));
+        for (key, &(aggregating, written)) in order_by.iter_mut().zip(order_aggregates) {
+            grouping.rewrite_sort_key(key, aggregating, written, what)?;
         }
-        let mut group_keys: Vec<(BoundExpr, SlotId)> = Vec::new();
-        if !aggregates.is_empty() {
-            // Non-aggregate items become grouping keys computed into slots.
-            for (idx, (_, e)) in outputs.iter_mut().enumerate() {
-                if !has_agg[idx] {
-                    let slot = self.new_slot();
-                    let ty = e.ty.clone();
-                    let span = e.span;
-                    let key = std::mem::replace(e, BoundExpr::slot(slot, ty, span));
-                    group_keys.push((key, slot));
-                }
-            }
-            // The properties of a node or rel grouped on, read by an
-            // aggregating item (`WITH a, [a] + collect(n)`, where the node
-            // is handed out as a value) or by ORDER BY (`RETURN a, count(*)
-            // ORDER BY a.name`), become hidden keys: they depend on the
-            // entity's id (read once per group, not grouped on).
-            let key_slots: Vec<SlotId> = group_keys
-                .iter()
-                .filter_map(|(k, _)| entity_slot(k))
-                .collect();
-            let readers = outputs
-                .iter()
-                .enumerate()
-                .filter(|(idx, _)| has_agg[*idx])
-                .map(|(_, (_, e))| e)
-                .chain(order_by.iter().map(|k| &k.expr));
-            for e in readers {
-                let mut slots = Vec::new();
-                e.slots(&mut slots);
-                for s in slots {
-                    let nodes = self.graph.nodes.iter().map(|n| (n.id_slot, &n.properties));
-                    let rels = self.graph.rels.iter().map(|r| (r.id_slot, &r.properties));
-                    let property = nodes
-                        .chain(rels)
-                        .filter(|(id, _)| key_slots.contains(id))
-                        .find_map(|(_, properties)| properties.iter().find(|p| p.1 == s));
-                    let keyed = group_keys
-                        .iter()
-                        .any(|(k, _)| matches!(strip(k).kind, BoundExprKind::Slot(x) if x == s));
-                    if let (Some(p), false) = (property, keyed) {
-                        let key = BoundExpr::slot(s, p.2.clone(), e.span);
-                        group_keys.push((key, self.new_slot()));
-                    }
-                }
-            }
-            // Only simple grouping keys (a variable or a property) may be
-            // used around an aggregate: `a.x + b.x + count(*)` with the key
-            // `a.x + b.x` is ambiguous in openCypher. Other keys get a
-            // target that matches nothing.
-            let targets: Vec<BoundExpr> = group_keys.iter().map(|(k, _)| strip(k)).collect();
-            let simple_targets: Vec<BoundExpr> = group_keys
-                .iter()
-                .map(|(k, _)| match strip(k) {
-                    k @ BoundExpr {
-                        kind: BoundExprKind::Slot(_),
-                        ..
-                    } => k,
-                    // A node or rel variable handed out as a value.
-                    k if matches!(&k.kind, BoundExprKind::Function(f, _)
-                        if f == "_node" || f == "_rel") =>
-                    {
-                        k
-                    }
-                    k => BoundExpr::literal(Value::String("\u{1}complex key".into()), k.span),
-                })
-                .collect();
-            let allowed: Vec<SlotId> = group_keys
-                .iter()
-                .map(|k| k.1)
-                .chain(aggregates.iter().map(|a| a.slot))
-                .collect();
-            // Items that mix aggregates with other expressions may only use
-            // grouping keys outside the aggregates.
-            for (idx, (_, e)) in outputs.iter_mut().enumerate() {
-                if !has_agg[idx] {
-                    continue;
-                }
-                *e = substitute(e, &simple_targets, &|i, orig| {
-                    BoundExpr::slot(group_keys[i].1, orig.ty.clone(), orig.span)
-                });
-                let mut slots = Vec::new();
-                e.slots(&mut slots);
-                if slots.iter().any(|s| !allowed.contains(s)) {
-                    return Err(Error::at(
-                        ErrorKind::Semantic,
-                        e.span,
-                        format!(
-                            "an expression in {what} mixes an aggregate with values that are not grouping keys"
-                        ),
-                    ));
-                }
-            }
-            for (key, (aggregating, written)) in order_by.iter_mut().zip(&order_aggregates) {
-                // Around an aggregate, a complex grouping key stands for
-                // itself only through its alias (`x + count(*)` with `n.id
-                // + 1 AS x`); written out again (`n.id + 1 + count(*)`) it is
-                // ambiguous (openCypher's AmbiguousAggregationExpression).
-                let accept = |i: usize, e: &BoundExpr| {
-                    let complex = matches!(simple_targets[i].kind, BoundExprKind::Literal(_));
-                    let spelled_out = written.start <= e.span.start && e.span.end <= written.end;
-                    !(*aggregating && complex && spelled_out)
-                };
-                key.expr = substitute_if(&key.expr, &targets, &accept, &|i, orig| {
-                    BoundExpr::slot(group_keys[i].1, orig.ty.clone(), orig.span)
-                });
-                let mut slots = Vec::new();
-                key.expr.slots(&mut slots);
-                if slots.iter().any(|s| !allowed.contains(s)) {
-                    return Err(Error::at(
-                        ErrorKind::Semantic,
-                        key.expr.span,
-                        format!(
-                            "after aggregation, ORDER BY can only use the grouping keys and aggregates of {what}"
-                        ),
-                    ));
-                }
-            }
-        } else if proj.distinct {
-            let targets: Vec<BoundExpr> = outputs.iter().map(|(_, e)| strip(e)).collect();
-            // A node or rel projected as itself fixes its id and properties
-            // within a distinct row, so ORDER BY may read them (`RETURN
-            // DISTINCT n ORDER BY n.name`).
-            let mut dependent: Vec<SlotId> = Vec::new();
-            for item in &items {
-                let ExprKind::Variable(v) = &item.expr.kind else {
-                    continue;
-                };
-                if self.values.iter().any(|x| &x.0 == v) {
-                    continue;
-                }
-                let entity = self
-                    .graph
-                    .nodes
+        Ok(grouping.keys)
+    }
+
+    /// The properties of a node or rel grouped on that `readers` read (an
+    /// aggregating item, `WITH a, [a] + collect(n)`, where the node is
+    /// handed out as a value, or ORDER BY, `RETURN a, count(*) ORDER BY
+    /// a.name`) become hidden keys: they depend on the entity's id (read
+    /// once per group, not grouped on).
+    fn add_property_keys<'e>(
+        &mut self,
+        keys: &mut Vec<(BoundExpr, SlotId)>,
+        readers: impl Iterator<Item = &'e BoundExpr>,
+    ) {
+        let key_slots: Vec<SlotId> = keys.iter().filter_map(|(k, _)| entity_slot(k)).collect();
+        for e in readers {
+            let mut slots = Vec::new();
+            e.slots(&mut slots);
+            for s in slots {
+                let nodes = self.graph.nodes.iter().map(|n| (n.id_slot, &n.properties));
+                let rels = self.graph.rels.iter().map(|r| (r.id_slot, &r.properties));
+                let property = nodes
+                    .chain(rels)
+                    .filter(|(id, _)| key_slots.contains(id))
+                    .find_map(|(_, properties)| properties.iter().find(|p| p.1 == s));
+                let keyed = keys
                     .iter()
-                    .find(|n| &n.name == v)
-                    .map(|n| (n.id_slot, &n.properties))
-                    .or_else(|| {
-                        self.graph
-                            .rels
-                            .iter()
-                            .find(|r| &r.name == v)
-                            .map(|r| (r.id_slot, &r.properties))
-                    });
-                if let Some((id, props)) = entity {
-                    dependent.push(id);
-                    dependent.extend(props.iter().map(|p| p.1));
-                }
-            }
-            for key in &order_by {
-                let covered = substitute(&key.expr, &targets, &|_, orig| {
-                    BoundExpr::literal(Value::Null, orig.span)
-                });
-                let mut slots = Vec::new();
-                covered.slots(&mut slots);
-                if slots.iter().any(|s| !dependent.contains(s)) {
-                    return Err(Error::at(
-                        ErrorKind::Semantic,
-                        key.expr.span,
-                        format!("with DISTINCT, ORDER BY can only use the columns of {what}"),
-                    ));
+                    .any(|(k, _)| matches!(strip(k).kind, BoundExprKind::Slot(x) if x == s));
+                if let (Some(p), false) = (property, keyed) {
+                    let key = BoundExpr::slot(s, p.2.clone(), e.span);
+                    keys.push((key, self.new_slot()));
                 }
             }
         }
+    }
+
+    /// With DISTINCT, ORDER BY may read only the projected columns, and the
+    /// id and properties of a node or rel projected as itself, which a
+    /// distinct row fixes (`RETURN DISTINCT n ORDER BY n.name`).
+    fn check_distinct_order(
+        &self,
+        items: &[ast::ProjectionItem],
+        outputs: &[(String, BoundExpr)],
+        order_by: &[BoundSortKey],
+        what: &str,
+    ) -> Result<()> {
+        let targets: Vec<BoundExpr> = outputs.iter().map(|(_, e)| strip(e)).collect();
+        let dependent = self.projected_entity_slots(items);
+        for key in order_by {
+            let covered = substitute(&key.expr, &targets, &|_, orig| {
+                BoundExpr::literal(Value::Null, orig.span)
+            });
+            if !reads_only(&covered, &dependent) {
+                return Err(Error::at(
+                    ErrorKind::Semantic,
+                    key.expr.span,
+                    format!("with DISTINCT, ORDER BY can only use the columns of {what}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The ids and properties of the node and rel variables `items`
+    /// project as themselves.
+    fn projected_entity_slots(&self, items: &[ast::ProjectionItem]) -> Vec<SlotId> {
+        let mut slots: Vec<SlotId> = Vec::new();
+        for item in items {
+            let ExprKind::Variable(v) = &item.expr.kind else {
+                continue;
+            };
+            if self.values.iter().any(|x| &x.0 == v) {
+                continue;
+            }
+            let entity = self
+                .graph
+                .nodes
+                .iter()
+                .find(|n| &n.name == v)
+                .map(|n| (n.id_slot, &n.properties))
+                .or_else(|| {
+                    self.graph
+                        .rels
+                        .iter()
+                        .find(|r| &r.name == v)
+                        .map(|r| (r.id_slot, &r.properties))
+                });
+            if let Some((id, props)) = entity {
+                slots.push(id);
+                slots.extend(props.iter().map(|p| p.1));
+            }
+        }
+        slots
+    }
+
+    /// Completes the current part with `part` (its predicates, grouping,
+    /// columns and order) and the projection's SKIP, LIMIT and, for a
+    /// WITH, output slots, and pushes it. Returns the next part's inputs
+    /// (a WITH's columns).
+    fn finish_part(
+        &mut self,
+        proj: &ast::Projection,
+        part: BoundPart,
+    ) -> Result<Vec<(SlotId, LogicalType)>> {
         let (skip, skip_expr) = match &proj.skip {
             Some(e) => self.bind_count(e, "SKIP")?,
             None => (None, None),
@@ -421,28 +670,19 @@ impl Binder<'_> {
             None => (None, None),
         };
         let output_slots: Vec<SlotId> = if proj.is_with {
-            outputs.iter().map(|_| self.new_slot()).collect()
+            part.outputs.iter().map(|_| self.new_slot()).collect()
         } else {
             Vec::new()
         };
-        let inputs = std::mem::take(&mut self.part.inputs);
-        let unwinds = std::mem::take(&mut self.part.unwinds);
-        let next_inputs: Vec<(SlotId, LogicalType)> = output_slots
+        let next_inputs = output_slots
             .iter()
-            .zip(&outputs)
+            .zip(&part.outputs)
             .map(|(s, (_, e))| (*s, e.ty.clone()))
             .collect();
-        let names: Vec<String> = outputs.iter().map(|(n, _)| n.clone()).collect();
         self.parts.push(BoundPart {
-            inputs,
-            unwinds,
+            inputs: std::mem::take(&mut self.part.inputs),
+            unwinds: std::mem::take(&mut self.part.unwinds),
             graph: std::mem::take(&mut self.graph),
-            predicates,
-            group_keys,
-            aggregates,
-            outputs,
-            order_by,
-            distinct: proj.distinct,
             skip,
             limit,
             skip_expr,
@@ -453,44 +693,25 @@ impl Binder<'_> {
             optional_extend: std::mem::take(&mut self.part.optional_extend),
             optional_join: std::mem::take(&mut self.part.optional_join),
             optional_chain: std::mem::take(&mut self.part.optional_chain),
+            ..part
         });
-        self.values.clear();
-        self.rels_carried.clear();
-        self.carried_rel_tables.clear();
-        // A carried rel keeps its ends only where both nodes go along (under
-        // their new names): a later part may reuse a dropped name for
-        // another node.
-        let renamed = |n: &str| {
-            node_names
-                .iter()
-                .find(|(before, _)| before == n)
-                .map(|(_, after)| after.clone())
-        };
-        self.carried_rel_ends = rel_ends
-            .into_iter()
-            .filter_map(|(rel, ends)| {
-                let ends = ends?;
-                Some((
-                    rel,
-                    RelEnds {
-                        left: renamed(&ends.left)?,
-                        right: renamed(&ends.right)?,
-                        direction: ends.direction,
-                    },
-                ))
-            })
-            .collect();
-        self.costs.clear();
-        self.fixed_paths.clear();
-        if !proj.is_with {
-            return Ok(Vec::new());
-        }
-        // The next part's scope: carried nodes keep their identity.
+        Ok(next_inputs)
+    }
+
+    /// Opens the part after a WITH: its scope holds the columns `names`
+    /// (read from `inputs`); carried nodes keep their identity, carried
+    /// rels their tables, weighted paths their cost.
+    fn open_next_part(
+        &mut self,
+        names: Vec<String>,
+        inputs: Vec<(SlotId, LogicalType)>,
+        projected: ProjectedItems,
+    ) {
         for (((name, (slot, ty)), tables), rel_tables) in names
             .into_iter()
-            .zip(&next_inputs)
-            .zip(carried_nodes)
-            .zip(carried_rels)
+            .zip(&inputs)
+            .zip(projected.carried_nodes)
+            .zip(projected.carried_rels)
         {
             match tables {
                 Some(tables) => self.graph.nodes.push(QueryNode {
@@ -509,19 +730,13 @@ impl Binder<'_> {
                 },
             }
         }
-        for name in carried_costs {
+        for name in projected.carried_costs {
             let hidden = format!("{COST_PREFIX}{name}");
             if let Some(v) = self.values.iter().find(|v| v.0 == hidden) {
                 self.costs.push((name, v.1));
             }
         }
-        self.part.inputs = next_inputs;
-        let mut next = Vec::new();
-        if let (false, Some(w)) = (where_done, &proj.where_) {
-            let e = self.bind_expr(w)?;
-            split_conjuncts(e, &mut next);
-        }
-        Ok(next)
+        self.part.inputs = inputs;
     }
 
     /// When `var` names a rel (bound in this part or carried), the

@@ -22,251 +22,56 @@ pub(super) enum EntityKind {
     Rel,
 }
 
+/// A subquery expression as the clauses of a query of its own: what
+/// `EXISTS { }`, `COUNT { }`, a pattern predicate or a pattern
+/// comprehension stands for.
+struct SubqueryForm {
+    clauses: Vec<Clause>,
+    kind: SubqueryKind,
+    /// A pattern comprehension's projection (collected per key).
+    projection: Option<ast::Expr>,
+}
+
+/// An outer node or rel variable a subquery mentions: its name and kind.
+type SubqueryKey = (String, EntityKind);
+
 impl Binder<'_> {
     /// Binds an `Exists`, `CountSubquery`, `PatternPredicate` or
     /// `PatternComprehension` expression.
     pub(super) fn bind_subquery_expr(&mut self, e: &ast::Expr) -> Result<BoundExpr> {
         let span = e.span;
-        let (mut clauses, kind, projection) = match &e.kind {
-            ExprKind::Exists(q) => (q.clauses.clone(), SubqueryKind::Exists, None),
-            ExprKind::CountSubquery(q) => (q.clauses.clone(), SubqueryKind::Count, None),
-            ExprKind::PatternPredicate(p) => {
-                if self.in_projection {
-                    return Err(Error::at(
-                        ErrorKind::Syntax,
-                        span,
-                        "a pattern predicate is only allowed in WHERE (use EXISTS { ... } or a pattern comprehension to project it)",
-                    ));
-                }
-                self.check_pattern_predicate(p)?;
-                (
-                    vec![match_clause(vec![(**p).clone()], None, p.span)],
-                    SubqueryKind::Exists,
-                    None,
-                )
-            }
-            ExprKind::PatternComprehension {
-                pattern,
-                predicate,
-                projection,
-            } => (
-                vec![match_clause(
-                    vec![(**pattern).clone()],
-                    predicate.as_deref().cloned(),
-                    pattern.span,
-                )],
-                SubqueryKind::Collect,
-                Some((**projection).clone()),
-            ),
-            _ => return Err(Error::internal("bind_subquery_expr: not a subquery")),
-        };
-        for c in &clauses {
-            if !matches!(
-                c,
-                Clause::Match { .. } | Clause::Projection(_) | Clause::Unwind { .. }
-            ) {
-                return Err(not_supported(
-                    clause_span(c),
-                    "a subquery with clauses other than MATCH, WITH, UNWIND and RETURN",
-                ));
-            }
-        }
-
-        // The outer variables the subquery mentions (over-approximated by
-        // every name in it: a local that shadows an outer entity only adds
-        // a key that every row of the subquery has).
-        let mut names = BTreeSet::new();
-        for c in &clauses {
-            names_in_clause(c, &mut names);
-        }
-        if let Some(p) = &projection {
-            names_in_expr(p, &mut names);
-        }
-        let mut keys: Vec<(String, EntityKind)> = Vec::new();
-        for name in names {
-            // A list comprehension's variable (`[x IN nodes | [(x)-->(b) |
-            // b]]`) changes per element, and a subquery runs once before
-            // the outer query: it would bind `x` as a new node of its own.
-            if self.locals.iter().any(|l| l.0 == name) {
-                return Err(not_supported(
-                    span,
-                    &format!(
-                        "using the list comprehension variable '{name}' inside a subquery or pattern comprehension"
-                    ),
-                ));
-            }
-            match self.outer_entity(&name) {
-                Some(kind) => keys.push((name, kind)),
-                None if self.values.iter().any(|v| v.0 == name)
-                    || self.is_path(&name)
-                    || self.aliases.iter().any(|a| a.0 == name) =>
-                {
-                    return Err(not_supported(
-                        span,
-                        &format!(
-                            "using the value '{name}' of the outer query inside a subquery (only its node and rel variables)"
-                        ),
-                    ))
-                }
-                None => {}
-            }
-        }
-
-        // A conjunct of the enclosing WHERE over key variables only holds
-        // for every outer row that reaches the lookup (rows failing it are
-        // dropped by the same WHERE), so the subquery needs rows only for
-        // keys that pass it: `p.id = 9236 AND NOT EXISTS { (p)-[:KNOWS]-(f) }`
-        // matches the KNOWS of one person, not of all.
-        let key_names: BTreeSet<&str> = keys.iter().map(|k| k.0.as_str()).collect();
-        let restrict: Vec<ast::Expr> = self
-            .where_conjuncts
-            .iter()
-            .filter(|c| {
-                let mut vars = BTreeSet::new();
-                names_in_expr(c, &mut vars);
-                !vars.is_empty() && vars.iter().all(|v| key_names.contains(v.as_str()))
-            })
-            .cloned()
-            .collect();
-        let has_keys = !keys.is_empty();
-        // The keys are matched first, then carried through every projection.
-        if !matches!(
-            clauses.first(),
-            Some(Clause::Match {
-                optional: false,
-                ..
-            })
-        ) {
-            clauses.insert(0, match_clause(Vec::new(), None, span));
-        }
-        if let Clause::Match {
-            patterns, where_, ..
-        } = &mut clauses[0]
-        {
-            let mut bound = BTreeSet::new();
-            for p in patterns.iter() {
-                names_in_pattern(p, &mut bound);
-            }
-            for (name, kind) in &keys {
-                if !bound.contains(name) {
-                    patterns.push(entity_pattern(name, *kind, span));
-                }
-            }
-            for c in restrict {
-                let span = c.span;
-                *where_ = Some(match where_.take() {
-                    None => c,
-                    Some(w) => ast::Expr {
-                        kind: ExprKind::Binary(BinaryOp::And, Box::new(w), Box::new(c)),
-                        span,
-                    },
-                });
-            }
-        }
+        let SubqueryForm {
+            mut clauses,
+            kind,
+            projection,
+        } = self.subquery_form(e)?;
+        check_subquery_clauses(&clauses)?;
+        let keys = self.subquery_keys(&clauses, projection.as_ref(), span)?;
+        let restrict = self.key_restrictions(&keys);
+        match_keys_first(&mut clauses, &keys, restrict, span);
         let key_source = self.key_source(&clauses, &keys, span);
         let mut clauses: Vec<Clause> = clauses
             .into_iter()
             .map(|c| match c {
-                // A final RETURN becomes a WITH: its rows are what the
-                // subquery counts or tests.
-                Clause::Projection(mut p) => {
-                    if has_keys && (p.skip.is_some() || p.limit.is_some() || !p.order_by.is_empty())
-                    {
-                        return Err(not_supported(
-                            p.span,
-                            "ORDER BY, SKIP or LIMIT inside a subquery that uses outer variables",
-                        ));
-                    }
-                    if !p.is_with {
-                        // A WITH needs names: the RETURN's unnamed
-                        // expressions (`RETURN true`) get hidden ones.
-                        for (i, it) in p.items.iter_mut().enumerate() {
-                            let named =
-                                it.alias.is_some() || matches!(it.expr.kind, ExprKind::Variable(_));
-                            if !named {
-                                it.alias = Some(ast::Ident {
-                                    name: format!("_ret{i}"),
-                                    span: it.expr.span,
-                                });
-                            }
-                        }
-                    }
-                    p.is_with = true;
-                    if !p.star {
-                        for (name, _) in &keys {
-                            let projected = p.items.iter().any(|it| {
-                                let out = it.alias.as_ref().map(|a| &a.name);
-                                match &it.expr.kind {
-                                    ExprKind::Variable(v) => out.unwrap_or(v) == name,
-                                    _ => out == Some(name),
-                                }
-                            });
-                            if !projected {
-                                p.items.push(ast::ProjectionItem {
-                                    expr: variable(name, p.span),
-                                    alias: None,
-                                    text: name.clone(),
-                                });
-                            }
-                        }
-                    }
-                    Ok(Clause::Projection(p))
-                }
+                Clause::Projection(p) => carry_keys(p, &keys).map(Clause::Projection),
                 other => Ok(other),
             })
             .collect::<Result<_>>()?;
-
         if let Some(prefix) = key_source {
             clauses.splice(0..0, prefix);
         }
-
-        // RETURN id(key)..., then the count or the list.
-        let mut items: Vec<ast::ProjectionItem> = keys
-            .iter()
-            .enumerate()
-            .map(|(i, (name, _))| {
-                item(
-                    call("id", vec![variable(name, span)], span),
-                    &format!("_key{i}"),
-                    span,
-                )
-            })
-            .collect();
-        items.push(match (kind, projection) {
-            // A count per key, like COUNT { }: grouping lets the last extend
-            // count rels instead of enumerating them (and a key without a
-            // match has no row; the table keeps the rows counting more than
-            // zero, so a subquery without keys says false on no match).
-            (SubqueryKind::Exists | SubqueryKind::Count, _) => item(
-                ast::Expr {
-                    kind: ExprKind::Function {
-                        name: ast::Ident {
-                            name: "count".to_string(),
-                            span,
-                        },
-                        distinct: false,
-                        star: true,
-                        args: Vec::new(),
-                    },
-                    span,
-                },
-                "_count",
-                span,
-            ),
-            (SubqueryKind::Collect, Some(p)) => item(call("collect", vec![p], span), "_list", span),
-            (SubqueryKind::Collect, None) => {
-                return Err(Error::internal("pattern comprehension without projection"))
-            }
-        });
         clauses.push(Clause::Projection(ast::Projection::plain(
-            false, false, items, None, span,
+            false,
+            false,
+            result_items(&keys, kind, projection, span)?,
+            None,
+            span,
         )));
         let stmt = Statement::Query(ast::Query {
             parts: vec![ast::SingleQuery { clauses, span }],
             union_all: Vec::new(),
             span,
         });
-
         let inner = self.child();
         let query = match inner.bind(&stmt)? {
             BoundStatement::Query(q) => *q,
@@ -302,6 +107,115 @@ impl Binder<'_> {
         })
     }
 
+    /// The query subquery expression `e` stands for.
+    fn subquery_form(&self, e: &ast::Expr) -> Result<SubqueryForm> {
+        let (clauses, kind, projection) = match &e.kind {
+            ExprKind::Exists(q) => (q.clauses.clone(), SubqueryKind::Exists, None),
+            ExprKind::CountSubquery(q) => (q.clauses.clone(), SubqueryKind::Count, None),
+            ExprKind::PatternPredicate(p) => {
+                if self.in_projection {
+                    return Err(Error::at(
+                        ErrorKind::Syntax,
+                        e.span,
+                        "a pattern predicate is only allowed in WHERE (use EXISTS { ... } or a pattern comprehension to project it)",
+                    ));
+                }
+                self.check_pattern_predicate(p)?;
+                (
+                    vec![match_clause(vec![(**p).clone()], None, p.span)],
+                    SubqueryKind::Exists,
+                    None,
+                )
+            }
+            ExprKind::PatternComprehension {
+                pattern,
+                predicate,
+                projection,
+            } => (
+                vec![match_clause(
+                    vec![(**pattern).clone()],
+                    predicate.as_deref().cloned(),
+                    pattern.span,
+                )],
+                SubqueryKind::Collect,
+                Some((**projection).clone()),
+            ),
+            _ => return Err(Error::internal("bind_subquery_expr: not a subquery")),
+        };
+        Ok(SubqueryForm {
+            clauses,
+            kind,
+            projection,
+        })
+    }
+
+    /// The subquery's keys: the outer node and rel variables it mentions,
+    /// over-approximated by every name in it (a local that shadows an outer
+    /// entity only adds a key that every row of the subquery has). It may
+    /// not use the outer query's values.
+    fn subquery_keys(
+        &self,
+        clauses: &[Clause],
+        projection: Option<&ast::Expr>,
+        span: Span,
+    ) -> Result<Vec<SubqueryKey>> {
+        let mut names = BTreeSet::new();
+        for c in clauses {
+            names_in_clause(c, &mut names);
+        }
+        if let Some(p) = projection {
+            names_in_expr(p, &mut names);
+        }
+        let mut keys: Vec<SubqueryKey> = Vec::new();
+        for name in names {
+            // A list comprehension's variable (`[x IN nodes | [(x)-->(b) |
+            // b]]`) changes per element, and a subquery runs once before
+            // the outer query: it would bind `x` as a new node of its own.
+            if self.locals.iter().any(|l| l.0 == name) {
+                return Err(not_supported(
+                    span,
+                    &format!(
+                        "using the list comprehension variable '{name}' inside a subquery or pattern comprehension"
+                    ),
+                ));
+            }
+            match self.outer_entity(&name) {
+                Some(kind) => keys.push((name, kind)),
+                None if self.values.iter().any(|v| v.0 == name)
+                    || self.is_path(&name)
+                    || self.aliases.iter().any(|a| a.0 == name) =>
+                {
+                    return Err(not_supported(
+                        span,
+                        &format!(
+                            "using the value '{name}' of the outer query inside a subquery (only its node and rel variables)"
+                        ),
+                    ))
+                }
+                None => {}
+            }
+        }
+        Ok(keys)
+    }
+
+    /// A conjunct of the enclosing WHERE over key variables only holds for
+    /// every outer row that reaches the lookup (rows failing it are dropped
+    /// by the same WHERE), so the subquery needs rows only for keys that
+    /// pass it: `p.id = 9236 AND NOT EXISTS { (p)-[:KNOWS]-(f) }` matches
+    /// the KNOWS of one person, not of all. Those conjuncts.
+    fn key_restrictions(&self, keys: &[SubqueryKey]) -> Vec<ast::Expr> {
+        let key_names: BTreeSet<&str> = keys.iter().map(|k| k.0.as_str()).collect();
+        self.where_conjuncts
+            .iter()
+            .filter(|c| {
+                let mut vars = BTreeSet::new();
+                names_in_expr(c, &mut vars);
+                !vars.is_empty() && vars.iter().all(|v| key_names.contains(v.as_str()))
+            })
+            .cloned()
+            .collect()
+    }
+
     /// When the subquery's own patterns leave its keys unconnected, each
     /// would be matched over the whole graph and the subquery would run
     /// over their cross product (tens of millions of rows for four keys
@@ -315,7 +229,7 @@ impl Binder<'_> {
     fn key_source(
         &self,
         clauses: &[Clause],
-        keys: &[(String, EntityKind)],
+        keys: &[SubqueryKey],
         span: Span,
     ) -> Option<Vec<Clause>> {
         if keys.len() < 2 {
@@ -741,4 +655,159 @@ fn simple_filter(e: &ast::Expr) -> bool {
         }
         _ => false,
     }
+}
+
+/// A subquery may only read: MATCH, WITH, UNWIND and RETURN.
+fn check_subquery_clauses(clauses: &[Clause]) -> Result<()> {
+    for c in clauses {
+        if !matches!(
+            c,
+            Clause::Match { .. } | Clause::Projection(_) | Clause::Unwind { .. }
+        ) {
+            return Err(not_supported(
+                clause_span(c),
+                "a subquery with clauses other than MATCH, WITH, UNWIND and RETURN",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The keys are matched first (by a MATCH of their own in front, when the
+/// subquery does not start with one), restricted by `restrict`; they are
+/// then carried through every projection (see [`carry_keys`]).
+fn match_keys_first(
+    clauses: &mut Vec<Clause>,
+    keys: &[SubqueryKey],
+    restrict: Vec<ast::Expr>,
+    span: Span,
+) {
+    if !matches!(
+        clauses.first(),
+        Some(Clause::Match {
+            optional: false,
+            ..
+        })
+    ) {
+        clauses.insert(0, match_clause(Vec::new(), None, span));
+    }
+    let Clause::Match {
+        patterns, where_, ..
+    } = &mut clauses[0]
+    else {
+        return;
+    };
+    let mut bound = BTreeSet::new();
+    for p in patterns.iter() {
+        names_in_pattern(p, &mut bound);
+    }
+    for (name, kind) in keys {
+        if !bound.contains(name) {
+            patterns.push(entity_pattern(name, *kind, span));
+        }
+    }
+    for c in restrict {
+        let span = c.span;
+        *where_ = Some(match where_.take() {
+            None => c,
+            Some(w) => ast::Expr {
+                kind: ExprKind::Binary(BinaryOp::And, Box::new(w), Box::new(c)),
+                span,
+            },
+        });
+    }
+}
+
+/// A projection of the subquery as a WITH that also carries the keys (a
+/// final RETURN becomes one: its rows are what the subquery counts or
+/// tests).
+fn carry_keys(mut p: ast::Projection, keys: &[SubqueryKey]) -> Result<ast::Projection> {
+    if !keys.is_empty() && (p.skip.is_some() || p.limit.is_some() || !p.order_by.is_empty()) {
+        return Err(not_supported(
+            p.span,
+            "ORDER BY, SKIP or LIMIT inside a subquery that uses outer variables",
+        ));
+    }
+    if !p.is_with {
+        // A WITH needs names: the RETURN's unnamed expressions (`RETURN
+        // true`) get hidden ones.
+        for (i, it) in p.items.iter_mut().enumerate() {
+            let named = it.alias.is_some() || matches!(it.expr.kind, ExprKind::Variable(_));
+            if !named {
+                it.alias = Some(ast::Ident {
+                    name: format!("_ret{i}"),
+                    span: it.expr.span,
+                });
+            }
+        }
+    }
+    p.is_with = true;
+    if p.star {
+        return Ok(p);
+    }
+    for (name, _) in keys {
+        let projected = p.items.iter().any(|it| {
+            let out = it.alias.as_ref().map(|a| &a.name);
+            match &it.expr.kind {
+                ExprKind::Variable(v) => out.unwrap_or(v) == name,
+                _ => out == Some(name),
+            }
+        });
+        if !projected {
+            p.items.push(ast::ProjectionItem {
+                expr: variable(name, p.span),
+                alias: None,
+                text: name.clone(),
+            });
+        }
+    }
+    Ok(p)
+}
+
+/// The items of the subquery's RETURN: `id(key)` of each key, then the
+/// count or the list.
+fn result_items(
+    keys: &[SubqueryKey],
+    kind: SubqueryKind,
+    projection: Option<ast::Expr>,
+    span: Span,
+) -> Result<Vec<ast::ProjectionItem>> {
+    let mut items: Vec<ast::ProjectionItem> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, (name, _))| {
+            item(
+                call("id", vec![variable(name, span)], span),
+                &format!("_key{i}"),
+                span,
+            )
+        })
+        .collect();
+    items.push(match (kind, projection) {
+        // A count per key, like COUNT { }: grouping lets the last extend
+        // count rels instead of enumerating them (and a key without a
+        // match has no row; the table keeps the rows counting more than
+        // zero, so a subquery without keys says false on no match).
+        (SubqueryKind::Exists | SubqueryKind::Count, _) => item(
+            ast::Expr {
+                kind: ExprKind::Function {
+                    name: ast::Ident {
+                        name: "count".to_string(),
+                        span,
+                    },
+                    distinct: false,
+                    star: true,
+                    args: Vec::new(),
+                },
+                span,
+            },
+            "_count",
+            span,
+        ),
+        (SubqueryKind::Collect, Some(p)) => item(call("collect", vec![p], span), "_list", span),
+        (SubqueryKind::Collect, None) => {
+            return Err(Error::internal("pattern comprehension without projection"))
+        }
+    });
+    Ok(items)
 }

@@ -140,6 +140,12 @@ const NO_TABLE: TableId = TableId(u32::MAX);
 /// Most pipelines one part may expand into.
 const MAX_TABLE_CHOICES: usize = 256;
 
+/// An OPTIONAL MATCH's single extend, taken off the part's graph: its
+/// description, rel and node.
+type OptionalEdge = (OptionalExtend, QueryRel, QueryNode);
+
+/// Plans one part: a pipeline per choice of its variables' tables, all
+/// feeding its sink.
 fn plan_part(
     mut q: BoundPart,
     from_rows: bool,
@@ -158,20 +164,75 @@ fn plan_part(
         }
         None => None,
     };
-    // A WITH's WHERE over the optional extend's variables (`WITH a, b
-    // WHERE b IS NULL`) filters the padded rows after it.
-    let mut after_optional = Vec::new();
-    if let Some((_, rel, node)) = &optional {
-        let mut theirs: HashSet<SlotId> = [rel.id_slot, node.id_slot].into_iter().collect();
-        theirs.extend(rel.properties.iter().chain(&node.properties).map(|p| p.1));
-        let (after, before) = std::mem::take(&mut q.predicates)
-            .into_iter()
-            .partition(|e| expr_slots(e).iter().any(|s| theirs.contains(s)));
-        q.predicates = before;
-        after_optional = after;
-    }
+    let after_optional = take_after_optional(&mut q, optional.as_ref());
     let (dependent, entity_keys) = dependent_keys(&mut q, catalog)?;
-    // Slots something downstream reads.
+    let used = slot_uses(&q, optional.as_ref(), &after_optional);
+    if !dependent.is_empty() {
+        // Properties only dependent keys read are read after aggregating.
+        for node in &mut q.graph.nodes {
+            node.properties.retain(|p| used.contains(&p.1));
+        }
+    }
+    substitute_entity_keys(&mut q, &entity_keys);
+    let choices = table_choices(&q.graph, catalog)?;
+    // The NULL ids an imported node may hold (from an OPTIONAL MATCH) pass
+    // in the pipelines where that node takes its smallest table: once for
+    // every choice of the other variables' tables.
+    let null_tables: Vec<Option<TableId>> = (0..q.graph.nodes.len())
+        .map(|i| choices.iter().map(|c| c.node_tables[i]).min())
+        .collect();
+    // A last extend may only count when the pipeline ends at an aggregate
+    // (an optional extend's steps come after it otherwise).
+    let counts_last = !q.aggregates.is_empty() && optional.is_none();
+    let mut pipelines = choices
+        .into_iter()
+        .map(|choice| {
+            plan_pipeline(
+                &q,
+                &choice,
+                &null_tables,
+                (from_rows, counts_last),
+                &used,
+                catalog,
+                cardinality,
+            )
+        })
+        .collect::<Result<Vec<_>>>()?;
+    if let Some((o, rel, node)) = &optional {
+        for p in &mut pipelines {
+            optional_steps(&q.graph, o, rel, node, &used, catalog, &mut p.steps)?;
+            p.steps
+                .extend(after_optional.iter().cloned().map(Step::Filter));
+        }
+    }
+    Ok(part_plan(q, from_rows, pipelines, dependent))
+}
+
+/// The predicates of a WITH's WHERE over the optional extend's variables
+/// (`WITH a, b WHERE b IS NULL`), taken off the part: they filter the
+/// padded rows after the extend.
+fn take_after_optional(q: &mut BoundPart, optional: Option<&OptionalEdge>) -> Vec<BoundExpr> {
+    let Some((_, rel, node)) = optional else {
+        return Vec::new();
+    };
+    let mut theirs: HashSet<SlotId> = [rel.id_slot, node.id_slot].into_iter().collect();
+    theirs.extend(rel.properties.iter().chain(&node.properties).map(|p| p.1));
+    let (after, before) = std::mem::take(&mut q.predicates)
+        .into_iter()
+        .partition(|e| expr_slots(e).iter().any(|s| theirs.contains(s)));
+    q.predicates = before;
+    after
+}
+
+/// The slots something downstream of the part's pattern reads: its
+/// predicates (but the relationship-isomorphism tests within one connected
+/// pattern), keys, aggregate arguments, outputs and sort keys, what its
+/// OPTIONAL MATCH patterns read, and the nodes those start from.
+fn slot_uses(
+    q: &BoundPart,
+    optional: Option<&OptionalEdge>,
+    after_optional: &[BoundExpr],
+) -> SlotUses {
     let mut used = SlotUses::default();
     let mut collect = |e: &BoundExpr| used.add(e);
     // Relationship-isomorphism predicates do not count: extends absorb
@@ -200,7 +261,7 @@ fn plan_part(
         .for_each(&mut collect);
     q.outputs.iter().for_each(|(_, e)| collect(e));
     q.order_by.iter().for_each(|k| collect(&k.expr));
-    if let Some((o, ..)) = &optional {
+    if let Some((o, ..)) = optional {
         o.predicates.iter().for_each(&mut collect);
         after_optional.iter().for_each(&mut collect);
     }
@@ -214,9 +275,16 @@ fn plan_part(
             used.insert(n.id_slot);
         }
     }
-    // An optional chain starts from a node of the part: it must reach the
-    // chain (a build column across a cross product, say) as the optional
-    // extend's anchor must (below).
+    add_optional_anchors(q, optional, &mut used);
+    used
+}
+
+/// The nodes the part's OPTIONAL MATCH patterns start from are used: an
+/// optional chain's must reach the chain (a build column across a cross
+/// product, say); an extend binding the optional extend's anchor may not
+/// only count it (`MATCH (a)-->(b) OPTIONAL MATCH (b)<--(c) RETURN
+/// count(*)` failed with "extend from an unplaced slot", issue 51).
+fn add_optional_anchors(q: &BoundPart, optional: Option<&OptionalEdge>, used: &mut SlotUses) {
     if let Some(c) = &q.optional_chain {
         for r in &q.graph.rels[c.first_rel.min(q.graph.rels.len())..] {
             for end in [r.left, r.right] {
@@ -228,12 +296,8 @@ fn plan_part(
             }
         }
     }
-    // The optional extend starts from its anchor node: an extend binding
-    // that node may not only count it (`MATCH (a)-->(b) OPTIONAL MATCH
-    // (b)<--(c) RETURN count(*)` failed with "extend from an unplaced
-    // slot", issue 51).
-    if let Some((_, rel, _)) = &optional {
-        // The optional node was the graph's last (popped above).
+    if let Some((_, rel, _)) = optional {
+        // The optional node was the graph's last (popped off it).
         let popped = q.graph.nodes.len();
         let anchor = if rel.left == popped {
             rel.right
@@ -244,61 +308,36 @@ fn plan_part(
             used.insert(n.id_slot);
         }
     }
-    if !dependent.is_empty() {
-        // Properties only dependent keys read are read after aggregating.
-        for node in &mut q.graph.nodes {
-            node.properties.retain(|p| used.contains(&p.1));
-        }
-    }
-    // A node grouped on by its id is built from it and its dependent keys
-    // after aggregating, wherever the outputs and sort keys name it.
-    if !entity_keys.is_empty() {
-        let targets: Vec<BoundExpr> = entity_keys
-            .iter()
-            .map(|(out, e)| crate::binder::strip(&BoundExpr::slot(*out, e.ty.clone(), e.span)))
-            .collect();
-        let replace = |i: usize, _: &BoundExpr| entity_keys[i].1.clone();
-        for (_, e) in &mut q.outputs {
-            *e = crate::binder::substitute(e, &targets, &replace);
-        }
-        for k in &mut q.order_by {
-            k.expr = crate::binder::substitute(&k.expr, &targets, &replace);
-        }
-    }
+}
 
-    let choices = table_choices(&q.graph, catalog)?;
-    // The NULL ids an imported node may hold (from an OPTIONAL MATCH) pass
-    // in the pipelines where that node takes its smallest table: once for
-    // every choice of the other variables' tables.
-    let null_tables: Vec<Option<TableId>> = (0..q.graph.nodes.len())
-        .map(|i| choices.iter().map(|c| c.node_tables[i]).min())
+/// A node grouped on by its id is built from it and its dependent keys
+/// after aggregating, wherever the outputs and sort keys name it.
+fn substitute_entity_keys(q: &mut BoundPart, entity_keys: &[EntityKey]) {
+    if entity_keys.is_empty() {
+        return;
+    }
+    let targets: Vec<BoundExpr> = entity_keys
+        .iter()
+        .map(|(out, e)| crate::binder::strip(&BoundExpr::slot(*out, e.ty.clone(), e.span)))
         .collect();
-    // A last extend may only count when the pipeline ends at an aggregate
-    // (an optional extend's steps come after it otherwise).
-    let counts_last = !q.aggregates.is_empty() && optional.is_none();
-    let pipelines = choices
-        .into_iter()
-        .map(|choice| {
-            plan_pipeline(
-                &q,
-                &choice,
-                &null_tables,
-                (from_rows, counts_last),
-                &used,
-                catalog,
-                cardinality,
-            )
-        })
-        .collect::<Result<Vec<_>>>()?;
-    let mut pipelines = pipelines;
-    if let Some((o, rel, node)) = &optional {
-        for p in &mut pipelines {
-            optional_steps(&q.graph, o, rel, node, &used, catalog, &mut p.steps)?;
-            p.steps
-                .extend(after_optional.iter().cloned().map(Step::Filter));
-        }
+    let replace = |i: usize, _: &BoundExpr| entity_keys[i].1.clone();
+    for (_, e) in &mut q.outputs {
+        *e = crate::binder::substitute(e, &targets, &replace);
     }
+    for k in &mut q.order_by {
+        k.expr = crate::binder::substitute(&k.expr, &targets, &replace);
+    }
+}
 
+/// The plan of part `q` whose pattern `pipelines` match: the sink they
+/// feed (an aggregate with `dependent` keys, or the rows collected), the
+/// columns and what comes after the sink.
+fn part_plan(
+    q: BoundPart,
+    from_rows: bool,
+    pipelines: Vec<SubPlan>,
+    dependent: Vec<DependentKey>,
+) -> PartPlan {
     let num_visible = q.outputs.len();
     let descending: Vec<bool> = q.order_by.iter().map(|k| k.descending).collect();
     let outputs: Vec<BoundExpr> = q
@@ -321,7 +360,7 @@ fn plan_part(
     } else {
         (Sink::Collect { outputs }, Vec::new())
     };
-    Ok(PartPlan {
+    PartPlan {
         recursive: None,
         inputs: q.inputs,
         unwinds: q.unwinds,
@@ -340,7 +379,7 @@ fn plan_part(
         optional: q.optional,
         numbers_rows: q.numbers_rows,
         key_counts: None,
-    })
+    }
 }
 
 /// A key that is a node's value: its output slot and the value's

@@ -53,29 +53,18 @@ pub(super) fn plan_pipeline(
     cardinality: &dyn Fn(TableId) -> u64,
 ) -> Result<SubPlan> {
     let g: &QueryGraph = &q.graph;
-    let node_tables = &choice.node_tables;
-    let rel_tables = &choice.rel_tables;
     let mut used = used.clone();
     for e in &choice.predicates {
         used.add(e);
     }
     let used = &used;
-    let mut available: HashSet<SlotId> = HashSet::new();
-    let mut pending: Vec<Option<BoundExpr>> = q
-        .predicates
-        .iter()
-        .chain(&choice.predicates)
-        .cloned()
-        .map(Some)
-        .collect();
-    let mut steps = Vec::new();
-
+    let mut st = Progress::new(q, choice);
     let estimates = Estimates::new(
         g,
         catalog,
-        node_tables,
-        rel_tables,
-        pending
+        &choice.node_tables,
+        &choice.rel_tables,
+        st.pending
             .iter()
             .flatten()
             .filter(|e| isomorphism_pair(g, e).is_none()),
@@ -89,231 +78,21 @@ pub(super) fn plan_pipeline(
     let ctx = ExtendCtx {
         g,
         catalog,
-        node_tables,
-        rel_tables,
+        node_tables: &choice.node_tables,
+        rel_tables: &choice.rel_tables,
         directions: &choice.directions,
         used,
         estimates: &estimates,
         chosen: Default::default(),
     };
-    let mut bound = vec![false; g.nodes.len()];
-    let mut done = vec![false; g.rels.len()];
-    // An in-pipeline OPTIONAL MATCH's pattern (a left outer hash join's
-    // build side, or a chain) is planned last: held bound until then.
-    let optional_join = q.optional_join.as_ref();
-    let optional_chain = q.optional_chain.as_ref();
-    let held = optional_join
-        .map(|j| (j.first_node, j.first_rel))
-        .or(optional_chain.map(|c| (c.first_node, c.first_rel)));
-    if let Some((first_node, first_rel)) = held {
-        bound[first_node..].iter_mut().for_each(|b| *b = true);
-        done[first_rel..].iter_mut().for_each(|d| *d = true);
-    }
-    let own_predicates = |i: usize| {
-        let mine = own_slots(&g.nodes[i]);
-        q.predicates
-            .iter()
-            .filter(|e| {
-                let v = expr_slots(e);
-                !v.is_empty() && v.iter().all(|s| mine.contains(s))
-            })
-            .count()
-    };
-    // Fixed-length rels at each node.
-    let pattern_degree = |i: usize| {
-        g.rels
-            .iter()
-            .filter(|r| r.recursive.is_none() && (r.left == i || r.right == i))
-            .count()
-    };
-    // Whether the part groups by this node alone (its value or its
-    // properties): started there, the keys are flat while the extends after
-    // them run, so a count reads degrees instead of neighbours
-    // (`Extend::degrees`, `Extend::collapse`) and a key is read once per
-    // node instead of once per match.
-    let groups_by = |i: usize| {
-        let n = &g.nodes[i];
-        !q.group_keys.is_empty()
-            && q.group_keys.iter().all(|(e, _)| {
-                let mut v = Vec::new();
-                e.slots(&mut v);
-                !v.is_empty()
-                    && v.iter()
-                        .all(|s| *s == n.id_slot || n.properties.iter().any(|p| p.1 == *s))
-            })
-    };
-    // Where a scan starts when the estimates cannot tell (see
-    // `join_order.rs`): most predicates of its own, then the node the part
-    // groups by, then the smallest table, then the most rels: the middle
-    // of `(a)->(b)->(c)`, whose two extends then both run from one flat
-    // node (and, when only counted, multiply its two degrees:
-    // `Extend::pair`).
-    let mut by_preference: Vec<usize> = (0..g.nodes.len()).collect();
-    by_preference.sort_by_key(|&i| {
-        (
-            std::cmp::Reverse(own_predicates(i)),
-            !groups_by(i),
-            cardinality(node_tables[i]),
-            std::cmp::Reverse(pattern_degree(i)),
-            i,
-        )
-    });
-    let mut start_rank = vec![0; g.nodes.len()];
-    for (rank, &i) in by_preference.iter().enumerate() {
-        start_rank[i] = rank;
-    }
-    // The unbound node to scan next: the start of the cheapest order of
-    // the component of the most preferred unbound node.
-    let pick_start = |bound: &[bool]| {
-        let first = by_preference.iter().copied().find(|&i| !bound[i])?;
-        let prefer = |order: &[usize]| -> Vec<usize> {
-            std::iter::once(start_rank[order[0]])
-                .chain(order.iter().copied())
-                .collect()
-        };
-        let nodes = ctx.reachable(bit(first)) & !ctx.mask(bound);
-        let best = estimates.best_order(g, 0, nodes, &prefer, &|y, set| {
-            ctx.intersect_rels(y, &|n| set & bit(n) != 0, &|_| false)
-        });
-        Some(best.map_or(first, |o| o.order[0]))
-    };
-
-    let source = if from_rows {
-        let columns: Vec<(SlotId, LogicalType)> = q
-            .inputs
-            .iter()
-            .cloned()
-            .chain(q.unwinds.iter().map(|u| (u.slot, u.ty.clone())))
-            .collect();
-        available.extend(columns.iter().map(|c| c.0));
-        for (i, n) in g.nodes.iter().enumerate() {
-            if !n.imported {
-                continue;
-            }
-            bound[i] = true;
-            if n.tables.len() > 1 {
-                // The input holds ids of several tables: this pipeline takes
-                // those of its table (and, for the node's smallest table, the
-                // NULLs of an OPTIONAL MATCH).
-                let nulls = null_tables[i] == Some(node_tables[i]);
-                steps.push(Step::Filter(table_filter(n.id_slot, node_tables[i], nulls)));
-            }
-            if !n.properties.is_empty() {
-                steps.push(Step::ScanProperties {
-                    node: n.id_slot,
-                    table: node_tables[i],
-                    properties: reads(catalog, node_tables[i], &n.properties)?,
-                });
-                available.extend(n.properties.iter().map(|p| p.1));
-            }
-        }
-        place_filters(&available, &mut pending, &mut steps);
-        ctx.extend_all(
-            &mut bound,
-            &mut done,
-            &mut available,
-            &mut pending,
-            &mut steps,
-        )?;
-        Source::Rows { columns }
-    } else if ctx.find_lookup(&bound, &available, &pending).is_some() {
-        // A node found by its key: the loop below starts from it.
-        Source::Single
-    } else {
-        match pick_start(&bound) {
-            None => Source::Single,
-            Some(start) => ctx.scan_from(
-                start,
-                &mut bound,
-                &mut done,
-                &mut available,
-                &mut pending,
-                &mut steps,
-            )?,
-        }
-    };
+    let starts = Starts::new(q, &choice.node_tables, cardinality);
+    let source = first_source(&ctx, q, &starts, from_rows, null_tables, &mut st)?;
     let mut estimate = ctx.take_estimate(matches!(source, Source::Rows { .. }));
-    // Whatever is not connected to the bound part: a cross product with the
-    // materialized rows of each remaining component.
+    let single = matches!(source, Source::Single);
     let slot_types: HashMap<SlotId, LogicalType> = g.slot_types().collect();
-    loop {
-        // A node whose primary key is fixed by what is bound: looked up
-        // per tuple (index nested-loop join) instead of a cross product
-        // with a scan.
-        if let Some((i, key)) = ctx.find_lookup(&bound, &available, &pending) {
-            ctx.lookup_from(
-                i,
-                key,
-                &mut bound,
-                &mut done,
-                &mut available,
-                &mut pending,
-                &mut steps,
-            )?;
-            // A key lookup that starts the pipeline shows its order.
-            let found = ctx.take_estimate(false);
-            if estimate.is_none() && matches!(source, Source::Single) {
-                estimate = found;
-            }
-            continue;
-        }
-        let Some(start) = pick_start(&bound) else {
-            break;
-        };
-        let mut sub_available = HashSet::new();
-        let mut sub_steps = Vec::new();
-        let before = pending.clone();
-        let sub_source = ctx.scan_from(
-            start,
-            &mut bound,
-            &mut done,
-            &mut sub_available,
-            &mut pending,
-            &mut sub_steps,
-        )?;
-        let key = hash_join_key(&available, &sub_available, &mut pending);
-        // The predicates the build side and its key took (not the
-        // isomorphism tests, which `used` may not count).
-        let consumed = before
-            .iter()
-            .zip(&pending)
-            .filter_map(|(e, p)| e.as_ref().filter(|_| p.is_none()))
-            .filter(|e| isomorphism_pair(g, e).is_none());
-        let columns = build_columns(used, &sub_available, consumed, &slot_types);
-        available.extend(columns.iter().map(|c| c.0));
-        steps.push(Step::CrossProduct {
-            build: Box::new(SubPlan {
-                source: sub_source,
-                steps: sub_steps,
-                estimate: ctx.take_estimate(false),
-            }),
-            columns,
-            key,
-            optional: false,
-        });
-        place_filters(&available, &mut pending, &mut steps);
-    }
-    if let Some(c) = optional_chain {
-        let chain = optional_chain_steps(&ctx, c, &mut bound, &mut done, &mut available)?;
-        steps.push(Step::OptionalChain(chain));
-        // A WITH's WHERE over the chain's variables filters the padded rows.
-        place_filters(&available, &mut pending, &mut steps);
-    }
-    if let Some(j) = optional_join {
-        optional_join_steps(
-            &ctx,
-            j,
-            &mut bound,
-            &mut done,
-            &mut available,
-            &slot_types,
-            &mut steps,
-        )?;
-        // A WITH's WHERE over the pattern's variables (`WITH a, b WHERE b
-        // IS NULL`) filters the padded rows.
-        place_filters(&available, &mut pending, &mut steps);
-    }
-    if let Some(e) = pending.iter().flatten().next() {
+    join_components(&ctx, &starts, &mut st, &slot_types, single, &mut estimate)?;
+    plan_optional_patterns(&ctx, q, &mut st, &slot_types)?;
+    if let Some(e) = st.pending.iter().flatten().next() {
         return Err(Error::internal(format!(
             "predicate at {:?} could not be placed",
             e.span
@@ -321,9 +100,345 @@ pub(super) fn plan_pipeline(
     }
     Ok(SubPlan {
         source,
-        steps,
+        steps: st.steps,
         estimate,
     })
+}
+
+/// Where a pipeline starts: the part's input rows, or one tuple when a
+/// node is found by its key (the lookups then start from it), or a scan.
+fn first_source(
+    ctx: &ExtendCtx,
+    q: &BoundPart,
+    starts: &Starts,
+    from_rows: bool,
+    null_tables: &[Option<TableId>],
+    st: &mut Progress,
+) -> Result<Source> {
+    Ok(if from_rows {
+        rows_source(ctx, q, null_tables, st)?
+    } else if ctx
+        .find_lookup(&st.bound, &st.available, &st.pending)
+        .is_some()
+    {
+        // A node found by its key: `join_components` starts from it.
+        Source::Single
+    } else {
+        match starts.pick(ctx, &st.bound) {
+            None => Source::Single,
+            Some(start) => ctx.scan_from(
+                start,
+                &mut st.bound,
+                &mut st.done,
+                &mut st.available,
+                &mut st.pending,
+                &mut st.steps,
+            )?,
+        }
+    })
+}
+
+/// A pipeline while it is planned.
+struct Progress {
+    /// Per node: bound (or held back, see [`Progress::new`]).
+    bound: Vec<bool>,
+    /// Per rel: added (or held back).
+    done: Vec<bool>,
+    /// The slots the steps so far write.
+    available: HashSet<SlotId>,
+    /// The predicates not yet placed (as filters, or taken by a step).
+    pending: Vec<Option<BoundExpr>>,
+    steps: Vec<Step>,
+}
+
+impl Progress {
+    fn new(q: &BoundPart, choice: &TableChoice) -> Self {
+        let g = &q.graph;
+        let mut bound = vec![false; g.nodes.len()];
+        let mut done = vec![false; g.rels.len()];
+        // An in-pipeline OPTIONAL MATCH's pattern (a left outer hash join's
+        // build side, or a chain) is planned last: held bound until then.
+        let held = q
+            .optional_join
+            .as_ref()
+            .map(|j| (j.first_node, j.first_rel))
+            .or(q
+                .optional_chain
+                .as_ref()
+                .map(|c| (c.first_node, c.first_rel)));
+        if let Some((first_node, first_rel)) = held {
+            bound[first_node..].iter_mut().for_each(|b| *b = true);
+            done[first_rel..].iter_mut().for_each(|d| *d = true);
+        }
+        let pending = q
+            .predicates
+            .iter()
+            .chain(&choice.predicates)
+            .cloned()
+            .map(Some)
+            .collect();
+        Progress {
+            bound,
+            done,
+            available: HashSet::new(),
+            pending,
+            steps: Vec::new(),
+        }
+    }
+}
+
+/// Where a scan starts when the estimates cannot tell (see
+/// `join_order.rs`): most predicates of its own, then the node the part
+/// groups by, then the smallest table, then the most rels: the middle of
+/// `(a)->(b)->(c)`, whose two extends then both run from one flat node
+/// (and, when only counted, multiply its two degrees: `Extend::pair`).
+struct Starts {
+    /// The nodes, most preferred first.
+    by_preference: Vec<usize>,
+    /// Per node: its place in `by_preference`.
+    start_rank: Vec<usize>,
+}
+
+impl Starts {
+    fn new(q: &BoundPart, node_tables: &[TableId], cardinality: &dyn Fn(TableId) -> u64) -> Self {
+        let g = &q.graph;
+        let mut by_preference: Vec<usize> = (0..g.nodes.len()).collect();
+        by_preference.sort_by_key(|&i| {
+            (
+                std::cmp::Reverse(own_predicates(q, i)),
+                !groups_by(q, i),
+                cardinality(node_tables[i]),
+                std::cmp::Reverse(pattern_degree(g, i)),
+                i,
+            )
+        });
+        let mut start_rank = vec![0; g.nodes.len()];
+        for (rank, &i) in by_preference.iter().enumerate() {
+            start_rank[i] = rank;
+        }
+        Starts {
+            by_preference,
+            start_rank,
+        }
+    }
+
+    /// The unbound node to scan next: the start of the cheapest order of
+    /// the component of the most preferred unbound node.
+    fn pick(&self, ctx: &ExtendCtx, bound: &[bool]) -> Option<usize> {
+        let first = self.by_preference.iter().copied().find(|&i| !bound[i])?;
+        let prefer = |order: &[usize]| -> Vec<usize> {
+            std::iter::once(self.start_rank[order[0]])
+                .chain(order.iter().copied())
+                .collect()
+        };
+        let nodes = ctx.reachable(bit(first)) & !ctx.mask(bound);
+        let best = ctx
+            .estimates
+            .best_order(ctx.g, 0, nodes, &prefer, &|y, set| {
+                ctx.intersect_rels(y, &|n| set & bit(n) != 0, &|_| false)
+            });
+        Some(best.map_or(first, |o| o.order[0]))
+    }
+}
+
+/// How many of the part's predicates read only node `i`'s id and
+/// properties.
+fn own_predicates(q: &BoundPart, i: usize) -> usize {
+    let mine = own_slots(&q.graph.nodes[i]);
+    q.predicates
+        .iter()
+        .filter(|e| {
+            let v = expr_slots(e);
+            !v.is_empty() && v.iter().all(|s| mine.contains(s))
+        })
+        .count()
+}
+
+/// The fixed-length rels at node `i`.
+fn pattern_degree(g: &QueryGraph, i: usize) -> usize {
+    g.rels
+        .iter()
+        .filter(|r| r.recursive.is_none() && (r.left == i || r.right == i))
+        .count()
+}
+
+/// Whether the part groups by node `i` alone (its value or its
+/// properties): started there, the keys are flat while the extends after
+/// them run, so a count reads degrees instead of neighbours
+/// (`Extend::degrees`, `Extend::collapse`) and a key is read once per node
+/// instead of once per match.
+fn groups_by(q: &BoundPart, i: usize) -> bool {
+    let n = &q.graph.nodes[i];
+    !q.group_keys.is_empty()
+        && q.group_keys.iter().all(|(e, _)| {
+            let mut v = Vec::new();
+            e.slots(&mut v);
+            !v.is_empty()
+                && v.iter()
+                    .all(|s| *s == n.id_slot || n.properties.iter().any(|p| p.1 == *s))
+        })
+}
+
+/// The source of a pipeline that starts from the part's input rows (and
+/// its unwound lists): the imported nodes are bound (the rows of this
+/// choice's table kept, their properties read), then everything connected
+/// to them.
+fn rows_source(
+    ctx: &ExtendCtx,
+    q: &BoundPart,
+    null_tables: &[Option<TableId>],
+    st: &mut Progress,
+) -> Result<Source> {
+    let node_tables = ctx.node_tables;
+    let columns: Vec<(SlotId, LogicalType)> = q
+        .inputs
+        .iter()
+        .cloned()
+        .chain(q.unwinds.iter().map(|u| (u.slot, u.ty.clone())))
+        .collect();
+    st.available.extend(columns.iter().map(|c| c.0));
+    for (i, n) in ctx.g.nodes.iter().enumerate() {
+        if !n.imported {
+            continue;
+        }
+        st.bound[i] = true;
+        if n.tables.len() > 1 {
+            // The input holds ids of several tables: this pipeline takes
+            // those of its table (and, for the node's smallest table, the
+            // NULLs of an OPTIONAL MATCH).
+            let nulls = null_tables[i] == Some(node_tables[i]);
+            st.steps
+                .push(Step::Filter(table_filter(n.id_slot, node_tables[i], nulls)));
+        }
+        if !n.properties.is_empty() {
+            st.steps.push(Step::ScanProperties {
+                node: n.id_slot,
+                table: node_tables[i],
+                properties: reads(ctx.catalog, node_tables[i], &n.properties)?,
+            });
+            st.available.extend(n.properties.iter().map(|p| p.1));
+        }
+    }
+    place_filters(&st.available, &mut st.pending, &mut st.steps);
+    ctx.extend_all(
+        &mut st.bound,
+        &mut st.done,
+        &mut st.available,
+        &mut st.pending,
+        &mut st.steps,
+    )?;
+    Ok(Source::Rows { columns })
+}
+
+/// Binds whatever is not connected to the bound part: a node whose primary
+/// key what is bound fixes is looked up per tuple (an index nested-loop
+/// join), any other component joined by a cross product (or hash join)
+/// with its materialized rows. `single`: the pipeline starts from one
+/// tuple, and `estimate` then shows the order of the first lookup.
+fn join_components(
+    ctx: &ExtendCtx,
+    starts: &Starts,
+    st: &mut Progress,
+    slot_types: &HashMap<SlotId, LogicalType>,
+    single: bool,
+    estimate: &mut Option<crate::plan::JoinEstimate>,
+) -> Result<()> {
+    loop {
+        if let Some((i, key)) = ctx.find_lookup(&st.bound, &st.available, &st.pending) {
+            ctx.lookup_from(
+                i,
+                key,
+                &mut st.bound,
+                &mut st.done,
+                &mut st.available,
+                &mut st.pending,
+                &mut st.steps,
+            )?;
+            // A key lookup that starts the pipeline shows its order.
+            let found = ctx.take_estimate(false);
+            if estimate.is_none() && single {
+                *estimate = found;
+            }
+            continue;
+        }
+        let Some(start) = starts.pick(ctx, &st.bound) else {
+            return Ok(());
+        };
+        cross_product(ctx, start, st, slot_types)?;
+    }
+}
+
+/// Scans the component of node `start` on its own and joins its rows to
+/// the pipeline's: by a hash join on an equality between the two sides,
+/// else by a cross product.
+fn cross_product(
+    ctx: &ExtendCtx,
+    start: usize,
+    st: &mut Progress,
+    slot_types: &HashMap<SlotId, LogicalType>,
+) -> Result<()> {
+    let mut sub_available = HashSet::new();
+    let mut sub_steps = Vec::new();
+    let before = st.pending.clone();
+    let sub_source = ctx.scan_from(
+        start,
+        &mut st.bound,
+        &mut st.done,
+        &mut sub_available,
+        &mut st.pending,
+        &mut sub_steps,
+    )?;
+    let key = hash_join_key(&st.available, &sub_available, &mut st.pending);
+    // The predicates the build side and its key took (not the isomorphism
+    // tests, which `used` may not count).
+    let consumed = before
+        .iter()
+        .zip(&st.pending)
+        .filter_map(|(e, p)| e.as_ref().filter(|_| p.is_none()))
+        .filter(|e| isomorphism_pair(ctx.g, e).is_none());
+    let columns = build_columns(ctx.used, &sub_available, consumed, slot_types);
+    st.available.extend(columns.iter().map(|c| c.0));
+    st.steps.push(Step::CrossProduct {
+        build: Box::new(SubPlan {
+            source: sub_source,
+            steps: sub_steps,
+            estimate: ctx.take_estimate(false),
+        }),
+        columns,
+        key,
+        optional: false,
+    });
+    place_filters(&st.available, &mut st.pending, &mut st.steps);
+    Ok(())
+}
+
+/// Plans the part's in-pipeline OPTIONAL MATCH pattern, held back until
+/// now: a chain, or a left outer hash join. A WITH's WHERE over its
+/// variables (`WITH a, b WHERE b IS NULL`) filters the padded rows.
+fn plan_optional_patterns(
+    ctx: &ExtendCtx,
+    q: &BoundPart,
+    st: &mut Progress,
+    slot_types: &HashMap<SlotId, LogicalType>,
+) -> Result<()> {
+    if let Some(c) = &q.optional_chain {
+        let chain = optional_chain_steps(ctx, c, &mut st.bound, &mut st.done, &mut st.available)?;
+        st.steps.push(Step::OptionalChain(chain));
+        place_filters(&st.available, &mut st.pending, &mut st.steps);
+    }
+    if let Some(j) = &q.optional_join {
+        optional_join_steps(
+            ctx,
+            j,
+            &mut st.bound,
+            &mut st.done,
+            &mut st.available,
+            slot_types,
+            &mut st.steps,
+        )?;
+        place_filters(&st.available, &mut st.pending, &mut st.steps);
+    }
+    Ok(())
 }
 
 pub(super) fn place_filters(
@@ -345,7 +460,6 @@ pub(super) fn place_filters(
     }
 }
 
-/// What adding the rels of a query graph needs.
 /// What a primary-key lookup probes the index with (see
 /// [`ExtendCtx::lookup_key`]).
 pub(super) struct LookupKey {
@@ -354,6 +468,7 @@ pub(super) struct LookupKey {
     pub(super) each_item: bool,
 }
 
+/// What adding the rels of a query graph needs.
 pub(super) struct ExtendCtx<'a> {
     pub(super) g: &'a QueryGraph,
     pub(super) catalog: &'a Catalog,
@@ -417,8 +532,6 @@ impl ExtendCtx<'_> {
             .collect()
     }
 
-    /// Adds every rel reachable from the bound nodes, breadth-first, each
-    /// predicate right after the step that makes its last slot available.
     /// Scans node `start` and adds everything connected to it.
     pub(super) fn scan_from(
         &self,
@@ -821,6 +934,9 @@ impl ExtendCtx<'_> {
         Ok(())
     }
 
+    /// Adds every rel reachable from the bound nodes, in the cheapest order
+    /// the estimates find (else by the rules of `next_rel`), each predicate
+    /// right after the step that makes its last slot available.
     pub(super) fn extend_all(
         &self,
         bound: &mut [bool],
@@ -864,135 +980,173 @@ impl ExtendCtx<'_> {
                     continue;
                 }
             }
-            // Prefer closing a cycle (both ends bound), then any rel with one end bound.
-            // Then, filter early: a rel after which a predicate (on the new
-            // node or the rel) becomes ready before the others.
-            let filtered = |i: usize| {
-                let r = &g.rels[i];
-                let n = &g.nodes[if bound[r.left] { r.right } else { r.left }];
-                let new: HashSet<SlotId> = std::iter::once(n.id_slot)
-                    .chain(n.properties.iter().map(|p| p.1))
-                    .chain(r.properties.iter().map(|p| p.1))
-                    .collect();
-                pending.iter().flatten().any(|e| {
-                    let slots = expr_slots(e);
-                    isomorphism_pair(g, e).is_none()
-                        && slots.iter().any(|s| new.contains(s))
-                        && slots
-                            .iter()
-                            .all(|s| new.contains(s) || available.contains(s))
-                })
-            };
-            let from_bound = |i: usize| {
-                let r = &g.rels[i];
-                if bound[r.left] {
-                    r.left
-                } else {
-                    r.right
-                }
-            };
-            let guided = match next {
-                // The order's next node, through its rel with the fewest
-                // rels per tuple (as the estimate assumed).
-                Some(y) if !closing => (0..g.rels.len())
-                    .filter(|&i| !done[i])
-                    .filter(|&i| {
-                        let r = &g.rels[i];
-                        (r.left == y && bound[r.right]) || (r.right == y && bound[r.left])
-                    })
-                    .min_by(|&a, &b| {
-                        let degree = |i| self.estimates.degree(g, i, from_bound(i));
-                        degree(a).total_cmp(&degree(b)).then(a.cmp(&b))
-                    }),
-                _ => None,
-            };
-            let pick = guided.or_else(|| {
-                (0..g.rels.len())
-                    .filter(|&i| !done[i])
-                    .filter(|&i| bound[g.rels[i].left] || bound[g.rels[i].right])
-                    .max_by_key(|&i| {
-                        let closing = bound[g.rels[i].left] && bound[g.rels[i].right];
-                        (closing, !closing && filtered(i), std::cmp::Reverse(i))
-                    })
-            });
-            let Some(ri) = pick else {
+            let guided = next.filter(|_| !closing);
+            let Some(ri) = self.next_rel(guided, bound, done, available, pending) else {
                 // The rest is not connected to what is bound.
                 return Ok(());
             };
-            done[ri] = true;
-            let r = &g.rels[ri];
-            let (used, catalog, node_tables, rel_tables) =
-                (self.used, self.catalog, self.node_tables, self.rel_tables);
-            // Extend from the bound end; its CSR is forward when it is the source.
-            let (from, to) = if bound[r.left] {
-                (r.left, r.right)
-            } else {
-                (r.right, r.left)
-            };
-            let direction = self.direction_from(ri, from);
-            let closes_cycle = bound[to];
-            let exclude = self.isomorphism(
-                ri,
-                direction == ExtendDirection::Fwd,
-                done,
-                available,
-                pending,
-            );
-            let id_needed = self.rel_id_needed(ri, pending);
-            let to_slot = if closes_cycle {
-                // A fresh slot for the neighbour, then a filter against the bound id.
-                Some(SlotId(u32::MAX - ri as u32))
-            } else if used.contains(&g.nodes[to].id_slot)
-                || !g.nodes[to].properties.is_empty()
-                || g.rels
-                    .iter()
-                    .filter(|r| r.left == to || r.right == to)
-                    .count()
-                    > 1
-                // A later rel's isomorphism test may read this rel's
-                // endpoints (the node it was extended to).
-                || id_needed
-                // An undirected rel's value names its stored ends.
-                || r.ends.is_some_and(|(s, d)| used.contains(&s) || used.contains(&d))
-            {
-                Some(g.nodes[to].id_slot)
-            } else {
-                None
-            };
-            steps.push(Step::Extend {
-                rel_table: rel_tables[ri],
-                direction,
-                from: g.nodes[from].id_slot,
-                to: to_slot,
-                to_table: node_tables[to],
-                rel_id: id_needed.then_some(r.id_slot),
-                properties: reads(catalog, rel_tables[ri], &r.properties)?,
-                exclude,
-                optional: false,
-            });
-            available.insert(r.id_slot);
-            available.extend(r.properties.iter().map(|p| p.1));
-            if closes_cycle {
-                let (Some(tmp), id) = (to_slot, g.nodes[to].id_slot) else {
-                    return Err(Error::internal("cycle extend without a slot"));
-                };
-                let span = kith_common::Span::new(0, 0);
-                steps.push(Step::Filter(BoundExpr {
-                    kind: crate::expr::BoundExprKind::Binary(
-                        crate::expr::BinaryOp::Eq,
-                        Box::new(BoundExpr::slot(tmp, LogicalType::InternalId, span)),
-                        Box::new(BoundExpr::slot(id, LogicalType::InternalId, span)),
-                    ),
-                    ty: LogicalType::Bool,
-                    span,
-                }));
-            } else {
-                self.bind_node(to, bound, available, pending, steps)?;
-            }
-            alias_ends(g, ri, from, direction, used, available, steps);
-            place_filters(available, pending, steps);
+            self.extend_rel(ri, bound, done, available, pending, steps)?;
         }
         Ok(())
+    }
+
+    /// The rel to extend next: to node `guided` (the order's next), through
+    /// its rel with the fewest rels per tuple (as the estimate assumed);
+    /// else one closing a cycle (both ends bound), then any rel with one end
+    /// bound, filtering early: one after which a predicate (on the new node
+    /// or the rel) becomes ready before the others.
+    fn next_rel(
+        &self,
+        guided: Option<usize>,
+        bound: &[bool],
+        done: &[bool],
+        available: &HashSet<SlotId>,
+        pending: &[Option<BoundExpr>],
+    ) -> Option<usize> {
+        let g = self.g;
+        let filtered = |i: usize| {
+            let r = &g.rels[i];
+            let n = &g.nodes[if bound[r.left] { r.right } else { r.left }];
+            let new: HashSet<SlotId> = std::iter::once(n.id_slot)
+                .chain(n.properties.iter().map(|p| p.1))
+                .chain(r.properties.iter().map(|p| p.1))
+                .collect();
+            pending.iter().flatten().any(|e| {
+                let slots = expr_slots(e);
+                isomorphism_pair(g, e).is_none()
+                    && slots.iter().any(|s| new.contains(s))
+                    && slots
+                        .iter()
+                        .all(|s| new.contains(s) || available.contains(s))
+            })
+        };
+        let from_bound = |i: usize| {
+            let r = &g.rels[i];
+            if bound[r.left] {
+                r.left
+            } else {
+                r.right
+            }
+        };
+        let to_guided = guided.and_then(|y| {
+            (0..g.rels.len())
+                .filter(|&i| !done[i])
+                .filter(|&i| {
+                    let r = &g.rels[i];
+                    (r.left == y && bound[r.right]) || (r.right == y && bound[r.left])
+                })
+                .min_by(|&a, &b| {
+                    let degree = |i| self.estimates.degree(g, i, from_bound(i));
+                    degree(a).total_cmp(&degree(b)).then(a.cmp(&b))
+                })
+        });
+        to_guided.or_else(|| {
+            (0..g.rels.len())
+                .filter(|&i| !done[i])
+                .filter(|&i| bound[g.rels[i].left] || bound[g.rels[i].right])
+                .max_by_key(|&i| {
+                    let closing = bound[g.rels[i].left] && bound[g.rels[i].right];
+                    (closing, !closing && filtered(i), std::cmp::Reverse(i))
+                })
+        })
+    }
+
+    /// Adds the [`Step::Extend`] of rel `ri` from its bound end (its CSR
+    /// forward when that end is the source), and binds the other end: or,
+    /// when that is bound too, filters on the cycle closing there.
+    fn extend_rel(
+        &self,
+        ri: usize,
+        bound: &mut [bool],
+        done: &mut [bool],
+        available: &mut HashSet<SlotId>,
+        pending: &mut [Option<BoundExpr>],
+        steps: &mut Vec<Step>,
+    ) -> Result<()> {
+        let g = self.g;
+        done[ri] = true;
+        let r = &g.rels[ri];
+        let (from, to) = if bound[r.left] {
+            (r.left, r.right)
+        } else {
+            (r.right, r.left)
+        };
+        let direction = self.direction_from(ri, from);
+        let closes_cycle = bound[to];
+        let exclude = self.isomorphism(
+            ri,
+            direction == ExtendDirection::Fwd,
+            done,
+            available,
+            pending,
+        );
+        let id_needed = self.rel_id_needed(ri, pending);
+        let to_slot = self.extend_target(ri, to, closes_cycle, id_needed);
+        steps.push(Step::Extend {
+            rel_table: self.rel_tables[ri],
+            direction,
+            from: g.nodes[from].id_slot,
+            to: to_slot,
+            to_table: self.node_tables[to],
+            rel_id: id_needed.then_some(r.id_slot),
+            properties: reads(self.catalog, self.rel_tables[ri], &r.properties)?,
+            exclude,
+            optional: false,
+        });
+        available.insert(r.id_slot);
+        available.extend(r.properties.iter().map(|p| p.1));
+        if closes_cycle {
+            let (Some(tmp), id) = (to_slot, g.nodes[to].id_slot) else {
+                return Err(Error::internal("cycle extend without a slot"));
+            };
+            let span = kith_common::Span::new(0, 0);
+            steps.push(Step::Filter(BoundExpr {
+                kind: crate::expr::BoundExprKind::Binary(
+                    crate::expr::BinaryOp::Eq,
+                    Box::new(BoundExpr::slot(tmp, LogicalType::InternalId, span)),
+                    Box::new(BoundExpr::slot(id, LogicalType::InternalId, span)),
+                ),
+                ty: LogicalType::Bool,
+                span,
+            }));
+        } else {
+            self.bind_node(to, bound, available, pending, steps)?;
+        }
+        alias_ends(g, ri, from, direction, self.used, available, steps);
+        place_filters(available, pending, steps);
+        Ok(())
+    }
+
+    /// Where the extend of rel `ri` to node `to` writes the neighbour's id:
+    /// a fresh slot when it closes a cycle (filtered against the bound id),
+    /// the node's slot when anything needs it, else nowhere.
+    fn extend_target(
+        &self,
+        ri: usize,
+        to: usize,
+        closes_cycle: bool,
+        id_needed: bool,
+    ) -> Option<SlotId> {
+        let g = self.g;
+        let used = self.used;
+        if closes_cycle {
+            return Some(SlotId(u32::MAX - ri as u32));
+        }
+        let needed = used.contains(&g.nodes[to].id_slot)
+            || !g.nodes[to].properties.is_empty()
+            || g.rels
+                .iter()
+                .filter(|r| r.left == to || r.right == to)
+                .count()
+                > 1
+            // A later rel's isomorphism test may read this rel's
+            // endpoints (the node it was extended to).
+            || id_needed
+            // An undirected rel's value names its stored ends.
+            || g.rels[ri]
+                .ends
+                .is_some_and(|(s, d)| used.contains(&s) || used.contains(&d));
+        needed.then_some(g.nodes[to].id_slot)
     }
 }
 

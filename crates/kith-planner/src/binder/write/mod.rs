@@ -21,6 +21,7 @@ use create::*;
 use set_delete::*;
 
 /// The hidden RETURN items being collected and the variables created so far.
+#[derive(Default)]
 struct WriteScope {
     items: Vec<ast::ProjectionItem>,
     created: HashSet<String>,
@@ -336,32 +337,12 @@ impl Binder<'_> {
         predicates: Vec<BoundExpr>,
         span: Span,
     ) -> Result<BoundStatement> {
-        let mut scope = WriteScope {
-            items: Vec::new(),
-            created: HashSet::new(),
-            created_rels: Vec::new(),
-            anon: 0,
-            written: HashSet::new(),
-            after_write: Vec::new(),
-            deleted_values: Vec::new(),
-            dirty: HashSet::new(),
-            paths: Vec::new(),
-        };
+        let mut scope = WriteScope::default();
         if !self.continuation {
             self.check_bare_creates(clauses, &scope)?;
         }
-        let pieces: Vec<Option<Vec<Clause>>> = clauses.iter().map(split_create).collect();
-        let split: Vec<Clause>;
-        let clauses = if pieces.iter().any(Option::is_some) {
-            split = clauses
-                .iter()
-                .zip(pieces)
-                .flat_map(|(c, p)| p.unwrap_or_else(|| vec![c.clone()]))
-                .collect();
-            &split[..]
-        } else {
-            clauses
-        };
+        let split = split_creates(clauses);
+        let clauses = split.as_deref().unwrap_or(clauses);
         let mut out = Vec::new();
         let mut continuation = None;
         for (idx, clause) in clauses.iter().enumerate() {
@@ -372,67 +353,109 @@ impl Binder<'_> {
                 break;
             }
             scope.dirty.extend(write_targets(clause));
-            match clause {
-                Clause::Create { patterns, .. } => {
-                    out.push(self.bind_create(patterns, &mut scope)?);
+            if !self.bind_write_clause(clause, &mut scope, &mut out)? {
+                continuation = Some(self.continuation(&clauses[idx..], &mut scope));
+                break;
+            }
+        }
+        self.bind_write_columns(&mut scope, predicates, span)?;
+        Ok(BoundStatement::Write(Box::new(BoundWrite {
+            query: self.take_query(),
+            clauses: out,
+            continuation,
+        })))
+    }
+
+    /// Binds writing clause `clause` into `out`; false when it is no
+    /// writing clause (the statement continues with reads from it).
+    fn bind_write_clause(
+        &mut self,
+        clause: &Clause,
+        scope: &mut WriteScope,
+        out: &mut Vec<WriteClause>,
+    ) -> Result<bool> {
+        match clause {
+            Clause::Create { patterns, .. } => {
+                out.push(self.bind_create(patterns, scope)?);
+            }
+            Clause::Merge {
+                pattern,
+                on_create,
+                on_match,
+                span,
+            } => {
+                let merge = self.bind_merge(pattern, on_create, on_match, *span, scope)?;
+                if let WriteClause::MergeNode { on_match, .. } = &merge {
+                    scope.written.extend(on_match.iter().map(|p| p.0.clone()));
                 }
-                Clause::Merge {
-                    pattern,
-                    on_create,
-                    on_match,
-                    span,
-                } => {
-                    let merge = self.bind_merge(pattern, on_create, on_match, *span, &mut scope)?;
-                    if let WriteClause::MergeNode { on_match, .. } = &merge {
-                        scope.written.extend(on_match.iter().map(|p| p.0.clone()));
-                    }
-                    out.push(merge);
+                out.push(merge);
+            }
+            Clause::Set { items, .. } => {
+                out.extend(self.bind_set_items(items, scope)?);
+            }
+            Clause::Remove { items, span } => {
+                out.extend(self.bind_remove(items, *span, scope)?);
+            }
+            Clause::Delete { detach, exprs, .. } => {
+                out.push(self.bind_delete(*detach, exprs, scope)?);
+            }
+            Clause::Projection(_)
+            | Clause::Match { .. }
+            | Clause::Unwind { .. }
+            | Clause::Call { .. } => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// `REMOVE`: a property removed is set to NULL; labels are removed.
+    fn bind_remove(
+        &self,
+        items: &[ast::RemoveItem],
+        span: Span,
+        scope: &mut WriteScope,
+    ) -> Result<Vec<WriteClause>> {
+        let mut sets = Vec::new();
+        let mut others = Vec::new();
+        for item in items {
+            match item {
+                ast::RemoveItem::Property(target) => {
+                    let (target, property) = self.set_target(target, scope)?;
+                    let value = scope.column(ast::Expr {
+                        kind: ExprKind::Literal(ast::Literal::Null),
+                        span,
+                    });
+                    sets.push(SetProperty {
+                        target,
+                        property,
+                        value,
+                    });
                 }
-                Clause::Set { items, .. } => {
-                    out.extend(self.bind_set_items(items, &mut scope)?);
-                }
-                Clause::Remove { items, span } => {
-                    let mut sets = Vec::new();
-                    let mut others = Vec::new();
-                    for item in items {
-                        match item {
-                            ast::RemoveItem::Property(target) => {
-                                let (target, property) = self.set_target(target, &mut scope)?;
-                                let value = scope.column(ast::Expr {
-                                    kind: ExprKind::Literal(ast::Literal::Null),
-                                    span: *span,
-                                });
-                                sets.push(SetProperty {
-                                    target,
-                                    property,
-                                    value,
-                                });
-                            }
-                            ast::RemoveItem::Labels { variable, labels } => {
-                                others.push(self.set_labels(variable, labels, true, &mut scope)?);
-                            }
-                        }
-                    }
-                    scope
-                        .written
-                        .extend(sets.iter().map(|s| s.property.clone()));
-                    if !sets.is_empty() {
-                        out.push(WriteClause::Set(sets));
-                    }
-                    out.extend(others);
-                }
-                Clause::Delete { detach, exprs, .. } => {
-                    out.push(self.bind_delete(*detach, exprs, &mut scope)?);
-                }
-                Clause::Projection(_)
-                | Clause::Match { .. }
-                | Clause::Unwind { .. }
-                | Clause::Call { .. } => {
-                    continuation = Some(self.continuation(&clauses[idx..], &mut scope));
-                    break;
+                ast::RemoveItem::Labels { variable, labels } => {
+                    others.push(self.set_labels(variable, labels, true, scope)?);
                 }
             }
         }
+        scope
+            .written
+            .extend(sets.iter().map(|s| s.property.clone()));
+        let mut out = Vec::new();
+        if !sets.is_empty() {
+            out.push(WriteClause::Set(sets));
+        }
+        out.extend(others);
+        Ok(out)
+    }
+
+    /// Binds the hidden RETURN of the reading part: the columns the writes
+    /// read (ids and values), at least one. Checks that what DELETE deletes
+    /// is a node, rel or path, and that no column added after a write reads
+    /// a property it may have changed.
+    fn bind_write_columns(
+        &mut self,
+        scope: &mut WriteScope,
+        predicates: Vec<BoundExpr>,
+        span: Span,
+    ) -> Result<()> {
         if scope.items.is_empty() {
             scope.column(ast::Expr {
                 kind: ExprKind::Literal(ast::Literal::Integer(1)),
@@ -455,41 +478,34 @@ impl Binder<'_> {
         let bound = self.bind_projection(&proj, predicates);
         self.ids_projection = false;
         bound?;
-        if let Some(part) = self.parts.last() {
-            for (c, span) in std::mem::take(&mut scope.deleted_values) {
-                check_deletable(&part.outputs[c].1.ty, span)?;
-            }
-            let props: Vec<(&str, SlotId)> = part
-                .graph
-                .nodes
-                .iter()
-                .flat_map(|n| n.properties.iter())
-                .chain(part.graph.rels.iter().flat_map(|r| r.properties.iter()))
-                .map(|p| (p.0.as_str(), p.1))
-                .collect();
-            for (c, written) in after_write {
-                let e = &part.outputs[c].1;
-                let mut slots = Vec::new();
-                e.slots(&mut slots);
-                if props.iter().any(|(name, s)| {
-                    (written.contains(*name) || written.contains("*")) && slots.contains(s)
-                }) {
-                    return Err(not_supported(
-                        e.span,
-                        "reading a property after SET, REMOVE or MERGE in the same statement",
-                    ));
-                }
+        let Some(part) = self.parts.last() else {
+            return Ok(());
+        };
+        for (c, span) in std::mem::take(&mut scope.deleted_values) {
+            check_deletable(&part.outputs[c].1.ty, span)?;
+        }
+        let props: Vec<(&str, SlotId)> = part
+            .graph
+            .nodes
+            .iter()
+            .flat_map(|n| n.properties.iter())
+            .chain(part.graph.rels.iter().flat_map(|r| r.properties.iter()))
+            .map(|p| (p.0.as_str(), p.1))
+            .collect();
+        for (c, written) in after_write {
+            let e = &part.outputs[c].1;
+            let mut slots = Vec::new();
+            e.slots(&mut slots);
+            if props.iter().any(|(name, s)| {
+                (written.contains(*name) || written.contains("*")) && slots.contains(s)
+            }) {
+                return Err(not_supported(
+                    e.span,
+                    "reading a property after SET, REMOVE or MERGE in the same statement",
+                ));
             }
         }
-        Ok(BoundStatement::Write(Box::new(BoundWrite {
-            query: BoundQuery {
-                parts: std::mem::take(&mut self.parts),
-                num_slots: self.next_slot,
-                subqueries: std::mem::take(&mut self.subqueries),
-            },
-            clauses: out,
-            continuation,
-        })))
+        Ok(())
     }
 
     /// The clauses after the writes, with every named variable in scope:
@@ -801,4 +817,20 @@ impl Binder<'_> {
         }
         Ok(out)
     }
+}
+
+/// `clauses` with each CREATE split in pieces where [`split_create`]
+/// splits it (None: none is).
+fn split_creates(clauses: &[Clause]) -> Option<Vec<Clause>> {
+    let pieces: Vec<Option<Vec<Clause>>> = clauses.iter().map(split_create).collect();
+    if !pieces.iter().any(Option::is_some) {
+        return None;
+    }
+    Some(
+        clauses
+            .iter()
+            .zip(pieces)
+            .flat_map(|(c, p)| p.unwrap_or_else(|| vec![c.clone()]))
+            .collect(),
+    )
 }
