@@ -17,6 +17,18 @@ import math
 import sys
 
 
+def same_rows(a, b):
+    """Equal results, floats to a relative 1e-9 (a parallel sum of doubles
+    adds in a different order from run to run)."""
+    if isinstance(a, float) or isinstance(b, float):
+        if not isinstance(a, (int, float)) or not isinstance(b, (int, float)):
+            return False
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same_rows(x, y) for x, y in zip(a, b))
+    return a == b
+
+
 def load(paths):
     """{(threads, query): (min_ms, median_ms, rows)} best over the files."""
     out = {}
@@ -31,13 +43,12 @@ def load(paths):
                     continue
                 key = (c["threads"], q["name"])
                 cur = out.get(key)
-                cand = (q["min_ms"], q["median_ms"], json.dumps(q.get("rows")))
+                cand = (q["min_ms"], q["median_ms"], q.get("rows"))
                 if cur is None:
                     out[key] = cand
                 else:
-                    out[key] = (min(cur[0], cand[0]), min(cur[1], cand[1]), cur[2])
-                    if cur[2] != cand[2]:
-                        out[key] = (out[key][0], out[key][1], "differs between runs")
+                    rows = cur[2] if same_rows(cur[2], cand[2]) else "differs between runs"
+                    out[key] = (min(cur[0], cand[0]), min(cur[1], cand[1]), rows)
     return out
 
 
@@ -53,7 +64,7 @@ def main():
     print("|---:|---|---:|---:|---:|---:|---:|---|")
     for key in sorted(set(a) & set(b)):
         (amin, amed, arows), (bmin, bmed, brows) = a[key], b[key]
-        same = arows == brows
+        same = same_rows(arows, brows)
         bad |= not same
         r = bmin / amin if amin > 0 else float("nan")
         if amin > 0 and bmin > 0:

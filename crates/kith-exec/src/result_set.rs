@@ -166,7 +166,7 @@ pub struct ResultSet {
     pub multiplicity: u64,
     /// Per physical position of the one unflat chunk, how many tuples the
     /// position stands for (times `multiplicity`). Only the extend that
-    /// counts each input tuple's rels (`Extend::degrees`) sets it, for the
+    /// counts each input tuple's rels (`CountMode::Degrees`) sets it, for the
     /// aggregate right after it; it takes it back before pulling its input.
     pub weights: Option<Vec<u64>>,
 }

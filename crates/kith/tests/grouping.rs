@@ -318,7 +318,7 @@ fn node_keys_of_two_tables_and_distinct_counts_match_a_reference() {
 
 /// Counts and other aggregates grouped by one end of the last rel, whose
 /// other end nothing reads: the extend hands on each batch of the grouped
-/// end with each node's degree as its weight (`Extend::degrees`), so every
+/// end with each node's degree as its weight (`CountMode::Degrees`), so every
 /// aggregate must count a node once per rel. Checked against a reference at
 /// 1 and 2 threads, with the isomorphism test of two rels of one table, a
 /// node of an earlier group extended from, self loops and parallel rels.

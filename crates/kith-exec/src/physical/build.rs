@@ -145,8 +145,8 @@ fn flatten_chains(plan_steps: &[Step]) -> Vec<PlacedStep<'_>> {
 }
 
 /// A last extend whose neighbours, and whose input group, the sink never
-/// reads only counts (see `Extend::collapse`); one whose input group the
-/// sink reads counts per input tuple (`Extend::degrees`).
+/// reads only counts (see `CountMode::Collapse`); one whose input group the
+/// sink reads counts per input tuple (`CountMode::Degrees`).
 fn count_last_extend(
     steps: &mut [Box<dyn PhysicalStep>],
     reads: &HashSet<SlotId>,

@@ -202,7 +202,7 @@ pub(crate) fn share_hubs(shape: &mut PipelineShape) {
 /// extend writes every `a` only for the counting extend after it to add
 /// `b`'s other degree once per `a`. When nothing reads the `a`s (or `b`'s
 /// group) but the isomorphism test between the two rels, the counting
-/// extend multiplies `b`'s two degrees instead (`Extend::pair`) and the first
+/// extend multiplies `b`'s two degrees instead (`CountExtend::pair`) and the first
 /// extend goes; PROFILE shows the two as one operator.
 pub(crate) fn fuse_counted_pair(
     steps: &mut Vec<Box<dyn PhysicalStep>>,

@@ -148,7 +148,7 @@ impl Estimates {
     /// Marks `nodes` (a bit set) as counted when bound last: leaves that
     /// nothing reads, of a part that aggregates. Their extend ends the
     /// pipeline and reads each tuple's degree instead of writing its
-    /// neighbours (`Extend::degrees`, `Extend::collapse` in kith-exec), so
+    /// neighbours (`CountMode::Degrees`, `CountMode::Collapse` in kith-exec), so
     /// it costs one read per input tuple, not one tuple per rel: an order
     /// that leaves such a node last can be far cheaper (`count(DISTINCT
     /// b)` over `(a)-[:R]->(b)` scans `b` and reads its in-degrees).

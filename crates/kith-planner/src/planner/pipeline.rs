@@ -191,7 +191,7 @@ impl Progress {
 /// `join_order.rs`): most predicates of its own, then the node the part
 /// groups by, then the smallest table, then the most rels: the middle of
 /// `(a)->(b)->(c)`, whose two extends then both run from one flat node
-/// (and, when only counted, multiply its two degrees: `Extend::pair`).
+/// (and, when only counted, multiply its two degrees: `CountExtend::pair`).
 struct Starts {
     /// The nodes, most preferred first.
     by_preference: Vec<usize>,
@@ -265,7 +265,7 @@ fn pattern_degree(g: &QueryGraph, i: usize) -> usize {
 /// Whether the part groups by node `i` alone (its value or its
 /// properties): started there, the keys are flat while the extends after
 /// them run, so a count reads degrees instead of neighbours
-/// (`Extend::degrees`, `Extend::collapse`) and a key is read once per node
+/// (`CountMode::Degrees`, `CountMode::Collapse`) and a key is read once per node
 /// instead of once per match.
 fn groups_by(q: &BoundPart, i: usize) -> bool {
     let n = &q.graph.nodes[i];

@@ -30,7 +30,7 @@ pub(crate) struct ExtendSpec {
     pub(crate) properties: Vec<(usize, usize)>,
     pub(crate) exclude: Vec<(Pos, Pos)>,
     pub(crate) collapse: bool,
-    /// Degrees only, per input tuple ([`Extend::degrees`]).
+    /// Degrees only, per input tuple ([`super::CountMode::Degrees`]).
     pub(crate) degrees: bool,
     /// Fused into this counting extend: the other extend from the same
     /// node (`fuse_counted_pair`).

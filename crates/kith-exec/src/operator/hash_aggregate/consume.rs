@@ -256,7 +256,7 @@ impl HashAggregate {
         if !keys_unflat {
             self.groups_by_number();
         }
-        // Positions with weights of their own (`Extend::degrees`): each
+        // Positions with weights of their own (`CountMode::Degrees`): each
         // updates the states alone, with its weight.
         let weighted = rs.weights.is_some();
         let batch = Batch {
@@ -542,6 +542,6 @@ struct Batch {
     unflat: Option<usize>,
     /// Tuples each position of the unflat chunk stands for.
     per_position: u64,
-    /// Whether positions carry weights of their own (`Extend::degrees`).
+    /// Whether positions carry weights of their own (`CountMode::Degrees`).
     weighted: bool,
 }
