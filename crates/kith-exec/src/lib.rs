@@ -6,6 +6,7 @@
 
 pub mod aggregate_function;
 pub mod copy;
+pub mod ddl;
 pub mod expression;
 pub mod memory;
 pub mod operator;
@@ -14,6 +15,7 @@ pub mod profile;
 pub mod result_set;
 pub mod run;
 pub mod subquery;
+pub mod write;
 
 pub use operator::QueryContext;
 pub use run::execute_query;

@@ -18,7 +18,6 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod copy_arrow;
 mod database;
-mod implicit_schema;
 mod plan_cache;
 mod result;
 mod statement;

@@ -7,12 +7,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kith_catalog::TableKind;
 use kith_common::{Chunk, Error, LogicalType, Result, Value};
-use kith_exec::QueryContext;
+use kith_exec::{ddl, QueryContext};
 use kith_planner::bound::{BoundStatement, TableCall, VarLengthSemantics};
 use kith_sched::CancelToken;
-use kith_storage::{NodeTableData, RelTableData, TableData};
 
 use crate::database::{txn_error, Connection, TxnState, ABORTED};
 use crate::plan_cache::{params_are_small, CachedPlan, PlanKey, PlanKeyRef};
@@ -120,70 +118,6 @@ fn query_result(
 }
 
 /// A one-cell result carrying a status message ("Table P has been created.").
-/// Applies an ALTER TABLE inside `txn`; returns the status message.
-fn alter_table(
-    txn: &mut kith_storage::WriteTxn<'_>,
-    table: kith_common::TableId,
-    action: kith_planner::bound::BoundAlter,
-) -> Result<String> {
-    use kith_planner::bound::BoundAlter;
-    let name = txn
-        .catalog
-        .table(table)
-        .map(|t| t.name.clone())
-        .ok_or_else(|| Error::internal("altered table vanished"))?;
-    match action {
-        BoundAlter::AddColumn {
-            name: column,
-            ty,
-            default,
-            if_not_exists,
-        } => {
-            if txn
-                .catalog
-                .table(table)
-                .and_then(|t| t.property(&column))
-                .is_some()
-            {
-                if if_not_exists {
-                    return Ok(format!("Property {column} already exists in table {name}."));
-                }
-                return Err(Error::catalog(format!(
-                    "table '{name}' already has a property '{column}'"
-                )));
-            }
-            let id = txn.catalog.add_property(table, &column, ty)?;
-            txn.add_column_with(table, id, &default)?;
-            Ok(format!("Table {name} altered."))
-        }
-        BoundAlter::DropColumn {
-            name: column,
-            if_exists,
-        } => {
-            if if_exists
-                && txn
-                    .catalog
-                    .table(table)
-                    .and_then(|t| t.property(&column))
-                    .is_none()
-            {
-                return Ok(format!("Property {column} does not exist in table {name}."));
-            }
-            let id = txn.catalog.drop_property(table, &column)?;
-            txn.drop_column(table, id)?;
-            Ok(format!("Table {name} altered."))
-        }
-        BoundAlter::RenameColumn { from, to } => {
-            txn.catalog.rename_property(table, &from, &to)?;
-            Ok(format!("Table {name} altered."))
-        }
-        BoundAlter::RenameTable { to } => {
-            txn.catalog.rename_table(table, &to)?;
-            Ok(format!("Table {name} altered."))
-        }
-    }
-}
-
 pub(crate) fn message(text: String) -> QueryResult {
     let mut chunk = Chunk::new(&[LogicalType::String], 0);
     chunk.columns[0].push_value(&Value::String(text));
@@ -450,7 +384,9 @@ fn run_bound(
             if if_not_exists && snapshot.catalog.table_by_name(&name).is_some() {
                 return Ok(message(format!("Table {name} already exists.")));
             }
-            create_node_table(conn, &name, columns, &primary_key)
+            in_write_txn(conn, |txn| {
+                ddl::create_node_table(txn, &name, columns, &primary_key)
+            })
         }
         BoundStatement::CreateRelTable {
             name,
@@ -463,23 +399,18 @@ fn run_bound(
             if if_not_exists && snapshot.catalog.table_by_name(&name).is_some() {
                 return Ok(message(format!("Table {name} already exists.")));
             }
-            create_rel_table(conn, &name, (&src, &dst), columns, multiplicity)
+            in_write_txn(conn, |txn| {
+                ddl::create_rel_table(txn, &name, (&src, &dst), columns, multiplicity)
+            })
         }
         BoundStatement::DropTable { name, if_exists } => {
             if if_exists && snapshot.catalog.table_by_name(&name).is_none() {
                 return Ok(message(format!("Table {name} does not exist.")));
             }
-            let mut txn = conn.write_txn()?;
-            let id = txn.catalog.drop_table(&name)?;
-            txn.tables.remove(&id);
-            txn.commit()?;
-            Ok(message(format!("Table {name} has been dropped.")))
+            in_write_txn(conn, |txn| ddl::drop_table(txn, &name))
         }
         BoundStatement::AlterTable { table, action } => {
-            let mut txn = conn.write_txn()?;
-            let message_text = alter_table(&mut txn, table, action)?;
-            txn.commit()?;
-            Ok(message(message_text))
+            in_write_txn(conn, |txn| ddl::alter_table(txn, table, action))
         }
         BoundStatement::CopyFrom(copy) => run.copy_from(&copy),
         BoundStatement::SetOption { name, value } => {
@@ -521,53 +452,17 @@ fn run_bound(
     }
 }
 
-/// `CREATE NODE TABLE`, in a write transaction of its own.
-fn create_node_table(
+/// Runs a DDL statement in a write transaction of its own (or the
+/// connection's explicit one) and commits it; its status message is the
+/// result.
+fn in_write_txn(
     conn: &Connection,
-    name: &str,
-    columns: Vec<(String, LogicalType)>,
-    primary_key: &str,
+    ddl: impl FnOnce(&mut kith_storage::WriteTxn<'_>) -> Result<String>,
 ) -> Result<QueryResult> {
     let mut txn = conn.write_txn()?;
-    let id = txn.catalog.create_node_table(name, columns, primary_key)?;
-    let entry = txn
-        .catalog
-        .table(id)
-        .cloned()
-        .ok_or_else(|| Error::internal("new table missing"))?;
-    let pk = match &entry.kind {
-        TableKind::Node(info) => info.primary_key,
-        TableKind::Rel(_) => return Err(Error::internal("node table created as rel")),
-    };
-    let data = NodeTableData::empty(entry.properties.iter().map(|p| p.id).collect(), pk);
-    txn.tables.insert(id, Arc::new(TableData::Node(data)));
+    let text = ddl(&mut txn)?;
     txn.commit()?;
-    Ok(message(format!("Table {name} has been created.")))
-}
-
-/// `CREATE REL TABLE` from `ends` (source and destination table names), in a
-/// write transaction of its own.
-fn create_rel_table(
-    conn: &Connection,
-    name: &str,
-    ends: (&str, &str),
-    columns: Vec<(String, LogicalType)>,
-    multiplicity: kith_catalog::Multiplicity,
-) -> Result<QueryResult> {
-    let (src, dst) = ends;
-    let mut txn = conn.write_txn()?;
-    let id = txn
-        .catalog
-        .create_rel_table(name, src, dst, columns, multiplicity)?;
-    let entry = txn
-        .catalog
-        .table(id)
-        .cloned()
-        .ok_or_else(|| Error::internal("new table missing"))?;
-    let data = RelTableData::empty(entry.properties.iter().map(|p| p.id).collect());
-    txn.tables.insert(id, Arc::new(TableData::Rel(data)));
-    txn.commit()?;
-    Ok(message(format!("Table {name} has been created.")))
+    Ok(message(text))
 }
 
 /// `CALL name = value`: changes one setting of the connection.

@@ -8,9 +8,9 @@ use kith_common::{Chunk, Error, InternalId, LogicalType, Result, TableId, Value,
 use kith_planner::bound::{BoundStatement, ContinuationSource, SeedKind, WriteContinuation};
 use kith_storage::WriteTxn;
 
-use super::resolve::rel_swapped;
-use super::{run_write_in, Env, Node, RelEnv, Run};
-use crate::implicit_schema::entry;
+use kith_exec::write::{entry, rel_swapped, Env, Node, RelEnv};
+
+use super::{run_write_in, Run};
 use crate::result::QueryResult;
 
 /// Runs continuation `cont` over the rows the writes left.

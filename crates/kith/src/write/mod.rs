@@ -1,25 +1,17 @@
 //! Runs statements with writing clauses: the reading part on the write
-//! transaction's base version, then every clause through the storage write
-//! path, then commit. Any error drops the transaction (rollback), so a
-//! statement is atomic.
-//!
-//! `apply` hands each clause to the child module of its kind (`create`,
-//! `merge`, `merge_path`, `set`, `delete`); `resolve` finds the stored
-//! entities a clause names, and `continuation` runs what follows the writes.
+//! transaction's base version, then every clause through the executor's
+//! write module (`kith_exec::write`), then what follows the writes
+//! (`continuation`), then commit. Any error drops the transaction
+//! (rollback), so a statement is atomic.
 
 mod continuation;
-mod create;
-mod delete;
-mod merge;
-mod merge_path;
-mod resolve;
-mod set;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use kith_common::{Chunk, InternalId, Result, TableId, Value};
-use kith_planner::bound::{BoundWrite, WriteClause};
+use kith_common::{Chunk, Result, Value};
+use kith_exec::write::{apply, Continuations, Env, RelEnv};
+use kith_planner::bound::{BoundWrite, WriteContinuation};
 use kith_sched::CancelToken;
 use kith_storage::WriteTxn;
 
@@ -27,12 +19,6 @@ use crate::database::{Connection, Settings};
 use crate::result::QueryResult;
 
 use self::continuation::run_continuation;
-
-/// A node as (table, offset); created nodes per input row by variable.
-type Node = (TableId, u64);
-type Env = Vec<HashMap<String, Node>>;
-/// Named rels created per input row: (rel id, source id, destination id).
-type RelEnv = Vec<HashMap<String, [InternalId; 3]>>;
 
 pub(crate) fn run_write(
     conn: &Connection,
@@ -116,7 +102,7 @@ fn run_write_in(
     let mut env: Env = vec![HashMap::new(); rows.len()];
     let mut rel_env: RelEnv = vec![HashMap::new(); rows.len()];
     for clause in &w.clauses {
-        apply(run, txn, clause, &mut rows, &mut env, &mut rel_env)?;
+        apply(&run, txn, clause, &mut rows, &mut env, &mut rel_env)?;
     }
     let Some(cont) = w.continuation else {
         return Ok(QueryResult {
@@ -127,69 +113,15 @@ fn run_write_in(
     run_continuation(run, txn, &cont, &rows, &env, &rel_env)
 }
 
-/// One write clause being applied: what the statement runs with, its
-/// transaction, and the rows with the nodes (`env`) and named rels
-/// (`rel_env`) that earlier clauses created for each.
-struct ClauseCtx<'c, 'db> {
-    run: Run<'c>,
-    txn: &'c mut WriteTxn<'db>,
-    rows: &'c mut Vec<Vec<Value>>,
-    env: &'c mut Env,
-    rel_env: &'c mut RelEnv,
-}
-
-/// Applies one write clause to every row; a MERGE binds every match of a
-/// row, one row each.
-fn apply(
-    run: Run<'_>,
-    txn: &mut WriteTxn<'_>,
-    clause: &WriteClause,
-    rows: &mut Vec<Vec<Value>>,
-    env: &mut Env,
-    rel_env: &mut RelEnv,
-) -> Result<()> {
-    let ctx = ClauseCtx {
-        run,
-        txn,
-        rows,
-        env,
-        rel_env,
-    };
-    match clause {
-        WriteClause::Create { nodes, rels } => create::apply_create(ctx, nodes, rels),
-        WriteClause::MergeNode {
-            node,
-            on_create,
-            on_match,
-            then,
-        } => merge::apply_merge_node(ctx, node, on_create, on_match, then),
-        WriteClause::Set(items) => set::apply_set(ctx, items),
-        WriteClause::MergeRel {
-            rel,
-            either_direction,
-            then,
-        } => merge::apply_merge_rel(ctx, rel, *either_direction, then),
-        WriteClause::MergePath {
-            nodes,
-            chain,
-            rels,
-            then,
-        } => merge_path::apply_merge_path(ctx, nodes, chain, rels, then),
-        WriteClause::SetLabels {
-            node,
-            labels,
-            remove,
-        } => set::apply_set_labels(ctx, node, labels, *remove),
-        WriteClause::SetMap {
-            target,
-            value,
-            replace,
-        } => set::apply_set_map(ctx, target, *value, *replace),
-        WriteClause::Delete {
-            detach,
-            nodes,
-            rels,
-            values,
-        } => delete::apply_delete(ctx, *detach, nodes, rels, values),
+impl Continuations for Run<'_> {
+    fn run_continuation(
+        &self,
+        txn: &mut WriteTxn<'_>,
+        cont: &WriteContinuation,
+        rows: &[Vec<Value>],
+        env: &Env,
+        rel_env: &RelEnv,
+    ) -> Result<()> {
+        run_continuation(*self, txn, cont, rows, env, rel_env).map(|_| ())
     }
 }

@@ -7,9 +7,9 @@ use kith_common::{Error, InternalId, Result, TableId, Value};
 use kith_planner::bound::{NodeRef, RelRef};
 use kith_storage::WriteTxn;
 
+use super::implicit_schema::entry;
 use super::resolve::{orient_rel, oriented_rel, resolve, resolve_rel, RelKey};
 use super::ClauseCtx;
-use crate::implicit_schema::entry;
 
 /// `[DETACH] DELETE`: every row's matched or created `nodes`, matched `rels`
 /// and the entities in the input columns `values`.

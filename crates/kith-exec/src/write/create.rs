@@ -8,9 +8,9 @@ use kith_common::{Error, InternalId, Result, TableId, Value};
 use kith_planner::bound::{CreateNode, CreateRel};
 use kith_storage::WriteTxn;
 
+use super::implicit_schema::{self, entry};
 use super::resolve::resolve;
 use super::{ClauseCtx, Node};
-use crate::implicit_schema::{self, entry};
 
 /// `CREATE`: the new nodes (in pattern order), then the rels between them
 /// and matched nodes.

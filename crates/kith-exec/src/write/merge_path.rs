@@ -10,12 +10,12 @@ use kith_planner::bound::{CreateNode, MergePathNode, MergePathRel, MergeThen, Wr
 use kith_storage::{RelDirection, WriteTxn};
 
 use super::create::{create_nodes, create_rels};
+use super::implicit_schema::{self, entry};
 use super::merge::{
     apply_merge_then, check_merge_properties, fan_out, node_candidates, node_fits, probe,
 };
 use super::resolve::resolve;
 use super::{ClauseCtx, Node};
-use crate::implicit_schema::{self, entry};
 
 /// `MERGE` of a path: per row, every match of the pattern or else the
 /// pattern created; then `then`.

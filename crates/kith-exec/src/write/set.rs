@@ -8,9 +8,9 @@ use kith_common::{Error, InternalId, Result, TableId, Value};
 use kith_planner::bound::{NodeRef, RelRef, SetProperty, SetTarget};
 use kith_storage::WriteTxn;
 
+use super::implicit_schema::{self, entry};
 use super::resolve::{oriented_rel, resolve, resolve_rel, RelKey};
 use super::{ClauseCtx, Node};
-use crate::implicit_schema::{self, entry};
 
 /// `SET x.p = v, ...`: each item on each row's entity (none where NULL).
 pub(super) fn apply_set(ctx: ClauseCtx<'_, '_>, items: &[SetProperty]) -> Result<()> {

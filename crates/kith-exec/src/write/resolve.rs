@@ -7,8 +7,8 @@ use kith_common::{Error, InternalId, Result, TableId, Value};
 use kith_planner::bound::{NodeRef, RelRef};
 use kith_storage::WriteTxn;
 
+use super::implicit_schema::entry;
 use super::Node;
-use crate::implicit_schema::entry;
 
 /// The node `r` refers to in row `row` (None: NULL).
 pub(super) fn resolve(
@@ -87,7 +87,7 @@ pub(super) fn orient_rel(
 /// Whether rel `id` between nodes `a` and `b` goes from `b` to `a`: the
 /// order whose tables fit the rel table and whose source the rel leaves
 /// (None: it leaves neither, it was deleted).
-pub(super) fn rel_swapped(
+pub fn rel_swapped(
     txn: &mut WriteTxn<'_>,
     id: InternalId,
     a: InternalId,

@@ -161,7 +161,7 @@ pub(crate) fn label_column(
     Ok(id)
 }
 
-pub(crate) fn entry(txn: &WriteTxn<'_>, table: TableId) -> Result<TableEntry> {
+pub fn entry(txn: &WriteTxn<'_>, table: TableId) -> Result<TableEntry> {
     txn.catalog
         .table(table)
         .cloned()

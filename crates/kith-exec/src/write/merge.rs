@@ -10,10 +10,10 @@ use kith_planner::bound::{CreateNode, CreateRel, MergeItems, MergeThen, WriteTab
 use kith_storage::{RelDirection, WriteTxn};
 
 use super::create::{ensure_properties, property_row};
+use super::implicit_schema::{self, entry};
 use super::resolve::resolve;
 use super::set::{node_labels, set_labels, set_node};
-use super::{apply, run_continuation, ClauseCtx, Env, Node, RelEnv, Run};
-use crate::implicit_schema::{self, entry};
+use super::{apply, ClauseCtx, Env, Node, RelEnv, Run};
 
 /// `MERGE (n ...)`: per row, the nodes that match (ON MATCH items set on
 /// each) or else a new node (with the ON CREATE items); then `then`.
@@ -306,7 +306,7 @@ pub(super) fn apply_merge_then(
                 }
             }
             MergeItems::Later(cont) => {
-                run_continuation(run, txn, cont, &sub_rows, &sub_env, &sub_rel)?;
+                run.run_continuation(txn, cont, &sub_rows, &sub_env, &sub_rel)?;
             }
         }
     }
