@@ -69,5 +69,17 @@ pub trait LocalSink: Send {
     fn consume(&mut self, rs: &ResultSet, layout: &SlotLayout) -> Result<()>;
 }
 
+/// The sink of a run of pipelines as the run layer sees it: a fresh local
+/// sink for each worker's chain, and each finished one combined into the
+/// shared state with its pipeline's number. Finishing that state is the
+/// caller's, once the pipelines have run (`run::task::run_pipelines`).
+pub trait GlobalSink: Send + Sync + 'static {
+    type Local: LocalSink + 'static;
+    /// A local sink for one worker's chain.
+    fn local(&self) -> Result<Self::Local>;
+    /// Takes in a worker's finished local sink of pipeline `pipeline`.
+    fn combine(&self, pipeline: usize, local: Self::Local) -> Result<()>;
+}
+
 /// Where a slot lives: (chunk, vector).
 pub type Pos = (usize, usize);

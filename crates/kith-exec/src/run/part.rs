@@ -20,7 +20,7 @@ use crate::operator::join_rows::PartRows;
 use crate::operator::offset_counts::OffsetTable;
 use crate::operator::order_by::{sort_chunk, OrderBy};
 use crate::operator::scan_properties::read_by_id;
-use crate::operator::QueryContext;
+use crate::operator::{GlobalSink, QueryContext};
 use crate::result_set::SlotLayout;
 use crate::subquery::DENSE_OFFSETS;
 
@@ -419,51 +419,15 @@ impl PartRun<'_> {
     where
         F: Fn() -> Result<HashAggregate> + Send + Sync + 'static,
     {
-        let Partitioning {
-            log2_parts,
-            disjoint,
-        } = split;
-        // Per pipeline, merged in pipeline order below (so `collect()`
-        // lists come out in that order whichever worker finishes first).
-        let merged: Arc<Mutex<Vec<Option<HashAggregate>>>> =
-            Arc::new(Mutex::new((0..shapes.len()).map(|_| None).collect()));
-        // Workers with many groups: their tables split by partition,
-        // with their pipeline's number.
-        let pieces: Arc<Mutex<Vec<SplitAggregate>>> = Arc::default();
-        let (out, split_out) = (Arc::clone(&merged), Arc::clone(&pieces));
-        let (make, make_piece) = (Arc::clone(&make_sink), make_sink);
-        run_pipelines(
-            self.sched,
-            self.threads,
-            shapes,
-            move || make(),
-            move |i, sink: HashAggregate| {
-                if disjoint {
-                    // Its groups are in no other table: one partition.
-                    split_out.lock().push((i, vec![sink]));
-                    return Ok(());
-                }
-                // Counts by offset merge by adding arrays instead.
-                if log2_parts > 0
-                    && sink.num_groups() >= PARTITION_MIN_GROUPS
-                    && !sink.counts_by_offset()
-                {
-                    // Split by this worker, outside the lock.
-                    let split = sink.split(log2_parts, &*make_piece)?;
-                    split_out.lock().push((i, split));
-                    return Ok(());
-                }
-                let mut slots = out.lock();
-                match slots[i].as_mut() {
-                    Some(m) => m.merge(sink)?,
-                    None => slots[i] = Some(sink),
-                }
-                Ok(())
-            },
-            self.driver,
-        )?;
-        let merged = std::mem::take(&mut *merged.lock());
-        let pieces = std::mem::take(&mut *pieces.lock());
+        let sink = Arc::new(AggregateSinks {
+            make: make_sink,
+            split,
+            merged: Mutex::new((0..shapes.len()).map(|_| None).collect()),
+            pieces: Mutex::default(),
+        });
+        run_pipelines(self.sched, self.threads, shapes, &sink, self.driver)?;
+        let merged = std::mem::take(&mut *sink.merged.lock());
+        let pieces = std::mem::take(&mut *sink.pieces.lock());
         Ok((merged, pieces))
     }
 
@@ -664,6 +628,54 @@ pub(crate) fn keyed_by_scanned_node(plan: &PartPlan, keys: &[(BoundExpr, SlotId)
             Source::ScanNodes { table, id_slot, .. } => id_slot == slot && tables.insert(table),
             _ => false,
         })
+}
+
+/// The global sink of an aggregating part: each worker's finished table
+/// merged into its pipeline's (in pipeline order, so `collect()` lists come
+/// out in that order whichever worker finishes first), or, for a worker with
+/// many groups, split by partition (a disjoint one whole).
+struct AggregateSinks<F> {
+    make: Arc<F>,
+    split: Partitioning,
+    merged: Mutex<Vec<Option<HashAggregate>>>,
+    /// Tables split by partition, with their pipeline's number.
+    pieces: Mutex<Vec<SplitAggregate>>,
+}
+
+impl<F> GlobalSink for AggregateSinks<F>
+where
+    F: Fn() -> Result<HashAggregate> + Send + Sync + 'static,
+{
+    type Local = HashAggregate;
+
+    fn local(&self) -> Result<HashAggregate> {
+        (self.make)()
+    }
+
+    fn combine(&self, i: usize, sink: HashAggregate) -> Result<()> {
+        let Partitioning {
+            log2_parts,
+            disjoint,
+        } = self.split;
+        if disjoint {
+            // Its groups are in no other table: one partition.
+            self.pieces.lock().push((i, vec![sink]));
+            return Ok(());
+        }
+        // Counts by offset merge by adding arrays instead.
+        if log2_parts > 0 && sink.num_groups() >= PARTITION_MIN_GROUPS && !sink.counts_by_offset() {
+            // Split by this worker, outside the lock.
+            let split = sink.split(log2_parts, &*self.make)?;
+            self.pieces.lock().push((i, split));
+            return Ok(());
+        }
+        let mut slots = self.merged.lock();
+        match slots[i].as_mut() {
+            Some(m) => m.merge(sink)?,
+            None => slots[i] = Some(sink),
+        }
+        Ok(())
+    }
 }
 
 /// One worker's aggregate split by partition, with its pipeline's number.

@@ -14,36 +14,29 @@ use crate::expression::Evaluator;
 use crate::operator::collect::Collect;
 use crate::operator::join_rows::{JoinRows, JoinRowsConsumer};
 use crate::operator::scan_counted_rows::Feed;
-use crate::operator::{LocalSink, Operator, QueryContext};
+use crate::operator::{GlobalSink, LocalSink, Operator, QueryContext};
 use crate::result_set::ResultSet;
 
 use crate::physical::*;
 
 /// Runs pipelines that feed one sink: every worker pulls batches through
-/// its own chain into its own sink per pipeline; finished sinks are handed
-/// to `merge` with their pipeline's index. The pipelines of a union (one
+/// its own chain into its own local sink per pipeline; finished local
+/// sinks are combined into the global sink with their pipeline's index. The pipelines of a union (one
 /// per table choice of a pattern) run together: a worker starts at the
 /// pipeline its index points to and goes round the others, sharing each
 /// one's morsels with whoever else is there, so pipelines with one-tuple
 /// sources (a key lookup per choice of an undirected pattern) run side by
 /// side instead of one after another on the calling thread.
-pub(crate) struct PipelineTask<S, F, M> {
+pub(crate) struct PipelineTask<G> {
     pub(crate) shapes: Vec<PipelineShape>,
-    pub(crate) make_sink: F,
-    pub(crate) merge: M,
+    pub(crate) sink: Arc<G>,
     /// The run over shared hubs ([`share_hubs`]): only the pipelines that
     /// deferred some run again (the others would be instantiated only to
     /// find their morsels, tuples and claims all taken).
     pub(crate) hubs_run: AtomicBool,
-    pub(crate) _sink: std::marker::PhantomData<fn() -> S>,
 }
 
-impl<S, F, M> Task for PipelineTask<S, F, M>
-where
-    S: LocalSink + 'static,
-    F: Fn() -> Result<S> + Send + Sync,
-    M: Fn(usize, S) -> Result<()> + Send + Sync,
-{
+impl<G: GlobalSink> Task for PipelineTask<G> {
     fn run_worker(&self, ctx: &WorkerContext) -> Result<()> {
         let n = self.shapes.len();
         for k in 0..n {
@@ -57,11 +50,11 @@ where
                 continue;
             }
             let (mut op, mut rs) = shape.instantiate(ctx.worker_idx)?;
-            let mut sink = (self.make_sink)()?;
+            let mut sink = self.sink.local()?;
             while op.next(&mut rs)? {
                 sink.consume(&rs, &shape.layout)?;
             }
-            (self.merge)(i, sink)?;
+            self.sink.combine(i, sink)?;
         }
         Ok(())
     }
@@ -76,10 +69,10 @@ pub(crate) type Driver<'a> = &'a dyn Fn(Arc<dyn JoinRowsConsumer>) -> Result<()>
 /// chain and sink of its own (taken from `idle`, made when none is), so the
 /// join's rows are never kept whole. The chains are pulled again for every
 /// batch, which the steps `Step::restartable` allows are made for.
-pub(crate) struct PushedPipeline<S, F> {
+pub(crate) struct PushedPipeline<G: GlobalSink> {
     pub(crate) shape: PipelineShape,
-    pub(crate) make_sink: F,
-    pub(crate) idle: Mutex<Vec<PushedChain<S>>>,
+    pub(crate) sink: Arc<G>,
+    pub(crate) idle: Mutex<Vec<PushedChain<G::Local>>>,
 }
 
 pub(crate) struct PushedChain<S> {
@@ -89,11 +82,7 @@ pub(crate) struct PushedChain<S> {
     pub(crate) sink: S,
 }
 
-impl<S, F> JoinRowsConsumer for PushedPipeline<S, F>
-where
-    S: LocalSink + 'static,
-    F: Fn() -> Result<S> + Send + Sync,
-{
+impl<G: GlobalSink> JoinRowsConsumer for PushedPipeline<G> {
     fn consume(&self, rows: JoinRows) -> Result<()> {
         let idle = self.idle.lock().pop();
         let mut chain = match idle {
@@ -101,7 +90,7 @@ where
             None => {
                 let feed: Arc<Feed> = Arc::default();
                 let (op, rs) = self.shape.instantiate_fed(Some(Arc::clone(&feed)), 0)?;
-                let sink = (self.make_sink)()?;
+                let sink = self.sink.local()?;
                 PushedChain { op, rs, feed, sink }
             }
         };
@@ -121,19 +110,13 @@ where
 /// Runs `shapes` as one task (see [`PipelineTask`]) on at most `threads`
 /// workers, and no more than their sources have morsels. With a `driver`,
 /// the one shape runs on the batches of a pipelined recursive join instead.
-pub(crate) fn run_pipelines<S, F, M>(
+pub(crate) fn run_pipelines<G: GlobalSink>(
     sched: &Scheduler,
     threads: usize,
     shapes: Vec<PipelineShape>,
-    make_sink: F,
-    merge: M,
+    sink: &Arc<G>,
     driver: Option<Driver<'_>>,
-) -> Result<()>
-where
-    S: LocalSink + 'static,
-    F: Fn() -> Result<S> + Send + Sync + 'static,
-    M: Fn(usize, S) -> Result<()> + Send + Sync + 'static,
-{
+) -> Result<()> {
     if let Some(drive) = driver {
         let Ok([shape]) = <[PipelineShape; 1]>::try_from(shapes) else {
             return Err(Error::internal(
@@ -142,13 +125,13 @@ where
         };
         let pushed = Arc::new(PushedPipeline {
             shape,
-            make_sink,
+            sink: Arc::clone(sink),
             idle: Mutex::new(Vec::new()),
         });
         drive(Arc::clone(&pushed) as Arc<dyn JoinRowsConsumer>)?;
         let chains = std::mem::take(&mut *pushed.idle.lock());
         for chain in chains {
-            merge(0, chain.sink)?;
+            sink.combine(0, chain.sink)?;
         }
         return Ok(());
     }
@@ -163,10 +146,8 @@ where
     let ctx = Arc::clone(&first.ctx);
     let task = Arc::new(PipelineTask {
         shapes,
-        make_sink,
-        merge,
+        sink: Arc::clone(sink),
         hubs_run: AtomicBool::new(false),
-        _sink: std::marker::PhantomData,
     });
     let mut done = sched.run(Arc::clone(&task) as Arc<dyn Task>, threads, &cancel);
     // Hubs deferred by the first run: a second one shares them.
@@ -196,6 +177,38 @@ where
     done
 }
 
+/// A global sink that turns each finished local sink into chunks (`finish`)
+/// and keeps them by pipeline, so they come out in pipeline order whichever
+/// worker finishes first.
+pub(crate) struct GatherChunks<F, G> {
+    make: F,
+    finish: G,
+    chunks: Mutex<Vec<Vec<Chunk>>>,
+}
+
+impl<S, F, G> GlobalSink for GatherChunks<F, G>
+where
+    S: LocalSink + 'static,
+    F: Fn() -> Result<S> + Send + Sync + 'static,
+    G: Fn(S) -> Vec<Chunk> + Send + Sync + 'static,
+{
+    type Local = S;
+
+    fn local(&self) -> Result<S> {
+        (self.make)()
+    }
+
+    fn combine(&self, pipeline: usize, local: S) -> Result<()> {
+        let chunks = (self.finish)(local);
+        let mut all = self.chunks.lock();
+        if all.len() <= pipeline {
+            all.resize(pipeline + 1, Vec::new());
+        }
+        all[pipeline].extend(chunks);
+        Ok(())
+    }
+}
+
 /// Runs `shapes` (see [`run_pipelines`]) and returns the chunks `finish`
 /// makes of each finished sink, in pipeline order.
 pub(crate) fn gather_pipelines<S, F, G>(
@@ -211,22 +224,13 @@ where
     F: Fn() -> Result<S> + Send + Sync + 'static,
     G: Fn(S) -> Vec<Chunk> + Send + Sync + 'static,
 {
-    let collected: Arc<Mutex<Vec<Vec<Chunk>>>> =
-        Arc::new(Mutex::new(vec![Vec::new(); shapes.len()]));
-    let out = Arc::clone(&collected);
-    run_pipelines(
-        sched,
-        threads,
-        shapes,
-        make_sink,
-        move |i, sink| {
-            let chunks = finish(sink);
-            out.lock()[i].extend(chunks);
-            Ok(())
-        },
-        driver,
-    )?;
-    let chunks = std::mem::take(&mut *collected.lock());
+    let sink = Arc::new(GatherChunks {
+        make: make_sink,
+        finish,
+        chunks: Mutex::new(vec![Vec::new(); shapes.len()]),
+    });
+    run_pipelines(sched, threads, shapes, &sink, driver)?;
+    let chunks = std::mem::take(&mut *sink.chunks.lock());
     Ok(chunks.into_iter().flatten().collect())
 }
 
