@@ -855,7 +855,6 @@ fn append_rows(
     Ok(())
 }
 
-/// The largest `var_length_max_depth`.
 /// Runs a planned query on `version` with the connection's settings; the
 /// statement's own token decides interruption and timeouts.
 pub(crate) fn execute_plan(
@@ -942,6 +941,7 @@ fn run_plan(
     Ok(chunks)
 }
 
+/// The largest `var_length_max_depth`.
 fn kith_graph_max_upper() -> u32 {
     kith_exec::operator::recursive_join::MAX_DEPTH_LIMIT
 }

@@ -16,8 +16,6 @@ use crate::operator::recursive_join::{forwards, recursive_join, RecursiveSetting
 use crate::operator::scan_rows::RowPieces;
 use crate::operator::QueryContext;
 
-use crate::physical::*;
-
 mod finish;
 mod free;
 mod part;
@@ -28,8 +26,6 @@ pub(crate) use free::*;
 pub(crate) use part::*;
 pub(crate) use subqueries::*;
 pub(crate) use task::*;
-
-impl PipelineShape {}
 
 /// Executes a query plan and returns its rows.
 pub fn execute_query(

@@ -104,7 +104,6 @@ pub(super) fn apply_set_map(
     Ok(())
 }
 
-/// The rel a SET writes to; an error once it was deleted.
 /// The entity a SET target names in one row (None: NULL).
 fn set_entity(
     txn: &mut WriteTxn<'_>,
@@ -130,6 +129,7 @@ fn set_entity(
     })
 }
 
+/// The rel a SET writes to; an error once it was deleted.
 fn rel_to_set(txn: &mut WriteTxn<'_>, r: &RelRef, row: &[Value]) -> Result<Option<RelKey>> {
     let rel = match r.oriented {
         true => oriented_rel(txn, r, row),

@@ -3,8 +3,6 @@
 
 use super::*;
 
-/// Computes `f(p)` for every tuple position: once (at 0) when all inputs are
-/// flat, else at each selected position of the unflat chunk.
 /// `src` at mode `m` copied into `out` position by position, typed (the
 /// two have the same physical type).
 pub(super) fn copy_positions(
@@ -67,6 +65,8 @@ pub(super) fn list_sizes(
     Some(Mode::Unflat(u))
 }
 
+/// Computes `f(p)` for every tuple position: once (at 0) when all inputs are
+/// flat, else at each selected position of the unflat chunk.
 pub(super) fn map_rows(
     out: &mut ValueVector,
     ctx: &EvalContext,
