@@ -200,11 +200,7 @@ where
 
     fn combine(&self, pipeline: usize, local: S) -> Result<()> {
         let chunks = (self.finish)(local);
-        let mut all = self.chunks.lock();
-        if all.len() <= pipeline {
-            all.resize(pipeline + 1, Vec::new());
-        }
-        all[pipeline].extend(chunks);
+        self.chunks.lock()[pipeline].extend(chunks);
         Ok(())
     }
 }
