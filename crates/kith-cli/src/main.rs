@@ -51,7 +51,7 @@ struct Args {
     read_only: bool,
 
     /// How long a write waits for another process's or connection's write
-    /// transaction before failing, in milliseconds (default 5000).
+    /// transaction before failing, in milliseconds (default 60000).
     #[arg(long = "writer-wait-ms", value_name = "MS")]
     writer_wait_ms: Option<u64>,
 
@@ -432,6 +432,9 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if let Some(note) = db.open_note() {
+        eprintln!("Note: {note}");
+    }
     let shell = Shell::new(&db);
 
     if args.demo {

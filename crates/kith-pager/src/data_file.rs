@@ -8,9 +8,11 @@ use std::path::Path;
 
 use kith_common::{Error, Result};
 
-/// Opens (creating it when `create`) and `flock`s a file: exclusive when writable, shared
-/// when read-only. The lock belongs to the open file description, so a second open of
-/// the same file conflicts even inside one process; it is released when the file closes.
+/// Opens (creating it when `create`) and `flock`s a file shared. Every KithDB process
+/// that opens the database holds this shared lock (who may write is decided by the
+/// shared file's writer lock); it keeps out builds older than the multi-process
+/// format, which took it exclusively to write. A network file system is refused: its
+/// page cache and locks are not coherent between machines.
 pub fn open_locked(path: &Path, read_only: bool, create: bool) -> Result<File> {
     let file = OpenOptions::new()
         .read(true)
@@ -19,25 +21,46 @@ pub fn open_locked(path: &Path, read_only: bool, create: bool) -> Result<File> {
         .truncate(false)
         .open(path)
         .map_err(|e| io_error(path, "open", &e))?;
-    let mode = if read_only {
-        libc::LOCK_SH
-    } else {
-        libc::LOCK_EX
-    };
+    refuse_network_fs(&file, path)?;
     // SAFETY: the descriptor is owned by `file` and stays open for the call; flock has no
     // memory-safety preconditions.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), mode | libc::LOCK_NB) };
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_SH | libc::LOCK_NB) };
     if rc != 0 {
         let err = std::io::Error::last_os_error();
         if err.kind() == IoErrorKind::WouldBlock {
             return Err(Error::io(format!(
-                "database file '{}' is locked by another process",
+                "database file '{}' is locked by another process (an older KithDB build, which opens a database in one process only)",
                 path.display()
             )));
         }
         return Err(io_error(path, "lock", &err));
     }
     Ok(file)
+}
+
+/// File systems whose caches are not coherent between machines (statfs magic numbers).
+const NETWORK_FS: [(i64, &str); 4] = [
+    (0x6969, "NFS"),
+    (0x517B, "SMB"),
+    (0xFF53_4D42, "CIFS"),
+    (0xFE53_4D42, "SMB2"),
+];
+
+fn refuse_network_fs(file: &File, path: &Path) -> Result<()> {
+    // SAFETY: all-zero is a valid statfs; fstatfs fills it for a valid descriptor.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `file` owns the descriptor; `st` outlives the call.
+    if unsafe { libc::fstatfs(file.as_raw_fd(), &mut st) } != 0 {
+        return Ok(());
+    }
+    let kind = st.f_type as i64;
+    if let Some((_, name)) = NETWORK_FS.iter().find(|(magic, _)| *magic == kind) {
+        return Err(Error::io(format!(
+            "database file '{}' is on a network file system ({name}); KithDB shares a database between processes through memory-mapped state and file locks that such file systems do not keep coherent, so it refuses to open it there",
+            path.display()
+        )));
+    }
+    Ok(())
 }
 
 /// fsyncs the directory holding `path`, so a file just created there survives a power

@@ -1,8 +1,8 @@
 //! The page layer of KithDB: the database file, its buffer pool and the WAL file.
 //!
 //! Job:
-//! - [`Pager`] owns the database file (`flock`ed: exclusive read-write, shared
-//!   read-only), allocates contiguous page runs from a free list, writes immutable pages,
+//! - [`Pager`] owns the database file (`flock`ed shared by every process that opens it;
+//!   who may write is the [`SharedFile`]'s writer lock), allocates contiguous page runs from a free list, writes immutable pages,
 //!   keeps the double-buffered header in pages 0 and 1, and serves reads through a
 //!   vmcache-style buffer pool with a hard memory limit: [`Pager::pin_owned`] returns an
 //!   [`OwnedPin`], one contiguous slice of a page run that stays resident until dropped.
@@ -10,6 +10,9 @@
 //!   with an out-of-memory error instead of going over the limit.
 //! - [`Wal`] appends checksummed frames to the write-ahead-log file and reads back the
 //!   valid prefix after a crash.
+//! - [`SharedFile`] is what the processes that open one database share: the newest
+//!   commit point, a reader table and the writer queue, in `<db>.shm`, with locks the
+//!   kernel drops when a process dies.
 //!
 //! Boundaries: this crate knows pages and byte frames only. What is in a page, which
 //! pages are live (the storage layer rebuilds the free list with
@@ -28,6 +31,7 @@ mod header;
 mod page_state;
 mod pager;
 mod pin;
+mod shared_file;
 mod vm_region;
 mod wal;
 
@@ -35,6 +39,9 @@ pub use config::{PageIdx, PagerConfig, MEMORY_LIMIT_BYTES_MIN, VM_RESERVE_BYTES_
 pub use header::{HEADER_PAGES, PAYLOAD_BYTES_MAX as HEADER_PAYLOAD_BYTES_MAX};
 pub use pager::Pager;
 pub use pin::OwnedPin;
+pub use shared_file::{
+    shm_path, wait_text, Arrival, CommitPoint, SharedFile, NO_SNAPSHOT, READER_SLOTS,
+};
 pub use wal::{Wal, RECORD_BYTES_MAX as WAL_RECORD_BYTES_MAX};
 
 #[cfg(test)]

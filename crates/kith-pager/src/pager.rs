@@ -15,11 +15,11 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use kith_common::constants::PAGE_SIZE;
 use kith_common::{Error, ErrorKind, Result};
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 
 use crate::config::{PageIdx, PagerConfig};
 use crate::data_file::{io_error, open_locked, read_at_most, sync_parent_dir};
@@ -59,8 +59,9 @@ pub struct Pager {
     clock_hand: AtomicU32,
     header: Mutex<HeaderState>,
     /// Page images that replace the file's bytes on load: what a read-only open
-    /// recovered from the WAL but may not write to the file. Set once, before any pin.
-    overlay: OnceLock<HashMap<u32, Box<[u8]>>>,
+    /// recovered from the WAL but may not write to the file. Entries go when a later
+    /// commit reuses their page ([`Pager::forget`]) or a checkpoint wrote them.
+    overlay: RwLock<HashMap<u32, Box<[u8]>>>,
 }
 
 impl Pager {
@@ -77,21 +78,7 @@ impl Pager {
             .len();
         let name = path.display().to_string();
         let slots = [read_slot(&file, path, 0)?, read_slot(&file, path, 1)?];
-        let latest_slot =
-            slots
-                .iter()
-                .enumerate()
-                .fold(
-                    None,
-                    |best: Option<(u32, u64)>, (slot_idx, slot)| match slot {
-                        header::Slot::Valid { generation, .. }
-                            if best.is_none_or(|(_, g)| *generation > g) =>
-                        {
-                            Some((slot_idx as u32, *generation))
-                        }
-                        _ => best,
-                    },
-                );
+        let latest = latest_slot(&slots);
         header::pick_latest(slots, &name)?;
         let num_pages = len_bytes.div_ceil(PAGE_BYTES).max(HEADER_PAGES as u64);
         let mut pager = Pager::with_region(cfg, Some(file), path.to_path_buf())?;
@@ -102,7 +89,7 @@ impl Pager {
             )));
         }
         pager.set_end_page(num_pages as u32);
-        pager.header.get_mut().latest = latest_slot;
+        pager.header.get_mut().latest = latest;
         Ok(pager)
     }
 
@@ -136,7 +123,7 @@ impl Pager {
             alloc: Mutex::new(FreeList::new(HEADER_PAGES)),
             clock_hand: AtomicU32::new(0),
             header: Mutex::new(HeaderState::default()),
-            overlay: OnceLock::new(),
+            overlay: RwLock::new(HashMap::new()),
         })
     }
 
@@ -287,7 +274,7 @@ impl Pager {
 
     /// Recovery of a read-only database: `pages` (page index -> one page of bytes)
     /// replace what the file holds for those pages whenever they are loaded, since the
-    /// file may not be written. Call once, before anything is pinned.
+    /// file may not be written. Call before anything is pinned.
     pub fn install_overlay(&self, pages: HashMap<u32, Box<[u8]>>) -> Result<()> {
         if pages.values().any(|p| p.len() != PAGE_SIZE) {
             return Err(Error::internal("overlay page of the wrong size"));
@@ -295,9 +282,57 @@ impl Pager {
         for &page in pages.keys() {
             self.extend_for(PageIdx(page), PAGE_SIZE)?;
         }
-        self.overlay
-            .set(pages)
-            .map_err(|_| Error::internal("the page overlay is installed twice"))
+        self.overlay.write().extend(pages);
+        Ok(())
+    }
+
+    /// Another process changed the pages of `runs` (it reused them): drops their cached
+    /// copies and overlay images, so the next pin reads the file. Pinned pages are
+    /// kept: a pin belongs to a snapshot, and no process reuses a page a live snapshot
+    /// can read.
+    pub fn forget(&self, runs: &[(PageIdx, u32)]) {
+        let mut overlay = self.overlay.write();
+        let end = self.num_pages().min(self.capacity_pages);
+        for &(first, count) in runs {
+            for page in first.0..first.0.saturating_add(count).min(end) {
+                overlay.remove(&page);
+                self.try_evict(page, false);
+            }
+        }
+    }
+
+    /// [`Pager::forget`] of every page (another process checkpointed, or its changes
+    /// are not known page by page).
+    pub fn forget_all(&self) {
+        self.overlay.write().clear();
+        for page in HEADER_PAGES..self.num_pages().min(self.capacity_pages) {
+            self.try_evict(page, false);
+        }
+    }
+
+    /// Another process may have grown the file: takes its pages in.
+    pub fn refresh_size(&self) -> Result<()> {
+        let Some(file) = &self.file else {
+            return Ok(());
+        };
+        let len_bytes = file
+            .metadata()
+            .map_err(|e| io_error(&self.path, "stat", &e))?
+            .len();
+        let pages = len_bytes.div_ceil(PAGE_BYTES);
+        if pages > self.num_pages() as u64 {
+            if pages > self.capacity_pages as u64 {
+                return Err(Error::io(format!(
+                    "database file '{}' ({len_bytes} bytes) grew past the reserved virtual memory of {} bytes; raise vm_reserve_bytes",
+                    self.path.display(),
+                    self.region.len_bytes()
+                )));
+            }
+            let mut alloc = self.alloc.lock();
+            alloc.extend_to(pages as u32);
+            self.num_pages.store(alloc.end_page(), Ordering::Release);
+        }
+        Ok(())
     }
 
     /// Grows the page count so that `len_bytes` from `first` lie inside the file.
@@ -361,8 +396,35 @@ impl Pager {
         )
     }
 
+    /// The payloads of both valid header slots, newest first (the older one's blob
+    /// must stay until the next header replaces it).
+    pub fn read_header_slots(&self) -> Result<Vec<Vec<u8>>> {
+        let Some(file) = &self.file else {
+            return Ok(self
+                .header
+                .lock()
+                .payload_in_memory
+                .clone()
+                .into_iter()
+                .collect());
+        };
+        let mut valid: Vec<(u64, Vec<u8>)> = Vec::new();
+        for slot_idx in 0..2 {
+            if let header::Slot::Valid {
+                generation,
+                payload,
+            } = read_slot(file, &self.path, slot_idx)?
+            {
+                valid.push((generation, payload));
+            }
+        }
+        valid.sort_by_key(|v| std::cmp::Reverse(v.0));
+        Ok(valid.into_iter().map(|v| v.1).collect())
+    }
+
     /// Writes a new header into the slot *not* holding the newest one and fsyncs it, so a
-    /// torn write leaves the previous header intact.
+    /// torn write leaves the previous header intact. The slots are read again first:
+    /// another process may have written one since this one opened.
     pub fn write_header(&self, payload: &[u8]) -> Result<()> {
         self.check_writable()?;
         let mut state = self.header.lock();
@@ -373,6 +435,10 @@ impl Pager {
             state.payload_in_memory = Some(payload.to_vec());
             return Ok(());
         };
+        state.latest = latest_slot(&[
+            read_slot(file, &self.path, 0)?,
+            read_slot(file, &self.path, 1)?,
+        ]);
         let (slot_idx, generation) = match state.latest {
             Some((latest_slot, latest_generation)) => (1 - latest_slot, latest_generation + 1),
             None => (0, 1),
@@ -549,7 +615,8 @@ impl Pager {
         let read_bytes = read_at_most(file, buf, first as u64 * PAGE_BYTES)
             .map_err(|e| io_error(&self.path, "read", &e))?;
         buf[read_bytes..].fill(0);
-        if let Some(overlay) = self.overlay.get() {
+        let overlay = self.overlay.read();
+        if !overlay.is_empty() {
             for (i, page_buf) in buf.chunks_exact_mut(PAGE_SIZE).enumerate() {
                 if let Some(image) = overlay.get(&(first + i as u32)) {
                     page_buf.copy_from_slice(image);
@@ -662,6 +729,19 @@ impl Pager {
             }
         }
     }
+}
+
+/// The slot holding the newest valid header, and its generation.
+fn latest_slot(slots: &[header::Slot; 2]) -> Option<(u32, u64)> {
+    let mut best: Option<(u32, u64)> = None;
+    for (slot_idx, slot) in slots.iter().enumerate() {
+        if let header::Slot::Valid { generation, .. } = slot {
+            if best.is_none_or(|(_, g)| *generation > g) {
+                best = Some((slot_idx as u32, *generation));
+            }
+        }
+    }
+    best
 }
 
 fn read_slot(file: &File, path: &Path, slot_idx: u64) -> Result<header::Slot> {

@@ -148,6 +148,48 @@ impl Wal {
         Ok(records)
     }
 
+    /// The frames in `[from_bytes, to_bytes)`, as another process published them: never
+    /// truncates. `None` when the range does not hold whole valid frames (the log was
+    /// emptied or rewritten meanwhile: the caller looks at the commit point again).
+    pub fn read_range(&self, from_bytes: u64, to_bytes: u64) -> Result<Option<Vec<Vec<u8>>>> {
+        let file_bytes = self
+            .file
+            .metadata()
+            .map_err(|e| io_error(&self.path, "stat", &e))?
+            .len();
+        if to_bytes > file_bytes || from_bytes > to_bytes {
+            return Ok(None);
+        }
+        let mut records = Vec::new();
+        let mut offset_bytes = from_bytes;
+        while offset_bytes < to_bytes {
+            let Some(payload) = self.read_frame(offset_bytes, to_bytes)? else {
+                return Ok(None);
+            };
+            offset_bytes += (FRAME_HEADER_BYTES + payload.len()) as u64;
+            records.push(payload);
+        }
+        Ok(Some(records))
+    }
+
+    /// Makes `end_bytes` the end of the log, cutting off what lies past it (a record a
+    /// writer that died appended but never published). For the writer only.
+    pub fn set_end(&self, end_bytes: u64) -> Result<()> {
+        let mut end = self.end_bytes.lock();
+        let file_bytes = self
+            .file
+            .metadata()
+            .map_err(|e| io_error(&self.path, "stat", &e))?
+            .len();
+        if file_bytes > end_bytes && !self.read_only {
+            self.file
+                .set_len(end_bytes)
+                .map_err(|e| io_error(&self.path, "truncate", &e))?;
+        }
+        *end = end_bytes;
+        Ok(())
+    }
+
     /// The frame at `offset_bytes`, or `None` if it is incomplete or fails its checksum.
     fn read_frame(&self, offset_bytes: u64, file_bytes: u64) -> Result<Option<Vec<u8>>> {
         if offset_bytes + FRAME_HEADER_BYTES as u64 > file_bytes {

@@ -1,7 +1,8 @@
 //! KithDB's storage layer: columnar node tables in node groups, double-indexed
 //! CSR rel tables with parallel property columns, the primary-key index,
-//! versions with one writer and many snapshot readers, commit through the WAL,
-//! checkpoint, recovery, and the bulk loader.
+//! versions with one writer and many snapshot readers (in one process or
+//! several, through the shared file beside the database), commit through the
+//! WAL, checkpoint, recovery, and the bulk loader.
 //!
 //! Built on `kith-pager` (pages, buffer manager, WAL frames); knows nothing of
 //! Cypher. Entry point: [`Storage::open`], then [`Storage::snapshot`] for readers
@@ -14,6 +15,7 @@ pub mod node_table;
 pub mod pk_delta;
 pub mod pk_index;
 pub mod rel_table;
+mod shared;
 pub mod storage;
 pub mod version;
 pub mod write;
@@ -24,5 +26,6 @@ pub use node_table::{DeletedMask, NodeGroupData, NodeTableData, PkKey, PkLookup}
 pub use rel_table::{
     CsrGroup, CsrIndex, PinnedCsrGroup, RelDirection, RelTableData, DELETED_POSITION,
 };
+pub use shared::ReaderMark;
 pub use storage::{Storage, StorageConfig, WriteTxn};
 pub use version::{TableData, Version};

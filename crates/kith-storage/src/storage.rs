@@ -1,35 +1,45 @@
 //! The storage manager of one database: versions, the single writer, commit,
-//! checkpoint and recovery.
+//! checkpoint and recovery, shared by every process that opens the database.
 //!
 //! ```text
 //!  write txn ──writes new chunks to fresh pages of the data file (not synced)──┐
 //!     │                                                                       ▼
 //!  commit:  WAL: [COMMIT_PAGES | metadata | image of every new page], one fdatasync
-//!           ──►  publish Version
+//!           ──►  publish the commit point in the shared file, then the Version
 //!           (a commit whose new pages exceed `wal_page_log_max_bytes`:
-//!            pager.sync(), then WAL: [COMMIT | metadata], fdatasync)
+//!            pager.sync(), then WAL: [COMMIT_RUNS | metadata | new runs], fdatasync)
 //!                                                                           │
 //!  checkpoint (WAL large, or close):  blob → fresh pages, pager.sync(),    │
-//!                                     header slot ◄─────────────────────────┘, WAL reset
-//!  recovery (open):  header → version (sequence number h); of the WAL records with a
-//!                    sequence number above h (older ones are in the checkpoint), the
-//!                    last gives the version; the page images of the records after the
-//!                    last synced COMMIT are written back in log order; a torn tail is
-//!                    dropped; free list = every page no version references
+//!                                     header slot ◄─────────────────────────┘,
+//!                                     new WAL generation published, WAL reset
+//!  recovery (open by the first process):  header → version (sequence number h);
+//!                    of the WAL records with a sequence number above h, the last
+//!                    gives the version; the page images of the records after the
+//!                    last synced commit are written back in log order (a read-only
+//!                    opener reads them through instead, and the next writer
+//!                    recovers); a torn tail is dropped
 //! ```
 //!
 //! So a committed transaction costs one fdatasync (of the WAL); the data file is
 //! synced at checkpoint. Durability: a version is published (and COMMIT returns)
 //! only after its WAL record is synced, and every page it references was either
-//! synced by a checkpoint or a synced COMMIT, or travels as an image in a synced
+//! synced by a checkpoint or a synced commit, or travels as an image in a synced
 //! COMMIT_PAGES record at or after the last of those, which recovery writes back in
 //! order. Committed pages are never overwritten, and a page is only reused after the
-//! commit that dropped it is durable, so the latest image of a referenced page is its
+//! commit that dropped it is durable and no reader in any process holds a version
+//! that references it (`shared.rs`), so the latest image of a referenced page is its
 //! content. Replaying only records newer than the header keeps an interrupted
 //! checkpoint's stale records from overwriting pages the checkpoint reused; starting
-//! images after the last synced COMMIT keeps older images from overwriting pages such
-//! a commit reused. Readers never see a half-done commit. Pages a commit stops using
-//! are recycled once no reader holds a version that still references them.
+//! images after the last synced commit keeps older images from overwriting pages such
+//! a commit reused. Readers never see a half-done commit.
+//!
+//! Several processes: every open maps the [`SharedFile`] (`g.kith.shm`). Its writer
+//! lock is the single writer's slot, for connections of one process and of all
+//! processes alike, served in arrival order; its commit point says which version is
+//! newest and where its WAL record ends, so another process catches up by reading
+//! the WAL; its reader table says which snapshots live readers hold. Pages written
+//! by the writer reach the data file before the commit's WAL record, so a process
+//! that reads the record finds its pages in the file.
 //!
 //! A [`WriteTxn`] owns an `Arc` of its storage and the writer slot (not a
 //! borrowed lock guard), so a connection can keep one open across statements
@@ -42,41 +52,46 @@
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use parking_lot::{Condvar, Mutex, RwLock};
+use parking_lot::{Mutex, RwLock};
 
 use kith_catalog::Catalog;
 use kith_common::codec::{Decoder, Encoder};
 use kith_common::constants::PAGE_SIZE;
 use kith_common::{Error, ErrorKind, Result, TableId};
-use kith_pager::{PageIdx, Pager, PagerConfig, Wal};
+use kith_pager::{Arrival, CommitPoint, PageIdx, Pager, PagerConfig, SharedFile, Wal};
 
 use crate::column::PageRun;
-use crate::version::{TableData, Version};
+use crate::shared::{header_blob, wal_images, Readers};
+use crate::version::{TableData, Version, METADATA_FORMAT};
 
 /// WAL size above which a commit triggers a checkpoint.
 pub const CHECKPOINT_WAL_BYTES: u64 = 16 << 20;
-/// How long a second writer waits for the first before giving up (default of
+/// How long a writer waits for the slot before giving up (default of
 /// [`StorageConfig::writer_wait`]).
-pub const WRITER_WAIT: Duration = Duration::from_secs(5);
+pub const WRITER_WAIT: Duration = Duration::from_secs(60);
 /// Default of [`StorageConfig::wal_page_log_max_bytes`].
 pub const WAL_PAGE_LOG_MAX_BYTES: u64 = 1 << 20;
 
 /// WAL record of a commit whose new pages were synced to the data file before
-/// the record was written: `[1][metadata]`.
+/// the record was written: `[1][metadata]` (written by older builds).
 const WAL_COMMIT: u8 = 1;
 /// WAL record of a commit that carries its new pages:
 /// `[2][bytes: metadata][u64: runs]` then per run `[u32: first][u32: count][bytes: image]`.
 const WAL_COMMIT_PAGES: u8 = 2;
-const HEADER_FORMAT: u32 = 1;
+/// [`WAL_COMMIT`] that names its new pages (other processes drop their cached
+/// copies): `[3][bytes: metadata][u64: runs]` then per run `[u32: first][u32: count]`.
+const WAL_COMMIT_RUNS: u8 = 3;
+pub(crate) const HEADER_FORMAT: u32 = 1;
 
 #[derive(Debug, Clone)]
 pub struct StorageConfig {
     pub memory_limit_bytes: u64,
     pub read_only: bool,
-    /// How long `begin_write` and `checkpoint` wait for a running write
-    /// transaction before failing with a transaction error.
+    /// How long `begin_write` and `checkpoint` wait for the writer slot (held
+    /// by a write transaction of this or another process) before failing with
+    /// a transaction error.
     pub writer_wait: Duration,
     /// A commit whose new pages take at most this many bytes logs them in its
     /// WAL record (one fdatasync per commit); a larger one syncs the data file
@@ -97,27 +112,43 @@ impl Default for StorageConfig {
 }
 
 /// One parsed WAL commit record.
-struct CommitRecord<'a> {
-    seq: u64,
-    metadata: &'a [u8],
+pub(crate) struct CommitRecord<'a> {
+    pub(crate) seq: u64,
+    pub(crate) metadata: &'a [u8],
     /// Its new pages were synced to the data file before it was logged.
-    synced: bool,
+    pub(crate) synced: bool,
     /// `(first page, image of the run)` for a COMMIT_PAGES record.
-    images: Vec<(u32, &'a [u8])>,
+    pub(crate) images: Vec<(u32, &'a [u8])>,
+    /// The page runs the commit wrote (unknown for an old COMMIT record).
+    pub(crate) added: Option<Vec<(PageIdx, u32)>>,
 }
 
 impl<'a> CommitRecord<'a> {
-    fn parse(rec: &'a [u8]) -> Result<CommitRecord<'a>> {
+    pub(crate) fn parse(rec: &'a [u8]) -> Result<CommitRecord<'a>> {
         let (kind, body) = rec
             .split_first()
             .ok_or_else(|| Error::corruption("empty WAL record"))?;
-        let (metadata, synced, images) = match *kind {
-            WAL_COMMIT => (body, true, Vec::new()),
+        let mut images = Vec::new();
+        let (metadata, synced, added) = match *kind {
+            WAL_COMMIT => (body, true, None),
+            WAL_COMMIT_RUNS => {
+                let mut d = Decoder::new(body);
+                let metadata = d.bytes()?;
+                let n = d.count(8)?;
+                let mut runs = Vec::with_capacity(n);
+                for _ in 0..n {
+                    runs.push((PageIdx(d.u32()?), d.u32()?));
+                }
+                if !d.is_done() {
+                    return Err(Error::corruption("trailing bytes after a WAL record"));
+                }
+                (metadata, true, Some(runs))
+            }
             WAL_COMMIT_PAGES => {
                 let mut d = Decoder::new(body);
                 let metadata = d.bytes()?;
                 let runs = d.count(16)?;
-                let mut images = Vec::with_capacity(runs);
+                let mut added = Vec::with_capacity(runs);
                 for _ in 0..runs {
                     let first = d.u32()?;
                     let count = d.u32()?;
@@ -129,11 +160,12 @@ impl<'a> CommitRecord<'a> {
                         )));
                     }
                     images.push((first, image));
+                    added.push((PageIdx(first), count));
                 }
                 if !d.is_done() {
                     return Err(Error::corruption("trailing bytes after a WAL record"));
                 }
-                (metadata, false, images)
+                (metadata, false, Some(added))
             }
             k => {
                 return Err(Error::corruption(format!(
@@ -150,42 +182,24 @@ impl<'a> CommitRecord<'a> {
             metadata,
             synced,
             images,
+            added,
         })
     }
 }
 
-struct PendingFree {
-    /// The newest version that still referenced `pages`.
-    last_user: Weak<Version>,
-    pages: Vec<PageRun>,
-}
-
-/// The single writer's slot: a flag plus a condition variable instead of a
-/// mutex guard, so the holder can keep it across calls and threads.
+/// What this process knows of the shared state, and its allocator's.
 #[derive(Default)]
-struct WriterSlot {
-    busy: Mutex<bool>,
-    freed: Condvar,
-}
-
-impl WriterSlot {
-    /// Takes the slot, waiting up to `wait`; false when still busy then.
-    fn acquire(&self, wait: Duration) -> bool {
-        let deadline = Instant::now() + wait;
-        let mut busy = self.busy.lock();
-        while *busy {
-            if self.freed.wait_until(&mut busy, deadline).timed_out() && *busy {
-                return false;
-            }
-        }
-        *busy = true;
-        true
-    }
-
-    fn release(&self) {
-        *self.busy.lock() = false;
-        self.freed.notify_one();
-    }
+pub(crate) struct View {
+    /// The commit point `current` is at (`None`: read everything again).
+    pub(crate) point: Option<CommitPoint>,
+    /// The version the pager's free list and `pending` were made for (`None`:
+    /// rebuild before allocating).
+    pub(crate) alloc_seq: Option<u64>,
+    /// Runs freed by recent commits, by freeing commit, not yet reusable.
+    pub(crate) pending: Vec<(u64, Vec<PageRun>)>,
+    /// Metadata blob pages of the newest and the previous header slot; freed
+    /// two checkpoints later, when no header slot can point at them.
+    pub(crate) header_blobs: (Option<PageRun>, Option<PageRun>),
 }
 
 pub struct Storage {
@@ -193,17 +207,18 @@ pub struct Storage {
     /// hold a strong one.
     me: Weak<Storage>,
     path: Option<PathBuf>,
-    pager: Arc<Pager>,
-    wal: Option<Wal>,
+    pub(crate) pager: Arc<Pager>,
+    pub(crate) wal: Option<Wal>,
     read_only: bool,
-    current: RwLock<Arc<Version>>,
-    writer: WriterSlot,
+    pub(crate) current: RwLock<Arc<Version>>,
+    pub(crate) shared: Arc<SharedFile>,
+    pub(crate) readers: Arc<Readers>,
+    pub(crate) view: Mutex<View>,
     writer_wait: Duration,
     wal_page_log_max_bytes: u64,
-    pending: Mutex<Vec<PendingFree>>,
-    /// Metadata blob pages of the newest and the previous header slot; freed two
-    /// checkpoints later, when no header slot can point at them.
-    header_blobs: Mutex<(Option<PageRun>, Option<PageRun>)>,
+    /// What the open did that a user may want to know (a read-only open that
+    /// read commits through the WAL instead of recovering them).
+    open_note: Option<String>,
 }
 
 fn wal_path(path: &Path) -> PathBuf {
@@ -212,161 +227,117 @@ fn wal_path(path: &Path) -> PathBuf {
     PathBuf::from(p)
 }
 
-/// "5 s", "250 ms": how long a writer waited, for error messages.
-fn wait_text(wait: Duration) -> String {
-    if wait.subsec_millis() == 0 {
-        format!("{} s", wait.as_secs())
-    } else {
-        format!("{} ms", wait.as_millis())
-    }
-}
-
 fn checksum(bytes: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(bytes)
 }
 
+/// What [`Storage::open`] found, before the storage exists.
+struct Opened {
+    pager: Arc<Pager>,
+    wal: Option<Wal>,
+    shared: Arc<SharedFile>,
+    version: Option<Version>,
+    point: Option<CommitPoint>,
+    note: Option<String>,
+    /// The first opener replayed the WAL into the file: checkpoint it.
+    checkpoint: bool,
+}
+
 impl Storage {
-    /// Opens the database at `path` (None: in memory), recovering from the WAL.
+    /// Opens the database at `path` (None: in memory). The first process to
+    /// open it recovers from the WAL; later ones take the state it shares.
     pub fn open(path: Option<&Path>, cfg: StorageConfig) -> Result<Arc<Storage>> {
         let pager_cfg = PagerConfig {
             memory_limit_bytes: cfg.memory_limit_bytes,
             read_only: cfg.read_only,
             ..PagerConfig::default()
         };
-        let Some(path) = path else {
-            return Ok(Arc::new_cyclic(|me| Storage {
-                me: me.clone(),
-                path: None,
+        let opened = match path {
+            None => Opened {
                 pager: Arc::new(Pager::in_memory(pager_cfg)),
                 wal: None,
-                read_only: cfg.read_only,
-                current: RwLock::new(Arc::new(Version::default())),
-                writer: WriterSlot::default(),
-                writer_wait: cfg.writer_wait,
-                wal_page_log_max_bytes: cfg.wal_page_log_max_bytes,
-                pending: Mutex::new(Vec::new()),
-                header_blobs: Mutex::new((None, None)),
-            }));
+                shared: Arc::new(SharedFile::private()?),
+                version: Some(Version::default()),
+                point: Some(CommitPoint::default()),
+                note: None,
+                checkpoint: false,
+            },
+            Some(path) => open_files(path, pager_cfg, cfg.read_only)?,
         };
-        let wal = Wal::open(&wal_path(path))?;
-        if !path.exists() && !wal.read_records()?.is_empty() {
-            // Commits before the last synced one live only in the missing
-            // file: replaying the rest would build a damaged database.
-            return Err(Error::corruption(format!(
-                "found the write-ahead log {} but not its database file {}: the log belongs to a database that is gone; restore the file, or delete the log to start empty",
-                wal_path(path).display(),
-                path.display()
-            )));
-        }
-        let pager = Arc::new(Pager::open(path, pager_cfg)?);
-        let mut header_blob = None;
-        let mut version = match pager.read_header()? {
-            None => Version::default(),
-            Some(payload) => {
-                let mut d = Decoder::new(&payload);
-                let format = d.u32()?;
-                if format != HEADER_FORMAT {
-                    return Err(Error::corruption(format!(
-                        "unsupported header format {format}"
-                    )));
-                }
-                let run = PageRun {
-                    first: d.u32()?,
-                    count: d.u32()?,
-                };
-                let len = d.u64()? as usize;
-                let sum = d.u64()?;
-                let pin = run
-                    .pin(&pager)?
-                    .ok_or_else(|| Error::corruption("database header points at no metadata"))?;
-                let blob = pin
-                    .get(..len)
-                    .ok_or_else(|| Error::corruption("metadata length beyond its pages"))?;
-                if checksum(blob) != sum {
-                    return Err(Error::corruption("metadata checksum mismatch"));
-                }
-                header_blob = Some(run);
-                Version::decode(blob)?
-            }
-        };
-        let records = wal.read_records()?;
-        let replayed = !records.is_empty();
-        let mut commits = Vec::with_capacity(records.len());
-        for rec in &records {
-            commits.push(CommitRecord::parse(rec)?);
-        }
-        // Records up to the header's version are already in the checkpoint (a crash
-        // between writing the header and resetting the WAL leaves them behind).
-        let header_seq = version.seq;
-        commits.retain(|c| c.seq > header_seq);
-        if let Some(last) = commits.last() {
-            version = Version::decode(last.metadata)?;
-        }
-        // Images logged before a synced commit are on disk already, and writing them
-        // again could overwrite pages that commit reused.
-        let replay_from = commits.iter().rposition(|c| c.synced).map_or(0, |i| i + 1);
-        let images = commits[replay_from..].iter().flat_map(|c| c.images.iter());
-        if cfg.read_only {
-            let mut overlay = std::collections::HashMap::new();
-            for &(first, image) in images {
-                for (i, page) in image.chunks_exact(PAGE_SIZE).enumerate() {
-                    let idx = first
-                        .checked_add(i as u32)
-                        .ok_or_else(|| Error::corruption("WAL page index overflow"))?;
-                    overlay.insert(idx, Box::<[u8]>::from(page));
-                }
-            }
-            if !overlay.is_empty() {
-                pager.install_overlay(overlay)?;
-            }
-        } else {
-            for &(first, image) in images {
-                pager.write_recovered(PageIdx(first), image)?;
-            }
-        }
-        drop(commits);
-        drop(records);
+        let readers = Readers::new(Arc::clone(&opened.shared));
         let storage = Arc::new_cyclic(|me| Storage {
             me: me.clone(),
-            path: Some(path.to_path_buf()),
-            pager,
-            wal: Some(wal),
+            path: path.map(Path::to_path_buf),
+            pager: opened.pager,
+            wal: opened.wal,
             read_only: cfg.read_only,
-            current: RwLock::new(Arc::new(version)),
-            writer: WriterSlot::default(),
+            current: RwLock::new(Arc::new(opened.version.unwrap_or_default())),
+            shared: opened.shared,
+            readers,
+            view: Mutex::new(View {
+                point: opened.point,
+                ..View::default()
+            }),
             writer_wait: cfg.writer_wait,
             wal_page_log_max_bytes: cfg.wal_page_log_max_bytes,
-            pending: Mutex::new(Vec::new()),
-            header_blobs: Mutex::new((header_blob, None)),
+            open_note: opened.note,
         });
-        storage.rebuild_free_list();
-        if replayed && !cfg.read_only {
+        // The first opener has set the commit point: let others in.
+        storage.shared.finish_open()?;
+        storage.catch_up()?;
+        if !cfg.read_only && (opened.checkpoint || storage.shared.recovery_pending()) {
+            storage.recover_pending()?;
             storage.checkpoint()?;
+        } else if cfg.read_only && storage.shared.recovery_pending() {
+            storage.read_through_wal()?;
         }
         Ok(storage)
     }
 
-    /// Every page not referenced by the current version or a header blob is free.
-    fn rebuild_free_list(&self) {
-        let version = self.snapshot();
-        let mut used = version.pages();
-        let blobs = *self.header_blobs.lock();
-        used.extend(blobs.0);
-        used.extend(blobs.1);
-        used.sort_by_key(|r| r.first);
-        let mut free = Vec::new();
-        let mut next = 2u32; // pages 0 and 1 hold the header slots
-        for run in used {
-            if run.first > next {
-                free.push((PageIdx(next), run.first - next));
+    /// A read-only process that joins after a read-only first opener read
+    /// through the WAL does the same: the data file may lack those pages.
+    fn read_through_wal(&self) -> Result<()> {
+        let (Some(wal), Some(point)) = (&self.wal, self.view.lock().point) else {
+            return Ok(());
+        };
+        let Some(records) = wal.read_range(0, point.wal_end)? else {
+            return Ok(());
+        };
+        let commits = records
+            .iter()
+            .map(|r| CommitRecord::parse(r))
+            .collect::<Result<Vec<_>>>()?;
+        let overlay = wal_images(&commits)?;
+        if !overlay.is_empty() {
+            self.pager.install_overlay(overlay)?;
+        }
+        Ok(())
+    }
+
+    /// A read-only process read this database through its WAL (after a power
+    /// loss the data file may lack pages the WAL carries): write them back
+    /// now, under the writer slot, then [`Storage::checkpoint`] publishes a
+    /// new WAL generation, after which readers read the file again.
+    fn recover_pending(&self) -> Result<()> {
+        if !self.shared.recovery_pending() {
+            return Ok(());
+        }
+        let _slot = self.writer_slot()?;
+        self.catch_up()?;
+        if let (Some(wal), Some(point)) = (&self.wal, self.view.lock().point) {
+            if let Some(records) = wal.read_range(0, point.wal_end)? {
+                let commits = records
+                    .iter()
+                    .map(|r| CommitRecord::parse(r))
+                    .collect::<Result<Vec<_>>>()?;
+                for (page, image) in wal_images(&commits)? {
+                    self.pager.write_recovered(PageIdx(page), &image)?;
+                }
+                self.pager.sync()?;
             }
-            next = next.max(run.first + run.count);
         }
-        let end = self.pager.num_pages();
-        if end > next {
-            free.push((PageIdx(next), end - next));
-        }
-        self.pager.set_free_list(free);
+        self.shared.set_recovery_pending(false);
+        Ok(())
     }
 
     pub fn path(&self) -> Option<&Path> {
@@ -381,14 +352,29 @@ impl Storage {
         self.read_only
     }
 
-    /// The newest committed version (a consistent snapshot).
-    pub fn snapshot(&self) -> Arc<Version> {
+    /// What the open did that the user may want to know, if anything.
+    pub fn open_note(&self) -> Option<&str> {
+        self.open_note.as_deref()
+    }
+
+    /// The newest version this process knows, without a reader mark (its
+    /// pages may be reused once no reader holds it): for the writer.
+    pub(crate) fn current(&self) -> Arc<Version> {
         Arc::clone(&self.current.read())
     }
 
+    /// Takes the writer slot (queueing in arrival order, across processes),
+    /// released when the guard drops.
+    pub(crate) fn writer_slot(&self) -> Result<WriterSlotGuard> {
+        self.shared.acquire_writer(self.writer_wait)?;
+        Ok(WriterSlotGuard {
+            shared: Arc::clone(&self.shared),
+        })
+    }
+
     /// Starts the (single) write transaction, waiting up to
-    /// [`StorageConfig::writer_wait`] for a running one to finish. The transaction owns what it needs (`'static`),
-    /// so it may outlive this borrow.
+    /// [`StorageConfig::writer_wait`] for the slot. The transaction owns what
+    /// it needs (`'static`), so it may outlive this borrow.
     pub fn begin_write(&self) -> Result<WriteTxn<'static>> {
         if self.read_only {
             return Err(Error::new(
@@ -400,24 +386,19 @@ impl Storage {
             .me
             .upgrade()
             .ok_or_else(|| Error::internal("storage used while being dropped"))?;
-        if !self.writer.acquire(self.writer_wait) {
-            return Err(Error::new(
-                ErrorKind::Transaction,
-                format!(
-                    "another write transaction is still running after waiting {}",
-                    wait_text(self.writer_wait)
-                ),
-            ));
-        }
-        Ok(self.txn_in_slot(storage))
+        let slot = self.writer_slot()?;
+        self.catch_up()?;
+        self.prepare_alloc()?;
+        Ok(self.txn_in_slot(storage, slot))
     }
 
     /// A write transaction for a caller that has just taken the writer
     /// slot; the transaction gives it back when it ends.
-    fn txn_in_slot(&self, storage: Arc<Storage>) -> WriteTxn<'static> {
-        let base = self.snapshot();
+    fn txn_in_slot(&self, storage: Arc<Storage>, slot: WriterSlotGuard) -> WriteTxn<'static> {
+        let base = self.current();
         WriteTxn {
             storage,
+            _slot: slot,
             _life: PhantomData,
             catalog: (*base.catalog).clone(),
             tables: base.tables.clone(),
@@ -432,10 +413,13 @@ impl Storage {
         tables: std::collections::BTreeMap<TableId, Arc<TableData>>,
         base: &Arc<Version>,
     ) -> Result<()> {
-        let version = Version {
+        let mut view = self.view.lock();
+        let mut version = Version {
             seq: base.seq + 1,
             catalog: Arc::new(txn_catalog),
             tables,
+            freed: view.pending.clone(),
+            reader: None,
         };
         let mut new_pages = version.pages();
         new_pages.sort_by_key(|r| r.first);
@@ -444,6 +428,17 @@ impl Storage {
         let not_in = |runs: &[PageRun], r: &PageRun| {
             r.count > 0 && runs.binary_search_by_key(&r.first, |n| n.first).is_err()
         };
+        // Pages the old version used that the new one does not: reusable once
+        // no reader's snapshot is older than this commit.
+        let freed: Vec<PageRun> = base_pages
+            .iter()
+            .filter(|r| not_in(&new_pages, r))
+            .copied()
+            .collect();
+        if !freed.is_empty() {
+            version.freed.push((version.seq, freed));
+        }
+        let mut wal_end = 0;
         if let Some(wal) = &self.wal {
             // Pages the new version references and the old one does not: exactly
             // those this transaction wrote (pages are copy-on-write, and the base's
@@ -458,27 +453,20 @@ impl Storage {
             // The commit point: only now may the version be published, COMMIT
             // return, or a page the old version used be reused.
             wal.sync()?;
+            wal_end = wal.size_bytes();
         }
-        // Pages the old version used that the new one does not.
-        let freed: Vec<PageRun> = base_pages
-            .iter()
-            .filter(|r| not_in(&new_pages, r))
-            .copied()
-            .collect();
-        let old = {
-            let mut cur = self.current.write();
-            std::mem::replace(&mut *cur, Arc::new(version))
+        let point = CommitPoint {
+            seq: version.seq,
+            wal_end,
+            wal_gen: view.point.map_or(0, |p| p.wal_gen),
         };
-        // An entry even when nothing is freed: reclaiming stops at the first
-        // entry whose version is still read, so every version must have one,
-        // or a reader of it would not hold back the frees of later commits
-        // (which may drop pages it shares with the versions after it).
-        self.pending.lock().push(PendingFree {
-            last_user: Arc::downgrade(&old),
-            pages: freed,
-        });
+        self.shared.publish(point);
+        view.pending = version.freed.clone();
+        view.alloc_seq = Some(version.seq);
+        view.point = Some(point);
+        let old = std::mem::replace(&mut *self.current.write(), Arc::new(version));
+        drop(view);
         drop(old);
-        self.reclaim();
         Ok(())
     }
 
@@ -492,14 +480,18 @@ impl Storage {
             .iter()
             .map(|r| r.count as u64 * PAGE_SIZE as u64)
             .sum();
+        let mut e = Encoder::new();
         if added_bytes > self.wal_page_log_max_bytes {
             self.pager.sync()?;
-            let mut rec = Vec::with_capacity(1 + metadata.len());
-            rec.push(WAL_COMMIT);
-            rec.extend_from_slice(&metadata);
-            return Ok(rec);
+            e.u8(WAL_COMMIT_RUNS);
+            e.bytes(&metadata);
+            e.u64(added.len() as u64);
+            for run in added {
+                e.u32(run.first);
+                e.u32(run.count);
+            }
+            return Ok(e.finish());
         }
-        let mut e = Encoder::new();
         e.buf
             .reserve(metadata.len() + added_bytes as usize + 24 * added.len() + 32);
         e.u8(WAL_COMMIT_PAGES);
@@ -523,28 +515,12 @@ impl Storage {
             .is_some_and(|w| w.size_bytes() > CHECKPOINT_WAL_BYTES)
     }
 
-    /// Returns pages to the pager once no live version can read them. Entries
-    /// are reclaimed in commit order, so an old reader keeps everything newer
-    /// versions freed after it too.
-    fn reclaim(&self) {
-        let mut pending = self.pending.lock();
-        let dead = pending
-            .iter()
-            .take_while(|p| p.last_user.strong_count() == 0)
-            .count();
-        for p in pending.drain(..dead) {
-            for run in p.pages {
-                self.pager.free(PageIdx(run.first), run.count);
-            }
-        }
-    }
-
     /// Folds the WAL into the database file: compacts the data
     /// ([`WriteTxn::compact`], committed as a transaction of its own), writes
     /// the current metadata to fresh pages, syncs the data file (which makes
     /// every page the WAL logged durable), points the header at it and
-    /// empties the WAL. Waits up to [`StorageConfig::writer_wait`] for a
-    /// running write transaction, then gives up with an error.
+    /// empties the WAL. Waits up to [`StorageConfig::writer_wait`] for the
+    /// writer slot, then gives up with an error.
     pub fn checkpoint(&self) -> Result<()> {
         if self.wal.is_none() || self.read_only {
             return Ok(());
@@ -553,17 +529,16 @@ impl Storage {
             .me
             .upgrade()
             .ok_or_else(|| Error::internal("storage used while being dropped"))?;
-        if !self.writer.acquire(self.writer_wait) {
-            return Err(Error::new(
+        let slot = self.writer_slot().map_err(|e| {
+            Error::new(
                 ErrorKind::Transaction,
-                format!(
-                    "cannot checkpoint: a write transaction is still running after waiting {}",
-                    wait_text(self.writer_wait)
-                ),
-            ));
-        }
+                format!("cannot checkpoint: {}", e.message),
+            )
+        })?;
+        self.catch_up()?;
+        self.prepare_alloc()?;
         // The transaction gives the writer slot back when it ends.
-        let mut txn = self.txn_in_slot(storage);
+        let mut txn = self.txn_in_slot(storage, slot);
         if txn.compact()? {
             txn.commit_then(true)
         } else {
@@ -571,7 +546,11 @@ impl Storage {
         }
     }
 
-    /// [`Storage::checkpoint`] for a caller holding the writer slot.
+    /// [`Storage::checkpoint`] for a caller holding the writer slot. Readers
+    /// of other processes keep their snapshots: their pages are not touched
+    /// (the metadata goes to free pages), and the new WAL generation is
+    /// published before the log is emptied, so a process reading the log
+    /// sees that it changed and reads the header instead.
     fn checkpoint_locked(&self) -> Result<()> {
         let Some(wal) = &self.wal else {
             return Ok(());
@@ -579,7 +558,13 @@ impl Storage {
         if self.read_only {
             return Ok(());
         }
-        let version = self.snapshot();
+        // The pending frees as the allocator has them: `prepare_alloc` may
+        // have freed (and this process reused) some that the last commit's
+        // version still lists.
+        let version = Version {
+            freed: self.view.lock().pending.clone(),
+            ..self.current().unmarked()
+        };
         let blob = version.encode();
         let run = PageRun::write(&self.pager, &blob)?;
         self.pager.sync()?;
@@ -590,14 +575,135 @@ impl Storage {
         e.u64(blob.len() as u64);
         e.u64(checksum(&blob));
         self.pager.write_header(&e.finish())?;
+        let mut view = self.view.lock();
+        let point = CommitPoint {
+            seq: version.seq,
+            wal_end: 0,
+            wal_gen: view.point.map_or(0, |p| p.wal_gen) + 1,
+        };
+        self.shared.publish(point);
+        view.point = Some(point);
         wal.reset()?;
-        let mut blobs = self.header_blobs.lock();
+        let blobs = &mut view.header_blobs;
         if let Some(old) = blobs.1.take() {
             self.pager.free(PageIdx(old.first), old.count);
         }
         blobs.1 = blobs.0.take();
         blobs.0 = Some(run);
         Ok(())
+    }
+}
+
+/// Opens the files of the database at `path`: the shared file, the data file
+/// and the WAL. The first process recovers (or, read-only, reads through the
+/// WAL); a later one reads the shared commit point (in `catch_up`).
+fn open_files(path: &Path, pager_cfg: PagerConfig, read_only: bool) -> Result<Opened> {
+    let wal = Wal::open(&wal_path(path))?;
+    let (shared, arrival) = SharedFile::open(path, read_only)?;
+    let shared = Arc::new(shared);
+    if arrival == Arrival::Alone && !path.exists() && !wal.read_records()?.is_empty() {
+        // Commits before the last synced one live only in the missing
+        // file: replaying the rest would build a damaged database.
+        return Err(Error::corruption(format!(
+            "found the write-ahead log {} but not its database file {}: the log belongs to a database that is gone; restore the file, or delete the log to start empty",
+            wal_path(path).display(),
+            path.display()
+        )));
+    }
+    let pager = Arc::new(Pager::open(path, pager_cfg)?);
+    let mut opened = Opened {
+        pager,
+        wal: Some(wal),
+        shared,
+        version: None,
+        point: None,
+        note: None,
+        checkpoint: false,
+    };
+    if arrival == Arrival::Alone {
+        recover(&mut opened, read_only)?;
+    }
+    Ok(opened)
+}
+
+/// Recovery by the first process to open the database: the header's version,
+/// then the WAL's newer commits; their page images are written back (or, for
+/// a read-only opener, read through an overlay, and the next writer writes
+/// them). Publishes the commit point.
+fn recover(opened: &mut Opened, read_only: bool) -> Result<()> {
+    let (pager, shared) = (&opened.pager, &opened.shared);
+    let Some(wal) = &opened.wal else {
+        return Ok(());
+    };
+    let mut version = Version::default();
+    let mut old_format = false;
+    if let Some(payload) = pager.read_header()? {
+        let (run, len, sum) = header_blob(&payload)?;
+        let pin = run
+            .pin(pager)?
+            .ok_or_else(|| Error::corruption("database header points at no metadata"))?;
+        let blob = pin
+            .get(..len)
+            .ok_or_else(|| Error::corruption("metadata length beyond its pages"))?;
+        if checksum(blob) != sum {
+            return Err(Error::corruption("metadata checksum mismatch"));
+        }
+        version = Version::decode(blob)?;
+        old_format = blob
+            .get(..4)
+            .is_some_and(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) < METADATA_FORMAT);
+    }
+    let records = wal.read_records()?;
+    let mut commits = Vec::with_capacity(records.len());
+    for rec in &records {
+        commits.push(CommitRecord::parse(rec)?);
+    }
+    // Records up to the header's version are already in the checkpoint (a crash
+    // between writing the header and resetting the WAL leaves them behind).
+    let header_seq = version.seq;
+    commits.retain(|c| c.seq > header_seq);
+    if let Some(last) = commits.last() {
+        version = Version::decode(last.metadata)?;
+    }
+    let images = wal_images(&commits)?;
+    let replayed = !commits.is_empty();
+    if read_only {
+        if !images.is_empty() {
+            opened.note = Some(format!(
+                "opened read-only: read {} commit(s) through the write-ahead log without recovering them into the database file; the next read-write open recovers them",
+                commits.len()
+            ));
+            pager.install_overlay(images)?;
+            shared.set_recovery_pending(true);
+        }
+    } else {
+        for (page, image) in &images {
+            pager.write_recovered(PageIdx(*page), image)?;
+        }
+    }
+    let point = CommitPoint {
+        seq: version.seq,
+        wal_end: wal.size_bytes(),
+        wal_gen: 1,
+    };
+    shared.publish(point);
+    opened.point = Some(point);
+    opened.version = Some(version);
+    // A checkpoint folds the replayed records into the file and rewrites an
+    // older format's metadata in the current one (which older builds refuse,
+    // so none opens the database beside this one).
+    opened.checkpoint = !read_only && (replayed || old_format);
+    Ok(())
+}
+
+/// The writer slot while held; gives it back when dropped.
+pub(crate) struct WriterSlotGuard {
+    shared: Arc<SharedFile>,
+}
+
+impl Drop for WriterSlotGuard {
+    fn drop(&mut self) {
+        self.shared.release_writer();
     }
 }
 
@@ -609,6 +715,8 @@ impl Storage {
 /// it keeps the `WriteTxn<'_>` signatures of the write operations valid.
 pub struct WriteTxn<'a> {
     storage: Arc<Storage>,
+    /// Released after the rollback in `drop` (fields drop after `Drop::drop`).
+    _slot: WriterSlotGuard,
     _life: PhantomData<&'a Storage>,
     base: Arc<Version>,
     pub catalog: Catalog,
@@ -622,7 +730,6 @@ impl Drop for WriteTxn<'_> {
     /// referenced by no version and go straight back to the free list.
     fn drop(&mut self) {
         self.local.release(&self.storage.pager);
-        self.storage.writer.release();
     }
 }
 
@@ -663,6 +770,8 @@ impl WriteTxn<'_> {
             seq: self.base.seq,
             catalog: Arc::new(self.catalog.clone()),
             tables: self.tables.clone(),
+            freed: Vec::new(),
+            reader: None,
         })
     }
 

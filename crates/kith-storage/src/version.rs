@@ -1,8 +1,10 @@
 //! A committed version of the database: the catalog plus the storage metadata
-//! of every table. Readers hold an `Arc<Version>` for the whole of their
+//! of every table, and the page runs recent commits stopped using that some
+//! reader may still read. Readers hold an `Arc<Version>` for the whole of their
 //! transaction, which is what makes their snapshot consistent: committed pages
 //! are never modified in place, and pages a later version stops using are only
-//! reused once no reader holds an older version.
+//! reused once no reader, in any process, holds an older version (see
+//! `shared.rs`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -16,7 +18,7 @@ use crate::node_table::NodeTableData;
 use crate::rel_table::RelTableData;
 
 /// Version of the metadata encoding; bump on incompatible change.
-pub const METADATA_FORMAT: u32 = 6;
+pub const METADATA_FORMAT: u32 = 7;
 /// Oldest metadata format this build still reads.
 pub const METADATA_FORMAT_MIN: u32 = 1;
 
@@ -55,6 +57,12 @@ pub struct Version {
     pub seq: u64,
     pub catalog: Arc<Catalog>,
     pub tables: BTreeMap<TableId, Arc<TableData>>,
+    /// Page runs freed by recent commits, by the commit that freed them: reusable
+    /// once every live reader's snapshot is at least that commit (format 7 on).
+    pub freed: Vec<(u64, Vec<PageRun>)>,
+    /// Set on the versions handed to readers: holds this process's reader slot at
+    /// the version's sequence number while the version is alive.
+    pub reader: Option<Arc<crate::shared::ReaderMark>>,
 }
 
 impl Version {
@@ -85,13 +93,21 @@ impl Version {
             .ok_or_else(|| Error::internal(format!("table {} is not a rel table", id.0)))
     }
 
-    /// Every page this version references.
+    /// Every page this version references (not counting [`Version::freed`]).
     pub fn pages(&self) -> Vec<PageRun> {
         let mut out = Vec::new();
         for t in self.tables.values() {
             t.pages(&mut out);
         }
         out
+    }
+
+    /// The same version without a reader mark (for building the next one).
+    pub fn unmarked(&self) -> Version {
+        Version {
+            reader: None,
+            ..self.clone()
+        }
     }
 
     pub fn encode(&self) -> Vec<u8> {
@@ -111,6 +127,15 @@ impl Version {
                     e.u8(1);
                     r.encode(&mut e);
                 }
+            }
+        }
+        e.u64(self.freed.len() as u64);
+        for (seq, runs) in &self.freed {
+            e.u64(*seq);
+            e.u64(runs.len() as u64);
+            for run in runs {
+                e.u32(run.first);
+                e.u32(run.count);
             }
         }
         e.finish()
@@ -137,6 +162,21 @@ impl Version {
             };
             tables.insert(id, Arc::new(data));
         }
+        let mut freed = Vec::new();
+        if format >= 7 {
+            for _ in 0..d.count(16)? {
+                let seq = d.u64()?;
+                let n = d.count(8)?;
+                let mut runs = Vec::with_capacity(n);
+                for _ in 0..n {
+                    runs.push(PageRun {
+                        first: d.u32()?,
+                        count: d.u32()?,
+                    });
+                }
+                freed.push((seq, runs));
+            }
+        }
         if !d.is_done() {
             return Err(Error::corruption("trailing bytes after metadata"));
         }
@@ -152,6 +192,8 @@ impl Version {
             seq,
             catalog: Arc::new(catalog),
             tables,
+            freed,
+            reader: None,
         })
     }
 }

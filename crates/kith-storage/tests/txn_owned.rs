@@ -41,12 +41,17 @@ fn owned_txn_moves_across_threads_and_reads_its_writes() {
     let v = txn.read_version().unwrap();
     assert!(v.catalog.table_by_name("P").is_some());
     assert_eq!(v.node_table(id).unwrap().num_live_rows(), 2);
-    assert!(storage.snapshot().catalog.table_by_name("P").is_none());
-    let seq = storage.snapshot().seq;
+    assert!(storage
+        .snapshot()
+        .unwrap()
+        .catalog
+        .table_by_name("P")
+        .is_none());
+    let seq = storage.snapshot().unwrap().seq;
     std::thread::spawn(move || txn.commit().unwrap())
         .join()
         .unwrap();
-    let now = storage.snapshot();
+    let now = storage.snapshot().unwrap();
     assert_eq!(now.seq, seq + 1);
     assert_eq!(now.node_table(id).unwrap().num_live_rows(), 2);
 }

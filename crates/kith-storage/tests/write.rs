@@ -120,7 +120,7 @@ fn fresh() -> (tempfile::TempDir, std::path::PathBuf, Arc<Storage>, Ids) {
     let path = dir.path().join("graph.kith");
     let storage = open(&path);
     setup(&storage);
-    let ids = ids(&storage.snapshot());
+    let ids = ids(&storage.snapshot().unwrap());
     (dir, path, storage, ids)
 }
 
@@ -204,7 +204,7 @@ fn edges(
 }
 
 fn check(storage: &Storage, model: &Model) {
-    let v = storage.snapshot();
+    let v = storage.snapshot().unwrap();
     let ids = ids(&v);
     let pager = storage.pager();
     let nd = v.node_table(ids.p).unwrap();
@@ -505,7 +505,7 @@ fn run_sequence(txns: &[Txn]) {
     let mut model = Model::default();
     check(&storage, &model);
     for t in txns {
-        let before = storage.snapshot();
+        let before = storage.snapshot().unwrap();
         let ids = ids(&before);
         let mut working = model.clone();
         {
@@ -517,7 +517,7 @@ fn run_sequence(txns: &[Txn]) {
                 txn.merge_pk_deltas(true).unwrap();
             }
             // Nothing is visible before commit.
-            assert_eq!(storage.snapshot().seq, before.seq);
+            assert_eq!(storage.snapshot().unwrap().seq, before.seq);
             if t.commit {
                 txn.commit().unwrap();
                 model = working;
@@ -615,7 +615,7 @@ fn errors_are_clear_and_leave_nothing_behind() {
     assert_eq!(txn.insert_nodes(ids.p, &[row(2)]).unwrap(), vec![3]);
     assert_eq!(txn.lookup_pk(ids.p, &Value::Int64(2)).unwrap(), Some(3));
     txn.commit().unwrap();
-    let v = storage.snapshot();
+    let v = storage.snapshot().unwrap();
     let nd = v.node_table(ids.p).unwrap();
     assert_eq!((nd.num_rows, nd.num_live_rows()), (4, 3));
     assert_eq!(v.rel_table(ids.rel[1]).unwrap().num_rels, 0);
@@ -625,21 +625,37 @@ fn errors_are_clear_and_leave_nothing_behind() {
 fn snapshots_are_isolated_and_rollback_discards() {
     let storage = Storage::open(None, StorageConfig::default()).unwrap();
     setup(&storage);
-    let ids = ids(&storage.snapshot());
-    let old = storage.snapshot();
+    let ids = ids(&storage.snapshot().unwrap());
+    let old = storage.snapshot().unwrap();
     {
         let mut txn = storage.begin_write().unwrap();
         txn.insert_nodes(ids.p, &[vec![Value::Int64(1), Value::Null, Value::Null]])
             .unwrap();
         // Rollback by drop.
     }
-    assert_eq!(storage.snapshot().node_table(ids.p).unwrap().num_rows, 0);
+    assert_eq!(
+        storage
+            .snapshot()
+            .unwrap()
+            .node_table(ids.p)
+            .unwrap()
+            .num_rows,
+        0
+    );
     let mut txn = storage.begin_write().unwrap();
     txn.insert_nodes(ids.p, &[vec![Value::Int64(1), Value::Null, Value::Null]])
         .unwrap();
     txn.commit().unwrap();
     assert_eq!(old.node_table(ids.p).unwrap().num_rows, 0);
-    assert_eq!(storage.snapshot().node_table(ids.p).unwrap().num_rows, 1);
+    assert_eq!(
+        storage
+            .snapshot()
+            .unwrap()
+            .node_table(ids.p)
+            .unwrap()
+            .num_rows,
+        1
+    );
 }
 
 /// Many rows across several node groups, rels between groups, deletes and
@@ -795,9 +811,9 @@ fn checkpoint_reclaims_deleted_rows() {
         model.rows[o as usize] = None;
     }
     check(&storage, &model);
-    let before = page_count(&storage.snapshot());
+    let before = page_count(&storage.snapshot().unwrap());
     storage.checkpoint().unwrap();
-    let after = page_count(&storage.snapshot());
+    let after = page_count(&storage.snapshot().unwrap());
     check(&storage, &model);
     // Tiny node groups keep a page or two of NULL bitmaps per column each.
     let factor = if NODE_GROUP_SIZE >= 1024 { 3 } else { 1 };
@@ -806,13 +822,17 @@ fn checkpoint_reclaims_deleted_rows() {
         "clearing {} of {n} rows left {after} of {before} pages",
         doomed.len()
     );
-    let snapshot = storage.snapshot();
+    let snapshot = storage.snapshot().unwrap();
     let group = &snapshot.node_table(ids.p).unwrap().groups[0];
     assert_eq!(group.free, group.deleted);
     drop(snapshot);
-    let seq = storage.snapshot().seq;
+    let seq = storage.snapshot().unwrap().seq;
     storage.checkpoint().unwrap();
-    assert_eq!(storage.snapshot().seq, seq, "nothing left to clear");
+    assert_eq!(
+        storage.snapshot().unwrap().seq,
+        seq,
+        "nothing left to clear"
+    );
     drop(storage);
     let storage = open(&path);
     check(&storage, &model);

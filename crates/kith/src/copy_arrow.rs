@@ -122,7 +122,7 @@ impl Connection {
             }
         }
         let storage = &self.db.storage;
-        let snapshot = storage.snapshot();
+        let snapshot = storage.snapshot()?;
         let params: HashMap<String, Value> = params
             .iter()
             .map(|(k, v)| (k.to_string(), v.clone()))

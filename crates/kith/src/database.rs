@@ -31,7 +31,7 @@ pub struct Config {
     pub max_threads: Option<usize>,
     pub read_only: bool,
     /// How long a write waits for another connection's write transaction
-    /// to finish before it fails with a clear error; default 5 s.
+    /// to finish before it fails with a clear error; default 60 s.
     pub writer_wait: Option<Duration>,
 }
 
@@ -90,6 +90,13 @@ impl Database {
                 }),
             })
         })
+    }
+
+    /// What opening did that the user may want to know: e.g. that a
+    /// read-only open read commits through the write-ahead log because the
+    /// database needs recovery that only a read-write open may write.
+    pub fn open_note(&self) -> Option<&str> {
+        self.inner.storage.open_note()
     }
 
     /// Worker threads of the shared pool.

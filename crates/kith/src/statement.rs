@@ -58,7 +58,10 @@ fn run_cached(
         return None;
     }
     let snapshot = match &*conn.txn.lock() {
-        TxnState::Auto => conn.db.storage.snapshot(),
+        TxnState::Auto => match conn.db.storage.snapshot() {
+            Ok(v) => v,
+            Err(e) => return Some(Err(e)),
+        },
         TxnState::ReadOnly(v) => Arc::clone(v),
         TxnState::Aborted | TxnState::Write(_) => return None,
     };
@@ -178,7 +181,10 @@ fn run_transaction_control(
                 )));
             }
             if *read_only {
-                *state = TxnState::ReadOnly(storage.snapshot());
+                match storage.snapshot() {
+                    Ok(v) => *state = TxnState::ReadOnly(v),
+                    Err(e) => return Some(Err(e)),
+                }
             } else {
                 match storage.begin_write() {
                     Ok(txn) => *state = TxnState::Write(Box::new(txn)),
@@ -249,7 +255,7 @@ fn run_statement(
     // of a READ ONLY transaction, or the open write transaction's own state.
     let mut state = conn.txn.lock();
     let (snapshot, in_write_txn, read_only_txn) = match &mut *state {
-        TxnState::Auto => (storage.snapshot(), false, false),
+        TxnState::Auto => (storage.snapshot()?, false, false),
         TxnState::ReadOnly(v) => (Arc::clone(v), false, true),
         TxnState::Aborted => return Err(txn_error(ABORTED)),
         // Binding needs only the catalog; reads flush the transaction's

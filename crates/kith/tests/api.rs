@@ -100,14 +100,65 @@ fn failed_copy_changes_nothing() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// Two opens of one file (as two processes would) share it: each sees the
+/// other's commits, a read-only open reads them too, and their writers take
+/// turns. (Real processes: kith-cli's `processes` tests.)
 #[test]
-fn second_writer_process_is_refused() {
-    let (dir, path) = temp_db("lock");
-    let _db = Database::open(&path, Config::default()).unwrap();
-    let err = Database::open(&path, Config::default())
-        .err()
-        .expect("second open must fail");
-    assert!(err.to_string().contains("locked"), "{err}");
+fn two_opens_share_one_database() {
+    let (dir, path) = temp_db("shared");
+    let a = Database::open(&path, Config::default()).unwrap();
+    let b = Database::open(&path, Config::default()).unwrap();
+    let ro = Database::open(
+        &path,
+        Config {
+            read_only: true,
+            ..Config::default()
+        },
+    )
+    .unwrap();
+    let (ca, cb, cro) = (
+        Connection::new(&a),
+        Connection::new(&b),
+        Connection::new(&ro),
+    );
+    ca.query("CREATE NODE TABLE P(id INT64, PRIMARY KEY(id))")
+        .unwrap();
+    let count = |c: &Connection| rows(c, "MATCH (p:P) RETURN count(*)");
+    for i in 0..20 {
+        let c = if i % 2 == 0 { &ca } else { &cb };
+        c.query(&format!("CREATE (:P {{id: {i}}})")).unwrap();
+        let want = vec![vec![Value::Int64(i + 1)]];
+        assert_eq!(count(&ca), want);
+        assert_eq!(count(&cb), want);
+        assert_eq!(count(&cro), want);
+    }
+    let err = cro.query("CREATE (:P {id: 100})").unwrap_err();
+    assert!(err.to_string().contains("read-only"), "{err}");
+    // A snapshot of one open is unchanged by the other's commits.
+    cro.query("BEGIN TRANSACTION READ ONLY").unwrap();
+    ca.query("CREATE (:P {id: 101})").unwrap();
+    assert_eq!(count(&cro), vec![vec![Value::Int64(20)]]);
+    cro.query("COMMIT").unwrap();
+    assert_eq!(count(&cro), vec![vec![Value::Int64(21)]]);
+    // The writer slot is one for both opens.
+    let short = Database::open(
+        &path,
+        Config {
+            writer_wait: Some(std::time::Duration::from_millis(100)),
+            ..Config::default()
+        },
+    )
+    .unwrap();
+    ca.query("BEGIN TRANSACTION").unwrap();
+    let err = Connection::new(&short)
+        .query("CREATE (:P {id: 102})")
+        .unwrap_err();
+    assert!(err.to_string().contains("100 ms"), "{err}");
+    ca.query("ROLLBACK").unwrap();
+    Connection::new(&short)
+        .query("CREATE (:P {id: 102})")
+        .unwrap();
+    assert_eq!(count(&cb), vec![vec![Value::Int64(22)]]);
     let _ = std::fs::remove_dir_all(dir);
 }
 

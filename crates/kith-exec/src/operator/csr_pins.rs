@@ -501,7 +501,7 @@ mod tests {
             .collect();
         txn.insert_rels(k, &src, &dst, &[]).unwrap();
         txn.commit().unwrap();
-        let data = match storage.snapshot().table(k).unwrap().as_ref() {
+        let data = match storage.snapshot().unwrap().table(k).unwrap().as_ref() {
             TableData::Rel(r) => Arc::new(r.clone()),
             _ => unreachable!("K is a rel table"),
         };
