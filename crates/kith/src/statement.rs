@@ -734,7 +734,13 @@ result: {rows} rows in {:.3} ms with {} threads (operator times are summed over 
                         &snapshot.catalog,
                         &planner_rows(snapshot, settings),
                     )?;
-                    parts.push(plan.explain(&snapshot.catalog).trim_end().to_string());
+                    let ctx = query_context(self.conn, snapshot, self.params, &self.cancel, None);
+                    let physical = kith_exec::run::explain_physical(&plan, ctx, settings.threads)?;
+                    parts.push(
+                        format!("{}{physical}", plan.explain(&snapshot.catalog))
+                            .trim_end()
+                            .to_string(),
+                    );
                 }
                 let glue = if all { "\nUNION ALL\n" } else { "\nUNION\n" };
                 Ok(message(parts.join(glue)))
