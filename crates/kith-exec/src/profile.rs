@@ -30,6 +30,8 @@ pub struct OpStats {
 pub struct Profile {
     ops: Mutex<Vec<Arc<OpStats>>>,
     pipelines: AtomicU64,
+    /// The rewrites that fired, by pipeline.
+    rewrites: Mutex<Vec<(usize, Vec<&'static str>)>>,
 }
 
 impl Profile {
@@ -66,43 +68,24 @@ impl Profile {
             .store(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
     }
 
-    /// Two operators of a pipeline merged into one (`first` pulled from
-    /// `second`'s place): one line labelled with both.
-    pub fn fuse(&self, first: &Arc<OpStats>, second: &Arc<OpStats>) -> Arc<OpStats> {
-        let label = format!("{} × {}", first.label, second.label);
-        self.replace(first, second, label)
-    }
-
-    /// [`Profile::fuse`] with a label of its own (what replaced the two).
-    pub fn replace(
-        &self,
-        first: &Arc<OpStats>,
-        second: &Arc<OpStats>,
-        label: String,
-    ) -> Arc<OpStats> {
-        let fused = Arc::new(OpStats {
-            pipeline: second.pipeline,
-            label,
-            tuples: AtomicU64::new(0),
-            nanos: AtomicU64::new(0),
-        });
-        let mut ops = self.ops.lock();
-        ops.retain(|op| !Arc::ptr_eq(op, first));
-        for op in ops.iter_mut() {
-            if Arc::ptr_eq(op, second) {
-                *op = Arc::clone(&fused);
-            }
+    /// The rewrites that fired in pipeline `pipeline` (see
+    /// `physical::REWRITES`), listed under its operators.
+    pub fn rewrites(&self, pipeline: usize, names: &[&'static str]) {
+        if !names.is_empty() {
+            self.rewrites.lock().push((pipeline, names.to_vec()));
         }
-        fused
     }
 
     /// One line per operator: pipeline, operator, tuples, inclusive and
-    /// own time (inclusive minus the operator it pulls from).
+    /// own time (inclusive minus the operator it pulls from); after a
+    /// pipeline's last operator, the rewrites that fired in it, as
+    /// `pipeline N rewrites: a, b` (not a row of the table).
     pub fn report(&self) -> String {
         // In pipeline order; a pipeline's operators in the order they were
         // registered (a stable sort).
         let mut ops = self.ops.lock().clone();
         ops.sort_by_key(|op| op.pipeline);
+        let rewrites = self.rewrites.lock().clone();
         let mut out = String::from("pipeline | operator | tuples | time ms (incl.) | own ms\n");
         for (i, op) in ops.iter().enumerate() {
             let incl = op.nanos.load(Ordering::Relaxed);
@@ -118,6 +101,18 @@ impl Profile {
                 incl as f64 / 1e6,
                 incl.saturating_sub(child) as f64 / 1e6
             ));
+            let last_of_pipeline = ops
+                .get(i + 1)
+                .is_none_or(|next| next.pipeline != op.pipeline);
+            if last_of_pipeline {
+                for (_, names) in rewrites.iter().filter(|(p, _)| *p == op.pipeline) {
+                    out.push_str(&format!(
+                        "pipeline {} rewrites: {}\n",
+                        op.pipeline,
+                        names.join(", ")
+                    ));
+                }
+            }
         }
         out
     }
@@ -183,5 +178,23 @@ mod tests {
         let r = p.report();
         assert!(r.contains("1 | Scan | 0 | 2.000 | 2.000"), "{r}");
         assert!(r.contains("1 | Filter | 7 | 5.000 | 3.000"), "{r}");
+    }
+
+    #[test]
+    fn rewrites_are_listed_after_their_pipeline() {
+        let p = Profile::default();
+        let (one, two) = (p.next_pipeline(), p.next_pipeline());
+        p.register(one, "Scan".into());
+        p.register(two, "Scan".into());
+        p.register(two, "Extend".into());
+        p.rewrites(two, &["count-last-extend", "pack-last-extend"]);
+        p.rewrites(one, &[]);
+        let r = p.report();
+        let lines: Vec<&str> = r.lines().collect();
+        assert_eq!(
+            lines[4], "pipeline 2 rewrites: count-last-extend, pack-last-extend",
+            "{r}"
+        );
+        assert_eq!(r.matches("rewrites").count(), 1, "{r}");
     }
 }

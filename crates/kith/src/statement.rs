@@ -740,7 +740,13 @@ result: {rows} rows in {:.3} ms with {} threads (operator times are summed over 
                         &snapshot.catalog,
                         &planner_rows(snapshot, settings),
                     )?;
-                    parts.push(plan.explain(&snapshot.catalog).trim_end().to_string());
+                    let ctx = query_context(self.conn, snapshot, self.params, &self.cancel, None);
+                    let physical = kith_exec::run::explain_physical(&plan, ctx, settings.threads)?;
+                    parts.push(
+                        format!("{}{physical}", plan.explain(&snapshot.catalog))
+                            .trim_end()
+                            .to_string(),
+                    );
                 }
                 let glue = if all { "\nUNION ALL\n" } else { "\nUNION\n" };
                 Ok(message(parts.join(glue)))
@@ -752,7 +758,9 @@ result: {rows} rows in {:.3} ms with {} threads (operator times are summed over 
     }
 
     /// `EXPLAIN` of a single query: its plan, with the recursive joins'
-    /// dispatch policy as the settings choose it.
+    /// dispatch policy as the settings choose it, then its pipelines as the
+    /// executor resolves them (operators, rewrites, build sides), with
+    /// nothing run.
     fn explain_query(&self, q: kith_planner::bound::BoundQuery) -> Result<QueryResult> {
         let (snapshot, settings) = (self.snapshot, &self.settings);
         let mut plan = kith_planner::planner::plan_query(
@@ -776,7 +784,12 @@ result: {rows} rows in {:.3} ms with {} threads (operator times are summed over 
                 ));
             }
         }
-        Ok(message(plan.explain(&snapshot.catalog)))
+        let ctx = query_context(self.conn, snapshot, self.params, &self.cancel, None);
+        let physical = kith_exec::run::explain_physical(&plan, ctx, settings.threads)?;
+        Ok(message(format!(
+            "{}{physical}",
+            plan.explain(&snapshot.catalog)
+        )))
     }
 }
 
@@ -922,7 +935,28 @@ fn run_plan(
     settings: &crate::database::Settings,
     profile: Option<Arc<kith_exec::profile::Profile>>,
 ) -> Result<Vec<Chunk>> {
-    let ctx = Arc::new(QueryContext {
+    let ctx = query_context(conn, version, params, cancel, profile);
+    let chunks = kith_exec::run::execute_query_from(
+        plan,
+        initial,
+        ctx,
+        &conn.db.sched,
+        settings.threads,
+        &settings.recursive,
+    )?;
+    cancel.check()?;
+    Ok(chunks)
+}
+
+/// The executor's context of a statement on `version`.
+fn query_context(
+    conn: &Connection,
+    version: &Arc<kith_storage::Version>,
+    params: &HashMap<String, Value>,
+    cancel: &CancelToken,
+    profile: Option<Arc<kith_exec::profile::Profile>>,
+) -> Arc<QueryContext> {
+    Arc::new(QueryContext {
         version: Arc::clone(version),
         pager: Arc::clone(conn.db.storage.pager()),
         params: params.clone(),
@@ -934,17 +968,7 @@ fn run_plan(
         ))),
         semi_masks: Arc::default(),
         csr_pins: Arc::default(),
-    });
-    let chunks = kith_exec::run::execute_query_from(
-        plan,
-        initial,
-        ctx,
-        &conn.db.sched,
-        settings.threads,
-        &settings.recursive,
-    )?;
-    cancel.check()?;
-    Ok(chunks)
+    })
 }
 
 /// The largest `var_length_max_depth`.

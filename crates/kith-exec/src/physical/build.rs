@@ -1,20 +1,21 @@
 //! From a pipeline's plan (source and steps) to its [`PipelineShape`]:
 //! the slot layout, the resolved steps (one [`PhysicalStep`] each, see
-//! [`Resolver::step`]), then the rewrites that apply.
+//! [`Resolver::step`]), then the rewrites that apply ([`REWRITES`]). The
+//! build sides of its cross products come in as results ([`BuildResults`]):
+//! nothing here runs.
 
 use std::collections::HashSet;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use kith_common::constants::VECTOR_CAPACITY;
-use kith_common::{Error, LogicalType, Result, Span};
+use kith_common::constants::{MORSEL_SIZE, VECTOR_CAPACITY};
+use kith_common::{Chunk, Error, LogicalType, Result};
 use kith_planner::bound::PropertyPredicate;
 use kith_planner::expr::{BoundExpr, SlotId};
 use kith_planner::plan::{
     ExtendDirection, HashJoinKey, IntersectRel as PlanIntersectRel, PropertyRead, Source, Step,
-    SubPlan,
 };
-use kith_sched::{MorselDispenser, Scheduler};
+use kith_sched::MorselDispenser;
 
 use crate::operator::cross_product::CrossProductSpec;
 use crate::operator::extend::ExtendSpec;
@@ -31,45 +32,40 @@ use crate::physical::*;
 
 /// A step of the plan with its place in an OPTIONAL MATCH chain, if in
 /// one: (whether it is the chain's first step, whether its last).
-type PlacedStep<'a> = (&'a Step, Option<(bool, bool)>);
+pub(super) type PlacedStep<'a> = (&'a Step, Option<(bool, bool)>);
 
 impl PipelineShape {
-    /// Resolves a pipeline against storage; the build sides of cross
-    /// products run (to completion) here.
-    #[allow(clippy::too_many_arguments)]
+    /// Resolves a pipeline against storage and the results of its build
+    /// sides (`builds`, in the order of [`PipelinePlan::deps`]), then
+    /// applies the rewrites ([`REWRITES`]). Runs nothing: the run layer ran
+    /// the build sides before (`run/deps.rs`). `pipeline`: its PROFILE
+    /// number, taken by the caller before its build sides took theirs.
     pub(crate) fn build(
-        plan_source: &Source,
-        plan_steps: &[Step],
+        plan: &PipelinePlan<'_>,
+        opts: &BuildOptions,
         ctx: &Arc<QueryContext>,
-        rows: Option<PartRows>,
-        sched: &Scheduler,
-        threads: usize,
-        counted: bool,
-        sink_reads: Option<&HashSet<SlotId>>,
+        pipeline: Option<usize>,
+        builds: BuildResults,
     ) -> Result<PipelineShape> {
         let mut r = Resolver {
             ctx,
-            sched,
-            threads,
-            plan_steps,
+            threads: opts.threads,
+            plan_steps: plan.steps,
             b: LayoutBuilder::default(),
+            builds,
+            note: None,
         };
         let first = r.b.add_chunk();
-        let (source, source_nulls) = r.source(plan_source, rows, counted, sink_reads)?;
-        let pipeline = ctx.profile.as_ref().map(|p| p.next_pipeline());
-        let register = |label: String, chunk: usize| {
-            ctx.profile
-                .as_ref()
-                .zip(pipeline)
-                .map(|(p, n)| (p.register(n, label), chunk))
-        };
-        let mut stats = vec![register(source_label(plan_source, ctx), first)];
+        let sink_reads = opts.sink_reads.as_ref();
+        let (source, source_nulls) =
+            r.source(plan.source, opts.rows.clone(), opts.counted, sink_reads)?;
+        let mut ops = vec![Some((source_label(plan.source, ctx), first))];
         let mut steps: Vec<Box<dyn PhysicalStep>> = Vec::new();
         if !source_nulls.is_empty() {
             steps.push(Box::new(FillNullsSpec(source_nulls)));
-            stats.push(None);
+            ops.push(None);
         }
-        for (step, place) in flatten_chains(plan_steps) {
+        for (step, place) in flatten_chains(plan.steps) {
             if let Step::Alias { slot, of } = step {
                 let at =
                     r.b.layout
@@ -80,38 +76,54 @@ impl PipelineShape {
             }
             let (built, nulls) = r.step(step, place)?;
             let mut label = step_label(step, ctx);
-            if built.get::<CrossProductSpec>().is_some_and(|c| c.unique) {
-                label.push_str(" (unique keys, probed by batch)");
+            if let Some(note) = r.note.take() {
+                label.push_str(note);
             }
             steps.push(built);
-            stats.push(register(label, r.b.chunks.len() - 1));
+            ops.push(Some((label, r.b.chunks.len() - 1)));
             if !nulls.is_empty() {
                 steps.push(Box::new(FillNullsSpec(nulls)));
-                stats.push(None);
+                ops.push(None);
             }
             if let Some((_, true)) = place {
                 steps.push(Box::new(ChainEndSpec));
-                stats.push(None);
+                ops.push(None);
             }
         }
-        let mut b = r.b;
-        let mut source = source;
-        if let Some(reads) = sink_reads {
-            count_last_extend(&mut steps, reads, &b);
-            fuse_counted_pair(&mut steps, &mut stats, reads, &b.layout, ctx);
-            pack_last_extend(&mut steps, reads, &mut b);
-        }
-        count_whole_rel_table(&mut source, &mut steps, &mut stats, ctx);
+        let mut draft = Draft {
+            source,
+            steps,
+            ops,
+            b: r.b,
+            morsel_size: MORSEL_SIZE,
+        };
+        let rewrites = apply_rewrites(&mut draft, opts);
+        let Draft {
+            mut source,
+            steps,
+            ops,
+            b,
+            morsel_size,
+        } = draft;
         if let BuiltSource::Scan { data, morsels, .. } = &mut source {
             *morsels = Arc::new(MorselDispenser::with_regions(
                 data.num_rows,
-                scan_morsel_size(&steps, threads),
-                threads,
+                morsel_size,
+                opts.threads,
             ));
         }
-        if threads > 1 {
-            split_single_source(&mut source, &mut steps);
-        }
+        let stats = match (&ctx.profile, pipeline) {
+            (Some(profile), Some(n)) => {
+                profile.rewrites(n, &rewrites);
+                ops.iter()
+                    .map(|op| {
+                        op.as_ref()
+                            .map(|(label, chunk)| (profile.register(n, label.clone()), *chunk))
+                    })
+                    .collect()
+            }
+            _ => Vec::new(),
+        };
         Ok(PipelineShape {
             ctx: Arc::clone(ctx),
             layout: Arc::new(b.layout.clone()),
@@ -119,13 +131,15 @@ impl PipelineShape {
             source,
             steps,
             stats,
+            labels: ops.into_iter().flatten().map(|(label, _)| label).collect(),
+            rewrites,
         })
     }
 }
 
 /// The plan's steps with each OPTIONAL MATCH chain's steps in line, each
 /// knowing its place (see `Step::OptionalChain`).
-fn flatten_chains(plan_steps: &[Step]) -> Vec<PlacedStep<'_>> {
+pub(super) fn flatten_chains(plan_steps: &[Step]) -> Vec<PlacedStep<'_>> {
     let mut flat = Vec::new();
     for step in plan_steps {
         match step {
@@ -144,41 +158,20 @@ fn flatten_chains(plan_steps: &[Step]) -> Vec<PlacedStep<'_>> {
     flat
 }
 
-/// A last extend whose neighbours, and whose input group, the sink never
-/// reads only counts (see `CountMode::Collapse`); one whose input group the
-/// sink reads counts per input tuple (`CountMode::Degrees`).
-fn count_last_extend(
-    steps: &mut [Box<dyn PhysicalStep>],
-    reads: &HashSet<SlotId>,
-    b: &LayoutBuilder,
-) {
-    let Some(e) = steps.last_mut().and_then(|s| s.get_mut::<ExtendSpec>()) else {
-        return;
-    };
-    if e.to.is_some() || e.rel_id.is_some() {
-        return;
-    }
-    let reads_chunk = |chunk: usize| {
-        reads
-            .iter()
-            .any(|s| b.layout.get(*s).is_some_and(|(c, _)| c == chunk))
-    };
-    if e.properties.is_empty() && !reads_chunk(e.output_chunk) {
-        e.collapse = !reads_chunk(e.input_chunk);
-        e.degrees = !e.collapse && !e.pad;
-    }
-}
-
 /// Resolves one pipeline's source and steps against storage, growing its
 /// layout.
 struct Resolver<'a> {
     ctx: &'a Arc<QueryContext>,
-    sched: &'a Scheduler,
     threads: usize,
     /// The pipeline's whole plan (a left outer join looks for its padding
     /// filter).
     plan_steps: &'a [Step],
     b: LayoutBuilder,
+    /// The build sides' results, taken by the cross products in turn.
+    builds: BuildResults,
+    /// What the last resolved step adds to its label (how a hash join
+    /// probes).
+    note: Option<&'static str>,
 }
 
 impl Resolver<'_> {
@@ -265,12 +258,12 @@ impl Resolver<'_> {
         let none = Vec::new();
         Ok(match step {
             Step::CrossProduct {
-                build,
                 columns,
                 key,
                 optional,
+                ..
             } => (
-                Box::new(self.cross_product(build, columns, key.as_ref(), *optional)?),
+                Box::new(self.cross_product(columns, key.as_ref(), *optional)?),
                 none,
             ),
             Step::Filter(e) => (
@@ -340,59 +333,31 @@ impl Resolver<'_> {
         })
     }
 
-    /// A cross product or hash join: runs its build side to completion
-    /// (and indexes it by key), then places its columns.
+    /// A cross product or hash join: the rows (and index) of its build
+    /// side, which ran before (or, described only, none), and its columns
+    /// placed in the layout.
     fn cross_product(
         &mut self,
-        build: &SubPlan,
         columns: &[(SlotId, LogicalType)],
         key: Option<&HashJoinKey>,
         optional: bool,
     ) -> Result<CrossProductSpec> {
-        let (ctx, sched, threads) = (self.ctx, self.sched, self.threads);
-        let shape = PipelineShape::build(
-            &build.source,
-            &build.steps,
-            ctx,
-            None,
-            sched,
-            threads,
-            false,
-            None,
-        )?;
-        let mut outputs: Vec<BoundExpr> = columns
-            .iter()
-            .map(|(slot, ty)| BoundExpr::slot(*slot, ty.clone(), Span::new(0, 0)))
-            .collect();
-        let mut types: Vec<LogicalType> = columns.iter().map(|c| c.1.clone()).collect();
-        // A hash join's build key is one more output column, indexed, then
-        // dropped.
-        if let Some(k) = key {
-            outputs.push(k.build.clone());
-            types.push(k.build.ty.clone());
-        }
-        let chunks = collect_all(
-            vec![shape],
-            outputs,
-            &types,
-            ctx,
-            sched,
-            threads,
-            None,
-            None,
-            false,
-        )?;
-        let mut rows = concat(chunks, &types);
-        let index = match key {
-            Some(k) => {
-                let keys = rows
-                    .columns
-                    .pop()
-                    .ok_or_else(|| Error::internal("hash join without its key"))?;
-                let index = build_join_index(keys, ctx, sched, threads)?;
-                Some((k.probe.clone(), Arc::new(index)))
+        let (rows, index, ran) = match &mut self.builds {
+            BuildResults::Ready(results) => {
+                let built = results
+                    .next()
+                    .ok_or_else(|| Error::internal("a cross product without its build side"))?;
+                (built.rows, built.index, true)
             }
-            None => None,
+            BuildResults::NotRun => {
+                let types: Vec<LogicalType> = columns.iter().map(|c| c.1.clone()).collect();
+                (Arc::new(Chunk::new(&types, 0)), None, false)
+            }
+        };
+        let index = match (key, index) {
+            (Some(k), Some(index)) => Some((k.probe.clone(), index)),
+            (Some(_), None) if ran => return Err(Error::internal("hash join without its index")),
+            _ => None,
         };
         let b = &mut self.b;
         let input_chunk = b.chunks.len() - 1;
@@ -405,6 +370,14 @@ impl Resolver<'_> {
                 .iter()
                 .any(|s| matches!(s, Step::PadFilter { .. }));
         let unique = !padded && index.as_ref().is_some_and(|(_, i)| i.unique());
+        self.note = if unique {
+            Some(" (unique keys, probed by batch)")
+        } else if !ran && key.is_some() && !padded {
+            // Uniqueness is a property of the build rows, not yet run.
+            Some(" (unique keys: decided at run time)")
+        } else {
+            None
+        };
         let out = if unique { input_chunk } else { b.add_chunk() };
         let vectors: Vec<usize> = columns
             .iter()
@@ -414,7 +387,7 @@ impl Resolver<'_> {
             b.add_anonymous(out, LogicalType::InternalId);
         }
         Ok(CrossProductSpec {
-            rows: Arc::new(rows),
+            rows,
             input_chunk,
             output_chunk: out,
             columns: vectors,

@@ -1,24 +1,30 @@
 //! The physical layer: maps a part's plan steps to resolved pipelines
 //! ([`PipelineShape`]: the slot layout, and one [`PhysicalStep`] per step,
 //! the step's operator spec with its tables and positions resolved) and
-//! instantiates them per worker; `run` schedules what it builds.
+//! instantiates them per worker; `run` schedules what it builds. It runs
+//! nothing itself.
 //!
+//! - `dag.rs` says which pipelines a pipeline depends on: the build sides
+//!   of its cross products and hash joins ([`PipelinePlan`]). The run
+//!   layer runs them first, bottom-up, and resolves the probing pipeline
+//!   with their rows and join indexes ([`BuildResults`]); EXPLAIN resolves
+//!   it without them (`describe.rs`).
 //! - `build.rs` resolves a plan step into its spec (one match arm per kind
-//!   of step) and applies the rewrites.
-//! - `rewrite.rs` holds the rewrites, each a named function; they ask the
-//!   specs through [`PhysicalStep`]'s questions and change extends only.
+//!   of step), then applies the rewrites.
+//! - `rewrite.rs` holds the rewrites, each a named unit in one ordered list
+//!   ([`REWRITES`]); they ask the specs through [`PhysicalStep`]'s
+//!   questions, and the shape records the names of those that fired
+//!   (PROFILE and EXPLAIN list them).
 //! - `step.rs` is the seam with the operators: each operator file defines
 //!   its spec and how a worker instantiates it.
 //! - `instantiate.rs` makes one worker's chain.
-//!
-//! One exception to "runs nothing": a cross product's or hash join's build
-//! side is run to completion (through `run`) while its probing pipeline is
-//! built, so it is not yet a dependency the run layer schedules.
 
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use kith_common::constants::VECTOR_CAPACITY;
+use std::collections::HashSet;
+
 use kith_common::{Error, LogicalType, Result, TableId, ValueVector};
 use kith_planner::expr::SlotId;
 use kith_planner::plan::{PropertyRead, Source, Step};
@@ -31,12 +37,14 @@ use crate::operator::{Pos, QueryContext};
 use crate::profile::OpStats;
 use crate::result_set::{ChunkState, DataChunk, ResultSet, SlotLayout};
 
-use crate::run::*;
-
 mod build;
+mod dag;
+mod describe;
 mod instantiate;
 mod rewrite;
 pub(crate) mod step;
+pub(crate) use dag::*;
+pub(crate) use describe::*;
 pub(crate) use rewrite::*;
 pub(crate) use step::{PhysicalStep, WorkerChain};
 
@@ -198,4 +206,49 @@ pub(crate) struct PipelineShape {
     /// Under PROFILE: the counters of the source and of each step (with the
     /// last chunk of its output); FillNulls steps are not counted.
     pub(crate) stats: Vec<Option<(Arc<OpStats>, usize)>>,
+    /// The names of the source and of the counted steps, as PROFILE lists
+    /// them.
+    pub(crate) labels: Vec<String>,
+    /// The rewrites that fired, in the order they applied.
+    pub(crate) rewrites: Vec<&'static str>,
+}
+
+/// How the run layer resolves the pipelines of a part (or of a build side):
+/// what the rewrites and the source depend on besides the plan.
+#[derive(Default)]
+pub(crate) struct BuildOptions {
+    /// The part's input rows (a `Rows` source reads them).
+    pub(crate) rows: Option<PartRows>,
+    pub(crate) threads: usize,
+    /// The rows end with a count column (after a recursive join).
+    pub(crate) counted: bool,
+    /// The slots an aggregating sink reads (None: a collecting sink, which
+    /// reads everything): the counting and packing rewrites need them.
+    pub(crate) sink_reads: Option<HashSet<SlotId>>,
+    /// The sink lets the workers share hub nodes ([`share_hubs`]).
+    pub(crate) share_hubs: bool,
+}
+
+impl BuildOptions {
+    /// The options of a build side's pipeline: collected whole, read by
+    /// nothing but its columns.
+    pub(crate) fn build_side(threads: usize) -> BuildOptions {
+        BuildOptions {
+            threads,
+            ..BuildOptions::default()
+        }
+    }
+}
+
+/// A pipeline resolved but not yet rewritten: what the rewrites change.
+pub(crate) struct Draft {
+    pub(crate) source: BuiltSource,
+    pub(crate) steps: Vec<Box<dyn PhysicalStep>>,
+    /// The name of the source (first) and of each step, with the last
+    /// chunk of its output; None for a step PROFILE does not count
+    /// (FillNulls, the end of an OPTIONAL MATCH chain).
+    pub(crate) ops: Vec<Option<(String, usize)>>,
+    pub(crate) b: LayoutBuilder,
+    /// Rows per morsel of a node scan ([`scan_morsel_size`]).
+    pub(crate) morsel_size: u64,
 }

@@ -1,12 +1,15 @@
-//! Rewrites of a built pipeline that the plan does not show: packing the
-//! last extend, morsel sizes, sharing one source or hub nodes among the
-//! workers, fusing a counted pair of extends, counting a whole rel table.
+//! Rewrites of a resolved pipeline that the plan does not show: counting
+//! or packing the last extend, fusing a counted pair of extends, counting a
+//! whole rel table, morsel sizes, sharing one source or hub nodes among the
+//! workers. Each is a named unit of [`REWRITES`], the one ordered list
+//! `PipelineShape::build` applies; PROFILE and EXPLAIN list the names of
+//! those that fired.
 
 use std::collections::HashSet;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use kith_common::constants::{EXPAND_MORSEL_SIZE, MORSEL_SIZE};
+use kith_common::constants::EXPAND_MORSEL_SIZE;
 use kith_common::LogicalType;
 use kith_planner::expr::{BoundExpr, SlotId};
 use kith_planner::plan::Step;
@@ -14,11 +17,90 @@ use kith_planner::plan::Step;
 use crate::operator::extend::{ExtendSpec, FusedExtend, SharedRels, SplitClaims};
 use crate::operator::hub_split::HubSplit;
 use crate::operator::intersect::IntersectSpec;
-use crate::operator::QueryContext;
-use crate::profile::OpStats;
-use crate::result_set::SlotLayout;
 
 use crate::physical::*;
+
+/// A rewrite: its name (as PROFILE and EXPLAIN print it) and what applies
+/// it to a resolved pipeline, returning whether it fired (changed it).
+pub(crate) struct Rewrite {
+    pub(crate) name: &'static str,
+    pub(crate) apply: fn(&mut Draft, &BuildOptions) -> bool,
+}
+
+/// Every rewrite, in the order they apply. The order matters: the counting
+/// rewrites decide which extends only count before fusing and packing ask,
+/// a whole-table count needs the last extend counting, the morsel size is
+/// decided on the steps the earlier rewrites left, and sharing a source or
+/// hubs asks for a plain (not counting or packing) first extend.
+pub(crate) const REWRITES: &[Rewrite] = &[
+    Rewrite {
+        name: "count-last-extend",
+        apply: count_last_extend,
+    },
+    Rewrite {
+        name: "fuse-counted-pair",
+        apply: fuse_counted_pair,
+    },
+    Rewrite {
+        name: "pack-last-extend",
+        apply: pack_last_extend,
+    },
+    Rewrite {
+        name: "count-whole-rel-table",
+        apply: count_whole_rel_table,
+    },
+    Rewrite {
+        name: "scan-morsel-size",
+        apply: scan_morsel_size,
+    },
+    Rewrite {
+        name: "split-single-source",
+        apply: split_single_source,
+    },
+    Rewrite {
+        name: "share-hubs",
+        apply: share_hubs,
+    },
+];
+
+/// Applies [`REWRITES`] in order; the names of those that fired.
+pub(crate) fn apply_rewrites(draft: &mut Draft, opts: &BuildOptions) -> Vec<&'static str> {
+    REWRITES
+        .iter()
+        .filter(|r| (r.apply)(draft, opts))
+        .map(|r| r.name)
+        .collect()
+}
+
+/// A last extend whose neighbours, and whose input group, an aggregating
+/// sink never reads only counts (see `CountMode::Collapse`); one whose
+/// input group the sink reads counts per input tuple (`CountMode::Degrees`).
+fn count_last_extend(draft: &mut Draft, opts: &BuildOptions) -> bool {
+    let Some(reads) = &opts.sink_reads else {
+        return false;
+    };
+    let b = &draft.b;
+    let Some(e) = draft
+        .steps
+        .last_mut()
+        .and_then(|s| s.get_mut::<ExtendSpec>())
+    else {
+        return false;
+    };
+    if e.to.is_some() || e.rel_id.is_some() {
+        return false;
+    }
+    let reads_chunk = |chunk: usize| {
+        reads
+            .iter()
+            .any(|s| b.layout.get(*s).is_some_and(|(c, _)| c == chunk))
+    };
+    if e.properties.is_empty() && !reads_chunk(e.output_chunk) {
+        e.collapse = !reads_chunk(e.input_chunk);
+        e.degrees = !e.collapse && !e.pad;
+    }
+    e.collapse || e.degrees
+}
 
 /// Lets the last extend of an aggregating pipeline fill each output batch
 /// from several tuples of its input batch ([`Extend::pack`]) when the steps
@@ -30,13 +112,13 @@ use crate::physical::*;
 /// copy: a node id key finds its group by an array index, so one aggregate
 /// call per batch replaces one per source node. Other keys (values hashed
 /// per position) keep one call per source.
-pub(crate) fn pack_last_extend(
-    steps: &mut [Box<dyn PhysicalStep>],
-    reads: &HashSet<SlotId>,
-    b: &mut LayoutBuilder,
-) {
+fn pack_last_extend(draft: &mut Draft, opts: &BuildOptions) -> bool {
+    let Some(reads) = &opts.sink_reads else {
+        return false;
+    };
+    let (steps, b) = (&mut draft.steps, &mut draft.b);
     let Some(i) = steps.iter().rposition(|s| s.is::<ExtendSpec>()) else {
-        return;
+        return false;
     };
     // A replica moves its slot to the output group in the pipeline's one
     // layout, where the filters before the extend would then read it too
@@ -50,10 +132,10 @@ pub(crate) fn pack_last_extend(
     }
     let (head, tail) = steps.split_at_mut(i + 1);
     let Some(extend) = head.last_mut().and_then(|s| s.get_mut::<ExtendSpec>()) else {
-        return;
+        return false;
     };
     if extend.collapse || extend.degrees || extend.pair.is_some() {
-        return;
+        return false;
     }
     let input = extend.input_chunk;
     let layout = &b.layout;
@@ -70,7 +152,7 @@ pub(crate) fn pack_last_extend(
         .iter()
         .all(|step| step.keeps_packing(input, padded, &reads_input));
     if !later_ok {
-        return;
+        return false;
     }
     let read: Vec<(SlotId, usize)> = reads
         .iter()
@@ -92,6 +174,7 @@ pub(crate) fn pack_last_extend(
         }
         _ => {}
     }
+    extend.pack
 }
 
 /// Whether a node scan must write its ids: an aggregating sink reads the
@@ -120,19 +203,21 @@ pub(crate) fn reads_scanned_ids(
 /// Rows per morsel of a node scan: [`EXPAND_MORSEL_SIZE`] when several
 /// threads run a pipeline that expands its rows (an extend that reads
 /// neighbours, an intersection, a cross product), so that a hub's morsel
-/// is not most of the work; [`MORSEL_SIZE`] otherwise. A counting extend
-/// (no neighbour read) costs the same for every row and keeps the larger
-/// batches, a fused pair too (its self-loop test scans a node's
+/// is not most of the work; `MORSEL_SIZE` (the draft's default)
+/// otherwise. A counting extend (no neighbour read) costs the same for
+/// every row and keeps the larger batches, a fused pair too (its self-loop test scans a node's
 /// neighbours, but a vector at a time: 2hop-sel100 on R-MAT 16 runs as fast
 /// at 2 threads with the larger morsels). Decided on the built steps, so
-/// that an extend fused away or left counting is seen as such.
-pub(crate) fn scan_morsel_size(steps: &[Box<dyn PhysicalStep>], threads: usize) -> u64 {
-    let expands = steps.iter().any(|step| step.expands());
-    if threads > 1 && expands {
-        EXPAND_MORSEL_SIZE
-    } else {
-        MORSEL_SIZE
+/// that an extend fused away or left counting is seen as such. Fires when
+/// it picks the smaller size.
+fn scan_morsel_size(draft: &mut Draft, opts: &BuildOptions) -> bool {
+    let scans = matches!(draft.source, BuiltSource::Scan { .. });
+    let expands = draft.steps.iter().any(|step| step.expands());
+    let fires = scans && opts.threads > 1 && expands;
+    if fires {
+        draft.morsel_size = EXPAND_MORSEL_SIZE;
     }
+    fires
 }
 
 /// A pipeline from one tuple runs on one worker, however much its extends
@@ -141,15 +226,18 @@ pub(crate) fn scan_morsel_size(steps: &[Box<dyn PhysicalStep>], threads: usize) 
 /// every worker produces the tuple, repeats the cheap steps before that
 /// extend (lookups, property reads, filters: deterministic, so every worker
 /// sees the same tuples), and the workers share the extend's rels
-/// ([`Extend::split`]), so everything after it runs in parallel.
-pub(crate) fn split_single_source(source: &mut BuiltSource, steps: &mut [Box<dyn PhysicalStep>]) {
-    if !matches!(source, BuiltSource::Single(_)) {
-        return;
+/// ([`Extend::split`]), so everything after it runs in parallel. Only on
+/// several threads.
+fn split_single_source(draft: &mut Draft, opts: &BuildOptions) -> bool {
+    if opts.threads <= 1 || !matches!(draft.source, BuiltSource::Single(_)) {
+        return false;
     }
-    if let Some(extend) = shareable_first_extend(steps) {
-        extend.split = Some(Arc::new(SplitClaims::default()));
-        *source = BuiltSource::Broadcast;
-    }
+    let Some(extend) = shareable_first_extend(&mut draft.steps) else {
+        return false;
+    };
+    extend.split = Some(Arc::new(SplitClaims::default()));
+    draft.source = BuiltSource::Broadcast;
+    true
 }
 
 /// The first extend of `steps` when the workers may share its rels
@@ -158,9 +246,7 @@ pub(crate) fn split_single_source(source: &mut BuiltSource, steps: &mut [Box<dyn
 /// in the same order; another extend or intersection follows, so sharing
 /// pays; and it is a plain extend (no exclusion, counting, fusing,
 /// packing, padding or chain).
-pub(crate) fn shareable_first_extend(
-    steps: &mut [Box<dyn PhysicalStep>],
-) -> Option<&mut ExtendSpec> {
+fn shareable_first_extend(steps: &mut [Box<dyn PhysicalStep>]) -> Option<&mut ExtendSpec> {
     let i = steps.iter().position(|s| s.is::<ExtendSpec>())?;
     let before_ok = steps[..i].iter().all(|s| s.repeatable());
     let more = steps[i + 1..]
@@ -182,20 +268,29 @@ pub(crate) fn shareable_first_extend(
 /// Lets the workers share the hubs of an aggregating pipeline that scans a
 /// node table and extends from the scanned node, then again (see
 /// [`HubSplit`]): the first extend defers nodes with many rels, and a
-/// second run of the pipeline ([`run_pipelines`]) scans them on every
-/// worker and splits their rels. The sink must not count on each scanned
-/// node being in one worker's table (`keyed_by_scanned_node`).
-pub(crate) fn share_hubs(shape: &mut PipelineShape) {
-    let BuiltSource::Scan { id, hubs, .. } = &mut shape.source else {
-        return;
-    };
-    if let Some(extend) = shareable_first_extend(&mut shape.steps) {
-        if extend.to.is_some() && extend.from == *id {
-            let shared = Arc::new(HubSplit::default());
-            extend.hubs = Some(Arc::clone(&shared));
-            *hubs = Some(shared);
-        }
+/// second run of the pipeline (`run_pipelines`) scans them on every
+/// worker and splits their rels. The sink must allow it
+/// ([`BuildOptions::share_hubs`]: it must not count on each scanned node
+/// being in one worker's table, see `keyed_by_scanned_node`). Fires when
+/// the extend defers hubs; whether there are any is known at run time
+/// (PROFILE: `Hubs shared by the workers`).
+pub(crate) fn share_hubs(draft: &mut Draft, opts: &BuildOptions) -> bool {
+    if !opts.share_hubs {
+        return false;
     }
+    let BuiltSource::Scan { id, hubs, .. } = &mut draft.source else {
+        return false;
+    };
+    let Some(extend) = shareable_first_extend(&mut draft.steps) else {
+        return false;
+    };
+    if extend.to.is_none() || extend.from != *id {
+        return false;
+    }
+    let shared = Arc::new(HubSplit::default());
+    extend.hubs = Some(Arc::clone(&shared));
+    *hubs = Some(shared);
+    true
 }
 
 /// `MATCH (a)-[:R]->(b)-[:R]->(c) RETURN count(*)` started at `b`: the first
@@ -204,26 +299,24 @@ pub(crate) fn share_hubs(shape: &mut PipelineShape) {
 /// group) but the isomorphism test between the two rels, the counting
 /// extend multiplies `b`'s two degrees instead (`CountExtend::pair`) and the first
 /// extend goes; PROFILE shows the two as one operator.
-pub(crate) fn fuse_counted_pair(
-    steps: &mut Vec<Box<dyn PhysicalStep>>,
-    stats: &mut Vec<Option<(Arc<OpStats>, usize)>>,
-    reads: &HashSet<SlotId>,
-    layout: &SlotLayout,
-    ctx: &QueryContext,
-) {
+fn fuse_counted_pair(draft: &mut Draft, opts: &BuildOptions) -> bool {
+    let Some(reads) = &opts.sink_reads else {
+        return false;
+    };
+    let (steps, layout) = (&mut draft.steps, &draft.b.layout);
     let n = steps.len();
     if n < 2 {
-        return;
+        return false;
     }
     let (head, tail) = steps.split_at_mut(n - 1);
     let (Some(first), Some(second)) = (
         head[n - 2].get::<ExtendSpec>(),
         tail[0].get_mut::<ExtendSpec>(),
     ) else {
-        return;
+        return false;
     };
     if first.collapse || first.pair.is_some() || first.pad || !second.collapse {
-        return;
+        return false;
     }
     let (first_table, data, first_fwd, first_from) =
         (&first.rel_table, &first.data, &first.fwd, &first.from);
@@ -250,7 +343,7 @@ pub(crate) fn fuse_counted_pair(
         && first_properties.is_empty()
         && first_exclude.is_empty())
     {
-        return;
+        return false;
     }
     let shared = match (
         exclude.is_empty(),
@@ -273,13 +366,12 @@ pub(crate) fn fuse_counted_pair(
     *input_chunk = *first_input;
     exclude.clear();
     steps.remove(n - 2);
-    // stats[i + 1] belongs to steps[i].
-    let first = stats.remove(n - 1);
-    if let (Some(profile), Some((a, _)), Some(Some((b, _)))) =
-        (ctx.profile.as_ref(), first, stats.get_mut(n - 1))
-    {
-        *b = profile.fuse(&a, b);
+    // ops[i + 1] names steps[i]: one operator, named after both.
+    let first = draft.ops.remove(n - 1);
+    if let (Some((a, _)), Some(Some((b, _)))) = (first, draft.ops.get_mut(n - 1)) {
+        *b = format!("{a} × {b}");
     }
+    true
 }
 
 /// `MATCH (a:A)-[:R]->(b:B) RETURN count(*)`: a counting extend straight
@@ -288,14 +380,9 @@ pub(crate) fn fuse_counted_pair(
 /// end; deleted nodes have no live rels). The pipeline becomes one tuple
 /// standing for that many: no scan and no CSR read. PROFILE shows
 /// `CountRels`.
-pub(crate) fn count_whole_rel_table(
-    source: &mut BuiltSource,
-    steps: &mut Vec<Box<dyn PhysicalStep>>,
-    stats: &mut Vec<Option<(Arc<OpStats>, usize)>>,
-    ctx: &QueryContext,
-) {
-    let (BuiltSource::Scan { id, columns, .. }, [step]) = (&*source, &steps[..]) else {
-        return;
+fn count_whole_rel_table(draft: &mut Draft, _opts: &BuildOptions) -> bool {
+    let (BuiltSource::Scan { id, columns, .. }, [step]) = (&draft.source, &draft.steps[..]) else {
+        return false;
     };
     let Some(ExtendSpec {
         data,
@@ -307,27 +394,22 @@ pub(crate) fn count_whole_rel_table(
         ..
     }) = step.get::<ExtendSpec>()
     else {
-        return;
+        return false;
     };
     if from != id || !columns.is_empty() || !exclude.is_empty() || !properties.is_empty() {
-        return;
+        return false;
     }
     let count = data.num_rels;
-    *source = BuiltSource::Counted(Arc::new(AtomicBool::new(false)), count);
-    steps.clear();
-    // stats[0] is the scan's, stats[1] the extend's.
-    if let (Some(profile), Some(Some((scan, _))), Some(Some((extend, chunk)))) = (
-        ctx.profile.as_ref(),
-        stats.first().cloned(),
-        stats.get(1).cloned(),
-    ) {
-        let label = format!(
-            "CountRels ({count} rels, from the table's size) × {}",
-            extend.label
-        );
-        let fused = profile.replace(&scan, &extend, label);
-        *stats = vec![Some((fused, chunk))];
-    } else {
-        stats.truncate(1);
-    }
+    draft.source = BuiltSource::Counted(Arc::new(AtomicBool::new(false)), count);
+    draft.steps.clear();
+    // ops[0] names the scan, ops[1] the extend: one operator.
+    let extend = draft.ops.get(1).cloned().flatten();
+    draft.ops = match extend {
+        Some((label, chunk)) => {
+            let label = format!("CountRels ({count} rels, from the table's size) × {label}");
+            vec![Some((label, chunk))]
+        }
+        None => vec![None],
+    };
+    true
 }

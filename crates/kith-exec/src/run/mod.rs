@@ -16,11 +16,15 @@ use crate::operator::recursive_join::{forwards, recursive_join, RecursiveSetting
 use crate::operator::scan_rows::RowPieces;
 use crate::operator::QueryContext;
 
+mod deps;
+mod explain;
 mod finish;
 mod free;
 mod part;
 mod subqueries;
 mod task;
+pub(crate) use deps::*;
+pub use explain::explain_physical;
 pub(crate) use finish::*;
 pub(crate) use free::*;
 pub(crate) use part::*;

@@ -153,13 +153,11 @@ pub(crate) fn execute_part(
     let plan = resolved.as_ref().unwrap_or(plan);
     let run = PartRun {
         plan,
-        rows,
         ctx,
         sched,
         threads,
         driver,
-        counted_input: counted.0,
-        sink_reads: sink_reads(plan),
+        opts: part_build_options(plan, rows, threads, counted.0, driver.is_some()),
     };
     let ordered = !plan.descending.is_empty();
     // The rows, and whether each chunk of them is sorted by the part's
@@ -205,6 +203,43 @@ fn resolve_counts(plan: &PartPlan, ctx: &QueryContext) -> Result<Option<PartPlan
     Ok(Some(p))
 }
 
+/// How `plan`'s pipelines are resolved, running on `threads` workers:
+/// `counted_input` (the input rows end with a count column), `pipelined`
+/// (a recursive join feeds the part's one pipeline, see `pipelines_join`).
+/// EXPLAIN resolves them with the same options (`run/explain.rs`).
+pub(crate) fn part_build_options(
+    plan: &PartPlan,
+    rows: Option<PartRows>,
+    threads: usize,
+    counted_input: bool,
+    pipelined: bool,
+) -> BuildOptions {
+    BuildOptions {
+        rows,
+        threads,
+        counted: plan.recursive.is_some() || counted_input,
+        sink_reads: sink_reads(plan),
+        // Each scanned node's tuples may then be in every worker's table,
+        // which a disjoint finish cannot allow.
+        share_hubs: matches!(plan.sink, Sink::Aggregate { .. })
+            && threads > 1
+            && !pipelined
+            && !disjoint_groups(plan, threads, pipelined),
+    }
+}
+
+/// Whether each worker's aggregate table of `plan` holds groups no other
+/// table holds (see [`keyed_by_scanned_node`]), so that the tables finish
+/// as they are.
+fn disjoint_groups(plan: &PartPlan, threads: usize, pipelined: bool) -> bool {
+    match &plan.sink {
+        Sink::Aggregate { keys, .. } => {
+            threads > 1 && !pipelined && keyed_by_scanned_node(plan, keys)
+        }
+        Sink::Collect { .. } => false,
+    }
+}
+
 /// The slots an aggregating sink reads (its keys and arguments): a last
 /// extend whose tuples it does not read may only count. None for a
 /// collecting sink.
@@ -232,15 +267,12 @@ fn sink_reads(plan: &PartPlan) -> Option<HashSet<SlotId>> {
 /// phases share.
 struct PartRun<'a> {
     plan: &'a PartPlan,
-    rows: Option<PartRows>,
     ctx: &'a Arc<QueryContext>,
     sched: &'a Scheduler,
     threads: usize,
     driver: Option<Driver<'a>>,
-    /// Whether the part's input rows end with a count column.
-    counted_input: bool,
-    /// See [`sink_reads`].
-    sink_reads: Option<HashSet<SlotId>>,
+    /// How its pipelines are resolved (see [`part_build_options`]).
+    opts: BuildOptions,
 }
 
 /// How the workers' aggregate tables split: into `1 << log2_parts`
@@ -252,19 +284,11 @@ struct Partitioning {
 }
 
 impl PartRun<'_> {
-    /// Pipeline `p`'s shape. Each pipeline is resolved right before it
-    /// runs (a cross product's build side runs while resolving).
+    /// Pipeline `p`'s shape: its build sides run first (`run/deps.rs`),
+    /// then it is resolved with their results, right before it runs.
     fn shape(&self, p: &SubPlan) -> Result<PipelineShape> {
-        PipelineShape::build(
-            &p.source,
-            &p.steps,
-            self.ctx,
-            self.rows.clone(),
-            self.sched,
-            self.threads,
-            self.plan.recursive.is_some() || self.counted_input,
-            self.sink_reads.as_ref(),
-        )
+        let plan = PipelinePlan::of(p);
+        resolve_pipeline(&plan, &self.opts, self.ctx, self.sched, self.threads)
     }
 
     /// Every pipeline's shape, in order.
@@ -375,18 +399,15 @@ impl PartRun<'_> {
         let (plan, threads, driver) = (self.plan, self.threads, self.driver);
         let presence = plan.key_counts == Some(KeyCounts::Presence);
         let make_sink = aggregate_sinks(self.ctx, keys, aggregates, presence)?;
-        let mut shapes = self.shapes()?;
+        // Hubs are shared where the groups are not disjoint (see
+        // `part_build_options`).
+        let shapes = self.shapes()?;
         // A few partitions per thread, so that uneven ones even out.
         let log2_parts = match threads {
             1 => 0,
             t => (4 * t).next_power_of_two().min(64).trailing_zeros(),
         };
-        let disjoint = threads > 1 && driver.is_none() && keyed_by_scanned_node(plan, keys);
-        if threads > 1 && !disjoint && driver.is_none() {
-            // Each scanned node's tuples may then be in every worker's
-            // table, which a disjoint finish cannot allow.
-            shapes.iter_mut().for_each(share_hubs);
-        }
+        let disjoint = disjoint_groups(plan, threads, driver.is_some());
         let split = Partitioning {
             log2_parts,
             disjoint,
