@@ -113,6 +113,18 @@ impl FreeList {
         }
     }
 
+    /// Removes the free run that ends the file, if any, shortening the file to its start;
+    /// returns the pages cut off.
+    pub fn cut_free_tail(&mut self) -> Option<(u32, u32)> {
+        let (&first, &len) = self.runs.last_key_value()?;
+        if first + len != self.end_page {
+            return None;
+        }
+        self.runs.remove(&first);
+        self.end_page = first;
+        Some((first, len))
+    }
+
     pub fn runs(&self) -> Vec<(u32, u32)> {
         self.runs
             .iter()
@@ -124,6 +136,17 @@ impl FreeList {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cut_free_tail_only_cuts_a_run_at_the_end() {
+        let mut list = FreeList::new(10);
+        list.free(3, 2);
+        assert_eq!(list.cut_free_tail(), None);
+        list.free(7, 3);
+        assert_eq!(list.cut_free_tail(), Some((7, 3)));
+        assert_eq!(list.end_page(), 7);
+        assert_eq!(list.runs(), vec![(3, 2)]);
+    }
 
     #[test]
     fn first_fit_then_extend() {

@@ -310,6 +310,25 @@ impl Pager {
         }
     }
 
+    /// Gives the free pages at the end of the file back to the file system (the writer,
+    /// at checkpoint: no snapshot references a free page).
+    pub fn truncate_free_tail(&self) -> Result<()> {
+        let Some(file) = &self.file else {
+            return Ok(());
+        };
+        self.check_writable()?;
+        let mut alloc = self.alloc.lock();
+        let Some((first, count)) = alloc.cut_free_tail() else {
+            return Ok(());
+        };
+        for page in first..(first + count).min(self.capacity_pages) {
+            self.try_evict(page, false);
+        }
+        self.num_pages.store(alloc.end_page(), Ordering::Release);
+        file.set_len(first as u64 * PAGE_BYTES)
+            .map_err(|e| io_error(&self.path, "truncate", &e))
+    }
+
     /// Another process may have grown the file: takes its pages in.
     pub fn refresh_size(&self) -> Result<()> {
         let Some(file) = &self.file else {

@@ -382,6 +382,21 @@ mod tests {
     }
 
     #[test]
+    fn merged_pending_frees_wait_for_the_newest_and_coalesce() {
+        let run = |first, count| PageRun { first, count };
+        let mut freed = vec![
+            (3, vec![run(10, 2)]),
+            (5, vec![run(20, 1)]),
+            (6, vec![run(21, 4), run(2, 1)]),
+        ];
+        crate::storage::merge_pending(&mut freed);
+        assert_eq!(
+            freed,
+            vec![(3, vec![run(10, 2)]), (6, vec![run(2, 1), run(20, 5)])]
+        );
+    }
+
+    #[test]
     fn an_older_metadata_format_opens_and_is_upgraded() {
         let dir = tempfile::tempdir().unwrap();
         let path = committed_once(&dir);

@@ -438,6 +438,9 @@ impl Storage {
         if !freed.is_empty() {
             version.freed.push((version.seq, freed));
         }
+        if version.freed.len() > PENDING_ENTRIES_MAX {
+            merge_pending(&mut version.freed);
+        }
         let mut wal_end = 0;
         if let Some(wal) = &self.wal {
             // Pages the new version references and the old one does not: exactly
@@ -590,8 +593,34 @@ impl Storage {
         }
         blobs.1 = blobs.0.take();
         blobs.0 = Some(run);
-        Ok(())
+        drop(view);
+        self.pager.truncate_free_tail()
     }
+}
+
+/// Entries of [`Version::freed`] past which the newer ones merge: a reader
+/// holding an old snapshot while thousands of commits free pages would
+/// otherwise make every commit's metadata grow by one entry.
+const PENDING_ENTRIES_MAX: usize = 64;
+
+/// Merges every pending entry but the oldest into one, under the newest
+/// entry's commit (its runs wait a little longer; none is reused early),
+/// coalescing touching runs.
+pub(crate) fn merge_pending(freed: &mut Vec<(u64, Vec<PageRun>)>) {
+    let newer = freed.split_off(1);
+    let Some(seq) = newer.last().map(|e| e.0) else {
+        return;
+    };
+    let mut runs: Vec<PageRun> = newer.into_iter().flat_map(|e| e.1).collect();
+    runs.sort_by_key(|r| r.first);
+    let mut merged: Vec<PageRun> = Vec::with_capacity(runs.len());
+    for run in runs {
+        match merged.last_mut() {
+            Some(last) if last.first + last.count == run.first => last.count += run.count,
+            _ => merged.push(run),
+        }
+    }
+    freed.push((seq, merged));
 }
 
 /// Opens the files of the database at `path`: the shared file, the data file
