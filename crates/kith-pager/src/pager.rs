@@ -329,6 +329,18 @@ impl Pager {
             .map_err(|e| io_error(&self.path, "truncate", &e))
     }
 
+    /// Whether the data file holds `image` at `page` (a page a WAL record carries may be
+    /// on disk already: the writer wrote it there before logging it).
+    pub fn file_holds(&self, page: PageIdx, image: &[u8]) -> Result<bool> {
+        let Some(file) = &self.file else {
+            return Ok(false);
+        };
+        let mut buf = vec![0u8; image.len()];
+        let read = read_at_most(file, &mut buf, page.0 as u64 * PAGE_BYTES)
+            .map_err(|e| io_error(&self.path, "read", &e))?;
+        Ok(read == image.len() && buf == image)
+    }
+
     /// Another process may have grown the file: takes its pages in.
     pub fn refresh_size(&self) -> Result<()> {
         let Some(file) = &self.file else {

@@ -49,6 +49,7 @@
 //! too: one running concurrently with a commit could reset the WAL right after
 //! that commit's record was appended, losing an acknowledged commit.
 
+use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Weak};
@@ -694,12 +695,22 @@ fn recover(opened: &mut Opened, read_only: bool) -> Result<()> {
     if let Some(last) = commits.last() {
         version = Version::decode(last.metadata)?;
     }
-    let images = wal_images(&commits)?;
+    let mut images = wal_images(&commits)?;
     let replayed = !commits.is_empty();
     if read_only {
+        // After a process crash the writer's pages are in the file already
+        // (it writes them before logging); only a power loss can lose some.
+        let mut missing = HashMap::new();
+        for (page, image) in images.drain() {
+            if !pager.file_holds(PageIdx(page), &image)? {
+                missing.insert(page, image);
+            }
+        }
+        images = missing;
         if !images.is_empty() {
             opened.note = Some(format!(
-                "opened read-only: read {} commit(s) through the write-ahead log without recovering them into the database file; the next read-write open recovers them",
+                "opened read-only: {} page(s) of the last {} commit(s) are missing from the database file (after a crash of the machine) and were read from the write-ahead log instead; the next read-write open writes them back",
+                images.len(),
                 commits.len()
             ));
             pager.install_overlay(images)?;
