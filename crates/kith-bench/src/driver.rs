@@ -129,6 +129,11 @@ impl DriverSpawn {
     pub fn default_networkit_script() -> PathBuf {
         Self::bench_script("networkit_driver.py")
     }
+    /// The `processes` suite's SQLite reference (started with
+    /// [`Driver::start_python`]).
+    pub fn default_sqlite_script() -> PathBuf {
+        Self::bench_script("sqlite_driver.py")
+    }
 }
 
 /// Prefix of the error of a reply that did not come before the hard timeout.
@@ -157,7 +162,7 @@ pub struct ExecReply {
 
 impl Driver {
     pub fn start(kind: &EngineKind, spawn: &DriverSpawn) -> Result<Driver, String> {
-        let mut cmd = match kind {
+        let cmd = match kind {
             EngineKind::Kith | EngineKind::KithPolicy(_) => {
                 let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
                 let mut c = Command::new(exe);
@@ -180,12 +185,24 @@ impl Driver {
                 c
             }
         };
+        Self::spawn(kind.name(), cmd, kind.policy())
+    }
+
+    /// A driver that is a Python script outside [`EngineKind`] (the
+    /// `processes` suite's `bench/sqlite_driver.py`), named `name` in errors.
+    pub fn start_python(python: &str, script: &Path, name: &str) -> Result<Driver, String> {
+        let mut c = Command::new(python);
+        c.arg(script);
+        Self::spawn(name, c, None)
+    }
+
+    fn spawn(name: &str, mut cmd: Command, policy: Option<&'static str>) -> Result<Driver, String> {
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
         let mut child = cmd
             .spawn()
-            .map_err(|e| format!("cannot start {} driver ({cmd:?}): {e}", kind.name()))?;
+            .map_err(|e| format!("cannot start {name} driver ({cmd:?}): {e}"))?;
         let stdin = child.stdin.take().ok_or("no stdin")?;
         let stdout = BufReader::new(child.stdout.take().ok_or("no stdout")?);
         let (tx, lines) = mpsc::channel();
@@ -203,7 +220,7 @@ impl Driver {
             lines,
             hard_timeout: None,
             hello: Json::Null,
-            policy: kind.policy(),
+            policy,
         };
         let hello = d.read_reply()?;
         if hello.get("ok").and_then(Json::as_bool) != Some(true) {
@@ -256,10 +273,20 @@ impl Driver {
 
     /// Sends one request; `Err` for protocol failures and `{"ok":false}` replies.
     pub fn call(&mut self, req: Json) -> Result<Json, String> {
+        self.send(&req)?;
+        self.recv()
+    }
+
+    /// Sends one request without waiting for its reply (see [`Driver::recv`]):
+    /// several drivers can then work at once.
+    pub fn send(&mut self, req: &Json) -> Result<(), String> {
         writeln!(self.stdin, "{req}").map_err(|e| format!("driver write: {e}"))?;
-        self.stdin
-            .flush()
-            .map_err(|e| format!("driver write: {e}"))?;
+        self.stdin.flush().map_err(|e| format!("driver write: {e}"))
+    }
+
+    /// The reply to the request [`Driver::send`] sent; `Err` for protocol
+    /// failures and `{"ok":false}` replies.
+    pub fn recv(&mut self) -> Result<Json, String> {
         let reply = self.read_reply()?;
         if reply.get("ok").and_then(Json::as_bool) == Some(true) {
             Ok(reply)

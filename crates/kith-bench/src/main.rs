@@ -11,7 +11,7 @@ use kith_bench::nn50::{self, Nn50Params};
 use kith_bench::parquet_out::{self, OutFormat};
 use kith_bench::social::{self, Social, SocialParams};
 use kith_bench::suite::{Dataset, LoadFormat};
-use kith_bench::{insert, report, runner, suite, sys, worker};
+use kith_bench::{insert, processes, report, runner, suite, sys, worker};
 
 const USAGE: &str = "\
 kith-bench: graph generators and KithDB vs Kùzu benchmarks
@@ -36,6 +36,9 @@ USAGE:
                                                   with DIR, bound to its parameters)
   kith-bench run --suites insert [--insert-scale 1] [RUN OPTIONS]
                  (issue 5 write benchmark, no data set needed; see INSERT OPTIONS)
+  kith-bench run --suites processes [--proc-nodes 100000] [RUN OPTIONS]
+                 (issue 53: several processes on one database file, SQLite WAL
+                  as a reference; no data set needed; see PROCESSES OPTIONS)
 
 RUN OPTIONS:
   --suites a,b             suites to run (also --suite; default foundation)
@@ -83,6 +86,24 @@ INSERT OPTIONS (suite `insert`; --timeout defaults to 600 s per statement there)
                            updates: the same COPY, then single-node SETs,
                            single-rel SETs and DELETEs, one per transaction,
                            and a SET of every rel and of every node)
+
+PROCESSES OPTIONS (suite `processes`; --threads and --engines do not apply:
+every process and reading thread runs queries with 1 thread):
+  --proc-nodes 100000      graph size: N nodes, about 10 N rels (--quick: 10000)
+  --proc-parallel 1,2,4    reads: this many read-only processes vs threads of one
+  --proc-read-s 5          reads: timed seconds per configuration (--quick: 1)
+  --proc-warmup-s 0.5      untimed reading before the timing starts
+  --proc-commits 2000      latency: timed single-row auto-commit CREATEs per
+                           configuration (--quick: 300)
+  --proc-readers 4         latency: reading processes beside the writer
+  --proc-handover 1000     hand-over: commits per process (--quick: 200)
+  --proc-writers 3         hand-over: processes committing at once
+  --proc-rounds 3          every part's configurations run this many times,
+                           interleaved (--quick: 1); reads and hand-over report
+                           the median round, latency pools the rounds' commits
+  --proc-parts reads,latency,handover
+  --sqlite-driver PATH     path of sqlite_driver.py (default bench/sqlite_driver.py;
+                           run with --python)
 ";
 
 struct Args {
@@ -177,6 +198,17 @@ const GEN_SOCIAL_OPTS: &[&str] = &[
 ];
 const GEN_NN50_OPTS: &[&str] = &["nodes", "k", "gen-threads", "out", "format"];
 const RUN_OPTS: &[&str] = &[
+    "proc-nodes",
+    "proc-parallel",
+    "proc-read-s",
+    "proc-warmup-s",
+    "proc-commits",
+    "proc-readers",
+    "proc-handover",
+    "proc-writers",
+    "proc-rounds",
+    "proc-parts",
+    "sqlite-driver",
     "insert-rows",
     "insert-max-s",
     "insert-per-tx",
@@ -393,11 +425,12 @@ fn suite_names(args: &Args) -> Vec<&str> {
         .collect()
 }
 
-/// The read suites asked for (`insert` is run apart: it needs no data set).
+/// The read suites asked for (`insert` and `processes` are run apart: they
+/// need no data set).
 fn suites(args: &Args) -> Result<Vec<&'static suite::Suite>, String> {
     suite_names(args)
         .into_iter()
-        .filter(|n| *n != "insert")
+        .filter(|n| *n != "insert" && *n != "processes")
         .map(|n| {
             suite::get(n.trim())
                 .ok_or_else(|| format!("unknown suite {n:?} (see `kith-bench suites`)"))
@@ -499,9 +532,10 @@ fn load_format(args: &Args) -> Result<LoadFormat, String> {
     }
 }
 
-fn run_and_report(args: &Args, runs: &[runner::RunOptions]) -> Result<(), String> {
-    let mut mds = Vec::new();
-    let mut jsons = Vec::new();
+/// Runs the read suites, prints their reports and writes `--json` /
+/// `--markdown` with `side`'s reports (suites run before) first.
+fn run_and_report(args: &Args, runs: &[runner::RunOptions], side: Side) -> Result<(), String> {
+    let Side { mut mds, mut jsons } = side;
     for opts in runs {
         let rep = runner::run(opts);
         let md = report::markdown(&rep);
@@ -509,7 +543,7 @@ fn run_and_report(args: &Args, runs: &[runner::RunOptions]) -> Result<(), String
         mds.push(md);
         jsons.push(report::to_json(&rep));
     }
-    if let Some(path) = args.get("json") {
+    if let Some(path) = args.get("json").filter(|_| !jsons.is_empty()) {
         let j = if jsons.len() == 1 {
             jsons.pop().unwrap_or(json::Json::Null)
         } else {
@@ -595,30 +629,114 @@ fn insert_options(args: &Args) -> Result<insert::InsertOptions, String> {
     })
 }
 
-/// Runs the `insert` suite when asked for; its report is printed (and
-/// appended to `--markdown FILE` by the caller's order).
-fn run_insert(args: &Args) -> Result<Option<String>, String> {
-    if !suite_names(args).contains(&"insert") {
-        return Ok(None);
+/// Reports of the suites that need no data set, in the order they ran:
+/// Markdown (all of them) and JSON (those that have one).
+#[derive(Default)]
+struct Side {
+    mds: Vec<String>,
+    jsons: Vec<json::Json>,
+}
+
+/// Runs the `insert` and `processes` suites when asked for; their reports
+/// are printed and kept for `--markdown FILE` and `--json FILE`.
+fn run_side(args: &Args) -> Result<Side, String> {
+    let mut side = Side::default();
+    let names = suite_names(args);
+    if names.contains(&"insert") {
+        let rep = insert::run(&insert_options(args)?);
+        let md = rep.markdown();
+        println!("{md}");
+        side.mds.push(md);
     }
-    let rep = insert::run(&insert_options(args)?);
-    let md = rep.markdown();
-    println!("{md}");
-    Ok(Some(md))
+    if names.contains(&"processes") {
+        let rep = processes::run(&processes_options(args)?);
+        let md = rep.markdown();
+        println!("{md}");
+        side.mds.push(md);
+        side.jsons.push(rep.to_json());
+    }
+    Ok(side)
+}
+
+/// Options of the `processes` suite from the command line.
+fn processes_options(args: &Args) -> Result<processes::ProcessesOptions, String> {
+    let quick = args.opts.contains_key("quick");
+    let list = |k: &str, default: &str| -> Result<Vec<usize>, String> {
+        args.get(k)
+            .unwrap_or(default)
+            .split(',')
+            .map(|t| t.trim().parse::<usize>().ok().filter(|&n| n > 0))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| format!("--{k}: expected a list like {default}"))
+    };
+    let parts: Vec<String> = args
+        .get("proc-parts")
+        .unwrap_or("reads,latency,handover")
+        .split(',')
+        .map(|p| p.trim().to_string())
+        .collect();
+    if let Some(p) = parts
+        .iter()
+        .find(|p| !processes::PARTS.contains(&p.as_str()))
+    {
+        return Err(format!(
+            "--proc-parts: unknown part {p:?} (expected {})",
+            processes::PARTS.join(",")
+        ));
+    }
+    let nodes: u64 = args.num("proc-nodes", if quick { 10_000 } else { 100_000 })?;
+    if nodes == 0 || nodes > 100_000_000 {
+        return Err("--proc-nodes must be in 1..=100000000".into());
+    }
+    let secs = |k: &str, default: f64| -> Result<u64, String> {
+        let s: f64 = args.num(k, default)?;
+        if !(0.0..=3600.0).contains(&s) {
+            return Err(format!("--{k} must be in [0, 3600]"));
+        }
+        Ok((s * 1000.0) as u64)
+    };
+    let bp_mb: u64 = args.num("buffer-pool-mb", 4096)?;
+    let timeout_s: f64 = args.num("timeout", if quick { 60.0 } else { 600.0 })?;
+    Ok(processes::ProcessesOptions {
+        nodes,
+        read_ms: secs("proc-read-s", if quick { 1.0 } else { 5.0 })?.max(1),
+        warmup_ms: secs("proc-warmup-s", 0.5)?,
+        parallel: list("proc-parallel", "1,2,4")?,
+        commits: args.num("proc-commits", if quick { 300 } else { 2000 })?,
+        readers: args.num("proc-readers", 4)?,
+        handover_procs: list("proc-writers", "3")?[0],
+        handover_commits: args.num("proc-handover", if quick { 200 } else { 1000 })?,
+        rounds: args.num("proc-rounds", if quick { 1 } else { 3 })?.max(1),
+        parts,
+        buffer_pool_bytes: (bp_mb > 0).then_some(bp_mb << 20),
+        tmp_dir: args
+            .get("tmp-dir")
+            .map_or_else(std::env::temp_dir, PathBuf::from),
+        spawn: DriverSpawn {
+            python: args.get("python").unwrap_or("python3").to_string(),
+            kuzu_script: DriverSpawn::default_kuzu_script(),
+            duckdb_script: DriverSpawn::default_duckdb_script(),
+            networkit_script: DriverSpawn::default_networkit_script(),
+        },
+        sqlite_script: args
+            .get("sqlite-driver")
+            .map_or_else(DriverSpawn::default_sqlite_script, PathBuf::from),
+        timeout_ms: (timeout_s > 0.0).then_some((timeout_s * 1000.0) as u64),
+    })
 }
 
 fn cmd_run(args: &Args) -> Result<(), String> {
     args.check_known(RUN_OPTS)?;
-    let insert_md = run_insert(args)?;
+    let side = run_side(args)?;
     if suites(args)?.is_empty() {
-        return write_insert_md(args, insert_md);
+        return write_side(args, side);
     }
     let data = PathBuf::from(args.get("data").ok_or("--data DIR is required")?);
     let runs = suites(args)?
         .into_iter()
         .map(|s| run_options(args, s, data.clone()))
         .collect::<Result<Vec<_>, _>>()?;
-    run_and_report(args, &runs)
+    run_and_report(args, &runs, side)
 }
 
 /// Generates (unless already there with the same parameters) the data set
@@ -746,25 +864,22 @@ fn cmd_all(args: &Args) -> Result<(), String> {
     known.extend_from_slice(GEN_NN50_OPTS);
     known.extend_from_slice(&["er-nodes", "er-degree"]);
     args.check_known(&known)?;
-    let insert_md = run_insert(args)?;
+    let side = run_side(args)?;
     if suites(args)?.is_empty() {
-        return write_insert_md(args, insert_md);
+        return write_side(args, side);
     }
     let mut runs = Vec::new();
     for s in suites(args)? {
         let data = ensure_data(args, s.dataset)?;
         runs.push(run_options(args, s, data)?);
     }
-    run_and_report(args, &runs)
+    run_and_report(args, &runs, side)
 }
 
-/// `--markdown FILE` for a run of the `insert` suite alone.
-fn write_insert_md(args: &Args, md: Option<String>) -> Result<(), String> {
-    if let (Some(path), Some(md)) = (args.get("markdown").filter(|p| !p.is_empty()), md) {
-        std::fs::write(path, md).map_err(|e| format!("writing {path}: {e}"))?;
-        eprintln!("[kith-bench] wrote {path}");
-    }
-    Ok(())
+/// `--json FILE` and `--markdown FILE` for a run of the suites without a
+/// data set alone.
+fn write_side(args: &Args, side: Side) -> Result<(), String> {
+    run_and_report(args, &[], side)
 }
 
 /// Lists the suites; with `--data DIR`, each query as it would run on that
@@ -803,6 +918,15 @@ fn cmd_suites(args: &Args) -> Result<(), String> {
     println!(
         "  bulk rels:  {}",
         insert::rels_stmt(0, 99_999, insert::FULL_NODES)
+    );
+    println!("processes: issue 53, several processes on one database file (no data set): read throughput of processes vs threads, commit latency beside reading processes (and SQLite WAL's), writer hand-over");
+    println!("  reads:   {} / {}", processes::LOOKUP, processes::HOP);
+    println!("  write:   {}", insert::INSERT_ONE);
+    println!(
+        "  SQLite:  {} / {} / {}",
+        processes::LOOKUP_SQL,
+        processes::HOP_SQL,
+        processes::INSERT_SQL
     );
     Ok(())
 }

@@ -1,9 +1,12 @@
 //! The KithDB driver: `kith-bench __kith-worker`, in-process `kith` facade
-//! behind the JSON-lines protocol of `bench/kuzu_driver.py`.
+//! behind the JSON-lines protocol of `bench/kuzu_driver.py`, plus what the
+//! `processes` suite needs: `open` with `read_only` and `writer_wait_ms`,
+//! `read_start` / `read_stop` (reading threads in the background, see
+//! `processes::ReadLoop`) and per-transaction latencies from `exec_params`.
 
 use std::io::{BufRead, Write};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::time::Instant;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::json::{self, Json};
 use crate::sys::proc_status_kb;
@@ -54,6 +57,16 @@ struct State {
     timeout_ms: i64,
     conn: Option<kith::Connection>,
     db: Option<kith::Database>,
+    /// Reading threads of the `processes` suite (`read_start`).
+    reads: Option<crate::processes::ReadLoop>,
+}
+
+/// Microseconds since the Unix epoch: instants that other processes'
+/// replies can be compared with.
+fn unix_us() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as i64)
 }
 
 fn handle(state: &mut State, req: &Json) -> Json {
@@ -73,9 +86,15 @@ fn handle(state: &mut State, req: &Json) -> Json {
                     .and_then(Json::as_i64)
                     .map(|b| b as u64),
                 max_threads: (threads > 0).then_some(threads),
-                read_only: false,
-                writer_wait: None,
+                read_only: req.get("read_only").and_then(Json::as_bool) == Some(true),
+                writer_wait: req
+                    .get("writer_wait_ms")
+                    .and_then(Json::as_i64)
+                    .map(|ms| Duration::from_millis(ms.max(0) as u64)),
             };
+            if let Some(r) = state.reads.take() {
+                r.stop();
+            }
             match kith::Database::open(path, config) {
                 Ok(db) => {
                     let conn = kith::Connection::new(&db);
@@ -145,11 +164,40 @@ fn handle(state: &mut State, req: &Json) -> Json {
             None => err("no open database"),
             Some(conn) => exec_params(conn, req),
         },
+        Some("read_start") => {
+            let Some(db) = state.db.as_ref() else {
+                return err("no open database");
+            };
+            if state.reads.is_some() {
+                return err("read_start: reads are already running");
+            }
+            let int = |k: &str| req.get(k).and_then(Json::as_i64).unwrap_or(0).max(0) as u64;
+            match crate::processes::ReadLoop::start(
+                db,
+                int("threads").max(1) as usize,
+                int("seed"),
+                int("nodes"),
+                Duration::from_millis(int("warmup_ms")),
+            ) {
+                Ok(r) => {
+                    state.reads = Some(r);
+                    ok(vec![])
+                }
+                Err(e) => err(e),
+            }
+        }
+        Some("read_stop") => match state.reads.take() {
+            Some(r) => ok(r.stop()),
+            None => err("read_stop: no reads running"),
+        },
         Some("stats") => ok(vec![
             ("peak_rss_kb".into(), Json::opt_u64(proc_status_kb("VmHWM"))),
             ("rss_kb".into(), Json::opt_u64(proc_status_kb("VmRSS"))),
         ]),
         Some("close") => {
+            if let Some(r) = state.reads.take() {
+                r.stop();
+            }
             state.conn = None;
             state.db = None;
             ok(vec![])
@@ -175,7 +223,9 @@ fn param_value(v: &Json) -> kith::Value {
 /// (which would dominate single-row inserts) are not measured. With
 /// `per_tx` > 1 the rows go `per_tx` to a `BEGIN TRANSACTION` … `COMMIT`;
 /// otherwise each statement auto-commits. `max_ms` > 0 stops at the first
-/// transaction boundary after that much time.
+/// transaction boundary after that much time. With `latencies`, the reply
+/// has each transaction's time (`lat_ms`); it always has the loop's start
+/// and end as Unix microseconds (`t0_unix_us`, `t1_unix_us`).
 fn exec_params(conn: &kith::Connection, req: &Json) -> Json {
     let Some(q) = req.get("query").and_then(Json::as_str) else {
         return err("exec_params: missing query");
@@ -190,6 +240,8 @@ fn exec_params(conn: &kith::Connection, req: &Json) -> Json {
     let rows = req.get("rows").and_then(Json::as_arr).unwrap_or(&[]);
     let per_tx = req.get("per_tx").and_then(Json::as_i64).unwrap_or(1).max(1) as usize;
     let max_ms = req.get("max_ms").and_then(Json::as_i64).unwrap_or(0).max(0) as f64;
+    let latencies = req.get("latencies").and_then(Json::as_bool) == Some(true);
+    let mut lat_ms = Vec::new();
     // Values are converted before the clock starts: building them is the
     // client's work, the same for every engine.
     let params: Vec<Vec<(&str, kith::Value)>> = rows
@@ -202,10 +254,12 @@ fn exec_params(conn: &kith::Connection, req: &Json) -> Json {
                 .collect()
         })
         .collect();
+    let t0_unix = unix_us();
     let t0 = Instant::now();
     let mut done = 0usize;
     let mut txns = 0usize;
     for group in params.chunks(per_tx) {
+        let tx0 = Instant::now();
         if per_tx > 1 {
             if let Err(e) = conn.query("BEGIN TRANSACTION") {
                 return err(format!("BEGIN TRANSACTION after {done} rows: {e}"));
@@ -225,17 +279,26 @@ fn exec_params(conn: &kith::Connection, req: &Json) -> Json {
                 return err(format!("COMMIT after {done} rows: {e}"));
             }
         }
+        if latencies {
+            lat_ms.push(Json::Float(tx0.elapsed().as_secs_f64() * 1e3));
+        }
         txns += 1;
         if max_ms > 0.0 && t0.elapsed().as_secs_f64() * 1e3 >= max_ms {
             break;
         }
     }
     let ms = t0.elapsed().as_secs_f64() * 1e3;
-    ok(vec![
+    let mut reply = vec![
         ("ms".into(), Json::Float(ms)),
         ("rows_done".into(), Json::Int(done as i64)),
         ("txns".into(), Json::Int(txns as i64)),
-    ])
+        ("t0_unix_us".into(), Json::Int(t0_unix)),
+        ("t1_unix_us".into(), Json::Int(unix_us())),
+    ];
+    if latencies {
+        reply.push(("lat_ms".into(), Json::Arr(lat_ms)));
+    }
+    ok(reply)
 }
 
 /// Serves requests until `quit` or end of input.
@@ -257,6 +320,7 @@ pub fn serve() -> i32 {
         timeout_ms: 0,
         conn: None,
         db: None,
+        reads: None,
     };
     for line in stdin.lock().lines() {
         let Ok(line) = line else { break };
@@ -275,6 +339,9 @@ pub fn serve() -> i32 {
         {
             return 1;
         }
+    }
+    if let Some(r) = state.reads.take() {
+        r.stop();
     }
     drop(state.conn.take());
     drop(state.db.take());
