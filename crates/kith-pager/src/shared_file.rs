@@ -6,7 +6,7 @@
 //!  0    magic "KITHSHM\0"      8   format u32, reader slots u32
 //!  16   commit point index     24  commit point [2] x {seq, wal end, wal generation}
 //!  72   flags (recovery pending)                 80  next writer ticket
-//!  88   queue futex u32
+//!  88   queue futex u32       96  opens so far      104  the open that held the writer lock last
 //!  128  reader slots [128] x {oldest snapshot seq, pid}
 //!  2176 waiter slots [64]  x {ticket, pid}
 //!
@@ -61,6 +61,8 @@ const OFF_POINTS: usize = 24;
 const OFF_FLAGS: usize = 72;
 const OFF_NEXT_TICKET: usize = 80;
 const OFF_QUEUE_FUTEX: usize = 88;
+const OFF_OPEN_COUNTER: usize = 96;
+const OFF_LAST_WRITER: usize = 104;
 const OFF_READERS: usize = 128;
 const OFF_WAITERS: usize = OFF_READERS + READER_SLOTS * 16;
 const _: () = assert!(OFF_WAITERS + WAITER_SLOTS * 16 <= MAP_BYTES);
@@ -118,6 +120,8 @@ pub struct SharedFile {
     file: Option<File>,
     path: PathBuf,
     base: NonNull<u8>,
+    /// This open's number, unique among the opens of one shared file's life.
+    open_id: u64,
     reader_slot: usize,
     local: Mutex<LocalQueue>,
     local_changed: Condvar,
@@ -193,6 +197,7 @@ impl SharedFile {
             file: Some(file),
             path,
             base,
+            open_id: 0,
             reader_slot: 0,
             local: Mutex::new(LocalQueue::default()),
             local_changed: Condvar::new(),
@@ -202,6 +207,10 @@ impl SharedFile {
         } else if !shared.header_ok() {
             return Err(damaged(&shared.path));
         }
+        shared.open_id = shared
+            .atomic_u64(OFF_OPEN_COUNTER)
+            .fetch_add(1, Ordering::SeqCst)
+            + 1;
         shared.reader_slot = shared.claim_reader_slot()?;
         if !alone {
             shared.finish_open()?;
@@ -241,6 +250,7 @@ impl SharedFile {
             file: None,
             path: PathBuf::from(":memory:"),
             base,
+            open_id: 1,
             reader_slot: 0,
             local: Mutex::new(LocalQueue::default()),
             local_changed: Condvar::new(),
@@ -534,6 +544,15 @@ impl SharedFile {
         self.local_changed.notify_all();
         drop(local);
         self.wake_queue();
+    }
+
+    /// For the holder of the writer lock: records this open as the last writer and says
+    /// whether another open held the lock since this one last did (its allocator state
+    /// is then stale: that writer may have allocated or freed pages).
+    pub fn writer_changed(&self) -> bool {
+        self.atomic_u64(OFF_LAST_WRITER)
+            .swap(self.open_id, Ordering::SeqCst)
+            != self.open_id
     }
 
     /// Gives the writer lock back and wakes the waiters.

@@ -368,9 +368,15 @@ impl Storage {
     /// released when the guard drops.
     pub(crate) fn writer_slot(&self) -> Result<WriterSlotGuard> {
         self.shared.acquire_writer(self.writer_wait)?;
-        Ok(WriterSlotGuard {
+        let guard = WriterSlotGuard {
             shared: Arc::clone(&self.shared),
-        })
+        };
+        if self.shared.writer_changed() {
+            // Another open wrote (or checkpointed) since this one did: its
+            // allocations and frees are not in this process's free list.
+            self.view.lock().alloc_seq = None;
+        }
+        Ok(guard)
     }
 
     /// Starts the (single) write transaction, waiting up to
