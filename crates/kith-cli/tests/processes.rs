@@ -35,7 +35,7 @@
 //! (the shell flushes each result). Unix only (shared-file locks, SIGKILL).
 //!
 //! `cargo test --release -p kith-cli --test processes` runs them all (10 to 20 s
-//! on two idle cores). A test marked ENGINE BUG fails because of one.
+//! on two idle cores).
 #![cfg(unix)]
 
 use std::collections::HashMap;
@@ -1064,12 +1064,7 @@ fn read_only_open_reads_pages_only_the_wal_has_and_a_joining_writer_recovers() {
 
 /// A torn frame at the end of the WAL (a writer killed inside its append, or a
 /// power loss): a read-only first opener reads the whole frames before it and
-/// leaves the file as it is.
-///
-/// ENGINE BUG (fails as of 9710902): `Wal::read_records` cuts a torn tail off
-/// unless the WAL *file* could not be opened for writing; a read-only open
-/// (`Config::read_only`, `--read-only`) of a writable file calls it in
-/// `recover` and truncates (and syncs) the WAL. See the report of this test.
+/// leaves the file as it is (it once cut the tail off, issue 53).
 #[test]
 fn read_only_open_leaves_a_torn_wal_tail_alone() {
     let dir = TempDir::new("ro-torn-tail");

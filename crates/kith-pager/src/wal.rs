@@ -126,6 +126,15 @@ impl Wal {
     /// Every complete, checksum-valid frame from the start. Stops without error at the
     /// first torn or corrupt frame and truncates the file there.
     pub fn read_records(&self) -> Result<Vec<Vec<u8>>> {
+        self.read_valid_prefix(true)
+    }
+
+    /// [`Wal::read_records`] for a reader that may not write: the torn tail stays.
+    pub fn read_records_untouched(&self) -> Result<Vec<Vec<u8>>> {
+        self.read_valid_prefix(false)
+    }
+
+    fn read_valid_prefix(&self, truncate: bool) -> Result<Vec<Vec<u8>>> {
         let mut end = self.end_bytes.lock();
         let file_bytes = self
             .file
@@ -138,7 +147,7 @@ impl Wal {
             offset_bytes += (FRAME_HEADER_BYTES + payload.len()) as u64;
             records.push(payload);
         }
-        if offset_bytes < file_bytes && !self.read_only {
+        if offset_bytes < file_bytes && truncate && !self.read_only {
             self.file
                 .set_len(offset_bytes)
                 .and_then(|()| self.file.sync_data())

@@ -637,7 +637,7 @@ fn open_files(path: &Path, pager_cfg: PagerConfig, read_only: bool) -> Result<Op
     let wal = Wal::open(&wal_path(path))?;
     let (shared, arrival) = SharedFile::open(path, read_only)?;
     let shared = Arc::new(shared);
-    if arrival == Arrival::Alone && !path.exists() && !wal.read_records()?.is_empty() {
+    if arrival == Arrival::Alone && !path.exists() && !wal.read_records_untouched()?.is_empty() {
         // Commits before the last synced one live only in the missing
         // file: replaying the rest would build a damaged database.
         return Err(Error::corruption(format!(
@@ -689,7 +689,12 @@ fn recover(opened: &mut Opened, read_only: bool) -> Result<()> {
             .get(..4)
             .is_some_and(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) < METADATA_FORMAT);
     }
-    let records = wal.read_records()?;
+    // A read-only opener leaves a torn tail for the next writer to cut.
+    let records = if read_only {
+        wal.read_records_untouched()?
+    } else {
+        wal.read_records()?
+    };
     let mut commits = Vec::with_capacity(records.len());
     for rec in &records {
         commits.push(CommitRecord::parse(rec)?);
