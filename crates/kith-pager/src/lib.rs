@@ -42,7 +42,7 @@ pub use pin::OwnedPin;
 pub use shared_file::{
     shm_path, wait_text, Arrival, CommitPoint, SharedFile, NO_SNAPSHOT, READER_SLOTS,
 };
-pub use wal::{Wal, RECORD_BYTES_MAX as WAL_RECORD_BYTES_MAX};
+pub use wal::{Wal, HEADER_BYTES as WAL_HEADER_BYTES, RECORD_BYTES_MAX as WAL_RECORD_BYTES_MAX};
 
 #[cfg(test)]
 mod send_sync {

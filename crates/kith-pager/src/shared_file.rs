@@ -47,7 +47,9 @@ use parking_lot::{Condvar, Mutex};
 use crate::data_file::io_error;
 
 const MAGIC: [u8; 8] = *b"KITHSHM\0";
-const FORMAT: u32 = 1;
+/// Bumped whenever what processes share changes (the shared file, or how the WAL
+/// is read), so processes of different builds refuse to mix.
+const FORMAT: u32 = 2;
 const MAP_BYTES: usize = 4096;
 pub const READER_SLOTS: usize = 128;
 pub const WAITER_SLOTS: usize = 64;

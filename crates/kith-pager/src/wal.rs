@@ -1,18 +1,29 @@
-//! [`Wal`]: the append-only write-ahead-log file.
+//! [`Wal`]: the write-ahead-log file.
 //!
 //! ```text
+//!  file:   +-----------------------------------------+---------+---------+--- - -
+//!          | magic "KWAL" u32 | version u32 | salt u64 | frame   | frame   | (old bytes)
+//!          +-----------------------------------------+---------+---------+--- - -
 //!  frame:  +-------------+-------------+------------------+
 //!          | len u32 LE  | sum u32 LE  | payload[len]     |
 //!          +-------------+-------------+------------------+
-//!  sum: the low 32 bits of XXH3-64 of the payload seeded with the length, so a
-//!  damaged length is caught too. (Not CRC-32: commit records carry page images,
-//!  tens of KiB each, and a byte-table CRC cost 3 instructions per byte there.)
+//!  sum: the low 32 bits of XXH3-64 of the payload seeded with the length and the
+//!  salt, so a damaged length, or a frame of an earlier round of the file, fails it.
+//!  (Not CRC-32: commit records carry page images, tens of KiB each, and a
+//!  byte-table CRC cost 3 instructions per byte there.)
 //! ```
 //!
-//! Frames are only appended; a frame counts once `sync` returns after it. A crash can
-//! leave a torn or garbage tail: [`Wal::read_records`] returns the longest prefix of
-//! complete, checksum-valid frames and cuts the rest off, so the next append starts on a
-//! clean boundary. What the payloads mean is the storage layer's business.
+//! The file is written in place and never shrinks: it is grown in zero-filled steps
+//! ahead of the appends, and a reset (after a checkpoint) writes a new random salt
+//! instead of truncating, after which the old frames fail their checksums. So an
+//! append changes no file size and its fdatasync flushes no metadata (on ext4 a
+//! growing log cost twice as much per commit, and made the journal wait for the data
+//! file's pages too). Frames count once `sync` returns after them. A crash can leave
+//! a torn or garbage tail: [`Wal::read_records`] returns the longest prefix of
+//! complete frames with the current salt and blanks the next frame header, so the next
+//! append starts on a clean boundary. A file without the header (written by builds
+//! before this format) has frames from byte 0 and no salt; its first reset converts
+//! it. What the payloads mean is the storage layer's business.
 
 use std::fs::{File, OpenOptions};
 use std::io::ErrorKind as IoErrorKind;
@@ -24,11 +35,58 @@ use parking_lot::Mutex;
 
 use crate::data_file::{io_error, read_at_most, sync_parent_dir};
 
+const MAGIC: u32 = 0x4C41_574B; // "KWAL"; more than any frame length an old file holds
+const VERSION: u32 = 1;
+/// Bytes of the file header; the first frame starts here.
+pub const HEADER_BYTES: u64 = 16;
+/// The file grows ahead of the appends by this much.
+const GROW_BYTES: u64 = 4 << 20;
+
 pub const FRAME_HEADER_BYTES: usize = 8;
 
-/// The checksum of a frame: covers the payload and, through the seed, its length.
-fn frame_sum(payload: &[u8]) -> u32 {
-    xxhash_rust::xxh3::xxh3_64_with_seed(payload, payload.len() as u64) as u32
+/// The checksum of a frame: covers the payload and, through the seed, its length and
+/// the file's salt (none in an old-format file).
+fn frame_sum(payload: &[u8], salt: Option<u64>) -> u32 {
+    let seed = payload.len() as u64 ^ salt.unwrap_or(0);
+    xxhash_rust::xxh3::xxh3_64_with_seed(payload, seed) as u32
+}
+
+/// Where frames start and how they are salted.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+struct Layout {
+    /// `None`: an old-format file, frames from byte 0.
+    salt: Option<u64>,
+}
+
+impl Layout {
+    fn start(&self) -> u64 {
+        if self.salt.is_some() {
+            HEADER_BYTES
+        } else {
+            0
+        }
+    }
+}
+
+/// A salt nobody can guess (so no payload embeds a valid frame of the next round).
+fn random_salt() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    h.write_u32(std::process::id());
+    h.finish()
+}
+
+fn encode_header(salt: u64) -> [u8; HEADER_BYTES as usize] {
+    let mut h = [0u8; HEADER_BYTES as usize];
+    h[0..4].copy_from_slice(&MAGIC.to_le_bytes());
+    h[4..8].copy_from_slice(&VERSION.to_le_bytes());
+    h[8..16].copy_from_slice(&salt.to_le_bytes());
+    h
 }
 /// Largest payload one frame may carry; bigger lengths read back are treated as garbage.
 pub const RECORD_BYTES_MAX: usize = 1 << 30;
@@ -38,13 +96,22 @@ pub struct Wal {
     path: PathBuf,
     /// The file could only be opened read-only: records are readable, nothing is written.
     read_only: bool,
-    /// End of the last complete frame; appends go here. The mutex also orders appends.
-    end_bytes: Mutex<u64>,
+    /// The mutex also orders appends.
+    state: Mutex<WalState>,
+}
+
+struct WalState {
+    /// End of the last complete frame; appends go here.
+    end_bytes: u64,
+    layout: Layout,
+    /// Bytes the file is known to hold (zero-filled past the frames).
+    file_bytes: u64,
 }
 
 impl Wal {
-    /// Opens the log, creating it if missing. Falls back to read-only when the file
-    /// exists but cannot be opened for writing (a read-only database directory).
+    /// Opens the log, creating it (with a header) if missing. Falls back to read-only
+    /// when the file exists but cannot be opened for writing (a read-only database
+    /// directory).
     pub fn open(path: &Path) -> Result<Wal> {
         let existed = path.exists();
         let writable = OpenOptions::new()
@@ -68,21 +135,78 @@ impl Wal {
             }
             Err(e) => return Err(io_error(path, "open", &e)),
         };
+        let wal = Wal {
+            file,
+            path: path.to_path_buf(),
+            read_only,
+            state: Mutex::new(WalState {
+                end_bytes: 0,
+                layout: Layout { salt: None },
+                file_bytes: 0,
+            }),
+        };
+        {
+            let mut state = wal.state.lock();
+            state.file_bytes = wal.file_len()?;
+            match wal.read_layout()? {
+                Some(layout) => state.layout = layout,
+                None if state.file_bytes == 0 && !read_only => {
+                    wal.write_header(&mut state, random_salt())?;
+                }
+                None => {}
+            }
+            state.end_bytes = state.layout.start();
+        }
         if !existed && !read_only {
             // A commit is durable once its frame is synced; the file's directory entry
             // must be durable before that, or a power loss could lose the whole log.
             sync_parent_dir(path)?;
         }
-        let len_bytes = file
+        Ok(wal)
+    }
+
+    fn file_len(&self) -> Result<u64> {
+        Ok(self
+            .file
             .metadata()
-            .map_err(|e| io_error(path, "stat", &e))?
-            .len();
-        Ok(Wal {
-            file,
-            path: path.to_path_buf(),
-            read_only,
-            end_bytes: Mutex::new(len_bytes),
-        })
+            .map_err(|e| io_error(&self.path, "stat", &e))?
+            .len())
+    }
+
+    /// The header's layout; `None` for an empty or old-format file.
+    fn read_layout(&self) -> Result<Option<Layout>> {
+        let mut h = [0u8; HEADER_BYTES as usize];
+        let read =
+            read_at_most(&self.file, &mut h, 0).map_err(|e| io_error(&self.path, "read", &e))?;
+        let word = |at: usize| u32::from_le_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]]);
+        if read < 4 || word(0) != MAGIC {
+            return Ok(None);
+        }
+        if read < HEADER_BYTES as usize || word(4) != VERSION {
+            return Err(Error::corruption(format!(
+                "write-ahead log '{}' has an unknown header (version {}); written by a newer build?",
+                self.path.display(),
+                word(4)
+            )));
+        }
+        let mut salt = [0u8; 8];
+        salt.copy_from_slice(&h[8..16]);
+        Ok(Some(Layout {
+            salt: Some(u64::from_le_bytes(salt)),
+        }))
+    }
+
+    /// Starts a new round of the file: a header with `salt`, made durable; frames of
+    /// earlier rounds fail their checksums from now on.
+    fn write_header(&self, state: &mut WalState, salt: u64) -> Result<()> {
+        self.file
+            .write_all_at(&encode_header(salt), 0)
+            .and_then(|()| self.file.sync_data())
+            .map_err(|e| io_error(&self.path, "write the header of", &e))?;
+        state.layout = Layout { salt: Some(salt) };
+        state.end_bytes = HEADER_BYTES;
+        state.file_bytes = state.file_bytes.max(HEADER_BYTES);
+        Ok(())
     }
 
     /// Appends one frame (not durable until [`Wal::sync`]).
@@ -93,23 +217,43 @@ impl Wal {
                 self.path.display()
             )));
         }
-        if payload.len() > RECORD_BYTES_MAX {
+        if payload.is_empty() || payload.len() > RECORD_BYTES_MAX {
             return Err(Error::internal(format!(
-                "log record of {} bytes exceeds the maximum of {RECORD_BYTES_MAX}",
+                "log record of {} bytes is empty or exceeds the maximum of {RECORD_BYTES_MAX}",
                 payload.len()
             )));
         }
-        let len_le = (payload.len() as u32).to_le_bytes();
+        let mut state = self.state.lock();
         let mut frame = Vec::with_capacity(FRAME_HEADER_BYTES + payload.len());
-        frame.extend_from_slice(&len_le);
-        frame.extend_from_slice(&frame_sum(payload).to_le_bytes());
+        frame.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+        frame.extend_from_slice(&frame_sum(payload, state.layout.salt).to_le_bytes());
         frame.extend_from_slice(payload);
-        let mut end = self.end_bytes.lock();
+        let end = state.end_bytes + frame.len() as u64;
+        if state.layout.salt.is_some() && end > state.file_bytes {
+            self.grow(&mut state, end)?;
+        }
         // A failed write leaves `end` alone, so the next append overwrites the partial frame.
         self.file
-            .write_all_at(&frame, *end)
+            .write_all_at(&frame, state.end_bytes)
             .map_err(|e| io_error(&self.path, "append to", &e))?;
-        *end += frame.len() as u64;
+        state.end_bytes = end;
+        Ok(())
+    }
+
+    /// Zero-fills the file past `need` bytes, a step at a time, so appends overwrite
+    /// bytes the file already has (the zeros are synced with the next commit's sync).
+    fn grow(&self, state: &mut WalState, need: u64) -> Result<()> {
+        let target = need.next_multiple_of(GROW_BYTES);
+        let zeros = vec![0u8; 1 << 20];
+        let mut at = state.file_bytes;
+        while at < target {
+            let n = zeros.len().min((target - at) as usize);
+            self.file
+                .write_all_at(&zeros[..n], at)
+                .map_err(|e| io_error(&self.path, "grow", &e))?;
+            at += n as u64;
+        }
+        state.file_bytes = target;
         Ok(())
     }
 
@@ -123,8 +267,9 @@ impl Wal {
             .map_err(|e| io_error(&self.path, "fsync", &e))
     }
 
-    /// Every complete, checksum-valid frame from the start. Stops without error at the
-    /// first torn or corrupt frame and truncates the file there.
+    /// Every complete, checksum-valid frame of the current round. Stops without error
+    /// at the first torn or corrupt frame and makes sure the next append starts there
+    /// (blanking the frame header found there; an old-format file is truncated).
     pub fn read_records(&self) -> Result<Vec<Vec<u8>>> {
         self.read_valid_prefix(true)
     }
@@ -134,45 +279,53 @@ impl Wal {
         self.read_valid_prefix(false)
     }
 
-    fn read_valid_prefix(&self, truncate: bool) -> Result<Vec<Vec<u8>>> {
-        let mut end = self.end_bytes.lock();
-        let file_bytes = self
-            .file
-            .metadata()
-            .map_err(|e| io_error(&self.path, "stat", &e))?
-            .len();
+    fn read_valid_prefix(&self, cut: bool) -> Result<Vec<Vec<u8>>> {
+        let mut state = self.state.lock();
+        let file_bytes = self.file_len()?;
+        state.file_bytes = file_bytes;
+        let layout = state.layout;
         let mut records = Vec::new();
-        let mut offset_bytes = 0u64;
-        while let Some(payload) = self.read_frame(offset_bytes, file_bytes)? {
+        let mut offset_bytes = layout.start();
+        while let Some(payload) = self.read_frame(offset_bytes, file_bytes, layout)? {
             offset_bytes += (FRAME_HEADER_BYTES + payload.len()) as u64;
             records.push(payload);
         }
-        if offset_bytes < file_bytes && truncate && !self.read_only {
-            self.file
-                .set_len(offset_bytes)
-                .and_then(|()| self.file.sync_data())
-                .map_err(|e| io_error(&self.path, "truncate", &e))?;
+        if cut && !self.read_only && offset_bytes < file_bytes {
+            self.cut_at(offset_bytes, layout)?;
         }
-        *end = offset_bytes;
+        state.end_bytes = offset_bytes;
         Ok(records)
     }
 
+    /// Makes `offset_bytes` the durable end: truncates an old-format file, blanks the
+    /// frame header there in a salted one.
+    fn cut_at(&self, offset_bytes: u64, layout: Layout) -> Result<()> {
+        let result = if layout.salt.is_some() {
+            self.file
+                .write_all_at(&[0u8; FRAME_HEADER_BYTES], offset_bytes)
+        } else {
+            self.file.set_len(offset_bytes)
+        };
+        result
+            .and_then(|()| self.file.sync_data())
+            .map_err(|e| io_error(&self.path, "cut the torn tail of", &e))
+    }
+
     /// The frames in `[from_bytes, to_bytes)`, as another process published them: never
-    /// truncates. `None` when the range does not hold whole valid frames (the log was
-    /// emptied or rewritten meanwhile: the caller looks at the commit point again).
+    /// writes. `None` when the range does not hold whole valid frames of the current
+    /// round (the log was reset meanwhile: the caller looks at the commit point again).
     pub fn read_range(&self, from_bytes: u64, to_bytes: u64) -> Result<Option<Vec<Vec<u8>>>> {
-        let file_bytes = self
-            .file
-            .metadata()
-            .map_err(|e| io_error(&self.path, "stat", &e))?
-            .len();
+        let file_bytes = self.file_len()?;
         if to_bytes > file_bytes || from_bytes > to_bytes {
             return Ok(None);
         }
+        // Another process may have started a new round since this one looked.
+        let layout = self.read_layout()?.unwrap_or(Layout { salt: None });
+        let from_bytes = from_bytes.max(layout.start());
         let mut records = Vec::new();
         let mut offset_bytes = from_bytes;
         while offset_bytes < to_bytes {
-            let Some(payload) = self.read_frame(offset_bytes, to_bytes)? else {
+            let Some(payload) = self.read_frame(offset_bytes, to_bytes, layout)? else {
                 return Ok(None);
             };
             offset_bytes += (FRAME_HEADER_BYTES + payload.len()) as u64;
@@ -181,26 +334,39 @@ impl Wal {
         Ok(Some(records))
     }
 
-    /// Makes `end_bytes` the end of the log, cutting off what lies past it (a record a
-    /// writer that died appended but never published). For the writer only.
+    /// Makes `end_bytes` the end of the log (the writer, taking over): a record a writer
+    /// that died appended but never published is cut off durably, before anything
+    /// reuses the pages it names.
     pub fn set_end(&self, end_bytes: u64) -> Result<()> {
-        let mut end = self.end_bytes.lock();
-        let file_bytes = self
-            .file
-            .metadata()
-            .map_err(|e| io_error(&self.path, "stat", &e))?
-            .len();
-        if file_bytes > end_bytes && !self.read_only {
-            self.file
-                .set_len(end_bytes)
-                .map_err(|e| io_error(&self.path, "truncate", &e))?;
+        let mut state = self.state.lock();
+        if let Some(layout) = self.read_layout()? {
+            state.layout = layout;
+        } else if state.layout.salt.is_some() && end_bytes <= HEADER_BYTES {
+            // Emptied by a process that died before writing the header: nothing to keep.
+            state.layout = Layout { salt: None };
         }
-        *end = end_bytes;
+        let end_bytes = end_bytes.max(state.layout.start());
+        state.file_bytes = self.file_len()?;
+        if !self.read_only && state.end_bytes != end_bytes {
+            let mut next = [0u8; FRAME_HEADER_BYTES];
+            let read = read_at_most(&self.file, &mut next, end_bytes)
+                .map_err(|e| io_error(&self.path, "read", &e))?;
+            if next[..read].iter().any(|&b| b != 0) {
+                self.cut_at(end_bytes, state.layout)?;
+                state.file_bytes = self.file_len()?;
+            }
+        }
+        state.end_bytes = end_bytes;
         Ok(())
     }
 
     /// The frame at `offset_bytes`, or `None` if it is incomplete or fails its checksum.
-    fn read_frame(&self, offset_bytes: u64, file_bytes: u64) -> Result<Option<Vec<u8>>> {
+    fn read_frame(
+        &self,
+        offset_bytes: u64,
+        file_bytes: u64,
+        layout: Layout,
+    ) -> Result<Option<Vec<u8>>> {
         if offset_bytes + FRAME_HEADER_BYTES as u64 > file_bytes {
             return Ok(None);
         }
@@ -210,11 +376,21 @@ impl Wal {
         if read < FRAME_HEADER_BYTES {
             return Ok(None);
         }
-        let len_le: [u8; 4] = frame_header[0..4].try_into().expect("4 bytes");
-        let len_bytes = u32::from_le_bytes(len_le) as usize;
-        let stored_crc = u32::from_le_bytes(frame_header[4..8].try_into().expect("4 bytes"));
+        let word = |at: usize| {
+            u32::from_le_bytes([
+                frame_header[at],
+                frame_header[at + 1],
+                frame_header[at + 2],
+                frame_header[at + 3],
+            ])
+        };
+        let len_bytes = word(0) as usize;
+        let stored_sum = word(4);
         let payload_at = offset_bytes + FRAME_HEADER_BYTES as u64;
-        if len_bytes > RECORD_BYTES_MAX || payload_at + len_bytes as u64 > file_bytes {
+        // Zeros past the end of a salted file read as an empty frame: never valid there
+        // (the storage layer writes no empty records).
+        let blank = len_bytes == 0 && layout.salt.is_some();
+        if blank || len_bytes > RECORD_BYTES_MAX || payload_at + len_bytes as u64 > file_bytes {
             return Ok(None);
         }
         let mut payload = vec![0u8; len_bytes];
@@ -223,10 +399,11 @@ impl Wal {
         if read < len_bytes {
             return Ok(None);
         }
-        Ok((frame_sum(&payload) == stored_crc).then_some(payload))
+        Ok((frame_sum(&payload, layout.salt) == stored_sum).then_some(payload))
     }
 
-    /// Empties the log (after a checkpoint) durably.
+    /// Empties the log (after a checkpoint) durably: a new round with a new salt; the
+    /// file keeps its size.
     pub fn reset(&self) -> Result<()> {
         if self.read_only {
             return Err(Error::io(format!(
@@ -234,17 +411,12 @@ impl Wal {
                 self.path.display()
             )));
         }
-        let mut end = self.end_bytes.lock();
-        self.file
-            .set_len(0)
-            .and_then(|()| self.file.sync_data())
-            .map_err(|e| io_error(&self.path, "truncate", &e))?;
-        *end = 0;
-        Ok(())
+        let mut state = self.state.lock();
+        self.write_header(&mut state, random_salt())
     }
 
-    /// Bytes of complete frames (plus, before the first `read_records`, any tail).
+    /// Where the next frame goes: the end of the complete frames.
     pub fn size_bytes(&self) -> u64 {
-        *self.end_bytes.lock()
+        self.state.lock().end_bytes
     }
 }

@@ -1,9 +1,9 @@
-//! WAL framing, crash tails and reset.
+//! WAL framing, crash tails, reset, and files of the old format.
 
 use std::fs::OpenOptions;
 use std::os::unix::fs::FileExt;
 
-use kith_pager::Wal;
+use kith_pager::{Wal, WAL_HEADER_BYTES as H};
 
 #[test]
 fn append_and_read_back() {
@@ -12,17 +12,33 @@ fn append_and_read_back() {
     let wal = Wal::open(&path).unwrap();
     assert_eq!(wal.read_records().unwrap(), Vec::<Vec<u8>>::new());
     wal.append(b"one").unwrap();
-    wal.append(b"").unwrap();
+    wal.append(b"x").unwrap();
     wal.append(&[7u8; 10_000]).unwrap();
     wal.sync().unwrap();
-    assert_eq!(wal.size_bytes(), 3 * 8 + 3 + 10_000);
+    assert_eq!(wal.size_bytes(), H + 3 * 8 + 3 + 1 + 10_000);
+    // Empty records are refused (zeros past the end read as one).
+    assert!(wal.append(b"").is_err());
     drop(wal);
     let wal = Wal::open(&path).unwrap();
     let records = wal.read_records().unwrap();
     assert_eq!(
         records,
-        vec![b"one".to_vec(), Vec::new(), vec![7u8; 10_000]]
+        vec![b"one".to_vec(), b"x".to_vec(), vec![7u8; 10_000]]
     );
+}
+
+#[test]
+fn appends_overwrite_a_preallocated_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.wal");
+    let wal = Wal::open(&path).unwrap();
+    wal.append(b"first").unwrap();
+    let len = std::fs::metadata(&path).unwrap().len();
+    assert!(len >= 1 << 20, "grown ahead: {len}");
+    for _ in 0..100 {
+        wal.append(&[1u8; 1000]).unwrap();
+    }
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), len);
 }
 
 #[test]
@@ -35,9 +51,12 @@ fn torn_tail_is_ignored_and_cut_off() {
     wal.sync().unwrap();
     let whole = wal.size_bytes();
     drop(wal);
-    for cut in [whole - 1, whole - 11, whole - 15, 12 + 1] {
+    let kept_end = H + 12;
+    for cut in [whole - 1, whole - 11, whole - 15, kept_end + 1] {
+        // Tear the second frame: zero its bytes from `cut` on.
         let file = OpenOptions::new().write(true).open(&path).unwrap();
-        file.set_len(cut).unwrap();
+        file.write_all_at(&vec![0u8; (whole - cut) as usize], cut)
+            .unwrap();
         drop(file);
         let wal = Wal::open(&path).unwrap();
         assert_eq!(
@@ -45,16 +64,35 @@ fn torn_tail_is_ignored_and_cut_off() {
             vec![b"kept".to_vec()],
             "cut at {cut}"
         );
-        assert_eq!(wal.size_bytes(), 12);
-        assert_eq!(
-            std::fs::metadata(&path).unwrap().len(),
-            12,
-            "the torn tail is truncated"
-        );
+        assert_eq!(wal.size_bytes(), kept_end);
         // Appends continue on a clean frame boundary.
         wal.append(b"torn record").unwrap();
+        wal.sync().unwrap();
         drop(wal);
+        let wal = Wal::open(&path).unwrap();
+        assert_eq!(wal.read_records().unwrap().len(), 2);
     }
+}
+
+#[test]
+fn read_only_reader_leaves_a_torn_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.wal");
+    let wal = Wal::open(&path).unwrap();
+    wal.append(b"kept").unwrap();
+    wal.sync().unwrap();
+    let end = wal.size_bytes();
+    drop(wal);
+    let file = OpenOptions::new().write(true).open(&path).unwrap();
+    file.write_all_at(b"garbage!", end).unwrap();
+    drop(file);
+    let before = std::fs::read(&path).unwrap();
+    let wal = Wal::open(&path).unwrap();
+    assert_eq!(
+        wal.read_records_untouched().unwrap(),
+        vec![b"kept".to_vec()]
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), before);
 }
 
 #[test]
@@ -72,15 +110,15 @@ fn corrupt_checksum_stops_reading() {
         .write(true)
         .open(&path)
         .unwrap();
-    file.write_all_at(b"X", 13 + 8).unwrap();
+    file.write_all_at(b"X", H + 13 + 8).unwrap();
     drop(file);
     let wal = Wal::open(&path).unwrap();
     assert_eq!(wal.read_records().unwrap(), vec![b"first".to_vec()]);
-    assert_eq!(wal.size_bytes(), 13);
+    assert_eq!(wal.size_bytes(), H + 13);
 }
 
 #[test]
-fn garbage_length_is_not_trusted() {
+fn garbage_file_is_not_trusted() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db.wal");
     std::fs::write(&path, [0xFFu8; 64]).unwrap();
@@ -90,16 +128,62 @@ fn garbage_length_is_not_trusted() {
 }
 
 #[test]
-fn reset_empties_the_log() {
+fn reset_starts_a_new_round_whose_reader_ignores_the_old_frames() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db.wal");
     let wal = Wal::open(&path).unwrap();
     wal.append(b"a").unwrap();
     wal.append(b"b").unwrap();
-    wal.reset().unwrap();
-    assert_eq!(wal.size_bytes(), 0);
-    assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
     wal.append(b"c").unwrap();
     wal.sync().unwrap();
-    assert_eq!(wal.read_records().unwrap(), vec![b"c".to_vec()]);
+    let len = std::fs::metadata(&path).unwrap().len();
+    wal.reset().unwrap();
+    assert_eq!(wal.size_bytes(), H);
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().len(),
+        len,
+        "no truncation"
+    );
+    wal.append(b"d").unwrap();
+    wal.sync().unwrap();
+    drop(wal);
+    // "b" and "c" are still in the file after "d", with the old salt.
+    let wal = Wal::open(&path).unwrap();
+    assert_eq!(wal.read_records().unwrap(), vec![b"d".to_vec()]);
+    assert_eq!(
+        wal.read_range(0, wal.size_bytes()).unwrap(),
+        Some(vec![b"d".to_vec()])
+    );
+}
+
+/// Builds before the salted format wrote frames from byte 0, sums seeded with
+/// the length only, and truncated on reset.
+#[test]
+fn old_format_file_is_read_then_converted_by_a_reset() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.wal");
+    let mut bytes = Vec::new();
+    for payload in [&b"old one"[..], &b"old two"[..]] {
+        let sum = xxhash_rust::xxh3::xxh3_64_with_seed(payload, payload.len() as u64) as u32;
+        bytes.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+        bytes.extend_from_slice(&sum.to_le_bytes());
+        bytes.extend_from_slice(payload);
+    }
+    std::fs::write(&path, &bytes).unwrap();
+    let wal = Wal::open(&path).unwrap();
+    assert_eq!(
+        wal.read_records().unwrap(),
+        vec![b"old one".to_vec(), b"old two".to_vec()]
+    );
+    wal.append(b"three").unwrap();
+    wal.sync().unwrap();
+    drop(wal);
+    let wal = Wal::open(&path).unwrap();
+    assert_eq!(wal.read_records().unwrap().len(), 3);
+    wal.reset().unwrap();
+    wal.append(b"new").unwrap();
+    wal.sync().unwrap();
+    drop(wal);
+    let wal = Wal::open(&path).unwrap();
+    assert_eq!(wal.read_records().unwrap(), vec![b"new".to_vec()]);
 }

@@ -672,7 +672,9 @@ fn recover(opened: &mut Opened, read_only: bool) -> Result<()> {
         return Ok(());
     };
     let mut version = Version::default();
-    let mut old_format = false;
+    // A database never checkpointed gets a header at once: builds before
+    // this format would read an empty header and then misread the WAL.
+    let mut old_format = true;
     if let Some(payload) = pager.read_header()? {
         let (run, len, sum) = header_blob(&payload)?;
         let pin = run
