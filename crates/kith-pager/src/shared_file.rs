@@ -169,10 +169,14 @@ impl SharedFile {
         }
         let file = opened
             .map_err(|e| {
-                let hint = if e.kind() == std::io::ErrorKind::PermissionDenied {
-                    " (every process that opens the database, read-only ones too, needs to write this file)"
-                } else {
-                    ""
+                let hint = match e.kind() {
+                    std::io::ErrorKind::PermissionDenied => {
+                        " (every process that opens the database, read-only ones too, needs to write this file)"
+                    }
+                    std::io::ErrorKind::ReadOnlyFilesystem => {
+                        " (the database is on a read-only file system: open it read-only)"
+                    }
+                    _ => "",
                 };
                 Error::io(format!(
                     "cannot open the shared file '{}': {e}{hint}",

@@ -162,6 +162,56 @@ fn two_opens_share_one_database() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// On a read-only file system a read-only open reads (there is no shared
+/// file to write, and nobody can write there), and a read-write open says
+/// what to do. Needs a tmpfs it may mount (root); says so and passes
+/// where it cannot.
+#[test]
+fn read_only_file_system() {
+    let (dir, path) = temp_db("rofs");
+    let mnt = dir.join("mnt");
+    std::fs::create_dir_all(&mnt).unwrap();
+    let mount = |args: &[&str]| {
+        std::process::Command::new("mount")
+            .args(args)
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    let m = mnt.to_str().unwrap();
+    if !mount(&["-t", "tmpfs", "-o", "size=16m", "tmpfs", m]) {
+        eprintln!("read_only_file_system: cannot mount a tmpfs here; not tested");
+        return;
+    }
+    drop(path);
+    let db_path = mnt.join("g.kith");
+    let p = db_path.to_str().unwrap();
+    {
+        let db = Database::open(p, Config::default()).unwrap();
+        let c = Connection::new(&db);
+        c.query("CREATE NODE TABLE P(id INT64, PRIMARY KEY(id))")
+            .unwrap();
+        c.query("CREATE (:P {id: 1})").unwrap();
+    }
+    let remounted = mount(&["-o", "remount,ro", m]);
+    if remounted {
+        let ro = Config {
+            read_only: true,
+            ..Config::default()
+        };
+        let db = Database::open(p, ro).unwrap();
+        assert_eq!(
+            rows(&Connection::new(&db), "MATCH (p:P) RETURN count(*)"),
+            vec![vec![Value::Int64(1)]]
+        );
+        drop(db);
+        let err = Database::open(p, Config::default()).err().unwrap();
+        assert!(err.to_string().contains("open it read-only"), "{err}");
+    }
+    let _ = std::process::Command::new("umount").arg(m).status();
+    assert!(remounted, "remount read-only failed");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 #[test]
 fn syntax_errors_point_at_the_spot() {
     let db = Database::open(":memory:", Config::default()).unwrap();

@@ -304,7 +304,15 @@ impl CountExtend {
                 // A node equal to a gate (of an earlier, flat group) may
                 // lose a rel to an exclusion: its degree leaves the sum and
                 // its tuple is tested alone.
-                if !fixed_gates.is_empty() {
+                // Most batches hold no gate at all: one pass the compiler
+                // vectorizes says so (the third hop of a 3-hop count ran
+                // 10 % slower testing each position with `contains`).
+                let any_gate = !fixed_gates.is_empty()
+                    && match (&state.sel, ids.get(..state.len)) {
+                        (None, Some(batch)) => count_gates(batch, &fixed_gates) > 0,
+                        _ => true,
+                    };
+                if any_gate {
                     let out = &self.batch_degrees[0];
                     let mut visit = |i: usize, p: usize| {
                         if fixed_gates.contains(&ids[p]) {
@@ -492,5 +500,18 @@ fn selected_degrees(
     match &state.sel {
         Some(sel) => pins.degrees_into(pager, ids, sel.iter().map(|&p| p as usize), out),
         None => pins.degrees_into(pager, ids, 0..state.len, out),
+    }
+}
+
+/// How many of `ids` equal one of `gates`: with one or two gates (an
+/// exclusion's flat endpoints, the usual), a branch-free pass.
+fn count_gates(ids: &[InternalId], gates: &[InternalId]) -> usize {
+    match gates {
+        [g] => ids.iter().map(|x| usize::from(x.0 == g.0)).sum(),
+        [g, h] => ids
+            .iter()
+            .map(|x| usize::from((x.0 == g.0) | (x.0 == h.0)))
+            .sum(),
+        _ => ids.iter().filter(|x| gates.contains(x)).count(),
     }
 }
