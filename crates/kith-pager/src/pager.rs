@@ -286,8 +286,10 @@ impl Pager {
         Ok(())
     }
 
-    /// Another process changed the pages of `runs` (it reused them): drops their cached
-    /// copies and overlay images, so the next pin reads the file. Pinned pages are
+    /// Another process wrote the pages of `runs` (it reused them): drops their overlay
+    /// images and reads the cached copies again from the file in place (a commit's new
+    /// pages are likely read next, and evicting them made the reload fault in and zero
+    /// fresh memory: an eighth of the time of writers taking turns). Pinned pages are
     /// kept: a pin belongs to a snapshot, and no process reuses a page a live snapshot
     /// can read.
     pub fn forget(&self, runs: &[(PageIdx, u32)]) {
@@ -296,7 +298,41 @@ impl Pager {
         for &(first, count) in runs {
             for page in first.0..first.0.saturating_add(count).min(end) {
                 overlay.remove(&page);
-                self.try_evict(page, false);
+                self.reread(page);
+            }
+        }
+    }
+
+    /// Reads a resident, unpinned page again from the file, holding it LOCKED
+    /// meanwhile; evicts it if the read fails. Pages being loaded or pinned are left
+    /// alone (see [`Pager::forget`]).
+    fn reread(&self, page: u32) {
+        let Some(file) = &self.file else {
+            return;
+        };
+        let state = self.state(page);
+        let current = state.load(Ordering::Acquire);
+        if current & LOCKED != 0 || current & RESIDENT == 0 || pins(current) != 0 {
+            return;
+        }
+        if state
+            .compare_exchange(current, LOCKED | RESIDENT, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            return;
+        }
+        // SAFETY: the page is inside the region (below `end`, checked by the caller) and
+        // we hold it LOCKED with no pins, so nobody else reads or writes these bytes.
+        let buf = unsafe { std::slice::from_raw_parts_mut(self.page_ptr(page), PAGE_SIZE) };
+        match read_at_most(file, buf, page as u64 * PAGE_BYTES) {
+            Ok(n) => {
+                buf[n..].fill(0);
+                state.store(RESIDENT, Ordering::Release);
+            }
+            Err(_) => {
+                self.region.discard(page as usize * PAGE_SIZE, PAGE_SIZE);
+                self.resident_pages.fetch_sub(1, Ordering::AcqRel);
+                state.store(0, Ordering::Release);
             }
         }
     }
