@@ -316,7 +316,12 @@ impl Pager {
             return;
         }
         if state
-            .compare_exchange(current, LOCKED | RESIDENT, Ordering::Acquire, Ordering::Relaxed)
+            .compare_exchange(
+                current,
+                LOCKED | RESIDENT,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            )
             .is_err()
         {
             return;

@@ -347,17 +347,51 @@ impl Wal {
         }
         let end_bytes = end_bytes.max(state.layout.start());
         state.file_bytes = self.file_len()?;
-        if !self.read_only && state.end_bytes != end_bytes {
-            let mut next = [0u8; FRAME_HEADER_BYTES];
-            let read = read_at_most(&self.file, &mut next, end_bytes)
-                .map_err(|e| io_error(&self.path, "read", &e))?;
-            if next[..read].iter().any(|&b| b != 0) {
-                self.cut_at(end_bytes, state.layout)?;
-                state.file_bytes = self.file_len()?;
-            }
+        if !self.read_only {
+            self.cut_unpublished(&mut state, end_bytes)?;
         }
         state.end_bytes = end_bytes;
         Ok(())
+    }
+
+    /// Invalidates every frame of the current round past `end_bytes` (a dead writer's
+    /// unpublished records): blanking only the first would leave later ones to line up
+    /// behind the next writer's frames and be read back by a recovery. An empty round
+    /// with frames in it (a checkpoint that died before emptying the log) starts a new
+    /// round instead.
+    fn cut_unpublished(&self, state: &mut WalState, end_bytes: u64) -> Result<()> {
+        let layout = state.layout;
+        if layout.salt.is_none() {
+            let file_bytes = self.file_len()?;
+            if file_bytes > end_bytes {
+                self.cut_at(end_bytes, layout)?;
+            }
+            state.file_bytes = self.file_len()?;
+            return Ok(());
+        }
+        let file_bytes = state.file_bytes;
+        let mut stale = Vec::new();
+        let mut at = end_bytes;
+        while let Some(payload) = self.read_frame(at, file_bytes, layout)? {
+            stale.push(at);
+            at += (FRAME_HEADER_BYTES + payload.len()) as u64;
+        }
+        if end_bytes <= HEADER_BYTES && !stale.is_empty() {
+            return self.write_header(state, random_salt());
+        }
+        let mut next = [0u8; FRAME_HEADER_BYTES];
+        let read = read_at_most(&self.file, &mut next, end_bytes)
+            .map_err(|e| io_error(&self.path, "read", &e))?;
+        if stale.is_empty() && next[..read].iter().all(|&b| b == 0) {
+            return Ok(());
+        }
+        for &offset in stale.iter().rev() {
+            self.file
+                .write_all_at(&[0u8; FRAME_HEADER_BYTES], offset)
+                .map_err(|e| io_error(&self.path, "cut the unpublished tail of", &e))?;
+        }
+        // The first position may hold a torn frame, not a valid one.
+        self.cut_at(end_bytes, layout)
     }
 
     /// The frame at `offset_bytes`, or `None` if it is incomplete or fails its checksum.

@@ -187,3 +187,50 @@ fn old_format_file_is_read_then_converted_by_a_reset() {
     let wal = Wal::open(&path).unwrap();
     assert_eq!(wal.read_records().unwrap(), vec![b"new".to_vec()]);
 }
+
+/// A writer that died left frames past the published end; the next writer
+/// cuts them all, so none lines up behind its own frames and comes back
+/// in a recovery.
+#[test]
+fn next_writer_cuts_every_unpublished_frame() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.wal");
+    let dead = Wal::open(&path).unwrap();
+    dead.append(b"published!").unwrap();
+    let published = dead.size_bytes();
+    dead.append(b"unpublish1").unwrap();
+    dead.append(b"unpublish2").unwrap();
+    dead.sync().unwrap();
+    drop(dead);
+    let next = Wal::open(&path).unwrap();
+    next.set_end(published).unwrap();
+    next.append(b"next write").unwrap();
+    next.sync().unwrap();
+    drop(next);
+    let wal = Wal::open(&path).unwrap();
+    assert_eq!(
+        wal.read_records().unwrap(),
+        vec![b"published!".to_vec(), b"next write".to_vec()]
+    );
+}
+
+/// A checkpoint that published an empty log and died before emptying it:
+/// the next writer starts a new round, and the old frames stay dead.
+#[test]
+fn next_writer_of_an_empty_round_starts_a_new_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db.wal");
+    let old = Wal::open(&path).unwrap();
+    for _ in 0..3 {
+        old.append(b"old record").unwrap();
+    }
+    old.sync().unwrap();
+    drop(old);
+    let next = Wal::open(&path).unwrap();
+    next.set_end(0).unwrap();
+    next.append(b"new record").unwrap();
+    next.sync().unwrap();
+    drop(next);
+    let wal = Wal::open(&path).unwrap();
+    assert_eq!(wal.read_records().unwrap(), vec![b"new record".to_vec()]);
+}

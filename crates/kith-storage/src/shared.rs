@@ -158,15 +158,18 @@ impl Storage {
             // around counts.
             let settled = self.shared.commit_point();
             match advanced {
-                Some(version) if settled.wal_gen == point.wal_gen => {
-                    if version.seq != point.seq {
-                        return Err(Error::corruption(format!(
-                            "the write-ahead log ends at commit {} but the shared file says {}",
-                            version.seq, point.seq
-                        )));
-                    }
+                Some(version) if settled.wal_gen == point.wal_gen && version.seq == point.seq => {
                     *self.current.write() = Arc::new(version);
                     view.point = Some(point);
+                }
+                // Read while commits went on: a checkpoint can write a newer
+                // header before it publishes its generation. Only a state
+                // that stood still and still disagrees is damage.
+                Some(version) if settled == point => {
+                    return Err(Error::corruption(format!(
+                        "the write-ahead log ends at commit {} but the shared file says {}",
+                        version.seq, point.seq
+                    )));
                 }
                 Some(_) => {}
                 None => {
