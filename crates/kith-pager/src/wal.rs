@@ -334,11 +334,15 @@ impl Wal {
         Ok(Some(records))
     }
 
-    /// Makes `end_bytes` the end of the log (the writer, taking over): a record a writer
-    /// that died appended but never published is cut off durably, before anything
-    /// reuses the pages it names.
-    pub fn set_end(&self, end_bytes: u64) -> Result<()> {
+    /// Makes `end_bytes` the end of the log for the writer. `taking_over`: another open
+    /// may have written since this one last did, so records a writer that died appended
+    /// but never published are cut off durably, before anything reuses the pages they
+    /// name. A writer continuing its own log at its own end does nothing.
+    pub fn set_end(&self, end_bytes: u64, taking_over: bool) -> Result<()> {
         let mut state = self.state.lock();
+        if !taking_over && state.end_bytes == end_bytes.max(state.layout.start()) {
+            return Ok(());
+        }
         if let Some(layout) = self.read_layout()? {
             state.layout = layout;
         } else if state.layout.salt.is_some() && end_bytes <= HEADER_BYTES {
@@ -376,22 +380,20 @@ impl Wal {
             stale.push(at);
             at += (FRAME_HEADER_BYTES + payload.len()) as u64;
         }
-        if end_bytes <= HEADER_BYTES && !stale.is_empty() {
+        // Bytes that are no valid frame of this round (zeros, a torn frame, earlier
+        // rounds) fail every read already.
+        let Some((&first, later)) = stale.split_first() else {
+            return Ok(());
+        };
+        if end_bytes <= HEADER_BYTES {
             return self.write_header(state, random_salt());
         }
-        let mut next = [0u8; FRAME_HEADER_BYTES];
-        let read = read_at_most(&self.file, &mut next, end_bytes)
-            .map_err(|e| io_error(&self.path, "read", &e))?;
-        if stale.is_empty() && next[..read].iter().all(|&b| b == 0) {
-            return Ok(());
-        }
-        for &offset in stale.iter().rev() {
+        for &offset in later.iter().rev() {
             self.file
                 .write_all_at(&[0u8; FRAME_HEADER_BYTES], offset)
                 .map_err(|e| io_error(&self.path, "cut the unpublished tail of", &e))?;
         }
-        // The first position may hold a torn frame, not a valid one.
-        self.cut_at(end_bytes, layout)
+        self.cut_at(first, layout)
     }
 
     /// The frame at `offset_bytes`, or `None` if it is incomplete or fails its checksum.

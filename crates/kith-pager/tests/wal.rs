@@ -203,7 +203,7 @@ fn next_writer_cuts_every_unpublished_frame() {
     dead.sync().unwrap();
     drop(dead);
     let next = Wal::open(&path).unwrap();
-    next.set_end(published).unwrap();
+    next.set_end(published, true).unwrap();
     next.append(b"next write").unwrap();
     next.sync().unwrap();
     drop(next);
@@ -227,7 +227,7 @@ fn next_writer_of_an_empty_round_starts_a_new_one() {
     old.sync().unwrap();
     drop(old);
     let next = Wal::open(&path).unwrap();
-    next.set_end(0).unwrap();
+    next.set_end(0, true).unwrap();
     next.append(b"new record").unwrap();
     next.sync().unwrap();
     drop(next);

@@ -271,11 +271,14 @@ impl Storage {
     pub(crate) fn prepare_alloc(&self) -> Result<()> {
         let mut view = self.view.lock();
         let current = Arc::clone(&self.current.read());
-        if view.alloc_seq != Some(current.seq) {
+        // Rebuilt when another open wrote since this one did (or never did):
+        // then a writer that died may have left records past the end too.
+        let taking_over = view.alloc_seq != Some(current.seq);
+        if taking_over {
             self.rebuild_free_list(&mut view, &current)?;
         }
         if let (Some(wal), Some(point)) = (&self.wal, view.point) {
-            wal.set_end(point.wal_end)?;
+            wal.set_end(point.wal_end, taking_over)?;
         }
         let oldest = self.shared.oldest_snapshot()?;
         let reusable = view
