@@ -1290,50 +1290,9 @@ impl ProcessesReport {
         g
     }
 
-    pub fn markdown(&self) -> String {
+    /// The read-throughput table.
+    fn md_reads(&self, s: &mut String) {
         let o = &self.opts;
-        let m = &self.meta;
-        let mut s = String::new();
-        s.push_str("## processes (issue 53): several processes on one database\n\n");
-        let _ = writeln!(
-            s,
-            "- date {}, git `{}`, {} cores{}{}",
-            m.date,
-            m.git_rev,
-            m.cores,
-            m.mem_bytes.map_or(String::new(), |b| format!(
-                ", {:.1} GiB",
-                b as f64 / (1u64 << 30) as f64
-            )),
-            m.cpu.as_deref().map_or(String::new(), |c| format!(", {c}"))
-        );
-        let _ = writeln!(s, "- command: `{}`", m.command);
-        let _ = writeln!(
-            s,
-            "- KithDB {}, SQLite {} (Python sqlite3; WAL, synchronous=FULL)",
-            self.kith_version.as_deref().unwrap_or("?"),
-            self.sqlite_version.as_deref().unwrap_or("not run")
-        );
-        let setup: Vec<String> = self
-            .setup
-            .iter()
-            .map(|(n, ms)| format!("{n} {:.2} s", ms / 1e3))
-            .collect();
-        let _ = writeln!(
-            s,
-            "- graph: {} nodes P, {} rels K (out-degree id % 21); set-up: {}",
-            fmt_int(o.nodes as f64),
-            fmt_int(self.rels as f64),
-            setup.join(", ")
-        );
-        let _ = writeln!(
-            s,
-            "- every process and reading thread runs its queries with 1 thread; parallelism above {} oversubscribes the cores",
-            m.cores
-        );
-        if let Some(e) = &self.error {
-            let _ = writeln!(s, "- **error**: {e}");
-        }
         if !self.reads.is_empty() {
             let _ = writeln!(
                 s,
@@ -1387,6 +1346,11 @@ impl ProcessesReport {
                 );
             }
         }
+    }
+
+    /// The commit-latency table.
+    fn md_latency(&self, s: &mut String) {
+        let o = &self.opts;
         if !self.latency.is_empty() {
             let _ = writeln!(
                 s,
@@ -1433,6 +1397,11 @@ impl ProcessesReport {
                 }
             }
         }
+    }
+
+    /// The writer hand-over table.
+    fn md_handover(&self, s: &mut String) {
+        let o = &self.opts;
         if !self.handover.is_empty() {
             let _ = writeln!(
                 s,
@@ -1467,6 +1436,55 @@ impl ProcessesReport {
                 }
             }
         }
+    }
+
+    pub fn markdown(&self) -> String {
+        let o = &self.opts;
+        let m = &self.meta;
+        let mut s = String::new();
+        s.push_str("## processes (issue 53): several processes on one database\n\n");
+        let _ = writeln!(
+            s,
+            "- date {}, git `{}`, {} cores{}{}",
+            m.date,
+            m.git_rev,
+            m.cores,
+            m.mem_bytes.map_or(String::new(), |b| format!(
+                ", {:.1} GiB",
+                b as f64 / (1u64 << 30) as f64
+            )),
+            m.cpu.as_deref().map_or(String::new(), |c| format!(", {c}"))
+        );
+        let _ = writeln!(s, "- command: `{}`", m.command);
+        let _ = writeln!(
+            s,
+            "- KithDB {}, SQLite {} (Python sqlite3; WAL, synchronous=FULL)",
+            self.kith_version.as_deref().unwrap_or("?"),
+            self.sqlite_version.as_deref().unwrap_or("not run")
+        );
+        let setup: Vec<String> = self
+            .setup
+            .iter()
+            .map(|(n, ms)| format!("{n} {:.2} s", ms / 1e3))
+            .collect();
+        let _ = writeln!(
+            s,
+            "- graph: {} nodes P, {} rels K (out-degree id % 21); set-up: {}",
+            fmt_int(o.nodes as f64),
+            fmt_int(self.rels as f64),
+            setup.join(", ")
+        );
+        let _ = writeln!(
+            s,
+            "- every process and reading thread runs its queries with 1 thread; parallelism above {} oversubscribes the cores",
+            m.cores
+        );
+        if let Some(e) = &self.error {
+            let _ = writeln!(s, "- **error**: {e}");
+        }
+        self.md_reads(&mut s);
+        self.md_latency(&mut s);
+        self.md_handover(&mut s);
         s.push_str("\n### Goals\n\n| target | measured | goal | met |\n|---|---:|---|---|\n");
         for (what, x, goal, met) in self.goals() {
             let _ = writeln!(
@@ -1530,40 +1548,7 @@ impl ProcessesReport {
                 ])
             })
             .collect();
-        let latency = self
-            .latency
-            .iter()
-            .map(|r| {
-                let st = r.stats();
-                Json::Obj(vec![
-                    ("engine".into(), Json::str(r.engine)),
-                    ("readers".into(), Json::Int(r.readers as i64)),
-                    ("commits".into(), Json::Int(r.lat_ms.len() as i64)),
-                    ("median_ms".into(), Json::opt_f64(st.map(|s| s.0))),
-                    ("p99_ms".into(), Json::opt_f64(st.map(|s| s.1))),
-                    ("mean_ms".into(), Json::opt_f64(st.map(|s| s.2))),
-                    ("max_ms".into(), Json::opt_f64(st.map(|s| s.3))),
-                    (
-                        "reader_qps_rounds".into(),
-                        Json::Arr(r.reader_qps.iter().map(|&x| f(x)).collect()),
-                    ),
-                    (
-                        "reader_wrong_or_errors".into(),
-                        Json::Int(r.reader_problems as i64),
-                    ),
-                    (
-                        "reader_problem".into(),
-                        Json::opt_str(r.reader_problem.as_deref()),
-                    ),
-                    ("error".into(), Json::opt_str(r.error.as_deref())),
-                    ("load_avg".into(), pair(r.load)),
-                    (
-                        "lat_ms".into(),
-                        Json::Arr(r.lat_ms.iter().map(|&x| f(x)).collect()),
-                    ),
-                ])
-            })
-            .collect();
+        let latency = self.latency.iter().map(latency_json).collect();
         let handover = self
             .handover
             .iter()
@@ -1659,6 +1644,41 @@ impl ProcessesReport {
             ("checks".into(), Json::Arr(checks)),
         ])
     }
+}
+
+/// One commit-latency configuration as JSON (with every commit's time).
+fn latency_json(r: &LatencyResult) -> Json {
+    let f = |x: f64| Json::Float(x);
+    let pair =
+        |l: (Option<f64>, Option<f64>)| Json::Arr(vec![Json::opt_f64(l.0), Json::opt_f64(l.1)]);
+    let st = r.stats();
+    Json::Obj(vec![
+        ("engine".into(), Json::str(r.engine)),
+        ("readers".into(), Json::Int(r.readers as i64)),
+        ("commits".into(), Json::Int(r.lat_ms.len() as i64)),
+        ("median_ms".into(), Json::opt_f64(st.map(|s| s.0))),
+        ("p99_ms".into(), Json::opt_f64(st.map(|s| s.1))),
+        ("mean_ms".into(), Json::opt_f64(st.map(|s| s.2))),
+        ("max_ms".into(), Json::opt_f64(st.map(|s| s.3))),
+        (
+            "reader_qps_rounds".into(),
+            Json::Arr(r.reader_qps.iter().map(|&x| f(x)).collect()),
+        ),
+        (
+            "reader_wrong_or_errors".into(),
+            Json::Int(r.reader_problems as i64),
+        ),
+        (
+            "reader_problem".into(),
+            Json::opt_str(r.reader_problem.as_deref()),
+        ),
+        ("error".into(), Json::opt_str(r.error.as_deref())),
+        ("load_avg".into(), pair(r.load)),
+        (
+            "lat_ms".into(),
+            Json::Arr(r.lat_ms.iter().map(|&x| f(x)).collect()),
+        ),
+    ])
 }
 
 #[cfg(test)]
