@@ -66,6 +66,9 @@ use std::time::{Duration, Instant};
 use kith::{Config, Connection, Database, Value};
 use serde_json::Value as Json;
 
+mod common;
+use common::Rng;
+
 const WRITERS: usize = 3;
 const ACCOUNTS: i64 = 16;
 const START_BALANCE: i64 = 1000;
@@ -79,31 +82,6 @@ const DEFAULT_WRITER_WAIT: Duration = Duration::from_secs(60);
 const ACK_WATCHDOG: Duration = Duration::from_secs(150);
 /// Statements kept per role for the failure report.
 const RECENT: usize = 12;
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        // xorshift64*
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-
-    /// An independent generator for another thread.
-    fn fork(&mut self) -> Rng {
-        Rng(self.next() | 1)
-    }
-}
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)

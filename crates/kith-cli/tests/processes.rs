@@ -947,6 +947,20 @@ fn read_only_open_reads_through_an_unrecovered_wal_without_writing() {
     assert_eq!(count_sum(&Connection::new(&db)), (n + 1, state.1));
 }
 
+/// A shell creates the schema and nodes 0..20 (`v` = id), each in its own
+/// commit, and is SIGKILLed: no checkpoint, every commit only in the WAL.
+/// Returns the (count, sum of `v`) it left.
+fn killed_writer_of_20_nodes(path: &Path) -> (i64, i64) {
+    let mut writer = Shell::spawn("writer", path, &[]);
+    writer.run(&format!("{SCHEMA};"));
+    for id in 0..20 {
+        writer.send(&format!("CREATE (:N {{id: {id}, v: {id}}});"));
+    }
+    writer.run("");
+    writer.kill();
+    (20, 190)
+}
+
 /// The same, with the read-only opener a shell and no writer joining: the
 /// next read-write open (after all closed) recovers.
 #[test]
@@ -954,14 +968,7 @@ fn read_only_shell_then_read_write_open_recovers() {
     let dir = TempDir::new("ro-recovery-shell");
     let path = dir.db();
     let wal = wal_path(&path);
-    let mut writer = Shell::spawn("writer", &path, &[]);
-    writer.run(&format!("{SCHEMA};"));
-    for id in 0..20 {
-        writer.send(&format!("CREATE (:N {{id: {id}, v: {id}}});"));
-    }
-    writer.run("");
-    writer.kill();
-    let state = (20, 190);
+    let state = killed_writer_of_20_nodes(&path);
     let data_before = file_state(&path);
     let wal_before = file_state(&wal);
     let out = Command::new(env!("CARGO_BIN_EXE_kith"))
@@ -1070,14 +1077,7 @@ fn read_only_open_leaves_a_torn_wal_tail_alone() {
     let dir = TempDir::new("ro-torn-tail");
     let path = dir.db();
     let wal = wal_path(&path);
-    let mut writer = Shell::spawn("writer", &path, &[]);
-    writer.run(&format!("{SCHEMA};"));
-    for id in 0..20 {
-        writer.send(&format!("CREATE (:N {{id: {id}, v: {id}}});"));
-    }
-    writer.run("");
-    writer.kill();
-    let state = (20, 190);
+    let state = killed_writer_of_20_nodes(&path);
     // Half a frame: a length, a checksum that cannot match, a few bytes.
     {
         let mut f = std::fs::OpenOptions::new()

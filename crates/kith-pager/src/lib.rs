@@ -39,9 +39,7 @@ pub use config::{PageIdx, PagerConfig, MEMORY_LIMIT_BYTES_MIN, VM_RESERVE_BYTES_
 pub use header::{HEADER_PAGES, PAYLOAD_BYTES_MAX as HEADER_PAYLOAD_BYTES_MAX};
 pub use pager::Pager;
 pub use pin::OwnedPin;
-pub use shared_file::{
-    shm_path, wait_text, Arrival, CommitPoint, SharedFile, NO_SNAPSHOT, READER_SLOTS,
-};
+pub use shared_file::{Arrival, CommitPoint, SharedFile, NO_SNAPSHOT};
 pub use wal::{Wal, HEADER_BYTES as WAL_HEADER_BYTES, RECORD_BYTES_MAX as WAL_RECORD_BYTES_MAX};
 
 #[cfg(test)]

@@ -293,14 +293,20 @@ impl Pager {
     /// kept: a pin belongs to a snapshot, and no process reuses a page a live snapshot
     /// can read.
     pub fn forget(&self, runs: &[(PageIdx, u32)]) {
-        let mut overlay = self.overlay.write();
         let end = self.num_pages().min(self.capacity_pages);
-        for &(first, count) in runs {
-            for page in first.0..first.0.saturating_add(count).min(end) {
-                overlay.remove(&page);
-                self.reread(page);
+        let pages = || {
+            runs.iter()
+                .flat_map(move |&(first, count)| first.0..first.0.saturating_add(count).min(end))
+        };
+        {
+            let mut overlay = self.overlay.write();
+            if !overlay.is_empty() {
+                pages().for_each(|page| {
+                    overlay.remove(&page);
+                });
             }
         }
+        pages().for_each(|page| self.reread(page));
     }
 
     /// Reads a resident, unpinned page again from the file, holding it LOCKED

@@ -51,8 +51,8 @@ const MAGIC: [u8; 8] = *b"KITHSHM\0";
 /// is read), so processes of different builds refuse to mix.
 const FORMAT: u32 = 2;
 const MAP_BYTES: usize = 4096;
-pub const READER_SLOTS: usize = 128;
-pub const WAITER_SLOTS: usize = 64;
+const READER_SLOTS: usize = 128;
+const WAITER_SLOTS: usize = 64;
 /// A reader slot that holds no snapshot.
 pub const NO_SNAPSHOT: u64 = u64::MAX;
 const FLAG_RECOVERY_PENDING: u64 = 1;
@@ -274,10 +274,6 @@ impl SharedFile {
             lock(file, &self.path, LOCK_INIT, LockKind::Unlock, false)?;
         }
         Ok(())
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 
     fn atomic_u64(&self, offset: usize) -> &AtomicU64 {
@@ -583,7 +579,7 @@ impl SharedFile {
 }
 
 /// `g.kith` -> `g.kith.shm`.
-pub fn shm_path(db_path: &Path) -> PathBuf {
+fn shm_path(db_path: &Path) -> PathBuf {
     let mut p = db_path.as_os_str().to_owned();
     p.push(".shm");
     PathBuf::from(p)
@@ -609,7 +605,7 @@ fn busy(wait: Duration) -> Error {
 }
 
 /// "5 s", "250 ms": how long a writer waited, for error messages.
-pub fn wait_text(wait: Duration) -> String {
+fn wait_text(wait: Duration) -> String {
     if wait.subsec_millis() == 0 {
         format!("{} s", wait.as_secs())
     } else {
@@ -728,6 +724,15 @@ fn futex_wake(word: &AtomicU32) {
 mod tests {
     use super::*;
 
+    /// Two opens of one database's shared file, as two processes would have.
+    fn two_opens(dir: &tempfile::TempDir) -> (SharedFile, SharedFile) {
+        let db = dir.path().join("g.kith");
+        let (a, _) = SharedFile::open(&db, false).unwrap();
+        a.finish_open().unwrap();
+        let (b, _) = SharedFile::open(&db, false).unwrap();
+        (a, b)
+    }
+
     #[test]
     fn commit_point_round_trips_and_second_open_joins() {
         let dir = tempfile::tempdir().unwrap();
@@ -756,10 +761,7 @@ mod tests {
     #[test]
     fn oldest_snapshot_sees_other_opens_and_forgets_closed_ones() {
         let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("g.kith");
-        let (a, _) = SharedFile::open(&db, false).unwrap();
-        a.finish_open().unwrap();
-        let (b, _) = SharedFile::open(&db, false).unwrap();
+        let (a, b) = two_opens(&dir);
         assert_eq!(a.oldest_snapshot().unwrap(), NO_SNAPSHOT);
         b.set_oldest_snapshot(5);
         a.set_oldest_snapshot(9);
@@ -772,10 +774,7 @@ mod tests {
     #[test]
     fn writer_lock_is_exclusive_across_opens_and_times_out() {
         let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("g.kith");
-        let (a, _) = SharedFile::open(&db, false).unwrap();
-        a.finish_open().unwrap();
-        let (b, _) = SharedFile::open(&db, false).unwrap();
+        let (a, b) = two_opens(&dir);
         a.acquire_writer(Duration::from_secs(1)).unwrap();
         let err = b.acquire_writer(Duration::from_millis(50)).unwrap_err();
         assert_eq!(err.kind, ErrorKind::Transaction);
@@ -789,10 +788,7 @@ mod tests {
     #[test]
     fn a_closed_holder_frees_the_writer_lock() {
         let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("g.kith");
-        let (a, _) = SharedFile::open(&db, false).unwrap();
-        a.finish_open().unwrap();
-        let (b, _) = SharedFile::open(&db, false).unwrap();
+        let (a, b) = two_opens(&dir);
         a.acquire_writer(Duration::from_secs(1)).unwrap();
         // Closing the file (as a killed process's does) drops its locks.
         drop(a);
@@ -802,10 +798,8 @@ mod tests {
     #[test]
     fn waiters_are_served_in_arrival_order() {
         let dir = tempfile::tempdir().unwrap();
-        let db = dir.path().join("g.kith");
-        let (a, _) = SharedFile::open(&db, false).unwrap();
-        a.finish_open().unwrap();
-        let b = std::sync::Arc::new(SharedFile::open(&db, false).unwrap().0);
+        let (a, b) = two_opens(&dir);
+        let b = std::sync::Arc::new(b);
         a.acquire_writer(Duration::from_secs(1)).unwrap();
         let order = std::sync::Arc::new(Mutex::new(Vec::new()));
         let mut threads = Vec::new();

@@ -33,7 +33,7 @@ use parking_lot::Mutex;
 use kith_common::codec::Decoder;
 use kith_common::constants::PAGE_SIZE;
 use kith_common::{Error, Result};
-use kith_pager::{CommitPoint, PageIdx, SharedFile, NO_SNAPSHOT};
+use kith_pager::{CommitPoint, PageIdx, Pager, SharedFile, NO_SNAPSHOT};
 
 use crate::column::PageRun;
 use crate::storage::{CommitRecord, Storage, View, HEADER_FORMAT};
@@ -245,23 +245,27 @@ impl Storage {
     /// The version the newest header points at, and the format of its
     /// metadata; `None` for a database never checkpointed.
     pub(crate) fn header_version(&self) -> Result<Option<(Version, u32)>> {
-        let Some(payload) = self.pager.read_header()? else {
+        read_header_version(&self.pager)
+    }
+
+    /// The page images of the commits published up to `point` that the
+    /// data file may lack (see [`wal_images`]); `None` if the log changed
+    /// under the read.
+    pub(crate) fn logged_images(
+        &self,
+        point: CommitPoint,
+    ) -> Result<Option<HashMap<u32, Box<[u8]>>>> {
+        let Some(wal) = &self.wal else {
+            return Ok(Some(HashMap::new()));
+        };
+        let Some(records) = wal.read_range(0, point.wal_end)? else {
             return Ok(None);
         };
-        let (run, len, sum) = header_blob(&payload)?;
-        let pin = run
-            .pin(&self.pager)?
-            .ok_or_else(|| Error::corruption("database header points at no metadata"))?;
-        let blob = pin
-            .get(..len)
-            .ok_or_else(|| Error::corruption("metadata length beyond its pages"))?;
-        if xxhash_rust::xxh3::xxh3_64(blob) != sum {
-            return Err(Error::corruption("metadata checksum mismatch"));
-        }
-        let format = blob
-            .get(..4)
-            .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
-        Ok(Some((Version::decode(blob)?, format)))
+        let commits = records
+            .iter()
+            .map(|r| CommitRecord::parse(r))
+            .collect::<Result<Vec<_>>>()?;
+        wal_images(&commits).map(Some)
     }
 
     /// Makes the pager's free list and `view.pending` those of the current
@@ -332,6 +336,28 @@ impl Storage {
     }
 }
 
+/// The version the newest header of `pager`'s file points at, and the
+/// format of its metadata; `None` for a database never checkpointed.
+pub(crate) fn read_header_version(pager: &Arc<Pager>) -> Result<Option<(Version, u32)>> {
+    let Some(payload) = pager.read_header()? else {
+        return Ok(None);
+    };
+    let (run, len, sum) = header_blob(&payload)?;
+    let pin = run
+        .pin(pager)?
+        .ok_or_else(|| Error::corruption("database header points at no metadata"))?;
+    let blob = pin
+        .get(..len)
+        .ok_or_else(|| Error::corruption("metadata length beyond its pages"))?;
+    if xxhash_rust::xxh3::xxh3_64(blob) != sum {
+        return Err(Error::corruption("metadata checksum mismatch"));
+    }
+    let format = blob
+        .get(..4)
+        .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+    Ok(Some((Version::decode(blob)?, format)))
+}
+
 /// The page images of the commits in `records` that the data file may lack
 /// (those after the last commit whose pages were synced before it was
 /// logged), page by page; later images of a page replace earlier ones.
@@ -357,6 +383,44 @@ mod tests {
     use crate::storage::StorageConfig;
     use crate::version::METADATA_FORMAT;
     use kith_common::codec::Encoder;
+
+    /// Creates node table `P(id INT64 PRIMARY KEY)` in a transaction of its own.
+    fn create_p(storage: &Storage) -> kith_common::TableId {
+        let mut txn = storage.begin_write().unwrap();
+        let id = txn
+            .catalog
+            .create_node_table(
+                "P",
+                vec![("id".to_string(), kith_common::LogicalType::Int64)],
+                "id",
+            )
+            .unwrap();
+        let columns = txn
+            .catalog
+            .table(id)
+            .unwrap()
+            .properties
+            .iter()
+            .map(|p| p.id)
+            .collect();
+        txn.tables.insert(
+            id,
+            Arc::new(crate::version::TableData::Node(
+                crate::node_table::NodeTableData::empty(columns, 0),
+            )),
+        );
+        txn.commit().unwrap();
+        id
+    }
+
+    /// Inserts `P` rows with ids `ids` in a transaction of its own.
+    fn insert_p(storage: &Storage, id: kith_common::TableId, ids: std::ops::Range<i64>) {
+        let mut txn = storage.begin_write().unwrap();
+        let rows: Vec<Vec<kith_common::Value>> =
+            ids.map(|i| vec![kith_common::Value::Int64(i)]).collect();
+        txn.insert_nodes(id, &rows).unwrap();
+        txn.commit().unwrap();
+    }
 
     /// Rewrites the checkpointed metadata of the database at `path` as
     /// `format`, with `edit` applied to the blob (an older format lacks the
@@ -392,7 +456,7 @@ mod tests {
     }
 
     /// The WAL's page images of the database at `path`, parsed.
-    fn logged_images(path: &std::path::Path) -> HashMap<u32, Box<[u8]>> {
+    fn wal_file_images(path: &std::path::Path) -> HashMap<u32, Box<[u8]>> {
         let wal = kith_pager::Wal::open(&path.with_extension("kith.wal")).unwrap();
         let records = wal.read_records().unwrap();
         let commits: Vec<_> = records
@@ -411,38 +475,10 @@ mod tests {
         let path = dir.path().join("g.kith");
         {
             let storage = Storage::open(Some(&path), StorageConfig::default()).unwrap();
-            let mut txn = storage.begin_write().unwrap();
-            let id = txn
-                .catalog
-                .create_node_table(
-                    "P",
-                    vec![("id".to_string(), kith_common::LogicalType::Int64)],
-                    "id",
-                )
-                .unwrap();
-            let columns = txn
-                .catalog
-                .table(id)
-                .unwrap()
-                .properties
-                .iter()
-                .map(|p| p.id)
-                .collect();
-            txn.tables.insert(
-                id,
-                Arc::new(crate::version::TableData::Node(
-                    crate::node_table::NodeTableData::empty(columns, 0),
-                )),
-            );
-            txn.commit().unwrap();
-            let mut txn = storage.begin_write().unwrap();
-            let rows: Vec<Vec<kith_common::Value>> = (0..100)
-                .map(|i| vec![kith_common::Value::Int64(i)])
-                .collect();
-            txn.insert_nodes(id, &rows).unwrap();
-            txn.commit().unwrap();
+            let id = create_p(&storage);
+            insert_p(&storage, id, 0..100);
         }
-        let images = logged_images(&path);
+        let images = wal_file_images(&path);
         assert!(!images.is_empty());
         // Lose the logged pages from the data file.
         let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
@@ -493,30 +529,7 @@ mod tests {
         let path = dir.path().join("g.kith");
         let a = Storage::open(Some(&path), StorageConfig::default()).unwrap();
         let b = Storage::open(Some(&path), StorageConfig::default()).unwrap();
-        let mut txn = a.begin_write().unwrap();
-        let id = txn
-            .catalog
-            .create_node_table(
-                "P",
-                vec![("id".to_string(), kith_common::LogicalType::Int64)],
-                "id",
-            )
-            .unwrap();
-        let columns = txn
-            .catalog
-            .table(id)
-            .unwrap()
-            .properties
-            .iter()
-            .map(|p| p.id)
-            .collect();
-        txn.tables.insert(
-            id,
-            Arc::new(crate::version::TableData::Node(
-                crate::node_table::NodeTableData::empty(columns, 0),
-            )),
-        );
-        txn.commit().unwrap();
+        let id = create_p(&a);
         let mut next = 0i64;
         for round in 0..12 {
             let (writer, checkpointer) = if round % 2 == 0 { (&a, &b) } else { (&b, &a) };
@@ -526,13 +539,8 @@ mod tests {
                 if i == 3 {
                     checkpointer.checkpoint().unwrap();
                 }
-                let mut txn = writer.begin_write().unwrap();
-                let rows: Vec<Vec<kith_common::Value>> = (next..next + 50)
-                    .map(|i| vec![kith_common::Value::Int64(i)])
-                    .collect();
+                insert_p(writer, id, next..next + 50);
                 next += 50;
-                txn.insert_nodes(id, &rows).unwrap();
-                txn.commit().unwrap();
             }
             for s in [&a, &b] {
                 assert_eq!(s.snapshot().unwrap().cardinality(id), next as u64);

@@ -64,7 +64,7 @@ use kith_common::{Error, ErrorKind, Result, TableId};
 use kith_pager::{Arrival, CommitPoint, PageIdx, Pager, PagerConfig, SharedFile, Wal};
 
 use crate::column::PageRun;
-use crate::shared::{header_blob, wal_images, Readers};
+use crate::shared::{read_header_version, wal_images, Readers};
 use crate::version::{TableData, Version, METADATA_FORMAT};
 
 /// WAL size above which a commit triggers a checkpoint.
@@ -242,6 +242,9 @@ struct Opened {
     note: Option<String>,
     /// The first opener replayed the WAL into the file: checkpoint it.
     checkpoint: bool,
+    /// No other process had the database open: this open holds the shared
+    /// file's INIT lock until the storage exists.
+    alone: bool,
 }
 
 impl Storage {
@@ -262,6 +265,7 @@ impl Storage {
                 point: Some(CommitPoint::default()),
                 note: None,
                 checkpoint: false,
+                alone: false,
             },
             Some(path) => open_files(path, pager_cfg, cfg.read_only)?,
         };
@@ -283,8 +287,10 @@ impl Storage {
             wal_page_log_max_bytes: cfg.wal_page_log_max_bytes,
             open_note: opened.note,
         });
-        // The first opener has set the commit point: let others in.
-        storage.shared.finish_open()?;
+        if opened.alone {
+            // The first opener has set the commit point: let others in.
+            storage.shared.finish_open()?;
+        }
         storage.catch_up()?;
         if !cfg.read_only && (opened.checkpoint || storage.shared.recovery_pending()) {
             storage.recover_pending()?;
@@ -298,19 +304,13 @@ impl Storage {
     /// A read-only process that joins after a read-only first opener read
     /// through the WAL does the same: the data file may lack those pages.
     fn read_through_wal(&self) -> Result<()> {
-        let (Some(wal), Some(point)) = (&self.wal, self.view.lock().point) else {
+        let Some(point) = self.view.lock().point else {
             return Ok(());
         };
-        let Some(records) = wal.read_range(0, point.wal_end)? else {
-            return Ok(());
-        };
-        let commits = records
-            .iter()
-            .map(|r| CommitRecord::parse(r))
-            .collect::<Result<Vec<_>>>()?;
-        let overlay = wal_images(&commits)?;
-        if !overlay.is_empty() {
-            self.pager.install_overlay(overlay)?;
+        if let Some(overlay) = self.logged_images(point)? {
+            if !overlay.is_empty() {
+                self.pager.install_overlay(overlay)?;
+            }
         }
         Ok(())
     }
@@ -325,17 +325,12 @@ impl Storage {
         }
         let _slot = self.writer_slot()?;
         self.catch_up()?;
-        if let (Some(wal), Some(point)) = (&self.wal, self.view.lock().point) {
-            if let Some(records) = wal.read_range(0, point.wal_end)? {
-                let commits = records
-                    .iter()
-                    .map(|r| CommitRecord::parse(r))
-                    .collect::<Result<Vec<_>>>()?;
-                for (page, image) in wal_images(&commits)? {
-                    self.pager.write_recovered(PageIdx(page), &image)?;
-                }
-                self.pager.sync()?;
+        let point = self.view.lock().point;
+        if let Some(images) = point.map(|p| self.logged_images(p)).transpose()?.flatten() {
+            for (page, image) in images {
+                self.pager.write_recovered(PageIdx(page), &image)?;
             }
+            self.pager.sync()?;
         }
         self.shared.set_recovery_pending(false);
         Ok(())
@@ -655,8 +650,9 @@ fn open_files(path: &Path, pager_cfg: PagerConfig, read_only: bool) -> Result<Op
         point: None,
         note: None,
         checkpoint: false,
+        alone: arrival == Arrival::Alone,
     };
-    if arrival == Arrival::Alone {
+    if opened.alone {
         recover(&mut opened, read_only)?;
     }
     Ok(opened)
@@ -671,26 +667,12 @@ fn recover(opened: &mut Opened, read_only: bool) -> Result<()> {
     let Some(wal) = &opened.wal else {
         return Ok(());
     };
-    let mut version = Version::default();
     // A database never checkpointed gets a header at once: builds before
     // this format would read an empty header and then misread the WAL.
-    let mut old_format = true;
-    if let Some(payload) = pager.read_header()? {
-        let (run, len, sum) = header_blob(&payload)?;
-        let pin = run
-            .pin(pager)?
-            .ok_or_else(|| Error::corruption("database header points at no metadata"))?;
-        let blob = pin
-            .get(..len)
-            .ok_or_else(|| Error::corruption("metadata length beyond its pages"))?;
-        if checksum(blob) != sum {
-            return Err(Error::corruption("metadata checksum mismatch"));
-        }
-        version = Version::decode(blob)?;
-        old_format = blob
-            .get(..4)
-            .is_some_and(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) < METADATA_FORMAT);
-    }
+    let (mut version, old_format) = match read_header_version(pager)? {
+        Some((version, format)) => (version, format < METADATA_FORMAT),
+        None => (Version::default(), true),
+    };
     // A read-only opener leaves a torn tail for the next writer to cut.
     let records = if read_only {
         wal.read_records_untouched()?
